@@ -246,7 +246,8 @@ func (x *ApplyResult) GetAction() string {
 type ApplyResponse struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Results []*ApplyResult         `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
-	// index is the Raft index of the apply (0 for dry runs and no-ops).
+	// index is the Raft index of the command (dry runs and no-op applies
+	// also pass through the log, so they have one too).
 	Index         uint64 `protobuf:"varint,2,opt,name=index,proto3" json:"index,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

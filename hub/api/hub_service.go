@@ -1,0 +1,160 @@
+package api
+
+import (
+	"context"
+	"fmt"
+
+	"google.golang.org/grpc"
+
+	"github.com/roostfleet/roost/apierror"
+	"github.com/roostfleet/roost/resource"
+	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+)
+
+// Apply validates every object (static checks at the edge) and applies them
+// all or nothing through one Raft command on the leader.
+func (s *Server) Apply(ctx context.Context, req *roostv1.ApplyRequest) (*roostv1.ApplyResponse, error) {
+	if len(req.GetObjects()) == 0 {
+		return nil, apierror.Invalid("nothing to apply", apierror.Violation{Field: "objects", Message: "must hold at least one object"})
+	}
+	var vs []apierror.Violation
+	for i, o := range req.GetObjects() {
+		prefix := fmt.Sprintf("objects[%d]", i)
+		r, k := resource.Unwrap(o)
+		if r == nil {
+			vs = append(vs, apierror.Violation{Field: prefix, Message: "empty object"})
+			continue
+		}
+		if !k.Appliable {
+			vs = append(vs, apierror.Violation{Field: prefix + ".kind", Message: fmt.Sprintf("%s objects are managed by the hub and cannot be applied", k.Name)})
+			continue
+		}
+		for _, v := range resource.Validate(o) {
+			v.Field = prefix + "." + v.Field
+			vs = append(vs, v)
+		}
+	}
+	if len(vs) > 0 {
+		return nil, apierror.Invalid("invalid objects", vs...)
+	}
+	return onLeader(ctx, s, func() (*roostv1.ApplyResponse, error) {
+		res, err := s.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_ApplyObjects{ApplyObjects: &roostv1.ApplyObjects{
+			Objects: req.GetObjects(), Uids: newUIDs(len(req.GetObjects())), DryRun: req.GetDryRun(),
+		}}})
+		if err != nil {
+			return nil, err
+		}
+		return &roostv1.ApplyResponse{Results: res.Results, Index: res.Index}, nil
+	}, func(c *grpc.ClientConn, fctx context.Context) (*roostv1.ApplyResponse, error) {
+		return roostv1.NewHubServiceClient(c).Apply(fctx, req)
+	})
+}
+
+// Delete removes one object; it fails with NotFound, or FailedPrecondition
+// while other objects reference it.
+func (s *Server) Delete(ctx context.Context, req *roostv1.DeleteRequest) (*roostv1.DeleteResponse, error) {
+	k, err := lookupKind(req.GetKind())
+	if err != nil {
+		return nil, err
+	}
+	return onLeader(ctx, s, func() (*roostv1.DeleteResponse, error) {
+		res, err := s.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_DeleteObject{DeleteObject: &roostv1.DeleteObject{Kind: k.Name, Name: req.GetName()}}})
+		if err != nil {
+			return nil, err
+		}
+		return &roostv1.DeleteResponse{Index: res.Index}, nil
+	}, func(c *grpc.ClientConn, fctx context.Context) (*roostv1.DeleteResponse, error) {
+		return roostv1.NewHubServiceClient(c).Delete(fctx, req)
+	})
+}
+
+// Get reads one object at the requested consistency.
+func (s *Server) Get(ctx context.Context, req *roostv1.GetRequest) (*roostv1.GetResponse, error) {
+	k, err := lookupKind(req.GetKind())
+	if err != nil {
+		return nil, err
+	}
+	local := func() (*roostv1.GetResponse, error) {
+		o, err := s.fsm.Get(k.Name, req.GetName())
+		if err != nil {
+			return nil, err
+		}
+		return &roostv1.GetResponse{Object: o}, nil
+	}
+	if req.GetConsistency() == roostv1.Consistency_CONSISTENCY_STALE {
+		return local()
+	}
+	return onLeader(ctx, s, func() (*roostv1.GetResponse, error) {
+		if err := s.node.Barrier(ctx); err != nil {
+			return nil, err
+		}
+		return local()
+	}, func(c *grpc.ClientConn, fctx context.Context) (*roostv1.GetResponse, error) {
+		return roostv1.NewHubServiceClient(c).Get(fctx, req)
+	})
+}
+
+// List reads all objects of a kind matching a label selector, sorted by name.
+func (s *Server) List(ctx context.Context, req *roostv1.ListRequest) (*roostv1.ListResponse, error) {
+	k, err := lookupKind(req.GetKind())
+	if err != nil {
+		return nil, err
+	}
+	local := func() (*roostv1.ListResponse, error) {
+		objs, idx, err := s.fsm.List(k.Name, req.GetLabelSelector())
+		if err != nil {
+			return nil, err
+		}
+		return &roostv1.ListResponse{Objects: objs, Index: idx}, nil
+	}
+	if req.GetConsistency() == roostv1.Consistency_CONSISTENCY_STALE {
+		return local()
+	}
+	return onLeader(ctx, s, func() (*roostv1.ListResponse, error) {
+		if err := s.node.Barrier(ctx); err != nil {
+			return nil, err
+		}
+		return local()
+	}, func(c *grpc.ClientConn, fctx context.Context) (*roostv1.ListResponse, error) {
+		return roostv1.NewHubServiceClient(c).List(fctx, req)
+	})
+}
+
+// Watch streams this member's view of changes (eventually consistent: a
+// follower's stream may lag the leader).
+func (s *Server) Watch(req *roostv1.WatchRequest, stream grpc.ServerStreamingServer[roostv1.WatchEvent]) error {
+	kind := ""
+	if req.GetKind() != "" {
+		k, err := lookupKind(req.GetKind())
+		if err != nil {
+			return err
+		}
+		kind = k.Name
+	}
+	sub, err := s.fsm.Subscribe(kind, req.GetFromIndex())
+	if err != nil {
+		return err
+	}
+	defer sub.Close()
+	for {
+		select {
+		case <-stream.Context().Done():
+			return stream.Context().Err()
+		case ev, ok := <-sub.Events():
+			if !ok {
+				return sub.Err()
+			}
+			if err := stream.Send(ev); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func lookupKind(name string) (*resource.Kind, error) {
+	k, err := resource.Lookup(name)
+	if err != nil {
+		return nil, apierror.Invalid(err.Error(), apierror.Violation{Field: "kind", Message: err.Error()})
+	}
+	return k, nil
+}

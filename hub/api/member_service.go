@@ -1,0 +1,198 @@
+package api
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"sort"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/roostfleet/roost/apierror"
+	"github.com/roostfleet/roost/hub/ca"
+	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+)
+
+// memberCertLifetime is how long member certificates issued at join last.
+const memberCertLifetime = 5 * 365 * 24 * time.Hour
+
+// ListMembers lists the Raft configuration as this member sees it.
+func (s *Server) ListMembers(ctx context.Context, _ *roostv1.ListMembersRequest) (*roostv1.ListMembersResponse, error) {
+	servers, err := s.node.Servers()
+	if err != nil {
+		return nil, err
+	}
+	api := map[string]string{}
+	for _, m := range s.fsm.Members() {
+		api[m.GetId()] = m.GetApiAddress()
+	}
+	_, leader := s.node.Leader()
+	out := &roostv1.ListMembersResponse{Index: s.fsm.LastIndex()}
+	for _, sv := range servers {
+		out.Members = append(out.Members, &roostv1.Member{
+			Id: string(sv.ID), RaftAddress: string(sv.Address), ApiAddress: api[string(sv.ID)],
+			Suffrage: sv.Suffrage.String(), Leader: string(sv.ID) == leader,
+		})
+	}
+	sort.Slice(out.Members, func(i, j int) bool { return out.Members[i].Id < out.Members[j].Id })
+	return out, nil
+}
+
+// CreateJoinToken records a new join token (hashed) and returns it once.
+func (s *Server) CreateJoinToken(ctx context.Context, req *roostv1.CreateJoinTokenRequest) (*roostv1.CreateJoinTokenResponse, error) {
+	if req.GetTtlSeconds() < 0 || req.GetMaxUses() < 0 {
+		return nil, apierror.Invalid("invalid join token request",
+			apierror.Violation{Field: "ttlSeconds", Message: fmt.Sprintf("must be ≥ 0, got %d", req.GetTtlSeconds())},
+			apierror.Violation{Field: "maxUses", Message: fmt.Sprintf("must be ≥ 0, got %d", req.GetMaxUses())})
+	}
+	return onLeader(ctx, s, func() (*roostv1.CreateJoinTokenResponse, error) {
+		authority, err := s.authority()
+		if err != nil {
+			return nil, err
+		}
+		tok, err := newJoinToken(authority.Fingerprint())
+		if err != nil {
+			return nil, err
+		}
+		ttl := time.Duration(req.GetTtlSeconds()) * time.Second
+		if ttl == 0 {
+			ttl = time.Hour
+		}
+		uses := req.GetMaxUses()
+		if uses == 0 {
+			uses = 1
+		}
+		now := s.now()
+		expires := timestamppb.New(now.Add(ttl))
+		if _, err := s.Propose(ctx, &roostv1.Command{Time: timestamppb.New(now), Command: &roostv1.Command_PutJoinToken{PutJoinToken: &roostv1.PutJoinToken{
+			Token: &roostv1.JoinToken{Id: tok.ID, SecretSha256: tok.SecretSHA256(), ExpiresAt: expires, MaxUses: uses},
+		}}}); err != nil {
+			return nil, err
+		}
+		resp := &roostv1.CreateJoinTokenResponse{Token: tok.String(), ExpiresAt: expires}
+		for _, m := range s.fsm.Members() {
+			resp.ApiAddresses = append(resp.ApiAddresses, m.GetApiAddress())
+		}
+		sort.Strings(resp.ApiAddresses)
+		return resp, nil
+	}, func(c *grpc.ClientConn, fctx context.Context) (*roostv1.CreateJoinTokenResponse, error) {
+		return roostv1.NewHubServiceClient(c).CreateJoinToken(fctx, req)
+	})
+}
+
+// RemoveMember removes a member from the Raft configuration and the state.
+func (s *Server) RemoveMember(ctx context.Context, req *roostv1.RemoveMemberRequest) (*roostv1.RemoveMemberResponse, error) {
+	if req.GetId() == "" {
+		return nil, apierror.Invalid("member id required", apierror.Violation{Field: "id", Message: "required"})
+	}
+	return onLeader(ctx, s, func() (*roostv1.RemoveMemberResponse, error) {
+		servers, err := s.node.Servers()
+		if err != nil {
+			return nil, err
+		}
+		found := false
+		for _, sv := range servers {
+			found = found || string(sv.ID) == req.GetId()
+		}
+		if !found {
+			return nil, apierror.NotFound("hub member", req.GetId())
+		}
+		if len(servers) == 1 {
+			return nil, apierror.FailedPrecondition("member %s is the only member; removing it would destroy the cluster", req.GetId())
+		}
+		if err := s.node.RemoveServer(ctx, req.GetId()); err != nil {
+			return nil, err
+		}
+		if _, err := s.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_DeleteMember{DeleteMember: &roostv1.DeleteMember{Id: req.GetId()}}}); err != nil {
+			return nil, err
+		}
+		return &roostv1.RemoveMemberResponse{}, nil
+	}, func(c *grpc.ClientConn, fctx context.Context) (*roostv1.RemoveMemberResponse, error) {
+		return roostv1.NewHubServiceClient(c).RemoveMember(fctx, req)
+	})
+}
+
+// Join checks a join token (counting one use through Raft) and signs the
+// new member's certificate request.
+func (s *Server) Join(ctx context.Context, req *roostv1.JoinRequest) (*roostv1.JoinResponse, error) {
+	tok, err := ParseJoinToken(req.GetToken())
+	if err != nil {
+		return nil, apierror.Invalid(err.Error(), apierror.Violation{Field: "token", Message: err.Error()})
+	}
+	if req.GetNodeId() == "" {
+		return nil, apierror.Invalid("node id required", apierror.Violation{Field: "nodeId", Message: "required"})
+	}
+	authority, err := s.authority()
+	if err != nil {
+		return nil, err
+	}
+	if tok.CAFingerprint != authority.Fingerprint() {
+		return nil, apierror.PermissionDenied("join token was made for another hub CA")
+	}
+	// Check the request before the token's use is counted, so a bad request costs no use.
+	if err := checkCSR(req.GetCsrPem()); err != nil {
+		return nil, apierror.Invalid(err.Error(), apierror.Violation{Field: "csrPem", Message: err.Error()})
+	}
+	return onLeader(ctx, s, func() (*roostv1.JoinResponse, error) {
+		if _, err := s.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_UseJoinToken{UseJoinToken: &roostv1.UseJoinToken{Id: tok.ID, SecretSha256: tok.SecretSHA256()}}}); err != nil {
+			return nil, err
+		}
+		cert, err := authority.SignCSR(req.GetCsrPem(), ca.Profile{CommonName: req.GetNodeId(), Role: ca.RoleMember, Lifetime: memberCertLifetime}, s.now())
+		if err != nil {
+			return nil, apierror.Invalid(err.Error(), apierror.Violation{Field: "csrPem", Message: err.Error()})
+		}
+		return &roostv1.JoinResponse{CertificatePem: cert, CaBundlePem: authority.CertificatePEM()}, nil
+	}, func(c *grpc.ClientConn, fctx context.Context) (*roostv1.JoinResponse, error) {
+		return roostv1.NewMemberServiceClient(c).Join(fctx, req)
+	})
+}
+
+// AddVoter adds the calling member (its certificate's common name must be
+// node_id) to the Raft configuration and records its addresses.
+func (s *Server) AddVoter(ctx context.Context, req *roostv1.AddVoterRequest) (*roostv1.AddVoterResponse, error) {
+	if _, cn, _ := ca.PeerRole(ctx); cn != req.GetNodeId() && !isForwarded(ctx) {
+		return nil, apierror.PermissionDenied("member %q may only add itself, not %q", cn, req.GetNodeId())
+	}
+	if req.GetRaftAddress() == "" || req.GetApiAddress() == "" {
+		return nil, apierror.Invalid("addresses required",
+			apierror.Violation{Field: "raftAddress", Message: "required"}, apierror.Violation{Field: "apiAddress", Message: "required"})
+	}
+	return onLeader(ctx, s, func() (*roostv1.AddVoterResponse, error) {
+		if _, err := s.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_PutMember{PutMember: &roostv1.PutMember{Member: &roostv1.HubMember{
+			Id: req.GetNodeId(), RaftAddress: req.GetRaftAddress(), ApiAddress: req.GetApiAddress(),
+		}}}}); err != nil {
+			return nil, err
+		}
+		if err := s.node.AddVoter(ctx, req.GetNodeId(), req.GetRaftAddress()); err != nil {
+			return nil, err
+		}
+		return &roostv1.AddVoterResponse{}, nil
+	}, func(c *grpc.ClientConn, fctx context.Context) (*roostv1.AddVoterResponse, error) {
+		return roostv1.NewMemberServiceClient(c).AddVoter(fctx, req)
+	})
+}
+
+// authority loads the replicated CA.
+func (s *Server) authority() (*ca.Authority, error) {
+	c := s.fsm.CA()
+	if c == nil {
+		return nil, apierror.Unavailable("the hub CA is not initialised yet; retry")
+	}
+	return ca.Load(c)
+}
+
+// checkCSR parses a PEM PKCS#10 request and checks its signature.
+func checkCSR(csrPEM []byte) error {
+	b, _ := pem.Decode(csrPEM)
+	if b == nil || b.Type != "CERTIFICATE REQUEST" {
+		return fmt.Errorf("not a PEM CERTIFICATE REQUEST")
+	}
+	csr, err := x509.ParseCertificateRequest(b.Bytes)
+	if err != nil {
+		return fmt.Errorf("parse certificate request: %w", err)
+	}
+	return csr.CheckSignature()
+}

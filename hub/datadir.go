@@ -1,0 +1,81 @@
+package hub
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// dataDir names the files of a member's data directory.
+type dataDir string
+
+func (d dataDir) path(elem ...string) string {
+	return filepath.Join(append([]string{string(d)}, elem...)...)
+}
+func (d dataDir) raft() string        { return d.path("raft") }
+func (d dataDir) caCert() string      { return d.path("tls", "ca.crt") }
+func (d dataDir) caKey() string       { return d.path("tls", "ca.key") }
+func (d dataDir) memberCert() string  { return d.path("tls", "member.crt") }
+func (d dataDir) memberKey() string   { return d.path("tls", "member.key") }
+func (d dataDir) adminConfig() string { return d.path("admin.conf") }
+
+// nodeID returns the member's ID, creating DIR/node-id with want (or a
+// random "hub-xxxxxxxx" when want is empty) on first start. A later start
+// with a different want is an error: Raft IDs must not change.
+func (d dataDir) nodeID(want string) (string, error) {
+	b, err := os.ReadFile(d.path("node-id"))
+	if err == nil {
+		id := strings.TrimSpace(string(b))
+		if want != "" && want != id {
+			return "", fmt.Errorf("%s says this member is %q, not %q; a member's ID cannot change", d.path("node-id"), id, want)
+		}
+		return id, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return "", err
+	}
+	id := want
+	if id == "" {
+		r := make([]byte, 4)
+		if _, err := rand.Read(r); err != nil {
+			return "", err
+		}
+		id = "hub-" + hex.EncodeToString(r)
+	}
+	return id, writeFile(d.path("node-id"), []byte(id+"\n"), 0o600)
+}
+
+// writeFile writes data atomically (temp file, fsync, rename), creating
+// parent directories with mode 0700.
+func writeFile(path string, data []byte, mode os.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(mode); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}
+
+func exists(path string) bool { _, err := os.Stat(path); return err == nil }

@@ -1,0 +1,97 @@
+package hub
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/roostfleet/roost/hub/raftnode"
+	"github.com/roostfleet/roost/hub/state"
+)
+
+// serveHTTP serves /metrics (Prometheus text format) and /healthz (200 "ok"
+// when this member is a leader or a follower that knows its leader, 503
+// with the reason otherwise).
+func (h *Hub) serveHTTP() error {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(h.registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		if err := h.healthy(); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	ln, err := net.Listen("tcp", h.opts.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("HTTP listener: %w", err)
+	}
+	h.http = &http.Server{Handler: mux}
+	go h.http.Serve(ln)
+	return nil
+}
+
+func (h *Hub) healthy() error {
+	switch h.node.State() {
+	case "Leader":
+		return nil
+	case "Follower":
+		if _, id := h.node.Leader(); id != "" {
+			return nil
+		}
+		return errors.New("follower without a known leader")
+	default:
+		return fmt.Errorf("raft state %s", h.node.State())
+	}
+}
+
+// raftCollector exports Raft's own counters as Prometheus gauges.
+type raftCollector struct {
+	node  *raftnode.Node
+	fsm   *state.FSM
+	descs map[string]*prometheus.Desc
+}
+
+var raftGauges = map[string]string{
+	"term":           "Current Raft term.",
+	"last_log_index": "Index of the last entry in the local log.",
+	"commit_index":   "Highest log index known to be committed.",
+	"applied_index":  "Highest log index applied to the state machine.",
+	"num_peers":      "Number of other voters in the configuration.",
+}
+
+func newRaftCollector(node *raftnode.Node, fsm *state.FSM) *raftCollector {
+	c := &raftCollector{node: node, fsm: fsm, descs: map[string]*prometheus.Desc{}}
+	for name, help := range raftGauges {
+		c.descs[name] = prometheus.NewDesc("roost_raft_"+name, help, nil, nil)
+	}
+	c.descs["leader"] = prometheus.NewDesc("roost_raft_leader", "1 when this member leads, else 0.", nil, nil)
+	return c
+}
+
+func (c *raftCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.descs {
+		ch <- d
+	}
+}
+
+func (c *raftCollector) Collect(ch chan<- prometheus.Metric) {
+	stats := c.node.Stats()
+	for name := range raftGauges {
+		v, err := strconv.ParseFloat(stats[name], 64)
+		if err != nil {
+			continue
+		}
+		ch <- prometheus.MustNewConstMetric(c.descs[name], prometheus.GaugeValue, v)
+	}
+	leader := 0.0
+	if c.node.IsLeader() {
+		leader = 1
+	}
+	ch <- prometheus.MustNewConstMetric(c.descs["leader"], prometheus.GaugeValue, leader)
+}

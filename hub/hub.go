@@ -1,0 +1,498 @@
+package hub
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+
+	"github.com/roostfleet/roost/client"
+	"github.com/roostfleet/roost/hub/api"
+	"github.com/roostfleet/roost/hub/ca"
+	"github.com/roostfleet/roost/hub/raftnode"
+	"github.com/roostfleet/roost/hub/state"
+	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+)
+
+// Options configure a hub member.
+type Options struct {
+	// DataDir holds all of the member's state (see the package doc).
+	DataDir string
+	// APIAddr is the host:port of the gRPC API (TLS); clients and other
+	// members dial it, so the host must be reachable by them.
+	APIAddr string
+	// RaftAddr is the host:port of the Raft transport (mutual TLS).
+	RaftAddr string
+	// HTTPAddr is the host:port serving /metrics and /healthz; empty disables it.
+	HTTPAddr string
+	// Join is the API address of any existing member; used only when DataDir
+	// holds no Raft state yet.
+	Join string
+	// JoinToken authenticates the join (from `roostctl hub join`).
+	JoinToken string
+	// NodeID is the member's Raft ID on first start; empty picks "hub-<random>".
+	NodeID string
+	// LogStore is raftnode.LogStoreWAL (default) or raftnode.LogStoreBolt.
+	LogStore string
+	// Raft timing overrides (zero keeps Raft's defaults).
+	HeartbeatTimeout, ElectionTimeout, LeaderLeaseTimeout time.Duration
+	// SnapshotThreshold overrides the number of entries between snapshots.
+	SnapshotThreshold uint64
+	// Logger receives the hub's structured logs; nil uses slog.Default().
+	Logger *slog.Logger
+	// Registry receives the hub's metrics; nil makes a private registry.
+	Registry *prometheus.Registry
+}
+
+// Hub is one running member.
+type Hub struct {
+	opts     Options
+	dir      dataDir
+	log      *slog.Logger
+	id       string
+	fsm      *state.FSM
+	node     *raftnode.Node
+	api      *api.Server
+	grpc     *grpc.Server
+	http     *http.Server
+	apiLn    net.Listener
+	cancel   context.CancelFunc
+	done     chan struct{}
+	registry *prometheus.Registry
+}
+
+// Start starts a member: it bootstraps, joins or restarts as DataDir says,
+// then serves the API. It returns once the API listens; joining and the
+// first leader election complete in the background (see WaitLeader).
+func Start(ctx context.Context, opts Options) (*Hub, error) {
+	if opts.DataDir == "" || opts.APIAddr == "" || opts.RaftAddr == "" {
+		return nil, errors.New("data dir, API address and Raft address are required")
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	reg := opts.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	h := &Hub{opts: opts, dir: dataDir(opts.DataDir), log: log, registry: reg, done: make(chan struct{})}
+	id, err := h.dir.nodeID(opts.NodeID)
+	if err != nil {
+		return nil, err
+	}
+	h.id = id
+	h.log = log.With("member", id)
+
+	rcfg := raftnode.Config{
+		ID: id, Dir: h.dir.raft(), BindAddr: opts.RaftAddr, LogStore: opts.LogStore,
+		HeartbeatTimeout: opts.HeartbeatTimeout, ElectionTimeout: opts.ElectionTimeout,
+		LeaderLeaseTimeout: opts.LeaderLeaseTimeout, SnapshotThreshold: opts.SnapshotThreshold,
+		Logger: hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: os.Stderr}).With("member", id),
+	}
+	hasState, err := raftnode.HasState(rcfg)
+	if err != nil {
+		return nil, err
+	}
+	var bootstrap bool
+	switch {
+	case hasState:
+		h.log.Info("restarting member from its data dir", "dir", opts.DataDir)
+	case opts.Join != "":
+		if err := h.fetchMemberCertificate(ctx); err != nil {
+			return nil, fmt.Errorf("join %s: %w", opts.Join, err)
+		}
+	default:
+		if err := h.createCA(); err != nil {
+			return nil, err
+		}
+		bootstrap = true
+	}
+	memberCert, memberKey, caPool, err := h.loadTLS()
+	if err != nil {
+		return nil, err
+	}
+	raftTLS, err := ca.MutualTLS(memberCert, memberKey, caPool)
+	if err != nil {
+		return nil, err
+	}
+	serverTLS, err := ca.ServerTLS(memberCert, memberKey, caPool)
+	if err != nil {
+		return nil, err
+	}
+	clientTLS, err := ca.ClientTLS(memberCert, memberKey, caPool)
+	if err != nil {
+		return nil, err
+	}
+
+	h.fsm = state.New(state.Options{})
+	rcfg.FSM = h.fsm
+	rcfg.TLS = raftTLS
+	node, err := raftnode.Open(rcfg)
+	if err != nil {
+		return nil, err
+	}
+	h.node = node
+	if bootstrap {
+		if err := node.Bootstrap(); err != nil {
+			node.Shutdown()
+			return nil, fmt.Errorf("bootstrap: %w", err)
+		}
+		h.log.Info("bootstrapped a new single-member cluster")
+	}
+	reg.MustRegister(newRaftCollector(node, h.fsm))
+
+	h.api = api.New(api.Config{FSM: h.fsm, Node: node, PeerCredentials: credentials.NewTLS(clientTLS), Logger: h.log})
+	h.grpc = grpc.NewServer(append(api.ServerOptions(api.NewMetrics(reg)), grpc.Creds(credentials.NewTLS(serverTLS)))...)
+	h.api.Register(h.grpc)
+	h.apiLn, err = net.Listen("tcp", opts.APIAddr)
+	if err != nil {
+		node.Shutdown()
+		return nil, fmt.Errorf("API listener: %w", err)
+	}
+	go h.grpc.Serve(h.apiLn)
+	if opts.HTTPAddr != "" {
+		if err := h.serveHTTP(); err != nil {
+			h.Close()
+			return nil, err
+		}
+	}
+
+	runCtx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	go func() {
+		defer close(h.done)
+		if !hasState && opts.Join != "" {
+			h.addSelfAsVoter(runCtx, clientTLS)
+		}
+		h.leaderLoop(runCtx)
+	}()
+	h.log.Info("hub member serving", "api", h.apiLn.Addr().String(), "raft", node.Addr(), "http", opts.HTTPAddr)
+	return h, nil
+}
+
+// ID returns the member's Raft ID.
+func (h *Hub) ID() string { return h.id }
+
+// APIAddr returns the address the API listens on.
+func (h *Hub) APIAddr() string { return h.apiLn.Addr().String() }
+
+// Node returns the member's Raft node (for tests and tools).
+func (h *Hub) Node() *raftnode.Node { return h.node }
+
+// FSM returns the member's replicated state (read-only use).
+func (h *Hub) FSM() *state.FSM { return h.fsm }
+
+// AdminConfigPath returns DIR/admin.conf.
+func (h *Hub) AdminConfigPath() string { return h.dir.adminConfig() }
+
+// WaitLeader waits until the cluster has a leader and this member has
+// applied the CA and its own member record, or ctx ends.
+func (h *Hub) WaitLeader(ctx context.Context) error {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if _, id := h.node.Leader(); id != "" && h.fsm.CA() != nil && h.hasMemberRecord() {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("member %s: no leader: %w", h.id, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+func (h *Hub) hasMemberRecord() bool {
+	for _, m := range h.fsm.Members() {
+		if m.GetId() == h.id {
+			return true
+		}
+	}
+	return false
+}
+
+// Close stops serving and shuts Raft down (a graceful stop: in-flight
+// requests finish, at most 5 s).
+func (h *Hub) Close() error {
+	if h.cancel != nil {
+		h.cancel()
+		<-h.done
+	}
+	if h.http != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		h.http.Shutdown(sctx)
+		cancel()
+	}
+	if h.grpc != nil {
+		stopped := make(chan struct{})
+		go func() { h.grpc.GracefulStop(); close(stopped) }()
+		select {
+		case <-stopped:
+		case <-time.After(5 * time.Second):
+			h.grpc.Stop()
+		}
+	}
+	if h.api != nil {
+		h.api.Close()
+	}
+	if h.node != nil {
+		return h.node.Shutdown()
+	}
+	return nil
+}
+
+// createCA makes the hub CA and this member's certificate for a new
+// cluster. The CA key stays in DIR/tls/ca.key until the CA is replicated.
+func (h *Hub) createCA() error {
+	now := time.Now()
+	authorityPB, err := ca.New("Roost hub CA", now)
+	if err != nil {
+		return err
+	}
+	authority, err := ca.Load(authorityPB)
+	if err != nil {
+		return err
+	}
+	cert, key, err := authority.Issue(h.memberProfile(), now)
+	if err != nil {
+		return err
+	}
+	for path, data := range map[string][]byte{
+		h.dir.caKey(): authorityPB.GetPrivateKeyPem(), h.dir.caCert(): authorityPB.GetCertificatePem(),
+		h.dir.memberCert(): append(cert, authorityPB.GetCertificatePem()...), h.dir.memberKey(): key,
+	} {
+		if err := writeFile(path, data, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (h *Hub) memberProfile() ca.Profile {
+	p := ca.Profile{CommonName: h.id, Role: ca.RoleMember, Lifetime: 5 * 365 * 24 * time.Hour, DNSNames: []string{"localhost"}}
+	for _, addr := range []string{h.opts.APIAddr, h.opts.RaftAddr} {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil || host == "" {
+			continue
+		}
+		if ip := net.ParseIP(host); ip != nil {
+			p.IPAddresses = append(p.IPAddresses, ip)
+		} else {
+			p.DNSNames = append(p.DNSNames, host)
+		}
+	}
+	return p
+}
+
+func (h *Hub) loadTLS() (cert, key []byte, pool *x509.CertPool, err error) {
+	if cert, err = os.ReadFile(h.dir.memberCert()); err != nil {
+		return nil, nil, nil, err
+	}
+	if key, err = os.ReadFile(h.dir.memberKey()); err != nil {
+		return nil, nil, nil, err
+	}
+	caPEM, err := os.ReadFile(h.dir.caCert())
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	pool = x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return nil, nil, nil, fmt.Errorf("%s holds no PEM certificate", h.dir.caCert())
+	}
+	return cert, key, pool, nil
+}
+
+// fetchMemberCertificate runs MemberService.Join against opts.Join: it
+// trusts the hub only if its CA matches the fingerprint in the token.
+func (h *Hub) fetchMemberCertificate(ctx context.Context) error {
+	tok, err := api.ParseJoinToken(h.opts.JoinToken)
+	if err != nil {
+		return err
+	}
+	csr, key, err := ca.NewCSR(h.id)
+	if err != nil {
+		return err
+	}
+	pinned := &tls.Config{
+		MinVersion:         tls.VersionTLS13,
+		InsecureSkipVerify: true, // verified below against the pinned CA fingerprint
+		VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
+			return verifyPinnedChain(raw, tok.CAFingerprint)
+		},
+	}
+	conn, err := grpc.NewClient(h.opts.Join, grpc.WithTransportCredentials(credentials.NewTLS(pinned)))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	resp, err := roostv1.NewMemberServiceClient(conn).Join(cctx, &roostv1.JoinRequest{Token: tok.String(), NodeId: h.id, CsrPem: csr})
+	if err != nil {
+		return err
+	}
+	for path, data := range map[string][]byte{h.dir.caCert(): resp.GetCaBundlePem(), h.dir.memberCert(): append(resp.GetCertificatePem(), resp.GetCaBundlePem()...), h.dir.memberKey(): key} {
+		if err := writeFile(path, data, 0o600); err != nil {
+			return err
+		}
+	}
+	h.log.Info("received member certificate", "from", h.opts.Join)
+	return nil
+}
+
+// verifyPinnedChain accepts a TLS chain whose last certificate is the CA
+// with the given sha256 fingerprint and whose leaf that CA signed.
+func verifyPinnedChain(raw [][]byte, fingerprint string) error {
+	if len(raw) == 0 {
+		return errors.New("hub presented no certificate")
+	}
+	certs := make([]*x509.Certificate, len(raw))
+	for i, r := range raw {
+		c, err := x509.ParseCertificate(r)
+		if err != nil {
+			return err
+		}
+		certs[i] = c
+	}
+	// Members send their leaf followed by the CA certificate (DIR/tls/member.crt
+	// holds both), so the pinned CA is found in the chain by its fingerprint.
+	for _, c := range certs {
+		sum := sha256.Sum256(c.Raw)
+		if hex.EncodeToString(sum[:]) == fingerprint {
+			if c == certs[0] || certs[0].CheckSignatureFrom(c) == nil {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("hub certificate is not signed by the CA pinned in the join token (sha256 %s…)", fingerprint[:12])
+}
+
+// addSelfAsVoter asks the cluster to add this member, retrying until it
+// succeeds or ctx ends.
+func (h *Hub) addSelfAsVoter(ctx context.Context, clientTLS *tls.Config) {
+	conn, err := grpc.NewClient(h.opts.Join, grpc.WithTransportCredentials(credentials.NewTLS(clientTLS)))
+	if err != nil {
+		h.log.Error("join: dial", "err", err)
+		return
+	}
+	defer conn.Close()
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		_, err := roostv1.NewMemberServiceClient(conn).AddVoter(cctx, &roostv1.AddVoterRequest{NodeId: h.id, RaftAddress: h.node.Addr(), ApiAddress: h.APIAddr()})
+		cancel()
+		if err == nil {
+			h.log.Info("joined the cluster as a voter", "via", h.opts.Join)
+			return
+		}
+		h.log.Warn("join: add voter failed; retrying", "err", err, "in", backoff)
+		select {
+		case <-ctx.Done():
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// leaderLoop makes sure, whenever this member leads, that the CA is
+// replicated (after a bootstrap crash) and that its own member record is
+// current; on the bootstrap member it also writes admin.conf once.
+func (h *Hub) leaderLoop(ctx context.Context) {
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if h.node.IsLeader() {
+			if err := h.reconcileSelf(ctx); err != nil && ctx.Err() == nil {
+				h.log.Warn("leader housekeeping failed; retrying", "err", err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-h.node.LeaderCh():
+		}
+	}
+}
+
+func (h *Hub) reconcileSelf(ctx context.Context) error {
+	if h.fsm.CA() == nil {
+		keyPEM, err := os.ReadFile(h.dir.caKey())
+		if err != nil {
+			return fmt.Errorf("the state has no CA and %s is missing: %w", h.dir.caKey(), err)
+		}
+		certPEM, err := os.ReadFile(h.dir.caCert())
+		if err != nil {
+			return err
+		}
+		if _, err := h.api.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_InitCa{InitCa: &roostv1.InitCA{
+			Ca: &roostv1.CertificateAuthority{CertificatePem: certPEM, PrivateKeyPem: keyPEM},
+		}}}); err != nil {
+			return err
+		}
+	}
+	var self *roostv1.HubMember
+	for _, m := range h.fsm.Members() {
+		if m.GetId() == h.id {
+			self = m
+		}
+	}
+	if self == nil || self.GetApiAddress() != h.APIAddr() || self.GetRaftAddress() != h.node.Addr() {
+		if _, err := h.api.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_PutMember{PutMember: &roostv1.PutMember{Member: &roostv1.HubMember{
+			Id: h.id, RaftAddress: h.node.Addr(), ApiAddress: h.APIAddr(),
+		}}}}); err != nil {
+			return err
+		}
+	}
+	if exists(h.dir.caKey()) {
+		if err := h.writeAdminConfig(); err != nil {
+			return err
+		}
+		return os.Remove(h.dir.caKey())
+	}
+	return nil
+}
+
+// writeAdminConfig writes DIR/admin.conf with an admin client certificate
+// (valid one year) unless it exists.
+func (h *Hub) writeAdminConfig() error {
+	if exists(h.dir.adminConfig()) {
+		return nil
+	}
+	authority, err := ca.Load(h.fsm.CA())
+	if err != nil {
+		return err
+	}
+	cert, key, err := authority.Issue(ca.Profile{CommonName: "admin", Role: ca.RoleAdmin, Lifetime: 365 * 24 * time.Hour}, time.Now())
+	if err != nil {
+		return err
+	}
+	cfg := &client.Config{
+		Hubs:                 []string{h.APIAddr()},
+		CertificateAuthority: string(authority.CertificatePEM()),
+		ClientCertificate:    string(cert),
+		ClientKey:            string(key),
+	}
+	if err := cfg.Write(h.dir.adminConfig()); err != nil {
+		return err
+	}
+	h.log.Info("wrote admin client configuration", "path", h.dir.adminConfig())
+	return nil
+}
+

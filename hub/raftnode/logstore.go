@@ -1,0 +1,56 @@
+package raftnode
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	raftwal "github.com/hashicorp/raft-wal"
+)
+
+// Log store names accepted by Config.LogStore.
+const (
+	// LogStoreWAL is github.com/hashicorp/raft-wal: segment files with
+	// a bbolt meta store, in DIR/raft/wal. The default (see docs/operations.md
+	// for the measurements behind the choice).
+	LogStoreWAL = "wal"
+	// LogStoreBolt is github.com/hashicorp/raft-boltdb/v2, one bbolt file
+	// DIR/raft/raft.db.
+	LogStoreBolt = "boltdb"
+)
+
+// logStore is both halves raft needs of a durable store.
+type logStore interface {
+	raft.LogStore
+	raft.StableStore
+	io.Closer
+}
+
+// openLogStore opens (creating as needed) the named log store under dir.
+// It refuses to open one kind when the other kind's files are present, so a
+// changed flag cannot silently start an empty log next to the real one.
+func openLogStore(kind, dir string) (logStore, error) {
+	walDir := filepath.Join(dir, "wal")
+	boltPath := filepath.Join(dir, "raft.db")
+	exists := func(p string) bool { _, err := os.Stat(p); return err == nil }
+	switch kind {
+	case "", LogStoreWAL:
+		if exists(boltPath) {
+			return nil, fmt.Errorf("log store %q requested but %s holds a %q log; use --raft-log-store=%s", LogStoreWAL, boltPath, LogStoreBolt, LogStoreBolt)
+		}
+		if err := os.MkdirAll(walDir, 0o700); err != nil {
+			return nil, err
+		}
+		return raftwal.Open(walDir)
+	case LogStoreBolt:
+		if exists(walDir) {
+			return nil, fmt.Errorf("log store %q requested but %s holds a %q log; use --raft-log-store=%s", LogStoreBolt, walDir, LogStoreWAL, LogStoreWAL)
+		}
+		return raftboltdb.New(raftboltdb.Options{Path: boltPath})
+	default:
+		return nil, fmt.Errorf("unknown raft log store %q: use %q or %q", kind, LogStoreWAL, LogStoreBolt)
+	}
+}

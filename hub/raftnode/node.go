@@ -1,0 +1,234 @@
+package raftnode
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+)
+
+// Config configures one Raft member.
+type Config struct {
+	// ID is the member's Raft server ID (stable across restarts).
+	ID string
+	// Dir is the member's Raft directory; the log store and snapshots live below it.
+	Dir string
+	// BindAddr is the host:port the Raft transport listens on.
+	BindAddr string
+	// AdvertiseAddr is the host:port peers dial; empty means BindAddr.
+	AdvertiseAddr string
+	// LogStore is LogStoreWAL (default) or LogStoreBolt.
+	LogStore string
+	// TLS is the mutual TLS configuration of the transport (hub/ca.MutualTLS).
+	TLS *tls.Config
+	// FSM is the replicated state machine.
+	FSM raft.FSM
+	// Logger receives Raft's logs; nil logs warnings and errors to stderr.
+	Logger hclog.Logger
+	// HeartbeatTimeout, ElectionTimeout and LeaderLeaseTimeout override
+	// Raft's defaults (1 s, 1 s, 500 ms) when non-zero.
+	HeartbeatTimeout, ElectionTimeout, LeaderLeaseTimeout time.Duration
+	// SnapshotThreshold is how many log entries trigger a snapshot; 0 means 8192.
+	SnapshotThreshold uint64
+	// SnapshotsRetained is how many snapshot files to keep; 0 means 3.
+	SnapshotsRetained int
+}
+
+// Node is one running Raft member.
+type Node struct {
+	raft      *raft.Raft
+	store     logStore
+	transport *raft.NetworkTransport
+	id        raft.ServerID
+	addr      raft.ServerAddress
+}
+
+// ErrNotLeader is returned by leader-only operations on a follower.
+var ErrNotLeader = raft.ErrNotLeader
+
+// Open starts a Raft member. It does not bootstrap: call Bootstrap on the
+// first member of a new cluster. Errors come from opening the log store,
+// the snapshot store or the listener.
+func Open(cfg Config) (*Node, error) {
+	if cfg.ID == "" || cfg.Dir == "" || cfg.BindAddr == "" || cfg.FSM == nil || cfg.TLS == nil {
+		return nil, errors.New("raftnode: ID, Dir, BindAddr, TLS and FSM are required")
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+		return nil, err
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: os.Stderr})
+	}
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.ID)
+	rc.Logger = logger
+	if cfg.HeartbeatTimeout > 0 {
+		rc.HeartbeatTimeout = cfg.HeartbeatTimeout
+	}
+	if cfg.ElectionTimeout > 0 {
+		rc.ElectionTimeout = cfg.ElectionTimeout
+	}
+	if cfg.LeaderLeaseTimeout > 0 {
+		rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
+	}
+	if cfg.SnapshotThreshold > 0 {
+		rc.SnapshotThreshold = cfg.SnapshotThreshold
+	}
+	retain := cfg.SnapshotsRetained
+	if retain == 0 {
+		retain = 3
+	}
+
+	store, err := openLogStore(cfg.LogStore, cfg.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("open raft log store: %w", err)
+	}
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.Dir, retain, logger.Named("snapshots"))
+	if err != nil {
+		store.Close()
+		return nil, fmt.Errorf("open snapshot store: %w", err)
+	}
+	stream, err := newTLSStreamLayer(cfg.BindAddr, cfg.AdvertiseAddr, cfg.TLS)
+	if err != nil {
+		store.Close()
+		return nil, fmt.Errorf("raft transport: %w", err)
+	}
+	transport := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream:  stream,
+		MaxPool: 3,
+		Timeout: 10 * time.Second,
+		Logger:  logger.Named("transport"),
+	})
+	r, err := raft.NewRaft(rc, cfg.FSM, store, store, snaps, transport)
+	if err != nil {
+		transport.Close()
+		store.Close()
+		return nil, err
+	}
+	return &Node{raft: r, store: store, transport: transport, id: rc.LocalID, addr: transport.LocalAddr()}, nil
+}
+
+// HasState reports whether the member's directory already holds Raft state
+// (a log, a term or a snapshot), i.e. whether it was bootstrapped or joined before.
+func HasState(cfg Config) (bool, error) {
+	if _, err := os.Stat(cfg.Dir); errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	entries, err := os.ReadDir(cfg.Dir)
+	if err != nil {
+		return false, err
+	}
+	return len(entries) > 0, nil
+}
+
+// Bootstrap makes this member the single voter of a new cluster. It is a
+// no-op error (raft.ErrCantBootstrap) when state already exists.
+func (n *Node) Bootstrap() error {
+	f := n.raft.BootstrapCluster(raft.Configuration{Servers: []raft.Server{{ID: n.id, Address: n.addr, Suffrage: raft.Voter}}})
+	return f.Error()
+}
+
+// ID returns the member's Raft server ID.
+func (n *Node) ID() string { return string(n.id) }
+
+// Addr returns the member's advertised Raft address.
+func (n *Node) Addr() string { return string(n.addr) }
+
+// Apply proposes data as one log entry and waits until it is applied to
+// the local FSM, returning the FSM's response and the entry's index. It
+// fails with ErrNotLeader on followers, with raft.ErrLeadershipLost when
+// leadership is lost before commit (the entry may or may not commit), and
+// with ctx's error on cancellation (the entry may still commit).
+func (n *Node) Apply(ctx context.Context, data []byte) (any, uint64, error) {
+	timeout := 30 * time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+	}
+	f := n.raft.Apply(data, timeout)
+	if err := waitFuture(ctx, f); err != nil {
+		return nil, 0, err
+	}
+	return f.Response(), f.Index(), nil
+}
+
+// Barrier waits until every entry committed before the call is applied to
+// the local FSM. On the leader it commits an entry of the current term, so
+// a successful Barrier also proves leadership at that point; reads of the
+// local FSM afterwards are linearizable.
+func (n *Node) Barrier(ctx context.Context) error {
+	timeout := 10 * time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+	}
+	return waitFuture(ctx, n.raft.Barrier(timeout))
+}
+
+func waitFuture(ctx context.Context, f raft.Future) error {
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// IsLeader reports whether this member currently believes it leads.
+func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
+
+// Leader returns the current leader's Raft address and ID, empty when unknown.
+func (n *Node) Leader() (addr, id string) {
+	a, i := n.raft.LeaderWithID()
+	return string(a), string(i)
+}
+
+// LeaderCh reports leadership changes of this member (true: became leader).
+func (n *Node) LeaderCh() <-chan bool { return n.raft.LeaderCh() }
+
+// State returns "Leader", "Follower", "Candidate" or "Shutdown".
+func (n *Node) State() string { return n.raft.State().String() }
+
+// Servers returns the latest Raft configuration.
+func (n *Node) Servers() ([]raft.Server, error) {
+	f := n.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return nil, err
+	}
+	return f.Configuration().Servers, nil
+}
+
+// AddVoter adds (or updates) a voting member; leader only.
+func (n *Node) AddVoter(ctx context.Context, id, addr string) error {
+	return waitFuture(ctx, n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(addr), 0, 30*time.Second))
+}
+
+// RemoveServer removes a member; leader only.
+func (n *Node) RemoveServer(ctx context.Context, id string) error {
+	return waitFuture(ctx, n.raft.RemoveServer(raft.ServerID(id), 0, 30*time.Second))
+}
+
+// Snapshot forces a snapshot now (tests and operators).
+func (n *Node) Snapshot() error { return n.raft.Snapshot().Error() }
+
+// Stats returns Raft's diagnostic counters (see raft.Raft.Stats).
+func (n *Node) Stats() map[string]string { return n.raft.Stats() }
+
+// AppliedIndex returns the last index applied to the FSM.
+func (n *Node) AppliedIndex() uint64 { return n.raft.AppliedIndex() }
+
+// Shutdown stops Raft, then closes the transport and the log store.
+func (n *Node) Shutdown() error {
+	err := n.raft.Shutdown().Error()
+	n.transport.Close()
+	if cerr := n.store.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -1,0 +1,85 @@
+package state
+
+import (
+	"crypto/subtle"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/roostfleet/roost/apierror"
+	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+)
+
+// putJoinToken creates or replaces a join token by id.
+func (a *applier) putJoinToken(c *roostv1.PutJoinToken) *apierror.Error {
+	t := c.GetToken()
+	var bad []apierror.Violation
+	if t.GetId() == "" {
+		bad = append(bad, apierror.Violation{Field: "token.id", Message: "is required"})
+	}
+	if t.GetSecretSha256() == "" {
+		bad = append(bad, apierror.Violation{Field: "token.secretSha256", Message: "is required"})
+	}
+	if t.GetMaxUses() < 0 {
+		bad = append(bad, apierror.Violation{Field: "token.maxUses", Message: "must be ≥ 0"})
+	}
+	if len(bad) > 0 {
+		return apierror.Invalid("invalid join token", bad...)
+	}
+	if err := a.txn.Insert(tableJoinTokens, t); err != nil {
+		return internal(err)
+	}
+	return nil
+}
+
+// useJoinToken counts one use of a join token. It fails with
+// FailedPrecondition when the token is unknown, the secret hash does not
+// match (compared in constant time), the token expired (expires_at ≤
+// Command.time; unset means never) or is used up (uses ≥ max_uses; 0 means
+// unlimited).
+func (a *applier) useJoinToken(c *roostv1.UseJoinToken) *apierror.Error {
+	raw, err := a.txn.First(tableJoinTokens, indexID, c.GetId())
+	if err != nil {
+		return internal(err)
+	}
+	if raw == nil || c.GetId() == "" {
+		return apierror.FailedPrecondition("join token %q is unknown", c.GetId())
+	}
+	t := raw.(*roostv1.JoinToken)
+	if subtle.ConstantTimeCompare([]byte(t.GetSecretSha256()), []byte(c.GetSecretSha256())) != 1 {
+		return apierror.FailedPrecondition("join token %q: wrong secret", t.GetId())
+	}
+	if t.GetExpiresAt() != nil {
+		now, aerr := a.now()
+		if aerr != nil {
+			return aerr
+		}
+		if !now.AsTime().Before(t.GetExpiresAt().AsTime()) {
+			return apierror.FailedPrecondition("join token %q expired at %s", t.GetId(),
+				t.GetExpiresAt().AsTime().UTC().Format(time.RFC3339))
+		}
+	}
+	if t.GetMaxUses() > 0 && t.GetUses() >= t.GetMaxUses() {
+		return apierror.FailedPrecondition("join token %q is used up (%d of %d uses)", t.GetId(), t.GetUses(), t.GetMaxUses())
+	}
+	next := proto.Clone(t).(*roostv1.JoinToken)
+	next.Uses++
+	if err := a.txn.Insert(tableJoinTokens, next); err != nil {
+		return internal(err)
+	}
+	return nil
+}
+
+// JoinTokens returns copies of the stored join tokens (hashes only), sorted
+// by id.
+func (f *FSM) JoinTokens() []*roostv1.JoinToken {
+	var out []*roostv1.JoinToken
+	it, err := f.db.Load().Txn(false).Get(tableJoinTokens, indexID)
+	if err != nil {
+		return nil
+	}
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		out = append(out, proto.Clone(raw.(*roostv1.JoinToken)).(*roostv1.JoinToken))
+	}
+	return out
+}

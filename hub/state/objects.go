@@ -1,0 +1,245 @@
+package state
+
+import (
+	"fmt"
+	"maps"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/roostfleet/roost/apierror"
+	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+	"github.com/roostfleet/roost/resource"
+)
+
+// missingRefHint is the hint of a dangling-reference violation.
+const missingRefHint = "create it first, or apply it in the same file"
+
+// applyObjects creates or replaces c.Objects, all or nothing. Violations
+// name fields as "objects[I]...." (I indexes c.Objects). It returns one
+// result per object in command order.
+func (a *applier) applyObjects(c *roostv1.ApplyObjects) ([]*roostv1.ApplyResult, *apierror.Error) {
+	type item struct {
+		kind *resource.Kind
+		in   resource.Resource
+		name string
+	}
+	objs := c.GetObjects()
+	items := make([]item, len(objs))
+	var bad []apierror.Violation
+	first := map[string]int{} // "Kind/name" → first index
+	for i, o := range objs {
+		r, k := resource.Unwrap(o)
+		if r == nil || k == nil {
+			bad = append(bad, apierror.Violation{Field: fmt.Sprintf("objects[%d]", i), Message: "has no kind"})
+			continue
+		}
+		name := r.GetMetadata().GetName()
+		if name == "" {
+			bad = append(bad, apierror.Violation{Field: fmt.Sprintf("objects[%d].metadata.name", i), Message: "is required"})
+			continue
+		}
+		key := refKey(k.Name, name)
+		if j, dup := first[key]; dup {
+			bad = append(bad, apierror.Violation{Field: fmt.Sprintf("objects[%d].metadata.name", i),
+				Message: fmt.Sprintf("%s %q appears twice (also objects[%d])", k.Name, name, j)})
+			continue
+		}
+		first[key] = i
+		items[i] = item{kind: k, in: r, name: name}
+	}
+	if len(bad) > 0 {
+		return nil, apierror.Invalid("invalid objects", bad...)
+	}
+
+	results := make([]*roostv1.ApplyResult, len(items))
+	final := make([]*roostv1.Object, len(items))
+	for i, it := range items {
+		raw, err := a.txn.First(it.kind.Name, indexID, it.name)
+		if err != nil {
+			return nil, internal(err)
+		}
+		var old *roostv1.Object
+		var oldRes resource.Resource
+		if raw != nil {
+			old = raw.(*roostv1.Object)
+			oldRes, _ = resource.Unwrap(old)
+		}
+		var uid string
+		var created *timestamppb.Timestamp
+		if old == nil {
+			if i < len(c.GetUids()) {
+				uid = c.GetUids()[i]
+			}
+			if uid == "" && !c.GetDryRun() {
+				bad = append(bad, apierror.Violation{Field: fmt.Sprintf("uids[%d]", i), Message: "a new object needs a UID in the command"})
+				continue
+			}
+			now, aerr := a.now()
+			if aerr != nil {
+				return nil, aerr
+			}
+			created = now
+		}
+		next, action := merge(it.kind, it.in, oldRes, a.index, created, uid)
+		results[i] = &roostv1.ApplyResult{Kind: it.kind.Name, Name: it.name, Action: action}
+		if action == ActionUnchanged {
+			final[i] = old
+			continue
+		}
+		obj := it.kind.Wrap(next)
+		final[i] = obj
+		if err := a.txn.Insert(it.kind.Name, obj); err != nil {
+			return nil, internal(err)
+		}
+		typ := roostv1.WatchEvent_TYPE_MODIFIED
+		if action == ActionCreated {
+			typ = roostv1.WatchEvent_TYPE_ADDED
+		}
+		a.events = append(a.events, newEvent(typ, it.kind.Name, obj, a.index))
+	}
+	if len(bad) > 0 {
+		return nil, apierror.Invalid("invalid command", bad...)
+	}
+
+	// References are checked after every object of the command is in the
+	// transaction, so an object may refer to one later in the same command.
+	for i, o := range final {
+		for _, ref := range referencesOf(o) {
+			ok, err := exists(a.txn, ref.Kind, ref.Name)
+			if err != nil {
+				return nil, internal(err)
+			}
+			if !ok {
+				bad = append(bad, apierror.Violation{
+					Field:   fmt.Sprintf("objects[%d].%s", i, ref.Field),
+					Message: fmt.Sprintf("%s %q does not exist", ref.Kind, ref.Name),
+					Hint:    missingRefHint,
+				})
+			}
+		}
+	}
+	if len(bad) > 0 {
+		msg := "references to objects that do not exist"
+		if len(bad) == 1 {
+			msg = bad[0].Message
+		}
+		return nil, apierror.FailedPreconditionFields(msg, bad...)
+	}
+	return results, nil
+}
+
+// merge computes the object to store when in is applied over old (nil for
+// a create) at Raft index idx. The user owns spec, labels and annotations;
+// the hub owns the rest of the metadata, apiVersion, kind and status, so
+// those are taken from old (or set fresh for a create: uid, generation 1,
+// both indexes idx, creationTimestamp created) and ignored in in. When
+// nothing the user owns changed it returns old and ActionUnchanged. in is
+// consumed: its spec becomes part of the result.
+func merge(k *resource.Kind, in, old resource.Resource, idx uint64, created *timestamppb.Timestamp, uid string) (resource.Resource, string) {
+	next := k.New()
+	nm, im := next.ProtoReflect(), in.ProtoReflect()
+	fields := nm.Descriptor().Fields()
+	nm.Set(fields.ByName("api_version"), protoreflect.ValueOfString(resource.APIVersion))
+	nm.Set(fields.ByName("kind"), protoreflect.ValueOfString(k.Name))
+	specFD, statusFD := fields.ByName("spec"), fields.ByName("status")
+	if im.Has(specFD) {
+		nm.Set(specFD, im.Get(specFD))
+	} else {
+		nm.Mutable(specFD) // always store a spec, so proto.Equal compares like with like
+	}
+
+	inMeta := in.GetMetadata()
+	meta := &roostv1.ObjectMeta{
+		Name:        inMeta.GetName(),
+		Labels:      inMeta.GetLabels(),
+		Annotations: inMeta.GetAnnotations(),
+	}
+	metaFD := fields.ByName("metadata")
+	if old == nil {
+		meta.Uid = uid
+		meta.Generation = 1
+		meta.CreateIndex = idx
+		meta.ModifyIndex = idx
+		meta.CreationTimestamp = created
+		nm.Set(metaFD, protoreflect.ValueOfMessage(meta.ProtoReflect()))
+		return next, ActionCreated
+	}
+
+	om := old.ProtoReflect()
+	oldMeta := old.GetMetadata()
+	specChanged := !proto.Equal(fieldOrEmpty(nm, specFD), fieldOrEmpty(om, specFD))
+	metaChanged := !maps.Equal(oldMeta.GetLabels(), meta.Labels) || !maps.Equal(oldMeta.GetAnnotations(), meta.Annotations)
+	if !specChanged && !metaChanged {
+		return old, ActionUnchanged
+	}
+	meta.Uid = oldMeta.GetUid()
+	meta.Generation = oldMeta.GetGeneration()
+	if specChanged {
+		meta.Generation++
+	}
+	meta.CreateIndex = oldMeta.GetCreateIndex()
+	meta.ModifyIndex = idx
+	meta.CreationTimestamp = oldMeta.GetCreationTimestamp() // shared: stored messages are immutable
+	nm.Set(metaFD, protoreflect.ValueOfMessage(meta.ProtoReflect()))
+	if om.Has(statusFD) {
+		nm.Set(statusFD, om.Get(statusFD))
+	}
+	return next, ActionConfigured
+}
+
+// fieldOrEmpty returns the message in field fd of m, or an empty message
+// of the field's type when it is unset.
+func fieldOrEmpty(m protoreflect.Message, fd protoreflect.FieldDescriptor) proto.Message {
+	if m.Has(fd) {
+		return m.Get(fd).Message().Interface()
+	}
+	return m.NewField(fd).Message().Interface()
+}
+
+// deleteObject deletes one object. It fails with NotFound when the object
+// does not exist and FailedPrecondition while other objects refer to it.
+func (a *applier) deleteObject(c *roostv1.DeleteObject) ([]*roostv1.ApplyResult, *apierror.Error) {
+	k, aerr := lookupKind(c.GetKind())
+	if aerr != nil {
+		return nil, aerr
+	}
+	name := c.GetName()
+	if name == "" {
+		return nil, apierror.Invalid("no name given", apierror.Violation{Field: "name", Message: "is required"})
+	}
+	raw, err := a.txn.First(k.Name, indexID, name)
+	if err != nil {
+		return nil, internal(err)
+	}
+	if raw == nil {
+		return nil, apierror.NotFound(k.Name, name)
+	}
+	users, err := usersOf(a.txn, k.Name, name)
+	if err != nil {
+		return nil, internal(err)
+	}
+	if len(users) > 0 {
+		return nil, apierror.FailedPrecondition("%s %q is used by %s", k.Name, name, joinUsers(users))
+	}
+	if err := a.txn.Delete(k.Name, raw); err != nil {
+		return nil, internal(err)
+	}
+	ev := newEvent(roostv1.WatchEvent_TYPE_DELETED, k.Name, raw.(*roostv1.Object), a.index)
+	if r, _ := resource.Unwrap(ev.ev.GetObject()); r != nil && r.GetMetadata() != nil {
+		r.GetMetadata().ModifyIndex = a.index // the clone, not the stored object
+	}
+	a.events = append(a.events, ev)
+	return []*roostv1.ApplyResult{{Kind: k.Name, Name: name, Action: ActionDeleted}}, nil
+}
+
+// lookupKind resolves a kind name or alias; unknown kinds are Invalid with
+// field "kind".
+func lookupKind(name string) (*resource.Kind, *apierror.Error) {
+	k, err := resource.Lookup(name)
+	if err != nil {
+		return nil, apierror.Invalid(err.Error(), apierror.Violation{Field: "kind", Message: err.Error()})
+	}
+	return k, nil
+}

@@ -1,0 +1,410 @@
+package state
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/raft"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
+
+	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+	"github.com/roostfleet/roost/resource"
+)
+
+func getPool(t *testing.T, f *FSM, name string) *roostv1.Pool {
+	t.Helper()
+	o, err := f.Get("Pool", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o.GetPool()
+}
+
+func TestApplyObjectsLifecycle(t *testing.T) {
+	h := newHarness(t, Options{})
+	objs := append(baseObjects(), poolObj("workers", "prod"))
+	res := h.mustApply(h.objects(objs...))
+	if got, want := actions(res), []string{"Cluster/prod=created", "MachineClass/standard=created", "Pool/workers=created"}; !slices.Equal(got, want) {
+		t.Fatalf("actions = %v, want %v", got, want)
+	}
+	created := h.idx
+	p := getPool(t, h.f, "workers")
+	m := p.GetMetadata()
+	if p.GetApiVersion() != resource.APIVersion || p.GetKind() != "Pool" {
+		t.Errorf("apiVersion/kind = %q/%q", p.GetApiVersion(), p.GetKind())
+	}
+	if m.GetUid() != "00000000-0000-4000-8000-000000000003" || m.GetGeneration() != 1 ||
+		m.GetCreateIndex() != created || m.GetModifyIndex() != created ||
+		!m.GetCreationTimestamp().AsTime().Equal(timeAt(created)) {
+		t.Errorf("metadata after create = %v", m)
+	}
+
+	type step struct {
+		name       string
+		obj        *roostv1.Object
+		wantAction string
+		wantGen    int64
+		wantModify bool // modifyIndex moves to this step's index
+	}
+	withLabels := poolObj("workers", "prod")
+	withLabels.GetPool().Metadata.Labels = map[string]string{"env": "prod"}
+	withSpec := proto.Clone(withLabels).(*roostv1.Object)
+	withSpec.GetPool().Spec.Replicas = proto.Int32(5)
+	sneaky := proto.Clone(withSpec).(*roostv1.Object) // server-owned fields and status are ignored
+	sneaky.GetPool().Metadata.Uid = "forged"
+	sneaky.GetPool().Metadata.Generation = 99
+	sneaky.GetPool().Metadata.CreateIndex = 1234
+	sneaky.GetPool().ApiVersion = "other/v9"
+	sneaky.GetPool().Status = &roostv1.PoolStatus{Machines: 7}
+	withAnnotation := proto.Clone(withSpec).(*roostv1.Object)
+	withAnnotation.GetPool().Metadata.Annotations = map[string]string{"note": "x"}
+	emptyLabels := proto.Clone(withAnnotation).(*roostv1.Object)
+	emptyLabels.GetPool().Metadata.Labels = map[string]string{}
+
+	steps := []step{
+		{"same again", poolObj("workers", "prod"), ActionUnchanged, 1, false},
+		{"labels only", withLabels, ActionConfigured, 1, true},
+		{"spec change", withSpec, ActionConfigured, 2, true},
+		{"server fields and status ignored", sneaky, ActionUnchanged, 2, false},
+		{"annotation", withAnnotation, ActionConfigured, 2, true},
+		{"remove labels", emptyLabels, ActionConfigured, 2, true},
+		{"spec back", poolObj("workers", "prod", func(s *roostv1.PoolSpec) {}), ActionConfigured, 3, true},
+	}
+	prevModify := created
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			res := h.mustApply(h.objects(s.obj))
+			if got := res.Results[0].GetAction(); got != s.wantAction {
+				t.Fatalf("action = %q, want %q", got, s.wantAction)
+			}
+			m := getPool(t, h.f, "workers").GetMetadata()
+			if m.GetGeneration() != s.wantGen {
+				t.Errorf("generation = %d, want %d", m.GetGeneration(), s.wantGen)
+			}
+			wantModify := prevModify
+			if s.wantModify {
+				wantModify = h.idx
+			}
+			if m.GetModifyIndex() != wantModify {
+				t.Errorf("modifyIndex = %d, want %d", m.GetModifyIndex(), wantModify)
+			}
+			prevModify = m.GetModifyIndex()
+			if m.GetUid() != "00000000-0000-4000-8000-000000000003" || m.GetCreateIndex() != created ||
+				!m.GetCreationTimestamp().AsTime().Equal(timeAt(created)) {
+				t.Errorf("creation metadata changed: %v", m)
+			}
+			if h.f.LastIndex() != h.idx {
+				t.Errorf("LastIndex = %d, want %d", h.f.LastIndex(), h.idx)
+			}
+		})
+	}
+	if st := getPool(t, h.f, "workers").GetStatus(); st != nil {
+		t.Errorf("status = %v, want none (incoming status is ignored)", st)
+	}
+}
+
+func TestApplyObjectsKeepsStatus(t *testing.T) {
+	// Status can only come from the state itself (here: a restored
+	// snapshot); ApplyObjects must carry it over on configure.
+	snap := &roostv1.Snapshot{LastIndex: 10, Objects: []*roostv1.Object{
+		clusterObj("prod", nil),
+		resource.Wrap(&roostv1.Pool{ApiVersion: resource.APIVersion, Kind: "Pool",
+			Metadata: &roostv1.ObjectMeta{Name: "workers", Uid: "u", Generation: 4, CreateIndex: 2, ModifyIndex: 9},
+			Spec:     &roostv1.PoolSpec{Cluster: "prod"},
+			Status:   &roostv1.PoolStatus{Machines: 3, ReadyMachines: 2}}),
+	}}
+	h := &harness{tb: t, f: restoreNew(t, mustMarshal(t, snap)), idx: 10}
+	res := h.mustApply(h.objects(resource.Wrap(&roostv1.Pool{Metadata: meta("workers", nil),
+		Spec: &roostv1.PoolSpec{Cluster: "prod", ImageChannel: "beta"}})))
+	if res.Results[0].GetAction() != ActionConfigured {
+		t.Fatalf("action = %v", res.Results[0])
+	}
+	p := getPool(t, h.f, "workers")
+	if !proto.Equal(p.GetStatus(), &roostv1.PoolStatus{Machines: 3, ReadyMachines: 2}) {
+		t.Errorf("status = %v, want kept", p.GetStatus())
+	}
+	if g := p.GetMetadata().GetGeneration(); g != 5 {
+		t.Errorf("generation = %d, want 5", g)
+	}
+}
+
+func TestApplyObjectsRejected(t *testing.T) {
+	noName := resource.Wrap(&roostv1.Cluster{Spec: &roostv1.ClusterSpec{}})
+	cases := []struct {
+		name   string
+		setup  []*roostv1.Object
+		cmd    func(h *harness) *roostv1.Command
+		code   codes.Code
+		fields []string
+		// text is a substring of the error's text.
+		text string
+	}{
+		{
+			name: "one dangling reference in a batch of 3 stores none",
+			cmd: func(h *harness) *roostv1.Command {
+				return h.objects(clusterObj("prod", nil), machineClassObj("standard"),
+					poolObj("workers", "prod", func(s *roostv1.PoolSpec) { s.NetworkProfile = "bonded" }))
+			},
+			code:   codes.FailedPrecondition,
+			fields: []string{"objects[2].spec.networkProfile"},
+			text:   `NetworkProfile "bonded" does not exist (create it first, or apply it in the same file)`,
+		},
+		{
+			name:   "missing cluster",
+			setup:  []*roostv1.Object{machineClassObj("standard")},
+			cmd:    func(h *harness) *roostv1.Command { return h.objects(poolObj("workers", "prod")) },
+			code:   codes.FailedPrecondition,
+			fields: []string{"objects[0].spec.cluster"},
+			text:   `objects[0].spec.cluster: Cluster "prod" does not exist (create it first, or apply it in the same file)`,
+		},
+		{
+			name:  "every dangling reference is reported",
+			setup: []*roostv1.Object{windowObj("tue")},
+			cmd: func(h *harness) *roostv1.Command {
+				return h.objects(poolObj("a", "prod", func(s *roostv1.PoolSpec) {
+					s.MaintenanceWindows = []string{"tue", "wed"}
+				}))
+			},
+			code:   codes.FailedPrecondition,
+			fields: []string{"objects[0].spec.cluster", "objects[0].spec.machineClass", "objects[0].spec.maintenanceWindows[1]"},
+		},
+		{
+			name:   "empty object",
+			cmd:    func(h *harness) *roostv1.Command { return h.objects(clusterObj("prod", nil), &roostv1.Object{}) },
+			code:   codes.InvalidArgument,
+			fields: []string{"objects[1]"},
+		},
+		{
+			name:   "no name",
+			cmd:    func(h *harness) *roostv1.Command { return h.objects(noName) },
+			code:   codes.InvalidArgument,
+			fields: []string{"objects[0].metadata.name"},
+		},
+		{
+			name:   "duplicate",
+			cmd:    func(h *harness) *roostv1.Command { return h.objects(clusterObj("prod", nil), clusterObj("prod", nil)) },
+			code:   codes.InvalidArgument,
+			fields: []string{"objects[1].metadata.name"},
+		},
+		{
+			name: "no uid for a new object",
+			cmd: func(h *harness) *roostv1.Command {
+				c := h.objects(clusterObj("prod", nil), clusterObj("dev", nil))
+				c.GetApplyObjects().Uids = c.GetApplyObjects().Uids[:1]
+				return c
+			},
+			code:   codes.InvalidArgument,
+			fields: []string{"uids[1]"},
+		},
+		{
+			name: "references may point forward in the same command",
+			cmd: func(h *harness) *roostv1.Command {
+				return h.objects(poolObj("workers", "prod"), machineClassObj("standard"), clusterObj("prod", nil))
+			},
+			code: codes.OK,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, Options{})
+			if len(tc.setup) > 0 {
+				h.mustApply(h.objects(tc.setup...))
+			}
+			before := snapshotBytes(t, h.f)
+			res := h.apply(tc.cmd(h))
+			if tc.code == codes.OK {
+				if res.Err != nil {
+					t.Fatal(res.Err)
+				}
+				return
+			}
+			e := wantCode(t, res.Err, tc.code)
+			var fields []string
+			for _, v := range e.Violations {
+				fields = append(fields, v.Field)
+			}
+			if !slices.Equal(fields, tc.fields) {
+				t.Errorf("violation fields = %v, want %v", fields, tc.fields)
+			}
+			if !strings.Contains(e.Error(), tc.text) {
+				t.Errorf("error %q does not contain %q", e.Error(), tc.text)
+			}
+			if res.Results != nil {
+				t.Errorf("results of a rejected command = %v", res.Results)
+			}
+			// Nothing changed but the applied index.
+			after := restoreNew(t, snapshotBytes(t, h.f))
+			if after.LastIndex() != h.idx {
+				t.Errorf("LastIndex = %d, want %d", after.LastIndex(), h.idx)
+			}
+			b := &roostv1.Snapshot{}
+			_ = proto.Unmarshal(before, b)
+			b.LastIndex = h.idx
+			if got := snapshotBytes(t, after); !slices.Equal(got, mustMarshalDet(t, b)) {
+				t.Error("state changed by a rejected command")
+			}
+		})
+	}
+}
+
+func mustMarshalDet(t *testing.T, m proto.Message) []byte {
+	t.Helper()
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestDryRun(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.mustApply(h.objects(baseObjects()...))
+	sub, err := h.f.Subscribe("", h.idx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	before := snapshotBytes(t, h.f)
+
+	c := h.objects(clusterObj("prod", map[string]string{"env": "prod"}), poolObj("workers", "prod"), machineClassObj("standard"))
+	c.GetApplyObjects().DryRun = true
+	res := h.mustApply(c)
+	if got, want := actions(res), []string{"Cluster/prod=configured", "Pool/workers=created", "MachineClass/standard=unchanged"}; !slices.Equal(got, want) {
+		t.Errorf("dry-run actions = %v, want %v", got, want)
+	}
+	// Dry runs need no UIDs.
+	c = h.objects(poolObj("other", "prod"))
+	c.GetApplyObjects().Uids = nil
+	c.GetApplyObjects().DryRun = true
+	h.mustApply(c)
+	// A dry run reports the errors the real apply would.
+	c = h.objects(poolObj("bad", "staging"))
+	c.GetApplyObjects().DryRun = true
+	wantCode(t, h.apply(c).Err, codes.FailedPrecondition)
+
+	b := &roostv1.Snapshot{}
+	_ = proto.Unmarshal(before, b)
+	b.LastIndex = h.idx
+	if !slices.Equal(snapshotBytes(t, h.f), mustMarshalDet(t, b)) {
+		t.Error("dry run changed the state")
+	}
+	select {
+	case ev := <-sub.Events():
+		t.Errorf("dry run published %v", ev)
+	default:
+	}
+}
+
+func TestDeleteObject(t *testing.T) {
+	cases := []struct {
+		name string
+		kind string
+		obj  string
+		code codes.Code
+		text string
+	}{
+		{"missing", "Pool", "nope", codes.NotFound, `Pool "nope" not found`},
+		{"unknown kind", "Gizmo", "x", codes.InvalidArgument, "unknown kind"},
+		{"no name", "Pool", "", codes.InvalidArgument, "no name"},
+		{"cluster in use", "Cluster", "prod", codes.FailedPrecondition, `Cluster "prod" is used by Pool "a", Pool "workers"`},
+		{"window in use", "mw", "tue", codes.FailedPrecondition, `MaintenanceWindow "tue" is used by Pool "workers"`},
+		{"unused", "clusters", "dev", codes.OK, ""},
+		{"pool by alias", "pl", "workers", codes.OK, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, Options{})
+			h.mustApply(h.objects(clusterObj("prod", nil), clusterObj("dev", nil), machineClassObj("standard"), windowObj("tue"),
+				poolObj("workers", "prod", func(s *roostv1.PoolSpec) { s.MaintenanceWindows = []string{"tue", "tue"} }),
+				poolObj("a", "prod")))
+			res := h.apply(deleteCmd(tc.kind, tc.obj))
+			if tc.code == codes.OK {
+				if res.Err != nil {
+					t.Fatal(res.Err)
+				}
+				k := resource.MustLookup(tc.kind)
+				if got := actions(res); !slices.Equal(got, []string{k.Name + "/" + tc.obj + "=deleted"}) {
+					t.Errorf("results = %v", got)
+				}
+				_, err := h.f.Get(tc.kind, tc.obj)
+				wantCode(t, err, codes.NotFound)
+				return
+			}
+			e := wantCode(t, res.Err, tc.code)
+			if !strings.Contains(e.Error(), tc.text) {
+				t.Errorf("error %q does not contain %q", e.Error(), tc.text)
+			}
+		})
+	}
+
+	t.Run("after its users are gone", func(t *testing.T) {
+		h := newHarness(t, Options{})
+		h.mustApply(h.objects(append(baseObjects(), poolObj("workers", "prod"))...))
+		wantCode(t, h.apply(deleteCmd("Cluster", "prod")).Err, codes.FailedPrecondition)
+		// Re-pointing the pool frees the cluster as well as deleting it.
+		h.mustApply(h.objects(clusterObj("staging", nil), poolObj("workers", "staging")))
+		h.mustApply(deleteCmd("Cluster", "prod"))
+		h.mustApply(deleteCmd("Pool", "workers"))
+		h.mustApply(deleteCmd("Cluster", "staging"))
+		// Re-created objects get a new UID and start over.
+		h.mustApply(h.objects(clusterObj("prod", nil), poolObj("workers", "prod")))
+		m := getPool(t, h.f, "workers").GetMetadata()
+		if m.GetGeneration() != 1 || m.GetCreateIndex() != h.idx || m.GetUid() == "00000000-0000-4000-8000-000000000003" {
+			t.Errorf("re-created metadata = %v", m)
+		}
+	})
+}
+
+func TestMalformedCommands(t *testing.T) {
+	cases := []struct {
+		name string
+		data []byte
+		code codes.Code
+	}{
+		{"garbage", []byte{0xff, 0xff, 0xff, 0x01}, codes.InvalidArgument},
+		{"empty command", nil, codes.InvalidArgument},
+		{"object with nil message", mustMarshal(t, &roostv1.Command{Command: &roostv1.Command_ApplyObjects{ApplyObjects: &roostv1.ApplyObjects{
+			Objects: []*roostv1.Object{{Kind: &roostv1.Object_Pool{}}}, Uids: []string{"u"}}}}), codes.InvalidArgument},
+		{"apply without time", mustMarshal(t, (&harness{}).objects(clusterObj("prod", nil))), codes.InvalidArgument},
+		{"nil delete", mustMarshal(t, &roostv1.Command{Command: &roostv1.Command_DeleteObject{}}), codes.InvalidArgument},
+		{"nil init CA", mustMarshal(t, &roostv1.Command{Command: &roostv1.Command_InitCa{}}), codes.InvalidArgument},
+		{"nil member", mustMarshal(t, &roostv1.Command{Command: &roostv1.Command_PutMember{}}), codes.InvalidArgument},
+		{"nil member delete", mustMarshal(t, &roostv1.Command{Command: &roostv1.Command_DeleteMember{}}), codes.NotFound},
+		{"nil token", mustMarshal(t, &roostv1.Command{Command: &roostv1.Command_PutJoinToken{}}), codes.InvalidArgument},
+		{"nil token use", mustMarshal(t, &roostv1.Command{Command: &roostv1.Command_UseJoinToken{}}), codes.FailedPrecondition},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, Options{})
+			res := h.applyRaw(tc.data)
+			wantCode(t, res.Err, tc.code)
+			if h.f.LastIndex() != h.idx {
+				t.Errorf("LastIndex = %d, want %d", h.f.LastIndex(), h.idx)
+			}
+		})
+	}
+
+	t.Run("random bytes never panic", func(t *testing.T) {
+		h := newHarness(t, Options{})
+		h.mustApply(h.objects(append(baseObjects(), poolObj("workers", "prod"))...))
+		valid := mustMarshal(t, h.objects(poolObj("workers", "prod", func(s *roostv1.PoolSpec) { s.MaintenanceWindows = []string{"x"} })))
+		for i := 0; i < 2000; i++ {
+			data := slices.Clone(valid)
+			data[i%len(data)] ^= byte(i*31 + 7)
+			if i%3 == 0 {
+				data = data[:i%len(data)]
+			}
+			_ = h.applyRaw(data) // any result, but no panic
+		}
+	})
+
+	t.Run("non-command entries only advance the index", func(t *testing.T) {
+		f := New(Options{})
+		res := f.Apply(&raft.Log{Index: 7, Type: raft.LogNoop}).(*ApplyResult)
+		if res.Err != nil || res.Index != 7 || f.LastIndex() != 7 {
+			t.Errorf("result %+v, LastIndex %d", res, f.LastIndex())
+		}
+	})
+}

@@ -1,0 +1,71 @@
+package state
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/go-memdb"
+
+	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+	"github.com/roostfleet/roost/resource"
+)
+
+// reference is one by-name link from an object to another object.
+type reference struct {
+	// Field is the path of the referring field inside the object, in
+	// manifest (JSON) names, e.g. "spec.maintenanceWindows[1]".
+	Field string
+	// Kind is the CamelCase kind of the referenced object.
+	Kind string
+	// Name is the referenced object's name.
+	Name string
+}
+
+// referencesOf lists the objects o refers to, in field order. Empty names
+// are not references (an unset optional field). Only references that the
+// state enforces are listed: the referenced object must exist when o is
+// applied, and cannot be deleted while o refers to it.
+func referencesOf(o *roostv1.Object) []reference {
+	var refs []reference
+	add := func(field, kind, name string) {
+		if name != "" {
+			refs = append(refs, reference{Field: field, Kind: kind, Name: name})
+		}
+	}
+	switch v := o.GetKind().(type) {
+	case *roostv1.Object_Pool:
+		s := v.Pool.GetSpec()
+		add("spec.cluster", "Cluster", s.GetCluster())
+		add("spec.machineClass", "MachineClass", s.GetMachineClass())
+		add("spec.networkProfile", "NetworkProfile", s.GetNetworkProfile())
+		for i, w := range s.GetMaintenanceWindows() {
+			add(fmt.Sprintf("spec.maintenanceWindows[%d]", i), "MaintenanceWindow", w)
+		}
+	}
+	return refs
+}
+
+// exists reports whether txn holds an object of kind (a CamelCase kind
+// name) named name.
+func exists(txn *memdb.Txn, kind, name string) (bool, error) {
+	raw, err := txn.First(kind, indexID, name)
+	return raw != nil, err
+}
+
+// usersOf lists the objects that refer to kind/name, as `Pool "workers"`,
+// ordered by kind (registry order) then name.
+func usersOf(txn *memdb.Txn, kind, name string) ([]string, error) {
+	var users []string
+	for _, k := range resource.Kinds() {
+		it, err := txn.Get(k.Name, indexRefs, refKey(kind, name))
+		if err != nil {
+			return nil, err
+		}
+		for raw := it.Next(); raw != nil; raw = it.Next() {
+			users = append(users, fmt.Sprintf("%s %q", k.Name, resource.NameOf(raw.(*roostv1.Object))))
+		}
+	}
+	return users, nil
+}
+
+func joinUsers(users []string) string { return strings.Join(users, ", ") }
