@@ -232,3 +232,9 @@ func (n *Node) Shutdown() error {
 	}
 	return err
 }
+
+// LeadershipTransfer asks this member, which must lead, to hand leadership
+// to another voter (operators' maintenance, and tests that force elections).
+func (n *Node) LeadershipTransfer(ctx context.Context) error {
+	return waitFuture(ctx, n.raft.LeadershipTransfer())
+}
