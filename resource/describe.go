@@ -1,0 +1,307 @@
+package resource
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode"
+
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/timestamppb"
+	"k8s.io/apimachinery/pkg/util/duration"
+
+	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+)
+
+// Describe writes a kubectl-describe-like text about obj: Name, Kind,
+// Labels, Annotations, the hub-set metadata (UID, Generation, Create Index,
+// Modify Index, Created with its age against now), then the Spec and Status
+// sections as indented "Key: value" lines found by reflection, fields in
+// proto declaration order with unset fields left out. Keys are the field
+// names in words ("maxUnavailable" → "Max Unavailable"); lists of scalars
+// and maps of strings put one item per line; lists of objects put "- " before
+// each item; Conditions are a small table; timestamps are RFC 3339 UTC
+// with their age or time left; secrets (a Cluster's bootstrapToken) show as
+// "<redacted>". The output depends only on the arguments.
+// Errors are those of w, or an empty Object envelope.
+func Describe(w io.Writer, obj *roostv1.Object, now time.Time) error {
+	r, k := Unwrap(obj)
+	if r == nil {
+		return fmt.Errorf("describe: empty object (no kind set)")
+	}
+	d := &describer{now: now}
+	md := r.GetMetadata()
+	d.kv("", "Name", orNone(md.GetName()))
+	d.kv("", "Kind", k.Name)
+	d.stringMap("", "Labels", md.GetLabels())
+	d.stringMap("", "Annotations", md.GetAnnotations())
+	d.kv("", "UID", orNone(md.GetUid()))
+	d.kv("", "Generation", strconv.FormatInt(md.GetGeneration(), 10))
+	d.kv("", "Create Index", strconv.FormatUint(md.GetCreateIndex(), 10))
+	d.kv("", "Modify Index", strconv.FormatUint(md.GetModifyIndex(), 10))
+	if ts := md.GetCreationTimestamp(); ts != nil {
+		d.kv("", "Created", d.timestamp(ts))
+	} else {
+		d.kv("", "Created", "<unknown>")
+	}
+	m := r.ProtoReflect()
+	for _, name := range []protoreflect.Name{"spec", "status"} {
+		fd := m.Descriptor().Fields().ByName(name)
+		if fd == nil || !m.Has(fd) {
+			continue
+		}
+		sub := m.Get(fd).Message()
+		if isEmptyMessage(sub) {
+			d.kv("", fieldLabel(fd), none)
+			continue
+		}
+		d.header("", fieldLabel(fd))
+		d.message(sub, "  ")
+	}
+	var buf bytes.Buffer
+	tw := tabwriter.NewWriter(&buf, 0, 8, 2, ' ', 0)
+	for _, l := range d.lines {
+		io.WriteString(tw, l+"\n") // writes to a buffer cannot fail
+	}
+	tw.Flush()
+	var out strings.Builder
+	for _, l := range strings.SplitAfter(buf.String(), "\n") {
+		if l != "" {
+			out.WriteString(strings.TrimRight(l, " \n") + "\n")
+		}
+	}
+	_, err := io.WriteString(w, out.String())
+	return err
+}
+
+// redacted are the fields Describe does not show: secrets.
+var redacted = map[protoreflect.FullName]bool{
+	"roost.v1.ClusterSpec.bootstrap_token": true,
+}
+
+// describer collects the lines of a description; a tab separates a key
+// from its value, and tabwriter aligns the values.
+type describer struct {
+	now   time.Time
+	lines []string
+}
+
+// header writes "key:" before nested lines. Its empty value cell keeps it
+// in the tabwriter's column block, so one value column runs through the
+// whole description.
+func (d *describer) header(prefix, key string) { d.lines = append(d.lines, prefix+key+":\t") }
+
+// kv writes "key: value"; a multi-line value continues in the value column.
+func (d *describer) kv(prefix, key, value string) {
+	parts := strings.Split(strings.TrimRight(value, "\n"), "\n")
+	d.lines = append(d.lines, prefix+key+":\t"+sanitize(parts[0]))
+	for _, p := range parts[1:] {
+		d.lines = append(d.lines, "\t"+sanitize(p))
+	}
+}
+
+// values writes key with one value per line.
+func (d *describer) values(prefix, key string, vals []string) {
+	if len(vals) == 0 {
+		d.kv(prefix, key, none)
+		return
+	}
+	d.lines = append(d.lines, prefix+key+":\t"+sanitize(vals[0]))
+	for _, v := range vals[1:] {
+		d.lines = append(d.lines, "\t"+sanitize(v))
+	}
+}
+
+func (d *describer) stringMap(prefix, key string, m map[string]string) {
+	var vals []string
+	for _, k := range sortedKeys(m) {
+		vals = append(vals, k+"="+m[k])
+	}
+	d.values(prefix, key, vals)
+}
+
+// timestamp renders a timestamp with its age ("(3d ago)") or the time
+// left ("(in 2h)").
+func (d *describer) timestamp(ts *timestamppb.Timestamp) string {
+	t := ts.AsTime()
+	rel := ""
+	if dt := d.now.Sub(t); dt >= 0 {
+		rel = duration.HumanDuration(dt) + " ago"
+	} else {
+		rel = "in " + duration.HumanDuration(-dt)
+	}
+	return formatTimestamp(ts) + " (" + rel + ")"
+}
+
+const conditionName protoreflect.FullName = "roost.v1.Condition"
+
+// message writes the set fields of m at prefix.
+func (d *describer) message(m protoreflect.Message, prefix string) {
+	fields := m.Descriptor().Fields()
+	for i := 0; i < fields.Len(); i++ {
+		fd := fields.Get(i)
+		if !m.Has(fd) {
+			continue
+		}
+		key := fieldLabel(fd)
+		v := m.Get(fd)
+		switch {
+		case fd.IsList() && fd.Message() != nil && fd.Message().FullName() == conditionName:
+			d.conditions(prefix, key, v.List())
+		case fd.IsList():
+			l := v.List()
+			if _, ok := d.scalar(fd, l.Get(0)); ok {
+				vals := make([]string, l.Len())
+				for j := range vals {
+					vals[j], _ = d.scalar(fd, l.Get(j))
+				}
+				d.values(prefix, key, vals)
+				continue
+			}
+			d.header(prefix, key)
+			for j := 0; j < l.Len(); j++ {
+				start := len(d.lines)
+				item := l.Get(j).Message()
+				if isEmptyMessage(item) {
+					d.lines = append(d.lines, prefix+"    {}")
+				} else {
+					d.message(item, prefix+"    ")
+				}
+				// Mark the item's first line with "- ".
+				first := d.lines[start]
+				d.lines[start] = prefix + "  - " + strings.TrimPrefix(first, prefix+"    ")
+			}
+		case fd.IsMap():
+			mp := v.Map()
+			var keys []string
+			vals := map[string]protoreflect.Value{}
+			mp.Range(func(mk protoreflect.MapKey, mv protoreflect.Value) bool {
+				keys = append(keys, mk.String())
+				vals[mk.String()] = mv
+				return true
+			})
+			sort.Strings(keys)
+			if _, ok := d.scalar(fd.MapValue(), vals[keys[0]]); ok {
+				var lines []string
+				for _, k := range keys {
+					s, _ := d.scalar(fd.MapValue(), vals[k])
+					lines = append(lines, k+"="+s)
+				}
+				d.values(prefix, key, lines)
+				continue
+			}
+			d.header(prefix, key)
+			for _, k := range keys {
+				d.header(prefix+"  ", k)
+				d.message(vals[k].Message(), prefix+"    ")
+			}
+		case redacted[fd.FullName()]:
+			d.kv(prefix, key, "<redacted>")
+		default:
+			if s, ok := d.scalar(fd, v); ok {
+				d.kv(prefix, key, s)
+				continue
+			}
+			sub := v.Message()
+			if isEmptyMessage(sub) {
+				d.kv(prefix, key, none)
+				continue
+			}
+			d.header(prefix, key)
+			d.message(sub, prefix+"  ")
+		}
+	}
+}
+
+// scalar renders a scalar (or Duration, Timestamp, IntOrString) value.
+func (d *describer) scalar(fd protoreflect.FieldDescriptor, v protoreflect.Value) (string, bool) {
+	if fd.Message() != nil && fd.Message().FullName() == timestampName {
+		return d.timestamp(v.Message().Interface().(*timestamppb.Timestamp)), true
+	}
+	return formatScalarForHumans(fd, v)
+}
+
+// conditions writes a condition list as a table.
+func (d *describer) conditions(prefix, key string, l protoreflect.List) {
+	d.lines = append(d.lines, prefix+key+":") // a table of its own: break the column block
+	d.lines = append(d.lines, prefix+"  Type\tStatus\tReason\tLast Transition\tMessage")
+	for j := 0; j < l.Len(); j++ {
+		c := l.Get(j).Message().Interface().(*roostv1.Condition)
+		age := "-"
+		if ts := c.GetLastTransitionTime(); ts != nil {
+			age = d.timestamp(ts)
+		}
+		d.lines = append(d.lines, prefix+"  "+strings.Join([]string{
+			orDash(c.GetType()), orDash(c.GetStatus()), orDash(c.GetReason()), age, orDash(sanitize(c.GetMessage())),
+		}, "\t"))
+	}
+}
+
+func isEmptyMessage(m protoreflect.Message) bool {
+	empty := true
+	m.Range(func(protoreflect.FieldDescriptor, protoreflect.Value) bool {
+		empty = false
+		return false
+	})
+	return empty
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return none
+	}
+	return s
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// sanitize keeps tabs and line breaks out of a cell.
+func sanitize(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '\t' || r == '\n' || r == '\r' {
+			return ' '
+		}
+		return r
+	}, s)
+}
+
+// acronyms are the words fieldLabel writes in capitals.
+var acronyms = map[string]string{
+	"api": "API", "ca": "CA", "uid": "UID", "uuid": "UUID", "mtu": "MTU", "dns": "DNS", "ssh": "SSH",
+	"pci": "PCI", "mac": "MAC", "id": "ID", "dhcp4": "DHCP4", "dhcp6": "DHCP6", "lacp": "LACP",
+	"stp": "STP", "sha256": "SHA256", "wwn": "WWN", "vlan": "VLAN", "vlans": "VLANs", "rrule": "RRULE", "miimon": "MII Monitor",
+}
+
+// fieldLabel turns a field's JSON name into words: "maxUnavailable" →
+// "Max Unavailable", "apiEndpoint" → "API Endpoint".
+func fieldLabel(fd protoreflect.FieldDescriptor) string {
+	name := fd.JSONName()
+	var words []string
+	start := 0
+	for i, r := range name {
+		if i > 0 && unicode.IsUpper(r) {
+			words = append(words, name[start:i])
+			start = i
+		}
+	}
+	words = append(words, name[start:])
+	for i, w := range words {
+		lw := strings.ToLower(w)
+		if a, ok := acronyms[lw]; ok {
+			words[i] = a
+		} else {
+			words[i] = strings.ToUpper(lw[:1]) + lw[1:]
+		}
+	}
+	return strings.Join(words, " ")
+}

@@ -1,0 +1,78 @@
+package resource
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+)
+
+const examplesDir = "../examples"
+
+// TestExamples decodes (for apply) and validates every example manifest:
+// none may have a problem, and every appliable kind has its own example.
+func TestExamples(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(examplesDir, "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no examples: %v", err)
+	}
+	kindsSeen := map[string]bool{}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms, err := Decode(data, filepath.Base(f), ForApply())
+		if err != nil {
+			t.Errorf("%s: decode:\n%v", f, err)
+			continue
+		}
+		if len(ms) == 0 {
+			t.Errorf("%s: no objects", f)
+		}
+		if ds := ValidateManifests(ms); len(ds) > 0 {
+			t.Errorf("%s: validate:\n%s", f, FormatViolations(ds))
+		}
+		if filepath.Base(f) != "all.yaml" {
+			for _, m := range ms {
+				kindsSeen[m.Kind.Name] = true
+			}
+		}
+	}
+	for _, k := range Kinds() {
+		if k.Appliable && !kindsSeen[k.Name] {
+			t.Errorf("no example file for appliable kind %s", k.Name)
+		}
+	}
+}
+
+// TestExamplesAll checks that all.yaml holds exactly the objects of the
+// single-kind examples, referenced kinds first.
+func TestExamplesAll(t *testing.T) {
+	decode := func(name string) []*Manifest {
+		data, err := os.ReadFile(filepath.Join(examplesDir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms, err := Decode(data, name, ForApply())
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return ms
+	}
+	all := decode("all.yaml")
+	order := []string{"cluster.yaml", "machineclass.yaml", "networkprofile.yaml", "maintenancewindow.yaml", "pool.yaml"}
+	if len(all) != len(order) {
+		t.Fatalf("all.yaml has %d objects, want %d", len(all), len(order))
+	}
+	for i, name := range order {
+		one := decode(name)
+		if len(one) != 1 {
+			t.Fatalf("%s has %d objects, want 1", name, len(one))
+		}
+		if !proto.Equal(one[0].Object, all[i].Object) {
+			t.Errorf("all.yaml object %d differs from %s", i, name)
+		}
+	}
+}

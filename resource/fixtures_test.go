@@ -1,0 +1,95 @@
+package resource
+
+import (
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+)
+
+// fixtureNow is the "now" of table and describe tests.
+var fixtureNow = time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
+
+func ts(s string) *timestamppb.Timestamp {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		panic(err)
+	}
+	return timestamppb.New(t)
+}
+
+func meta(name string, created string) *roostv1.ObjectMeta {
+	return &roostv1.ObjectMeta{
+		Name:              name,
+		Labels:            map[string]string{"env": "prod", "roost.io/rack": "r12"},
+		Annotations:       map[string]string{"example.com/owner": "team-infra"},
+		Uid:               "0b6f3c2e-9a41-4c1e-8a57-3f0d2b9c1e01",
+		Generation:        2,
+		CreateIndex:       10,
+		ModifyIndex:       42,
+		CreationTimestamp: ts(created),
+	}
+}
+
+// sampleObjects returns one fully populated object of each kind, with
+// status and hub-set metadata, in registry order.
+func sampleObjects() []*roostv1.Object {
+	cond := []*roostv1.Condition{{Type: "Ready", Status: "True", Reason: "AsExpected", Message: "all good", LastTransitionTime: ts("2026-11-20T11:00:00Z")}}
+	return []*roostv1.Object{
+		Wrap(&roostv1.Server{ApiVersion: APIVersion, Kind: "Server", Metadata: meta("srv-4c4c4544", "2026-01-02T03:04:05Z"),
+			Spec: &roostv1.ServerSpec{SystemUuid: "4c4c4544-0042-3510-8052-b3c04f4e4d31", MacFingerprint: "9f86d081884c7d65"},
+			Status: &roostv1.ServerStatus{AgentVersion: "v0.3.1", BootedRevision: 7, Health: "Healthy",
+				LastSeen: ts("2026-11-20T11:59:30Z"), Conditions: cond}}),
+		Wrap(&roostv1.Machine{ApiVersion: APIVersion, Kind: "Machine", Metadata: meta("workers-7x2k9", "2026-11-19T12:00:00Z"),
+			Spec:   &roostv1.MachineSpec{Server: "srv-4c4c4544", Pool: "workers"},
+			Status: &roostv1.MachineStatus{Phase: "Ready", Conditions: cond}}),
+		Wrap(&roostv1.Pool{ApiVersion: APIVersion, Kind: "Pool", Metadata: meta("workers", "2026-11-20T09:30:00Z"),
+			Spec: &roostv1.PoolSpec{Cluster: "prod", MachineClass: "large-worker", NetworkProfile: "lacp-vlan100",
+				MaintenanceWindows: []string{"tuesday-night", "thursday-night"}, ImageChannel: "stable", Replicas: proto.Int32(0),
+				NodeLabels: map[string]string{"b": "2", "a": "1", "node-role.kubernetes.io/worker": ""},
+				Rollout: &roostv1.RolloutPolicy{
+					MaxUnavailable: &roostv1.IntOrString{Value: &roostv1.IntOrString_StrVal{StrVal: "25%"}},
+					Settle:         durationpb.New(90 * time.Second), ReadyTimeout: durationpb.New(0), FailureBudget: 2}},
+			Status: &roostv1.PoolStatus{Machines: 3, ReadyMachines: 2, Conditions: cond}}),
+		Wrap(&roostv1.Cluster{ApiVersion: APIVersion, Kind: "Cluster", Metadata: meta("prod", "2025-06-01T00:00:00Z"),
+			Spec: &roostv1.ClusterSpec{ApiEndpoint: "https://10.0.0.1:6443", CaBundle: "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
+				KubernetesVersion: "v1.34.4", BootstrapToken: "abcdef.0123456789abcdef"},
+			Status: &roostv1.ClusterStatus{Conditions: cond}}),
+		Wrap(&roostv1.MachineClass{ApiVersion: APIVersion, Kind: "MachineClass", Metadata: meta("large-worker", "2026-11-13T12:00:00Z"),
+			Spec: &roostv1.MachineClassSpec{ServerSelector: []string{"roost.io/cpus>=16", "!gpu"},
+				InstallDisk: &roostv1.InstallDiskHints{Serial: "S4EV", Wwn: "0x5002538e", MinSize: "200Gi", MaxSize: "2Ti", Rotational: proto.Bool(false)},
+				KernelArgs:  []string{"console=ttyS0"}, SshAuthorizedKeys: []string{"ssh-ed25519 AAAA ops@example.com"}, WipeForeignDisks: true}}),
+		Wrap(&roostv1.NetworkProfile{ApiVersion: APIVersion, Kind: "NetworkProfile", Metadata: meta("lacp-vlan100", "2026-11-20T11:58:00Z"),
+			Spec: &roostv1.NetworkProfileSpec{
+				Links: []*roostv1.Link{
+					{Name: "uplink0", Match: &roostv1.LinkMatch{Mac: "52:54:00:12:34:56", Name: "enp*s0", Driver: "ice", PciPath: "0000:3b:00.0"}, Mtu: 9000, Dhcp6: true},
+					{Name: "uplink1", Match: &roostv1.LinkMatch{PciPath: "0000:3b:00.1"}},
+				},
+				Bonds: []*roostv1.Bond{{Name: "bond0", Members: []string{"uplink0", "uplink1"}, Mode: "active-backup", Miimon: 100,
+					Primary: "uplink0", Mtu: 9000, Dhcp4: true}},
+				Vlans: []*roostv1.Vlan{{Name: "bond0.100", Id: 100, Link: "bond0", Addresses: []string{"192.0.2.10/24", "2001:db8::10/64"},
+					Routes: []*roostv1.Route{{Destination: "default", Gateway: "192.0.2.1", Metric: 100, Table: 10}}}},
+				Bridges: []*roostv1.Bridge{{Name: "br0", VlanFiltering: true, Stp: true, Mtu: 1500, Dhcp4: true}},
+				Dns:     &roostv1.DNS{Servers: []string{"192.0.2.53"}, Search: []string{"example.com"}},
+			}}),
+		Wrap(&roostv1.MaintenanceWindow{ApiVersion: APIVersion, Kind: "MaintenanceWindow", Metadata: meta("tuesday-night", "2024-11-20T12:00:00Z"),
+			Spec: &roostv1.MaintenanceWindowSpec{Rrule: "FREQ=WEEKLY;BYDAY=TU;BYHOUR=2", Duration: durationpb.New(4*time.Hour + 30*time.Minute), TimeZone: "Europe/Berlin"}}),
+		Wrap(&roostv1.ImageRelease{ApiVersion: APIVersion, Kind: "ImageRelease", Metadata: meta("v2026-11-0", "2026-11-01T00:00:00.123456789Z"),
+			Spec: &roostv1.ImageReleaseSpec{Version: "2026.11.0", Channels: []string{"stable", "beta"},
+				Kernel: &roostv1.Artifact{Sha256: "aa11", Size: 12345678}, Initrd: &roostv1.Artifact{Sha256: "bb22", Size: 99},
+				BootLoader: &roostv1.Artifact{Sha256: "cc33", Size: 1},
+				Components: map[string]string{"kubelet": "v1.34.4", "containerd": "2.1.4", "systemd": "257"}, Signature: "c2lnbmF0dXJl"}}),
+		Wrap(&roostv1.EnrollmentToken{ApiVersion: APIVersion, Kind: "EnrollmentToken", Metadata: meta("rack-r12", "2026-11-20T10:00:00Z"),
+			Spec: &roostv1.EnrollmentTokenSpec{SecretSha256: "e3b0c442", ExpiresAt: ts("2026-11-27T10:00:00Z"), MaxUses: 10, Pool: "workers",
+				ServerLabels: map[string]string{"rack": "r12"}, RequireApproval: true},
+			Status: &roostv1.EnrollmentTokenStatus{Uses: 3, Revoked: false}}),
+		Wrap(&roostv1.Lease{ApiVersion: APIVersion, Kind: "Lease", Metadata: meta("srv-4c4c4544", "2026-11-20T11:55:00Z"),
+			Spec: &roostv1.LeaseSpec{Server: "srv-4c4c4544", FencingToken: 18446744073709551615, ExpiresAt: ts("2026-11-20T11:50:00Z"),
+				Reason: "rollout of pool workers to revision 7"}}),
+	}
+}
+
+func durationOf(d time.Duration) *durationpb.Duration { return durationpb.New(d) }

@@ -1,0 +1,322 @@
+package resource
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+	"k8s.io/apimachinery/pkg/util/duration"
+
+	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+)
+
+// none is written for an empty cell, as kubectl does.
+const none = "<none>"
+
+// column is one table column of a kind.
+type column struct {
+	header string
+	wide   bool // only with wide output
+	value  func(r Resource, now time.Time) string
+}
+
+// tableColumns are the columns between NAME and AGE, per kind.
+var tableColumns = map[string][]column{
+	"Server": {
+		{header: "UUID", value: func(r Resource, _ time.Time) string { return r.(*roostv1.Server).GetSpec().GetSystemUuid() }},
+		{header: "HEALTH", value: func(r Resource, _ time.Time) string { return r.(*roostv1.Server).GetStatus().GetHealth() }},
+		{header: "AGENT", value: func(r Resource, _ time.Time) string { return r.(*roostv1.Server).GetStatus().GetAgentVersion() }},
+		{header: "REVISION", wide: true, value: func(r Resource, _ time.Time) string {
+			return intCell(r.(*roostv1.Server).GetStatus().GetBootedRevision())
+		}},
+		{header: "LAST-SEEN", wide: true, value: func(r Resource, now time.Time) string {
+			return sinceCell(r.(*roostv1.Server).GetStatus().GetLastSeen(), now)
+		}},
+	},
+	"Machine": {
+		{header: "SERVER", value: func(r Resource, _ time.Time) string { return r.(*roostv1.Machine).GetSpec().GetServer() }},
+		{header: "POOL", value: func(r Resource, _ time.Time) string { return r.(*roostv1.Machine).GetSpec().GetPool() }},
+		{header: "PHASE", value: func(r Resource, _ time.Time) string { return r.(*roostv1.Machine).GetStatus().GetPhase() }},
+		{header: "READY", wide: true, value: func(r Resource, _ time.Time) string {
+			return conditionCell(r.(*roostv1.Machine).GetStatus().GetConditions(), "Ready")
+		}},
+	},
+	"Pool": {
+		{header: "CLUSTER", value: func(r Resource, _ time.Time) string { return r.(*roostv1.Pool).GetSpec().GetCluster() }},
+		{header: "CLASS", value: func(r Resource, _ time.Time) string { return r.(*roostv1.Pool).GetSpec().GetMachineClass() }},
+		{header: "REPLICAS", value: func(r Resource, _ time.Time) string {
+			s := r.(*roostv1.Pool).GetSpec()
+			if s == nil || s.Replicas == nil {
+				return "-"
+			}
+			return strconv.Itoa(int(s.GetReplicas()))
+		}},
+		{header: "CHANNEL", value: func(r Resource, _ time.Time) string {
+			s := r.(*roostv1.Pool).GetSpec()
+			if v := s.GetImageVersion(); v != "" && s.GetImageChannel() == "" {
+				return "=" + v
+			}
+			return s.GetImageChannel()
+		}},
+		{header: "READY", wide: true, value: func(r Resource, _ time.Time) string {
+			st := r.(*roostv1.Pool).GetStatus()
+			return fmt.Sprintf("%d/%d", st.GetReadyMachines(), st.GetMachines())
+		}},
+		{header: "NETWORK", wide: true, value: func(r Resource, _ time.Time) string { return r.(*roostv1.Pool).GetSpec().GetNetworkProfile() }},
+		{header: "WINDOWS", wide: true, value: func(r Resource, _ time.Time) string {
+			return strings.Join(r.(*roostv1.Pool).GetSpec().GetMaintenanceWindows(), ",")
+		}},
+		{header: "MAX-UNAVAILABLE", wide: true, value: func(r Resource, _ time.Time) string {
+			mu := r.(*roostv1.Pool).GetSpec().GetRollout().GetMaxUnavailable()
+			switch v := mu.GetValue().(type) {
+			case *roostv1.IntOrString_IntVal:
+				return strconv.Itoa(int(v.IntVal))
+			case *roostv1.IntOrString_StrVal:
+				return v.StrVal
+			}
+			return "1"
+		}},
+	},
+	"Cluster": {
+		{header: "ENDPOINT", value: func(r Resource, _ time.Time) string { return r.(*roostv1.Cluster).GetSpec().GetApiEndpoint() }},
+		{header: "VERSION", value: func(r Resource, _ time.Time) string { return r.(*roostv1.Cluster).GetSpec().GetKubernetesVersion() }},
+		{header: "TOKEN", wide: true, value: func(r Resource, _ time.Time) string {
+			if r.(*roostv1.Cluster).GetSpec().GetBootstrapToken() != "" {
+				return "<set>"
+			}
+			return ""
+		}},
+		{header: "READY", wide: true, value: func(r Resource, _ time.Time) string {
+			return conditionCell(r.(*roostv1.Cluster).GetStatus().GetConditions(), "Ready")
+		}},
+	},
+	"MachineClass": {
+		{header: "SELECTOR", value: func(r Resource, _ time.Time) string {
+			return strings.Join(r.(*roostv1.MachineClass).GetSpec().GetServerSelector(), ",")
+		}},
+		{header: "DISK", wide: true, value: func(r Resource, _ time.Time) string {
+			d := r.(*roostv1.MachineClass).GetSpec().GetInstallDisk()
+			if d.GetMinSize() == "" && d.GetMaxSize() == "" {
+				return ""
+			}
+			return d.GetMinSize() + ".." + d.GetMaxSize()
+		}},
+		{header: "SSH-KEYS", wide: true, value: func(r Resource, _ time.Time) string {
+			return strconv.Itoa(len(r.(*roostv1.MachineClass).GetSpec().GetSshAuthorizedKeys()))
+		}},
+		{header: "KERNEL-ARGS", wide: true, value: func(r Resource, _ time.Time) string {
+			return strings.Join(r.(*roostv1.MachineClass).GetSpec().GetKernelArgs(), " ")
+		}},
+	},
+	"NetworkProfile": {
+		{header: "LINKS", value: func(r Resource, _ time.Time) string {
+			return strconv.Itoa(len(r.(*roostv1.NetworkProfile).GetSpec().GetLinks()))
+		}},
+		{header: "BONDS", value: func(r Resource, _ time.Time) string {
+			return strconv.Itoa(len(r.(*roostv1.NetworkProfile).GetSpec().GetBonds()))
+		}},
+		{header: "VLANS", value: func(r Resource, _ time.Time) string {
+			return strconv.Itoa(len(r.(*roostv1.NetworkProfile).GetSpec().GetVlans()))
+		}},
+		{header: "BRIDGES", value: func(r Resource, _ time.Time) string {
+			return strconv.Itoa(len(r.(*roostv1.NetworkProfile).GetSpec().GetBridges()))
+		}},
+		{header: "DNS", wide: true, value: func(r Resource, _ time.Time) string {
+			return strings.Join(r.(*roostv1.NetworkProfile).GetSpec().GetDns().GetServers(), ",")
+		}},
+	},
+	"MaintenanceWindow": {
+		{header: "RRULE", value: func(r Resource, _ time.Time) string { return r.(*roostv1.MaintenanceWindow).GetSpec().GetRrule() }},
+		{header: "DURATION", value: func(r Resource, _ time.Time) string {
+			if d := r.(*roostv1.MaintenanceWindow).GetSpec().GetDuration(); d != nil {
+				return formatDuration(d)
+			}
+			return ""
+		}},
+		{header: "TIMEZONE", value: func(r Resource, _ time.Time) string {
+			if tz := r.(*roostv1.MaintenanceWindow).GetSpec().GetTimeZone(); tz != "" {
+				return tz
+			}
+			return "UTC"
+		}},
+	},
+	"ImageRelease": {
+		{header: "VERSION", value: func(r Resource, _ time.Time) string { return r.(*roostv1.ImageRelease).GetSpec().GetVersion() }},
+		{header: "CHANNELS", value: func(r Resource, _ time.Time) string {
+			return strings.Join(r.(*roostv1.ImageRelease).GetSpec().GetChannels(), ",")
+		}},
+		{header: "KUBELET", wide: true, value: func(r Resource, _ time.Time) string {
+			return r.(*roostv1.ImageRelease).GetSpec().GetComponents()["kubelet"]
+		}},
+		{header: "COMPONENTS", wide: true, value: func(r Resource, _ time.Time) string {
+			c := r.(*roostv1.ImageRelease).GetSpec().GetComponents()
+			var parts []string
+			for _, k := range sortedKeys(c) {
+				parts = append(parts, k+"="+c[k])
+			}
+			return strings.Join(parts, ",")
+		}},
+	},
+	"EnrollmentToken": {
+		{header: "POOL", value: func(r Resource, _ time.Time) string { return r.(*roostv1.EnrollmentToken).GetSpec().GetPool() }},
+		{header: "USES", value: func(r Resource, _ time.Time) string {
+			t := r.(*roostv1.EnrollmentToken)
+			limit := "∞"
+			if m := t.GetSpec().GetMaxUses(); m > 0 {
+				limit = strconv.Itoa(int(m))
+			}
+			return fmt.Sprintf("%d/%s", t.GetStatus().GetUses(), limit)
+		}},
+		{header: "EXPIRES", value: func(r Resource, now time.Time) string {
+			return untilCell(r.(*roostv1.EnrollmentToken).GetSpec().GetExpiresAt(), now)
+		}},
+		{header: "APPROVAL", wide: true, value: func(r Resource, _ time.Time) string {
+			if r.(*roostv1.EnrollmentToken).GetSpec().GetRequireApproval() {
+				return "required"
+			}
+			return "-"
+		}},
+		{header: "REVOKED", wide: true, value: func(r Resource, _ time.Time) string {
+			return strconv.FormatBool(r.(*roostv1.EnrollmentToken).GetStatus().GetRevoked())
+		}},
+	},
+	"Lease": {
+		{header: "SERVER", value: func(r Resource, _ time.Time) string { return r.(*roostv1.Lease).GetSpec().GetServer() }},
+		{header: "FENCING", value: func(r Resource, _ time.Time) string {
+			return strconv.FormatUint(r.(*roostv1.Lease).GetSpec().GetFencingToken(), 10)
+		}},
+		{header: "EXPIRES", value: func(r Resource, now time.Time) string {
+			return untilCell(r.(*roostv1.Lease).GetSpec().GetExpiresAt(), now)
+		}},
+		{header: "REASON", wide: true, value: func(r Resource, _ time.Time) string { return r.(*roostv1.Lease).GetSpec().GetReason() }},
+	},
+}
+
+// Columns returns the table headers PrintTable writes for a kind, NAME
+// first and AGE last.
+func Columns(kind *Kind, wide bool) []string {
+	h := []string{"NAME"}
+	for _, c := range tableColumns[kind.Name] {
+		if wide || !c.wide {
+			h = append(h, c.header)
+		}
+	}
+	return append(h, "AGE")
+}
+
+// PrintTable writes objects as a kubectl-style table for `roostctl get`:
+// per kind the columns of Columns (wide adds the wide-only ones), NAME
+// first and AGE last, AGE being now minus metadata.creationTimestamp in
+// kubectl's short form ("45s", "3h", "12d"; "<unknown>" when unset). Objects
+// are grouped by kind in order of first appearance, each group with its own
+// header and a blank line between groups; when there are several kinds,
+// names are written as "kind/name" (lower case singular), as kubectl does.
+// Empty cells show "<none>". Nothing is written for no objects. The output
+// depends only on the arguments. Errors are those of w, or an empty Object
+// envelope.
+func PrintTable(w io.Writer, objs []*roostv1.Object, wide bool, now time.Time) error {
+	type group struct {
+		kind *Kind
+		objs []Resource
+	}
+	var groups []*group
+	byKind := map[*Kind]*group{}
+	for i, o := range objs {
+		r, k := Unwrap(o)
+		if r == nil {
+			return fmt.Errorf("print: object %d is empty (no kind set)", i)
+		}
+		g := byKind[k]
+		if g == nil {
+			g = &group{kind: k}
+			byKind[k] = g
+			groups = append(groups, g)
+		}
+		g.objs = append(g.objs, r)
+	}
+	tw := tabwriter.NewWriter(w, 10, 4, 3, ' ', 0)
+	for gi, g := range groups {
+		if gi > 0 {
+			fmt.Fprintln(tw)
+		}
+		fmt.Fprintln(tw, strings.Join(Columns(g.kind, wide), "\t"))
+		for _, r := range g.objs {
+			name := r.GetMetadata().GetName()
+			if len(groups) > 1 {
+				name = g.kind.Singular + "/" + name
+			}
+			cells := []string{cell(name)}
+			for _, c := range tableColumns[g.kind.Name] {
+				if wide || !c.wide {
+					cells = append(cells, cell(c.value(r, now)))
+				}
+			}
+			cells = append(cells, ageCell(r.GetMetadata().GetCreationTimestamp(), now))
+			fmt.Fprintln(tw, strings.Join(cells, "\t"))
+		}
+	}
+	return tw.Flush()
+}
+
+// cell makes a value safe for one table cell.
+func cell(s string) string {
+	if s == "" {
+		return none
+	}
+	return strings.Map(func(r rune) rune {
+		if r == '\t' || r == '\n' || r == '\r' {
+			return ' '
+		}
+		return r
+	}, s)
+}
+
+func intCell(i int64) string {
+	if i == 0 {
+		return ""
+	}
+	return strconv.FormatInt(i, 10)
+}
+
+// ageCell is kubectl's AGE: the time since t, or "<unknown>".
+func ageCell(t *timestamppb.Timestamp, now time.Time) string {
+	if t == nil {
+		return "<unknown>"
+	}
+	return duration.HumanDuration(now.Sub(t.AsTime()))
+}
+
+// sinceCell is "5m ago" style, or "" when unset.
+func sinceCell(t *timestamppb.Timestamp, now time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return duration.HumanDuration(now.Sub(t.AsTime())) + " ago"
+}
+
+// untilCell is the time left until t ("in 3h"), "expired", or "never"
+// when unset.
+func untilCell(t *timestamppb.Timestamp, now time.Time) string {
+	if t == nil {
+		return "never"
+	}
+	left := t.AsTime().Sub(now)
+	if left <= 0 {
+		return "expired"
+	}
+	return "in " + duration.HumanDuration(left)
+}
+
+// conditionCell is the status of the condition of type typ, or "".
+func conditionCell(conds []*roostv1.Condition, typ string) string {
+	for _, c := range conds {
+		if c.GetType() == typ {
+			return c.GetStatus()
+		}
+	}
+	return ""
+}

@@ -1,0 +1,79 @@
+package resource
+
+import (
+	"strconv"
+	"strings"
+
+	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+)
+
+// validatePool: cluster is required; references are DNS-1123 labels;
+// maintenance windows are not repeated; imageChannel and imageVersion
+// exclude each other; replicas and failureBudget are ≥ 0; maxUnavailable
+// is an integer ≥ 1 or a percentage from 1% to 100%; durations are ≥ 0.
+func validatePool(e *violations, s *roostv1.PoolSpec) {
+	if s.GetCluster() == "" {
+		e.add("spec.cluster", "is required", "name the Cluster the pool's workers join")
+	} else {
+		checkName(e, "spec.cluster", s.GetCluster())
+	}
+	checkRef(e, "spec.machineClass", s.GetMachineClass())
+	checkRef(e, "spec.networkProfile", s.GetNetworkProfile())
+	seen := map[string]int{}
+	for i, w := range s.GetMaintenanceWindows() {
+		f := joinIndex("spec.maintenanceWindows", i)
+		if w == "" {
+			e.add(f, "is empty", "name a MaintenanceWindow or remove the item")
+			continue
+		}
+		checkName(e, f, w)
+		if j, dup := seen[w]; dup {
+			e.addf(f, "remove one of them", "window %q is listed twice (also at index %d)", w, j)
+		} else {
+			seen[w] = i
+		}
+	}
+	checkRef(e, "spec.imageChannel", s.GetImageChannel())
+	if s.GetImageChannel() != "" && s.GetImageVersion() != "" {
+		e.add("spec.imageVersion", "imageChannel and imageVersion are mutually exclusive",
+			"keep imageChannel to follow a channel, or imageVersion to pin one release")
+	}
+	if v := s.GetImageVersion(); v != "" && strings.ContainsAny(v, " \t\n/") {
+		e.addf("spec.imageVersion", `e.g. "2026.11.0"`, "invalid version %q", v)
+	}
+	if s != nil && s.Replicas != nil && s.GetReplicas() < 0 {
+		e.addf("spec.replicas", "leave replicas out for explicit membership", "must be ≥ 0, got %d", s.GetReplicas())
+	}
+	checkLabels(e, "spec.nodeLabels", s.GetNodeLabels())
+	ro := s.GetRollout()
+	if mu := ro.GetMaxUnavailable(); mu != nil {
+		const f = "spec.rollout.maxUnavailable"
+		switch v := mu.GetValue().(type) {
+		case *roostv1.IntOrString_IntVal:
+			if v.IntVal < 1 {
+				e.addf(f, `a rollout needs at least one Machine down at a time; or use a percentage such as "25%"`, "must be ≥ 1, got %d", v.IntVal)
+			}
+		case *roostv1.IntOrString_StrVal:
+			checkPercent(e, f, v.StrVal)
+		default:
+			e.add(f, "is empty", `write an integer such as 1 or a percentage such as "25%"`)
+		}
+	}
+	checkDuration(e, "spec.rollout.settle", ro.GetSettle())
+	checkDuration(e, "spec.rollout.readyTimeout", ro.GetReadyTimeout())
+	if ro.GetFailureBudget() < 0 {
+		e.addf("spec.rollout.failureBudget", "0 halts the pool on the first failure", "must be ≥ 0, got %d", ro.GetFailureBudget())
+	}
+}
+
+// checkPercent checks a maxUnavailable string: "N%" with N from 1 to 100.
+func checkPercent(e *violations, field, s string) {
+	num, ok := strings.CutSuffix(s, "%")
+	n, err := strconv.Atoi(num)
+	switch {
+	case !ok || err != nil || strings.HasPrefix(num, "+"):
+		e.addf(field, `write 1 (unquoted) or "25%"`, "must be an integer ≥ 1 or a percentage \"N%%\", got %q", s)
+	case n < 1 || n > 100:
+		e.addf(field, "", "must be a percentage from 1%% to 100%%, got %q", s)
+	}
+}

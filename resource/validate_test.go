@@ -1,0 +1,370 @@
+package resource
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/roostfleet/roost/apierror"
+	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+)
+
+const testCA = `-----BEGIN CERTIFICATE-----
+MIIBgTCCASegAwIBAgIUXLwghudIFVrdRcSKVTFI6+8UUmIwCgYIKoZIzj0EAwIw
+FTETMBEGA1UEAwwKa3ViZXJuZXRlczAgFw0yNjExMzAwMjIzNDlaGA8yMTI2MTEw
+NjAyMjM0OVowFTETMBEGA1UEAwwKa3ViZXJuZXRlczBZMBMGByqGSM49AgEGCCqG
+SM49AwEHA0IABJvfnDFUD6hO/1XfGP//MBa3TEftCZBaoWuCILngVZ67Iq/q6BWs
+qt3AYjXuaJBtsZQkbo96Jh1mK54tHub3SRijUzBRMB0GA1UdDgQWBBSZpfJ9XKuG
+fZj51KarxiYy3pNsbzAfBgNVHSMEGDAWgBSZpfJ9XKuGfZj51KarxiYy3pNsbzAP
+BgNVHRMBAf8EBTADAQH/MAoGCCqGSM49BAMCA0gAMEUCICXLJEMCEsSaQijMXTh5
+VmOHh8KGjfUQ8rtThNQM828+AiEAksoVWvPSJ0ocVZTq0w4eWpzazrilG/8zWcBO
+c4peYzg=
+-----END CERTIFICATE-----
+`
+
+const testSSHKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAINn+EukAp1egLFWLR9/AHUr4RajCpu0YeNWBTQhgbeaX ops@example.com"
+
+func validPool() *roostv1.Pool {
+	return &roostv1.Pool{Metadata: &roostv1.ObjectMeta{Name: "workers"}, Spec: &roostv1.PoolSpec{Cluster: "prod"}}
+}
+
+func validCluster() *roostv1.Cluster {
+	return &roostv1.Cluster{Metadata: &roostv1.ObjectMeta{Name: "prod"}, Spec: &roostv1.ClusterSpec{
+		ApiEndpoint: "https://10.0.0.1:6443", CaBundle: testCA, BootstrapToken: "abcdef.0123456789abcdef", KubernetesVersion: "v1.34.4"}}
+}
+
+func validClass() *roostv1.MachineClass {
+	return &roostv1.MachineClass{Metadata: &roostv1.ObjectMeta{Name: "mc"}, Spec: &roostv1.MachineClassSpec{
+		ServerSelector:    []string{"rack=r12", "gpu!=none", "ssd", "!maintenance", "roost.io/cpus>=16", "roost.io/memory > 64Gi", "a<=1", "b<2.5"},
+		InstallDisk:       &roostv1.InstallDiskHints{MinSize: "8Gi", MaxSize: "2Ti"},
+		KernelArgs:        []string{"console=ttyS0,115200"},
+		SshAuthorizedKeys: []string{testSSHKey}}}
+}
+
+func validWindow() *roostv1.MaintenanceWindow {
+	return &roostv1.MaintenanceWindow{Metadata: &roostv1.ObjectMeta{Name: "w"}, Spec: &roostv1.MaintenanceWindowSpec{
+		Rrule: "FREQ=WEEKLY;BYDAY=TU,-1FR;BYHOUR=2;BYMINUTE=0;WKST=MO", Duration: durationpb.New(4 * time.Hour), TimeZone: "Europe/Berlin"}}
+}
+
+func validProfile() *roostv1.NetworkProfile {
+	return &roostv1.NetworkProfile{Metadata: &roostv1.ObjectMeta{Name: "np"}, Spec: &roostv1.NetworkProfileSpec{
+		Links: []*roostv1.Link{
+			{Name: "eth0", Match: &roostv1.LinkMatch{Mac: "52:54:00:12:34:56"}},
+			{Name: "eth1", Match: &roostv1.LinkMatch{Name: "enp*s0f1", PciPath: "0000:3b:00.1"}, Mtu: 9000},
+			{Name: "eth2", Match: &roostv1.LinkMatch{Driver: "e1000"}},
+		},
+		Bonds: []*roostv1.Bond{{Name: "bond0", Members: []string{"eth0", "eth1"}, Mode: "802.3ad", LacpRate: "fast", XmitHashPolicy: "layer3+4"}},
+		Vlans: []*roostv1.Vlan{{Name: "bond0.100", Id: 100, Link: "bond0", Addresses: []string{"192.0.2.10/24", "2001:db8::1/64"},
+			Routes: []*roostv1.Route{{Destination: "default", Gateway: "192.0.2.1"}, {Destination: "10.0.0.0/8"}}}},
+		Bridges: []*roostv1.Bridge{{Name: "br0", Ports: []string{"eth2"}, Dhcp4: true}},
+		Dns:     &roostv1.DNS{Servers: []string{"192.0.2.53", "2001:db8::53"}, Search: []string{"example.com"}},
+	}}
+}
+
+// want is one expected violation: the field and a part of the message.
+type want struct{ field, msg string }
+
+func checkViolations(t *testing.T, got []apierror.Violation, wants []want) {
+	t.Helper()
+	if len(got) != len(wants) {
+		t.Fatalf("got %d violations, want %d:\n%s", len(got), len(wants), violationsText(got))
+	}
+	for i, w := range wants {
+		if got[i].Field != w.field || !strings.Contains(got[i].Message+" ("+got[i].Hint+")", w.msg) {
+			t.Errorf("violation %d = %s\nwant field %q with %q", i, got[i], w.field, w.msg)
+		}
+	}
+}
+
+func violationsText(vs []apierror.Violation) string {
+	var b strings.Builder
+	for _, v := range vs {
+		b.WriteString("  " + v.String() + "\n")
+	}
+	return b.String()
+}
+
+func TestValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		obj    proto.Message
+		mutate func(proto.Message)
+		want   []want
+	}{
+		// Metadata.
+		{"valid pool", validPool(), nil, nil},
+		{"no name", validPool(), func(m proto.Message) { m.(*roostv1.Pool).Metadata.Name = "" },
+			[]want{{"metadata.name", "is required"}}},
+		{"upper-case name", validPool(), func(m proto.Message) { m.(*roostv1.Pool).Metadata.Name = "Workers" },
+			[]want{{"metadata.name", `invalid name "Workers": a lowercase RFC 1123 label`}}},
+		{"long name", validPool(), func(m proto.Message) { m.(*roostv1.Pool).Metadata.Name = strings.Repeat("a", 64) },
+			[]want{{"metadata.name", "must be no more than 63 characters"}}},
+		{"labels", validPool(), func(m proto.Message) {
+			m.(*roostv1.Pool).Metadata.Labels = map[string]string{"ok": "v", "bad key": "v", "k": "bad value!", "roost.io/rack": "r1"}
+		}, []want{{"metadata.labels[bad key]", `invalid label key "bad key"`}, {"metadata.labels[k]", `invalid label value "bad value!"`}}},
+		{"annotations", validPool(), func(m proto.Message) {
+			m.(*roostv1.Pool).Metadata.Annotations = map[string]string{"a/b/c": "anything goes: here"}
+		}, []want{{"metadata.annotations[a/b/c]", "invalid annotation key"}}},
+		{"wrong apiVersion and kind", validPool(), func(m proto.Message) {
+			m.(*roostv1.Pool).ApiVersion, m.(*roostv1.Pool).Kind = "v1", "Cluster"
+		}, []want{{"apiVersion", `unsupported apiVersion "v1"`}, {"kind", `kind "Cluster" does not match the object, a Pool`}}},
+
+		// Pool.
+		{"pool without spec", validPool(), func(m proto.Message) { m.(*roostv1.Pool).Spec = nil },
+			[]want{{"spec.cluster", "is required"}}},
+		{"pool refs", validPool(), func(m proto.Message) {
+			s := m.(*roostv1.Pool).Spec
+			s.Cluster, s.MachineClass, s.NetworkProfile, s.ImageChannel = "Prod", "mc_1", "np.1", "Stable"
+		}, []want{{"spec.cluster", `invalid name "Prod"`}, {"spec.machineClass", `invalid name "mc_1"`},
+			{"spec.networkProfile", `invalid name "np.1"`}, {"spec.imageChannel", `invalid name "Stable"`}}},
+		{"pool windows", validPool(), func(m proto.Message) {
+			m.(*roostv1.Pool).Spec.MaintenanceWindows = []string{"a", "", "b", "a", "B"}
+		}, []want{{"spec.maintenanceWindows[1]", "is empty"}, {"spec.maintenanceWindows[3]", `window "a" is listed twice (also at index 0)`},
+			{"spec.maintenanceWindows[4]", `invalid name "B"`}}},
+		{"channel and version", validPool(), func(m proto.Message) {
+			m.(*roostv1.Pool).Spec.ImageChannel, m.(*roostv1.Pool).Spec.ImageVersion = "stable", "2026.11.0"
+		}, []want{{"spec.imageVersion", "imageChannel and imageVersion are mutually exclusive"}}},
+		{"version only", validPool(), func(m proto.Message) { m.(*roostv1.Pool).Spec.ImageVersion = "2026.11.0" }, nil},
+		{"negative replicas", validPool(), func(m proto.Message) { m.(*roostv1.Pool).Spec.Replicas = proto.Int32(-1) },
+			[]want{{"spec.replicas", "must be ≥ 0, got -1"}}},
+		{"zero replicas", validPool(), func(m proto.Message) { m.(*roostv1.Pool).Spec.Replicas = proto.Int32(0) }, nil},
+		{"node labels", validPool(), func(m proto.Message) { m.(*roostv1.Pool).Spec.NodeLabels = map[string]string{"-x": ""} },
+			[]want{{"spec.nodeLabels[-x]", "invalid label key"}}},
+		{"rollout ok", validPool(), func(m proto.Message) {
+			m.(*roostv1.Pool).Spec.Rollout = &roostv1.RolloutPolicy{MaxUnavailable: intOrStr("100%"), Settle: durationpb.New(0), ReadyTimeout: durationpb.New(time.Hour), FailureBudget: 3}
+		}, nil},
+		{"maxUnavailable 0", validPool(), func(m proto.Message) {
+			m.(*roostv1.Pool).Spec.Rollout = &roostv1.RolloutPolicy{MaxUnavailable: intOrInt(0)}
+		}, []want{{"spec.rollout.maxUnavailable", "must be ≥ 1, got 0"}}},
+		{"maxUnavailable 150%", validPool(), func(m proto.Message) {
+			m.(*roostv1.Pool).Spec.Rollout = &roostv1.RolloutPolicy{MaxUnavailable: intOrStr("150%")}
+		}, []want{{"spec.rollout.maxUnavailable", `must be a percentage from 1% to 100%, got "150%"`}}},
+		{"maxUnavailable 0%", validPool(), func(m proto.Message) {
+			m.(*roostv1.Pool).Spec.Rollout = &roostv1.RolloutPolicy{MaxUnavailable: intOrStr("0%")}
+		}, []want{{"spec.rollout.maxUnavailable", `from 1% to 100%, got "0%"`}}},
+		{"maxUnavailable quoted number", validPool(), func(m proto.Message) {
+			m.(*roostv1.Pool).Spec.Rollout = &roostv1.RolloutPolicy{MaxUnavailable: intOrStr("3")}
+		}, []want{{"spec.rollout.maxUnavailable", `must be an integer ≥ 1 or a percentage "N%", got "3"`}}},
+		{"maxUnavailable empty", validPool(), func(m proto.Message) {
+			m.(*roostv1.Pool).Spec.Rollout = &roostv1.RolloutPolicy{MaxUnavailable: &roostv1.IntOrString{}}
+		}, []want{{"spec.rollout.maxUnavailable", "is empty"}}},
+		{"rollout negatives", validPool(), func(m proto.Message) {
+			m.(*roostv1.Pool).Spec.Rollout = &roostv1.RolloutPolicy{Settle: durationpb.New(-time.Second), ReadyTimeout: &durationpb.Duration{Seconds: 1, Nanos: -1}, FailureBudget: -1}
+		}, []want{{"spec.rollout.settle", "must be ≥ 0s, got -1s"}, {"spec.rollout.readyTimeout", "invalid duration"},
+			{"spec.rollout.failureBudget", "must be ≥ 0, got -1"}}},
+
+		// Cluster.
+		{"valid cluster", validCluster(), nil, nil},
+		{"no endpoint", validCluster(), func(m proto.Message) { m.(*roostv1.Cluster).Spec.ApiEndpoint = "" },
+			[]want{{"spec.apiEndpoint", "is required"}}},
+		{"http endpoint", validCluster(), func(m proto.Message) { m.(*roostv1.Cluster).Spec.ApiEndpoint = "http://10.0.0.1:6443" },
+			[]want{{"spec.apiEndpoint", `must be an https:// URL, got "http://10.0.0.1:6443"`}}},
+		{"no host", validCluster(), func(m proto.Message) { m.(*roostv1.Cluster).Spec.ApiEndpoint = "https:///api" },
+			[]want{{"spec.apiEndpoint", "must name a host"}}},
+		{"bare host", validCluster(), func(m proto.Message) { m.(*roostv1.Cluster).Spec.ApiEndpoint = "10.0.0.1:6443" },
+			[]want{{"spec.apiEndpoint", "invalid URL"}}},
+		{"credentials", validCluster(), func(m proto.Message) { m.(*roostv1.Cluster).Spec.ApiEndpoint = "https://u:p@h:6443" },
+			[]want{{"spec.apiEndpoint", "must not hold credentials"}}},
+		{"bad port", validCluster(), func(m proto.Message) { m.(*roostv1.Cluster).Spec.ApiEndpoint = "https://h:64x3" },
+			[]want{{"spec.apiEndpoint", "invalid URL"}}},
+		{"ca not pem", validCluster(), func(m proto.Message) { m.(*roostv1.Cluster).Spec.CaBundle = "hello" },
+			[]want{{"spec.caBundle", "holds no PEM certificate"}}},
+		{"ca key", validCluster(), func(m proto.Message) {
+			m.(*roostv1.Cluster).Spec.CaBundle = "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"
+		}, []want{{"spec.caBundle", `PEM block 1 is a "PRIVATE KEY", not a CERTIFICATE`}}},
+		{"ca garbage cert", validCluster(), func(m proto.Message) {
+			m.(*roostv1.Cluster).Spec.CaBundle = "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"
+		}, []want{{"spec.caBundle", "certificate 1 does not parse"}}},
+		{"ca trailing", validCluster(), func(m proto.Message) { m.(*roostv1.Cluster).Spec.CaBundle = testCA + testCA + "junk" },
+			[]want{{"spec.caBundle", "has data after the last PEM certificate"}}},
+		{"bad token", validCluster(), func(m proto.Message) { m.(*roostv1.Cluster).Spec.BootstrapToken = "ABCDEF.0123456789abcdef" },
+			[]want{{"spec.bootstrapToken", "must match [a-z0-9]{6}.[a-z0-9]{16}"}}},
+		{"bad version", validCluster(), func(m proto.Message) { m.(*roostv1.Cluster).Spec.KubernetesVersion = "1.34" },
+			[]want{{"spec.kubernetesVersion", `invalid version "1.34"`}}},
+
+		// MachineClass.
+		{"valid class", validClass(), nil, nil},
+		{"selectors", validClass(), func(m proto.Message) {
+			m.(*roostv1.MachineClass).Spec.ServerSelector = []string{"", "=x", "cpus>=lots", "Bad Key", "a=b=c", "a==b", "a!b", "x=bad value", "cpus>="}
+		}, []want{{"spec.serverSelector[0]", "empty requirement"}, {"spec.serverSelector[1]", "missing label key"},
+			{"spec.serverSelector[2]", `"lots" is not a quantity`}, {"spec.serverSelector[3]", `invalid label key "Bad Key"`},
+			{"spec.serverSelector[4]", "more than one operator"}, {"spec.serverSelector[5]", `write "=" instead of "=="`},
+			{"spec.serverSelector[6]", `"!" must start the requirement`}, {"spec.serverSelector[7]", `invalid label value "bad value"`},
+			{"spec.serverSelector[8]", "missing number"}}},
+		{"disk sizes", validClass(), func(m proto.Message) {
+			m.(*roostv1.MachineClass).Spec.InstallDisk = &roostv1.InstallDiskHints{MinSize: "2Ti", MaxSize: "8Gi"}
+		}, []want{{"spec.installDisk.minSize", "must not exceed maxSize (2Ti > 8Gi)"}}},
+		{"disk garbage", validClass(), func(m proto.Message) {
+			m.(*roostv1.MachineClass).Spec.InstallDisk = &roostv1.InstallDiskHints{MinSize: "big", MaxSize: "-1Gi"}
+		}, []want{{"spec.installDisk.minSize", `invalid size "big"`}, {"spec.installDisk.maxSize", `must be ≥ 0, got "-1Gi"`}}},
+		{"kernel args", validClass(), func(m proto.Message) { m.(*roostv1.MachineClass).Spec.KernelArgs = []string{"", "a b"} },
+			[]want{{"spec.kernelArgs[0]", "is empty"}, {"spec.kernelArgs[1]", "must be one argument without spaces"}}},
+		{"ssh keys", validClass(), func(m proto.Message) {
+			m.(*roostv1.MachineClass).Spec.SshAuthorizedKeys = []string{"not a key", testSSHKey + "\n" + testSSHKey}
+		}, []want{{"spec.sshAuthorizedKeys[0]", "is not an OpenSSH public key"}, {"spec.sshAuthorizedKeys[1]", "holds more than one key"}}},
+
+		// MaintenanceWindow.
+		{"valid window", validWindow(), nil, nil},
+		{"utc window", validWindow(), func(m proto.Message) { m.(*roostv1.MaintenanceWindow).Spec.TimeZone = "" }, nil},
+		{"no rrule", validWindow(), func(m proto.Message) { m.(*roostv1.MaintenanceWindow).Spec.Rrule = "" },
+			[]want{{"spec.rrule", "is required"}}},
+		{"rrule prefix", validWindow(), func(m proto.Message) { m.(*roostv1.MaintenanceWindow).Spec.Rrule = "RRULE:FREQ=DAILY" },
+			[]want{{"spec.rrule", `drop the "RRULE:" prefix`}}},
+		{"rrule no freq", validWindow(), func(m proto.Message) { m.(*roostv1.MaintenanceWindow).Spec.Rrule = "BYHOUR=2" },
+			[]want{{"spec.rrule", "FREQ is missing"}}},
+		{"rrule bad freq", validWindow(), func(m proto.Message) { m.(*roostv1.MaintenanceWindow).Spec.Rrule = "FREQ=FORTNIGHTLY" },
+			[]want{{"spec.rrule", `unknown FREQ "FORTNIGHTLY"`}}},
+		{"rrule typo", validWindow(), func(m proto.Message) { m.(*roostv1.MaintenanceWindow).Spec.Rrule = "FREQ=DAILY;BYHUOR=2" },
+			[]want{{"spec.rrule", `unknown part "BYHUOR": did you mean "BYHOUR"?`}}},
+		{"rrule not kv", validWindow(), func(m proto.Message) { m.(*roostv1.MaintenanceWindow).Spec.Rrule = "FREQ=DAILY;weekly" },
+			[]want{{"spec.rrule", `part "weekly" is not KEY=VALUE`}}},
+		{"rrule ranges", validWindow(), func(m proto.Message) { m.(*roostv1.MaintenanceWindow).Spec.Rrule = "FREQ=DAILY;BYHOUR=24" },
+			[]want{{"spec.rrule", "BYHOUR=24: each value must be an integer from 0 to 23"}}},
+		{"rrule day", validWindow(), func(m proto.Message) { m.(*roostv1.MaintenanceWindow).Spec.Rrule = "FREQ=WEEKLY;BYDAY=TUE" },
+			[]want{{"spec.rrule", `"TUE" is not a weekday`}}},
+		{"rrule twice", validWindow(), func(m proto.Message) { m.(*roostv1.MaintenanceWindow).Spec.Rrule = "FREQ=DAILY;FREQ=WEEKLY" },
+			[]want{{"spec.rrule", "FREQ is given twice"}}},
+		{"rrule count until", validWindow(), func(m proto.Message) {
+			m.(*roostv1.MaintenanceWindow).Spec.Rrule = "FREQ=DAILY;COUNT=3;UNTIL=20270101T000000Z"
+		}, []want{{"spec.rrule", "COUNT and UNTIL are mutually exclusive"}}},
+		{"rrule trailing", validWindow(), func(m proto.Message) { m.(*roostv1.MaintenanceWindow).Spec.Rrule = "FREQ=DAILY;" },
+			[]want{{"spec.rrule", "remove the extra ';'"}}},
+		{"no duration", validWindow(), func(m proto.Message) { m.(*roostv1.MaintenanceWindow).Spec.Duration = nil },
+			[]want{{"spec.duration", "is required"}}},
+		{"zero duration", validWindow(), func(m proto.Message) { m.(*roostv1.MaintenanceWindow).Spec.Duration = durationpb.New(0) },
+			[]want{{"spec.duration", "must be > 0, got 0s"}}},
+		{"long duration", validWindow(), func(m proto.Message) {
+			m.(*roostv1.MaintenanceWindow).Spec.Duration = durationpb.New(169 * time.Hour)
+		}, []want{{"spec.duration", "must be at most 168h (7 days), got 169h0m0s"}}},
+		{"bad zone", validWindow(), func(m proto.Message) { m.(*roostv1.MaintenanceWindow).Spec.TimeZone = "Mars/Olympus" },
+			[]want{{"spec.timeZone", `unknown time zone "Mars/Olympus"`}}},
+		{"local zone", validWindow(), func(m proto.Message) { m.(*roostv1.MaintenanceWindow).Spec.TimeZone = "Local" },
+			[]want{{"spec.timeZone", `"Local" is the hub's own zone`}}},
+
+		// NetworkProfile.
+		{"valid profile", validProfile(), nil, nil},
+		{"if names", validProfile(), func(m proto.Message) {
+			s := m.(*roostv1.NetworkProfile).Spec
+			s.Links[2].Name = "averyveryverylongname"
+			s.Bridges[0].Name = "br/0"
+			s.Bridges = append(s.Bridges, &roostv1.Bridge{Name: "eth0"})
+		}, []want{{"spec.links[2].name", `"averyveryverylongname" is 21 bytes long`}, {"spec.bridges[0].name", `"br/0" is not a legal interface name`},
+			{"spec.bridges[1].name", `"eth0" is already the name of link spec.links[0]`}, {"spec.bridges[0].ports[0]", `"eth2" is not an interface of this profile`}}},
+		{"link match", validProfile(), func(m proto.Message) {
+			s := m.(*roostv1.NetworkProfile).Spec
+			s.Links[0].Match = nil
+			s.Links[1].Match = &roostv1.LinkMatch{Mac: "52:54:00", Name: "enp[", PciPath: "3b:00.0"}
+			s.Links[1].Mtu = 67
+		}, []want{{"spec.links[0].match", "set at least one of mac, name, driver, pciPath"}, {"spec.links[1].match.mac", `invalid MAC address "52:54:00"`},
+			{"spec.links[1].match.name", `invalid pattern "enp["`}, {"spec.links[1].match.pciPath", `invalid PCI address "3b:00.0"`},
+			{"spec.links[1].mtu", "must be from 68 to 65535, got 67"}}},
+		{"addresses and routes", validProfile(), func(m proto.Message) {
+			v := m.(*roostv1.NetworkProfile).Spec.Vlans[0]
+			v.Addresses = []string{"192.0.2.10"}
+			v.Routes = []*roostv1.Route{{Gateway: "gw"}, {Destination: "10.0.0.0"}}
+		}, []want{{"spec.vlans[0].addresses[0]", `invalid CIDR "192.0.2.10"`}, {"spec.vlans[0].routes[0].destination", "is required"},
+			{"spec.vlans[0].routes[0].gateway", `invalid gateway "gw"`}, {"spec.vlans[0].routes[1].destination", `invalid destination "10.0.0.0"`}}},
+		{"bond", validProfile(), func(m proto.Message) {
+			b := m.(*roostv1.NetworkProfile).Spec.Bonds[0]
+			b.Mode, b.LacpRate, b.XmitHashPolicy, b.Primary = "lacp", "medium", "layer5", "eth9"
+			b.Members = []string{"eth0", "bond0", "nope", ""}
+		}, []want{{"spec.bonds[0].mode", `unknown bond mode "lacp"`}, {"spec.bonds[0].members[1]", `"bond0" is a bond; only a link can be here`},
+			{"spec.bonds[0].members[2]", `"nope" is not an interface of this profile`}, {"spec.bonds[0].members[3]", "is empty"},
+			{"spec.bonds[0].lacpRate", `unknown LACP rate "medium"`}, {"spec.bonds[0].xmitHashPolicy", `unknown transmit hash policy "layer5"`},
+			{"spec.bonds[0].primary", `"eth9" is not a member of the bond`}}},
+		{"bond options by mode", validProfile(), func(m proto.Message) {
+			b := m.(*roostv1.NetworkProfile).Spec.Bonds[0]
+			b.Mode, b.Primary = "balance-rr", "eth0"
+		}, []want{{"spec.bonds[0].lacpRate", "applies to mode 802.3ad only"}, {"spec.bonds[0].primary", "applies to modes active-backup"}}},
+		{"bond without mode and members", validProfile(), func(m proto.Message) {
+			s := m.(*roostv1.NetworkProfile).Spec
+			s.Bonds = []*roostv1.Bond{{Name: "bond1"}}
+			s.Vlans[0].Link = "eth0"
+		}, []want{{"spec.bonds[0].mode", "is required"}, {"spec.bonds[0].members", "is required"}}},
+		{"two owners", validProfile(), func(m proto.Message) {
+			s := m.(*roostv1.NetworkProfile).Spec
+			s.Bridges[0].Ports = []string{"eth1", "bond0", "bond0.100"}
+		}, []want{{"spec.bridges[0].ports[0]", `"eth1" is already in bond "bond0"`}}},
+		{"vlans", validProfile(), func(m proto.Message) {
+			s := m.(*roostv1.NetworkProfile).Spec
+			s.Vlans = append(s.Vlans, &roostv1.Vlan{Name: "v0", Id: 5000, Link: "bond0.100"}, &roostv1.Vlan{Name: "v1", Id: 100, Link: "bond0"},
+				&roostv1.Vlan{Name: "v2", Id: 0}, &roostv1.Vlan{Name: "v3", Id: 7, Link: "ghost"})
+		}, []want{{"spec.vlans[1].id", "must be from 1 to 4094, got 5000"}, {"spec.vlans[1].link", "stacked VLANs are not supported"},
+			{"spec.vlans[2].id", `VLAN 100 on "bond0" is already declared at spec.vlans[0]`}, {"spec.vlans[3].id", "got 0"},
+			{"spec.vlans[3].link", "is required"}, {"spec.vlans[4].link", `"ghost" is not an interface of this profile`}}},
+		{"dns", validProfile(), func(m proto.Message) {
+			m.(*roostv1.NetworkProfile).Spec.Dns = &roostv1.DNS{Servers: []string{"dns.example.com"}, Search: []string{""}}
+		}, []want{{"spec.dns.servers[0]", `invalid IP address "dns.example.com"`}, {"spec.dns.search[0]", `invalid search domain ""`}}},
+
+		// Kinds the hub writes get the metadata checks.
+		{"server", &roostv1.Server{Metadata: &roostv1.ObjectMeta{Name: "Srv"}}, nil, []want{{"metadata.name", "invalid name"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.mutate != nil {
+				tc.mutate(tc.obj)
+			}
+			checkViolations(t, Validate(Wrap(tc.obj.(Resource))), tc.want)
+		})
+	}
+}
+
+func TestValidateEmptyObject(t *testing.T) {
+	vs := Validate(&roostv1.Object{})
+	if len(vs) != 1 || !strings.Contains(vs[0].Message, "empty object") {
+		t.Errorf("got %v", vs)
+	}
+	if vs := Validate(nil); len(vs) != 1 {
+		t.Errorf("nil: got %v", vs)
+	}
+}
+
+func TestValidateManifests(t *testing.T) {
+	in := `apiVersion: roost.io/v1
+kind: Pool
+metadata:
+  name: workers
+spec:
+  rollout:
+    maxUnavailable: 0
+---
+apiVersion: roost.io/v1
+kind: Cluster
+metadata:
+  name: workers
+spec:
+  apiEndpoint: https://h:6443
+---
+apiVersion: roost.io/v1
+kind: Pool
+metadata:
+  name: workers
+spec:
+  cluster: workers
+`
+	ms, err := Decode([]byte(in), "pool.yaml", ForApply())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := FormatViolations(ValidateManifests(ms))
+	want := `pool.yaml:5:1: Pool "workers": spec.cluster: is required (name the Cluster the pool's workers join)
+pool.yaml:7:5: Pool "workers": spec.rollout.maxUnavailable: must be ≥ 1, got 0 (a rollout needs at least one Machine down at a time; or use a percentage such as "25%")
+pool.yaml:19:3: Pool "workers": metadata.name: Pool "workers" is defined twice in this apply (first at pool.yaml:4:3) (names are unique per kind: rename or remove one)
+`
+	if got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+	if ds := ValidateManifests(nil); ds != nil {
+		t.Errorf("no manifests: %v", ds)
+	}
+}
+
+func intOrStr(s string) *roostv1.IntOrString {
+	return &roostv1.IntOrString{Value: &roostv1.IntOrString_StrVal{StrVal: s}}
+}
+
+func intOrInt(i int32) *roostv1.IntOrString {
+	return &roostv1.IntOrString{Value: &roostv1.IntOrString_IntVal{IntVal: i}}
+}
