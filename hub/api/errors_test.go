@@ -1,0 +1,65 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/hashicorp/raft"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/roostfleet/roost/apierror"
+)
+
+func TestToStatusMapsEveryErrorOnce(t *testing.T) {
+	cases := []struct {
+		err  error
+		want codes.Code
+	}{
+		{raft.ErrNotLeader, codes.Unavailable},
+		{fmt.Errorf("apply: %w", raft.ErrLeadershipLost), codes.Unavailable},
+		{raft.ErrRaftShutdown, codes.Unavailable},
+		{apierror.NotFound("Pool", "x"), codes.NotFound},
+		{apierror.Invalid("bad", apierror.Violation{Field: "objects[0].metadata.name", Message: "required"}), codes.InvalidArgument},
+		{apierror.FailedPrecondition("in use"), codes.FailedPrecondition},
+		{context.DeadlineExceeded, codes.DeadlineExceeded},
+		{context.Canceled, codes.Canceled},
+		{status.Error(codes.PermissionDenied, "no"), codes.PermissionDenied},
+		{errors.New("boom"), codes.Internal},
+	}
+	for _, c := range cases {
+		if got := status.Code(toStatus(c.err)); got != c.want {
+			t.Errorf("toStatus(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+	if toStatus(nil) != nil {
+		t.Error("toStatus(nil) != nil")
+	}
+	// Field violations survive the round trip to the client.
+	e := apierror.FromError(toStatus(apierror.Invalid("bad", apierror.Violation{Field: "objects[1].spec.cluster", Message: "required", Hint: "name a Cluster"})))
+	if len(e.Violations) != 1 || e.Violations[0].Field != "objects[1].spec.cluster" || e.Violations[0].Hint != "name a Cluster" {
+		t.Errorf("violations lost: %+v", e.Violations)
+	}
+}
+
+func TestJoinTokenFormat(t *testing.T) {
+	fp := fmt.Sprintf("%064x", 7)
+	tok, err := newJoinToken(fp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ParseJoinToken(tok.String())
+	if err != nil || got != tok {
+		t.Fatalf("round trip: %+v %v", got, err)
+	}
+	for _, bad := range []string{"", "R1abc::x.y", tok.String() + "0", "R2" + tok.String()[2:]} {
+		if _, err := ParseJoinToken(bad); err == nil {
+			t.Errorf("ParseJoinToken(%q) accepted", bad)
+		}
+	}
+	if tok.SecretSHA256() == tok.Secret {
+		t.Error("secret stored in clear")
+	}
+}
