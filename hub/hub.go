@@ -495,4 +495,3 @@ func (h *Hub) writeAdminConfig() error {
 	h.log.Info("wrote admin client configuration", "path", h.dir.adminConfig())
 	return nil
 }
-

@@ -7,8 +7,8 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/roostfleet/roost/apierror"
-	"github.com/roostfleet/roost/resource"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+	"github.com/roostfleet/roost/resource"
 )
 
 // Apply validates every object (static checks at the edge) and applies them
