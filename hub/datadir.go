@@ -23,6 +23,9 @@ func (d dataDir) memberCert() string  { return d.path("tls", "member.crt") }
 func (d dataDir) memberKey() string   { return d.path("tls", "member.key") }
 func (d dataDir) adminConfig() string { return d.path("admin.conf") }
 
+// joined marks a member whose join completed (it was added as a voter).
+func (d dataDir) joined() string { return d.path("joined") }
+
 // nodeID returns the member's ID, creating DIR/node-id with want (or a
 // random "hub-xxxxxxxx" when want is empty) on first start. A later start
 // with a different want is an error: Raft IDs must not change.

@@ -8,6 +8,7 @@
 //	DIR/tls/member.key   its private key
 //	DIR/raft/            Raft log store and snapshots
 //	DIR/admin.conf       written once, when the first member bootstraps
+//	DIR/joined           written when a joining member was added as a voter
 //
 // An empty DIR without a join address bootstraps a new single-member
 // cluster; with one, the member joins an existing cluster using a join

@@ -177,7 +177,9 @@ func Start(ctx context.Context, opts Options) (*Hub, error) {
 	h.cancel = cancel
 	go func() {
 		defer close(h.done)
-		if !hasState && opts.Join != "" {
+		// A member that joined but crashed before it was added as a voter
+		// has Raft state but no join marker: finish the join.
+		if opts.Join != "" && !exists(h.dir.joined()) {
 			h.addSelfAsVoter(runCtx, clientTLS)
 		}
 		h.leaderLoop(runCtx)
@@ -399,6 +401,9 @@ func (h *Hub) addSelfAsVoter(ctx context.Context, clientTLS *tls.Config) {
 		cancel()
 		if err == nil {
 			h.log.Info("joined the cluster as a voter", "via", h.opts.Join)
+			if err := writeFile(h.dir.joined(), []byte(h.opts.Join+"\n"), 0o600); err != nil {
+				h.log.Error("join: cannot record the join", "err", err)
+			}
 			return
 		}
 		h.log.Warn("join: add voter failed; retrying", "err", err, "in", backoff)
