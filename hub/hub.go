@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -54,6 +55,9 @@ type Options struct {
 	SnapshotThreshold uint64
 	// Logger receives the hub's structured logs; nil uses slog.Default().
 	Logger *slog.Logger
+	// RaftLogOutput receives hashicorp/raft's own log lines (warnings and
+	// errors); nil means os.Stderr.
+	RaftLogOutput io.Writer
 	// Registry receives the hub's metrics; nil makes a private registry.
 	Registry *prometheus.Registry
 }
@@ -99,11 +103,15 @@ func Start(ctx context.Context, opts Options) (*Hub, error) {
 	h.id = id
 	h.log = log.With("member", id)
 
+	raftOut := opts.RaftLogOutput
+	if raftOut == nil {
+		raftOut = os.Stderr
+	}
 	rcfg := raftnode.Config{
 		ID: id, Dir: h.dir.raft(), BindAddr: opts.RaftAddr, LogStore: opts.LogStore,
 		HeartbeatTimeout: opts.HeartbeatTimeout, ElectionTimeout: opts.ElectionTimeout,
 		LeaderLeaseTimeout: opts.LeaderLeaseTimeout, SnapshotThreshold: opts.SnapshotThreshold,
-		Logger: hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: os.Stderr}).With("member", id),
+		Logger: hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: raftOut}).With("member", id),
 	}
 	hasState, err := raftnode.HasState(rcfg)
 	if err != nil {

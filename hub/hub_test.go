@@ -21,6 +21,7 @@ import (
 func fastRaft(o hub.Options) hub.Options {
 	o.HeartbeatTimeout, o.ElectionTimeout, o.LeaderLeaseTimeout = 200*time.Millisecond, 200*time.Millisecond, 100*time.Millisecond
 	o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	o.RaftLogOutput = io.Discard
 	return o
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	raftwal "github.com/hashicorp/raft-wal"
+	"github.com/hashicorp/raft-wal/metadb"
 )
 
 // Log store names accepted by Config.LogStore.
@@ -44,7 +45,13 @@ func openLogStore(kind, dir string) (logStore, error) {
 		if err := os.MkdirAll(walDir, 0o700); err != nil {
 			return nil, err
 		}
-		return raftwal.Open(walDir)
+		meta := &metadb.BoltMetaDB{}
+		w, err := raftwal.Open(walDir, raftwal.WithMetaStore(meta))
+		if err != nil {
+			meta.Close()
+			return nil, err
+		}
+		return &walStore{WAL: w, meta: meta}, nil
 	case LogStoreBolt:
 		if exists(walDir) {
 			return nil, fmt.Errorf("log store %q requested but %s holds a %q log; use --raft-log-store=%s", LogStoreBolt, walDir, LogStoreWAL, LogStoreWAL)
@@ -53,4 +60,20 @@ func openLogStore(kind, dir string) (logStore, error) {
 	default:
 		return nil, fmt.Errorf("unknown raft log store %q: use %q or %q", kind, LogStoreWAL, LogStoreBolt)
 	}
+}
+
+// walStore closes raft-wal's bbolt meta store too: raft-wal v0.4.0's
+// WAL.Close leaves it open, and with it the file lock, so the same process
+// could not open the directory again.
+type walStore struct {
+	*raftwal.WAL
+	meta *metadb.BoltMetaDB
+}
+
+func (s *walStore) Close() error {
+	err := s.WAL.Close()
+	if merr := s.meta.Close(); err == nil {
+		err = merr
+	}
+	return err
 }

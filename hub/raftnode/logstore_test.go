@@ -28,3 +28,21 @@ func TestOpenLogStoreRefusesTheOtherKind(t *testing.T) {
 		t.Fatalf("unknown store: err = %v", err)
 	}
 }
+
+func TestLogStoresReopenInProcess(t *testing.T) {
+	for _, kind := range []string{LogStoreWAL, LogStoreBolt} {
+		dir := t.TempDir()
+		for i := 0; i < 2; i++ {
+			s, err := openLogStore(kind, dir)
+			if err != nil {
+				t.Fatalf("%s open #%d: %v", kind, i+1, err)
+			}
+			if err := s.SetUint64([]byte("k"), uint64(i)); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatalf("%s close: %v", kind, err)
+			}
+		}
+	}
+}

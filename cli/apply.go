@@ -1,0 +1,154 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/roostfleet/roost/apierror"
+	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+	"github.com/roostfleet/roost/resource"
+)
+
+const applyLong = `Create or update objects from YAML (or JSON) manifests.
+
+Each -f names a file, a directory (its *.yaml, *.yml and *.json files, sorted
+by name, not recursive) or "-" for standard input; -f may be repeated. A file
+may hold many objects separated by "---", or a "kind: List" with items.
+
+roostctl first reads and validates every manifest locally and reports every
+problem of every file with its file:line:column; if there is any, nothing is
+sent and roostctl exits with code 2. Then all objects go to the hub in one
+request that is applied all or nothing: either every object is stored or none
+is. Problems the hub finds (for example a Pool naming a Cluster that does not
+exist) are reported at their place in the manifests too.
+
+For every object roostctl prints what happened:
+  pool/workers created       the object did not exist
+  pool/workers configured    its spec, labels or annotations changed
+  pool/workers unchanged     it already looked like this
+
+Only desired-state kinds can be applied: Cluster, Pool, MachineClass,
+NetworkProfile and MaintenanceWindow. The hub and the agents write the others.`
+
+const applyExample = `  # Apply one manifest
+  roostctl apply -f pool.yaml
+
+  # Apply a directory of manifests and another file, all or nothing
+  roostctl apply -f manifests/ -f extra-pool.yaml
+
+  # Check manifests against the hub's current state without storing anything
+  roostctl apply -f manifests/ --dry-run
+
+  # Read a manifest from standard input
+  cat pool.yaml | roostctl apply -f -`
+
+type applyOptions struct {
+	files  []string
+	dryRun bool
+	output string
+}
+
+func newApplyCommand(o *options) *cobra.Command {
+	a := &applyOptions{}
+	cmd := &cobra.Command{
+		Use:     "apply -f FILE|DIR|- [-f ...]",
+		Short:   "Create or update objects from manifest files, all or nothing",
+		Long:    applyLong,
+		Example: applyExample,
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.runApply(cmd, a)
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVarP(&a.files, "filename", "f", nil, "manifest `FILE`, directory of *.yaml/*.yml/*.json files, or - for standard\ninput; repeat to apply several together")
+	f.BoolVar(&a.dryRun, "dry-run", false, "let the hub check the objects (including references to other objects)\nwithout storing anything")
+	f.StringVarP(&a.output, "output", "o", "", "output `FORMAT`: json or yaml (default: one line per object)")
+	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
+	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletions("json", "yaml"))
+	return cmd
+}
+
+// applyResult is the -o json|yaml form of apply's outcome.
+type applyOutput struct {
+	DryRun  bool              `json:"dryRun"`
+	Index   uint64            `json:"index"`
+	Results []applyResultJSON `json:"results"`
+}
+
+type applyResultJSON struct {
+	Kind   string `json:"kind"`
+	Name   string `json:"name"`
+	Action string `json:"action"`
+}
+
+func (o *options) runApply(cmd *cobra.Command, a *applyOptions) error {
+	switch a.output {
+	case "", "json", "yaml":
+	default:
+		return usageErrorf("--output %q: apply prints json or yaml (or, without -o, one line per object)", a.output)
+	}
+	inputs, err := o.readInputs(a.files)
+	if err != nil {
+		return err
+	}
+	ms, diags := decodeInputs(inputs, resource.ForApply())
+	diags = append(diags, resource.ValidateManifests(ms)...)
+	if len(diags) > 0 {
+		sortDiagnostics(inputs, diags)
+		o.printDiagnostics(fmt.Sprintf("%s in the manifests; nothing was sent to the hub:", problems(len(diags))), diags)
+		return reportedError{ExitUsage}
+	}
+	if len(ms) == 0 {
+		return usageErrorf("the manifests hold no objects")
+	}
+
+	ctx, cancel := o.withTimeout(cmd.Context())
+	defer cancel()
+	conn, err := o.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	o.debugf("applying %d objects (dry run: %t)", len(ms), a.dryRun)
+	resp, err := conn.hub.Apply(ctx, &roostv1.ApplyRequest{Objects: objectsOf(ms), DryRun: a.dryRun})
+	if err != nil {
+		return o.reportApplyError(ms, o.wrapCallError(err))
+	}
+
+	if a.output != "" {
+		out := applyOutput{DryRun: a.dryRun, Index: resp.GetIndex(), Results: []applyResultJSON{}}
+		for _, r := range resp.GetResults() {
+			out.Results = append(out.Results, applyResultJSON{Kind: r.GetKind(), Name: r.GetName(), Action: r.GetAction()})
+		}
+		return writeStructured(o.Out, out, a.output)
+	}
+	suffix := ""
+	if a.dryRun {
+		suffix = " (dry run)"
+	}
+	for _, r := range resp.GetResults() {
+		fmt.Fprintf(o.Out, "%s %s%s\n", ref(r.GetKind(), r.GetName()), r.GetAction(), suffix)
+	}
+	return nil
+}
+
+// reportApplyError prints a hub refusal with its field violations placed in
+// the manifests, and returns the exit code for it.
+func (o *options) reportApplyError(ms []*resource.Manifest, err error) error {
+	if !isHubError(err) {
+		return err
+	}
+	e := apierror.FromError(err)
+	if len(e.Violations) == 0 {
+		return err
+	}
+	located, rest := locateViolations(ms, e.Violations)
+	fmt.Fprintf(o.Err, "Error from hub: %s; nothing was applied:\n", e.Message)
+	fmt.Fprint(o.Err, resource.FormatViolations(located))
+	for _, v := range rest {
+		fmt.Fprintf(o.Err, "  %s\n", v.String())
+	}
+	return reportedError{exitCodeOf(e.Code)}
+}

@@ -1,0 +1,135 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/roostfleet/roost/client"
+	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+)
+
+// hubConn is an open connection to the hub.
+type hubConn struct {
+	conn *grpc.ClientConn
+	hub  roostv1.HubServiceClient
+}
+
+func (c *hubConn) Close() error { return c.conn.Close() }
+
+// debugf prints a line to standard error with --verbose.
+func (o *options) debugf(format string, a ...any) {
+	if o.verbose {
+		fmt.Fprintf(o.Err, "roostctl: "+format+"\n", a...)
+	}
+}
+
+// loadConfig reads the client configuration from --config, $ROOST_CONFIG or
+// ~/.roost/config.
+func (o *options) loadConfig() (*client.Config, error) {
+	path, source := o.configPath, "--config"
+	if path == "" {
+		path = client.DefaultPath()
+		source = "default"
+		if os.Getenv(client.EnvConfig) != "" {
+			source = "$" + client.EnvConfig
+		}
+	}
+	o.configSource = path
+	o.debugf("reading client configuration %s (%s)", path, source)
+	cfg, err := client.LoadConfig(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, usageErrorf("no client configuration at %s\n"+
+				"  A new hub writes one to DATA_DIR/admin.conf: pass it with --config FILE,\n"+
+				"  set ROOST_CONFIG=FILE, or copy it to ~/.roost/config", path)
+		}
+		return nil, usageError{err}
+	}
+	return cfg, nil
+}
+
+// connect loads the configuration and dials the hub. The connection is
+// lazy: the first call connects, failing over between members.
+func (o *options) connect(ctx context.Context) (*hubConn, error) {
+	cfg, err := o.loadConfig()
+	if err != nil {
+		return nil, err
+	}
+	hubs := o.hubs
+	if len(hubs) == 0 {
+		hubs = cfg.Hubs
+	}
+	o.tried = hubs
+	o.debugf("hub members: %s", strings.Join(hubs, ", "))
+	conn, err := client.Dial(ctx, cfg, o.hubs,
+		grpc.WithChainUnaryInterceptor(o.logUnary),
+		grpc.WithChainStreamInterceptor(o.logStream))
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return &hubConn{conn: conn, hub: roostv1.NewHubServiceClient(conn)}, nil
+}
+
+// withTimeout bounds one command's calls by --timeout.
+func (o *options) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, o.timeout)
+}
+
+// wrapCallError adds where roostctl looked for the hub to transport
+// failures, and turns a local deadline into the gRPC code it stands for.
+func (o *options) wrapCallError(err error) error {
+	if err == nil {
+		return nil
+	}
+	st, ok := grpcStatus(err)
+	if !ok {
+		switch {
+		case errors.Is(err, context.DeadlineExceeded):
+			err = status.Error(codes.DeadlineExceeded, err.Error())
+		case errors.Is(err, context.Canceled):
+			err = status.Error(codes.Canceled, err.Error())
+		default:
+			return err
+		}
+		st, _ = grpcStatus(err)
+	}
+	switch st.Code() {
+	case codes.Unavailable:
+		hint := fmt.Sprintf("tried %s (from %s); is roost-hub running there?", strings.Join(o.tried, ", "), o.hubSource())
+		if len(o.hubs) == 0 {
+			hint += " --hub overrides the list"
+		}
+		return unreachableHint{hint: hint, err: err}
+	case codes.DeadlineExceeded:
+		return unreachableHint{hint: fmt.Sprintf("waited %s (--timeout) for %s", o.timeout, strings.Join(o.tried, ", ")), err: err}
+	}
+	return err
+}
+
+func (o *options) hubSource() string {
+	if len(o.hubs) > 0 {
+		return "--hub"
+	}
+	return o.configSource
+}
+
+func (o *options) logUnary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	start := time.Now()
+	err := invoker(ctx, method, req, reply, cc, opts...)
+	o.debugf("%s: %s in %s", method, status.Code(err), time.Since(start).Round(time.Millisecond))
+	return err
+}
+
+func (o *options) logStream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	o.debugf("%s: opening stream", method)
+	return streamer(ctx, desc, cc, method, opts...)
+}

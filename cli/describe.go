@@ -1,0 +1,55 @@
+package cli
+
+import (
+	"github.com/spf13/cobra"
+
+	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+	"github.com/roostfleet/roost/resource"
+)
+
+const describeExample = `  # Everything about one pool: spec, status, conditions
+  roostctl describe pool workers
+
+  # A server, by its short kind name
+  roostctl describe srv 4c4c4544-0042-3510-8052-b4c04f4d4e31`
+
+type describeOptions struct {
+	stale bool
+}
+
+func newDescribeCommand(o *options) *cobra.Command {
+	d := &describeOptions{}
+	cmd := &cobra.Command{
+		Use:   "describe KIND NAME",
+		Short: "Show one object in detail, for humans",
+		Long: `Show one object in detail: metadata, every spec field, status and
+conditions, with ages relative to now. The layout is for reading; use
+'roostctl get KIND NAME -o yaml' for a stable, machine-readable form.
+
+KIND is a kind name in any form (singular, plural, short name; see
+'roostctl get --help'). A NAME that does not exist fails with exit code 1.`,
+		Example:           describeExample,
+		Args:              exactArgs(2, "KIND and NAME"),
+		ValidArgsFunction: kindCompletions(false),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			k, err := lookupKind(args[0])
+			if err != nil {
+				return err
+			}
+			ctx, cancel := o.withTimeout(cmd.Context())
+			defer cancel()
+			conn, err := o.connect(ctx)
+			if err != nil {
+				return err
+			}
+			defer conn.Close()
+			resp, err := conn.hub.Get(ctx, &roostv1.GetRequest{Kind: k.Name, Name: args[1], Consistency: consistency(d.stale)})
+			if err != nil {
+				return o.wrapCallError(err)
+			}
+			return resource.Describe(o.Out, resp.GetObject(), o.now())
+		},
+	}
+	cmd.Flags().BoolVar(&d.stale, "stale", false, "read the reached member's local state without asking the leader (may lag)")
+	return cmd
+}

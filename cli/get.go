@@ -1,0 +1,338 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/grpc/codes"
+	"k8s.io/apimachinery/pkg/labels"
+
+	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+	"github.com/roostfleet/roost/resource"
+)
+
+const getExample = `  # List all pools as a table
+  roostctl get pools
+
+  # More columns
+  roostctl get servers -o wide
+
+  # Two machine classes by name, as YAML (byte-for-byte stable)
+  roostctl get machineclass big small -o yaml
+
+  # Servers in rack r12, by label
+  roostctl get servers -l roost.io/rack=r12
+
+  # Just the names, for scripts
+  roostctl get pools -o name
+
+  # Answer from the member you reach, even if it lags the leader
+  roostctl get servers --stale
+
+  # Keep printing machines as they change, until Ctrl-C
+  roostctl get machines --watch`
+
+type getOptions struct {
+	output   string
+	selector string
+	stale    bool
+	watch    bool
+}
+
+func newGetCommand(o *options) *cobra.Command {
+	g := &getOptions{}
+	cmd := &cobra.Command{
+		Use:   "get KIND [NAME...]",
+		Short: "List objects of a kind, or show some by name",
+		Long: `List the objects of one kind, or the named ones.
+
+KIND is a kind name in any form: singular, plural or short name, in any case
+("pool", "pools", "pl", "Pool"). The kinds and their names:
+` + kindHelp() + `
+
+Reads are linearizable by default: the answer reflects every change that
+completed before the command started (the member you reach asks the leader).
+--stale answers from the reached member's own copy, which is faster and
+works without a leader, but may lag.
+
+Output formats (-o):
+  table   one row per object (the default)
+  wide    the table with more columns
+  json    the objects as JSON; a "kind: List" unless you name exactly one
+  yaml    the objects as YAML documents separated by "---"
+  name    kind/name, one per line
+json and yaml are byte-for-byte the same for the same objects, so they can be
+compared and stored. Getting a name that does not exist fails with exit code 1.
+
+With --watch, roostctl prints every object, then a row for every change as it
+happens (EVENT column: ADDED, MODIFIED, DELETED) until interrupted (Ctrl-C),
+reconnecting to another member when the one it talks to goes away.`,
+		Example:           getExample,
+		Args:              minArgs(1, "a KIND (e.g. pools)"),
+		ValidArgsFunction: kindCompletions(false),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.runGet(cmd, g, args)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&g.output, "output", "o", outTable, "output `FORMAT`: table, wide, json, yaml or name")
+	f.StringVarP(&g.selector, "selector", "l", "", "filter by a label `SELECTOR`, Kubernetes style: 'env=prod', 'tier!=db',\n'rack in (r1,r2)', 'gpu' (has the label), '!gpu'; comma means and")
+	f.BoolVar(&g.stale, "stale", false, "read the reached member's local state without asking the leader\n(faster, works without a leader, may lag)")
+	f.BoolVarP(&g.watch, "watch", "w", false, "after listing, keep printing changes until interrupted")
+	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletions(outTable, outWide, outJSON, outYAML, outName))
+	return cmd
+}
+
+func checkGetOutput(format string) error {
+	switch format {
+	case outTable, outWide, outJSON, outYAML, outName:
+		return nil
+	}
+	return usageErrorf("--output %q: use table, wide, json, yaml or name", format)
+}
+
+func consistency(stale bool) roostv1.Consistency {
+	if stale {
+		return roostv1.Consistency_CONSISTENCY_STALE
+	}
+	return roostv1.Consistency_CONSISTENCY_LINEARIZABLE
+}
+
+func (o *options) runGet(cmd *cobra.Command, g *getOptions, args []string) error {
+	if err := checkGetOutput(g.output); err != nil {
+		return err
+	}
+	k, err := lookupKind(args[0])
+	if err != nil {
+		return err
+	}
+	names := args[1:]
+	if g.selector != "" && len(names) > 0 {
+		return usageErrorf("give names or --selector, not both")
+	}
+	var sel labels.Selector
+	if g.selector != "" {
+		if sel, err = labels.Parse(g.selector); err != nil {
+			return usageErrorf("--selector %q: %v", g.selector, err)
+		}
+	}
+	if g.watch {
+		return o.runWatch(cmd.Context(), g, k, names, sel)
+	}
+
+	ctx, cancel := o.withTimeout(cmd.Context())
+	defer cancel()
+	conn, err := o.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+
+	var (
+		objs   []*roostv1.Object
+		failed error
+	)
+	if len(names) == 0 {
+		resp, err := conn.hub.List(ctx, &roostv1.ListRequest{Kind: k.Name, LabelSelector: g.selector, Consistency: consistency(g.stale)})
+		if err != nil {
+			return o.wrapCallError(err)
+		}
+		objs = resp.GetObjects()
+	} else {
+		for _, name := range names {
+			resp, err := conn.hub.Get(ctx, &roostv1.GetRequest{Kind: k.Name, Name: name, Consistency: consistency(g.stale)})
+			if err != nil {
+				err = o.wrapCallError(err)
+				if !isHubError(err) {
+					return err // unreachable: no point in trying the other names
+				}
+				printError(o.Err, err)
+				if failed == nil {
+					failed = reportedError{exitCode(err)}
+				}
+				continue
+			}
+			objs = append(objs, resp.GetObject())
+		}
+	}
+	if err := o.printObjects(o.Out, objs, g.output, len(names) != 1); err != nil {
+		return err
+	}
+	if len(objs) == 0 && len(names) == 0 && (g.output == outTable || g.output == outWide) {
+		fmt.Fprintf(o.Err, "No %s found.\n", k.Plural)
+	}
+	return failed
+}
+
+// printObjects writes objs in an output format of get.
+func (o *options) printObjects(w io.Writer, objs []*roostv1.Object, format string, asList bool) error {
+	switch format {
+	case outTable, outWide:
+		if len(objs) == 0 {
+			return nil
+		}
+		return resource.PrintTable(w, objs, format == outWide, o.now())
+	case outName:
+		for _, obj := range objs {
+			fmt.Fprintln(w, objectRef(obj))
+		}
+		return nil
+	case outJSON, outYAML:
+		data, err := encodeObjects(objs, format, asList)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(data)
+		return err
+	}
+	return checkGetOutput(format)
+}
+
+// watchRetry is the pause before a watch reconnects.
+var watchRetry = time.Second
+
+// runWatch streams the objects of kind k and their changes until ctx ends.
+func (o *options) runWatch(ctx context.Context, g *getOptions, k *resource.Kind, names []string, sel labels.Selector) error {
+	dialCtx, cancel := o.withTimeout(ctx)
+	conn, err := o.connect(dialCtx)
+	cancel()
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+
+	wanted := map[string]bool{}
+	for _, n := range names {
+		wanted[n] = true
+	}
+	p := &watchPrinter{o: o, format: g.output}
+	var from uint64
+	for {
+		err := o.watchOnce(ctx, conn, k, from, func(ev *roostv1.WatchEvent) error {
+			if ev.GetIndex() > from {
+				from = ev.GetIndex()
+			}
+			obj := ev.GetObject()
+			if len(wanted) > 0 && !wanted[resource.NameOf(obj)] {
+				return nil
+			}
+			if sel != nil && !sel.Matches(labels.Set(objectLabels(obj))) {
+				return nil
+			}
+			return p.print(ev)
+		})
+		if ctx.Err() != nil {
+			return nil // interrupted: the normal end of a watch
+		}
+		err = o.wrapCallError(err)
+		switch {
+		case err == nil:
+			o.debugf("watch stream ended; reconnecting from index %d", from)
+		case exitCode(err) == ExitUnreachable:
+			o.debugf("watch interrupted (%v); reconnecting from index %d", err, from)
+		case isHubError(err) && statusCode(err) == codes.OutOfRange:
+			o.debugf("the hub no longer has events after index %d; listing again", from)
+			from = 0
+		default:
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(watchRetry):
+		}
+	}
+}
+
+func (o *options) watchOnce(ctx context.Context, conn *hubConn, k *resource.Kind, from uint64, fn func(*roostv1.WatchEvent) error) error {
+	stream, err := conn.hub.Watch(ctx, &roostv1.WatchRequest{Kind: k.Name, FromIndex: from})
+	if err != nil {
+		return err
+	}
+	for {
+		ev, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := fn(ev); err != nil {
+			return err
+		}
+	}
+}
+
+// watchPrinter prints watch events in an output format of get.
+type watchPrinter struct {
+	o          *options
+	format     string
+	headerDone bool
+}
+
+// eventColumn is the width of the EVENT column.
+const eventColumn = "%-10s"
+
+func eventName(t roostv1.WatchEvent_Type) string {
+	return strings.TrimPrefix(t.String(), "TYPE_")
+}
+
+func (p *watchPrinter) print(ev *roostv1.WatchEvent) error {
+	w := p.o.Out
+	obj := ev.GetObject()
+	switch p.format {
+	case outTable, outWide:
+		header, rows, err := p.o.splitTable([]*roostv1.Object{obj}, p.format == outWide)
+		if err != nil {
+			return err
+		}
+		if !p.headerDone {
+			fmt.Fprintf(w, eventColumn+"%s\n", "EVENT", header)
+			p.headerDone = true
+		}
+		for _, r := range rows {
+			fmt.Fprintf(w, eventColumn+"%s\n", eventName(ev.GetType()), r)
+		}
+		return nil
+	case outName:
+		fmt.Fprintf(w, "%s %s\n", strings.ToLower(eventName(ev.GetType())), objectRef(obj))
+		return nil
+	case outYAML:
+		data, err := resource.Encode([]*roostv1.Object{obj}, outYAML)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "# %s at index %d\n", eventName(ev.GetType()), ev.GetIndex())
+		_, err = w.Write(append([]byte("---\n"), data...))
+		return err
+	case outJSON:
+		data, err := resource.Encode([]*roostv1.Object{obj}, outJSON)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(data)
+		return err
+	}
+	return checkGetOutput(p.format)
+}
+
+// objectLabels returns the labels of the object inside o.
+func objectLabels(o *roostv1.Object) map[string]string {
+	r, _ := resource.Unwrap(o)
+	if r == nil {
+		return nil
+	}
+	return r.GetMetadata().GetLabels()
+}
+
+func statusCode(err error) codes.Code {
+	if st, ok := grpcStatus(err); ok {
+		return st.Code()
+	}
+	return codes.Unknown
+}

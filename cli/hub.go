@@ -1,0 +1,275 @@
+package cli
+
+import (
+	"fmt"
+	"net"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+)
+
+func newHubCommand(o *options) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "hub",
+		Short: "Inspect and change the hub's members",
+		Long: `The hub is one or more roost-hub processes (members) that replicate the
+fleet's state with Raft. One member is a fine start; three or five voters
+keep the hub available when one or two fail.
+
+These commands list the members, let a new member join, and remove one.`,
+		Example: `  # Which members are there, and which one leads?
+  roostctl hub members
+
+  # Grow the hub: make a join token, then run the printed command on the new host
+  roostctl hub join
+
+  # Take a dead member out of the Raft configuration
+  roostctl hub remove hub-3f2a9c01`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(newHubMembersCommand(o), newHubJoinCommand(o), newHubRemoveCommand(o))
+	return cmd
+}
+
+// memberJSON is the -o json|yaml form of a member.
+type memberJSON struct {
+	ID          string `json:"id" yaml:"id"`
+	RaftAddress string `json:"raftAddress" yaml:"raftAddress"`
+	APIAddress  string `json:"apiAddress" yaml:"apiAddress"`
+	Suffrage    string `json:"suffrage" yaml:"suffrage"`
+	Leader      bool   `json:"leader" yaml:"leader"`
+}
+
+type membersJSON struct {
+	Members []memberJSON `json:"members" yaml:"members"`
+	Index   uint64       `json:"index" yaml:"index"`
+}
+
+func newHubMembersCommand(o *options) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "members",
+		Short: "List the hub's members and which one leads",
+		Long: `List the hub's Raft members: their IDs, Raft and API addresses, suffrage
+(Voter, Nonvoter, Staging) and which one is the leader (LEADER column "*").
+
+A hub stays writable while a majority of its voters is up: 1 of 1, 2 of 3,
+3 of 5.`,
+		Example: `  roostctl hub members
+
+  # The member list for scripts
+  roostctl hub members -o json`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch output {
+			case outTable, outJSON, outYAML:
+			default:
+				return usageErrorf("--output %q: use table, json or yaml", output)
+			}
+			ctx, cancel := o.withTimeout(cmd.Context())
+			defer cancel()
+			conn, err := o.connect(ctx)
+			if err != nil {
+				return err
+			}
+			defer conn.Close()
+			resp, err := conn.hub.ListMembers(ctx, &roostv1.ListMembersRequest{})
+			if err != nil {
+				return o.wrapCallError(err)
+			}
+			if output != outTable {
+				out := membersJSON{Members: []memberJSON{}, Index: resp.GetIndex()}
+				for _, m := range resp.GetMembers() {
+					out.Members = append(out.Members, memberJSON{ID: m.GetId(), RaftAddress: m.GetRaftAddress(), APIAddress: m.GetApiAddress(), Suffrage: m.GetSuffrage(), Leader: m.GetLeader()})
+				}
+				return writeStructured(o.Out, out, output)
+			}
+			return printMembers(o, resp.GetMembers())
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", outTable, "output `FORMAT`: table, json or yaml")
+	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletions(outTable, outJSON, outYAML))
+	return cmd
+}
+
+func printMembers(o *options, members []*roostv1.Member) error {
+	tw := tabwriter.NewWriter(o.Out, 0, 8, 3, ' ', 0)
+	fmt.Fprintln(tw, "ID\tRAFT ADDRESS\tAPI ADDRESS\tSUFFRAGE\tLEADER")
+	for _, m := range members {
+		leader := ""
+		if m.GetLeader() {
+			leader = "*"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.GetId(), dash(m.GetRaftAddress()), dash(m.GetApiAddress()), dash(m.GetSuffrage()), leader)
+	}
+	return tw.Flush()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// joinJSON is the -o json|yaml form of a join token.
+type joinJSON struct {
+	Token        string   `json:"token" yaml:"token"`
+	ExpiresAt    string   `json:"expiresAt" yaml:"expiresAt"`
+	APIAddresses []string `json:"apiAddresses" yaml:"apiAddresses"`
+}
+
+func newHubJoinCommand(o *options) *cobra.Command {
+	var (
+		ttl    time.Duration
+		uses   int32
+		output string
+	)
+	cmd := &cobra.Command{
+		Use:   "join",
+		Short: "Make a token that lets a new member join the hub",
+		Long: `Make a join token and print the command that starts a new member with it.
+
+The token is a secret shown only once. It pins the hub's CA (the new member
+trusts only this hub) and lets at most --uses members join until it expires
+after --ttl. Run the printed roost-hub command on the new host, with an empty
+--data-dir and addresses the other members can reach; the new member gets
+its certificate, joins as a voter and replicates the state.
+
+Add members one at a time and let each catch up ('roostctl hub members')
+before adding the next; grow to three or five voters.`,
+		Example: `  # A token for one member, valid for an hour
+  roostctl hub join
+
+  # A token for two more members, valid for a day, as JSON
+  roostctl hub join --uses 2 --ttl 24h -o json`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch output {
+			case "", outJSON, outYAML:
+			default:
+				return usageErrorf("--output %q: use json or yaml (or nothing for the command line)", output)
+			}
+			if ttl < time.Second {
+				return usageErrorf("--ttl %s: must be at least 1s", ttl)
+			}
+			if uses < 1 {
+				return usageErrorf("--uses %d: must be at least 1", uses)
+			}
+			ctx, cancel := o.withTimeout(cmd.Context())
+			defer cancel()
+			conn, err := o.connect(ctx)
+			if err != nil {
+				return err
+			}
+			defer conn.Close()
+			resp, err := conn.hub.CreateJoinToken(ctx, &roostv1.CreateJoinTokenRequest{TtlSeconds: int64(ttl / time.Second), MaxUses: uses})
+			if err != nil {
+				return o.wrapCallError(err)
+			}
+			expires := resp.GetExpiresAt().AsTime().UTC().Format(time.RFC3339)
+			if output != "" {
+				return writeStructured(o.Out, joinJSON{Token: resp.GetToken(), ExpiresAt: expires, APIAddresses: nonNil(resp.GetApiAddresses())}, output)
+			}
+			fmt.Fprintf(o.Out, "Join token (secret, shown once; %s, expires %s):\n  %s\n\n", plural(int(uses), "use", "uses"), expires, resp.GetToken())
+			raftPort := ""
+			if members, err := conn.hub.ListMembers(ctx, &roostv1.ListMembersRequest{}); err == nil {
+				raftPort = raftPortOf(members.GetMembers(), resp.GetApiAddresses())
+			}
+			fmt.Fprintf(o.Out, "On the new member's host, run (with addresses the other members can reach):\n  %s\n", joinCommandLine(resp.GetApiAddresses(), raftPort, resp.GetToken()))
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.DurationVar(&ttl, "ttl", time.Hour, "how long the token is valid, e.g. 30m, 24h")
+	f.Int32Var(&uses, "uses", 1, "how many members (`N`) may join with the token")
+	f.StringVarP(&output, "output", "o", "", "output `FORMAT`: json or yaml with token, expiresAt and apiAddresses\n(default: the token and a ready-to-run roost-hub command line)")
+	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletions(outJSON, outYAML))
+	return cmd
+}
+
+// raftPortOf returns the Raft port of the member the join line points at
+// (the first API address), so the new member can use the same ports.
+func raftPortOf(members []*roostv1.Member, apiAddresses []string) string {
+	if len(apiAddresses) == 0 {
+		return ""
+	}
+	for _, m := range members {
+		if m.GetApiAddress() == apiAddresses[0] {
+			if _, p, err := net.SplitHostPort(m.GetRaftAddress()); err == nil {
+				return p
+			}
+		}
+	}
+	return ""
+}
+
+// joinCommandLine is the roost-hub command a new member runs: it joins
+// through the first API address, and uses the same ports as that member
+// (roost-hub's defaults when unknown); HOST is for the user to fill in.
+func joinCommandLine(apiAddresses []string, raftPort, token string) string {
+	join := "HUB:7443"
+	if len(apiAddresses) > 0 {
+		join = apiAddresses[0]
+	}
+	port := "7443"
+	if _, p, err := net.SplitHostPort(join); err == nil && p != "" {
+		port = p
+	}
+	if raftPort == "" {
+		raftPort = "7444"
+	}
+	return strings.Join([]string{
+		"roost-hub", "--data-dir", "/var/lib/roost-hub",
+		"--api-addr", "HOST:" + port, "--raft-addr", "HOST:" + raftPort,
+		"--join", join, "--join-token", token,
+	}, " ")
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+func newHubRemoveCommand(o *options) *cobra.Command {
+	return &cobra.Command{
+		Use:   "remove ID",
+		Short: "Remove a member from the hub",
+		Long: `Remove a member from the Raft configuration by its ID (see 'roostctl hub
+members'). Use it for a member that is gone for good, or before retiring a
+host; stop its roost-hub process afterwards. Removing the leader makes the
+others elect a new one.
+
+Do not remove so many voters that the rest cannot form a majority.`,
+		Example: `  roostctl hub remove hub-3f2a9c01`,
+		Args:    exactArgs(1, "the member ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := o.withTimeout(cmd.Context())
+			defer cancel()
+			conn, err := o.connect(ctx)
+			if err != nil {
+				return err
+			}
+			defer conn.Close()
+			if _, err := conn.hub.RemoveMember(ctx, &roostv1.RemoveMemberRequest{Id: args[0]}); err != nil {
+				return o.wrapCallError(err)
+			}
+			fmt.Fprintf(o.Out, "member %s removed\n", args[0])
+			return nil
+		},
+	}
+}

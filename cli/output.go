@@ -1,0 +1,182 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"gopkg.in/yaml.v3"
+
+	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+	"github.com/roostfleet/roost/resource"
+)
+
+// Output formats of get.
+const (
+	outTable = "table"
+	outWide  = "wide"
+	outJSON  = "json"
+	outYAML  = "yaml"
+	outName  = "name"
+)
+
+// writeStructured writes v (a struct with json and yaml tags) as json
+// (indented by four spaces, like resource.Encode) or yaml. Both are
+// deterministic: fields come in declaration order.
+func writeStructured(w io.Writer, v any, format string) error {
+	switch format {
+	case outJSON:
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "    ")
+		if err := enc.Encode(v); err != nil {
+			return err
+		}
+		_, err := w.Write(buf.Bytes())
+		return err
+	case outYAML:
+		var buf bytes.Buffer
+		enc := yaml.NewEncoder(&buf)
+		enc.SetIndent(2)
+		if err := enc.Encode(v); err != nil {
+			return err
+		}
+		if err := enc.Close(); err != nil {
+			return err
+		}
+		_, err := w.Write(buf.Bytes())
+		return err
+	}
+	return usageErrorf("unknown output format %q (use json or yaml)", format)
+}
+
+// encodeObjects writes objects as json or yaml through resource.Encode, so
+// the bytes depend only on the objects. With asList, json output is always
+// a kind: List, even for one object, so that scripts reading a list do not
+// have to handle a bare object when exactly one matched.
+func encodeObjects(objs []*roostv1.Object, format string, asList bool) ([]byte, error) {
+	if format == outJSON && asList && len(objs) == 1 {
+		one, err := resource.Encode(objs, outJSON)
+		if err != nil {
+			return nil, err
+		}
+		// Same layout as resource.Encode writes for several objects.
+		const step = "    "
+		body := strings.ReplaceAll(strings.TrimSuffix(string(one), "\n"), "\n", "\n"+step+step)
+		var b strings.Builder
+		b.WriteString("{\n")
+		b.WriteString(step + `"apiVersion": "` + resource.APIVersion + "\",\n")
+		b.WriteString(step + `"kind": "List",` + "\n")
+		b.WriteString(step + `"items": [` + "\n")
+		b.WriteString(step + step + body + "\n")
+		b.WriteString(step + "]\n")
+		b.WriteString("}\n")
+		return []byte(b.String()), nil
+	}
+	return resource.Encode(objs, format)
+}
+
+// objectRef renders an object as "kind/name", the -o name form.
+func objectRef(o *roostv1.Object) string {
+	_, k := resource.Unwrap(o)
+	if k == nil {
+		return "unknown/" + resource.NameOf(o)
+	}
+	return k.Singular + "/" + resource.NameOf(o)
+}
+
+// splitTable renders objs with resource.PrintTable and returns the header
+// line and the row lines.
+func (o *options) splitTable(objs []*roostv1.Object, wide bool) (header string, rows []string, err error) {
+	var buf bytes.Buffer
+	if err := resource.PrintTable(&buf, objs, wide, o.now()); err != nil {
+		return "", nil, err
+	}
+	sc := bufio.NewScanner(&buf)
+	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
+	first := true
+	for sc.Scan() {
+		if first {
+			header, first = sc.Text(), false
+			continue
+		}
+		rows = append(rows, sc.Text())
+	}
+	return header, rows, sc.Err()
+}
+
+// fixedCompletions completes a flag or argument from a fixed list.
+func fixedCompletions(values ...string) cobra.CompletionFunc {
+	return func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		return values, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// noArgs refuses positional arguments with a usage error.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return fmt.Errorf("%q takes no arguments, got %q", cmd.CommandPath(), args)
+	}
+	return nil
+}
+
+// exactArgs requires n positional arguments, naming them in the error.
+func exactArgs(n int, names string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return fmt.Errorf("%q needs %s, got %d argument(s)", cmd.CommandPath(), names, len(args))
+		}
+		return nil
+	}
+}
+
+// minArgs requires at least n positional arguments.
+func minArgs(n int, names string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) < n {
+			return fmt.Errorf("%q needs %s", cmd.CommandPath(), names)
+		}
+		return nil
+	}
+}
+
+// kindCompletions completes the first argument with kind names.
+func kindCompletions(appliableOnly bool) cobra.CompletionFunc {
+	return func(_ *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		var out []cobra.Completion
+		for _, k := range resource.Kinds() {
+			if appliableOnly && !k.Appliable {
+				continue
+			}
+			out = append(out, cobra.CompletionWithDesc(k.Plural, k.Name))
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// lookupKind resolves a KIND argument; an unknown kind is a usage error.
+func lookupKind(name string) (*resource.Kind, error) {
+	k, err := resource.Lookup(name)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return k, nil
+}
+
+// kindHelp lists the kinds and their aliases for help texts.
+func kindHelp() string {
+	var b strings.Builder
+	for _, k := range resource.Kinds() {
+		aliases := append([]string{k.Singular, k.Plural}, k.Short...)
+		fmt.Fprintf(&b, "  %-18s %s\n", k.Name, strings.Join(aliases, ", "))
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
