@@ -12,18 +12,21 @@ import (
 	"github.com/roostfleet/roost/apierror"
 )
 
-// toStatus is the hub's one mapping from errors to gRPC statuses: Raft's
-// leadership and shutdown errors are Unavailable (the client retries on
-// another member), everything else goes through apierror.ToStatus.
+// toStatus is the hub's one mapping from errors to gRPC statuses. Raft
+// errors that guarantee the command never entered the log are Unavailable,
+// which clients retry on another member. Leadership lost after the command
+// was appended is Unknown: it may or may not commit, so only the caller can
+// decide whether to retry. Everything else goes through apierror.ToStatus.
 func toStatus(err error) error {
 	if err == nil {
 		return nil
 	}
 	switch {
-	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost),
-		errors.Is(err, raft.ErrRaftShutdown), errors.Is(err, raft.ErrLeadershipTransferInProgress),
-		errors.Is(err, raft.ErrEnqueueTimeout):
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrRaftShutdown),
+		errors.Is(err, raft.ErrLeadershipTransferInProgress), errors.Is(err, raft.ErrEnqueueTimeout):
 		return status.Error(codes.Unavailable, err.Error()+"; retry on another member")
+	case errors.Is(err, raft.ErrLeadershipLost):
+		return status.Error(codes.Unknown, "leadership changed while the write was committing; it may or may not have been applied: read it back, or apply again (applies are idempotent)")
 	}
 	return apierror.ToStatus(err).Err()
 }

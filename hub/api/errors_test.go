@@ -19,7 +19,7 @@ func TestToStatusMapsEveryErrorOnce(t *testing.T) {
 		want codes.Code
 	}{
 		{raft.ErrNotLeader, codes.Unavailable},
-		{fmt.Errorf("apply: %w", raft.ErrLeadershipLost), codes.Unavailable},
+		{fmt.Errorf("apply: %w", raft.ErrLeadershipLost), codes.Unknown},
 		{raft.ErrRaftShutdown, codes.Unavailable},
 		{apierror.NotFound("Pool", "x"), codes.NotFound},
 		{apierror.Invalid("bad", apierror.Violation{Field: "objects[0].metadata.name", Message: "required"}), codes.InvalidArgument},
