@@ -287,7 +287,8 @@ func TestValidate(t *testing.T) {
 		{"two owners", validProfile(), func(m proto.Message) {
 			s := m.(*roostv1.NetworkProfile).Spec
 			s.Bridges[0].Ports = []string{"eth1", "bond0", "bond0.100"}
-		}, []want{{"spec.bridges[0].ports[0]", `"eth1" is already in bond "bond0"`}}},
+		}, []want{{"spec.bridges[0].ports[0]", `"eth1" is already in bond "bond0"`},
+			{"spec.vlans[0].addresses", "an enslaved interface carries no addresses"}, {"spec.vlans[0].routes", "an enslaved interface carries no routes"}}},
 		{"vlans", validProfile(), func(m proto.Message) {
 			s := m.(*roostv1.NetworkProfile).Spec
 			s.Vlans = append(s.Vlans, &roostv1.Vlan{Name: "v0", Id: 5000, Link: "bond0.100"}, &roostv1.Vlan{Name: "v1", Id: 100, Link: "bond0"},

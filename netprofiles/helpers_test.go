@@ -1,0 +1,7 @@
+package netprofiles_test
+
+import "net"
+
+type net_IPNet = net.IPNet
+
+var netip_ParseCIDR = net.ParseCIDR

@@ -1,0 +1,201 @@
+package netprofiles
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// Netlink is the subset of github.com/vishvananda/netlink this package
+// uses. *netlink.Handle implements it as it is; Fake implements it in
+// memory, with the kernel rules that matter for ordering (see Fake).
+type Netlink interface {
+	LinkList() ([]netlink.Link, error)
+	LinkByName(name string) (netlink.Link, error)
+	LinkAdd(link netlink.Link) error
+	LinkDel(link netlink.Link) error
+	LinkSetMaster(link, master netlink.Link) error
+	LinkSetNoMaster(link netlink.Link) error
+	LinkSetUp(link netlink.Link) error
+	LinkSetDown(link netlink.Link) error
+	LinkSetMTU(link netlink.Link, mtu int) error
+	LinkSetName(link netlink.Link, name string) error
+	LinkSetAlias(link netlink.Link, alias string) error
+	AddrList(link netlink.Link, family int) ([]netlink.Addr, error)
+	AddrAdd(link netlink.Link, addr *netlink.Addr) error
+	AddrDel(link netlink.Link, addr *netlink.Addr) error
+	AddrReplace(link netlink.Link, addr *netlink.Addr) error
+	RouteListFiltered(family int, filter *netlink.Route, filterMask uint64) ([]netlink.Route, error)
+	RouteAdd(route *netlink.Route) error
+	RouteDel(route *netlink.Route) error
+}
+
+// DeviceInfo is implemented by a Netlink that can tell a link's kernel
+// driver and PCI address (Kernel reads them from sysfs; Fake keeps them).
+type DeviceInfo interface {
+	DeviceInfo(name string) (driver, pciPath string)
+}
+
+// BridgeSTP is implemented by a Netlink that reads and sets a bridge's
+// spanning tree protocol, which netlink.Bridge does not carry. Kernel and
+// Fake implement it.
+type BridgeSTP interface {
+	BridgeSTP(name string) (bool, error)
+	SetBridgeSTP(name string, on bool) error
+}
+
+var _ Netlink = (*netlink.Handle)(nil)
+
+// Kernel is the real Netlink: a netlink.Handle bound to one network
+// namespace, plus sysfs look-ups of drivers and PCI addresses.
+type Kernel struct {
+	*netlink.Handle
+	// SysfsRoot is where /sys/class/net is read (driver, PCI address);
+	// "/sys" by default. sysfs shows the namespace it was mounted in, so in
+	// a test namespace the look-ups usually find nothing, which is right
+	// for the veth and bridges tests use.
+	SysfsRoot string
+
+	// sock is a route socket in the namespace, for the requests
+	// netlink.Handle does not offer (bridge STP); nil means the calling
+	// thread's namespace.
+	sock *nl.SocketHandle
+}
+
+// NewKernel opens a netlink handle in the namespace ns; pass
+// netns.None() for the caller's own namespace.
+func NewKernel(ns netns.NsHandle) (*Kernel, error) {
+	var h *netlink.Handle
+	var err error
+	var sock *nl.NetlinkSocket
+	if ns.IsOpen() {
+		if h, err = netlink.NewHandleAt(ns); err != nil {
+			return nil, err
+		}
+		if sock, err = nl.GetNetlinkSocketAt(ns, netns.None(), unix.NETLINK_ROUTE); err != nil {
+			h.Close()
+			return nil, err
+		}
+	} else if h, err = netlink.NewHandle(); err != nil {
+		return nil, err
+	}
+	k := &Kernel{Handle: h, SysfsRoot: "/sys"}
+	if sock != nil {
+		k.sock = &nl.SocketHandle{Socket: sock}
+	}
+	return k, nil
+}
+
+// Close closes the handle and the socket.
+func (k *Kernel) Close() {
+	k.Handle.Close()
+	if k.sock != nil {
+		k.sock.Close()
+	}
+}
+
+func (k *Kernel) request(proto, flags int) *nl.NetlinkRequest {
+	req := nl.NewNetlinkRequest(proto, flags)
+	if k.sock != nil {
+		req.Sockets = map[int]*nl.SocketHandle{unix.NETLINK_ROUTE: k.sock}
+	}
+	return req
+}
+
+// SetBridgeSTP turns a bridge's spanning tree protocol on or off
+// (IFLA_BR_STP_STATE).
+func (k *Kernel) SetBridgeSTP(name string, on bool) error {
+	l, err := k.LinkByName(name)
+	if err != nil {
+		return err
+	}
+	req := k.request(unix.RTM_NEWLINK, unix.NLM_F_ACK)
+	msg := nl.NewIfInfomsg(unix.AF_UNSPEC)
+	msg.Index = int32(l.Attrs().Index)
+	req.AddData(msg)
+	info := nl.NewRtAttr(unix.IFLA_LINKINFO, nil)
+	info.AddRtAttr(nl.IFLA_INFO_KIND, nl.NonZeroTerminated("bridge"))
+	data := info.AddRtAttr(nl.IFLA_INFO_DATA, nil)
+	v := uint32(0)
+	if on {
+		v = 1
+	}
+	data.AddRtAttr(nl.IFLA_BR_STP_STATE, nl.Uint32Attr(v))
+	req.AddData(info)
+	_, err = req.Execute(unix.NETLINK_ROUTE, 0)
+	return err
+}
+
+// BridgeSTP reads whether a bridge runs the spanning tree protocol.
+func (k *Kernel) BridgeSTP(name string) (bool, error) {
+	l, err := k.LinkByName(name)
+	if err != nil {
+		return false, err
+	}
+	req := k.request(unix.RTM_GETLINK, unix.NLM_F_ACK)
+	msg := nl.NewIfInfomsg(unix.AF_UNSPEC)
+	msg.Index = int32(l.Attrs().Index)
+	req.AddData(msg)
+	msgs, err := req.Execute(unix.NETLINK_ROUTE, unix.RTM_NEWLINK)
+	if err != nil {
+		return false, err
+	}
+	for _, m := range msgs {
+		if len(m) < unix.SizeofIfInfomsg {
+			continue
+		}
+		attrs, err := nl.ParseRouteAttr(m[unix.SizeofIfInfomsg:])
+		if err != nil {
+			return false, err
+		}
+		if v, ok := nested(attrs, unix.IFLA_LINKINFO, nl.IFLA_INFO_DATA, nl.IFLA_BR_STP_STATE); ok && len(v) >= 4 {
+			return nl.NativeEndian().Uint32(v[:4]) != 0, nil
+		}
+	}
+	return false, fmt.Errorf("%s: no bridge STP state in the kernel's answer", name)
+}
+
+// nested finds the value at a path of nested route attributes.
+func nested(attrs []syscall.NetlinkRouteAttr, path ...int) ([]byte, bool) {
+	for _, a := range attrs {
+		if int(a.Attr.Type&^unix.NLA_F_NESTED) != path[0] {
+			continue
+		}
+		if len(path) == 1 {
+			return a.Value, true
+		}
+		inner, err := nl.ParseRouteAttr(a.Value)
+		if err != nil {
+			return nil, false
+		}
+		return nested(inner, path[1:]...)
+	}
+	return nil, false
+}
+
+// DeviceInfo reads the driver and PCI address of a link from sysfs.
+func (k *Kernel) DeviceInfo(name string) (driver, pciPath string) {
+	dev := filepath.Join(k.SysfsRoot, "class/net", name, "device")
+	if t, err := os.Readlink(filepath.Join(dev, "driver")); err == nil {
+		driver = filepath.Base(t)
+	}
+	// The PCI function is the device itself (e.g. ixgbe) or one of its
+	// parents (virtio_net sits on a virtio bus below the PCI device).
+	if t, err := filepath.EvalSymlinks(dev); err == nil {
+		for range 3 {
+			if sub, err := os.Readlink(filepath.Join(t, "subsystem")); err == nil && filepath.Base(sub) == "pci" {
+				pciPath = strings.ToLower(filepath.Base(t))
+				break
+			}
+			t = filepath.Dir(t)
+		}
+	}
+	return driver, pciPath
+}
