@@ -70,17 +70,18 @@ func newApplyCommand(o *options) *cobra.Command {
 	return cmd
 }
 
-// applyResult is the -o json|yaml form of apply's outcome.
+// applyOutput is the -o json|yaml form of apply's outcome; json and yaml
+// use the same field names.
 type applyOutput struct {
-	DryRun  bool              `json:"dryRun"`
-	Index   uint64            `json:"index"`
-	Results []applyResultJSON `json:"results"`
+	DryRun  bool              `json:"dryRun" yaml:"dryRun"`
+	Index   uint64            `json:"index" yaml:"index"`
+	Results []applyResultJSON `json:"results" yaml:"results"`
 }
 
 type applyResultJSON struct {
-	Kind   string `json:"kind"`
-	Name   string `json:"name"`
-	Action string `json:"action"`
+	Kind   string `json:"kind" yaml:"kind"`
+	Name   string `json:"name" yaml:"name"`
+	Action string `json:"action" yaml:"action"`
 }
 
 func (o *options) runApply(cmd *cobra.Command, a *applyOptions) error {

@@ -260,7 +260,7 @@ func TestHubCommands(t *testing.T) {
 
 	r = runCLI(t, "", "--config", config, "hub", "join", "--ttl", "2h", "--uses", "2")
 	if r.code != 0 || !strings.Contains(r.out, "R1abc::id.secret") || !strings.Contains(r.out, "2 uses, expires 2026-11-03T14:00:00Z") ||
-		!strings.Contains(r.out, "roost-hub --data-dir /var/lib/roost-hub --api-addr HOST:7443 --raft-addr HOST:9444 --join 10.0.0.1:7443 --join-token R1abc::id.secret\n") {
+		!strings.Contains(r.out, "roost-hub --data-dir /var/lib/roost-hub --api-addr HOST:7443 --raft-addr HOST:9444 --http-addr HOST:7480 --join 10.0.0.1:7443 --join-token R1abc::id.secret\n") {
 		t.Errorf("join: exit %d, out:\n%s", r.code, r.out)
 	}
 	r = runCLI(t, "", "--config", config, "hub", "join", "-o", "json")

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -48,6 +51,11 @@ func (o *options) loadConfig() (*client.Config, error) {
 	cfg, err := client.LoadConfig(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
+			if isHubDataDir(filepath.Dir(path)) {
+				return nil, usageErrorf("no client configuration at %s yet\n"+
+					"  %s is a hub's data dir: a new hub writes admin.conf there once it has\n"+
+					"  elected itself leader, a moment after it starts; retry in a few seconds", path, filepath.Dir(path))
+			}
 			return nil, usageErrorf("no client configuration at %s\n"+
 				"  A new hub writes one to DATA_DIR/admin.conf: pass it with --config FILE,\n"+
 				"  set ROOST_CONFIG=FILE, or copy it to ~/.roost/config", path)
@@ -57,11 +65,41 @@ func (o *options) loadConfig() (*client.Config, error) {
 	return cfg, nil
 }
 
+// isHubDataDir says whether dir looks like a roost-hub data dir (it holds
+// the member's node-id file).
+func isHubDataDir(dir string) bool {
+	st, err := os.Stat(filepath.Join(dir, "node-id"))
+	return err == nil && st.Mode().IsRegular()
+}
+
+// checkHubFlag checks the addresses given with --hub, so that a mistake is
+// reported as a --hub problem (not as one of the configuration's hubs).
+func checkHubFlag(hubs []string) error {
+	seen := map[string]bool{}
+	for _, h := range hubs {
+		if h == "" {
+			return usageErrorf("--hub %q: empty address (remove the extra comma)", strings.Join(hubs, ","))
+		}
+		host, port, err := net.SplitHostPort(h)
+		if n, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
+			return usageErrorf("--hub %q: not host:port (write the API address of a hub member, e.g. 10.0.0.1:7443)", h)
+		}
+		if seen[h] {
+			return usageErrorf("--hub: %q is given twice", h)
+		}
+		seen[h] = true
+	}
+	return nil
+}
+
 // connect loads the configuration and dials the hub. The connection is
 // lazy: the first call connects, failing over between members.
 func (o *options) connect(ctx context.Context) (*hubConn, error) {
 	cfg, err := o.loadConfig()
 	if err != nil {
+		return nil, err
+	}
+	if err := checkHubFlag(o.hubs); err != nil {
 		return nil, err
 	}
 	hubs := o.hubs
@@ -74,6 +112,10 @@ func (o *options) connect(ctx context.Context) (*hubConn, error) {
 		grpc.WithChainUnaryInterceptor(o.logUnary),
 		grpc.WithChainStreamInterceptor(o.logStream))
 	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			// --timeout ran out (or Ctrl-C) before the first call: not a usage problem.
+			return nil, o.wrapCallError(err)
+		}
 		return nil, usageError{err}
 	}
 	return &hubConn{conn: conn, hub: roostv1.NewHubServiceClient(conn)}, nil
@@ -104,6 +146,15 @@ func (o *options) wrapCallError(err error) error {
 	}
 	switch st.Code() {
 	case codes.Unavailable:
+		msg := st.Message()
+		if problem := tlsProblem(msg); problem != "" {
+			return usageErrorf("TLS with the hub failed: %s\n  %s: is %s the admin.conf of the hub at %s?",
+				oneLine(msg), problem, o.configSource, strings.Join(o.tried, ", "))
+		}
+		if hubAnswered(msg) {
+			return unreachableHint{hint: "a hub member answered but could not serve the request: the hub may be electing a leader " +
+				"(retry in a few seconds), or more than half of its voters are down (see 'roostctl hub members')", err: err}
+		}
 		hint := fmt.Sprintf("tried %s (from %s); is roost-hub running there?", strings.Join(o.tried, ", "), o.hubSource())
 		if len(o.hubs) == 0 {
 			hint += " --hub overrides the list"
@@ -113,6 +164,28 @@ func (o *options) wrapCallError(err error) error {
 		return unreachableHint{hint: fmt.Sprintf("waited %s (--timeout) for %s", o.timeout, strings.Join(o.tried, ", ")), err: err}
 	}
 	return err
+}
+
+// tlsProblem recognises a failed TLS handshake caused by certificates that
+// do not belong together (a client configuration of another hub), and says
+// which side refused; it returns "" for other transport failures.
+func tlsProblem(msg string) string {
+	switch {
+	case strings.Contains(msg, "x509:"):
+		return "the hub's certificate is not signed by the CA in the client configuration"
+	case strings.Contains(msg, "remote error: tls: unknown certificate authority"),
+		strings.Contains(msg, "remote error: tls: bad certificate"),
+		strings.Contains(msg, "remote error: tls: certificate required"):
+		return "the hub refused the client certificate of the client configuration"
+	}
+	return ""
+}
+
+// hubAnswered says whether an Unavailable message came from a hub member
+// (no leader yet, leadership changed, …), which asks to be retried, rather
+// than from a connection that failed.
+func hubAnswered(msg string) bool {
+	return strings.HasSuffix(msg, "; retry") || strings.HasSuffix(msg, "; retry on another member")
 }
 
 func (o *options) hubSource() string {

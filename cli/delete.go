@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"sort"
 
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc/codes"
@@ -38,9 +39,9 @@ func newDeleteCommand(o *options) *cobra.Command {
 		Long: `Delete objects, either by KIND and NAME, or every object named in manifests
 (-f, read like 'roostctl apply -f'; only kind and metadata.name matter).
 
-Objects named in manifests are deleted in the reverse of their order in the
-files, so that objects applied after what they reference (a Pool after its
-Cluster) are deleted before it. The hub refuses to delete an object that
+Objects named in manifests are deleted Pools first, then the rest in the
+reverse of their order in the files, so that objects are deleted before what
+they reference (a Pool before its Cluster). The hub refuses to delete an object that
 others still reference (exit code 1): delete the referring objects first.
 
 Each object is deleted on its own, not all or nothing: roostctl goes on after
@@ -67,7 +68,7 @@ func (o *options) deleteTargets(d *deleteOptions, args []string) ([]deleteTarget
 		if err != nil {
 			return nil, err
 		}
-		ms, diags := decodeInputs(inputs)
+		ms, diags := decodeInputs(inputs, resource.NamesOnly())
 		if len(diags) > 0 {
 			o.printDiagnostics(fmt.Sprintf("%s in the manifests; nothing was deleted:", problems(len(diags))), diags)
 			return nil, reportedError{ExitUsage}
@@ -79,6 +80,8 @@ func (o *options) deleteTargets(d *deleteOptions, args []string) ([]deleteTarget
 		if len(out) == 0 {
 			return nil, usageErrorf("the manifests hold no objects")
 		}
+		// Pools reference the other kinds: delete them first, whatever the file order.
+		sort.SliceStable(out, func(i, j int) bool { return out[i].kind.Name == "Pool" && out[j].kind.Name != "Pool" })
 		return out, nil
 	case len(args) == 0:
 		return nil, usageErrorf("nothing to delete: give KIND NAME... or -f FILE")

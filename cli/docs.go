@@ -13,7 +13,7 @@ func newDocsCommand(o *options) *cobra.Command {
 		Use:   "docs DIR",
 		Short: "Write the Markdown command reference to DIR",
 		Long: `Write one Markdown file per command (roostctl.md, roostctl_apply.md, …) to
-DIR, creating it when missing. 'make docs' uses it to produce docs/cli/.
+DIR, creating it when missing. 'make generate' uses it to produce docs/cli/.
 The output depends only on the code, so it can be checked in and compared.`,
 		Example: `  roostctl docs docs/cli`,
 		Hidden:  true,

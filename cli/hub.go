@@ -29,7 +29,7 @@ These commands list the members, let a new member join, and remove one.`,
 
   # Take a dead member out of the Raft configuration
   roostctl hub remove hub-3f2a9c01`,
-		Args: noArgs,
+		Args: unknownSubcommand,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(newHubMembersCommand(o), newHubJoinCommand(o), newHubRemoveCommand(o))
@@ -226,7 +226,7 @@ func joinCommandLine(apiAddresses []string, raftPort, token string) string {
 	}
 	return strings.Join([]string{
 		"roost-hub", "--data-dir", "/var/lib/roost-hub",
-		"--api-addr", "HOST:" + port, "--raft-addr", "HOST:" + raftPort,
+		"--api-addr", "HOST:" + port, "--raft-addr", "HOST:" + raftPort, "--http-addr", "HOST:7480",
 		"--join", join, "--join-token", token,
 	}, " ")
 }

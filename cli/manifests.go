@@ -39,7 +39,35 @@ func (o *options) readInputs(paths []string) ([]input, error) {
 		out     []input
 		errs    []string
 		readStd bool
+		// seen maps every file read to how it was named first ("-f FILE"
+		// or "directory DIR"), so that a file named twice (directly, or also
+		// through its directory) is reported instead of yielding every
+		// object in it twice.
+		seen = map[string]string{}
 	)
+	// once records that the file name (given as -f, or found in the
+	// directory dir) is read; it reports a file read before.
+	once := func(name, dir string) bool {
+		key := name
+		if abs, err := filepath.Abs(name); err == nil {
+			key = abs
+		}
+		how := "-f " + name
+		if dir != "" {
+			how = "directory " + dir
+		}
+		first, dup := seen[key]
+		switch {
+		case !dup:
+			seen[key] = how
+			return true
+		case first == how:
+			errs = append(errs, fmt.Sprintf("%s: given twice (%s); remove one", name, how))
+		default:
+			errs = append(errs, fmt.Sprintf("%s: given twice, by %s and by %s; remove one", name, first, how))
+		}
+		return false
+	}
 	for _, p := range paths {
 		if p == "-" {
 			if readStd {
@@ -61,6 +89,9 @@ func (o *options) readInputs(paths []string) ([]input, error) {
 			continue
 		}
 		if !st.IsDir() {
+			if !once(p, "") {
+				continue
+			}
 			data, err := os.ReadFile(p)
 			if err != nil {
 				errs = append(errs, pathError(err))
@@ -80,6 +111,10 @@ func (o *options) readInputs(paths []string) ([]input, error) {
 				continue
 			}
 			name := filepath.Join(p, e.Name())
+			if !once(name, p) {
+				found++
+				continue
+			}
 			data, err := os.ReadFile(name)
 			if err != nil {
 				errs = append(errs, pathError(err))

@@ -125,6 +125,28 @@ func noArgs(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
+// unknownSubcommand refuses arguments of a command that only groups
+// subcommands: an argument there is a mistyped subcommand.
+func unknownSubcommand(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	var names []string
+	for _, c := range cmd.Commands() {
+		if c.IsAvailableCommand() {
+			names = append(names, c.Name())
+		}
+	}
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2 // cobra's default for the root's subcommands
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += fmt.Sprintf(" (did you mean %q?)", s[0])
+	}
+	return fmt.Errorf("%s; its commands: %s", msg, strings.Join(names, ", "))
+}
+
 // exactArgs requires n positional arguments, naming them in the error.
 func exactArgs(n int, names string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
@@ -166,6 +188,12 @@ func kindCompletions(appliableOnly bool) cobra.CompletionFunc {
 func lookupKind(name string) (*resource.Kind, error) {
 	k, err := resource.Lookup(name)
 	if err != nil {
+		// "pool/workers", as -o name prints it: say how to write it here.
+		if kind, obj, ok := strings.Cut(name, "/"); ok {
+			if k, kerr := resource.Lookup(kind); kerr == nil {
+				return nil, usageErrorf("%q: give the kind and the name as two arguments: %s %s", name, k.Singular, obj)
+			}
+		}
 		return nil, usageError{err}
 	}
 	return k, nil

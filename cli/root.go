@@ -133,11 +133,16 @@ func newRootCommand(o *options) *cobra.Command {
 
 	root.AddGroup(
 		&cobra.Group{ID: "objects", Title: "Objects:"},
+		&cobra.Group{ID: "fleet", Title: "Servers and enrollment:"},
 		&cobra.Group{ID: "hub", Title: "The hub:"},
 		&cobra.Group{ID: "other", Title: "Other commands:"},
 	)
 	for _, c := range []*cobra.Command{newApplyCommand(o), newGetCommand(o), newDescribeCommand(o), newDeleteCommand(o)} {
 		c.GroupID = "objects"
+		root.AddCommand(c)
+	}
+	for _, c := range []*cobra.Command{newServerCommand(o), newTokenCommand(o), newNetprofileCommand(o)} {
+		c.GroupID = "fleet"
 		root.AddCommand(c)
 	}
 	hub := newHubCommand(o)

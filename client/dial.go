@@ -49,6 +49,9 @@ const serviceConfig = `{
 // global.
 const scheme = "roost"
 
+// MaxMessageBytes is the largest response a client accepts (64 MiB).
+const MaxMessageBytes = 64 << 20
+
 // Dial returns a gRPC client connection to the hub members in hubs, or in
 // cfg.Hubs when hubs is empty. It authenticates with cfg's client
 // certificate (none when cfg has none: only join/enroll then work) and
@@ -94,6 +97,8 @@ func Dial(ctx context.Context, cfg *Config, hubs []string, opts ...grpc.DialOpti
 		grpc.WithResolvers(r),
 		grpc.WithTransportCredentials(credentials.NewTLS(tlsCfg)),
 		grpc.WithDefaultServiceConfig(serviceConfig),
+		// Lists of a large fleet exceed gRPC's 4 MiB default.
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessageBytes)),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{
 			Time:                KeepaliveTime,
 			Timeout:             KeepaliveTimeout,

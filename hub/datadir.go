@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // dataDir names the files of a member's data directory.
@@ -82,3 +83,24 @@ func writeFile(path string, data []byte, mode os.FileMode) error {
 }
 
 func exists(path string) bool { _, err := os.Stat(path); return err == nil }
+
+// lock takes an exclusive advisory lock (flock(2)) on DIR/lock, so that a
+// second roost-hub on the same data dir fails at once instead of waiting
+// on the log store's lock. The lock is released by unlock or at exit.
+func (d dataDir) lock() (unlock func(), err error) {
+	if err := os.MkdirAll(string(d), 0o700); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(d.path("lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("data dir %s is in use by another roost-hub", string(d))
+		}
+		return nil, fmt.Errorf("lock %s: %w", d.path("lock"), err)
+	}
+	return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+}

@@ -17,7 +17,7 @@ import (
 // serveHTTP serves /metrics (Prometheus text format) and /healthz (200 "ok"
 // when this member is a leader or a follower that knows its leader, 503
 // with the reason otherwise).
-func (h *Hub) serveHTTP() error {
+func (h *Hub) serveHTTP(ln net.Listener) {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(h.registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -27,27 +27,32 @@ func (h *Hub) serveHTTP() error {
 		}
 		fmt.Fprintln(w, "ok")
 	})
-	ln, err := net.Listen("tcp", h.opts.HTTPAddr)
-	if err != nil {
-		return fmt.Errorf("HTTP listener: %w", err)
-	}
 	h.http = &http.Server{Handler: mux}
 	go h.http.Serve(ln)
-	return nil
 }
 
+// healthy is nil when the member can serve every request: it leads, or it
+// follows a known leader whose API address it has applied (so it can
+// forward), and the hub CA is replicated.
 func (h *Hub) healthy() error {
-	switch h.node.State() {
-	case "Leader":
-		return nil
-	case "Follower":
-		if _, id := h.node.Leader(); id != "" {
+	switch st := h.node.State(); st {
+	case "Leader", "Follower":
+	default:
+		return fmt.Errorf("raft state %s", st)
+	}
+	_, leader := h.node.Leader()
+	if leader == "" {
+		return errors.New("no known leader")
+	}
+	if h.fsm.CA() == nil {
+		return errors.New("the hub CA is not replicated yet")
+	}
+	for _, m := range h.fsm.Members() {
+		if m.GetId() == leader && m.GetApiAddress() != "" {
 			return nil
 		}
-		return errors.New("follower without a known leader")
-	default:
-		return fmt.Errorf("raft state %s", h.node.State())
 	}
+	return fmt.Errorf("the API address of leader %s is not applied here yet", leader)
 }
 
 // raftCollector exports Raft's own counters as Prometheus gauges.

@@ -24,6 +24,7 @@ import (
 	"github.com/roostfleet/roost/client"
 	"github.com/roostfleet/roost/hub/api"
 	"github.com/roostfleet/roost/hub/ca"
+	"github.com/roostfleet/roost/hub/liveness"
 	"github.com/roostfleet/roost/hub/raftnode"
 	"github.com/roostfleet/roost/hub/state"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
@@ -60,6 +61,15 @@ type Options struct {
 	RaftLogOutput io.Writer
 	// Registry receives the hub's metrics; nil makes a private registry.
 	Registry *prometheus.Registry
+	// AgentCertLifetime is the lifetime of agent client certificates
+	// (default 24h; agents renew at two thirds).
+	AgentCertLifetime time.Duration
+	// HeartbeatMinTTL is the smallest time a silent Server stays Reachable
+	// (default liveness.DefaultMinTTL); the TTL grows with the fleet.
+	HeartbeatMinTTL time.Duration
+	// MaxHeartbeatsPerSecond bounds the fleet's heartbeat rate the TTL is
+	// scaled for (default liveness.DefaultMaxHeartbeatsPerSecond).
+	MaxHeartbeatsPerSecond float64
 }
 
 // Hub is one running member.
@@ -76,7 +86,58 @@ type Hub struct {
 	apiLn    net.Listener
 	cancel   context.CancelFunc
 	done     chan struct{}
+	liveDone chan struct{}
 	registry *prometheus.Registry
+	unlock   func()
+}
+
+// runLiveness starts the liveness controller (acts only while this member
+// leads), the heartbeat reporter and the fleet-size refresher.
+func (h *Hub) runLiveness(ctx context.Context, m *liveness.Metrics) {
+	ctrl := &liveness.Controller{
+		Tracker:  h.api.Tracker(),
+		IsLeader: h.node.IsLeader,
+		Servers: func() []liveness.ServerView {
+			var out []liveness.ServerView
+			h.fsm.EachServer(func(s *roostv1.Server) {
+				if s.GetStatus().GetState() != state.ServerDecommissioned {
+					out = append(out, liveness.ServerView{Name: s.GetMetadata().GetName(), Reachable: s.GetStatus().GetReachability() != state.Unreachable})
+				}
+			})
+			return out
+		},
+		Propose: func(ctx context.Context, c *roostv1.SetServerReachability) error {
+			_, err := h.api.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_SetServerReachability{SetServerReachability: c}})
+			return err
+		},
+		Metrics: m,
+		Log:     h.log,
+	}
+	rep := h.api.Reporter()
+	rep.Metrics, rep.Log = m, h.log
+	var n int
+	done := make(chan struct{}, 3)
+	for _, run := range []func(context.Context){ctrl.Run, rep.Run, func(ctx context.Context) {
+		t := time.NewTicker(5 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				h.api.RefreshFleetSize()
+			}
+		}
+	}} {
+		n++
+		go func() { run(ctx); done <- struct{}{} }()
+	}
+	go func() {
+		for range n {
+			<-done
+		}
+		close(h.liveDone)
+	}()
 }
 
 // Start starts a member: it bootstraps, joins or restarts as DataDir says,
@@ -86,6 +147,39 @@ func Start(ctx context.Context, opts Options) (*Hub, error) {
 	if opts.DataDir == "" || opts.APIAddr == "" || opts.RaftAddr == "" {
 		return nil, errors.New("data dir, API address and Raft address are required")
 	}
+	unlock, err := dataDir(opts.DataDir).lock()
+	if err != nil {
+		return nil, err
+	}
+	// Bind the API (and HTTP) ports before anything is written, so that a
+	// port conflict on first start leaves no half-bootstrapped data dir.
+	apiLn, err := net.Listen("tcp", opts.APIAddr)
+	if err != nil {
+		unlock()
+		return nil, fmt.Errorf("API listener: %w", err)
+	}
+	var httpLn net.Listener
+	if opts.HTTPAddr != "" {
+		if httpLn, err = net.Listen("tcp", opts.HTTPAddr); err != nil {
+			apiLn.Close()
+			unlock()
+			return nil, fmt.Errorf("HTTP listener: %w", err)
+		}
+	}
+	h, err := start(ctx, opts, apiLn, httpLn)
+	if err != nil {
+		apiLn.Close()
+		if httpLn != nil {
+			httpLn.Close()
+		}
+		unlock()
+		return nil, err
+	}
+	h.unlock = unlock
+	return h, nil
+}
+
+func start(ctx context.Context, opts Options, apiLn, httpLn net.Listener) (*Hub, error) {
 	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
@@ -95,7 +189,7 @@ func Start(ctx context.Context, opts Options) (*Hub, error) {
 		reg = prometheus.NewRegistry()
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
-	h := &Hub{opts: opts, dir: dataDir(opts.DataDir), log: log, registry: reg, done: make(chan struct{})}
+	h := &Hub{opts: opts, dir: dataDir(opts.DataDir), log: log, registry: reg, done: make(chan struct{}), liveDone: make(chan struct{})}
 	id, err := h.dir.nodeID(opts.NodeID)
 	if err != nil {
 		return nil, err
@@ -165,20 +259,16 @@ func Start(ctx context.Context, opts Options) (*Hub, error) {
 	}
 	reg.MustRegister(newRaftCollector(node, h.fsm))
 
-	h.api = api.New(api.Config{FSM: h.fsm, Node: node, PeerCredentials: credentials.NewTLS(clientTLS), Logger: h.log})
+	livecfg := liveness.Config{MinTTL: opts.HeartbeatMinTTL, MaxHeartbeatsPerSecond: opts.MaxHeartbeatsPerSecond}
+	h.api = api.New(api.Config{FSM: h.fsm, Node: node, PeerCredentials: credentials.NewTLS(clientTLS), Logger: h.log,
+		AgentCertLifetime: opts.AgentCertLifetime, Liveness: livecfg, Registry: reg})
+	liveMetrics := liveness.NewMetrics(reg)
 	h.grpc = grpc.NewServer(append(api.ServerOptions(api.NewMetrics(reg)), grpc.Creds(credentials.NewTLS(serverTLS)))...)
 	h.api.Register(h.grpc)
-	h.apiLn, err = net.Listen("tcp", opts.APIAddr)
-	if err != nil {
-		node.Shutdown()
-		return nil, fmt.Errorf("API listener: %w", err)
-	}
+	h.apiLn = apiLn
 	go h.grpc.Serve(h.apiLn)
-	if opts.HTTPAddr != "" {
-		if err := h.serveHTTP(); err != nil {
-			h.Close()
-			return nil, err
-		}
+	if httpLn != nil {
+		h.serveHTTP(httpLn)
 	}
 
 	runCtx, cancel := context.WithCancel(context.Background())
@@ -192,6 +282,7 @@ func Start(ctx context.Context, opts Options) (*Hub, error) {
 		}
 		h.leaderLoop(runCtx)
 	}()
+	h.runLiveness(runCtx, liveMetrics)
 	h.log.Info("hub member serving", "api", h.apiLn.Addr().String(), "raft", node.Addr(), "http", opts.HTTPAddr)
 	return h, nil
 }
@@ -243,6 +334,7 @@ func (h *Hub) Close() error {
 	if h.cancel != nil {
 		h.cancel()
 		<-h.done
+		<-h.liveDone
 	}
 	if h.http != nil {
 		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -261,10 +353,14 @@ func (h *Hub) Close() error {
 	if h.api != nil {
 		h.api.Close()
 	}
+	var err error
 	if h.node != nil {
-		return h.node.Shutdown()
+		err = h.node.Shutdown()
 	}
-	return nil
+	if h.unlock != nil {
+		h.unlock()
+	}
+	return err
 }
 
 // createCA makes the hub CA and this member's certificate for a new

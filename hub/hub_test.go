@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -101,6 +102,12 @@ func TestSingleMemberBootstrapApplyGet(t *testing.T) {
 	_, err = c.Apply(ctx, &roostv1.ApplyRequest{Objects: []*roostv1.Object{cluster("Bad_Name", "")}})
 	if code := apierror.Code(err); code != codes.InvalidArgument {
 		t.Fatalf("apply invalid: code %v (%v), want InvalidArgument", code, err)
+	}
+	big := cluster("big", "v1.34.4")
+	big.GetCluster().Metadata.Annotations = map[string]string{"blob": strings.Repeat("x", 300<<10)}
+	_, err = c.Apply(ctx, &roostv1.ApplyRequest{Objects: []*roostv1.Object{big}})
+	if e := apierror.FromError(err); e.Code != codes.InvalidArgument || len(e.Violations) != 1 || e.Violations[0].Field != "objects[0]" {
+		t.Fatalf("apply of a 300 KiB object: %v, want InvalidArgument on objects[0]", err)
 	}
 }
 
@@ -211,4 +218,21 @@ func TestRestartFromSnapshotAndLog(t *testing.T) {
 			t.Errorf("object %d differs after restart:\n got %v\nwant %v", i, got[i], want[i])
 		}
 	}
+}
+
+func TestDataDirLockedAndPortConflictLeavesNoState(t *testing.T) {
+	dir := t.TempDir()
+	h := startHub(t, dir, hub.Options{})
+	_, err := hub.Start(context.Background(), fastRaft(hub.Options{DataDir: dir, APIAddr: "127.0.0.1:0", RaftAddr: "127.0.0.1:0"}))
+	if err == nil || !strings.Contains(err.Error(), "in use by another roost-hub") {
+		t.Fatalf("second hub on the same data dir: err = %v, want in use", err)
+	}
+	// First start with a taken Raft port: fails, and a retry with a free
+	// port bootstraps normally.
+	dir2 := t.TempDir()
+	_, err = hub.Start(context.Background(), fastRaft(hub.Options{DataDir: dir2, APIAddr: "127.0.0.1:0", RaftAddr: h.Node().Addr()}))
+	if err == nil {
+		t.Fatal("start on a taken Raft port succeeded")
+	}
+	startHub(t, dir2, hub.Options{})
 }

@@ -61,7 +61,8 @@ func (m *Manifest) Pos(path string) Position {
 type DecodeOption func(*decodeConfig)
 
 type decodeConfig struct {
-	apply bool
+	apply     bool
+	namesOnly bool
 }
 
 // ForApply makes Decode read manifests as input to `roostctl apply`: it
@@ -70,6 +71,13 @@ type decodeConfig struct {
 // metadata fields the hub sets (uid, generation, createIndex, modifyIndex,
 // creationTimestamp). Without it Decode reads anything Encode writes.
 func ForApply() DecodeOption { return func(c *decodeConfig) { c.apply = true } }
+
+// NamesOnly makes Decode read only what identifies each object: apiVersion,
+// kind and metadata.name (a non-empty string). Everything else in the
+// documents is ignored, not even checked, and the objects returned carry
+// just their name. `roostctl delete -f` uses it, so that a manifest whose
+// spec no longer validates still names what to delete.
+func NamesOnly() DecodeOption { return func(c *decodeConfig) { c.namesOnly = true } }
 
 // serverSetMeta are the metadata fields only the hub writes.
 var serverSetMeta = map[string]bool{
@@ -375,11 +383,46 @@ func (d *decoder) object(root *yaml.Node) *Manifest {
 	}
 	d.pos = map[string]Position{"": posOf(root)}
 	r := kind.New()
-	d.message(root, r.ProtoReflect(), "")
+	if d.cfg.namesOnly {
+		d.nameOnly(root, r)
+	} else {
+		d.message(root, r.ProtoReflect(), "")
+	}
 	if len(d.diags) > before {
 		return nil
 	}
 	return &Manifest{Object: kind.Wrap(r), Kind: kind, Source: d.source, Doc: d.doc, Positions: d.pos}
+}
+
+// nameOnly sets r's metadata.name from the object's mapping root, for
+// NamesOnly, and reports a missing or malformed name.
+func (d *decoder) nameOnly(root *yaml.Node, r Resource) {
+	const hint = "name the object to delete with metadata.name"
+	mk, md := lookup(root, "metadata")
+	md = d.deref(md)
+	if md == nil || md.Kind != yaml.MappingNode {
+		at := root
+		if mk != nil {
+			at = mk
+		}
+		d.errorf(at, "metadata.name", hint, "is required")
+		return
+	}
+	d.pos["metadata"] = posOf(mk)
+	nk, nv := lookup(md, "name")
+	nv = d.deref(nv)
+	switch {
+	case nv == nil:
+		d.errorf(mk, "metadata.name", hint, "is required")
+		return
+	case nv.Kind != yaml.ScalarNode || nv.ShortTag() != "!!str" || nv.Value == "":
+		d.errorf(nv, "metadata.name", hint, "expected a name, got %s", describeNode(nv))
+		return
+	}
+	d.pos["metadata.name"] = posOf(nk)
+	m := r.ProtoReflect()
+	fd := m.Descriptor().Fields().ByJSONName("metadata")
+	m.Set(fd, protoreflect.ValueOfMessage((&roostv1.ObjectMeta{Name: nv.Value}).ProtoReflect()))
 }
 
 // kindByName finds a kind by its exact CamelCase name.

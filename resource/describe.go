@@ -81,7 +81,8 @@ func Describe(w io.Writer, obj *roostv1.Object, now time.Time) error {
 
 // redacted are the fields Describe does not show: secrets.
 var redacted = map[protoreflect.FullName]bool{
-	"roost.v1.ClusterSpec.bootstrap_token": true,
+	"roost.v1.ClusterSpec.bootstrap_token":       true,
+	"roost.v1.EnrollmentTokenSpec.secret_sha256": true,
 }
 
 // describer collects the lines of a description; a tab separates a key
@@ -222,6 +223,12 @@ func (d *describer) message(m protoreflect.Message, prefix string) {
 func (d *describer) scalar(fd protoreflect.FieldDescriptor, v protoreflect.Value) (string, bool) {
 	if fd.Message() != nil && fd.Message().FullName() == timestampName {
 		return d.timestamp(v.Message().Interface().(*timestamppb.Timestamp)), true
+	}
+	// Sizes in bytes (inventory memory and disks) are written for humans too.
+	if fd.Kind() == protoreflect.Int64Kind && strings.HasSuffix(string(fd.Name()), "_bytes") && !fd.IsList() {
+		if n := v.Int(); n >= 1024 {
+			return fmt.Sprintf("%s (%d bytes)", bytesCell(n), n), true
+		}
 	}
 	return formatScalarForHumans(fd, v)
 }

@@ -40,9 +40,16 @@ func sampleObjects() []*roostv1.Object {
 	cond := []*roostv1.Condition{{Type: "Ready", Status: "True", Reason: "AsExpected", Message: "all good", LastTransitionTime: ts("2026-11-20T11:00:00Z")}}
 	return []*roostv1.Object{
 		Wrap(&roostv1.Server{ApiVersion: APIVersion, Kind: "Server", Metadata: meta("srv-4c4c4544", "2026-01-02T03:04:05Z"),
-			Spec: &roostv1.ServerSpec{SystemUuid: "4c4c4544-0042-3510-8052-b3c04f4e4d31", MacFingerprint: "9f86d081884c7d65"},
+			Spec: &roostv1.ServerSpec{SystemUuid: "4c4c4544-0042-3510-8052-b3c04f4e4d31", MacFingerprint: "9f86d081884c7d65",
+				Pool: "workers", Unschedulable: true, PermanentMacs: []string{"52:54:00:12:34:56"}},
 			Status: &roostv1.ServerStatus{AgentVersion: "v0.3.1", BootedRevision: 7, Health: "Healthy",
-				LastSeen: ts("2026-11-20T11:59:30Z"), Conditions: cond}}),
+				LastSeen: ts("2026-11-20T11:59:30Z"), Conditions: cond, State: "Available", Reachability: "Unreachable",
+				EnrollmentToken: "rack12", ImageVersion: "2026.11.0",
+				Inventory: &roostv1.Inventory{Cpu: &roostv1.CPUInfo{Model: "AMD EPYC 7313", Sockets: 1, Cores: 16, Threads: 32},
+					MemoryBytes: 128 << 30, Arch: "amd64", Firmware: "UEFI",
+					Disks:  []*roostv1.DiskInfo{{Name: "nvme0n1", SizeBytes: 960197124096, Serial: "S5XXNA0R", Model: "SAMSUNG MZQL2960HCJR"}},
+					Nics:   []*roostv1.NICInfo{{Name: "eno1", Mac: "52:54:00:12:34:56", Driver: "ice", SpeedMbps: 25000, PciAddress: "0000:3b:00.0", LinkUp: true}},
+					System: &roostv1.SystemInfo{Vendor: "Dell Inc.", Product: "PowerEdge R6525", Serial: "7XK2Q93"}}}}),
 		Wrap(&roostv1.Machine{ApiVersion: APIVersion, Kind: "Machine", Metadata: meta("workers-7x2k9", "2026-11-19T12:00:00Z"),
 			Spec:   &roostv1.MachineSpec{Server: "srv-4c4c4544", Pool: "workers"},
 			Status: &roostv1.MachineStatus{Phase: "Ready", Conditions: cond}}),

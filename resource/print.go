@@ -28,14 +28,49 @@ type column struct {
 var tableColumns = map[string][]column{
 	"Server": {
 		{header: "UUID", value: func(r Resource, _ time.Time) string { return r.(*roostv1.Server).GetSpec().GetSystemUuid() }},
-		{header: "HEALTH", value: func(r Resource, _ time.Time) string { return r.(*roostv1.Server).GetStatus().GetHealth() }},
-		{header: "AGENT", value: func(r Resource, _ time.Time) string { return r.(*roostv1.Server).GetStatus().GetAgentVersion() }},
-		{header: "REVISION", wide: true, value: func(r Resource, _ time.Time) string {
+		{header: "STATE", value: func(r Resource, _ time.Time) string { return ServerStateCell(r.(*roostv1.Server)) }},
+		{header: "POOL", value: func(r Resource, _ time.Time) string { return r.(*roostv1.Server).GetSpec().GetPool() }},
+		{header: "CPUS", value: func(r Resource, _ time.Time) string {
+			cpu := r.(*roostv1.Server).GetStatus().GetInventory().GetCpu()
+			if n := cpu.GetThreads(); n > 0 {
+				return strconv.Itoa(int(n))
+			}
+			return intCell(int64(cpu.GetCores()))
+		}},
+		{header: "MEMORY", value: func(r Resource, _ time.Time) string {
+			return bytesCell(r.(*roostv1.Server).GetStatus().GetInventory().GetMemoryBytes())
+		}},
+		{header: "IMAGE", value: func(r Resource, _ time.Time) string { return r.(*roostv1.Server).GetStatus().GetImageVersion() }},
+		{header: "REVISION", value: func(r Resource, _ time.Time) string {
 			return intCell(r.(*roostv1.Server).GetStatus().GetBootedRevision())
 		}},
-		{header: "LAST-SEEN", wide: true, value: func(r Resource, now time.Time) string {
-			return sinceCell(r.(*roostv1.Server).GetStatus().GetLastSeen(), now)
+		{header: "LAST-SEEN", value: func(r Resource, now time.Time) string {
+			st := r.(*roostv1.Server).GetStatus()
+			switch {
+			case st.GetReachability() == "Reachable":
+				return "now"
+			case st.GetLastSeen() == nil:
+				return "never"
+			}
+			return sinceCell(st.GetLastSeen(), now)
 		}},
+		{header: "AGENT", wide: true, value: func(r Resource, _ time.Time) string { return r.(*roostv1.Server).GetStatus().GetAgentVersion() }},
+		{header: "ARCH", wide: true, value: func(r Resource, _ time.Time) string { return r.(*roostv1.Server).GetStatus().GetInventory().GetArch() }},
+		{header: "FIRMWARE", wide: true, value: func(r Resource, _ time.Time) string {
+			return r.(*roostv1.Server).GetStatus().GetInventory().GetFirmware()
+		}},
+		{header: "DISKS", wide: true, value: func(r Resource, _ time.Time) string {
+			var parts []string
+			for _, d := range r.(*roostv1.Server).GetStatus().GetInventory().GetDisks() {
+				parts = append(parts, d.GetName()+":"+bytesCell(d.GetSizeBytes()))
+			}
+			return strings.Join(parts, ",")
+		}},
+		{header: "VENDOR", wide: true, value: func(r Resource, _ time.Time) string {
+			sys := r.(*roostv1.Server).GetStatus().GetInventory().GetSystem()
+			return strings.TrimSpace(sys.GetVendor() + " " + sys.GetProduct())
+		}},
+		{header: "TOKEN", wide: true, value: func(r Resource, _ time.Time) string { return r.(*roostv1.Server).GetStatus().GetEnrollmentToken() }},
 	},
 	"Machine": {
 		{header: "SERVER", value: func(r Resource, _ time.Time) string { return r.(*roostv1.Machine).GetSpec().GetServer() }},
@@ -162,7 +197,9 @@ var tableColumns = map[string][]column{
 		}},
 	},
 	"EnrollmentToken": {
-		{header: "POOL", value: func(r Resource, _ time.Time) string { return r.(*roostv1.EnrollmentToken).GetSpec().GetPool() }},
+		{header: "EXPIRES", value: func(r Resource, now time.Time) string {
+			return untilCell(r.(*roostv1.EnrollmentToken).GetSpec().GetExpiresAt(), now)
+		}},
 		{header: "USES", value: func(r Resource, _ time.Time) string {
 			t := r.(*roostv1.EnrollmentToken)
 			limit := "∞"
@@ -171,17 +208,21 @@ var tableColumns = map[string][]column{
 			}
 			return fmt.Sprintf("%d/%s", t.GetStatus().GetUses(), limit)
 		}},
-		{header: "EXPIRES", value: func(r Resource, now time.Time) string {
-			return untilCell(r.(*roostv1.EnrollmentToken).GetSpec().GetExpiresAt(), now)
-		}},
+		{header: "POOL", value: func(r Resource, _ time.Time) string { return r.(*roostv1.EnrollmentToken).GetSpec().GetPool() }},
+		{header: "STATE", value: func(r Resource, now time.Time) string { return TokenState(r.(*roostv1.EnrollmentToken), now) }},
 		{header: "APPROVAL", wide: true, value: func(r Resource, _ time.Time) string {
 			if r.(*roostv1.EnrollmentToken).GetSpec().GetRequireApproval() {
 				return "required"
 			}
 			return "-"
 		}},
-		{header: "REVOKED", wide: true, value: func(r Resource, _ time.Time) string {
-			return strconv.FormatBool(r.(*roostv1.EnrollmentToken).GetStatus().GetRevoked())
+		{header: "LABELS", wide: true, value: func(r Resource, _ time.Time) string {
+			m := r.(*roostv1.EnrollmentToken).GetSpec().GetServerLabels()
+			var parts []string
+			for _, k := range sortedKeys(m) {
+				parts = append(parts, k+"="+m[k])
+			}
+			return strings.Join(parts, ",")
 		}},
 	},
 	"Lease": {
@@ -319,4 +360,58 @@ func conditionCell(conds []*roostv1.Condition, typ string) string {
 		}
 	}
 	return ""
+}
+
+// ServerStateCell is a Server's STATE column: its lifecycle state, then
+// ",Unreachable" when no heartbeat arrived within the TTL,
+// ",SchedulingDisabled" when cordoned and ",DuplicateUUID" when another
+// Server claims its system UUID — e.g. "Available,Unreachable".
+func ServerStateCell(s *roostv1.Server) string {
+	st := s.GetStatus().GetState()
+	if st == "" {
+		st = "Unknown"
+	}
+	if s.GetStatus().GetReachability() == "Unreachable" {
+		st += ",Unreachable"
+	}
+	if s.GetSpec().GetUnschedulable() {
+		st += ",SchedulingDisabled"
+	}
+	if conditionCell(s.GetStatus().GetConditions(), "DuplicateUUID") == "True" {
+		st += ",DuplicateUUID"
+	}
+	return st
+}
+
+// TokenState is an EnrollmentToken's STATE column at now: Revoked,
+// Expired, UsedUp or Active.
+func TokenState(t *roostv1.EnrollmentToken, now time.Time) string {
+	switch {
+	case t.GetStatus().GetRevoked():
+		return "Revoked"
+	case t.GetSpec().GetExpiresAt() != nil && !now.Before(t.GetSpec().GetExpiresAt().AsTime()):
+		return "Expired"
+	case t.GetSpec().GetMaxUses() > 0 && t.GetStatus().GetUses() >= t.GetSpec().GetMaxUses():
+		return "UsedUp"
+	}
+	return "Active"
+}
+
+// bytesCell writes a byte count in binary units, e.g. "64Gi", "1.5Ti",
+// "512Mi"; "" for 0.
+func bytesCell(n int64) string {
+	if n <= 0 {
+		return ""
+	}
+	units := []string{"", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"}
+	f := float64(n)
+	i := 0
+	for f >= 1024 && i < len(units)-1 {
+		f /= 1024
+		i++
+	}
+	if f >= 100 || f == float64(int64(f)) {
+		return strconv.FormatFloat(f, 'f', 0, 64) + units[i]
+	}
+	return strings.TrimSuffix(strings.TrimRight(strconv.FormatFloat(f, 'f', 1, 64), "0"), ".") + units[i]
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	metrics "github.com/hashicorp/go-metrics/compat"
 	metricsprom "github.com/hashicorp/go-metrics/compat/prometheus"
@@ -21,6 +22,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/roostfleet/roost/hub"
+	"github.com/roostfleet/roost/hub/liveness"
 	"github.com/roostfleet/roost/hub/raftnode"
 	"github.com/roostfleet/roost/version"
 )
@@ -86,6 +88,9 @@ The first member writes DIR/admin.conf: point roostctl at it with
 	f.StringVar(&opts.NodeID, "node-id", "", "Raft ID of this member on first start (default: hub-<random>)")
 	f.StringVar(&opts.LogStore, "raft-log-store", raftnode.LogStoreWAL, "Raft log store: wal (raft-wal) or boltdb (raft-boltdb/v2)")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	f.DurationVar(&opts.AgentCertLifetime, "agent-cert-lifetime", 24*time.Hour, "lifetime of agent client certificates (agents renew at two thirds)")
+	f.DurationVar(&opts.HeartbeatMinTTL, "heartbeat-min-ttl", liveness.DefaultMinTTL, "smallest time a silent server stays Reachable; grows with the fleet")
+	f.Float64Var(&opts.MaxHeartbeatsPerSecond, "max-heartbeats-per-second", liveness.DefaultMaxHeartbeatsPerSecond, "fleet heartbeat rate the TTL is scaled for: ttl = max(min TTL, servers / this)")
 	if err := cmd.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "roost-hub:", err)
 		os.Exit(1)

@@ -15,6 +15,13 @@ import (
 var allowedRoles = map[string][]string{
 	"/roost.v1.MemberService/Join":     nil, // token-authenticated, no certificate yet
 	"/roost.v1.MemberService/AddVoter": {ca.RoleMember},
+	// Agents enroll with a token (or a follower forwards the call with its
+	// member certificate); after that they use their agent certificate.
+	"/roost.v1.AgentService/Enroll":               nil,
+	"/roost.v1.AgentService/RenewCertificate":     {ca.RoleAgent},
+	"/roost.v1.AgentService/Connect":              {ca.RoleAgent},
+	"/roost.v1.MemberService/ReportSeen":          {ca.RoleMember},
+	"/roost.v1.MemberService/ForwardServerStatus": {ca.RoleMember},
 }
 
 func authorize(ctx context.Context, method string) error {

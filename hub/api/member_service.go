@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/roostfleet/roost/apierror"
@@ -103,10 +104,12 @@ func (s *Server) RemoveMember(ctx context.Context, req *roostv1.RemoveMemberRequ
 		if len(servers) == 1 {
 			return nil, apierror.FailedPrecondition("member %s is the only member; removing it would destroy the cluster", req.GetId())
 		}
-		if err := s.node.RemoveServer(ctx, req.GetId()); err != nil {
+		// Forget the member's addresses first: removing the leader itself
+		// makes it step down, after which it could propose nothing more.
+		if _, err := s.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_DeleteMember{DeleteMember: &roostv1.DeleteMember{Id: req.GetId()}}}); err != nil && apierror.Code(err) != codes.NotFound {
 			return nil, err
 		}
-		if _, err := s.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_DeleteMember{DeleteMember: &roostv1.DeleteMember{Id: req.GetId()}}}); err != nil {
+		if err := s.node.RemoveServer(ctx, req.GetId()); err != nil {
 			return nil, err
 		}
 		return &roostv1.RemoveMemberResponse{}, nil

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
@@ -16,6 +18,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/roostfleet/roost/apierror"
+	"github.com/roostfleet/roost/hub/liveness"
 	"github.com/roostfleet/roost/hub/raftnode"
 	"github.com/roostfleet/roost/hub/state"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
@@ -29,6 +32,7 @@ const forwardedKey = "x-roost-forwarded"
 type Server struct {
 	roostv1.UnimplementedHubServiceServer
 	roostv1.UnimplementedMemberServiceServer
+	roostv1.UnimplementedAgentServiceServer
 
 	fsm  *state.FSM
 	node *raftnode.Node
@@ -39,6 +43,14 @@ type Server struct {
 
 	mu    sync.Mutex
 	conns map[string]*grpc.ClientConn // leader API address → connection
+
+	agentCertLifetime time.Duration
+	liveness          liveness.Config
+	tracker           *liveness.Tracker
+	reporter          *liveness.Reporter
+	// fleetSize is the number of Servers, refreshed by RefreshFleetSize.
+	fleetSize atomic.Int64
+	streams   prometheus.Gauge
 }
 
 // Config wires a Server.
@@ -50,7 +62,26 @@ type Config struct {
 	Logger          *slog.Logger
 	// Now is the clock for command times; nil means time.Now.
 	Now func() time.Time
+	// AgentCertLifetime is the lifetime of agent certificates; default
+	// DefaultAgentCertLifetime.
+	AgentCertLifetime time.Duration
+	// Liveness is the heartbeat configuration (TTL scaling); its Interval
+	// is what agents are told.
+	Liveness liveness.Config
+	// Tracker is the leader's heartbeat memory (ReportSeen feeds it); nil
+	// makes one.
+	Tracker *liveness.Tracker
+	// Reporter receives this member's agents' heartbeats; nil makes one
+	// that reports to the leader through MemberService.ReportSeen (run it
+	// with RunReporter).
+	Reporter *liveness.Reporter
+	// Registry receives the agent stream gauge; nil registers nothing.
+	Registry prometheus.Registerer
 }
+
+// DefaultAgentCertLifetime is how long agent certificates last by default;
+// agents renew at two thirds.
+const DefaultAgentCertLifetime = 24 * time.Hour
 
 // New returns a Server; register it with Register.
 func New(cfg Config) *Server {
@@ -62,8 +93,44 @@ func New(cfg Config) *Server {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Server{fsm: cfg.FSM, node: cfg.Node, peerCreds: cfg.PeerCredentials, log: log, now: now, conns: map[string]*grpc.ClientConn{}}
+	s := &Server{fsm: cfg.FSM, node: cfg.Node, peerCreds: cfg.PeerCredentials, log: log, now: now, conns: map[string]*grpc.ClientConn{},
+		agentCertLifetime: cfg.AgentCertLifetime, liveness: cfg.Liveness, tracker: cfg.Tracker, reporter: cfg.Reporter}
+	if s.agentCertLifetime <= 0 {
+		s.agentCertLifetime = DefaultAgentCertLifetime
+	}
+	if s.tracker == nil {
+		s.tracker = liveness.NewTracker(cfg.Liveness)
+	}
+	if s.reporter == nil {
+		s.reporter = &liveness.Reporter{Tracker: s.tracker, IsLeader: s.isLeader, Send: s.reportSeen, Log: log}
+	}
+	s.streams = prometheus.NewGauge(prometheus.GaugeOpts{Name: "roost_agent_streams", Help: "Agent streams (AgentService.Connect) open on this member."})
+	if cfg.Registry != nil {
+		cfg.Registry.MustRegister(s.streams)
+	}
+	s.RefreshFleetSize()
+	return s
 }
+
+func (s *Server) isLeader() bool { return s.node != nil && s.node.IsLeader() }
+
+// Tracker returns the heartbeat tracker (run its Controller on the hub).
+func (s *Server) Tracker() *liveness.Tracker { return s.tracker }
+
+// Reporter returns the member's heartbeat reporter.
+func (s *Server) Reporter() *liveness.Reporter { return s.reporter }
+
+// RefreshFleetSize recounts the Servers, which scales the heartbeat
+// interval agents are told.
+func (s *Server) RefreshFleetSize() { s.fleetSize.Store(int64(s.fsm.Count("Server"))) }
+
+// HeartbeatInterval is the interval agents are told now.
+func (s *Server) HeartbeatInterval() time.Duration {
+	return s.liveness.Interval(int(s.fleetSize.Load()))
+}
+
+// connBufferSize is the read and write buffer size of each connection.
+const connBufferSize = 4 << 10
 
 // ServerOptions returns the interceptors every hub gRPC server needs:
 // metrics, authorization and the error mapping.
@@ -73,13 +140,20 @@ func ServerOptions(m *Metrics) []grpc.ServerOption {
 		grpc.ChainStreamInterceptor(m.stream, streamErrors, streamAuth),
 		// Clients (client.Dial) ping every 30 s; allow it, even without streams.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 15 * time.Second, PermitWithoutStream: true}),
+		// Every agent holds a connection: keep the per-connection buffers
+		// small (gRPC's defaults are 32 KiB each way) and return the write
+		// buffer to a pool while a connection is idle.
+		grpc.ReadBufferSize(connBufferSize),
+		grpc.WriteBufferSize(connBufferSize),
+		grpc.SharedWriteBuffer(true),
 	}
 }
 
-// Register registers both services on g.
+// Register registers HubService, MemberService and AgentService on g.
 func (s *Server) Register(g *grpc.Server) {
 	roostv1.RegisterHubServiceServer(g, s)
 	roostv1.RegisterMemberServiceServer(g, s)
+	roostv1.RegisterAgentServiceServer(g, s)
 }
 
 // Close closes connections to other members.

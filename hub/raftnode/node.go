@@ -85,19 +85,21 @@ func Open(cfg Config) (*Node, error) {
 		retain = 3
 	}
 
+	// Bind first: a port conflict must not leave a log store behind.
+	stream, err := newTLSStreamLayer(cfg.BindAddr, cfg.AdvertiseAddr, cfg.TLS)
+	if err != nil {
+		return nil, fmt.Errorf("raft transport: %w", err)
+	}
 	store, err := openLogStore(cfg.LogStore, cfg.Dir)
 	if err != nil {
+		stream.Close()
 		return nil, fmt.Errorf("open raft log store: %w", err)
 	}
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.Dir, retain, logger.Named("snapshots"))
 	if err != nil {
+		stream.Close()
 		store.Close()
 		return nil, fmt.Errorf("open snapshot store: %w", err)
-	}
-	stream, err := newTLSStreamLayer(cfg.BindAddr, cfg.AdvertiseAddr, cfg.TLS)
-	if err != nil {
-		store.Close()
-		return nil, fmt.Errorf("raft transport: %w", err)
 	}
 	transport := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  stream,

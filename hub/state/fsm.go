@@ -194,6 +194,18 @@ func (a *applier) run(cmd *roostv1.Command) (results []*roostv1.ApplyResult, com
 		err = a.putJoinToken(c.PutJoinToken)
 	case *roostv1.Command_UseJoinToken:
 		err = a.useJoinToken(c.UseJoinToken)
+	case *roostv1.Command_PutEnrollmentToken:
+		err = a.putEnrollmentToken(c.PutEnrollmentToken)
+	case *roostv1.Command_RevokeEnrollmentToken:
+		err = a.revokeEnrollmentToken(c.RevokeEnrollmentToken)
+	case *roostv1.Command_EnrollServer:
+		results, err = a.enrollServer(c.EnrollServer)
+	case *roostv1.Command_UpdateServerStatus:
+		err = a.updateServerStatus(c.UpdateServerStatus)
+	case *roostv1.Command_SetServerReachability:
+		err = a.setServerReachability(c.SetServerReachability)
+	case *roostv1.Command_ModifyServer:
+		results, err = a.modifyServer(c.ModifyServer)
 	default:
 		err = apierror.Invalid(fmt.Sprintf("command at index %d has no known command set", a.index))
 	}

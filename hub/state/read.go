@@ -64,3 +64,30 @@ func (f *FSM) List(kind string, selector string) ([]*roostv1.Object, uint64, err
 func (f *FSM) LastIndex() uint64 {
 	return lastIndex(f.db.Load().Txn(false))
 }
+
+// EachServer calls fn with every stored Server in name order, without
+// copying: fn must not modify or keep the message. It is for hot paths
+// (liveness) that cannot afford to clone a whole fleet.
+func (f *FSM) EachServer(fn func(*roostv1.Server)) {
+	it, err := f.db.Load().Txn(false).Get("Server", indexID)
+	if err != nil {
+		return
+	}
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		fn(raw.(*roostv1.Object).GetServer())
+	}
+}
+
+// Count returns the number of objects of a kind (CamelCase name), or 0 for
+// an unknown kind.
+func (f *FSM) Count(kind string) int {
+	it, err := f.db.Load().Txn(false).Get(kind, indexID)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		n++
+	}
+	return n
+}

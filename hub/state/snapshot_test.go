@@ -107,7 +107,29 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	h.mustApply(putTokenCmd("jt-1", strings.Repeat("d", 64), time.Time{}, 0))
 	h.mustApply(useTokenCmd("jt-2", strings.Repeat("c", 64)))
 	h.apply(deleteCmd("Cluster", "prod")) // refused, but advances the index
+	// Enrollment tokens and Servers written by their own commands, with
+	// every new field set.
+	h.mustApply(putEnrollTokenCmd("abcdef", tokSecret, func(s *roostv1.EnrollmentTokenSpec) {
+		s.Pool, s.MaxUses, s.RequireApproval = "workers", 3, true
+		s.ServerLabels = map[string]string{"rack": "r12"}
+		s.ExpiresAt = timestamppb.New(t0.Add(time.Hour))
+	}))
+	h.mustApply(putEnrollTokenCmd("ghijkl", "ghijkl.0123456789abcdef"))
+	h.mustApply(&roostv1.Command{Command: &roostv1.Command_RevokeEnrollmentToken{RevokeEnrollmentToken: &roostv1.RevokeEnrollmentToken{Name: "ghijkl"}}})
+	h.mustApply(enrollCmd(tokSecret, uuidA, []string{"52:54:00:00:00:01"}, inventory(16, 64)))
+	h.mustApply(enrollCmd(tokSecret, uuidA, []string{"52:54:00:00:00:02"}, inventory(16, 64)))
+	h.mustApply(statusCmd(&roostv1.UpdateServerStatus{Name: uuidA, Connected: true, HasBootedRevision: true, BootedRevision: 2,
+		HasAppliedGeneration: true, AppliedGeneration: 4, HasConditions: true, Conditions: []*roostv1.Condition{{Type: "NetworkReady", Status: "True"}}}))
+	h.mustApply(modifyCmd(uuidA, roostv1.ServerAction_SERVER_ACTION_APPROVE))
+	h.mustApply(modifyCmd(uuidA, roostv1.ServerAction_SERVER_ACTION_CORDON))
+	h.mustApply(modifyCmd(uuidA, roostv1.ServerAction_SERVER_ACTION_LABEL, func(c *roostv1.ModifyServer) { c.SetLabels = map[string]string{"gpu": "a100"} }))
+	h.mustApply(&roostv1.Command{Command: &roostv1.Command_SetServerReachability{SetServerReachability: &roostv1.SetServerReachability{
+		Changes: []*roostv1.ReachabilityChange{{Name: uuidA, LastSeen: timestamppb.New(t0)}}}}})
 	want := readTables(t, h.f)
+	if srv := getServer(t, h.f, uuidA); srv.GetStatus().GetInventory() == nil || !srv.GetSpec().GetUnschedulable() ||
+		srv.GetStatus().GetReachability() != Unreachable || len(srv.GetStatus().GetConditions()) != 3 {
+		t.Fatalf("test setup: server %v", srv)
+	}
 
 	data := snapshotBytes(t, h.f)
 	restored := restoreNew(t, data)
@@ -275,7 +297,7 @@ func randomCommand(r *rand.Rand, h *harness) *roostv1.Command {
 	}
 	kinds := []string{"Cluster", "MachineClass", "MaintenanceWindow", "NetworkProfile", "ImageRelease", "Pool"}
 	var c *roostv1.Command
-	switch n := r.Intn(20); {
+	switch n := r.Intn(24); {
 	case n < 10:
 		var objs []*roostv1.Object
 		for i := 1 + r.Intn(4); i > 0; i-- {
@@ -296,8 +318,10 @@ func randomCommand(r *rand.Rand, h *harness) *roostv1.Command {
 		c = deleteMemberCmd(name("hub"))
 	case n == 16:
 		c = putTokenCmd(name("jt"), fmt.Sprint("s", r.Intn(2)), t0.Add(time.Duration(r.Intn(300))*time.Second), int32(r.Intn(3)))
-	default:
+	case n == 17:
 		c = useTokenCmd(name("jt"), fmt.Sprint("s", r.Intn(2)))
+	default:
+		c = randomServerCommand(r)
 	}
 	return c
 }
@@ -363,6 +387,44 @@ func TestDeterminism(t *testing.T) {
 			if !bytes.Equal(snapshotBytes(t, a.f), snapshotBytes(t, restored)) {
 				t.Fatal("restored FSM diverged")
 			}
+		})
+	}
+}
+
+// randomServerCommand draws an enrollment-token or Server command over a
+// small name space.
+func randomServerCommand(r *rand.Rand) *roostv1.Command {
+	tokens := []string{"aaaaaa.0123456789abcdef", "bbbbbb.0123456789abcdef"}
+	secret := tokens[r.Intn(len(tokens))]
+	uuids := []string{uuidA, "4c4c4544-0042-3510-8052-b4c04f4d4e32", ""}
+	macs := [][]string{{"52:54:00:00:00:01"}, {"52:54:00:00:00:02", "52:54:00:00:00:03"}}
+	servers := []string{uuidA, "4c4c4544-0042-3510-8052-b4c04f4d4e32"}
+	srv := servers[r.Intn(len(servers))]
+	switch r.Intn(7) {
+	case 0:
+		return putEnrollTokenCmd(strings.SplitN(secret, ".", 2)[0], secret, func(s *roostv1.EnrollmentTokenSpec) {
+			s.MaxUses = int32(r.Intn(3))
+			s.RequireApproval = r.Intn(2) == 0
+			if r.Intn(2) == 0 {
+				s.ExpiresAt = timestamppb.New(t0.Add(time.Duration(r.Intn(300)) * time.Second))
+			}
+		})
+	case 1:
+		return &roostv1.Command{Command: &roostv1.Command_RevokeEnrollmentToken{RevokeEnrollmentToken: &roostv1.RevokeEnrollmentToken{Name: strings.SplitN(secret, ".", 2)[0]}}}
+	case 2, 3:
+		c := enrollCmd(secret, uuids[r.Intn(len(uuids))], macs[r.Intn(len(macs))], inventory(int32(4<<r.Intn(4)), int64(8<<r.Intn(4))))
+		c.GetEnrollServer().Uid = fmt.Sprintf("00000000-0000-4000-8000-%012d", r.Intn(1000))
+		return c
+	case 4:
+		return statusCmd(&roostv1.UpdateServerStatus{Name: srv, Connected: r.Intn(2) == 0, HasBootedRevision: true, BootedRevision: int64(r.Intn(3)),
+			HasConditions: r.Intn(2) == 0, Conditions: []*roostv1.Condition{{Type: "NetworkReady", Status: []string{"True", "False"}[r.Intn(2)]}}})
+	case 5:
+		return &roostv1.Command{Command: &roostv1.Command_SetServerReachability{SetServerReachability: &roostv1.SetServerReachability{
+			Changes: []*roostv1.ReachabilityChange{{Name: srv, Reachable: r.Intn(2) == 0, LastSeen: timestamppb.New(t0.Add(time.Duration(r.Intn(100)) * time.Second))}}}}}
+	default:
+		return modifyCmd(srv, roostv1.ServerAction(1+r.Intn(6)), func(c *roostv1.ModifyServer) {
+			c.SetLabels = map[string]string{"rack": fmt.Sprint("r", r.Intn(3))}
+			c.RemoveLabels = []string{"gpu"}
 		})
 	}
 }

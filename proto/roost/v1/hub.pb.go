@@ -126,7 +126,352 @@ func (x WatchEvent_Type) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use WatchEvent_Type.Descriptor instead.
 func (WatchEvent_Type) EnumDescriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{10, 0}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{16, 0}
+}
+
+type CreateEnrollmentTokenRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// ttl_seconds is the token lifetime; 0 means it never expires.
+	TtlSeconds int64 `protobuf:"varint,1,opt,name=ttl_seconds,json=ttlSeconds,proto3" json:"ttl_seconds,omitempty"`
+	// max_uses is how many enrollments it allows; 0 means unlimited.
+	MaxUses int32 `protobuf:"varint,2,opt,name=max_uses,json=maxUses,proto3" json:"max_uses,omitempty"`
+	// pool pre-assigns enrolled Servers to this Pool (must exist).
+	Pool string `protobuf:"bytes,3,opt,name=pool,proto3" json:"pool,omitempty"`
+	// server_labels are set on enrolled Servers.
+	ServerLabels map[string]string `protobuf:"bytes,4,rep,name=server_labels,json=serverLabels,proto3" json:"server_labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// require_approval holds enrolled Servers in PendingApproval.
+	RequireApproval bool `protobuf:"varint,5,opt,name=require_approval,json=requireApproval,proto3" json:"require_approval,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *CreateEnrollmentTokenRequest) Reset() {
+	*x = CreateEnrollmentTokenRequest{}
+	mi := &file_roost_v1_hub_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateEnrollmentTokenRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateEnrollmentTokenRequest) ProtoMessage() {}
+
+func (x *CreateEnrollmentTokenRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_hub_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateEnrollmentTokenRequest.ProtoReflect.Descriptor instead.
+func (*CreateEnrollmentTokenRequest) Descriptor() ([]byte, []int) {
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *CreateEnrollmentTokenRequest) GetTtlSeconds() int64 {
+	if x != nil {
+		return x.TtlSeconds
+	}
+	return 0
+}
+
+func (x *CreateEnrollmentTokenRequest) GetMaxUses() int32 {
+	if x != nil {
+		return x.MaxUses
+	}
+	return 0
+}
+
+func (x *CreateEnrollmentTokenRequest) GetPool() string {
+	if x != nil {
+		return x.Pool
+	}
+	return ""
+}
+
+func (x *CreateEnrollmentTokenRequest) GetServerLabels() map[string]string {
+	if x != nil {
+		return x.ServerLabels
+	}
+	return nil
+}
+
+func (x *CreateEnrollmentTokenRequest) GetRequireApproval() bool {
+	if x != nil {
+		return x.RequireApproval
+	}
+	return false
+}
+
+type CreateEnrollmentTokenResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// token is the secret "<id>.<secret>", shown once.
+	Token string `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	// enrollment_token is the stored object (named <id>; hash only).
+	EnrollmentToken *EnrollmentToken `protobuf:"bytes,2,opt,name=enrollment_token,json=enrollmentToken,proto3" json:"enrollment_token,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *CreateEnrollmentTokenResponse) Reset() {
+	*x = CreateEnrollmentTokenResponse{}
+	mi := &file_roost_v1_hub_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateEnrollmentTokenResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateEnrollmentTokenResponse) ProtoMessage() {}
+
+func (x *CreateEnrollmentTokenResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_hub_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateEnrollmentTokenResponse.ProtoReflect.Descriptor instead.
+func (*CreateEnrollmentTokenResponse) Descriptor() ([]byte, []int) {
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *CreateEnrollmentTokenResponse) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *CreateEnrollmentTokenResponse) GetEnrollmentToken() *EnrollmentToken {
+	if x != nil {
+		return x.EnrollmentToken
+	}
+	return nil
+}
+
+type RevokeEnrollmentTokenRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeEnrollmentTokenRequest) Reset() {
+	*x = RevokeEnrollmentTokenRequest{}
+	mi := &file_roost_v1_hub_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeEnrollmentTokenRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeEnrollmentTokenRequest) ProtoMessage() {}
+
+func (x *RevokeEnrollmentTokenRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_hub_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeEnrollmentTokenRequest.ProtoReflect.Descriptor instead.
+func (*RevokeEnrollmentTokenRequest) Descriptor() ([]byte, []int) {
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *RevokeEnrollmentTokenRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type RevokeEnrollmentTokenResponse struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	EnrollmentToken *EnrollmentToken       `protobuf:"bytes,1,opt,name=enrollment_token,json=enrollmentToken,proto3" json:"enrollment_token,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *RevokeEnrollmentTokenResponse) Reset() {
+	*x = RevokeEnrollmentTokenResponse{}
+	mi := &file_roost_v1_hub_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeEnrollmentTokenResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeEnrollmentTokenResponse) ProtoMessage() {}
+
+func (x *RevokeEnrollmentTokenResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_hub_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeEnrollmentTokenResponse.ProtoReflect.Descriptor instead.
+func (*RevokeEnrollmentTokenResponse) Descriptor() ([]byte, []int) {
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *RevokeEnrollmentTokenResponse) GetEnrollmentToken() *EnrollmentToken {
+	if x != nil {
+		return x.EnrollmentToken
+	}
+	return nil
+}
+
+type UpdateServerRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Name   string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Action ServerAction           `protobuf:"varint,2,opt,name=action,proto3,enum=roost.v1.ServerAction" json:"action,omitempty"`
+	// reason for deny and decommission.
+	Reason string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	// set_labels and remove_labels for SERVER_ACTION_LABEL.
+	SetLabels     map[string]string `protobuf:"bytes,4,rep,name=set_labels,json=setLabels,proto3" json:"set_labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	RemoveLabels  []string          `protobuf:"bytes,5,rep,name=remove_labels,json=removeLabels,proto3" json:"remove_labels,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateServerRequest) Reset() {
+	*x = UpdateServerRequest{}
+	mi := &file_roost_v1_hub_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateServerRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateServerRequest) ProtoMessage() {}
+
+func (x *UpdateServerRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_hub_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateServerRequest.ProtoReflect.Descriptor instead.
+func (*UpdateServerRequest) Descriptor() ([]byte, []int) {
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *UpdateServerRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *UpdateServerRequest) GetAction() ServerAction {
+	if x != nil {
+		return x.Action
+	}
+	return ServerAction_SERVER_ACTION_UNSPECIFIED
+}
+
+func (x *UpdateServerRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *UpdateServerRequest) GetSetLabels() map[string]string {
+	if x != nil {
+		return x.SetLabels
+	}
+	return nil
+}
+
+func (x *UpdateServerRequest) GetRemoveLabels() []string {
+	if x != nil {
+		return x.RemoveLabels
+	}
+	return nil
+}
+
+type UpdateServerResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Server        *Server                `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateServerResponse) Reset() {
+	*x = UpdateServerResponse{}
+	mi := &file_roost_v1_hub_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateServerResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateServerResponse) ProtoMessage() {}
+
+func (x *UpdateServerResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_hub_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateServerResponse.ProtoReflect.Descriptor instead.
+func (*UpdateServerResponse) Descriptor() ([]byte, []int) {
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *UpdateServerResponse) GetServer() *Server {
+	if x != nil {
+		return x.Server
+	}
+	return nil
 }
 
 type ApplyRequest struct {
@@ -140,7 +485,7 @@ type ApplyRequest struct {
 
 func (x *ApplyRequest) Reset() {
 	*x = ApplyRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[0]
+	mi := &file_roost_v1_hub_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -152,7 +497,7 @@ func (x *ApplyRequest) String() string {
 func (*ApplyRequest) ProtoMessage() {}
 
 func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[0]
+	mi := &file_roost_v1_hub_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -165,7 +510,7 @@ func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyRequest.ProtoReflect.Descriptor instead.
 func (*ApplyRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{0}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ApplyRequest) GetObjects() []*Object {
@@ -194,7 +539,7 @@ type ApplyResult struct {
 
 func (x *ApplyResult) Reset() {
 	*x = ApplyResult{}
-	mi := &file_roost_v1_hub_proto_msgTypes[1]
+	mi := &file_roost_v1_hub_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -206,7 +551,7 @@ func (x *ApplyResult) String() string {
 func (*ApplyResult) ProtoMessage() {}
 
 func (x *ApplyResult) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[1]
+	mi := &file_roost_v1_hub_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -219,7 +564,7 @@ func (x *ApplyResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResult.ProtoReflect.Descriptor instead.
 func (*ApplyResult) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{1}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ApplyResult) GetKind() string {
@@ -255,7 +600,7 @@ type ApplyResponse struct {
 
 func (x *ApplyResponse) Reset() {
 	*x = ApplyResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[2]
+	mi := &file_roost_v1_hub_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -267,7 +612,7 @@ func (x *ApplyResponse) String() string {
 func (*ApplyResponse) ProtoMessage() {}
 
 func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[2]
+	mi := &file_roost_v1_hub_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -280,7 +625,7 @@ func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResponse.ProtoReflect.Descriptor instead.
 func (*ApplyResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{2}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ApplyResponse) GetResults() []*ApplyResult {
@@ -309,7 +654,7 @@ type GetRequest struct {
 
 func (x *GetRequest) Reset() {
 	*x = GetRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[3]
+	mi := &file_roost_v1_hub_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -321,7 +666,7 @@ func (x *GetRequest) String() string {
 func (*GetRequest) ProtoMessage() {}
 
 func (x *GetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[3]
+	mi := &file_roost_v1_hub_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -334,7 +679,7 @@ func (x *GetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRequest.ProtoReflect.Descriptor instead.
 func (*GetRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{3}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GetRequest) GetKind() string {
@@ -367,7 +712,7 @@ type GetResponse struct {
 
 func (x *GetResponse) Reset() {
 	*x = GetResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[4]
+	mi := &file_roost_v1_hub_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -379,7 +724,7 @@ func (x *GetResponse) String() string {
 func (*GetResponse) ProtoMessage() {}
 
 func (x *GetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[4]
+	mi := &file_roost_v1_hub_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -392,7 +737,7 @@ func (x *GetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResponse.ProtoReflect.Descriptor instead.
 func (*GetResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{4}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *GetResponse) GetObject() *Object {
@@ -415,7 +760,7 @@ type ListRequest struct {
 
 func (x *ListRequest) Reset() {
 	*x = ListRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[5]
+	mi := &file_roost_v1_hub_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -427,7 +772,7 @@ func (x *ListRequest) String() string {
 func (*ListRequest) ProtoMessage() {}
 
 func (x *ListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[5]
+	mi := &file_roost_v1_hub_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -440,7 +785,7 @@ func (x *ListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRequest.ProtoReflect.Descriptor instead.
 func (*ListRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{5}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ListRequest) GetKind() string {
@@ -476,7 +821,7 @@ type ListResponse struct {
 
 func (x *ListResponse) Reset() {
 	*x = ListResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[6]
+	mi := &file_roost_v1_hub_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -488,7 +833,7 @@ func (x *ListResponse) String() string {
 func (*ListResponse) ProtoMessage() {}
 
 func (x *ListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[6]
+	mi := &file_roost_v1_hub_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -501,7 +846,7 @@ func (x *ListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResponse.ProtoReflect.Descriptor instead.
 func (*ListResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{6}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ListResponse) GetObjects() []*Object {
@@ -528,7 +873,7 @@ type DeleteRequest struct {
 
 func (x *DeleteRequest) Reset() {
 	*x = DeleteRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[7]
+	mi := &file_roost_v1_hub_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -540,7 +885,7 @@ func (x *DeleteRequest) String() string {
 func (*DeleteRequest) ProtoMessage() {}
 
 func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[7]
+	mi := &file_roost_v1_hub_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -553,7 +898,7 @@ func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteRequest.ProtoReflect.Descriptor instead.
 func (*DeleteRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{7}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *DeleteRequest) GetKind() string {
@@ -579,7 +924,7 @@ type DeleteResponse struct {
 
 func (x *DeleteResponse) Reset() {
 	*x = DeleteResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[8]
+	mi := &file_roost_v1_hub_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -591,7 +936,7 @@ func (x *DeleteResponse) String() string {
 func (*DeleteResponse) ProtoMessage() {}
 
 func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[8]
+	mi := &file_roost_v1_hub_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -604,7 +949,7 @@ func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteResponse.ProtoReflect.Descriptor instead.
 func (*DeleteResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{8}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *DeleteResponse) GetIndex() uint64 {
@@ -627,7 +972,7 @@ type WatchRequest struct {
 
 func (x *WatchRequest) Reset() {
 	*x = WatchRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[9]
+	mi := &file_roost_v1_hub_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -639,7 +984,7 @@ func (x *WatchRequest) String() string {
 func (*WatchRequest) ProtoMessage() {}
 
 func (x *WatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[9]
+	mi := &file_roost_v1_hub_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -652,7 +997,7 @@ func (x *WatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
 func (*WatchRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{9}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *WatchRequest) GetKind() string {
@@ -680,7 +1025,7 @@ type WatchEvent struct {
 
 func (x *WatchEvent) Reset() {
 	*x = WatchEvent{}
-	mi := &file_roost_v1_hub_proto_msgTypes[10]
+	mi := &file_roost_v1_hub_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -692,7 +1037,7 @@ func (x *WatchEvent) String() string {
 func (*WatchEvent) ProtoMessage() {}
 
 func (x *WatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[10]
+	mi := &file_roost_v1_hub_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -705,7 +1050,7 @@ func (x *WatchEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEvent.ProtoReflect.Descriptor instead.
 func (*WatchEvent) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{10}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *WatchEvent) GetType() WatchEvent_Type {
@@ -744,7 +1089,7 @@ type Member struct {
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_roost_v1_hub_proto_msgTypes[11]
+	mi := &file_roost_v1_hub_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -756,7 +1101,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[11]
+	mi := &file_roost_v1_hub_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -769,7 +1114,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{11}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Member) GetId() string {
@@ -815,7 +1160,7 @@ type ListMembersRequest struct {
 
 func (x *ListMembersRequest) Reset() {
 	*x = ListMembersRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[12]
+	mi := &file_roost_v1_hub_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -827,7 +1172,7 @@ func (x *ListMembersRequest) String() string {
 func (*ListMembersRequest) ProtoMessage() {}
 
 func (x *ListMembersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[12]
+	mi := &file_roost_v1_hub_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -840,7 +1185,7 @@ func (x *ListMembersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMembersRequest.ProtoReflect.Descriptor instead.
 func (*ListMembersRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{12}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{18}
 }
 
 type ListMembersResponse struct {
@@ -854,7 +1199,7 @@ type ListMembersResponse struct {
 
 func (x *ListMembersResponse) Reset() {
 	*x = ListMembersResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[13]
+	mi := &file_roost_v1_hub_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -866,7 +1211,7 @@ func (x *ListMembersResponse) String() string {
 func (*ListMembersResponse) ProtoMessage() {}
 
 func (x *ListMembersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[13]
+	mi := &file_roost_v1_hub_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -879,7 +1224,7 @@ func (x *ListMembersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMembersResponse.ProtoReflect.Descriptor instead.
 func (*ListMembersResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{13}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListMembersResponse) GetMembers() []*Member {
@@ -908,7 +1253,7 @@ type CreateJoinTokenRequest struct {
 
 func (x *CreateJoinTokenRequest) Reset() {
 	*x = CreateJoinTokenRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[14]
+	mi := &file_roost_v1_hub_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -920,7 +1265,7 @@ func (x *CreateJoinTokenRequest) String() string {
 func (*CreateJoinTokenRequest) ProtoMessage() {}
 
 func (x *CreateJoinTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[14]
+	mi := &file_roost_v1_hub_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -933,7 +1278,7 @@ func (x *CreateJoinTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateJoinTokenRequest.ProtoReflect.Descriptor instead.
 func (*CreateJoinTokenRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{14}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CreateJoinTokenRequest) GetTtlSeconds() int64 {
@@ -963,7 +1308,7 @@ type CreateJoinTokenResponse struct {
 
 func (x *CreateJoinTokenResponse) Reset() {
 	*x = CreateJoinTokenResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[15]
+	mi := &file_roost_v1_hub_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -975,7 +1320,7 @@ func (x *CreateJoinTokenResponse) String() string {
 func (*CreateJoinTokenResponse) ProtoMessage() {}
 
 func (x *CreateJoinTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[15]
+	mi := &file_roost_v1_hub_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -988,7 +1333,7 @@ func (x *CreateJoinTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateJoinTokenResponse.ProtoReflect.Descriptor instead.
 func (*CreateJoinTokenResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{15}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CreateJoinTokenResponse) GetToken() string {
@@ -1021,7 +1366,7 @@ type RemoveMemberRequest struct {
 
 func (x *RemoveMemberRequest) Reset() {
 	*x = RemoveMemberRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[16]
+	mi := &file_roost_v1_hub_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1033,7 +1378,7 @@ func (x *RemoveMemberRequest) String() string {
 func (*RemoveMemberRequest) ProtoMessage() {}
 
 func (x *RemoveMemberRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[16]
+	mi := &file_roost_v1_hub_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1046,7 +1391,7 @@ func (x *RemoveMemberRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMemberRequest.ProtoReflect.Descriptor instead.
 func (*RemoveMemberRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{16}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *RemoveMemberRequest) GetId() string {
@@ -1064,7 +1409,7 @@ type RemoveMemberResponse struct {
 
 func (x *RemoveMemberResponse) Reset() {
 	*x = RemoveMemberResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[17]
+	mi := &file_roost_v1_hub_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1076,7 +1421,7 @@ func (x *RemoveMemberResponse) String() string {
 func (*RemoveMemberResponse) ProtoMessage() {}
 
 func (x *RemoveMemberResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[17]
+	mi := &file_roost_v1_hub_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1089,7 +1434,175 @@ func (x *RemoveMemberResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMemberResponse.ProtoReflect.Descriptor instead.
 func (*RemoveMemberResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{17}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{23}
+}
+
+type ReportSeenRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Servers       []string               `protobuf:"bytes,1,rep,name=servers,proto3" json:"servers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportSeenRequest) Reset() {
+	*x = ReportSeenRequest{}
+	mi := &file_roost_v1_hub_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportSeenRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportSeenRequest) ProtoMessage() {}
+
+func (x *ReportSeenRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_hub_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportSeenRequest.ProtoReflect.Descriptor instead.
+func (*ReportSeenRequest) Descriptor() ([]byte, []int) {
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *ReportSeenRequest) GetServers() []string {
+	if x != nil {
+		return x.Servers
+	}
+	return nil
+}
+
+type ReportSeenResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportSeenResponse) Reset() {
+	*x = ReportSeenResponse{}
+	mi := &file_roost_v1_hub_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportSeenResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportSeenResponse) ProtoMessage() {}
+
+func (x *ReportSeenResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_hub_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportSeenResponse.ProtoReflect.Descriptor instead.
+func (*ReportSeenResponse) Descriptor() ([]byte, []int) {
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{25}
+}
+
+type ForwardServerStatusRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Update        *UpdateServerStatus    `protobuf:"bytes,1,opt,name=update,proto3" json:"update,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForwardServerStatusRequest) Reset() {
+	*x = ForwardServerStatusRequest{}
+	mi := &file_roost_v1_hub_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForwardServerStatusRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForwardServerStatusRequest) ProtoMessage() {}
+
+func (x *ForwardServerStatusRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_hub_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForwardServerStatusRequest.ProtoReflect.Descriptor instead.
+func (*ForwardServerStatusRequest) Descriptor() ([]byte, []int) {
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *ForwardServerStatusRequest) GetUpdate() *UpdateServerStatus {
+	if x != nil {
+		return x.Update
+	}
+	return nil
+}
+
+type ForwardServerStatusResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Index         uint64                 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForwardServerStatusResponse) Reset() {
+	*x = ForwardServerStatusResponse{}
+	mi := &file_roost_v1_hub_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForwardServerStatusResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForwardServerStatusResponse) ProtoMessage() {}
+
+func (x *ForwardServerStatusResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_hub_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForwardServerStatusResponse.ProtoReflect.Descriptor instead.
+func (*ForwardServerStatusResponse) Descriptor() ([]byte, []int) {
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *ForwardServerStatusResponse) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
 }
 
 type JoinRequest struct {
@@ -1104,7 +1617,7 @@ type JoinRequest struct {
 
 func (x *JoinRequest) Reset() {
 	*x = JoinRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[18]
+	mi := &file_roost_v1_hub_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1116,7 +1629,7 @@ func (x *JoinRequest) String() string {
 func (*JoinRequest) ProtoMessage() {}
 
 func (x *JoinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[18]
+	mi := &file_roost_v1_hub_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1129,7 +1642,7 @@ func (x *JoinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
 func (*JoinRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{18}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *JoinRequest) GetToken() string {
@@ -1163,7 +1676,7 @@ type JoinResponse struct {
 
 func (x *JoinResponse) Reset() {
 	*x = JoinResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[19]
+	mi := &file_roost_v1_hub_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1175,7 +1688,7 @@ func (x *JoinResponse) String() string {
 func (*JoinResponse) ProtoMessage() {}
 
 func (x *JoinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[19]
+	mi := &file_roost_v1_hub_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1188,7 +1701,7 @@ func (x *JoinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
 func (*JoinResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{19}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *JoinResponse) GetCertificatePem() []byte {
@@ -1216,7 +1729,7 @@ type AddVoterRequest struct {
 
 func (x *AddVoterRequest) Reset() {
 	*x = AddVoterRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[20]
+	mi := &file_roost_v1_hub_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1228,7 +1741,7 @@ func (x *AddVoterRequest) String() string {
 func (*AddVoterRequest) ProtoMessage() {}
 
 func (x *AddVoterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[20]
+	mi := &file_roost_v1_hub_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1241,7 +1754,7 @@ func (x *AddVoterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddVoterRequest.ProtoReflect.Descriptor instead.
 func (*AddVoterRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{20}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *AddVoterRequest) GetNodeId() string {
@@ -1273,7 +1786,7 @@ type AddVoterResponse struct {
 
 func (x *AddVoterResponse) Reset() {
 	*x = AddVoterResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[21]
+	mi := &file_roost_v1_hub_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1285,7 +1798,7 @@ func (x *AddVoterResponse) String() string {
 func (*AddVoterResponse) ProtoMessage() {}
 
 func (x *AddVoterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[21]
+	mi := &file_roost_v1_hub_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1298,14 +1811,43 @@ func (x *AddVoterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddVoterResponse.ProtoReflect.Descriptor instead.
 func (*AddVoterResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{21}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{31}
 }
 
 var File_roost_v1_hub_proto protoreflect.FileDescriptor
 
 const file_roost_v1_hub_proto_rawDesc = "" +
 	"\n" +
-	"\x12roost/v1/hub.proto\x12\broost.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x18roost/v1/resources.proto\"S\n" +
+	"\x12roost/v1/hub.proto\x12\broost.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x13roost/v1/raft.proto\x1a\x18roost/v1/resources.proto\"\xb9\x02\n" +
+	"\x1cCreateEnrollmentTokenRequest\x12\x1f\n" +
+	"\vttl_seconds\x18\x01 \x01(\x03R\n" +
+	"ttlSeconds\x12\x19\n" +
+	"\bmax_uses\x18\x02 \x01(\x05R\amaxUses\x12\x12\n" +
+	"\x04pool\x18\x03 \x01(\tR\x04pool\x12]\n" +
+	"\rserver_labels\x18\x04 \x03(\v28.roost.v1.CreateEnrollmentTokenRequest.ServerLabelsEntryR\fserverLabels\x12)\n" +
+	"\x10require_approval\x18\x05 \x01(\bR\x0frequireApproval\x1a?\n" +
+	"\x11ServerLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"{\n" +
+	"\x1dCreateEnrollmentTokenResponse\x12\x14\n" +
+	"\x05token\x18\x01 \x01(\tR\x05token\x12D\n" +
+	"\x10enrollment_token\x18\x02 \x01(\v2\x19.roost.v1.EnrollmentTokenR\x0fenrollmentToken\"2\n" +
+	"\x1cRevokeEnrollmentTokenRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"e\n" +
+	"\x1dRevokeEnrollmentTokenResponse\x12D\n" +
+	"\x10enrollment_token\x18\x01 \x01(\v2\x19.roost.v1.EnrollmentTokenR\x0fenrollmentToken\"\xa1\x02\n" +
+	"\x13UpdateServerRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12.\n" +
+	"\x06action\x18\x02 \x01(\x0e2\x16.roost.v1.ServerActionR\x06action\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x12K\n" +
+	"\n" +
+	"set_labels\x18\x04 \x03(\v2,.roost.v1.UpdateServerRequest.SetLabelsEntryR\tsetLabels\x12#\n" +
+	"\rremove_labels\x18\x05 \x03(\tR\fremoveLabels\x1a<\n" +
+	"\x0eSetLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"@\n" +
+	"\x14UpdateServerResponse\x12(\n" +
+	"\x06server\x18\x01 \x01(\v2\x10.roost.v1.ServerR\x06server\"S\n" +
 	"\fApplyRequest\x12*\n" +
 	"\aobjects\x18\x01 \x03(\v2\x10.roost.v1.ObjectR\aobjects\x12\x17\n" +
 	"\adry_run\x18\x02 \x01(\bR\x06dryRun\"M\n" +
@@ -1372,7 +1914,14 @@ const file_roost_v1_hub_proto_rawDesc = "" +
 	"\rapi_addresses\x18\x03 \x03(\tR\fapiAddresses\"%\n" +
 	"\x13RemoveMemberRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"\x16\n" +
-	"\x14RemoveMemberResponse\"U\n" +
+	"\x14RemoveMemberResponse\"-\n" +
+	"\x11ReportSeenRequest\x12\x18\n" +
+	"\aservers\x18\x01 \x03(\tR\aservers\"\x14\n" +
+	"\x12ReportSeenResponse\"R\n" +
+	"\x1aForwardServerStatusRequest\x124\n" +
+	"\x06update\x18\x01 \x01(\v2\x1c.roost.v1.UpdateServerStatusR\x06update\"3\n" +
+	"\x1bForwardServerStatusResponse\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\x04R\x05index\"U\n" +
 	"\vJoinRequest\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x12\x17\n" +
 	"\anode_id\x18\x02 \x01(\tR\x06nodeId\x12\x17\n" +
@@ -1389,7 +1938,7 @@ const file_roost_v1_hub_proto_rawDesc = "" +
 	"\vConsistency\x12\x1b\n" +
 	"\x17CONSISTENCY_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18CONSISTENCY_LINEARIZABLE\x10\x01\x12\x15\n" +
-	"\x11CONSISTENCY_STALE\x10\x022\x9a\x04\n" +
+	"\x11CONSISTENCY_STALE\x10\x022\xbd\x06\n" +
 	"\n" +
 	"HubService\x128\n" +
 	"\x05Apply\x12\x16.roost.v1.ApplyRequest\x1a\x17.roost.v1.ApplyResponse\x122\n" +
@@ -1399,10 +1948,16 @@ const file_roost_v1_hub_proto_rawDesc = "" +
 	"\x05Watch\x12\x16.roost.v1.WatchRequest\x1a\x14.roost.v1.WatchEvent0\x01\x12J\n" +
 	"\vListMembers\x12\x1c.roost.v1.ListMembersRequest\x1a\x1d.roost.v1.ListMembersResponse\x12V\n" +
 	"\x0fCreateJoinToken\x12 .roost.v1.CreateJoinTokenRequest\x1a!.roost.v1.CreateJoinTokenResponse\x12M\n" +
-	"\fRemoveMember\x12\x1d.roost.v1.RemoveMemberRequest\x1a\x1e.roost.v1.RemoveMemberResponse2\x89\x01\n" +
+	"\fRemoveMember\x12\x1d.roost.v1.RemoveMemberRequest\x1a\x1e.roost.v1.RemoveMemberResponse\x12h\n" +
+	"\x15CreateEnrollmentToken\x12&.roost.v1.CreateEnrollmentTokenRequest\x1a'.roost.v1.CreateEnrollmentTokenResponse\x12h\n" +
+	"\x15RevokeEnrollmentToken\x12&.roost.v1.RevokeEnrollmentTokenRequest\x1a'.roost.v1.RevokeEnrollmentTokenResponse\x12M\n" +
+	"\fUpdateServer\x12\x1d.roost.v1.UpdateServerRequest\x1a\x1e.roost.v1.UpdateServerResponse2\xb6\x02\n" +
 	"\rMemberService\x125\n" +
 	"\x04Join\x12\x15.roost.v1.JoinRequest\x1a\x16.roost.v1.JoinResponse\x12A\n" +
-	"\bAddVoter\x12\x19.roost.v1.AddVoterRequest\x1a\x1a.roost.v1.AddVoterResponseB4Z2github.com/roostfleet/roost/proto/roost/v1;roostv1b\x06proto3"
+	"\bAddVoter\x12\x19.roost.v1.AddVoterRequest\x1a\x1a.roost.v1.AddVoterResponse\x12G\n" +
+	"\n" +
+	"ReportSeen\x12\x1b.roost.v1.ReportSeenRequest\x1a\x1c.roost.v1.ReportSeenResponse\x12b\n" +
+	"\x13ForwardServerStatus\x12$.roost.v1.ForwardServerStatusRequest\x1a%.roost.v1.ForwardServerStatusResponseB4Z2github.com/roostfleet/roost/proto/roost/v1;roostv1b\x06proto3"
 
 var (
 	file_roost_v1_hub_proto_rawDescOnce sync.Once
@@ -1417,71 +1972,104 @@ func file_roost_v1_hub_proto_rawDescGZIP() []byte {
 }
 
 var file_roost_v1_hub_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_roost_v1_hub_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_roost_v1_hub_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_roost_v1_hub_proto_goTypes = []any{
-	(Consistency)(0),                // 0: roost.v1.Consistency
-	(WatchEvent_Type)(0),            // 1: roost.v1.WatchEvent.Type
-	(*ApplyRequest)(nil),            // 2: roost.v1.ApplyRequest
-	(*ApplyResult)(nil),             // 3: roost.v1.ApplyResult
-	(*ApplyResponse)(nil),           // 4: roost.v1.ApplyResponse
-	(*GetRequest)(nil),              // 5: roost.v1.GetRequest
-	(*GetResponse)(nil),             // 6: roost.v1.GetResponse
-	(*ListRequest)(nil),             // 7: roost.v1.ListRequest
-	(*ListResponse)(nil),            // 8: roost.v1.ListResponse
-	(*DeleteRequest)(nil),           // 9: roost.v1.DeleteRequest
-	(*DeleteResponse)(nil),          // 10: roost.v1.DeleteResponse
-	(*WatchRequest)(nil),            // 11: roost.v1.WatchRequest
-	(*WatchEvent)(nil),              // 12: roost.v1.WatchEvent
-	(*Member)(nil),                  // 13: roost.v1.Member
-	(*ListMembersRequest)(nil),      // 14: roost.v1.ListMembersRequest
-	(*ListMembersResponse)(nil),     // 15: roost.v1.ListMembersResponse
-	(*CreateJoinTokenRequest)(nil),  // 16: roost.v1.CreateJoinTokenRequest
-	(*CreateJoinTokenResponse)(nil), // 17: roost.v1.CreateJoinTokenResponse
-	(*RemoveMemberRequest)(nil),     // 18: roost.v1.RemoveMemberRequest
-	(*RemoveMemberResponse)(nil),    // 19: roost.v1.RemoveMemberResponse
-	(*JoinRequest)(nil),             // 20: roost.v1.JoinRequest
-	(*JoinResponse)(nil),            // 21: roost.v1.JoinResponse
-	(*AddVoterRequest)(nil),         // 22: roost.v1.AddVoterRequest
-	(*AddVoterResponse)(nil),        // 23: roost.v1.AddVoterResponse
-	(*Object)(nil),                  // 24: roost.v1.Object
-	(*timestamppb.Timestamp)(nil),   // 25: google.protobuf.Timestamp
+	(Consistency)(0),                      // 0: roost.v1.Consistency
+	(WatchEvent_Type)(0),                  // 1: roost.v1.WatchEvent.Type
+	(*CreateEnrollmentTokenRequest)(nil),  // 2: roost.v1.CreateEnrollmentTokenRequest
+	(*CreateEnrollmentTokenResponse)(nil), // 3: roost.v1.CreateEnrollmentTokenResponse
+	(*RevokeEnrollmentTokenRequest)(nil),  // 4: roost.v1.RevokeEnrollmentTokenRequest
+	(*RevokeEnrollmentTokenResponse)(nil), // 5: roost.v1.RevokeEnrollmentTokenResponse
+	(*UpdateServerRequest)(nil),           // 6: roost.v1.UpdateServerRequest
+	(*UpdateServerResponse)(nil),          // 7: roost.v1.UpdateServerResponse
+	(*ApplyRequest)(nil),                  // 8: roost.v1.ApplyRequest
+	(*ApplyResult)(nil),                   // 9: roost.v1.ApplyResult
+	(*ApplyResponse)(nil),                 // 10: roost.v1.ApplyResponse
+	(*GetRequest)(nil),                    // 11: roost.v1.GetRequest
+	(*GetResponse)(nil),                   // 12: roost.v1.GetResponse
+	(*ListRequest)(nil),                   // 13: roost.v1.ListRequest
+	(*ListResponse)(nil),                  // 14: roost.v1.ListResponse
+	(*DeleteRequest)(nil),                 // 15: roost.v1.DeleteRequest
+	(*DeleteResponse)(nil),                // 16: roost.v1.DeleteResponse
+	(*WatchRequest)(nil),                  // 17: roost.v1.WatchRequest
+	(*WatchEvent)(nil),                    // 18: roost.v1.WatchEvent
+	(*Member)(nil),                        // 19: roost.v1.Member
+	(*ListMembersRequest)(nil),            // 20: roost.v1.ListMembersRequest
+	(*ListMembersResponse)(nil),           // 21: roost.v1.ListMembersResponse
+	(*CreateJoinTokenRequest)(nil),        // 22: roost.v1.CreateJoinTokenRequest
+	(*CreateJoinTokenResponse)(nil),       // 23: roost.v1.CreateJoinTokenResponse
+	(*RemoveMemberRequest)(nil),           // 24: roost.v1.RemoveMemberRequest
+	(*RemoveMemberResponse)(nil),          // 25: roost.v1.RemoveMemberResponse
+	(*ReportSeenRequest)(nil),             // 26: roost.v1.ReportSeenRequest
+	(*ReportSeenResponse)(nil),            // 27: roost.v1.ReportSeenResponse
+	(*ForwardServerStatusRequest)(nil),    // 28: roost.v1.ForwardServerStatusRequest
+	(*ForwardServerStatusResponse)(nil),   // 29: roost.v1.ForwardServerStatusResponse
+	(*JoinRequest)(nil),                   // 30: roost.v1.JoinRequest
+	(*JoinResponse)(nil),                  // 31: roost.v1.JoinResponse
+	(*AddVoterRequest)(nil),               // 32: roost.v1.AddVoterRequest
+	(*AddVoterResponse)(nil),              // 33: roost.v1.AddVoterResponse
+	nil,                                   // 34: roost.v1.CreateEnrollmentTokenRequest.ServerLabelsEntry
+	nil,                                   // 35: roost.v1.UpdateServerRequest.SetLabelsEntry
+	(*EnrollmentToken)(nil),               // 36: roost.v1.EnrollmentToken
+	(ServerAction)(0),                     // 37: roost.v1.ServerAction
+	(*Server)(nil),                        // 38: roost.v1.Server
+	(*Object)(nil),                        // 39: roost.v1.Object
+	(*timestamppb.Timestamp)(nil),         // 40: google.protobuf.Timestamp
+	(*UpdateServerStatus)(nil),            // 41: roost.v1.UpdateServerStatus
 }
 var file_roost_v1_hub_proto_depIdxs = []int32{
-	24, // 0: roost.v1.ApplyRequest.objects:type_name -> roost.v1.Object
-	3,  // 1: roost.v1.ApplyResponse.results:type_name -> roost.v1.ApplyResult
-	0,  // 2: roost.v1.GetRequest.consistency:type_name -> roost.v1.Consistency
-	24, // 3: roost.v1.GetResponse.object:type_name -> roost.v1.Object
-	0,  // 4: roost.v1.ListRequest.consistency:type_name -> roost.v1.Consistency
-	24, // 5: roost.v1.ListResponse.objects:type_name -> roost.v1.Object
-	1,  // 6: roost.v1.WatchEvent.type:type_name -> roost.v1.WatchEvent.Type
-	24, // 7: roost.v1.WatchEvent.object:type_name -> roost.v1.Object
-	13, // 8: roost.v1.ListMembersResponse.members:type_name -> roost.v1.Member
-	25, // 9: roost.v1.CreateJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
-	2,  // 10: roost.v1.HubService.Apply:input_type -> roost.v1.ApplyRequest
-	5,  // 11: roost.v1.HubService.Get:input_type -> roost.v1.GetRequest
-	7,  // 12: roost.v1.HubService.List:input_type -> roost.v1.ListRequest
-	9,  // 13: roost.v1.HubService.Delete:input_type -> roost.v1.DeleteRequest
-	11, // 14: roost.v1.HubService.Watch:input_type -> roost.v1.WatchRequest
-	14, // 15: roost.v1.HubService.ListMembers:input_type -> roost.v1.ListMembersRequest
-	16, // 16: roost.v1.HubService.CreateJoinToken:input_type -> roost.v1.CreateJoinTokenRequest
-	18, // 17: roost.v1.HubService.RemoveMember:input_type -> roost.v1.RemoveMemberRequest
-	20, // 18: roost.v1.MemberService.Join:input_type -> roost.v1.JoinRequest
-	22, // 19: roost.v1.MemberService.AddVoter:input_type -> roost.v1.AddVoterRequest
-	4,  // 20: roost.v1.HubService.Apply:output_type -> roost.v1.ApplyResponse
-	6,  // 21: roost.v1.HubService.Get:output_type -> roost.v1.GetResponse
-	8,  // 22: roost.v1.HubService.List:output_type -> roost.v1.ListResponse
-	10, // 23: roost.v1.HubService.Delete:output_type -> roost.v1.DeleteResponse
-	12, // 24: roost.v1.HubService.Watch:output_type -> roost.v1.WatchEvent
-	15, // 25: roost.v1.HubService.ListMembers:output_type -> roost.v1.ListMembersResponse
-	17, // 26: roost.v1.HubService.CreateJoinToken:output_type -> roost.v1.CreateJoinTokenResponse
-	19, // 27: roost.v1.HubService.RemoveMember:output_type -> roost.v1.RemoveMemberResponse
-	21, // 28: roost.v1.MemberService.Join:output_type -> roost.v1.JoinResponse
-	23, // 29: roost.v1.MemberService.AddVoter:output_type -> roost.v1.AddVoterResponse
-	20, // [20:30] is the sub-list for method output_type
-	10, // [10:20] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	34, // 0: roost.v1.CreateEnrollmentTokenRequest.server_labels:type_name -> roost.v1.CreateEnrollmentTokenRequest.ServerLabelsEntry
+	36, // 1: roost.v1.CreateEnrollmentTokenResponse.enrollment_token:type_name -> roost.v1.EnrollmentToken
+	36, // 2: roost.v1.RevokeEnrollmentTokenResponse.enrollment_token:type_name -> roost.v1.EnrollmentToken
+	37, // 3: roost.v1.UpdateServerRequest.action:type_name -> roost.v1.ServerAction
+	35, // 4: roost.v1.UpdateServerRequest.set_labels:type_name -> roost.v1.UpdateServerRequest.SetLabelsEntry
+	38, // 5: roost.v1.UpdateServerResponse.server:type_name -> roost.v1.Server
+	39, // 6: roost.v1.ApplyRequest.objects:type_name -> roost.v1.Object
+	9,  // 7: roost.v1.ApplyResponse.results:type_name -> roost.v1.ApplyResult
+	0,  // 8: roost.v1.GetRequest.consistency:type_name -> roost.v1.Consistency
+	39, // 9: roost.v1.GetResponse.object:type_name -> roost.v1.Object
+	0,  // 10: roost.v1.ListRequest.consistency:type_name -> roost.v1.Consistency
+	39, // 11: roost.v1.ListResponse.objects:type_name -> roost.v1.Object
+	1,  // 12: roost.v1.WatchEvent.type:type_name -> roost.v1.WatchEvent.Type
+	39, // 13: roost.v1.WatchEvent.object:type_name -> roost.v1.Object
+	19, // 14: roost.v1.ListMembersResponse.members:type_name -> roost.v1.Member
+	40, // 15: roost.v1.CreateJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
+	41, // 16: roost.v1.ForwardServerStatusRequest.update:type_name -> roost.v1.UpdateServerStatus
+	8,  // 17: roost.v1.HubService.Apply:input_type -> roost.v1.ApplyRequest
+	11, // 18: roost.v1.HubService.Get:input_type -> roost.v1.GetRequest
+	13, // 19: roost.v1.HubService.List:input_type -> roost.v1.ListRequest
+	15, // 20: roost.v1.HubService.Delete:input_type -> roost.v1.DeleteRequest
+	17, // 21: roost.v1.HubService.Watch:input_type -> roost.v1.WatchRequest
+	20, // 22: roost.v1.HubService.ListMembers:input_type -> roost.v1.ListMembersRequest
+	22, // 23: roost.v1.HubService.CreateJoinToken:input_type -> roost.v1.CreateJoinTokenRequest
+	24, // 24: roost.v1.HubService.RemoveMember:input_type -> roost.v1.RemoveMemberRequest
+	2,  // 25: roost.v1.HubService.CreateEnrollmentToken:input_type -> roost.v1.CreateEnrollmentTokenRequest
+	4,  // 26: roost.v1.HubService.RevokeEnrollmentToken:input_type -> roost.v1.RevokeEnrollmentTokenRequest
+	6,  // 27: roost.v1.HubService.UpdateServer:input_type -> roost.v1.UpdateServerRequest
+	30, // 28: roost.v1.MemberService.Join:input_type -> roost.v1.JoinRequest
+	32, // 29: roost.v1.MemberService.AddVoter:input_type -> roost.v1.AddVoterRequest
+	26, // 30: roost.v1.MemberService.ReportSeen:input_type -> roost.v1.ReportSeenRequest
+	28, // 31: roost.v1.MemberService.ForwardServerStatus:input_type -> roost.v1.ForwardServerStatusRequest
+	10, // 32: roost.v1.HubService.Apply:output_type -> roost.v1.ApplyResponse
+	12, // 33: roost.v1.HubService.Get:output_type -> roost.v1.GetResponse
+	14, // 34: roost.v1.HubService.List:output_type -> roost.v1.ListResponse
+	16, // 35: roost.v1.HubService.Delete:output_type -> roost.v1.DeleteResponse
+	18, // 36: roost.v1.HubService.Watch:output_type -> roost.v1.WatchEvent
+	21, // 37: roost.v1.HubService.ListMembers:output_type -> roost.v1.ListMembersResponse
+	23, // 38: roost.v1.HubService.CreateJoinToken:output_type -> roost.v1.CreateJoinTokenResponse
+	25, // 39: roost.v1.HubService.RemoveMember:output_type -> roost.v1.RemoveMemberResponse
+	3,  // 40: roost.v1.HubService.CreateEnrollmentToken:output_type -> roost.v1.CreateEnrollmentTokenResponse
+	5,  // 41: roost.v1.HubService.RevokeEnrollmentToken:output_type -> roost.v1.RevokeEnrollmentTokenResponse
+	7,  // 42: roost.v1.HubService.UpdateServer:output_type -> roost.v1.UpdateServerResponse
+	31, // 43: roost.v1.MemberService.Join:output_type -> roost.v1.JoinResponse
+	33, // 44: roost.v1.MemberService.AddVoter:output_type -> roost.v1.AddVoterResponse
+	27, // 45: roost.v1.MemberService.ReportSeen:output_type -> roost.v1.ReportSeenResponse
+	29, // 46: roost.v1.MemberService.ForwardServerStatus:output_type -> roost.v1.ForwardServerStatusResponse
+	32, // [32:47] is the sub-list for method output_type
+	17, // [17:32] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_roost_v1_hub_proto_init() }
@@ -1489,6 +2077,7 @@ func file_roost_v1_hub_proto_init() {
 	if File_roost_v1_hub_proto != nil {
 		return
 	}
+	file_roost_v1_raft_proto_init()
 	file_roost_v1_resources_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1496,7 +2085,7 @@ func file_roost_v1_hub_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_roost_v1_hub_proto_rawDesc), len(file_roost_v1_hub_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   22,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

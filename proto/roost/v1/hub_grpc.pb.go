@@ -19,14 +19,17 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	HubService_Apply_FullMethodName           = "/roost.v1.HubService/Apply"
-	HubService_Get_FullMethodName             = "/roost.v1.HubService/Get"
-	HubService_List_FullMethodName            = "/roost.v1.HubService/List"
-	HubService_Delete_FullMethodName          = "/roost.v1.HubService/Delete"
-	HubService_Watch_FullMethodName           = "/roost.v1.HubService/Watch"
-	HubService_ListMembers_FullMethodName     = "/roost.v1.HubService/ListMembers"
-	HubService_CreateJoinToken_FullMethodName = "/roost.v1.HubService/CreateJoinToken"
-	HubService_RemoveMember_FullMethodName    = "/roost.v1.HubService/RemoveMember"
+	HubService_Apply_FullMethodName                 = "/roost.v1.HubService/Apply"
+	HubService_Get_FullMethodName                   = "/roost.v1.HubService/Get"
+	HubService_List_FullMethodName                  = "/roost.v1.HubService/List"
+	HubService_Delete_FullMethodName                = "/roost.v1.HubService/Delete"
+	HubService_Watch_FullMethodName                 = "/roost.v1.HubService/Watch"
+	HubService_ListMembers_FullMethodName           = "/roost.v1.HubService/ListMembers"
+	HubService_CreateJoinToken_FullMethodName       = "/roost.v1.HubService/CreateJoinToken"
+	HubService_RemoveMember_FullMethodName          = "/roost.v1.HubService/RemoveMember"
+	HubService_CreateEnrollmentToken_FullMethodName = "/roost.v1.HubService/CreateEnrollmentToken"
+	HubService_RevokeEnrollmentToken_FullMethodName = "/roost.v1.HubService/RevokeEnrollmentToken"
+	HubService_UpdateServer_FullMethodName          = "/roost.v1.HubService/UpdateServer"
 )
 
 // HubServiceClient is the client API for HubService service.
@@ -53,6 +56,15 @@ type HubServiceClient interface {
 	CreateJoinToken(ctx context.Context, in *CreateJoinTokenRequest, opts ...grpc.CallOption) (*CreateJoinTokenResponse, error)
 	// RemoveMember removes a member from the Raft configuration.
 	RemoveMember(ctx context.Context, in *RemoveMemberRequest, opts ...grpc.CallOption) (*RemoveMemberResponse, error)
+	// CreateEnrollmentToken makes a token new Servers enroll with; the secret
+	// is returned once and only its hash is stored.
+	CreateEnrollmentToken(ctx context.Context, in *CreateEnrollmentTokenRequest, opts ...grpc.CallOption) (*CreateEnrollmentTokenResponse, error)
+	// RevokeEnrollmentToken stops a token from enrolling more Servers;
+	// Servers already enrolled with it are not affected.
+	RevokeEnrollmentToken(ctx context.Context, in *RevokeEnrollmentTokenRequest, opts ...grpc.CallOption) (*RevokeEnrollmentTokenResponse, error)
+	// UpdateServer approves, denies, labels, cordons, uncordons or
+	// decommissions a Server.
+	UpdateServer(ctx context.Context, in *UpdateServerRequest, opts ...grpc.CallOption) (*UpdateServerResponse, error)
 }
 
 type hubServiceClient struct {
@@ -152,6 +164,36 @@ func (c *hubServiceClient) RemoveMember(ctx context.Context, in *RemoveMemberReq
 	return out, nil
 }
 
+func (c *hubServiceClient) CreateEnrollmentToken(ctx context.Context, in *CreateEnrollmentTokenRequest, opts ...grpc.CallOption) (*CreateEnrollmentTokenResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CreateEnrollmentTokenResponse)
+	err := c.cc.Invoke(ctx, HubService_CreateEnrollmentToken_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *hubServiceClient) RevokeEnrollmentToken(ctx context.Context, in *RevokeEnrollmentTokenRequest, opts ...grpc.CallOption) (*RevokeEnrollmentTokenResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RevokeEnrollmentTokenResponse)
+	err := c.cc.Invoke(ctx, HubService_RevokeEnrollmentToken_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *hubServiceClient) UpdateServer(ctx context.Context, in *UpdateServerRequest, opts ...grpc.CallOption) (*UpdateServerResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpdateServerResponse)
+	err := c.cc.Invoke(ctx, HubService_UpdateServer_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // HubServiceServer is the server API for HubService service.
 // All implementations must embed UnimplementedHubServiceServer
 // for forward compatibility.
@@ -176,6 +218,15 @@ type HubServiceServer interface {
 	CreateJoinToken(context.Context, *CreateJoinTokenRequest) (*CreateJoinTokenResponse, error)
 	// RemoveMember removes a member from the Raft configuration.
 	RemoveMember(context.Context, *RemoveMemberRequest) (*RemoveMemberResponse, error)
+	// CreateEnrollmentToken makes a token new Servers enroll with; the secret
+	// is returned once and only its hash is stored.
+	CreateEnrollmentToken(context.Context, *CreateEnrollmentTokenRequest) (*CreateEnrollmentTokenResponse, error)
+	// RevokeEnrollmentToken stops a token from enrolling more Servers;
+	// Servers already enrolled with it are not affected.
+	RevokeEnrollmentToken(context.Context, *RevokeEnrollmentTokenRequest) (*RevokeEnrollmentTokenResponse, error)
+	// UpdateServer approves, denies, labels, cordons, uncordons or
+	// decommissions a Server.
+	UpdateServer(context.Context, *UpdateServerRequest) (*UpdateServerResponse, error)
 	mustEmbedUnimplementedHubServiceServer()
 }
 
@@ -209,6 +260,15 @@ func (UnimplementedHubServiceServer) CreateJoinToken(context.Context, *CreateJoi
 }
 func (UnimplementedHubServiceServer) RemoveMember(context.Context, *RemoveMemberRequest) (*RemoveMemberResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RemoveMember not implemented")
+}
+func (UnimplementedHubServiceServer) CreateEnrollmentToken(context.Context, *CreateEnrollmentTokenRequest) (*CreateEnrollmentTokenResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateEnrollmentToken not implemented")
+}
+func (UnimplementedHubServiceServer) RevokeEnrollmentToken(context.Context, *RevokeEnrollmentTokenRequest) (*RevokeEnrollmentTokenResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RevokeEnrollmentToken not implemented")
+}
+func (UnimplementedHubServiceServer) UpdateServer(context.Context, *UpdateServerRequest) (*UpdateServerResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateServer not implemented")
 }
 func (UnimplementedHubServiceServer) mustEmbedUnimplementedHubServiceServer() {}
 func (UnimplementedHubServiceServer) testEmbeddedByValue()                    {}
@@ -368,6 +428,60 @@ func _HubService_RemoveMember_Handler(srv interface{}, ctx context.Context, dec 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _HubService_CreateEnrollmentToken_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateEnrollmentTokenRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HubServiceServer).CreateEnrollmentToken(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: HubService_CreateEnrollmentToken_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HubServiceServer).CreateEnrollmentToken(ctx, req.(*CreateEnrollmentTokenRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _HubService_RevokeEnrollmentToken_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RevokeEnrollmentTokenRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HubServiceServer).RevokeEnrollmentToken(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: HubService_RevokeEnrollmentToken_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HubServiceServer).RevokeEnrollmentToken(ctx, req.(*RevokeEnrollmentTokenRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _HubService_UpdateServer_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateServerRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HubServiceServer).UpdateServer(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: HubService_UpdateServer_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HubServiceServer).UpdateServer(ctx, req.(*UpdateServerRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // HubService_ServiceDesc is the grpc.ServiceDesc for HubService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -403,6 +517,18 @@ var HubService_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "RemoveMember",
 			Handler:    _HubService_RemoveMember_Handler,
 		},
+		{
+			MethodName: "CreateEnrollmentToken",
+			Handler:    _HubService_CreateEnrollmentToken_Handler,
+		},
+		{
+			MethodName: "RevokeEnrollmentToken",
+			Handler:    _HubService_RevokeEnrollmentToken_Handler,
+		},
+		{
+			MethodName: "UpdateServer",
+			Handler:    _HubService_UpdateServer_Handler,
+		},
 	},
 	Streams: []grpc.StreamDesc{
 		{
@@ -415,8 +541,10 @@ var HubService_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
-	MemberService_Join_FullMethodName     = "/roost.v1.MemberService/Join"
-	MemberService_AddVoter_FullMethodName = "/roost.v1.MemberService/AddVoter"
+	MemberService_Join_FullMethodName                = "/roost.v1.MemberService/Join"
+	MemberService_AddVoter_FullMethodName            = "/roost.v1.MemberService/AddVoter"
+	MemberService_ReportSeen_FullMethodName          = "/roost.v1.MemberService/ReportSeen"
+	MemberService_ForwardServerStatus_FullMethodName = "/roost.v1.MemberService/ForwardServerStatus"
 )
 
 // MemberServiceClient is the client API for MemberService service.
@@ -431,6 +559,13 @@ type MemberServiceClient interface {
 	// AddVoter adds the calling member to the Raft configuration. It needs the
 	// member certificate Join issued.
 	AddVoter(ctx context.Context, in *AddVoterRequest, opts ...grpc.CallOption) (*AddVoterResponse, error)
+	// ReportSeen tells the leader which Servers' agents a member heard from
+	// since its last report (agents stream to any member; liveness lives in
+	// the leader's memory). Fails with Unavailable on a non-leader.
+	ReportSeen(ctx context.Context, in *ReportSeenRequest, opts ...grpc.CallOption) (*ReportSeenResponse, error)
+	// ForwardServerStatus proposes an agent's status change on the leader
+	// for a member that holds the agent's stream.
+	ForwardServerStatus(ctx context.Context, in *ForwardServerStatusRequest, opts ...grpc.CallOption) (*ForwardServerStatusResponse, error)
 }
 
 type memberServiceClient struct {
@@ -461,6 +596,26 @@ func (c *memberServiceClient) AddVoter(ctx context.Context, in *AddVoterRequest,
 	return out, nil
 }
 
+func (c *memberServiceClient) ReportSeen(ctx context.Context, in *ReportSeenRequest, opts ...grpc.CallOption) (*ReportSeenResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReportSeenResponse)
+	err := c.cc.Invoke(ctx, MemberService_ReportSeen_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *memberServiceClient) ForwardServerStatus(ctx context.Context, in *ForwardServerStatusRequest, opts ...grpc.CallOption) (*ForwardServerStatusResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ForwardServerStatusResponse)
+	err := c.cc.Invoke(ctx, MemberService_ForwardServerStatus_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MemberServiceServer is the server API for MemberService service.
 // All implementations must embed UnimplementedMemberServiceServer
 // for forward compatibility.
@@ -473,6 +628,13 @@ type MemberServiceServer interface {
 	// AddVoter adds the calling member to the Raft configuration. It needs the
 	// member certificate Join issued.
 	AddVoter(context.Context, *AddVoterRequest) (*AddVoterResponse, error)
+	// ReportSeen tells the leader which Servers' agents a member heard from
+	// since its last report (agents stream to any member; liveness lives in
+	// the leader's memory). Fails with Unavailable on a non-leader.
+	ReportSeen(context.Context, *ReportSeenRequest) (*ReportSeenResponse, error)
+	// ForwardServerStatus proposes an agent's status change on the leader
+	// for a member that holds the agent's stream.
+	ForwardServerStatus(context.Context, *ForwardServerStatusRequest) (*ForwardServerStatusResponse, error)
 	mustEmbedUnimplementedMemberServiceServer()
 }
 
@@ -488,6 +650,12 @@ func (UnimplementedMemberServiceServer) Join(context.Context, *JoinRequest) (*Jo
 }
 func (UnimplementedMemberServiceServer) AddVoter(context.Context, *AddVoterRequest) (*AddVoterResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method AddVoter not implemented")
+}
+func (UnimplementedMemberServiceServer) ReportSeen(context.Context, *ReportSeenRequest) (*ReportSeenResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReportSeen not implemented")
+}
+func (UnimplementedMemberServiceServer) ForwardServerStatus(context.Context, *ForwardServerStatusRequest) (*ForwardServerStatusResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ForwardServerStatus not implemented")
 }
 func (UnimplementedMemberServiceServer) mustEmbedUnimplementedMemberServiceServer() {}
 func (UnimplementedMemberServiceServer) testEmbeddedByValue()                       {}
@@ -546,6 +714,42 @@ func _MemberService_AddVoter_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _MemberService_ReportSeen_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReportSeenRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MemberServiceServer).ReportSeen(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MemberService_ReportSeen_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MemberServiceServer).ReportSeen(ctx, req.(*ReportSeenRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _MemberService_ForwardServerStatus_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ForwardServerStatusRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MemberServiceServer).ForwardServerStatus(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MemberService_ForwardServerStatus_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MemberServiceServer).ForwardServerStatus(ctx, req.(*ForwardServerStatusRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // MemberService_ServiceDesc is the grpc.ServiceDesc for MemberService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -560,6 +764,14 @@ var MemberService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "AddVoter",
 			Handler:    _MemberService_AddVoter_Handler,
+		},
+		{
+			MethodName: "ReportSeen",
+			Handler:    _MemberService_ReportSeen_Handler,
+		},
+		{
+			MethodName: "ForwardServerStatus",
+			Handler:    _MemberService_ForwardServerStatus_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

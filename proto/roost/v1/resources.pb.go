@@ -23,6 +23,74 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// ServerAction is an operator's change of a Server (roostctl server ...).
+type ServerAction int32
+
+const (
+	ServerAction_SERVER_ACTION_UNSPECIFIED ServerAction = 0
+	// SERVER_ACTION_APPROVE lets a PendingApproval Server become Available.
+	ServerAction_SERVER_ACTION_APPROVE ServerAction = 1
+	// SERVER_ACTION_DENY refuses a Server: Decommissioned with a reason.
+	ServerAction_SERVER_ACTION_DENY ServerAction = 2
+	// SERVER_ACTION_CORDON sets spec.unschedulable.
+	ServerAction_SERVER_ACTION_CORDON ServerAction = 3
+	// SERVER_ACTION_UNCORDON clears spec.unschedulable.
+	ServerAction_SERVER_ACTION_UNCORDON ServerAction = 4
+	// SERVER_ACTION_DECOMMISSION takes the Server out of service.
+	ServerAction_SERVER_ACTION_DECOMMISSION ServerAction = 5
+	// SERVER_ACTION_LABEL sets and removes operator labels.
+	ServerAction_SERVER_ACTION_LABEL ServerAction = 6
+)
+
+// Enum value maps for ServerAction.
+var (
+	ServerAction_name = map[int32]string{
+		0: "SERVER_ACTION_UNSPECIFIED",
+		1: "SERVER_ACTION_APPROVE",
+		2: "SERVER_ACTION_DENY",
+		3: "SERVER_ACTION_CORDON",
+		4: "SERVER_ACTION_UNCORDON",
+		5: "SERVER_ACTION_DECOMMISSION",
+		6: "SERVER_ACTION_LABEL",
+	}
+	ServerAction_value = map[string]int32{
+		"SERVER_ACTION_UNSPECIFIED":  0,
+		"SERVER_ACTION_APPROVE":      1,
+		"SERVER_ACTION_DENY":         2,
+		"SERVER_ACTION_CORDON":       3,
+		"SERVER_ACTION_UNCORDON":     4,
+		"SERVER_ACTION_DECOMMISSION": 5,
+		"SERVER_ACTION_LABEL":        6,
+	}
+)
+
+func (x ServerAction) Enum() *ServerAction {
+	p := new(ServerAction)
+	*p = x
+	return p
+}
+
+func (x ServerAction) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ServerAction) Descriptor() protoreflect.EnumDescriptor {
+	return file_roost_v1_resources_proto_enumTypes[0].Descriptor()
+}
+
+func (ServerAction) Type() protoreflect.EnumType {
+	return &file_roost_v1_resources_proto_enumTypes[0]
+}
+
+func (x ServerAction) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ServerAction.Descriptor instead.
+func (ServerAction) EnumDescriptor() ([]byte, []int) {
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{0}
+}
+
 // Cluster is a tenant Kubernetes cluster that worker Machines join.
 type Cluster struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1916,10 +1984,19 @@ type ServerSpec struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// system_uuid is the SMBIOS system UUID (lower-case, RFC 4122 text form).
 	SystemUuid string `protobuf:"bytes,1,opt,name=system_uuid,json=systemUuid,proto3" json:"system_uuid,omitempty"`
-	// mac_fingerprint is the sha256 of the sorted permanent MAC addresses.
+	// mac_fingerprint is the hex sha256 of the sorted permanent MAC addresses
+	// joined by ",".
 	MacFingerprint string `protobuf:"bytes,2,opt,name=mac_fingerprint,json=macFingerprint,proto3" json:"mac_fingerprint,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// unschedulable keeps the hub from claiming the Server for new Machines
+	// (roostctl server cordon/uncordon).
+	Unschedulable bool `protobuf:"varint,3,opt,name=unschedulable,proto3" json:"unschedulable,omitempty"`
+	// pool pre-assigns the Server to a Pool (from its enrollment token).
+	Pool string `protobuf:"bytes,4,opt,name=pool,proto3" json:"pool,omitempty"`
+	// permanent_macs are the permanent MAC addresses the Server enrolled with,
+	// sorted.
+	PermanentMacs []string `protobuf:"bytes,5,rep,name=permanent_macs,json=permanentMacs,proto3" json:"permanent_macs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ServerSpec) Reset() {
@@ -1966,15 +2043,54 @@ func (x *ServerSpec) GetMacFingerprint() string {
 	return ""
 }
 
+func (x *ServerSpec) GetUnschedulable() bool {
+	if x != nil {
+		return x.Unschedulable
+	}
+	return false
+}
+
+func (x *ServerSpec) GetPool() string {
+	if x != nil {
+		return x.Pool
+	}
+	return ""
+}
+
+func (x *ServerSpec) GetPermanentMacs() []string {
+	if x != nil {
+		return x.PermanentMacs
+	}
+	return nil
+}
+
 type ServerStatus struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
 	AgentVersion string                 `protobuf:"bytes,1,opt,name=agent_version,json=agentVersion,proto3" json:"agent_version,omitempty"`
 	// booted_revision is the Revision number the Server last booted.
 	BootedRevision int64 `protobuf:"varint,2,opt,name=booted_revision,json=bootedRevision,proto3" json:"booted_revision,omitempty"`
 	// health is "Healthy", "Unhealthy" or "Unknown".
-	Health        string                 `protobuf:"bytes,3,opt,name=health,proto3" json:"health,omitempty"`
-	LastSeen      *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=last_seen,json=lastSeen,proto3" json:"last_seen,omitempty"`
-	Conditions    []*Condition           `protobuf:"bytes,5,rep,name=conditions,proto3" json:"conditions,omitempty"`
+	Health string `protobuf:"bytes,3,opt,name=health,proto3" json:"health,omitempty"`
+	// last_seen is when the hub last saw the agent, written only when
+	// reachability changes (heartbeats are kept in the leader's memory).
+	LastSeen   *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=last_seen,json=lastSeen,proto3" json:"last_seen,omitempty"`
+	Conditions []*Condition           `protobuf:"bytes,5,rep,name=conditions,proto3" json:"conditions,omitempty"`
+	// state is Enrolling, PendingApproval, Available, Claimed, Cleaning or
+	// Decommissioned.
+	State string `protobuf:"bytes,6,opt,name=state,proto3" json:"state,omitempty"`
+	// state_reason says why the state is what it is (e.g. why it was denied).
+	StateReason string `protobuf:"bytes,7,opt,name=state_reason,json=stateReason,proto3" json:"state_reason,omitempty"`
+	// reachability is "Reachable" or "Unreachable" (no heartbeat within the TTL).
+	Reachability string `protobuf:"bytes,8,opt,name=reachability,proto3" json:"reachability,omitempty"`
+	// inventory is the hardware the agent reported.
+	Inventory *Inventory `protobuf:"bytes,9,opt,name=inventory,proto3" json:"inventory,omitempty"`
+	// enrollment_token names the EnrollmentToken the Server last enrolled with.
+	EnrollmentToken string                 `protobuf:"bytes,10,opt,name=enrollment_token,json=enrollmentToken,proto3" json:"enrollment_token,omitempty"`
+	EnrolledAt      *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=enrolled_at,json=enrolledAt,proto3" json:"enrolled_at,omitempty"`
+	// applied_generation is the newest DesiredState generation the agent applied.
+	AppliedGeneration int64 `protobuf:"varint,12,opt,name=applied_generation,json=appliedGeneration,proto3" json:"applied_generation,omitempty"`
+	// image_version is the ImageRelease version the Server runs.
+	ImageVersion  string `protobuf:"bytes,13,opt,name=image_version,json=imageVersion,proto3" json:"image_version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2042,6 +2158,62 @@ func (x *ServerStatus) GetConditions() []*Condition {
 		return x.Conditions
 	}
 	return nil
+}
+
+func (x *ServerStatus) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *ServerStatus) GetStateReason() string {
+	if x != nil {
+		return x.StateReason
+	}
+	return ""
+}
+
+func (x *ServerStatus) GetReachability() string {
+	if x != nil {
+		return x.Reachability
+	}
+	return ""
+}
+
+func (x *ServerStatus) GetInventory() *Inventory {
+	if x != nil {
+		return x.Inventory
+	}
+	return nil
+}
+
+func (x *ServerStatus) GetEnrollmentToken() string {
+	if x != nil {
+		return x.EnrollmentToken
+	}
+	return ""
+}
+
+func (x *ServerStatus) GetEnrolledAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EnrolledAt
+	}
+	return nil
+}
+
+func (x *ServerStatus) GetAppliedGeneration() int64 {
+	if x != nil {
+		return x.AppliedGeneration
+	}
+	return 0
+}
+
+func (x *ServerStatus) GetImageVersion() string {
+	if x != nil {
+		return x.ImageVersion
+	}
+	return ""
 }
 
 // Machine is one claim on a Server for a purpose.
@@ -2659,9 +2831,12 @@ func (x *EnrollmentTokenSpec) GetRequireApproval() bool {
 }
 
 type EnrollmentTokenStatus struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Uses          int32                  `protobuf:"varint,1,opt,name=uses,proto3" json:"uses,omitempty"`
-	Revoked       bool                   `protobuf:"varint,2,opt,name=revoked,proto3" json:"revoked,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Uses      int32                  `protobuf:"varint,1,opt,name=uses,proto3" json:"uses,omitempty"`
+	Revoked   bool                   `protobuf:"varint,2,opt,name=revoked,proto3" json:"revoked,omitempty"`
+	RevokedAt *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=revoked_at,json=revokedAt,proto3" json:"revoked_at,omitempty"`
+	// last_used_at is when a Server last enrolled with the token.
+	LastUsedAt    *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=last_used_at,json=lastUsedAt,proto3" json:"last_used_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2708,6 +2883,20 @@ func (x *EnrollmentTokenStatus) GetRevoked() bool {
 		return x.Revoked
 	}
 	return false
+}
+
+func (x *EnrollmentTokenStatus) GetRevokedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RevokedAt
+	}
+	return nil
+}
+
+func (x *EnrollmentTokenStatus) GetLastUsedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastUsedAt
+	}
+	return nil
 }
 
 // Lease is permission from the hub for one Server to go down now.
@@ -3109,7 +3298,7 @@ var File_roost_v1_resources_proto protoreflect.FileDescriptor
 
 const file_roost_v1_resources_proto_rawDesc = "" +
 	"\n" +
-	"\x18roost/v1/resources.proto\x12\broost.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x13roost/v1/meta.proto\"\xcc\x01\n" +
+	"\x18roost/v1/resources.proto\x12\broost.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14roost/v1/agent.proto\x1a\x13roost/v1/meta.proto\"\xcc\x01\n" +
 	"\aCluster\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
@@ -3270,12 +3459,15 @@ const file_roost_v1_resources_proto_rawDesc = "" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x120\n" +
 	"\bmetadata\x18\x03 \x01(\v2\x14.roost.v1.ObjectMetaR\bmetadata\x12(\n" +
 	"\x04spec\x18\x04 \x01(\v2\x14.roost.v1.ServerSpecR\x04spec\x12.\n" +
-	"\x06status\x18\x05 \x01(\v2\x16.roost.v1.ServerStatusR\x06status\"V\n" +
+	"\x06status\x18\x05 \x01(\v2\x16.roost.v1.ServerStatusR\x06status\"\xb7\x01\n" +
 	"\n" +
 	"ServerSpec\x12\x1f\n" +
 	"\vsystem_uuid\x18\x01 \x01(\tR\n" +
 	"systemUuid\x12'\n" +
-	"\x0fmac_fingerprint\x18\x02 \x01(\tR\x0emacFingerprint\"\xe2\x01\n" +
+	"\x0fmac_fingerprint\x18\x02 \x01(\tR\x0emacFingerprint\x12$\n" +
+	"\runschedulable\x18\x03 \x01(\bR\runschedulable\x12\x12\n" +
+	"\x04pool\x18\x04 \x01(\tR\x04pool\x12%\n" +
+	"\x0epermanent_macs\x18\x05 \x03(\tR\rpermanentMacs\"\xae\x04\n" +
 	"\fServerStatus\x12#\n" +
 	"\ragent_version\x18\x01 \x01(\tR\fagentVersion\x12'\n" +
 	"\x0fbooted_revision\x18\x02 \x01(\x03R\x0ebootedRevision\x12\x16\n" +
@@ -3283,7 +3475,17 @@ const file_roost_v1_resources_proto_rawDesc = "" +
 	"\tlast_seen\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\blastSeen\x123\n" +
 	"\n" +
 	"conditions\x18\x05 \x03(\v2\x13.roost.v1.ConditionR\n" +
-	"conditions\"\xcc\x01\n" +
+	"conditions\x12\x14\n" +
+	"\x05state\x18\x06 \x01(\tR\x05state\x12!\n" +
+	"\fstate_reason\x18\a \x01(\tR\vstateReason\x12\"\n" +
+	"\freachability\x18\b \x01(\tR\freachability\x121\n" +
+	"\tinventory\x18\t \x01(\v2\x13.roost.v1.InventoryR\tinventory\x12)\n" +
+	"\x10enrollment_token\x18\n" +
+	" \x01(\tR\x0fenrollmentToken\x12;\n" +
+	"\venrolled_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"enrolledAt\x12-\n" +
+	"\x12applied_generation\x18\f \x01(\x03R\x11appliedGeneration\x12#\n" +
+	"\rimage_version\x18\r \x01(\tR\fimageVersion\"\xcc\x01\n" +
 	"\aMachine\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
@@ -3341,10 +3543,14 @@ const file_roost_v1_resources_proto_rawDesc = "" +
 	"\x10require_approval\x18\x06 \x01(\bR\x0frequireApproval\x1a?\n" +
 	"\x11ServerLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"E\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xbe\x01\n" +
 	"\x15EnrollmentTokenStatus\x12\x12\n" +
 	"\x04uses\x18\x01 \x01(\x05R\x04uses\x12\x18\n" +
-	"\arevoked\x18\x02 \x01(\bR\arevoked\"\xc6\x01\n" +
+	"\arevoked\x18\x02 \x01(\bR\arevoked\x129\n" +
+	"\n" +
+	"revoked_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\trevokedAt\x12<\n" +
+	"\flast_used_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"lastUsedAt\"\xc6\x01\n" +
 	"\x05Lease\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
@@ -3371,7 +3577,15 @@ const file_roost_v1_resources_proto_rawDesc = "" +
 	"\x10enrollment_token\x18\t \x01(\v2\x19.roost.v1.EnrollmentTokenH\x00R\x0fenrollmentToken\x12'\n" +
 	"\x05lease\x18\n" +
 	" \x01(\v2\x0f.roost.v1.LeaseH\x00R\x05leaseB\x06\n" +
-	"\x04kindB4Z2github.com/roostfleet/roost/proto/roost/v1;roostv1b\x06proto3"
+	"\x04kind*\xcf\x01\n" +
+	"\fServerAction\x12\x1d\n" +
+	"\x19SERVER_ACTION_UNSPECIFIED\x10\x00\x12\x19\n" +
+	"\x15SERVER_ACTION_APPROVE\x10\x01\x12\x16\n" +
+	"\x12SERVER_ACTION_DENY\x10\x02\x12\x18\n" +
+	"\x14SERVER_ACTION_CORDON\x10\x03\x12\x1a\n" +
+	"\x16SERVER_ACTION_UNCORDON\x10\x04\x12\x1e\n" +
+	"\x1aSERVER_ACTION_DECOMMISSION\x10\x05\x12\x17\n" +
+	"\x13SERVER_ACTION_LABEL\x10\x06B4Z2github.com/roostfleet/roost/proto/roost/v1;roostv1b\x06proto3"
 
 var (
 	file_roost_v1_resources_proto_rawDescOnce sync.Once
@@ -3385,133 +3599,140 @@ func file_roost_v1_resources_proto_rawDescGZIP() []byte {
 	return file_roost_v1_resources_proto_rawDescData
 }
 
+var file_roost_v1_resources_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
 var file_roost_v1_resources_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
 var file_roost_v1_resources_proto_goTypes = []any{
-	(*Cluster)(nil),                 // 0: roost.v1.Cluster
-	(*ClusterSpec)(nil),             // 1: roost.v1.ClusterSpec
-	(*ClusterStatus)(nil),           // 2: roost.v1.ClusterStatus
-	(*MachineClass)(nil),            // 3: roost.v1.MachineClass
-	(*MachineClassSpec)(nil),        // 4: roost.v1.MachineClassSpec
-	(*InstallDiskHints)(nil),        // 5: roost.v1.InstallDiskHints
-	(*MachineClassStatus)(nil),      // 6: roost.v1.MachineClassStatus
-	(*NetworkProfile)(nil),          // 7: roost.v1.NetworkProfile
-	(*NetworkProfileSpec)(nil),      // 8: roost.v1.NetworkProfileSpec
-	(*LinkMatch)(nil),               // 9: roost.v1.LinkMatch
-	(*Route)(nil),                   // 10: roost.v1.Route
-	(*Link)(nil),                    // 11: roost.v1.Link
-	(*Bond)(nil),                    // 12: roost.v1.Bond
-	(*Vlan)(nil),                    // 13: roost.v1.Vlan
-	(*Bridge)(nil),                  // 14: roost.v1.Bridge
-	(*DNS)(nil),                     // 15: roost.v1.DNS
-	(*NetworkProfileStatus)(nil),    // 16: roost.v1.NetworkProfileStatus
-	(*MaintenanceWindow)(nil),       // 17: roost.v1.MaintenanceWindow
-	(*MaintenanceWindowSpec)(nil),   // 18: roost.v1.MaintenanceWindowSpec
-	(*MaintenanceWindowStatus)(nil), // 19: roost.v1.MaintenanceWindowStatus
-	(*Pool)(nil),                    // 20: roost.v1.Pool
-	(*PoolSpec)(nil),                // 21: roost.v1.PoolSpec
-	(*RolloutPolicy)(nil),           // 22: roost.v1.RolloutPolicy
-	(*PoolStatus)(nil),              // 23: roost.v1.PoolStatus
-	(*Server)(nil),                  // 24: roost.v1.Server
-	(*ServerSpec)(nil),              // 25: roost.v1.ServerSpec
-	(*ServerStatus)(nil),            // 26: roost.v1.ServerStatus
-	(*Machine)(nil),                 // 27: roost.v1.Machine
-	(*MachineSpec)(nil),             // 28: roost.v1.MachineSpec
-	(*MachineStatus)(nil),           // 29: roost.v1.MachineStatus
-	(*ImageRelease)(nil),            // 30: roost.v1.ImageRelease
-	(*Artifact)(nil),                // 31: roost.v1.Artifact
-	(*ImageReleaseSpec)(nil),        // 32: roost.v1.ImageReleaseSpec
-	(*ImageReleaseStatus)(nil),      // 33: roost.v1.ImageReleaseStatus
-	(*EnrollmentToken)(nil),         // 34: roost.v1.EnrollmentToken
-	(*EnrollmentTokenSpec)(nil),     // 35: roost.v1.EnrollmentTokenSpec
-	(*EnrollmentTokenStatus)(nil),   // 36: roost.v1.EnrollmentTokenStatus
-	(*Lease)(nil),                   // 37: roost.v1.Lease
-	(*LeaseSpec)(nil),               // 38: roost.v1.LeaseSpec
-	(*LeaseStatus)(nil),             // 39: roost.v1.LeaseStatus
-	(*Object)(nil),                  // 40: roost.v1.Object
-	nil,                             // 41: roost.v1.PoolSpec.NodeLabelsEntry
-	nil,                             // 42: roost.v1.ImageReleaseSpec.ComponentsEntry
-	nil,                             // 43: roost.v1.EnrollmentTokenSpec.ServerLabelsEntry
-	(*ObjectMeta)(nil),              // 44: roost.v1.ObjectMeta
-	(*Condition)(nil),               // 45: roost.v1.Condition
-	(*durationpb.Duration)(nil),     // 46: google.protobuf.Duration
-	(*IntOrString)(nil),             // 47: roost.v1.IntOrString
-	(*timestamppb.Timestamp)(nil),   // 48: google.protobuf.Timestamp
+	(ServerAction)(0),               // 0: roost.v1.ServerAction
+	(*Cluster)(nil),                 // 1: roost.v1.Cluster
+	(*ClusterSpec)(nil),             // 2: roost.v1.ClusterSpec
+	(*ClusterStatus)(nil),           // 3: roost.v1.ClusterStatus
+	(*MachineClass)(nil),            // 4: roost.v1.MachineClass
+	(*MachineClassSpec)(nil),        // 5: roost.v1.MachineClassSpec
+	(*InstallDiskHints)(nil),        // 6: roost.v1.InstallDiskHints
+	(*MachineClassStatus)(nil),      // 7: roost.v1.MachineClassStatus
+	(*NetworkProfile)(nil),          // 8: roost.v1.NetworkProfile
+	(*NetworkProfileSpec)(nil),      // 9: roost.v1.NetworkProfileSpec
+	(*LinkMatch)(nil),               // 10: roost.v1.LinkMatch
+	(*Route)(nil),                   // 11: roost.v1.Route
+	(*Link)(nil),                    // 12: roost.v1.Link
+	(*Bond)(nil),                    // 13: roost.v1.Bond
+	(*Vlan)(nil),                    // 14: roost.v1.Vlan
+	(*Bridge)(nil),                  // 15: roost.v1.Bridge
+	(*DNS)(nil),                     // 16: roost.v1.DNS
+	(*NetworkProfileStatus)(nil),    // 17: roost.v1.NetworkProfileStatus
+	(*MaintenanceWindow)(nil),       // 18: roost.v1.MaintenanceWindow
+	(*MaintenanceWindowSpec)(nil),   // 19: roost.v1.MaintenanceWindowSpec
+	(*MaintenanceWindowStatus)(nil), // 20: roost.v1.MaintenanceWindowStatus
+	(*Pool)(nil),                    // 21: roost.v1.Pool
+	(*PoolSpec)(nil),                // 22: roost.v1.PoolSpec
+	(*RolloutPolicy)(nil),           // 23: roost.v1.RolloutPolicy
+	(*PoolStatus)(nil),              // 24: roost.v1.PoolStatus
+	(*Server)(nil),                  // 25: roost.v1.Server
+	(*ServerSpec)(nil),              // 26: roost.v1.ServerSpec
+	(*ServerStatus)(nil),            // 27: roost.v1.ServerStatus
+	(*Machine)(nil),                 // 28: roost.v1.Machine
+	(*MachineSpec)(nil),             // 29: roost.v1.MachineSpec
+	(*MachineStatus)(nil),           // 30: roost.v1.MachineStatus
+	(*ImageRelease)(nil),            // 31: roost.v1.ImageRelease
+	(*Artifact)(nil),                // 32: roost.v1.Artifact
+	(*ImageReleaseSpec)(nil),        // 33: roost.v1.ImageReleaseSpec
+	(*ImageReleaseStatus)(nil),      // 34: roost.v1.ImageReleaseStatus
+	(*EnrollmentToken)(nil),         // 35: roost.v1.EnrollmentToken
+	(*EnrollmentTokenSpec)(nil),     // 36: roost.v1.EnrollmentTokenSpec
+	(*EnrollmentTokenStatus)(nil),   // 37: roost.v1.EnrollmentTokenStatus
+	(*Lease)(nil),                   // 38: roost.v1.Lease
+	(*LeaseSpec)(nil),               // 39: roost.v1.LeaseSpec
+	(*LeaseStatus)(nil),             // 40: roost.v1.LeaseStatus
+	(*Object)(nil),                  // 41: roost.v1.Object
+	nil,                             // 42: roost.v1.PoolSpec.NodeLabelsEntry
+	nil,                             // 43: roost.v1.ImageReleaseSpec.ComponentsEntry
+	nil,                             // 44: roost.v1.EnrollmentTokenSpec.ServerLabelsEntry
+	(*ObjectMeta)(nil),              // 45: roost.v1.ObjectMeta
+	(*Condition)(nil),               // 46: roost.v1.Condition
+	(*durationpb.Duration)(nil),     // 47: google.protobuf.Duration
+	(*IntOrString)(nil),             // 48: roost.v1.IntOrString
+	(*timestamppb.Timestamp)(nil),   // 49: google.protobuf.Timestamp
+	(*Inventory)(nil),               // 50: roost.v1.Inventory
 }
 var file_roost_v1_resources_proto_depIdxs = []int32{
-	44, // 0: roost.v1.Cluster.metadata:type_name -> roost.v1.ObjectMeta
-	1,  // 1: roost.v1.Cluster.spec:type_name -> roost.v1.ClusterSpec
-	2,  // 2: roost.v1.Cluster.status:type_name -> roost.v1.ClusterStatus
-	45, // 3: roost.v1.ClusterStatus.conditions:type_name -> roost.v1.Condition
-	44, // 4: roost.v1.MachineClass.metadata:type_name -> roost.v1.ObjectMeta
-	4,  // 5: roost.v1.MachineClass.spec:type_name -> roost.v1.MachineClassSpec
-	6,  // 6: roost.v1.MachineClass.status:type_name -> roost.v1.MachineClassStatus
-	5,  // 7: roost.v1.MachineClassSpec.install_disk:type_name -> roost.v1.InstallDiskHints
-	44, // 8: roost.v1.NetworkProfile.metadata:type_name -> roost.v1.ObjectMeta
-	8,  // 9: roost.v1.NetworkProfile.spec:type_name -> roost.v1.NetworkProfileSpec
-	16, // 10: roost.v1.NetworkProfile.status:type_name -> roost.v1.NetworkProfileStatus
-	11, // 11: roost.v1.NetworkProfileSpec.links:type_name -> roost.v1.Link
-	12, // 12: roost.v1.NetworkProfileSpec.bonds:type_name -> roost.v1.Bond
-	13, // 13: roost.v1.NetworkProfileSpec.vlans:type_name -> roost.v1.Vlan
-	14, // 14: roost.v1.NetworkProfileSpec.bridges:type_name -> roost.v1.Bridge
-	15, // 15: roost.v1.NetworkProfileSpec.dns:type_name -> roost.v1.DNS
-	9,  // 16: roost.v1.Link.match:type_name -> roost.v1.LinkMatch
-	10, // 17: roost.v1.Link.routes:type_name -> roost.v1.Route
-	10, // 18: roost.v1.Bond.routes:type_name -> roost.v1.Route
-	10, // 19: roost.v1.Vlan.routes:type_name -> roost.v1.Route
-	10, // 20: roost.v1.Bridge.routes:type_name -> roost.v1.Route
-	44, // 21: roost.v1.MaintenanceWindow.metadata:type_name -> roost.v1.ObjectMeta
-	18, // 22: roost.v1.MaintenanceWindow.spec:type_name -> roost.v1.MaintenanceWindowSpec
-	19, // 23: roost.v1.MaintenanceWindow.status:type_name -> roost.v1.MaintenanceWindowStatus
-	46, // 24: roost.v1.MaintenanceWindowSpec.duration:type_name -> google.protobuf.Duration
-	44, // 25: roost.v1.Pool.metadata:type_name -> roost.v1.ObjectMeta
-	21, // 26: roost.v1.Pool.spec:type_name -> roost.v1.PoolSpec
-	23, // 27: roost.v1.Pool.status:type_name -> roost.v1.PoolStatus
-	41, // 28: roost.v1.PoolSpec.node_labels:type_name -> roost.v1.PoolSpec.NodeLabelsEntry
-	22, // 29: roost.v1.PoolSpec.rollout:type_name -> roost.v1.RolloutPolicy
-	47, // 30: roost.v1.RolloutPolicy.max_unavailable:type_name -> roost.v1.IntOrString
-	46, // 31: roost.v1.RolloutPolicy.settle:type_name -> google.protobuf.Duration
-	46, // 32: roost.v1.RolloutPolicy.ready_timeout:type_name -> google.protobuf.Duration
-	45, // 33: roost.v1.PoolStatus.conditions:type_name -> roost.v1.Condition
-	44, // 34: roost.v1.Server.metadata:type_name -> roost.v1.ObjectMeta
-	25, // 35: roost.v1.Server.spec:type_name -> roost.v1.ServerSpec
-	26, // 36: roost.v1.Server.status:type_name -> roost.v1.ServerStatus
-	48, // 37: roost.v1.ServerStatus.last_seen:type_name -> google.protobuf.Timestamp
-	45, // 38: roost.v1.ServerStatus.conditions:type_name -> roost.v1.Condition
-	44, // 39: roost.v1.Machine.metadata:type_name -> roost.v1.ObjectMeta
-	28, // 40: roost.v1.Machine.spec:type_name -> roost.v1.MachineSpec
-	29, // 41: roost.v1.Machine.status:type_name -> roost.v1.MachineStatus
-	45, // 42: roost.v1.MachineStatus.conditions:type_name -> roost.v1.Condition
-	44, // 43: roost.v1.ImageRelease.metadata:type_name -> roost.v1.ObjectMeta
-	32, // 44: roost.v1.ImageRelease.spec:type_name -> roost.v1.ImageReleaseSpec
-	33, // 45: roost.v1.ImageRelease.status:type_name -> roost.v1.ImageReleaseStatus
-	31, // 46: roost.v1.ImageReleaseSpec.kernel:type_name -> roost.v1.Artifact
-	31, // 47: roost.v1.ImageReleaseSpec.initrd:type_name -> roost.v1.Artifact
-	31, // 48: roost.v1.ImageReleaseSpec.boot_loader:type_name -> roost.v1.Artifact
-	42, // 49: roost.v1.ImageReleaseSpec.components:type_name -> roost.v1.ImageReleaseSpec.ComponentsEntry
-	44, // 50: roost.v1.EnrollmentToken.metadata:type_name -> roost.v1.ObjectMeta
-	35, // 51: roost.v1.EnrollmentToken.spec:type_name -> roost.v1.EnrollmentTokenSpec
-	36, // 52: roost.v1.EnrollmentToken.status:type_name -> roost.v1.EnrollmentTokenStatus
-	48, // 53: roost.v1.EnrollmentTokenSpec.expires_at:type_name -> google.protobuf.Timestamp
-	43, // 54: roost.v1.EnrollmentTokenSpec.server_labels:type_name -> roost.v1.EnrollmentTokenSpec.ServerLabelsEntry
-	44, // 55: roost.v1.Lease.metadata:type_name -> roost.v1.ObjectMeta
-	38, // 56: roost.v1.Lease.spec:type_name -> roost.v1.LeaseSpec
-	39, // 57: roost.v1.Lease.status:type_name -> roost.v1.LeaseStatus
-	48, // 58: roost.v1.LeaseSpec.expires_at:type_name -> google.protobuf.Timestamp
-	24, // 59: roost.v1.Object.server:type_name -> roost.v1.Server
-	27, // 60: roost.v1.Object.machine:type_name -> roost.v1.Machine
-	20, // 61: roost.v1.Object.pool:type_name -> roost.v1.Pool
-	0,  // 62: roost.v1.Object.cluster:type_name -> roost.v1.Cluster
-	3,  // 63: roost.v1.Object.machine_class:type_name -> roost.v1.MachineClass
-	7,  // 64: roost.v1.Object.network_profile:type_name -> roost.v1.NetworkProfile
-	17, // 65: roost.v1.Object.maintenance_window:type_name -> roost.v1.MaintenanceWindow
-	30, // 66: roost.v1.Object.image_release:type_name -> roost.v1.ImageRelease
-	34, // 67: roost.v1.Object.enrollment_token:type_name -> roost.v1.EnrollmentToken
-	37, // 68: roost.v1.Object.lease:type_name -> roost.v1.Lease
-	69, // [69:69] is the sub-list for method output_type
-	69, // [69:69] is the sub-list for method input_type
-	69, // [69:69] is the sub-list for extension type_name
-	69, // [69:69] is the sub-list for extension extendee
-	0,  // [0:69] is the sub-list for field type_name
+	45, // 0: roost.v1.Cluster.metadata:type_name -> roost.v1.ObjectMeta
+	2,  // 1: roost.v1.Cluster.spec:type_name -> roost.v1.ClusterSpec
+	3,  // 2: roost.v1.Cluster.status:type_name -> roost.v1.ClusterStatus
+	46, // 3: roost.v1.ClusterStatus.conditions:type_name -> roost.v1.Condition
+	45, // 4: roost.v1.MachineClass.metadata:type_name -> roost.v1.ObjectMeta
+	5,  // 5: roost.v1.MachineClass.spec:type_name -> roost.v1.MachineClassSpec
+	7,  // 6: roost.v1.MachineClass.status:type_name -> roost.v1.MachineClassStatus
+	6,  // 7: roost.v1.MachineClassSpec.install_disk:type_name -> roost.v1.InstallDiskHints
+	45, // 8: roost.v1.NetworkProfile.metadata:type_name -> roost.v1.ObjectMeta
+	9,  // 9: roost.v1.NetworkProfile.spec:type_name -> roost.v1.NetworkProfileSpec
+	17, // 10: roost.v1.NetworkProfile.status:type_name -> roost.v1.NetworkProfileStatus
+	12, // 11: roost.v1.NetworkProfileSpec.links:type_name -> roost.v1.Link
+	13, // 12: roost.v1.NetworkProfileSpec.bonds:type_name -> roost.v1.Bond
+	14, // 13: roost.v1.NetworkProfileSpec.vlans:type_name -> roost.v1.Vlan
+	15, // 14: roost.v1.NetworkProfileSpec.bridges:type_name -> roost.v1.Bridge
+	16, // 15: roost.v1.NetworkProfileSpec.dns:type_name -> roost.v1.DNS
+	10, // 16: roost.v1.Link.match:type_name -> roost.v1.LinkMatch
+	11, // 17: roost.v1.Link.routes:type_name -> roost.v1.Route
+	11, // 18: roost.v1.Bond.routes:type_name -> roost.v1.Route
+	11, // 19: roost.v1.Vlan.routes:type_name -> roost.v1.Route
+	11, // 20: roost.v1.Bridge.routes:type_name -> roost.v1.Route
+	45, // 21: roost.v1.MaintenanceWindow.metadata:type_name -> roost.v1.ObjectMeta
+	19, // 22: roost.v1.MaintenanceWindow.spec:type_name -> roost.v1.MaintenanceWindowSpec
+	20, // 23: roost.v1.MaintenanceWindow.status:type_name -> roost.v1.MaintenanceWindowStatus
+	47, // 24: roost.v1.MaintenanceWindowSpec.duration:type_name -> google.protobuf.Duration
+	45, // 25: roost.v1.Pool.metadata:type_name -> roost.v1.ObjectMeta
+	22, // 26: roost.v1.Pool.spec:type_name -> roost.v1.PoolSpec
+	24, // 27: roost.v1.Pool.status:type_name -> roost.v1.PoolStatus
+	42, // 28: roost.v1.PoolSpec.node_labels:type_name -> roost.v1.PoolSpec.NodeLabelsEntry
+	23, // 29: roost.v1.PoolSpec.rollout:type_name -> roost.v1.RolloutPolicy
+	48, // 30: roost.v1.RolloutPolicy.max_unavailable:type_name -> roost.v1.IntOrString
+	47, // 31: roost.v1.RolloutPolicy.settle:type_name -> google.protobuf.Duration
+	47, // 32: roost.v1.RolloutPolicy.ready_timeout:type_name -> google.protobuf.Duration
+	46, // 33: roost.v1.PoolStatus.conditions:type_name -> roost.v1.Condition
+	45, // 34: roost.v1.Server.metadata:type_name -> roost.v1.ObjectMeta
+	26, // 35: roost.v1.Server.spec:type_name -> roost.v1.ServerSpec
+	27, // 36: roost.v1.Server.status:type_name -> roost.v1.ServerStatus
+	49, // 37: roost.v1.ServerStatus.last_seen:type_name -> google.protobuf.Timestamp
+	46, // 38: roost.v1.ServerStatus.conditions:type_name -> roost.v1.Condition
+	50, // 39: roost.v1.ServerStatus.inventory:type_name -> roost.v1.Inventory
+	49, // 40: roost.v1.ServerStatus.enrolled_at:type_name -> google.protobuf.Timestamp
+	45, // 41: roost.v1.Machine.metadata:type_name -> roost.v1.ObjectMeta
+	29, // 42: roost.v1.Machine.spec:type_name -> roost.v1.MachineSpec
+	30, // 43: roost.v1.Machine.status:type_name -> roost.v1.MachineStatus
+	46, // 44: roost.v1.MachineStatus.conditions:type_name -> roost.v1.Condition
+	45, // 45: roost.v1.ImageRelease.metadata:type_name -> roost.v1.ObjectMeta
+	33, // 46: roost.v1.ImageRelease.spec:type_name -> roost.v1.ImageReleaseSpec
+	34, // 47: roost.v1.ImageRelease.status:type_name -> roost.v1.ImageReleaseStatus
+	32, // 48: roost.v1.ImageReleaseSpec.kernel:type_name -> roost.v1.Artifact
+	32, // 49: roost.v1.ImageReleaseSpec.initrd:type_name -> roost.v1.Artifact
+	32, // 50: roost.v1.ImageReleaseSpec.boot_loader:type_name -> roost.v1.Artifact
+	43, // 51: roost.v1.ImageReleaseSpec.components:type_name -> roost.v1.ImageReleaseSpec.ComponentsEntry
+	45, // 52: roost.v1.EnrollmentToken.metadata:type_name -> roost.v1.ObjectMeta
+	36, // 53: roost.v1.EnrollmentToken.spec:type_name -> roost.v1.EnrollmentTokenSpec
+	37, // 54: roost.v1.EnrollmentToken.status:type_name -> roost.v1.EnrollmentTokenStatus
+	49, // 55: roost.v1.EnrollmentTokenSpec.expires_at:type_name -> google.protobuf.Timestamp
+	44, // 56: roost.v1.EnrollmentTokenSpec.server_labels:type_name -> roost.v1.EnrollmentTokenSpec.ServerLabelsEntry
+	49, // 57: roost.v1.EnrollmentTokenStatus.revoked_at:type_name -> google.protobuf.Timestamp
+	49, // 58: roost.v1.EnrollmentTokenStatus.last_used_at:type_name -> google.protobuf.Timestamp
+	45, // 59: roost.v1.Lease.metadata:type_name -> roost.v1.ObjectMeta
+	39, // 60: roost.v1.Lease.spec:type_name -> roost.v1.LeaseSpec
+	40, // 61: roost.v1.Lease.status:type_name -> roost.v1.LeaseStatus
+	49, // 62: roost.v1.LeaseSpec.expires_at:type_name -> google.protobuf.Timestamp
+	25, // 63: roost.v1.Object.server:type_name -> roost.v1.Server
+	28, // 64: roost.v1.Object.machine:type_name -> roost.v1.Machine
+	21, // 65: roost.v1.Object.pool:type_name -> roost.v1.Pool
+	1,  // 66: roost.v1.Object.cluster:type_name -> roost.v1.Cluster
+	4,  // 67: roost.v1.Object.machine_class:type_name -> roost.v1.MachineClass
+	8,  // 68: roost.v1.Object.network_profile:type_name -> roost.v1.NetworkProfile
+	18, // 69: roost.v1.Object.maintenance_window:type_name -> roost.v1.MaintenanceWindow
+	31, // 70: roost.v1.Object.image_release:type_name -> roost.v1.ImageRelease
+	35, // 71: roost.v1.Object.enrollment_token:type_name -> roost.v1.EnrollmentToken
+	38, // 72: roost.v1.Object.lease:type_name -> roost.v1.Lease
+	73, // [73:73] is the sub-list for method output_type
+	73, // [73:73] is the sub-list for method input_type
+	73, // [73:73] is the sub-list for extension type_name
+	73, // [73:73] is the sub-list for extension extendee
+	0,  // [0:73] is the sub-list for field type_name
 }
 
 func init() { file_roost_v1_resources_proto_init() }
@@ -3519,6 +3740,7 @@ func file_roost_v1_resources_proto_init() {
 	if File_roost_v1_resources_proto != nil {
 		return
 	}
+	file_roost_v1_agent_proto_init()
 	file_roost_v1_meta_proto_init()
 	file_roost_v1_resources_proto_msgTypes[5].OneofWrappers = []any{}
 	file_roost_v1_resources_proto_msgTypes[21].OneofWrappers = []any{}
@@ -3539,13 +3761,14 @@ func file_roost_v1_resources_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_roost_v1_resources_proto_rawDesc), len(file_roost_v1_resources_proto_rawDesc)),
-			NumEnums:      0,
+			NumEnums:      1,
 			NumMessages:   44,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
 		GoTypes:           file_roost_v1_resources_proto_goTypes,
 		DependencyIndexes: file_roost_v1_resources_proto_depIdxs,
+		EnumInfos:         file_roost_v1_resources_proto_enumTypes,
 		MessageInfos:      file_roost_v1_resources_proto_msgTypes,
 	}.Build()
 	File_roost_v1_resources_proto = out.File

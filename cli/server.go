@@ -1,0 +1,133 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+)
+
+func newServerCommand(o *options) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "server",
+		Aliases: []string{"servers", "srv"},
+		Short:   "Approve, deny, label, cordon and decommission servers",
+		Long: `Servers register themselves by enrolling (see 'roostctl token'). These
+commands change what the hub does with them:
+
+  approve       let a server held in PendingApproval become Available
+  deny          refuse a server: it becomes Decommissioned and its agent is refused
+  label         set or remove operator labels (derived roost.io/ labels are
+                computed from the inventory and cannot be changed)
+  cordon        keep the hub from claiming the server for new Machines
+  uncordon      undo cordon
+  decommission  take the server out of service; its agent is refused until
+                it enrolls again with a token
+
+List servers with 'roostctl get servers' and look at one with
+'roostctl describe server NAME'.`,
+		Example: `  roostctl server approve 4c4c4544-0042-3510-8052-b4c04f4d4e31
+  roostctl server label 4c4c4544-0042-3510-8052-b4c04f4d4e31 rack=r12 gpu-
+  roostctl server cordon 4c4c4544-0042-3510-8052-b4c04f4d4e31
+  roostctl server decommission 4c4c4544-0042-3510-8052-b4c04f4d4e31 --reason "failed PSU"`,
+		Args: unknownSubcommand,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	simple := func(use, short, long, verb string, action roostv1.ServerAction, withReason bool) *cobra.Command {
+		var reason string
+		example := "  roostctl server " + use + " 4c4c4544-0042-3510-8052-b4c04f4d4e31"
+		if withReason {
+			example += ` --reason "failed PSU"`
+		}
+		c := &cobra.Command{
+			Use:     use + " NAME...",
+			Short:   short,
+			Long:    long,
+			Example: example,
+			Args:    minArgs(1, "a server NAME"),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				return o.updateServers(cmd, args, verb, &roostv1.UpdateServerRequest{Action: action, Reason: reason})
+			},
+		}
+		if withReason {
+			c.Flags().StringVar(&reason, "reason", "", "why, recorded in the server's status (`TEXT`)")
+		}
+		return c
+	}
+	cmd.AddCommand(
+		simple("approve", "Let servers held for approval become Available",
+			`Approve servers that enrolled with a token made with --require-approval
+(state PendingApproval). They become Available. Approving a server that is
+still Enrolling records the approval for when its agent connects.`, "approved", roostv1.ServerAction_SERVER_ACTION_APPROVE, false),
+		simple("deny", "Refuse servers: Decommissioned, agent refused",
+			`Deny servers, typically ones held in PendingApproval that should not be
+in the fleet. They become Decommissioned with the reason given; their agents
+are refused from then on.`, "denied", roostv1.ServerAction_SERVER_ACTION_DENY, true),
+		simple("cordon", "Keep the hub from claiming servers for new Machines",
+			`Cordon servers: set spec.unschedulable, so the hub claims them for no new
+Machine. Machines already on them stay.`, "cordoned", roostv1.ServerAction_SERVER_ACTION_CORDON, false),
+		simple("uncordon", "Let the hub claim servers again",
+			`Uncordon servers: clear spec.unschedulable.`, "uncordoned", roostv1.ServerAction_SERVER_ACTION_UNCORDON, false),
+		simple("decommission", "Take servers out of service",
+			`Decommission servers: they become Decommissioned and their agents are
+refused. A server claimed by a Machine must be released first. To bring a
+decommissioned server back, enroll it again with a token.`, "decommissioned", roostv1.ServerAction_SERVER_ACTION_DECOMMISSION, true),
+		newServerLabelCommand(o),
+	)
+	return cmd
+}
+
+func (o *options) updateServers(cmd *cobra.Command, names []string, verb string, tmpl *roostv1.UpdateServerRequest) error {
+	ctx, cancel := o.withTimeout(cmd.Context())
+	defer cancel()
+	conn, err := o.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	for _, name := range names {
+		req := &roostv1.UpdateServerRequest{Name: name, Action: tmpl.Action, Reason: tmpl.Reason, SetLabels: tmpl.SetLabels, RemoveLabels: tmpl.RemoveLabels}
+		if _, err := conn.hub.UpdateServer(ctx, req); err != nil {
+			return o.wrapCallError(err)
+		}
+		fmt.Fprintf(o.Out, "server/%s %s\n", name, verb)
+	}
+	return nil
+}
+
+func newServerLabelCommand(o *options) *cobra.Command {
+	return &cobra.Command{
+		Use:   "label NAME KEY=VALUE... | KEY-...",
+		Short: "Set or remove operator labels of a server",
+		Long: `Set labels (KEY=VALUE) or remove them (KEY-) on a server, as kubectl label
+does. Labels are what MachineClass server selectors match, next to the
+labels the hub derives from the inventory (roost.io/cpus, roost.io/memory-gib,
+roost.io/arch, roost.io/firmware, roost.io/disks, …), which cannot be set.`,
+		Example: `  roostctl server label 4c4c4544-0042-3510-8052-b4c04f4d4e31 rack=r12 zone=a
+  roostctl server label 4c4c4544-0042-3510-8052-b4c04f4d4e31 zone-`,
+		Args: minArgs(2, "a server NAME and labels"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req := &roostv1.UpdateServerRequest{Action: roostv1.ServerAction_SERVER_ACTION_LABEL, SetLabels: map[string]string{}}
+			for _, a := range args[1:] {
+				if k, ok := strings.CutSuffix(a, "-"); ok && !strings.Contains(a, "=") {
+					if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
+						return usageErrorf("%q: invalid label key: %s", a, msgs[0])
+					}
+					req.RemoveLabels = append(req.RemoveLabels, k)
+					continue
+				}
+				m, err := parseLabelFlags("label", []string{a})
+				if err != nil {
+					return err
+				}
+				for k, v := range m {
+					req.SetLabels[k] = v
+				}
+			}
+			return o.updateServers(cmd, args[:1], "labeled", req)
+		},
+	}
+}

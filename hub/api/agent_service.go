@@ -1,0 +1,339 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sort"
+	"time"
+
+	"github.com/google/uuid"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/roostfleet/roost/apierror"
+	"github.com/roostfleet/roost/hub/ca"
+	"github.com/roostfleet/roost/hub/state"
+	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+)
+
+// Enroll checks the request at the edge, then on the leader checks the
+// token and records the Server in one Raft command, and signs the agent's
+// key with the Server's name as common name.
+func (s *Server) Enroll(ctx context.Context, req *roostv1.EnrollRequest) (*roostv1.EnrollResponse, error) {
+	if vs := ValidateEnrollRequest(req); len(vs) > 0 {
+		return nil, apierror.Invalid("invalid enrollment request", vs...)
+	}
+	tokenName, secretSHA, _ := ParseEnrollmentToken(req.GetToken())
+	authority, err := s.authority()
+	if err != nil {
+		return nil, err
+	}
+	return onLeader(ctx, s, func() (*roostv1.EnrollResponse, error) {
+		res, err := s.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_EnrollServer{EnrollServer: &roostv1.EnrollServer{
+			TokenName: tokenName, SecretSha256: secretSHA, Identity: req.GetIdentity(), Inventory: req.GetInventory(),
+			AgentVersion: req.GetAgentVersion(), Uid: uuid.NewString(),
+		}}})
+		if err != nil {
+			return nil, err
+		}
+		if len(res.Results) != 1 {
+			return nil, apierror.Unavailable("enrollment recorded no server; retry")
+		}
+		name := res.Results[0].GetName()
+		cert, err := authority.SignCSR(req.GetCsrPem(), ca.Profile{CommonName: name, Role: ca.RoleAgent, Lifetime: s.agentCertLifetime}, s.now())
+		if err != nil {
+			return nil, apierror.Invalid(err.Error(), apierror.Violation{Field: "csrPem", Message: err.Error()})
+		}
+		s.RefreshFleetSize()
+		s.log.Info("server enrolled", "server", name, "action", res.Results[0].GetAction(), "token", tokenName)
+		return &roostv1.EnrollResponse{ServerName: name, CertificatePem: cert, CaBundlePem: authority.CertificatePEM(), Hubs: s.hubAddresses()}, nil
+	}, func(c *grpc.ClientConn, fctx context.Context) (*roostv1.EnrollResponse, error) {
+		return roostv1.NewAgentServiceClient(c).Enroll(fctx, req)
+	})
+}
+
+// hubAddresses are the members' API addresses, sorted.
+func (s *Server) hubAddresses() []string {
+	var out []string
+	for _, m := range s.fsm.Members() {
+		if a := m.GetApiAddress(); a != "" {
+			out = append(out, a)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// agentServer returns the Server of the calling agent (its certificate's
+// common name) from this member's state, waiting briefly for a follower
+// that has not applied the enrollment yet. A decommissioned Server is
+// refused.
+func (s *Server) agentServer(ctx context.Context, name string) (*roostv1.Server, error) {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		o, err := s.fsm.Get("Server", name)
+		if err == nil {
+			srv := o.GetServer()
+			if srv.GetStatus().GetState() == state.ServerDecommissioned {
+				return nil, apierror.PermissionDenied("server %s is decommissioned (%s); enroll it again with a token to bring it back",
+					name, srv.GetStatus().GetStateReason())
+			}
+			return srv, nil
+		}
+		if apierror.Code(err) != codes.NotFound || time.Now().After(deadline) {
+			if apierror.Code(err) == codes.NotFound {
+				return nil, apierror.PermissionDenied("server %s is not enrolled (deleted?); enroll it again with a token", name)
+			}
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// RenewCertificate signs a new key for the calling agent. The name comes
+// from the caller's certificate, never from the request.
+func (s *Server) RenewCertificate(ctx context.Context, req *roostv1.RenewCertificateRequest) (*roostv1.RenewCertificateResponse, error) {
+	_, cn, _ := ca.PeerRole(ctx)
+	if len(req.GetCsrPem()) > MaxCSRBytes {
+		return nil, apierror.Invalid("certificate request too large", apierror.Violation{Field: "csrPem", Message: "too large"})
+	}
+	if err := checkCSR(req.GetCsrPem()); err != nil {
+		return nil, apierror.Invalid(err.Error(), apierror.Violation{Field: "csrPem", Message: err.Error()})
+	}
+	if _, err := s.agentServer(ctx, cn); err != nil {
+		return nil, err
+	}
+	authority, err := s.authority()
+	if err != nil {
+		return nil, err
+	}
+	cert, err := authority.SignCSR(req.GetCsrPem(), ca.Profile{CommonName: cn, Role: ca.RoleAgent, Lifetime: s.agentCertLifetime}, s.now())
+	if err != nil {
+		return nil, apierror.Invalid(err.Error(), apierror.Violation{Field: "csrPem", Message: err.Error()})
+	}
+	return &roostv1.RenewCertificateResponse{CertificatePem: cert, CaBundlePem: authority.CertificatePEM(), Hubs: s.hubAddresses()}, nil
+}
+
+// Connect serves an agent's stream (see AgentService in agent.proto). Any
+// member serves it: heartbeats go to the liveness Reporter, which forwards
+// them to the leader; status changes are proposed on (or forwarded to) the
+// leader, and only when they differ from the recorded status.
+func (s *Server) Connect(stream grpc.BidiStreamingServer[roostv1.AgentMessage, roostv1.HubMessage]) error {
+	ctx := stream.Context()
+	_, cn, _ := ca.PeerRole(ctx)
+	first, err := recvWithin(stream, helloTimeout)
+	if err != nil {
+		return err
+	}
+	hello := first.GetHello()
+	if hello == nil {
+		return apierror.Invalid("the first message on the stream must be hello", apierror.Violation{Field: "hello", Message: "is required first"})
+	}
+	if hello.GetServerName() != cn {
+		return apierror.PermissionDenied("hello names server %q but the client certificate is for %q", hello.GetServerName(), cn)
+	}
+	if hello.GetBootedRevision() < 0 || hello.GetLastAppliedGeneration() < 0 || len(hello.GetAgentVersion()) > MaxString {
+		return apierror.Invalid("invalid hello", apierror.Violation{Field: "hello", Message: "negative revision or generation, or agent version too long"})
+	}
+	srv, err := s.agentServer(ctx, cn)
+	if err != nil {
+		return err
+	}
+	s.streams.Inc()
+	defer s.streams.Dec()
+	s.reporter.Seen(cn)
+
+	interval := s.HeartbeatInterval()
+	if err := stream.Send(&roostv1.HubMessage{Message: &roostv1.HubMessage_HeartbeatIntervalSeconds{HeartbeatIntervalSeconds: int64(interval / time.Second)}}); err != nil {
+		return err
+	}
+	// The Revision pipeline comes later: desired state is generation 0.
+	if err := stream.Send(&roostv1.HubMessage{Message: &roostv1.HubMessage_Desired{Desired: &roostv1.DesiredState{}}}); err != nil {
+		return err
+	}
+
+	upd := &roostv1.UpdateServerStatus{Name: cn, Connected: srv.GetStatus().GetState() == state.ServerEnrolling}
+	changed := upd.Connected
+	if v := hello.GetAgentVersion(); v != "" && v != srv.GetStatus().GetAgentVersion() {
+		upd.AgentVersion, changed = v, true
+	}
+	if r := hello.GetBootedRevision(); r != srv.GetStatus().GetBootedRevision() {
+		upd.HasBootedRevision, upd.BootedRevision, changed = true, r, true
+	}
+	if g := hello.GetLastAppliedGeneration(); g != srv.GetStatus().GetAppliedGeneration() {
+		upd.HasAppliedGeneration, upd.AppliedGeneration, changed = true, g, true
+	}
+	if changed {
+		if err := s.updateServerStatus(ctx, upd); err != nil {
+			return err
+		}
+	}
+	s.log.Debug("agent connected", "server", cn, "agent", hello.GetAgentVersion())
+
+	for {
+		msg, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		s.reporter.Seen(cn)
+		switch m := msg.GetMessage().(type) {
+		case *roostv1.AgentMessage_Heartbeat:
+			if iv := s.HeartbeatInterval(); iv != interval {
+				interval = iv
+				if err := stream.Send(&roostv1.HubMessage{Message: &roostv1.HubMessage_HeartbeatIntervalSeconds{HeartbeatIntervalSeconds: int64(iv / time.Second)}}); err != nil {
+					return err
+				}
+			}
+		case *roostv1.AgentMessage_Status:
+			if vs := ValidateAgentStatus(m.Status); len(vs) > 0 {
+				return apierror.Invalid("invalid status", vs...)
+			}
+			if err := s.agentStatus(ctx, cn, m.Status); err != nil {
+				return err
+			}
+		case *roostv1.AgentMessage_Hello:
+			return apierror.Invalid("hello may only be sent first", apierror.Violation{Field: "hello", Message: "sent twice"})
+		default:
+			return apierror.Invalid("empty agent message", apierror.Violation{Field: "message", Message: "is required"})
+		}
+	}
+}
+
+// helloTimeout bounds how long a new stream may stay silent before its hello.
+const helloTimeout = 30 * time.Second
+
+// recvWithin receives one message, or fails with DeadlineExceeded after d
+// (returning from the handler then ends the stream and the pending Recv).
+func recvWithin(stream grpc.BidiStreamingServer[roostv1.AgentMessage, roostv1.HubMessage], d time.Duration) (*roostv1.AgentMessage, error) {
+	type result struct {
+		m   *roostv1.AgentMessage
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		m, err := stream.Recv()
+		ch <- result{m, err}
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case r := <-ch:
+		return r.m, r.err
+	case <-t.C:
+		return nil, &apierror.Error{Code: codes.DeadlineExceeded, Message: "no hello within " + d.String() + " of opening the stream"}
+	}
+}
+
+// agentStatus proposes the parts of st that differ from the recorded
+// status of Server name; it writes nothing when nothing changed.
+func (s *Server) agentStatus(ctx context.Context, name string, st *roostv1.AgentStatus) error {
+	o, err := s.fsm.Get("Server", name)
+	if err != nil {
+		return err
+	}
+	cur := o.GetServer().GetStatus()
+	upd := &roostv1.UpdateServerStatus{Name: name}
+	changed := false
+	if st.GetInventory() != nil && !proto.Equal(st.GetInventory(), cur.GetInventory()) {
+		upd.Inventory, changed = st.GetInventory(), true
+	}
+	if st.GetBootedRevision() != cur.GetBootedRevision() {
+		upd.HasBootedRevision, upd.BootedRevision, changed = true, st.GetBootedRevision(), true
+	}
+	if st.GetAppliedGeneration() != cur.GetAppliedGeneration() {
+		upd.HasAppliedGeneration, upd.AppliedGeneration, changed = true, st.GetAppliedGeneration(), true
+	}
+	if !sameAgentConditions(st.GetConditions(), cur.GetConditions()) {
+		upd.HasConditions, upd.Conditions, changed = true, st.GetConditions(), true
+	}
+	if !changed {
+		return nil
+	}
+	return s.updateServerStatus(ctx, upd)
+}
+
+// sameAgentConditions compares what the agent sent with the recorded
+// conditions it owns (hub-owned types and transition times ignored).
+func sameAgentConditions(sent, recorded []*roostv1.Condition) bool {
+	type key struct{ typ, status, reason, msg string }
+	a, b := map[key]bool{}, map[key]bool{}
+	for _, c := range sent {
+		if c.GetType() != state.ConditionApproved && c.GetType() != state.ConditionDuplicateUUID {
+			a[key{c.GetType(), c.GetStatus(), c.GetReason(), c.GetMessage()}] = true
+		}
+	}
+	for _, c := range recorded {
+		if c.GetType() != state.ConditionApproved && c.GetType() != state.ConditionDuplicateUUID {
+			b[key{c.GetType(), c.GetStatus(), c.GetReason(), c.GetMessage()}] = true
+		}
+	}
+	if len(a) != len(b) {
+		return false
+	}
+	for k := range a {
+		if !b[k] {
+			return false
+		}
+	}
+	return true
+}
+
+// updateServerStatus proposes upd on the leader: directly when this member
+// leads, else through MemberService.ForwardServerStatus.
+func (s *Server) updateServerStatus(ctx context.Context, upd *roostv1.UpdateServerStatus) error {
+	_, err := onLeader(ctx, s, func() (uint64, error) {
+		res, err := s.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_UpdateServerStatus{UpdateServerStatus: upd}})
+		if err != nil {
+			return 0, err
+		}
+		return res.Index, nil
+	}, func(c *grpc.ClientConn, fctx context.Context) (uint64, error) {
+		resp, err := roostv1.NewMemberServiceClient(c).ForwardServerStatus(fctx, &roostv1.ForwardServerStatusRequest{Update: upd})
+		return resp.GetIndex(), err
+	})
+	return err
+}
+
+// ForwardServerStatus proposes an agent's status change for the member
+// that holds the agent's stream. Only the leader accepts it.
+func (s *Server) ForwardServerStatus(ctx context.Context, req *roostv1.ForwardServerStatusRequest) (*roostv1.ForwardServerStatusResponse, error) {
+	if !s.isLeader() {
+		return nil, apierror.Unavailable("member %s is not the leader; retry", s.node.ID())
+	}
+	if req.GetUpdate().GetName() == "" {
+		return nil, apierror.Invalid("no server named", apierror.Violation{Field: "update.name", Message: "is required"})
+	}
+	res, err := s.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_UpdateServerStatus{UpdateServerStatus: req.GetUpdate()}})
+	if err != nil {
+		return nil, err
+	}
+	return &roostv1.ForwardServerStatusResponse{Index: res.Index}, nil
+}
+
+// ReportSeen records, on the leader, heartbeats another member received.
+func (s *Server) ReportSeen(ctx context.Context, req *roostv1.ReportSeenRequest) (*roostv1.ReportSeenResponse, error) {
+	if !s.isLeader() {
+		return nil, apierror.Unavailable("member %s is not the leader; report to the leader", s.node.ID())
+	}
+	s.tracker.Seen(req.GetServers()...)
+	return &roostv1.ReportSeenResponse{}, nil
+}
+
+// reportSeen is the Reporter's Send: MemberService.ReportSeen on the leader.
+func (s *Server) reportSeen(ctx context.Context, names []string) error {
+	conn, fctx, err := s.leaderConn(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = roostv1.NewMemberServiceClient(conn).ReportSeen(fctx, &roostv1.ReportSeenRequest{Servers: names})
+	return err
+}
