@@ -1,0 +1,698 @@
+package agent
+
+import (
+	"context"
+	"crypto"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/roostfleet/roost/agent/config"
+	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+)
+
+// Defaults of the stream.
+const (
+	// DefaultHeartbeat is the heartbeat interval until the hub says otherwise
+	// (HubMessage.heartbeat_interval_seconds).
+	DefaultHeartbeat = 10 * time.Second
+	// DefaultInventoryInterval is how often the inventory is gathered again;
+	// a change is sent as AgentStatus.
+	DefaultInventoryInterval = 10 * time.Minute
+	// CallTimeout bounds one unary call (Enroll, RenewCertificate).
+	CallTimeout = 30 * time.Second
+	// stableSession is how long a stream must have lasted for the reconnect
+	// backoff to start over.
+	stableSession = 5 * time.Second
+)
+
+// Keepalive of the agent's connections: an idle-looking connection with an
+// open stream is pinged every KeepaliveTime and declared dead when a ping
+// is unanswered for KeepaliveTimeout (a hub that vanished without closing
+// its sockets). The hub must permit pings this often.
+const (
+	KeepaliveTime    = 30 * time.Second
+	KeepaliveTimeout = 10 * time.Second
+)
+
+// Options configure an Agent. Identity, Inventory and Store are the OS
+// adapters: the real ones read sysfs and the state dir, the simulator's are
+// fakes; everything else is the same code.
+type Options struct {
+	// Hubs are the configured hub API addresses. The list the hub returns at
+	// enrollment and renewal is kept in the Store and used first.
+	Hubs []string
+	// CA is the pinned hub CA (PEM). The bundle the hub returns at
+	// enrollment is kept in the Store and preferred afterwards.
+	CA []byte
+	// Token is the enrollment token; only needed until enrolled.
+	Token string
+	// Version is the agent version sent to the hub.
+	Version string
+
+	Store     Store
+	Identity  IdentitySource
+	Inventory InventorySource
+	Clock     Clock
+	Logger    *slog.Logger
+
+	// Heartbeat overrides the interval the hub asks for; 0 follows the hub.
+	Heartbeat time.Duration
+	// InventoryInterval is how often the inventory is gathered again; 0
+	// means DefaultInventoryInterval, negative never.
+	InventoryInterval time.Duration
+	// BackoffBase and BackoffMax bound reconnect delays (defaults 200 ms, 15 s).
+	BackoffBase, BackoffMax time.Duration
+	// DialOptions are appended to the agent's own (tests, simulator).
+	DialOptions []grpc.DialOption
+	// EnrollGate, when set, is called before each Enroll call and must
+	// return a release function (the simulator bounds concurrent enrollments).
+	EnrollGate func(ctx context.Context) (release func(), err error)
+	// Observer is told about progress (may be nil).
+	Observer Observer
+}
+
+// Observer receives the agent's progress (the simulator counts it). Every
+// method may be called from the agent's goroutine and must not block.
+type Observer interface {
+	Enrolled(serverName string)
+	Connected(hub string)
+	Disconnected(hub string, err error)
+}
+
+// RefusedError is a permanent refusal of enrollment by the hub: a wrong,
+// expired, revoked or used-up token, or a request the hub finds malformed.
+// The agent stops; retrying with the same token would not help.
+type RefusedError struct {
+	Code   codes.Code
+	Reason string
+}
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("enrollment refused (%s): %s", e.Code, e.Reason)
+}
+
+// Agent is roost-agent's logic: enroll once, then keep a stream to the hub.
+type Agent struct {
+	o   Options
+	log *slog.Logger
+
+	key    crypto.Signer
+	keyPEM []byte
+	cert   atomic.Pointer[tls.Certificate]
+	caPEM  []byte
+	state  State
+
+	hubs []string // try order
+	next int
+
+	anonTLS, mtls *tls.Config
+	conn          *grpc.ClientConn
+	connAddr      string
+	connAnon      bool
+
+	heartbeat time.Duration // as the hub asked
+	sentInv   *roostv1.Inventory
+	invErr    error
+	backoff   Backoff
+}
+
+// New checks o and returns an Agent; Run starts it.
+func New(o Options) (*Agent, error) {
+	if o.Store == nil || o.Identity == nil || o.Inventory == nil {
+		return nil, errors.New("agent: Store, Identity and Inventory are required")
+	}
+	if o.Clock == nil {
+		o.Clock = RealClock{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+	if err := config.ValidateHubs(o.Hubs); err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	if o.Token != "" && !config.ValidToken(o.Token) {
+		return nil, errors.New("agent: token: not an enrollment token (want abcdef.0123456789abcdef)")
+	}
+	a := &Agent{o: o, log: o.Logger, heartbeat: DefaultHeartbeat}
+	a.backoff = Backoff{Base: o.BackoffBase, Max: o.BackoffMax}
+	return a, nil
+}
+
+// Run enrolls when needed and then keeps a stream to one hub member,
+// moving to another with jittered backoff when it fails. It returns nil
+// when ctx ends, a *RefusedError when the hub refuses enrollment, and other
+// errors for what retrying cannot fix (no hubs, no CA, unusable state dir).
+func (a *Agent) Run(ctx context.Context) error {
+	if err := a.load(); err != nil {
+		return err
+	}
+	defer a.dropConn()
+	for ctx.Err() == nil {
+		var err error
+		started := a.o.Clock.Now()
+		switch {
+		case a.needsEnrollment():
+			if a.o.Token == "" {
+				return errors.New("agent: not enrolled and no enrollment token (give --token or token: in the config)")
+			}
+			err = a.enroll(ctx)
+			if err == nil {
+				continue
+			}
+			var refused *RefusedError
+			if errors.As(err, &refused) {
+				return err
+			}
+		default:
+			err = a.session(ctx)
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		if a.o.Clock.Now().Sub(started) >= stableSession {
+			a.backoff.Reset()
+		}
+		a.dropConn()
+		failed := a.currentHub()
+		a.next++
+		d := a.backoff.Next()
+		switch status.Code(err) {
+		case codes.PermissionDenied, codes.Unauthenticated:
+			// The hub knows the certificate but refuses the Server (deleted,
+			// decommissioned): an operator must act; keep trying slowly.
+			a.log.Error("the hub refuses this Server's certificate", "hub", failed, "err", err, "next", a.currentHub(), "after", d.Round(time.Millisecond), "attempt", a.backoff.Attempts())
+		default:
+			a.log.Info("hub unreachable, retrying", "hub", failed, "err", err, "next", a.currentHub(), "after", d.Round(time.Millisecond), "attempt", a.backoff.Attempts())
+		}
+		select {
+		case <-ctx.Done():
+		case <-a.o.Clock.After(d):
+		}
+	}
+	return nil
+}
+
+// ServerName returns the Server's name once enrolled.
+func (a *Agent) ServerName() string { return a.state.ServerName }
+
+func (a *Agent) load() error {
+	s := a.o.Store
+	keyPEM, err := s.Key()
+	if err != nil {
+		return fmt.Errorf("agent: key: %w", err)
+	}
+	if keyPEM == nil {
+		if keyPEM, err = NewKey(); err != nil {
+			return fmt.Errorf("agent: %w", err)
+		}
+		if err := s.SaveKey(keyPEM); err != nil {
+			return fmt.Errorf("agent: save key: %w", err)
+		}
+		a.log.Info("generated the agent key")
+	}
+	if a.key, err = ParseKey(keyPEM); err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	a.keyPEM = keyPEM
+	if a.state, err = s.State(); err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	certPEM, caPEM, err := s.Certificate()
+	if err != nil {
+		return fmt.Errorf("agent: certificate: %w", err)
+	}
+	if certPEM != nil {
+		kp, err := keyPair(certPEM, keyPEM)
+		if err != nil {
+			a.log.Warn("stored certificate unusable; enrolling again", "err", err)
+		} else {
+			a.cert.Store(kp)
+			if a.state.ServerName == "" {
+				a.state.ServerName = kp.Leaf.Subject.CommonName
+			}
+		}
+	}
+	a.caPEM = caPEM
+	if a.caPEM == nil {
+		a.caPEM = a.o.CA
+	}
+	if a.caPEM == nil {
+		return errors.New("agent: no hub CA (give --ca or caBundle:/caFile: in the config)")
+	}
+	if err := a.setTLS(); err != nil {
+		return err
+	}
+	a.setHubs(a.state.Hubs)
+	if len(a.hubs) == 0 {
+		return errors.New("agent: no hub addresses (give --hub or hubs: in the config)")
+	}
+	return nil
+}
+
+func (a *Agent) setTLS() error {
+	var err error
+	if a.anonTLS, err = TLSConfig(a.caPEM, nil); err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	if a.mtls, err = TLSConfig(a.caPEM, a.cert.Load); err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	return nil
+}
+
+// setHubs sets the try order: the hub's own list (from) followed by the
+// configured addresses it lacks, shuffled so that agents spread over the
+// members. Malformed addresses from the hub are dropped.
+func (a *Agent) setHubs(from []string) {
+	var all []string
+	for _, h := range append(slices.Clone(from), a.o.Hubs...) {
+		if config.ValidateHubs([]string{h}) == nil && !slices.Contains(all, h) {
+			all = append(all, h)
+		}
+	}
+	if slices.Equal(sorted(all), sorted(a.hubs)) {
+		return
+	}
+	rand.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
+	a.hubs, a.next = all, 0
+}
+
+func sorted(s []string) []string { s = slices.Clone(s); slices.Sort(s); return s }
+
+func (a *Agent) currentHub() string { return a.hubs[a.next%len(a.hubs)] }
+
+func (a *Agent) needsEnrollment() bool {
+	c := a.cert.Load()
+	if c == nil {
+		return true
+	}
+	// An expired certificate cannot reconnect; with a token the agent
+	// enrolls again (same key, same identity: the same Server).
+	return a.o.Token != "" && !a.o.Clock.Now().Before(c.Leaf.NotAfter)
+}
+
+func (a *Agent) dial(addr string, anon bool) (*grpc.ClientConn, error) {
+	if a.conn != nil && a.connAddr == addr && a.connAnon == anon {
+		return a.conn, nil
+	}
+	a.dropConn()
+	cfg := a.mtls
+	if anon {
+		cfg = a.anonTLS
+	}
+	opts := []grpc.DialOption{
+		grpc.WithTransportCredentials(credentials.NewTLS(cfg)),
+		grpc.WithUserAgent("roost-agent/" + a.o.Version),
+		grpc.WithDisableServiceConfig(),
+		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: KeepaliveTime, Timeout: KeepaliveTimeout}),
+		grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: time.Second, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 15 * time.Second},
+			MinConnectTimeout: 10 * time.Second,
+		}),
+		// Lean connections: the agent's messages are small, and the
+		// simulator runs thousands of them in one process.
+		grpc.WithReadBufferSize(8 << 10),
+		grpc.WithWriteBufferSize(8 << 10),
+		grpc.WithSharedWriteBuffer(true),
+		grpc.WithInitialWindowSize(64 << 10),
+		grpc.WithInitialConnWindowSize(64 << 10),
+	}
+	opts = append(opts, a.o.DialOptions...)
+	conn, err := grpc.NewClient("passthrough:///"+addr, opts...)
+	if err != nil {
+		return nil, err
+	}
+	a.conn, a.connAddr, a.connAnon = conn, addr, anon
+	return conn, nil
+}
+
+func (a *Agent) dropConn() {
+	if a.conn != nil {
+		a.conn.Close()
+		a.conn = nil
+	}
+}
+
+func (a *Agent) gatherInventory(ctx context.Context) *roostv1.Inventory {
+	inv, err := a.o.Inventory.Inventory(ctx)
+	if err != nil {
+		a.log.Warn("inventory incomplete", "err", err)
+	}
+	a.invErr = err
+	if inv == nil {
+		inv = &roostv1.Inventory{}
+	}
+	return inv
+}
+
+func (a *Agent) enroll(ctx context.Context) error {
+	addr := a.currentHub()
+	id, err := a.o.Identity.Identity(ctx)
+	if err != nil {
+		return fmt.Errorf("identity: %w", err)
+	}
+	inv := a.gatherInventory(ctx)
+	csr, err := NewCSR(a.key, "roost-agent")
+	if err != nil {
+		return err
+	}
+	conn, err := a.dial(addr, true)
+	if err != nil {
+		return err
+	}
+	if a.o.EnrollGate != nil {
+		release, err := a.o.EnrollGate(ctx)
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
+	cctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
+	resp, err := roostv1.NewAgentServiceClient(conn).Enroll(cctx, &roostv1.EnrollRequest{
+		Token: a.o.Token, CsrPem: csr, Identity: id, Inventory: inv, AgentVersion: a.o.Version,
+	})
+	if err != nil {
+		if st, ok := status.FromError(err); ok {
+			switch st.Code() {
+			case codes.PermissionDenied, codes.InvalidArgument, codes.Unauthenticated, codes.FailedPrecondition, codes.Unimplemented:
+				a.log.Error("enrollment refused", "hub", addr, "code", st.Code().String(), "reason", st.Message())
+				return &RefusedError{Code: st.Code(), Reason: st.Message()}
+			}
+		}
+		return fmt.Errorf("enroll: %w", err)
+	}
+	kp, err := keyPair(resp.GetCertificatePem(), a.keyPEM)
+	if err != nil {
+		return fmt.Errorf("enroll: the hub's certificate does not fit the agent key: %w", err)
+	}
+	if resp.GetServerName() == "" {
+		return errors.New("enroll: the hub returned no server name")
+	}
+	ca := resp.GetCaBundlePem()
+	if len(ca) > 0 {
+		if _, err := config.ParseCABundle(ca); err != nil {
+			return fmt.Errorf("enroll: the hub's CA bundle: %w", err)
+		}
+	}
+	st := a.state
+	st.ServerName = resp.GetServerName()
+	if len(resp.GetHubs()) > 0 {
+		st.Hubs = resp.GetHubs()
+	}
+	if err := a.o.Store.SaveState(st); err != nil {
+		return fmt.Errorf("enroll: %w", err)
+	}
+	if err := a.o.Store.SaveCertificate(resp.GetCertificatePem(), ca); err != nil {
+		return fmt.Errorf("enroll: %w", err)
+	}
+	a.state = st
+	a.cert.Store(kp)
+	if len(ca) > 0 {
+		a.caPEM = ca
+		if err := a.setTLS(); err != nil {
+			return err
+		}
+	}
+	a.dropConn()
+	a.setHubs(st.Hubs)
+	a.log.Info("enrolled", "server", st.ServerName, "hub", addr, "certificate_expires", kp.Leaf.NotAfter.UTC().Format(time.RFC3339), "hubs", len(a.hubs))
+	if a.o.Observer != nil {
+		a.o.Observer.Enrolled(st.ServerName)
+	}
+	return nil
+}
+
+// renew asks the hub to sign a new certificate for the agent's key.
+func (a *Agent) renew(ctx context.Context, conn *grpc.ClientConn) error {
+	csr, err := NewCSR(a.key, a.state.ServerName)
+	if err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
+	resp, err := roostv1.NewAgentServiceClient(conn).RenewCertificate(cctx, &roostv1.RenewCertificateRequest{CsrPem: csr})
+	if err != nil {
+		return fmt.Errorf("renew certificate: %w", err)
+	}
+	kp, err := keyPair(resp.GetCertificatePem(), a.keyPEM)
+	if err != nil {
+		return fmt.Errorf("renew certificate: the hub's certificate does not fit the agent key: %w", err)
+	}
+	if err := a.o.Store.SaveCertificate(resp.GetCertificatePem(), resp.GetCaBundlePem()); err != nil {
+		return err
+	}
+	a.cert.Store(kp)
+	if len(resp.GetHubs()) > 0 {
+		st := a.state
+		st.Hubs = resp.GetHubs()
+		if err := a.o.Store.SaveState(st); err != nil {
+			return err
+		}
+		a.state = st
+		a.setHubs(st.Hubs)
+	}
+	if ca := resp.GetCaBundlePem(); len(ca) > 0 && string(ca) != string(a.caPEM) {
+		a.caPEM = ca
+		if err := a.setTLS(); err != nil {
+			return err
+		}
+	}
+	a.log.Info("certificate renewed", "expires", kp.Leaf.NotAfter.UTC().Format(time.RFC3339))
+	return nil
+}
+
+// session runs one stream to the current hub until it fails or ctx ends.
+func (a *Agent) session(ctx context.Context) (err error) {
+	addr := a.currentHub()
+	conn, err := a.dial(addr, false)
+	if err != nil {
+		return err
+	}
+	clock := a.o.Clock
+	if c := a.cert.Load(); !clock.Now().Before(RenewAt(c.Leaf)) {
+		if err := a.renew(ctx, conn); err != nil {
+			if !clock.Now().Before(c.Leaf.NotAfter) {
+				a.log.Error("certificate expired and renewal failed; the agent needs a new enrollment token", "expired", c.Leaf.NotAfter.UTC().Format(time.RFC3339), "err", err)
+			}
+			return err
+		}
+		if addr != a.currentHub() { // the hub list changed: start over on the new order
+			return nil
+		}
+	}
+
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := roostv1.NewAgentServiceClient(conn).Connect(sctx)
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	type recvd struct {
+		m   *roostv1.HubMessage
+		err error
+	}
+	ch := make(chan recvd, 1)
+	receiving := false
+	send := func(m *roostv1.AgentMessage) error {
+		err := stream.Send(m)
+		if err == nil {
+			return nil
+		}
+		if errors.Is(err, io.EOF) {
+			// The hub ended the stream; its status comes from Recv (in the
+			// receiving goroutine once it runs: one Recv at a time).
+			if !receiving {
+				if _, rerr := stream.Recv(); rerr != nil {
+					return fmt.Errorf("stream: %w", rerr)
+				}
+			} else {
+				for {
+					select {
+					case r := <-ch:
+						if r.err != nil {
+							return fmt.Errorf("stream: %w", r.err)
+						}
+						continue
+					case <-clock.After(5 * time.Second):
+					}
+					break
+				}
+			}
+		}
+		return fmt.Errorf("stream send: %w", err)
+	}
+	if err := send(&roostv1.AgentMessage{Message: &roostv1.AgentMessage_Hello{Hello: &roostv1.Hello{
+		ServerName: a.state.ServerName, AgentVersion: a.o.Version,
+		BootedRevision: a.state.BootedRevision, LastAppliedGeneration: a.state.LastAppliedGeneration,
+	}}}); err != nil {
+		return err
+	}
+	inv := a.gatherInventory(ctx)
+	if err := send(a.statusMessage(inv)); err != nil {
+		return err
+	}
+	a.sentInv = inv
+
+	receiving = true
+	go func() {
+		for {
+			m, err := stream.Recv()
+			select {
+			case ch <- recvd{m, err}:
+			case <-sctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+
+	connected := false
+	hbC := clock.After(a.jittered(a.interval()))
+	var renewC <-chan time.Time
+	if c := a.cert.Load(); c != nil {
+		renewC = clock.After(RenewAt(c.Leaf).Sub(clock.Now()))
+	}
+	var invC <-chan time.Time
+	invEvery := a.o.InventoryInterval
+	if invEvery == 0 {
+		invEvery = DefaultInventoryInterval
+	}
+	if invEvery > 0 {
+		invC = clock.After(invEvery)
+	}
+	defer func() {
+		if connected {
+			reason := any(err)
+			if err == nil && ctx.Err() != nil {
+				reason = "the agent is stopping"
+			}
+			a.log.Info("disconnected", "hub", addr, "reason", reason)
+			if a.o.Observer != nil {
+				a.o.Observer.Disconnected(addr, err)
+			}
+		}
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case r := <-ch:
+			if r.err != nil {
+				if errors.Is(r.err, io.EOF) {
+					err = errors.New("the hub closed the stream")
+				} else {
+					err = fmt.Errorf("stream: %w", r.err)
+				}
+				return err
+			}
+			if !connected {
+				connected = true
+				a.log.Info("connected", "hub", addr, "server", a.state.ServerName, "generation", a.state.LastAppliedGeneration)
+				if a.o.Observer != nil {
+					a.o.Observer.Connected(addr)
+				}
+			}
+			switch m := r.m.GetMessage().(type) {
+			case *roostv1.HubMessage_HeartbeatIntervalSeconds:
+				if s := m.HeartbeatIntervalSeconds; s > 0 && s <= 3600 {
+					if d := time.Duration(s) * time.Second; d != a.heartbeat {
+						a.heartbeat = d
+						a.log.Debug("heartbeat interval", "interval", d)
+					}
+					hbC = clock.After(a.jittered(a.interval()))
+				}
+			case *roostv1.HubMessage_Desired:
+				if err = a.applyDesired(m.Desired, send); err != nil {
+					return err
+				}
+			}
+		case <-hbC:
+			if err = send(&roostv1.AgentMessage{Message: &roostv1.AgentMessage_Heartbeat{Heartbeat: &roostv1.Heartbeat{SentAt: timestamppb.New(clock.Now())}}}); err != nil {
+				return err
+			}
+			hbC = clock.After(a.jittered(a.interval()))
+		case <-renewC:
+			renewC = nil
+			if rerr := a.renew(ctx, conn); rerr != nil {
+				a.log.Warn("certificate renewal failed; retrying", "err", rerr)
+				left := a.cert.Load().Leaf.NotAfter.Sub(clock.Now())
+				renewC = clock.After(max(min(time.Minute, left/10), time.Second))
+			} else {
+				renewC = clock.After(RenewAt(a.cert.Load().Leaf).Sub(clock.Now()))
+			}
+		case <-invC:
+			invC = clock.After(invEvery)
+			inv := a.gatherInventory(ctx)
+			if !proto.Equal(inv, a.sentInv) {
+				a.log.Info("inventory changed")
+				if err = send(a.statusMessage(inv)); err != nil {
+					return err
+				}
+				a.sentInv = inv
+			}
+		}
+	}
+}
+
+func (a *Agent) interval() time.Duration {
+	if a.o.Heartbeat > 0 {
+		return a.o.Heartbeat
+	}
+	return a.heartbeat
+}
+
+// jittered spreads heartbeats: d ± 10 %.
+func (a *Agent) jittered(d time.Duration) time.Duration {
+	return d - d/10 + time.Duration(rand.Float64()*float64(d/5))
+}
+
+func (a *Agent) statusMessage(inv *roostv1.Inventory) *roostv1.AgentMessage {
+	cond := &roostv1.Condition{Type: "InventoryCollected", Status: "True", Reason: "Collected"}
+	if a.invErr != nil {
+		cond.Status, cond.Reason, cond.Message = "False", "Incomplete", a.invErr.Error()
+	}
+	return &roostv1.AgentMessage{Message: &roostv1.AgentMessage_Status{Status: &roostv1.AgentStatus{
+		Inventory: inv, BootedRevision: a.state.BootedRevision,
+		AppliedGeneration: a.state.LastAppliedGeneration, Conditions: []*roostv1.Condition{cond},
+	}}}
+}
+
+// applyDesired records a new desired state. Applying it is a no-op until
+// the Revision pipeline arrives (a later issue): the generation is stored
+// so that a reconnecting agent resumes from it (Hello.last_applied_generation).
+func (a *Agent) applyDesired(d *roostv1.DesiredState, send func(*roostv1.AgentMessage) error) error {
+	if d.GetGeneration() <= a.state.LastAppliedGeneration {
+		a.log.Debug("desired state already applied", "generation", d.GetGeneration())
+		return nil
+	}
+	a.log.Info("desired state received; nothing to apply yet (the Revision pipeline comes in a later issue)", "generation", d.GetGeneration(), "revision", d.GetRevision())
+	st := a.state
+	st.LastAppliedGeneration = d.GetGeneration()
+	if err := a.o.Store.SaveState(st); err != nil {
+		return fmt.Errorf("record generation: %w", err)
+	}
+	a.state = st
+	return send(a.statusMessage(a.sentInv))
+}

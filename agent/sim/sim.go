@@ -1,0 +1,184 @@
+// Package sim runs many simulated agents in one process against a real
+// hub: the agent's own code (package agent) with fake OS adapters — a
+// synthetic identity and inventory per Server and an in-memory (or
+// per-agent directory) state store. It is `roost-agent simulate`.
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/roostfleet/roost/agent"
+)
+
+// Options of a simulation.
+type Options struct {
+	Count int
+	Hubs  []string
+	CA    []byte
+	Token string
+	// StateDir, when set, gives agent i the directory StateDir/agent-NNNNN
+	// (so a second run resumes as the same Servers); empty keeps state in
+	// memory.
+	StateDir string
+	// Heartbeat overrides the hub's heartbeat interval (0: as the hub says).
+	Heartbeat time.Duration
+	// Seed makes the simulated identities (same seed, same Servers).
+	Seed int64
+	// Rate is how many agents start per second (0: all at once).
+	Rate float64
+	// EnrollParallel bounds concurrent Enroll calls (0: 64).
+	EnrollParallel int
+	Version        string
+	// Logger receives the agents' logs (default: discard below Error).
+	Logger *slog.Logger
+	// Progress receives a progress line every ProgressEvery (default 1 s;
+	// nil: none).
+	Progress      io.Writer
+	ProgressEvery time.Duration
+}
+
+// Counters are the simulation's progress.
+type Counters struct {
+	Started, Enrolled, Connected, Reconnects, Refused, Failed atomic.Int64
+}
+
+// Snapshot returns the counters as a progress line.
+func (c *Counters) String() string {
+	return fmt.Sprintf("started=%d enrolled=%d connected=%d reconnects=%d refused=%d failed=%d",
+		c.Started.Load(), c.Enrolled.Load(), c.Connected.Load(), c.Reconnects.Load(), c.Refused.Load(), c.Failed.Load())
+}
+
+type observer struct {
+	c         *Counters
+	milestone func(what string, n int64)
+	connected atomic.Bool
+	ever      atomic.Bool
+}
+
+func (o *observer) Enrolled(string) { o.milestone("enrolled", o.c.Enrolled.Add(1)) }
+func (o *observer) Connected(string) {
+	if o.connected.CompareAndSwap(false, true) {
+		o.milestone("connected", o.c.Connected.Add(1))
+	}
+	if !o.ever.CompareAndSwap(false, true) {
+		o.c.Reconnects.Add(1)
+	}
+}
+func (o *observer) Disconnected(string, error) {
+	if o.connected.CompareAndSwap(true, false) {
+		o.c.Connected.Add(-1)
+	}
+}
+
+// Run runs the simulation until ctx ends; it returns the counters.
+func Run(ctx context.Context, o Options) (*Counters, error) {
+	if o.Count <= 0 {
+		return nil, fmt.Errorf("simulate: --count must be positive")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.EnrollParallel <= 0 {
+		o.EnrollParallel = 64
+	}
+	sem := make(chan struct{}, o.EnrollParallel)
+	gate := func(ctx context.Context) (func(), error) {
+		select {
+		case sem <- struct{}{}:
+			return func() { <-sem }, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	c := &Counters{}
+	start := time.Now()
+	if o.Progress != nil {
+		go func() {
+			every := o.ProgressEvery
+			if every <= 0 {
+				every = time.Second
+			}
+			t := time.NewTicker(every)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case now := <-t.C:
+					fmt.Fprintf(o.Progress, "simulate: t=%.1fs %s\n", now.Sub(start).Seconds(), c)
+				}
+			}
+		}()
+	}
+	// The first time every agent is enrolled (connected), say when.
+	var reached sync.Map
+	milestone := func(what string, n int64) {
+		if n != int64(o.Count) || o.Progress == nil {
+			return
+		}
+		if _, seen := reached.LoadOrStore(what, true); !seen {
+			fmt.Fprintf(o.Progress, "simulate: all %d %s after %.3fs\n", o.Count, what, time.Since(start).Seconds())
+		}
+	}
+	var wg sync.WaitGroup
+	var firstErr atomic.Pointer[error]
+	for i := 0; i < o.Count; i++ {
+		if o.Rate > 0 {
+			due := start.Add(time.Duration(float64(i) / o.Rate * float64(time.Second)))
+			if d := time.Until(due); d > 0 {
+				select {
+				case <-ctx.Done():
+				case <-time.After(d):
+				}
+			}
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		id, inv := agent.SimulatedServer(o.Seed, i)
+		var store agent.Store = &agent.MemStore{}
+		if o.StateDir != "" {
+			store = agent.FileStore{Dir: filepath.Join(o.StateDir, fmt.Sprintf("agent-%05d", i))}
+		}
+		a, err := agent.New(agent.Options{
+			Hubs: o.Hubs, CA: o.CA, Token: o.Token, Version: o.Version,
+			Store: store, Identity: id, Inventory: inv,
+			Logger:            o.Logger.With("agent", i),
+			Heartbeat:         o.Heartbeat,
+			InventoryInterval: -1,
+			EnrollGate:        gate,
+			Observer:          &observer{c: c, milestone: milestone},
+		})
+		if err != nil {
+			return c, err
+		}
+		c.Started.Add(1)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := a.Run(ctx); err != nil {
+				var refused *agent.RefusedError
+				if errors.As(err, &refused) {
+					c.Refused.Add(1)
+				} else {
+					c.Failed.Add(1)
+				}
+				firstErr.CompareAndSwap(nil, &err)
+				o.Logger.Error("agent stopped", "agent", i, "err", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if p := firstErr.Load(); p != nil {
+		return c, *p
+	}
+	return c, nil
+}
