@@ -25,15 +25,19 @@ test-unit: ## fast unit tests (no root, no processes, no VMs)
 	$(GO) test -short -count=1 ./...
 
 test-root: build ## integration tests: real hub processes and Raft clusters on loopback; network-namespace tests need root
-	ROOST_BIN=$(BIN) $(GO) test -v -count=1 -timeout 30m -run . ./test/...
+	ROOST_BIN=$(BIN) $(GO) test -v -count=1 -timeout 30m -run . ./test/... ./netprofiles/
 
-e2e: ## QEMU end-to-end tests (none yet: they arrive with the main-job issue)
-	@echo "e2e: no QEMU tests yet"
+e2e: testbed ## QEMU end-to-end tests: the enrollment ISO boots under SeaBIOS and OVMF and enrolls with a real hub
+	ROOST_E2E=1 ROOST_BIN=$(BIN) $(GO) test -v -count=1 -timeout 40m ./imagebuilder/e2e/
+
+testbed: build ## build the testbed OS release bundle from Debian packages (cached in _output/testbed; installs debootstrap etc.)
+	ROOST_BIN=$(BIN) ./images/testbed/build.sh
 
 testbin: build ## build the binaries tests use (alias of build for now)
 
-bench: build ## benchmarks: Raft commit throughput and latency for 1 and 3 voters, both log stores; FSM apply
-	ROOST_BIN=$(BIN) $(GO) test -run '^$$' -bench . -benchtime 3s -timeout 30m ./hub/state/ ./test/bench/
+bench: build ## benchmarks: Raft commit throughput and latency for 1 and 3 voters, both log stores; FSM apply; ISO write throughput vs xorriso
+	./images/deps.sh --bench
+	ROOST_BIN=$(BIN) $(GO) test -run '^$$' -bench . -benchtime 3s -timeout 60m ./hub/state/ ./test/bench/ ./imagebuilder/iso/
 
 lint: ## go vet, gofmt and buf lint
 	$(GO) vet ./...
@@ -61,4 +65,4 @@ check-generated: generate ## fail when committed generated code differs from `ma
 demo: ## run the main job (arrives with the main-job issue): for now a single hub with the examples applied
 	./hack/demo.sh
 
-.PHONY: help build test test-unit test-root e2e testbin bench lint tools generate check-generated demo
+.PHONY: help build test test-unit test-root e2e testbed testbin bench lint tools generate check-generated demo

@@ -1,4 +1,6 @@
-// Package imagebuilder bakes enrollment ISOs (go-diskfs: ISO 9660 with El
-// Torito BIOS and UEFI entries), renders Ignition configs (spec 3.3) and
-// builds signed release bundles. It arrives with the image-builder issue.
+// Package imagebuilder bakes enrollment images: it gathers a release (a
+// bundle from package release, or a kernel and initrd), renders the
+// Ignition config (package ignition: agent config, agent unit, SSH keys,
+// enrollment network profile, user snippets) and writes a hybrid ISO or a
+// raw GPT disk image (package iso). Inspect reads an image back.
 package imagebuilder

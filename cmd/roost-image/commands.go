@@ -1,0 +1,378 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/roostfleet/roost/client"
+	"github.com/roostfleet/roost/imagebuilder"
+	"github.com/roostfleet/roost/imagebuilder/ignition"
+	"github.com/roostfleet/roost/imagebuilder/iso"
+	"github.com/roostfleet/roost/imagebuilder/release"
+	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+	"github.com/roostfleet/roost/version"
+)
+
+// now is the clock (tests replace it).
+var now = time.Now
+
+func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "roost-image",
+		Short: "Bake Roost enrollment images and release bundles",
+		Long: `roost-image bakes the images a Server first boots from: a hybrid ISO (BIOS
+isolinux + UEFI GRUB, for BMC virtual media or a CD) or a raw GPT disk image
+(UEFI, for USB sticks), holding an ImageRelease's kernel and initrd and an
+Ignition config that starts roost-agent with the hub endpoints, the pinned hub
+CA and an enrollment token.
+
+Images are reproducible: the same inputs give the same bytes.`,
+		Version:       version.Version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.AddCommand(newEnrollCmd(), newInspectCmd(), newReleaseCmd(), newKeygenCmd())
+	return root
+}
+
+type enrollFlags struct {
+	release, kernel, initrd string
+	config                  string
+	hubs                    []string
+	ca                      string
+	token                   string
+	createToken             bool
+	maxUses                 int32
+	pool                    string
+	expires                 string
+	networkProfile          string
+	sshKeys                 []string
+	userConfigs             []string
+	out                     string
+	format                  string
+	isolinux, ldlinux, grub string
+	cmdline                 []string
+	quiet                   bool
+}
+
+func newEnrollCmd() *cobra.Command {
+	var f enrollFlags
+	cmd := &cobra.Command{
+		Use:   "enroll -o FILE",
+		Short: "Bake an enrollment image (ISO or raw disk)",
+		Long: `Bake an enrollment image. The Server boots it live from RAM; Ignition writes
+/etc/roost/agent.yaml (hubs, CA, token) and starts roost-agent, which enrolls
+with the hub.
+
+Hub endpoints and the CA come from an admin.conf (--config, default
+$ROOST_CONFIG or ~/.roost/config) or from --hub and --ca. The token comes from
+--token (from 'roostctl token create') or --create-token, which asks the hub
+for one. --expires records when the token expires; an expired token is refused.
+
+User configs (--user-config, repeatable) are Ignition v3 JSON (merged with
+Ignition's merge rules) or Container Linux Config YAML (translated: files,
+directories, links, units, drop-ins and users; anything else is refused).
+Roost's own files and the agent unit cannot be overridden (drop-ins can).`,
+		Example: `  # ISO from a release bundle, hubs and CA from admin.conf, a fresh token
+  roost-image enroll --release _output/testbed/bundle --config /tmp/roost-hub/admin.conf \
+      --create-token --expires 72h -o enroll.iso
+
+  # raw USB image, explicit hub, CA and token, an LACP enrollment profile and SSH key
+  roost-image enroll --kernel vmlinuz --initrd initrd.img --hub 10.0.0.1:7443 --ca ca.pem \
+      --token abcdef.0123456789abcdef --network-profile bond.yaml --ssh-key ~/.ssh/id_ed25519.pub \
+      --format raw -o enroll.img`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runEnroll(cmd, f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.release, "release", "", "release bundle directory (from 'roost-image release')")
+	fl.StringVar(&f.kernel, "kernel", "", "kernel file (instead of, or overriding, the bundle's)")
+	fl.StringVar(&f.initrd, "initrd", "", "initrd file (instead of, or overriding, the bundle's)")
+	fl.StringVar(&f.config, "config", "", "admin.conf with the hub endpoints and CA (default $ROOST_CONFIG or ~/.roost/config when --hub is not given)")
+	fl.StringSliceVar(&f.hubs, "hub", nil, "hub API address host:port (repeatable; overrides the config's)")
+	fl.StringVar(&f.ca, "ca", "", "hub CA certificate file, PEM (overrides the config's)")
+	fl.StringVar(&f.token, "token", "", "enrollment token <id>.<secret>")
+	fl.BoolVar(&f.createToken, "create-token", false, "create an enrollment token on the hub (needs an admin.conf)")
+	fl.Int32Var(&f.maxUses, "max-uses", 0, "with --create-token: how many Servers may enroll (0: unlimited)")
+	fl.StringVar(&f.pool, "pool", "", "with --create-token: pre-assign enrolled Servers to this Pool")
+	fl.StringVar(&f.expires, "expires", "", "token expiry: a duration from now (72h) or a time (2026-12-01T00:00:00Z); with --create-token its TTL")
+	fl.StringVar(&f.networkProfile, "network-profile", "", "NetworkProfile YAML applied while enrolling (bond/VLAN uplinks)")
+	fl.StringArrayVar(&f.sshKeys, "ssh-key", nil, "authorized_keys file for the user core (repeatable)")
+	fl.StringArrayVar(&f.userConfigs, "user-config", nil, "Ignition JSON or Container Linux Config YAML to merge (repeatable)")
+	fl.StringVarP(&f.out, "output", "o", "", "output image file (required)")
+	fl.StringVar(&f.format, "format", "iso", "image format: iso (BIOS+UEFI, CD/virtual media) or raw (GPT disk, UEFI, USB)")
+	fl.StringVar(&f.isolinux, "isolinux", "", "isolinux.bin (default: Debian package isolinux)")
+	fl.StringVar(&f.ldlinux, "ldlinux", "", "ldlinux.c32 (default: Debian package syslinux-common)")
+	fl.StringVar(&f.grub, "grub-efi", "", "GRUB EFI image for BOOTX64.EFI (default: Debian package grub-efi-amd64-bin)")
+	fl.StringArrayVar(&f.cmdline, "cmdline", nil, "extra kernel argument (repeatable)")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress output")
+	_ = cmd.MarkFlagRequired("output")
+	return cmd
+}
+
+// parseExpires reads --expires: a duration from t or an RFC 3339 time.
+func parseExpires(s string, t time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil {
+		return t.Add(d), nil
+	}
+	if at, err := time.Parse(time.RFC3339, s); err == nil {
+		return at, nil
+	}
+	if at, err := time.Parse("2006-01-02", s); err == nil {
+		return at, nil
+	}
+	return time.Time{}, fmt.Errorf("--expires %q: want a duration (72h) or a time (2026-12-01T00:00:00Z)", s)
+}
+
+func runEnroll(cmd *cobra.Command, f enrollFlags) error {
+	t := now()
+	expires, err := parseExpires(f.expires, t)
+	if err != nil {
+		return err
+	}
+	if !expires.IsZero() && !expires.After(t) {
+		return fmt.Errorf("--expires %s is in the past: the token would be expired", expires.UTC().Format(time.RFC3339))
+	}
+	if f.token != "" && f.createToken {
+		return errors.New("give --token or --create-token, not both")
+	}
+	if f.token == "" && !f.createToken {
+		return errors.New("no enrollment token: give --token or --create-token")
+	}
+	var cfg *client.Config
+	cfgPath := f.config
+	if cfgPath == "" && (len(f.hubs) == 0 || f.ca == "" || f.createToken) {
+		cfgPath = client.DefaultPath()
+	}
+	if cfgPath != "" {
+		if cfg, err = client.LoadConfig(cfgPath); err != nil {
+			if f.config == "" && errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("no hub endpoints: give --config admin.conf, or --hub and --ca (%v)", err)
+			}
+			return err
+		}
+	}
+	hubs := f.hubs
+	var ca []byte
+	if cfg != nil {
+		if len(hubs) == 0 {
+			hubs = cfg.Hubs
+		}
+		ca = []byte(cfg.CertificateAuthority)
+	}
+	if f.ca != "" {
+		if ca, err = os.ReadFile(f.ca); err != nil {
+			return fmt.Errorf("hub CA: %w", err)
+		}
+	}
+	readAll := func(what string, paths []string) ([][]byte, error) {
+		var out [][]byte
+		for _, p := range paths {
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", what, err)
+			}
+			out = append(out, data)
+		}
+		return out, nil
+	}
+	var profile []byte
+	if f.networkProfile != "" {
+		if profile, err = os.ReadFile(f.networkProfile); err != nil {
+			return fmt.Errorf("network profile: %w", err)
+		}
+	}
+	keys, err := readAll("SSH key", f.sshKeys)
+	if err != nil {
+		return err
+	}
+	confs, err := readAll("user config", f.userConfigs)
+	if err != nil {
+		return err
+	}
+	format := iso.Format(f.format)
+	if format != iso.FormatISO && format != iso.FormatRaw {
+		return fmt.Errorf("--format %q: want iso or raw", f.format)
+	}
+	o := imagebuilder.EnrollOptions{
+		Release: f.release, Kernel: f.kernel, Initrd: f.initrd,
+		Hubs: hubs, CA: ca, Token: f.token, TokenExpires: expires,
+		NetworkProfile: profile, Format: format, Cmdline: f.cmdline, Now: t,
+		Loaders: iso.BootLoaders{Isolinux: f.isolinux, Ldlinux: f.ldlinux, GrubEFI: f.grub},
+	}
+	for _, k := range keys {
+		o.SSHKeys = append(o.SSHKeys, string(k))
+	}
+	for i, c := range confs {
+		o.UserConfigs = append(o.UserConfigs, ignition.Snippet{Name: f.userConfigs[i], Data: c})
+	}
+	if f.createToken {
+		// Check everything local first, so a bad input does not cost a token.
+		if err := dryCheck(o); err != nil {
+			return err
+		}
+		tok, exp, err := createToken(cmd.Context(), cfg, expires, t, f.maxUses, f.pool)
+		if err != nil {
+			return err
+		}
+		o.Token, o.TokenExpires = tok, exp
+		fmt.Fprintf(cmd.ErrOrStderr(), "created enrollment token %s\n", imagebuilder.MaskToken(tok))
+	}
+	p := newProgress(cmd.ErrOrStderr(), f.quiet)
+	o.Progress = p.Report
+	err = imagebuilder.Enroll(o, f.out)
+	p.Done()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "wrote %s\n", f.out)
+	return nil
+}
+
+// dryCheck validates the inputs that do not need the token.
+func dryCheck(o imagebuilder.EnrollOptions) error {
+	o.Token = "aaaaaa.aaaaaaaaaaaaaaaa"
+	o.TokenExpires = time.Time{}
+	return imagebuilder.Check(o)
+}
+
+// createToken asks the hub (at the admin.conf's addresses: --hub names the
+// addresses baked into the image, which may differ) for an enrollment token.
+func createToken(ctx context.Context, cfg *client.Config, expires, t time.Time, maxUses int32, pool string) (string, time.Time, error) {
+	if cfg == nil {
+		return "", time.Time{}, errors.New("--create-token needs an admin.conf (--config)")
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	conn, err := client.Dial(ctx, cfg, nil)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	defer conn.Close()
+	req := &roostv1.CreateEnrollmentTokenRequest{MaxUses: maxUses, Pool: pool}
+	if !expires.IsZero() {
+		req.TtlSeconds = int64(expires.Sub(t).Seconds())
+	}
+	resp, err := roostv1.NewHubServiceClient(conn).CreateEnrollmentToken(ctx, req)
+	if err != nil {
+		if status.Code(err) == codes.Unimplemented {
+			return "", time.Time{}, errors.New("--create-token: not supported by this hub yet (create a token with roostctl and pass --token)")
+		}
+		return "", time.Time{}, fmt.Errorf("create enrollment token: %w", err)
+	}
+	var exp time.Time
+	if et := resp.GetEnrollmentToken(); et != nil && et.GetSpec().GetExpiresAt() != nil {
+		exp = et.GetSpec().GetExpiresAt().AsTime()
+	}
+	return resp.GetToken(), exp, nil
+}
+
+func newInspectCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "inspect IMAGE",
+		Short: "Show an image's boot entries, files, release and embedded config (secrets masked)",
+		Example: `  roost-image inspect enroll.iso
+  roost-image inspect enroll.img`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			t := now()
+			r, err := imagebuilder.Inspect(args[0], t)
+			if err != nil {
+				return err
+			}
+			return r.Write(cmd.OutOrStdout(), t)
+		},
+	}
+}
+
+func newReleaseCmd() *cobra.Command {
+	var def, out, key string
+	var fetch bool
+	cmd := &cobra.Command{
+		Use:   "release --manifest images/NAME.yaml -o DIR",
+		Short: "Build a signed release bundle (kernel, initrd, systemd-boot, release.json)",
+		Long: `Build a release bundle from an image definition: copy the kernel, the initrd
+and the systemd-boot EFI binary (Debian package systemd-boot-efi unless the
+definition names another), and write release.json (version, component
+versions, sha256 of every artifact) signed with an ed25519 key
+(release.json.sig). Artifacts given by URL are downloaded only with --fetch.`,
+		Example: `  roost-image keygen -o _output/release
+  roost-image release --manifest images/testbed.yaml --key _output/release.key -o _output/testbed/bundle`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			d, err := release.LoadDefinition(def)
+			if err != nil {
+				return err
+			}
+			o := release.Options{Fetch: fetch}
+			if key != "" {
+				if o.Key, err = release.LoadPrivateKey(key); err != nil {
+					return err
+				}
+			}
+			m, err := release.Build(d, out, o)
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "release %s %s in %s\n", m.Name, m.Version, out)
+			for _, a := range m.Artifacts {
+				fmt.Fprintf(w, "  %-10s %-22s %10d  sha256:%s\n", a.Name, a.File, a.Size, a.SHA256)
+			}
+			if m.KeyID != "" {
+				fmt.Fprintf(w, "signed with key %s\n", m.KeyID)
+			} else {
+				fmt.Fprintf(w, "not signed (no --key)\n")
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&def, "manifest", "", "image definition (images/NAME.yaml)")
+	cmd.Flags().StringVarP(&out, "output", "o", "", "bundle directory")
+	cmd.Flags().StringVar(&key, "key", "", "ed25519 private key (from 'roost-image keygen') to sign release.json")
+	cmd.Flags().BoolVar(&fetch, "fetch", false, "download artifacts given by URL (needs internet)")
+	_ = cmd.MarkFlagRequired("manifest")
+	_ = cmd.MarkFlagRequired("output")
+	return cmd
+}
+
+func newKeygenCmd() *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:     "keygen -o PREFIX",
+		Short:   "Make an ed25519 key pair for signing releases (PREFIX.key, PREFIX.pub)",
+		Example: `  roost-image keygen -o ~/.roost/release`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := os.MkdirAll(filepath.Dir(out), 0o700); err != nil {
+				return err
+			}
+			pub, err := release.GenerateKey(out)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s.key and %s.pub (key id %s)\n", out, out, release.KeyID(pub))
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&out, "output", "o", "", "path prefix of the key files")
+	_ = cmd.MarkFlagRequired("output")
+	return cmd
+}

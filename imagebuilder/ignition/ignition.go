@@ -1,0 +1,225 @@
+// Package ignition renders the Ignition config (spec 3.3.0) baked into an
+// enrollment image: the agent configuration file, the roost-agent unit, SSH
+// keys for the user "core", the optional enrollment network profile, and the
+// user's own snippets (Ignition v3 JSON or Container Linux Config YAML).
+//
+// Spec 3.3.0 is what Debian's ignition (2.14) and Flatcar read. The output is
+// deterministic: the same inputs give the same bytes (files, directories,
+// links sorted by path; units by name; no timestamps).
+package ignition
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/coreos/ignition/v2/config/v3_3"
+	"github.com/coreos/ignition/v2/config/v3_3/types"
+	"github.com/coreos/ignition/v2/config/validate"
+)
+
+// Paths and names Roost writes into the machine.
+const (
+	SpecVersion        = "3.3.0"
+	AgentConfigPath    = "/etc/roost/agent.yaml"
+	EnrollNetworkPath  = "/etc/roost/enroll-network.yaml"
+	AgentUnitName      = "roost-agent.service"
+	AgentBinary        = "/usr/bin/roost-agent"
+	SSHUser            = "core"
+	agentConfigMode    = 0o600
+	networkProfileMode = 0o600
+)
+
+// AgentUnit is the systemd unit that runs the agent.
+const AgentUnit = `[Unit]
+Description=Roost agent
+Documentation=https://github.com/roostfleet/roost
+Wants=network-online.target
+After=network-online.target
+ConditionPathExists=` + AgentConfigPath + `
+
+[Service]
+ExecStart=` + AgentBinary + ` --config ` + AgentConfigPath + `
+Restart=always
+RestartSec=5
+
+[Install]
+WantedBy=multi-user.target
+`
+
+// Snippet is one user config: Ignition v3 JSON (spec 3.0–3.3) or a
+// Container Linux Config (YAML). Name is used in error messages.
+type Snippet struct {
+	Name string
+	Data []byte
+}
+
+// Params is what goes into the rendered config.
+type Params struct {
+	// AgentConfig is the content of /etc/roost/agent.yaml (required).
+	AgentConfig []byte
+	// SSHKeys are authorized keys for the user "core".
+	SSHKeys []string
+	// NetworkProfile is the NetworkProfile YAML for enrollment (optional).
+	NetworkProfile []byte
+	// Snippets are user configs merged in order; Roost's own entries are
+	// applied last and may not be overridden.
+	Snippets []Snippet
+}
+
+// Render builds and validates the config.
+func Render(p Params) (types.Config, error) {
+	if len(p.AgentConfig) == 0 {
+		return types.Config{}, errors.New("ignition: agent config is empty")
+	}
+	own := roostConfig(p)
+	cfg := types.Config{Ignition: types.Ignition{Version: SpecVersion}}
+	for _, s := range p.Snippets {
+		sc, err := ParseSnippet(s)
+		if err != nil {
+			return types.Config{}, err
+		}
+		if err := checkConflicts(s.Name, sc, own); err != nil {
+			return types.Config{}, err
+		}
+		cfg = v3_3.Merge(cfg, sc)
+	}
+	cfg = v3_3.Merge(cfg, own)
+	cfg.Ignition.Version = SpecVersion
+	Sort(&cfg)
+	if err := Validate(cfg); err != nil {
+		return types.Config{}, err
+	}
+	return cfg, nil
+}
+
+// RenderJSON renders and marshals the config.
+func RenderJSON(p Params) ([]byte, error) {
+	cfg, err := Render(p)
+	if err != nil {
+		return nil, err
+	}
+	return Marshal(cfg)
+}
+
+// Marshal validates cfg and encodes it as indented JSON, then checks that
+// the library parses the bytes back without error.
+func Marshal(cfg types.Config) ([]byte, error) {
+	if err := Validate(cfg); err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(cfg); err != nil {
+		return nil, fmt.Errorf("ignition: encode: %w", err)
+	}
+	if _, rpt, err := v3_3.Parse(buf.Bytes()); err != nil {
+		return nil, fmt.Errorf("ignition: rendered config does not parse: %v: %s", err, strings.TrimSpace(rpt.String()))
+	}
+	return buf.Bytes(), nil
+}
+
+// Validate runs the Ignition library's validation and returns its fatal
+// entries (with their field paths) as an error.
+func Validate(cfg types.Config) error {
+	rpt := validate.ValidateWithContext(cfg, nil)
+	if rpt.IsFatal() {
+		return fmt.Errorf("ignition: invalid config: %s", strings.TrimSpace(rpt.String()))
+	}
+	return nil
+}
+
+// Sort orders files, directories and links by path, units by name, users
+// by name, so equal configs marshal to equal bytes.
+func Sort(cfg *types.Config) {
+	s := &cfg.Storage
+	sort.SliceStable(s.Files, func(i, j int) bool { return s.Files[i].Path < s.Files[j].Path })
+	sort.SliceStable(s.Directories, func(i, j int) bool { return s.Directories[i].Path < s.Directories[j].Path })
+	sort.SliceStable(s.Links, func(i, j int) bool { return s.Links[i].Path < s.Links[j].Path })
+	u := cfg.Systemd.Units
+	sort.SliceStable(u, func(i, j int) bool { return u[i].Name < u[j].Name })
+	for k := range u {
+		d := u[k].Dropins
+		sort.SliceStable(d, func(i, j int) bool { return d[i].Name < d[j].Name })
+	}
+	users := cfg.Passwd.Users
+	sort.SliceStable(users, func(i, j int) bool { return users[i].Name < users[j].Name })
+}
+
+func roostConfig(p Params) types.Config {
+	cfg := types.Config{Ignition: types.Ignition{Version: SpecVersion}}
+	cfg.Storage.Directories = append(cfg.Storage.Directories, dir("/etc/roost", 0o700))
+	cfg.Storage.Files = append(cfg.Storage.Files, file(AgentConfigPath, agentConfigMode, p.AgentConfig))
+	if len(p.NetworkProfile) > 0 {
+		cfg.Storage.Files = append(cfg.Storage.Files, file(EnrollNetworkPath, networkProfileMode, p.NetworkProfile))
+	}
+	cfg.Systemd.Units = append(cfg.Systemd.Units, types.Unit{
+		Name:     AgentUnitName,
+		Enabled:  ptr(true),
+		Contents: ptr(AgentUnit),
+	})
+	if len(p.SSHKeys) > 0 {
+		u := types.PasswdUser{Name: SSHUser}
+		for _, k := range p.SSHKeys {
+			for _, line := range strings.Split(k, "\n") {
+				line = strings.TrimSpace(line)
+				if line == "" || strings.HasPrefix(line, "#") {
+					continue
+				}
+				u.SSHAuthorizedKeys = append(u.SSHAuthorizedKeys, types.SSHAuthorizedKey(line))
+			}
+		}
+		cfg.Passwd.Users = append(cfg.Passwd.Users, u)
+	}
+	return cfg
+}
+
+// checkConflicts refuses a snippet that writes a file or unit Roost owns.
+func checkConflicts(name string, sc, own types.Config) error {
+	owned := map[string]bool{}
+	for _, f := range own.Storage.Files {
+		owned[f.Path] = true
+	}
+	for i, f := range sc.Storage.Files {
+		if owned[f.Path] {
+			return fmt.Errorf("user config %s: storage.files.%d (%s): Roost writes this file itself", name, i, f.Path)
+		}
+	}
+	for i, u := range sc.Systemd.Units {
+		if u.Name == AgentUnitName && u.Contents != nil {
+			return fmt.Errorf("user config %s: systemd.units.%d (%s): Roost writes this unit itself; use a drop-in", name, i, u.Name)
+		}
+	}
+	return nil
+}
+
+// DataURL encodes content as an RFC 2397 data URL (base64).
+func DataURL(content []byte) string {
+	return "data:;base64," + base64.StdEncoding.EncodeToString(content)
+}
+
+func file(path string, mode int, content []byte) types.File {
+	src := DataURL(content)
+	return types.File{
+		Node: types.Node{Path: path, Overwrite: ptr(true)},
+		FileEmbedded1: types.FileEmbedded1{
+			Mode:     ptr(mode),
+			Contents: types.Resource{Source: &src},
+		},
+	}
+}
+
+func dir(path string, mode int) types.Directory {
+	return types.Directory{
+		Node:               types.Node{Path: path},
+		DirectoryEmbedded1: types.DirectoryEmbedded1{Mode: ptr(mode)},
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Install the Debian packages the image builder uses on the build host:
+# boot loaders baked into enrollment images (isolinux, syslinux-common,
+# grub-efi-amd64-bin), systemd-boot for release bundles (systemd-boot-efi),
+# and, with --e2e / --bench, QEMU + OVMF for boot tests and xorriso as the
+# benchmark baseline. Idempotent; needs root.
+set -euo pipefail
+pkgs=(isolinux syslinux-common grub-efi-amd64-bin systemd-boot-efi)
+for a in "$@"; do
+	case $a in
+	--e2e) pkgs+=(qemu-system-x86 ovmf) ;;
+	--bench) pkgs+=(xorriso) ;;
+	*) echo "usage: $0 [--e2e] [--bench]" >&2; exit 2 ;;
+	esac
+done
+need=()
+for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || need+=("$p"); done
+[ ${#need[@]} -eq 0 ] && exit 0
+[ "$(id -u)" = 0 ] || { echo "images/deps.sh: needs root to install ${need[*]}" >&2; exit 1; }
+echo "images/deps.sh: installing ${need[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null

@@ -1,0 +1,190 @@
+#!/usr/bin/env bash
+# Build the Roost testbed release bundle from Debian packages only:
+#   Debian's kernel (linux-image-amd64) + an initrd that is a whole small
+#   systemd root file system (debootstrap minbase + packages.txt), the kernel
+#   modules of modules.txt (with dependencies), Debian's ignition run at boot
+#   against the config the enrollment image appends, and roost-agent.
+# The OS runs from RAM. Results are cached by a hash of this recipe and its
+# inputs under $ROOST_TESTBED_CACHE (default _output/testbed).
+#
+# Usage: images/testbed/build.sh            (make testbed runs it)
+# Env:   ROOST_BIN (default bin/), ROOST_TESTBED_CACHE, DEBIAN_MIRROR, SUITE
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+bin=${ROOST_BIN:-$repo/bin}
+cache=${ROOST_TESTBED_CACHE:-$repo/_output/testbed}
+suite=${SUITE:-bookworm}
+mirror=${DEBIAN_MIRROR:-$(sed -n 's/^URIs: *\(http[^ ]*\/debian\)$/\1/p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)}
+mirror=${mirror:-http://deb.debian.org/debian}
+export DEBIAN_FRONTEND=noninteractive LC_ALL=C
+
+log() { echo "testbed: $*" >&2; }
+
+[ "$(id -u)" = 0 ] || { echo "testbed: needs root (debootstrap, chroot)" >&2; exit 1; }
+
+# --- prerequisites (Debian packages) ---------------------------------------
+"$here/../deps.sh" --e2e --bench
+need=()
+for p in debootstrap cpio zstd kmod systemd-boot-efi dpkg-dev; do
+	dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
+done
+if [ ${#need[@]} -gt 0 ]; then
+	log "installing ${need[*]}"
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+# --- inputs and cache keys -------------------------------------------------
+kpkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
+if [ -z "$kpkg" ]; then
+	apt-get update -qq
+	kpkg=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
+fi
+kver=${kpkg#linux-image-}
+kpkgver=$(apt-cache policy "$kpkg" | awk '/Candidate:/ {print $2}')
+pkgs=$(grep -v '^#' "$here/packages.txt" | xargs)
+pkgvers=$(for p in $pkgs; do printf '%s=%s\n' "$p" "$(apt-cache policy "$p" | awk '/Candidate:/ {print $2}')"; done)
+# Bump base_recipe when the base steps below (debootstrap, kernel, modules,
+# trim) change; the final key also covers this whole script.
+base_recipe=1
+debkey=$( { echo "base-recipe $base_recipe $suite $mirror"; echo "$pkgvers"; cat "$here/packages.txt"; } | sha256sum | cut -c1-16)
+basekey=$( { echo "$debkey $kpkg $kpkgver"; cat "$here/modules.txt"; } | sha256sum | cut -c1-16)
+
+agent=$bin/roost-agent
+if [ -x "$agent" ]; then
+	agentsum=$(sha256sum "$agent" | cut -c1-16)
+else
+	agentsum=placeholder
+	log "WARNING: $agent not found (make build): the testbed gets a placeholder roost-agent that only logs its config"
+fi
+overlaysum=$(cd "$here/overlay" && find . -type f | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-16)
+scriptsum=$(sha256sum "$here/build.sh" | cut -c1-16)
+key=$(echo "$basekey $agentsum $overlaysum $scriptsum" | sha256sum | cut -c1-16)
+
+deb=$cache/debootstrap-$debkey
+base=$cache/base-$basekey
+out=$cache/$key
+mkdir -p "$cache"
+
+if [ -f "$out/done" ]; then
+	log "cached: $out"
+else
+	# --- base root file system (slow: cached on its own key) --------------------
+	if [ ! -f "$base/done" ]; then
+		# debootstrap: the slowest step, cached on the package set alone
+		if [ ! -f "$deb/done" ]; then
+			rm -rf "$deb"
+			mkdir -p "$deb"
+			log "debootstrap $suite (minbase + $pkgs) from $mirror"
+			debootstrap --variant=minbase --include="$(echo "$pkgs" | tr ' ' ,)" "$suite" "$deb/rootfs" "$mirror" >"$deb/debootstrap.log" 2>&1 || {
+				tail -30 "$deb/debootstrap.log" >&2; exit 1; }
+			touch "$deb/done"
+		fi
+		rm -rf "$base"
+		mkdir -p "$base"
+		cp -a "$deb/rootfs" "$base/rootfs"
+
+		log "kernel $kpkg ($kpkgver)"
+		(cd "$base" && apt-get download -qq "$kpkg" 2>/dev/null)
+		mkdir -p "$base/kernel"
+		dpkg-deb -x "$base"/linux-image-*.deb "$base/kernel"
+		cp "$base/kernel/boot/vmlinuz-$kver" "$base/vmlinuz"
+
+		log "modules"
+		kroot=$base/kernel
+		depmod -b "$kroot" "$kver"
+		mods=$(grep -v '^#' "$here/modules.txt" | xargs)
+		mkdir -p "$base/rootfs/lib/modules/$kver"
+		for m in $mods; do
+			modprobe -d "$kroot" -S "$kver" --show-depends "$m" | awk '$1 == "insmod" {print $2}'
+			[ "${PIPESTATUS[0]}" = 0 ] || { echo "testbed: module $m not found in $kpkg" >&2; exit 1; }
+		done | awk '!seen[$0]++' > "$base/modules.order"
+		while read -r ko; do
+			rel=${ko#"$kroot"/}
+			mkdir -p "$base/rootfs/$(dirname "$rel")"
+			cp "$ko" "$base/rootfs/$rel"
+		done < "$base/modules.order"
+		cp "$kroot/lib/modules/$kver"/modules.{order,builtin,builtin.modinfo} "$base/rootfs/lib/modules/$kver/" 2>/dev/null || true
+		depmod -b "$base/rootfs" "$kver"
+
+		log "trim"
+		chroot "$base/rootfs" apt-get clean
+		rm -rf "$base/rootfs"/usr/share/{doc,man,info,locale,lintian} "$base/rootfs"/var/lib/apt/lists/* \
+			"$base/rootfs"/var/cache/apt/* "$base/rootfs"/var/log/*.log "$base/rootfs"/usr/share/zoneinfo/right \
+			"$base/rootfs"/var/cache/debconf/*-old "$base/rootfs"/var/lib/dpkg/*-old
+		rm -f "$base"/linux-image-*.deb
+		rm -rf "$base/kernel/lib"
+		touch "$base/done"
+	fi
+
+	# --- final root file system: base + overlay + agent ------------------------
+	work=$(mktemp -d "$cache/.work-XXXXXX")
+	trap 'rm -rf "$work"' EXIT
+	log "assemble"
+	cp -a "$base/rootfs" "$work/rootfs"
+	r=$work/rootfs
+	cp -a "$here/overlay/." "$r/"
+	if [ -x "$agent" ]; then
+		install -m 0755 "$agent" "$r/usr/bin/roost-agent"
+	else
+		cat > "$r/usr/bin/roost-agent" <<'AGENT'
+#!/bin/sh
+# Placeholder: the real roost-agent was not built when this testbed was made.
+echo "roost-agent placeholder: args $*"; [ -f /etc/roost/agent.yaml ] && echo "roost-agent placeholder: /etc/roost/agent.yaml present"
+exec sleep infinity
+AGENT
+		chmod 0755 "$r/usr/bin/roost-agent"
+	fi
+	ln -sf /lib/systemd/systemd "$r/init"
+	: > "$r/etc/machine-id"
+	echo "testbed" > "$r/etc/hostname"
+	printf '127.0.0.1 localhost\n127.0.1.1 testbed\n' > "$r/etc/hosts"
+	mkdir -p "$r/usr/share/oem" "$r/etc/roost"
+	chroot "$r" systemctl enable roost-ignition.service systemd-networkd.service >/dev/null 2>&1
+	chroot "$r" systemctl mask systemd-networkd-wait-online.service >/dev/null 2>&1 || true
+	# root login only on the serial console of this test OS
+	chroot "$r" passwd -d root >/dev/null
+	cat > "$r/etc/os-release.roost" <<OS
+ROOST_TESTBED=1
+ROOST_TESTBED_KEY=$key
+OS
+
+	log "pack initrd (cpio + zstd)"
+	(cd "$r" && find . -mindepth 1 -print0 | LC_ALL=C sort -z | cpio --null -o -H newc --reproducible --quiet) \
+		| zstd -q -T0 -9 > "$work/initrd.img"
+	cp "$base/vmlinuz" "$work/vmlinuz"
+	sysver=$(chroot "$r" dpkg-query -W -f '${Version}' systemd)
+	ignver=$(chroot "$r" dpkg-query -W -f '${Version}' ignition)
+	cat > "$work/testbed.yaml" <<DEF
+apiVersion: roost.io/v1
+kind: ImageDefinition
+name: testbed
+version: $(date -u -d "@${SOURCE_DATE_EPOCH:-1793491200}" +%Y.%m).0-$key
+channel: test
+date: $(date -u -d "@${SOURCE_DATE_EPOCH:-1793491200}" +%Y-%m-%dT%H:%M:%SZ)
+description: Roost testbed OS from Debian $suite packages (runs from RAM)
+components:
+  kernel: "$kver ($kpkgver)"
+  systemd: "$sysver"
+  ignition: "$ignver"
+  roost-agent: "$agentsum"
+kernel: {path: vmlinuz}
+initrd: {path: initrd.img}
+bootloader: {path: /usr/lib/systemd/boot/efi/systemd-bootx64.efi, package: systemd-boot-efi}
+DEF
+	rm -rf "$work/rootfs"
+	touch "$work/done"
+	rm -rf "$out"
+	mv "$work" "$out"
+	trap - EXIT
+fi
+
+# --- release bundle --------------------------------------------------------
+[ -x "$bin/roost-image" ] || { echo "testbed: $bin/roost-image missing: run make build" >&2; exit 1; }
+keyfile=$cache/release-key
+[ -f "$keyfile.key" ] || "$bin/roost-image" keygen -o "$keyfile" >/dev/null
+"$bin/roost-image" release --manifest "$out/testbed.yaml" --key "$keyfile.key" -o "$cache/bundle"
+ln -sfn "$key" "$cache/current"
+ls -la "$cache/bundle" >&2
