@@ -17,7 +17,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -410,15 +409,11 @@ func GenerateKey(prefix string) (ed25519.PublicKey, error) {
 
 // LoadPrivateKey reads a key written by GenerateKey.
 func LoadPrivateKey(p string) (ed25519.PrivateKey, error) {
-	data, err := os.ReadFile(p)
+	der, err := readPEM(p, "signing key")
 	if err != nil {
-		return nil, fmt.Errorf("signing key: %w", err)
+		return nil, err
 	}
-	blk, _ := pem.Decode(data)
-	if blk == nil {
-		return nil, fmt.Errorf("signing key %s: no PEM block", p)
-	}
-	k, err := x509.ParsePKCS8PrivateKey(blk.Bytes)
+	k, err := x509.ParsePKCS8PrivateKey(der)
 	if err != nil {
 		return nil, fmt.Errorf("signing key %s: %w", p, err)
 	}
@@ -431,21 +426,31 @@ func LoadPrivateKey(p string) (ed25519.PrivateKey, error) {
 
 // LoadPublicKey reads a public key written by GenerateKey.
 func LoadPublicKey(p string) (ed25519.PublicKey, error) {
-	data, err := os.ReadFile(p)
+	der, err := readPEM(p, "public key")
 	if err != nil {
-		return nil, fmt.Errorf("public key: %w", err)
+		return nil, err
 	}
-	blk, _ := pem.Decode(data)
-	if blk == nil {
-		return nil, fmt.Errorf("public key %s: no PEM block", p)
-	}
-	k, err := x509.ParsePKIXPublicKey(blk.Bytes)
+	k, err := x509.ParsePKIXPublicKey(der)
 	if err != nil {
 		return nil, fmt.Errorf("public key %s: %w", p, err)
 	}
 	pub, ok := k.(ed25519.PublicKey)
 	if !ok {
-		return nil, errors.New("public key: not ed25519")
+		return nil, fmt.Errorf("public key %s: not an ed25519 key", p)
 	}
 	return pub, nil
+}
+
+// readPEM returns the DER bytes of the first PEM block in file p; what names
+// the file in errors ("signing key", "public key").
+func readPEM(p, what string) ([]byte, error) {
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	blk, _ := pem.Decode(data)
+	if blk == nil {
+		return nil, fmt.Errorf("%s %s: no PEM block", what, p)
+	}
+	return blk.Bytes, nil
 }
