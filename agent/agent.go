@@ -95,6 +95,12 @@ type Observer interface {
 	Disconnected(hub string, err error)
 }
 
+// Locker is a Store that one Agent at a time may use (FileStore): Run
+// holds the lock while it runs.
+type Locker interface {
+	Lock() (unlock func(), err error)
+}
+
 // RefusedError is a permanent refusal of enrollment by the hub: a wrong,
 // expired, revoked or used-up token, or a request the hub finds malformed.
 // The agent stops; retrying with the same token would not help.
@@ -162,6 +168,13 @@ func New(o Options) (*Agent, error) {
 // when ctx ends, a *RefusedError when the hub refuses enrollment, and other
 // errors for what retrying cannot fix (no hubs, no CA, unusable state dir).
 func (a *Agent) Run(ctx context.Context) error {
+	if l, ok := a.o.Store.(Locker); ok {
+		unlock, err := l.Lock()
+		if err != nil {
+			return fmt.Errorf("agent: %w", err)
+		}
+		defer unlock()
+	}
 	if err := a.load(); err != nil {
 		return err
 	}
@@ -199,7 +212,8 @@ func (a *Agent) Run(ctx context.Context) error {
 		case codes.PermissionDenied, codes.Unauthenticated:
 			// The hub knows the certificate but refuses the Server (deleted,
 			// decommissioned): an operator must act; keep trying slowly.
-			a.log.Error("the hub refuses this Server's certificate", "hub", failed, "err", err, "next", a.currentHub(), "after", d.Round(time.Millisecond), "attempt", a.backoff.Attempts())
+			a.log.Error("the hub refuses this Server's certificate", "hub", failed, "err", err, "next", a.currentHub(), "after", d.Round(time.Millisecond), "attempt", a.backoff.Attempts(),
+				"fix", reenrollHint(a.o.Store))
 		default:
 			a.log.Info("hub unreachable, retrying", "hub", failed, "err", err, "next", a.currentHub(), "after", d.Round(time.Millisecond), "attempt", a.backoff.Attempts())
 		}
@@ -209,6 +223,18 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// reenrollHint says how to bring back a Server whose certificate the hub
+// refuses: the agent enrolls only without a stored certificate, so a token
+// alone (which the configuration may still hold) never undoes a
+// decommission.
+func reenrollHint(s Store) string {
+	where := "the state dir"
+	if fs, ok := s.(FileStore); ok {
+		where = fs.Dir
+	}
+	return "to enroll this Server again, stop the agent, delete " + CertFile + " in " + where + " and start it with a valid token (--token or token: in the config)"
 }
 
 // ServerName returns the Server's name once enrolled.

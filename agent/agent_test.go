@@ -348,3 +348,49 @@ func (l *lockedInventory) Inventory(ctx context.Context) (*roostv1.Inventory, er
 	defer l.mu.Unlock()
 	return l.f.Inventory(ctx)
 }
+
+// A decommissioned Server's agent logged only the hub's "enroll it again
+// with a token"; restarting it with --token did nothing, as the agent
+// enrolls only without a stored certificate. The log now says what to do.
+func TestRefusedCertificateSaysHowToEnrollAgain(t *testing.T) {
+	ca := fakehub.NewCA(t)
+	hub := fakehub.Start(t, ca)
+	hub.Mu.Lock()
+	hub.RefuseConnect = status.Error(codes.PermissionDenied, "server x is decommissioned; enroll it again with a token to bring it back")
+	hub.Mu.Unlock()
+	store := agent.FileStore{Dir: filepath.Join(t.TempDir(), "state")}
+	id, inv := simServer(4)
+	r := startAgent(t, agent.Options{Hubs: []string{hub.Addr}, CA: ca.CertPEM, Token: hub.Token, Store: store, Identity: id, Inventory: inv})
+	want := "delete " + agent.CertFile + " in " + store.Dir + " and start it with a valid token"
+	fakehub.Eventually(t, "the refusal is logged with the fix", func() bool { return strings.Contains(r.log.String(), want) })
+	if _, _, _, _, _, enrolls := hub.Snapshot(); enrolls != 1 {
+		t.Errorf("enrolls = %d: the agent must not enroll again by itself", enrolls)
+	}
+}
+
+// Two agents started on one state dir (one by hand next to the service)
+// each generated a key and enrolled; the certificate left on disk did not
+// fit the key left on disk, and the Server needed a new token. The second
+// agent now stops at once.
+func TestSecondAgentOnAStateDirIsRefused(t *testing.T) {
+	ca := fakehub.NewCA(t)
+	hub := fakehub.Start(t, ca)
+	store := agent.FileStore{Dir: filepath.Join(t.TempDir(), "state")}
+	id, inv := simServer(5)
+	o := agent.Options{Hubs: []string{hub.Addr}, CA: ca.CertPEM, Token: hub.Token, Store: store, Identity: id, Inventory: inv}
+	startAgent(t, o)
+	fakehub.Eventually(t, "hello", func() bool { h, _, _, _, _, _ := hub.Snapshot(); return len(h) == 1 })
+	second := startAgent(t, o)
+	select {
+	case err := <-second.done:
+		second.done <- err
+		if err == nil || !strings.Contains(err.Error(), "in use by another roost-agent") {
+			t.Fatalf("second agent: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second agent kept running")
+	}
+	if _, _, _, _, _, enrolls := hub.Snapshot(); enrolls != 1 {
+		t.Errorf("enrolls = %d, want 1", enrolls)
+	}
+}

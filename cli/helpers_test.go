@@ -143,6 +143,7 @@ type fakeHub struct {
 	lists    []*roostv1.ListRequest
 	members  []*roostv1.Member
 	removed  []string
+	updated  []string // names given to UpdateServer and RevokeEnrollmentToken
 	// events are sent on every Watch after the current objects.
 	events []*roostv1.WatchEvent
 	// watches counts Watch calls; watchFail makes the first ones fail.
@@ -226,6 +227,29 @@ func (f *fakeHub) Delete(_ context.Context, req *roostv1.DeleteRequest) (*roostv
 	delete(f.objects, key(req.GetKind(), req.GetName()))
 	f.index++
 	return &roostv1.DeleteResponse{Index: f.index}, nil
+}
+
+// UpdateServer and RevokeEnrollmentToken answer NotFound for objects the
+// fake does not hold and record the names they were asked about.
+func (f *fakeHub) UpdateServer(_ context.Context, req *roostv1.UpdateServerRequest) (*roostv1.UpdateServerResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.updated = append(f.updated, req.GetName())
+	o, ok := f.objects[key("Server", req.GetName())]
+	if !ok {
+		return nil, apierror.NotFound("Server", req.GetName())
+	}
+	return &roostv1.UpdateServerResponse{Server: o.GetServer()}, nil
+}
+
+func (f *fakeHub) RevokeEnrollmentToken(_ context.Context, req *roostv1.RevokeEnrollmentTokenRequest) (*roostv1.RevokeEnrollmentTokenResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.updated = append(f.updated, req.GetName())
+	if _, ok := f.objects[key("EnrollmentToken", req.GetName())]; !ok {
+		return nil, apierror.NotFound("EnrollmentToken", req.GetName())
+	}
+	return &roostv1.RevokeEnrollmentTokenResponse{}, nil
 }
 
 func (f *fakeHub) Watch(req *roostv1.WatchRequest, stream grpc.ServerStreamingServer[roostv1.WatchEvent]) error {

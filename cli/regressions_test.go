@@ -8,6 +8,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 )
 
 // Regression tests for problems found by trying roostctl as a new user.
@@ -148,5 +150,55 @@ func TestDeleteFromManifestWithInvalidSpec(t *testing.T) {
 	r = runCLI(t, "", "--config", config, "delete", "-f", noName)
 	if r.code != ExitUsage || !strings.Contains(r.err, noName+":3:1: Pool: metadata.name: is required") {
 		t.Errorf("no name: exit %d, out %q, err %q", r.code, r.out, r.err)
+	}
+}
+
+// `netprofile plan P` without --server exited 1 (as for a hub refusal) with
+// no pointer to --help: cobra checks required flags after the command
+// counts as started.
+func TestMissingRequiredFlagIsUsage(t *testing.T) {
+	r := runCLI(t, "", "--config", filepath.Join(t.TempDir(), "none.conf"), "netprofile", "plan", "lacp-vlan100")
+	if r.code != ExitUsage || !strings.Contains(r.err, `"server" not set`) || !strings.Contains(r.err, "See 'roostctl netprofile plan --help'") {
+		t.Errorf("exit %d, err %q", r.code, r.err)
+	}
+}
+
+// `server label S a=1 a-` sent both and the hub silently removed the label;
+// `token create --label a=b --label a=c` silently kept a=c.
+func TestConflictingLabelArgumentsAreUsage(t *testing.T) {
+	noConfig := filepath.Join(t.TempDir(), "none.conf")
+	for _, args := range [][]string{
+		{"server", "label", "s1", "a=1", "a-"},
+		{"server", "label", "s1", "a-", "a=1"},
+		{"server", "label", "s1", "a=1", "a=2"},
+		{"token", "create", "--label", "a=b", "--label", "a=c"},
+	} {
+		r := runCLI(t, "", append([]string{"--config", noConfig}, args...)...)
+		if r.code != ExitUsage || !strings.Contains(r.err, `"a"`) {
+			t.Errorf("%v: exit %d, err %q", args, r.code, r.err)
+		}
+	}
+}
+
+// `server cordon nosuch S` stopped at nosuch and left S alone (and `token
+// revoke` likewise), unlike get and delete, which go on with the other names.
+// `token revoke NAME.SECRET` answered "not found": it now revokes NAME.
+func TestServerAndTokenCommandsGoOnAfterARefusedName(t *testing.T) {
+	f := newFakeHub()
+	f.put(&roostv1.Object{Kind: &roostv1.Object_Server{Server: &roostv1.Server{Metadata: &roostv1.ObjectMeta{Name: "s1"}}}})
+	f.put(&roostv1.Object{Kind: &roostv1.Object_EnrollmentToken{EnrollmentToken: &roostv1.EnrollmentToken{Metadata: &roostv1.ObjectMeta{Name: "abcdef"}}}})
+	config, _ := startFakeHub(t, f)
+	r := runCLI(t, "", "--config", config, "server", "cordon", "nosuch", "s1")
+	if r.code != ExitFailed || r.out != "server/s1 cordoned\n" || !strings.Contains(r.err, `Server "nosuch" not found`) {
+		t.Errorf("server cordon nosuch s1: exit %d, out %q, err %q", r.code, r.out, r.err)
+	}
+	r = runCLI(t, "", "--config", config, "token", "revoke", "zzzzzz", "abcdef.0123456789abcdef")
+	if r.code != ExitFailed || r.out != "enrollmenttoken/abcdef revoked\n" || !strings.Contains(r.err, `"zzzzzz" not found`) {
+		t.Errorf("token revoke: exit %d, out %q, err %q", r.code, r.out, r.err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if want := []string{"nosuch", "s1", "zzzzzz", "abcdef"}; strings.Join(f.updated, ",") != strings.Join(want, ",") {
+		t.Errorf("calls for %v, want %v", f.updated, want)
 	}
 }

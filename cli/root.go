@@ -114,6 +114,12 @@ func newRootCommand(o *options) *cobra.Command {
 			if o.timeout <= 0 {
 				return usageErrorf("--timeout must be positive, got %s", o.timeout)
 			}
+			// cobra checks required flags only after this hook, when the
+			// command counts as started; check them here so that a missing
+			// one is bad usage (exit 2, with a pointer to --help).
+			if err := cmd.ValidateRequiredFlags(); err != nil {
+				return err
+			}
 			o.started = true
 			return nil
 		},

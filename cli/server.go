@@ -88,14 +88,25 @@ func (o *options) updateServers(cmd *cobra.Command, names []string, verb string,
 		return err
 	}
 	defer conn.Close()
+	// Like delete: a refused name does not stop the others; the exit code
+	// is that of the first refusal.
+	var failed error
 	for _, name := range names {
 		req := &roostv1.UpdateServerRequest{Name: name, Action: tmpl.Action, Reason: tmpl.Reason, SetLabels: tmpl.SetLabels, RemoveLabels: tmpl.RemoveLabels}
 		if _, err := conn.hub.UpdateServer(ctx, req); err != nil {
-			return o.wrapCallError(err)
+			err = o.wrapCallError(err)
+			if !isHubError(err) {
+				return err // unreachable: no point in trying the other names
+			}
+			printError(o.Err, err)
+			if failed == nil {
+				failed = reportedError{exitCode(err)}
+			}
+			continue
 		}
 		fmt.Fprintf(o.Out, "server/%s %s\n", name, verb)
 	}
-	return nil
+	return failed
 }
 
 func newServerLabelCommand(o *options) *cobra.Command {
@@ -111,11 +122,18 @@ roost.io/arch, roost.io/firmware, roost.io/disks, …), which cannot be set.`,
 		Args: minArgs(2, "a server NAME and labels"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req := &roostv1.UpdateServerRequest{Action: roostv1.ServerAction_SERVER_ACTION_LABEL, SetLabels: map[string]string{}}
+			seen := map[string]string{} // key -> the argument that named it
 			for _, a := range args[1:] {
 				if k, ok := strings.CutSuffix(a, "-"); ok && !strings.Contains(a, "=") {
 					if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
 						return usageErrorf("%q: invalid label key: %s", a, msgs[0])
 					}
+					if prev, dup := seen[k]; dup && prev != a {
+						return usageErrorf("label %q is named twice (%q and %q): set it or remove it, once", k, prev, a)
+					} else if dup {
+						continue
+					}
+					seen[k] = a
 					req.RemoveLabels = append(req.RemoveLabels, k)
 					continue
 				}
@@ -124,6 +142,10 @@ roost.io/arch, roost.io/firmware, roost.io/disks, …), which cannot be set.`,
 					return err
 				}
 				for k, v := range m {
+					if prev, dup := seen[k]; dup && prev != a {
+						return usageErrorf("label %q is named twice (%q and %q): set it or remove it, once", k, prev, a)
+					}
+					seen[k] = a
 					req.SetLabels[k] = v
 				}
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	agentconfig "github.com/roostfleet/roost/agent/config"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 	"github.com/roostfleet/roost/resource"
 )
@@ -67,6 +68,9 @@ func parseLabelFlags(flag string, kvs []string) (map[string]string, error) {
 		}
 		if msgs := validation.IsValidLabelValue(v); len(msgs) > 0 {
 			return nil, usageErrorf("%s %q: invalid value: %s", flag, kv, msgs[0])
+		}
+		if prev, dup := out[k]; dup && prev != v {
+			return nil, usageErrorf("%s %q: key %q is already set to %q (give each key once)", flag, kv, k, prev)
 		}
 		out[k] = v
 	}
@@ -206,9 +210,10 @@ func newTokenRevokeCommand(o *options) *cobra.Command {
 	return &cobra.Command{
 		Use:   "revoke NAME...",
 		Short: "Stop enrollment tokens from enrolling more servers",
-		Long: `Revoke enrollment tokens by name (the six characters before the dot).
-A revoked token is refused from now on; servers that already enrolled with it
-keep their certificates and stay connected. Revoking twice is not an error.`,
+		Long: `Revoke enrollment tokens by name (the six characters before the dot; a
+whole token NAME.SECRET names its token too). A revoked token is refused from
+now on; servers that already enrolled with it keep their certificates and stay
+connected. Revoking twice is not an error.`,
 		Example: `  roostctl token revoke abcdef`,
 		Args:    minArgs(1, "a token NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -219,13 +224,27 @@ keep their certificates and stay connected. Revoking twice is not an error.`,
 				return err
 			}
 			defer conn.Close()
+			var failed error
 			for _, name := range args {
+				// A whole token (NAME.SECRET) names its token, as kubeadm
+				// token delete accepts.
+				if agentconfig.ValidToken(name) {
+					name, _, _ = strings.Cut(name, ".")
+				}
 				if _, err := conn.hub.RevokeEnrollmentToken(ctx, &roostv1.RevokeEnrollmentTokenRequest{Name: name}); err != nil {
-					return o.wrapCallError(err)
+					err = o.wrapCallError(err)
+					if !isHubError(err) {
+						return err // unreachable: no point in trying the other names
+					}
+					printError(o.Err, err)
+					if failed == nil {
+						failed = reportedError{exitCode(err)}
+					}
+					continue
 				}
 				fmt.Fprintf(o.Out, "%s/%s revoked\n", resource.MustLookup("EnrollmentToken").Singular, name)
 			}
-			return nil
+			return failed
 		},
 	}
 }

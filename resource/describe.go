@@ -287,6 +287,7 @@ var acronyms = map[string]string{
 	"api": "API", "ca": "CA", "uid": "UID", "uuid": "UUID", "mtu": "MTU", "dns": "DNS", "ssh": "SSH",
 	"pci": "PCI", "mac": "MAC", "id": "ID", "dhcp4": "DHCP4", "dhcp6": "DHCP6", "lacp": "LACP",
 	"stp": "STP", "sha256": "SHA256", "wwn": "WWN", "vlan": "VLAN", "vlans": "VLANs", "rrule": "RRULE", "miimon": "MII Monitor",
+	"cpu": "CPU", "macs": "MACs", "nics": "NICs",
 }
 
 // fieldLabel turns a field's JSON name into words: "maxUnavailable" →

@@ -102,6 +102,9 @@ type Hub struct {
 	Hubs   []string      // returned at enrollment
 	Beat   int64         // heartbeat_interval_seconds sent first
 	Refuse error         // returned by Enroll when set
+	// RefuseConnect is returned by Connect when set (a decommissioned or
+	// deleted Server); guarded by Mu.
+	RefuseConnect error
 
 	Mu          sync.Mutex
 	Unavailable bool // Connect answers Unavailable
@@ -190,8 +193,11 @@ func (h *Hub) Connect(stream roostv1.AgentService_ConnectServer) error {
 		return status.Error(codes.Unauthenticated, "no client certificate")
 	}
 	h.Mu.Lock()
-	unavailable := h.Unavailable
+	unavailable, refuse := h.Unavailable, h.RefuseConnect
 	h.Mu.Unlock()
+	if refuse != nil {
+		return refuse
+	}
 	if unavailable {
 		return status.Error(codes.Unavailable, "not the leader")
 	}
