@@ -519,16 +519,24 @@ func (h *Hub) addSelfAsVoter(ctx context.Context, clientTLS *tls.Config) {
 	}
 }
 
-// leaderLoop makes sure, whenever this member leads, that the CA is
-// replicated (after a bootstrap crash) and that its own member record is
+// leaderLoop makes sure, once per leadership term, that the CA is
+// replicated (after a bootstrap crash) and that this member's record is
 // current; on the bootstrap member it also writes admin.conf once.
 func (h *Hub) leaderLoop(ctx context.Context) {
 	t := time.NewTicker(200 * time.Millisecond)
 	defer t.Stop()
+	done := false // housekeeping succeeded in this leadership term
 	for {
-		if h.node.IsLeader() {
-			if err := h.reconcileSelf(ctx); err != nil && ctx.Err() == nil {
-				h.log.Warn("leader housekeeping failed; retrying", "err", err)
+		switch {
+		case !h.node.IsLeader():
+			done = false
+		case !done:
+			if err := h.reconcileSelf(ctx); err != nil {
+				if ctx.Err() == nil {
+					h.log.Warn("leader housekeeping failed; retrying", "err", err)
+				}
+			} else {
+				done = true
 			}
 		}
 		select {
@@ -541,6 +549,11 @@ func (h *Hub) leaderLoop(ctx context.Context) {
 }
 
 func (h *Hub) reconcileSelf(ctx context.Context) error {
+	// A new leader may not have re-applied the log yet: read the state only
+	// after a barrier, so an old CA or member record is not taken as missing.
+	if err := h.node.Barrier(ctx); err != nil {
+		return err
+	}
 	if h.fsm.CA() == nil {
 		keyPEM, err := os.ReadFile(h.dir.caKey())
 		if err != nil {
