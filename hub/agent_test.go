@@ -266,9 +266,28 @@ func TestAgentStreamRenewAndRevokedToken(t *testing.T) {
 		}
 	}
 
-	// Decommissioned servers are refused.
+	// Decommissioned servers are refused, and an open stream ends at its next beat.
+	open, err := agent.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	open.Send(&roostv1.AgentMessage{Message: &roostv1.AgentMessage_Hello{Hello: &roostv1.Hello{ServerName: name, AgentVersion: "v0.1.0", BootedRevision: 1}}})
+	for i := 0; i < 2; i++ {
+		if _, err := open.Recv(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if _, err := f.admin.UpdateServer(ctx, &roostv1.UpdateServerRequest{Name: name, Action: roostv1.ServerAction_SERVER_ACTION_DECOMMISSION}); err != nil {
 		t.Fatal(err)
+	}
+	open.Send(&roostv1.AgentMessage{Message: &roostv1.AgentMessage_Heartbeat{Heartbeat: &roostv1.Heartbeat{}}})
+	for {
+		if _, err := open.Recv(); err != nil {
+			if status.Code(err) != codes.PermissionDenied {
+				t.Errorf("open stream after decommission: %v, want PermissionDenied", err)
+			}
+			break
+		}
 	}
 	st, _ = agent.Connect(ctx)
 	st.Send(&roostv1.AgentMessage{Message: &roostv1.AgentMessage_Hello{Hello: &roostv1.Hello{ServerName: name}}})

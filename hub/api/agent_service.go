@@ -187,6 +187,12 @@ func (s *Server) Connect(stream grpc.BidiStreamingServer[roostv1.AgentMessage, r
 		s.reporter.Seen(cn)
 		switch m := msg.GetMessage().(type) {
 		case *roostv1.AgentMessage_Heartbeat:
+			// A Server decommissioned (or deleted) while connected loses its
+			// stream at its next beat (a memdb read, no Raft traffic).
+			if o, err := s.fsm.Get("Server", cn); err != nil || o.GetServer().GetStatus().GetState() == state.ServerDecommissioned {
+				_, err := s.agentServer(ctx, cn)
+				return err
+			}
 			if iv := s.HeartbeatInterval(); iv != interval {
 				interval = iv
 				if err := stream.Send(&roostv1.HubMessage{Message: &roostv1.HubMessage_HeartbeatIntervalSeconds{HeartbeatIntervalSeconds: int64(iv / time.Second)}}); err != nil {
