@@ -91,8 +91,9 @@ type Hub struct {
 	unlock   func()
 }
 
-// runLiveness starts the liveness controller (acts only while this member
-// leads), the heartbeat reporter and the fleet-size refresher.
+// runLiveness starts the liveness controller and the pool controller (both
+// act only while this member leads), the heartbeat reporter and the
+// fleet-size refresher.
 func (h *Hub) runLiveness(ctx context.Context, m *liveness.Metrics) {
 	ctrl := &liveness.Controller{
 		Tracker:  h.api.Tracker(),
@@ -116,8 +117,8 @@ func (h *Hub) runLiveness(ctx context.Context, m *liveness.Metrics) {
 	rep := h.api.Reporter()
 	rep.Metrics, rep.Log = m, h.log
 	var n int
-	done := make(chan struct{}, 3)
-	for _, run := range []func(context.Context){ctrl.Run, rep.Run, func(ctx context.Context) {
+	done := make(chan struct{}, 4)
+	for _, run := range []func(context.Context){ctrl.Run, rep.Run, h.poolController().Run, func(ctx context.Context) {
 		t := time.NewTicker(5 * time.Second)
 		defer t.Stop()
 		for {

@@ -52,7 +52,7 @@ func sampleObjects() []*roostv1.Object {
 					System: &roostv1.SystemInfo{Vendor: "Dell Inc.", Product: "PowerEdge R6525", Serial: "7XK2Q93"}}}}),
 		Wrap(&roostv1.Machine{ApiVersion: APIVersion, Kind: "Machine", Metadata: meta("workers-7x2k9", "2026-11-19T12:00:00Z"),
 			Spec:   &roostv1.MachineSpec{Server: "srv-4c4c4544", Pool: "workers"},
-			Status: &roostv1.MachineStatus{Phase: "Ready", Conditions: cond}}),
+			Status: &roostv1.MachineStatus{Phase: "Ready", Conditions: cond, Cluster: "prod"}}),
 		Wrap(&roostv1.Pool{ApiVersion: APIVersion, Kind: "Pool", Metadata: meta("workers", "2026-11-20T09:30:00Z"),
 			Spec: &roostv1.PoolSpec{Cluster: "prod", MachineClass: "large-worker", NetworkProfile: "lacp-vlan100",
 				MaintenanceWindows: []string{"tuesday-night", "thursday-night"}, ImageChannel: "stable", Replicas: proto.Int32(0),

@@ -76,9 +76,8 @@ var tableColumns = map[string][]column{
 		{header: "SERVER", value: func(r Resource, _ time.Time) string { return r.(*roostv1.Machine).GetSpec().GetServer() }},
 		{header: "POOL", value: func(r Resource, _ time.Time) string { return r.(*roostv1.Machine).GetSpec().GetPool() }},
 		{header: "PHASE", value: func(r Resource, _ time.Time) string { return r.(*roostv1.Machine).GetStatus().GetPhase() }},
-		{header: "READY", wide: true, value: func(r Resource, _ time.Time) string {
-			return conditionCell(r.(*roostv1.Machine).GetStatus().GetConditions(), "Ready")
-		}},
+		{header: "CLUSTER", wide: true, value: func(r Resource, _ time.Time) string { return r.(*roostv1.Machine).GetStatus().GetCluster() }},
+		{header: "REASON", wide: true, value: func(r Resource, _ time.Time) string { return MachineReason(r.(*roostv1.Machine)) }},
 	},
 	"Pool": {
 		{header: "CLUSTER", value: func(r Resource, _ time.Time) string { return r.(*roostv1.Pool).GetSpec().GetCluster() }},
@@ -414,4 +413,19 @@ func bytesCell(n int64) string {
 		return strconv.FormatFloat(f, 'f', 0, 64) + units[i]
 	}
 	return strings.TrimSuffix(strings.TrimRight(strconv.FormatFloat(f, 'f', 1, 64), "0"), ".") + units[i]
+}
+
+// MachineReason is the reason of the first milestone condition
+// (Scheduled, Provisioned, Joined, Ready) that does not hold, or "" when
+// all hold: why the Machine is not further along.
+func MachineReason(m *roostv1.Machine) string {
+	conds := m.GetStatus().GetConditions()
+	for _, typ := range []string{"Scheduled", "Provisioned", "Joined", "Ready"} {
+		for _, c := range conds {
+			if c.GetType() == typ && c.GetStatus() != "True" {
+				return c.GetReason()
+			}
+		}
+	}
+	return ""
 }

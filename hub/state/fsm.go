@@ -206,6 +206,10 @@ func (a *applier) run(cmd *roostv1.Command) (results []*roostv1.ApplyResult, com
 		err = a.setServerReachability(c.SetServerReachability)
 	case *roostv1.Command_ModifyServer:
 		results, err = a.modifyServer(c.ModifyServer)
+	case *roostv1.Command_CreateMachines:
+		results, err = a.createMachines(c.CreateMachines)
+	case *roostv1.Command_DeleteMachines:
+		results, err = a.deleteMachines(c.DeleteMachines)
 	default:
 		err = apierror.Invalid(fmt.Sprintf("command at index %d has no known command set", a.index))
 	}

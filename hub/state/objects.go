@@ -216,6 +216,10 @@ func (a *applier) deleteObject(c *roostv1.DeleteObject) ([]*roostv1.ApplyResult,
 	if raw == nil {
 		return nil, apierror.NotFound(k.Name, name)
 	}
+	if k.Name == kindMachine {
+		// Deleting a Machine releases its claim.
+		return a.deleteMachines(&roostv1.DeleteMachines{Names: []string{name}})
+	}
 	users, err := usersOf(a.txn, k.Name, name)
 	if err != nil {
 		return nil, internal(err)

@@ -41,6 +41,9 @@ func referencesOf(o *roostv1.Object) []reference {
 		for i, w := range s.GetMaintenanceWindows() {
 			add(fmt.Sprintf("spec.maintenanceWindows[%d]", i), "MaintenanceWindow", w)
 		}
+	case *roostv1.Object_Machine:
+		add("spec.server", "Server", v.Machine.GetSpec().GetServer())
+		add("spec.pool", "Pool", v.Machine.GetSpec().GetPool())
 	}
 	return refs
 }

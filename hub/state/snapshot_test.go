@@ -125,6 +125,14 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	h.mustApply(modifyCmd(uuidA, roostv1.ServerAction_SERVER_ACTION_LABEL, func(c *roostv1.ModifyServer) { c.SetLabels = map[string]string{"gpu": "a100"} }))
 	h.mustApply(&roostv1.Command{Command: &roostv1.Command_SetServerReachability{SetServerReachability: &roostv1.SetServerReachability{
 		Changes: []*roostv1.ReachabilityChange{{Name: uuidA, LastSeen: timestamppb.New(t0)}}}}})
+	// A Machine claimed by its own command, with every new field set.
+	h.mustApply(enrollCmd(tokSecret, uuidB, []string{"52:54:00:00:00:03"}, inventory(16, 64)))
+	h.mustApply(statusCmd(&roostv1.UpdateServerStatus{Name: uuidB, Connected: true}))
+	h.mustApply(modifyCmd(uuidB, roostv1.ServerAction_SERVER_ACTION_APPROVE))
+	h.mustApply(createMachinesCmd(true, newMachine("workers-b", uuidB, "workers")))
+	if m := getMachine(t, h.f, "workers-b"); m.GetStatus().GetCluster() != "prod" || len(m.GetStatus().GetConditions()) != 4 {
+		t.Fatalf("test setup: machine %v", m)
+	}
 	want := readTables(t, h.f)
 	if srv := getServer(t, h.f, uuidA); srv.GetStatus().GetInventory() == nil || !srv.GetSpec().GetUnschedulable() ||
 		srv.GetStatus().GetReachability() != Unreachable || len(srv.GetStatus().GetConditions()) != 3 {
@@ -400,7 +408,16 @@ func randomServerCommand(r *rand.Rand) *roostv1.Command {
 	macs := [][]string{{"52:54:00:00:00:01"}, {"52:54:00:00:00:02", "52:54:00:00:00:03"}}
 	servers := []string{uuidA, "4c4c4544-0042-3510-8052-b4c04f4d4e32"}
 	srv := servers[r.Intn(len(servers))]
-	switch r.Intn(7) {
+	switch r.Intn(9) {
+	case 7:
+		pool := []string{"", "p0", "p1"}[r.Intn(3)]
+		return createMachinesCmd(r.Intn(2) == 0, &roostv1.NewMachine{Name: fmt.Sprint("m", r.Intn(3)),
+			Uid: fmt.Sprintf("00000000-0000-4000-8000-%012d", r.Intn(1000)), Server: srv, Pool: pool})
+	case 8:
+		if r.Intn(2) == 0 {
+			return deleteMachinesCmd([]string{"", "p0", "p1"}[r.Intn(3)], nil, []string{srv})
+		}
+		return deleteCmd("Machine", fmt.Sprint("m", r.Intn(3)))
 	case 0:
 		return putEnrollTokenCmd(strings.SplitN(secret, ".", 2)[0], secret, func(s *roostv1.EnrollmentTokenSpec) {
 			s.MaxUses = int32(r.Intn(3))

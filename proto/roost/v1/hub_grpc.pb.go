@@ -30,6 +30,9 @@ const (
 	HubService_CreateEnrollmentToken_FullMethodName = "/roost.v1.HubService/CreateEnrollmentToken"
 	HubService_RevokeEnrollmentToken_FullMethodName = "/roost.v1.HubService/RevokeEnrollmentToken"
 	HubService_UpdateServer_FullMethodName          = "/roost.v1.HubService/UpdateServer"
+	HubService_AssignServers_FullMethodName         = "/roost.v1.HubService/AssignServers"
+	HubService_UnassignServers_FullMethodName       = "/roost.v1.HubService/UnassignServers"
+	HubService_CreateMachine_FullMethodName         = "/roost.v1.HubService/CreateMachine"
 )
 
 // HubServiceClient is the client API for HubService service.
@@ -65,6 +68,19 @@ type HubServiceClient interface {
 	// UpdateServer approves, denies, labels, cordons, uncordons or
 	// decommissions a Server.
 	UpdateServer(ctx context.Context, in *UpdateServerRequest, opts ...grpc.CallOption) (*UpdateServerResponse, error)
+	// AssignServers claims Servers for a Pool without replicas (explicit
+	// membership), all or nothing: one Machine per Server. It fails with
+	// NotFound for an unknown Pool or Server and FailedPrecondition for a
+	// Server that cannot be claimed (not Available, cordoned, Unreachable,
+	// already claimed, not matching the pool's MachineClass) or a Pool with
+	// replicas.
+	AssignServers(ctx context.Context, in *AssignServersRequest, opts ...grpc.CallOption) (*AssignServersResponse, error)
+	// UnassignServers releases the Pool's Machines on the given Servers, all
+	// or nothing; the Servers become Available again.
+	UnassignServers(ctx context.Context, in *UnassignServersRequest, opts ...grpc.CallOption) (*UnassignServersResponse, error)
+	// CreateMachine claims one Server for a standalone Machine (no Pool, no
+	// Cluster). Delete a Machine with Delete (kind Machine).
+	CreateMachine(ctx context.Context, in *CreateMachineRequest, opts ...grpc.CallOption) (*CreateMachineResponse, error)
 }
 
 type hubServiceClient struct {
@@ -194,6 +210,36 @@ func (c *hubServiceClient) UpdateServer(ctx context.Context, in *UpdateServerReq
 	return out, nil
 }
 
+func (c *hubServiceClient) AssignServers(ctx context.Context, in *AssignServersRequest, opts ...grpc.CallOption) (*AssignServersResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AssignServersResponse)
+	err := c.cc.Invoke(ctx, HubService_AssignServers_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *hubServiceClient) UnassignServers(ctx context.Context, in *UnassignServersRequest, opts ...grpc.CallOption) (*UnassignServersResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UnassignServersResponse)
+	err := c.cc.Invoke(ctx, HubService_UnassignServers_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *hubServiceClient) CreateMachine(ctx context.Context, in *CreateMachineRequest, opts ...grpc.CallOption) (*CreateMachineResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CreateMachineResponse)
+	err := c.cc.Invoke(ctx, HubService_CreateMachine_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // HubServiceServer is the server API for HubService service.
 // All implementations must embed UnimplementedHubServiceServer
 // for forward compatibility.
@@ -227,6 +273,19 @@ type HubServiceServer interface {
 	// UpdateServer approves, denies, labels, cordons, uncordons or
 	// decommissions a Server.
 	UpdateServer(context.Context, *UpdateServerRequest) (*UpdateServerResponse, error)
+	// AssignServers claims Servers for a Pool without replicas (explicit
+	// membership), all or nothing: one Machine per Server. It fails with
+	// NotFound for an unknown Pool or Server and FailedPrecondition for a
+	// Server that cannot be claimed (not Available, cordoned, Unreachable,
+	// already claimed, not matching the pool's MachineClass) or a Pool with
+	// replicas.
+	AssignServers(context.Context, *AssignServersRequest) (*AssignServersResponse, error)
+	// UnassignServers releases the Pool's Machines on the given Servers, all
+	// or nothing; the Servers become Available again.
+	UnassignServers(context.Context, *UnassignServersRequest) (*UnassignServersResponse, error)
+	// CreateMachine claims one Server for a standalone Machine (no Pool, no
+	// Cluster). Delete a Machine with Delete (kind Machine).
+	CreateMachine(context.Context, *CreateMachineRequest) (*CreateMachineResponse, error)
 	mustEmbedUnimplementedHubServiceServer()
 }
 
@@ -269,6 +328,15 @@ func (UnimplementedHubServiceServer) RevokeEnrollmentToken(context.Context, *Rev
 }
 func (UnimplementedHubServiceServer) UpdateServer(context.Context, *UpdateServerRequest) (*UpdateServerResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method UpdateServer not implemented")
+}
+func (UnimplementedHubServiceServer) AssignServers(context.Context, *AssignServersRequest) (*AssignServersResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AssignServers not implemented")
+}
+func (UnimplementedHubServiceServer) UnassignServers(context.Context, *UnassignServersRequest) (*UnassignServersResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UnassignServers not implemented")
+}
+func (UnimplementedHubServiceServer) CreateMachine(context.Context, *CreateMachineRequest) (*CreateMachineResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateMachine not implemented")
 }
 func (UnimplementedHubServiceServer) mustEmbedUnimplementedHubServiceServer() {}
 func (UnimplementedHubServiceServer) testEmbeddedByValue()                    {}
@@ -482,6 +550,60 @@ func _HubService_UpdateServer_Handler(srv interface{}, ctx context.Context, dec 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _HubService_AssignServers_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AssignServersRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HubServiceServer).AssignServers(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: HubService_AssignServers_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HubServiceServer).AssignServers(ctx, req.(*AssignServersRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _HubService_UnassignServers_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UnassignServersRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HubServiceServer).UnassignServers(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: HubService_UnassignServers_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HubServiceServer).UnassignServers(ctx, req.(*UnassignServersRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _HubService_CreateMachine_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateMachineRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HubServiceServer).CreateMachine(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: HubService_CreateMachine_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HubServiceServer).CreateMachine(ctx, req.(*CreateMachineRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // HubService_ServiceDesc is the grpc.ServiceDesc for HubService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -528,6 +650,18 @@ var HubService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "UpdateServer",
 			Handler:    _HubService_UpdateServer_Handler,
+		},
+		{
+			MethodName: "AssignServers",
+			Handler:    _HubService_AssignServers_Handler,
+		},
+		{
+			MethodName: "UnassignServers",
+			Handler:    _HubService_UnassignServers_Handler,
+		},
+		{
+			MethodName: "CreateMachine",
+			Handler:    _HubService_CreateMachine_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -44,6 +44,8 @@ type Command struct {
 	//	*Command_UpdateServerStatus
 	//	*Command_SetServerReachability
 	//	*Command_ModifyServer
+	//	*Command_CreateMachines
+	//	*Command_DeleteMachines
 	Command       isCommand_Command `protobuf_oneof:"command"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -210,6 +212,24 @@ func (x *Command) GetModifyServer() *ModifyServer {
 	return nil
 }
 
+func (x *Command) GetCreateMachines() *CreateMachines {
+	if x != nil {
+		if x, ok := x.Command.(*Command_CreateMachines); ok {
+			return x.CreateMachines
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetDeleteMachines() *DeleteMachines {
+	if x != nil {
+		if x, ok := x.Command.(*Command_DeleteMachines); ok {
+			return x.DeleteMachines
+		}
+	}
+	return nil
+}
+
 type isCommand_Command interface {
 	isCommand_Command()
 }
@@ -266,6 +286,14 @@ type Command_ModifyServer struct {
 	ModifyServer *ModifyServer `protobuf:"bytes,22,opt,name=modify_server,json=modifyServer,proto3,oneof"`
 }
 
+type Command_CreateMachines struct {
+	CreateMachines *CreateMachines `protobuf:"bytes,23,opt,name=create_machines,json=createMachines,proto3,oneof"`
+}
+
+type Command_DeleteMachines struct {
+	DeleteMachines *DeleteMachines `protobuf:"bytes,24,opt,name=delete_machines,json=deleteMachines,proto3,oneof"`
+}
+
 func (*Command_ApplyObjects) isCommand_Command() {}
 
 func (*Command_DeleteObject) isCommand_Command() {}
@@ -291,6 +319,10 @@ func (*Command_UpdateServerStatus) isCommand_Command() {}
 func (*Command_SetServerReachability) isCommand_Command() {}
 
 func (*Command_ModifyServer) isCommand_Command() {}
+
+func (*Command_CreateMachines) isCommand_Command() {}
+
+func (*Command_DeleteMachines) isCommand_Command() {}
 
 // ApplyObjects creates or replaces objects, all or nothing.
 type ApplyObjects struct {
@@ -1327,6 +1359,202 @@ func (x *ModifyServer) GetRemoveLabels() []string {
 	return nil
 }
 
+// NewMachine is one claim of CreateMachines.
+type NewMachine struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// name and uid of the Machine, chosen by the proposer.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Uid  string `protobuf:"bytes,2,opt,name=uid,proto3" json:"uid,omitempty"`
+	// server names the Server to claim; it must be Available, schedulable,
+	// not Unreachable, and not claimed by another Machine.
+	Server string `protobuf:"bytes,3,opt,name=server,proto3" json:"server,omitempty"`
+	// pool names the Pool; empty makes a standalone Machine.
+	Pool          string `protobuf:"bytes,4,opt,name=pool,proto3" json:"pool,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NewMachine) Reset() {
+	*x = NewMachine{}
+	mi := &file_roost_v1_raft_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NewMachine) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NewMachine) ProtoMessage() {}
+
+func (x *NewMachine) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_raft_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NewMachine.ProtoReflect.Descriptor instead.
+func (*NewMachine) Descriptor() ([]byte, []int) {
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *NewMachine) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *NewMachine) GetUid() string {
+	if x != nil {
+		return x.Uid
+	}
+	return ""
+}
+
+func (x *NewMachine) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+func (x *NewMachine) GetPool() string {
+	if x != nil {
+		return x.Pool
+	}
+	return ""
+}
+
+// CreateMachines claims Servers, all or nothing: each Machine is created
+// Scheduled and its Server moves from Available to Claimed with spec.pool
+// set. A Server that cannot be claimed fails the command with
+// FailedPrecondition naming the reason. One ApplyResult per Machine.
+type CreateMachines struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Machines []*NewMachine          `protobuf:"bytes,1,rep,name=machines,proto3" json:"machines,omitempty"`
+	// by_controller is set by the pool controller: it may claim for a Pool
+	// with replicas, which operators may not assign to.
+	ByController  bool `protobuf:"varint,2,opt,name=by_controller,json=byController,proto3" json:"by_controller,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateMachines) Reset() {
+	*x = CreateMachines{}
+	mi := &file_roost_v1_raft_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateMachines) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateMachines) ProtoMessage() {}
+
+func (x *CreateMachines) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_raft_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateMachines.ProtoReflect.Descriptor instead.
+func (*CreateMachines) Descriptor() ([]byte, []int) {
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *CreateMachines) GetMachines() []*NewMachine {
+	if x != nil {
+		return x.Machines
+	}
+	return nil
+}
+
+func (x *CreateMachines) GetByController() bool {
+	if x != nil {
+		return x.ByController
+	}
+	return false
+}
+
+// DeleteMachines releases claims, all or nothing: each Machine becomes
+// Destroyed and is removed, and its Server returns to Available. Machines
+// are named directly (names) or by the Server they hold (servers); when
+// pool is set every Machine must belong to it. One ApplyResult per
+// Machine, in command order (names, then servers).
+type DeleteMachines struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Names         []string               `protobuf:"bytes,1,rep,name=names,proto3" json:"names,omitempty"`
+	Servers       []string               `protobuf:"bytes,2,rep,name=servers,proto3" json:"servers,omitempty"`
+	Pool          string                 `protobuf:"bytes,3,opt,name=pool,proto3" json:"pool,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteMachines) Reset() {
+	*x = DeleteMachines{}
+	mi := &file_roost_v1_raft_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteMachines) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteMachines) ProtoMessage() {}
+
+func (x *DeleteMachines) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_raft_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteMachines.ProtoReflect.Descriptor instead.
+func (*DeleteMachines) Descriptor() ([]byte, []int) {
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *DeleteMachines) GetNames() []string {
+	if x != nil {
+		return x.Names
+	}
+	return nil
+}
+
+func (x *DeleteMachines) GetServers() []string {
+	if x != nil {
+		return x.Servers
+	}
+	return nil
+}
+
+func (x *DeleteMachines) GetPool() string {
+	if x != nil {
+		return x.Pool
+	}
+	return ""
+}
+
 // Snapshot is the whole FSM state, written by FSM snapshots.
 type Snapshot struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1343,7 +1571,7 @@ type Snapshot struct {
 
 func (x *Snapshot) Reset() {
 	*x = Snapshot{}
-	mi := &file_roost_v1_raft_proto_msgTypes[18]
+	mi := &file_roost_v1_raft_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1355,7 +1583,7 @@ func (x *Snapshot) String() string {
 func (*Snapshot) ProtoMessage() {}
 
 func (x *Snapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[18]
+	mi := &file_roost_v1_raft_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1368,7 +1596,7 @@ func (x *Snapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Snapshot.ProtoReflect.Descriptor instead.
 func (*Snapshot) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{18}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Snapshot) GetObjects() []*Object {
@@ -1410,7 +1638,7 @@ var File_roost_v1_raft_proto protoreflect.FileDescriptor
 
 const file_roost_v1_raft_proto_rawDesc = "" +
 	"\n" +
-	"\x13roost/v1/raft.proto\x12\broost.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14roost/v1/agent.proto\x1a\x13roost/v1/meta.proto\x1a\x18roost/v1/resources.proto\"\xbc\a\n" +
+	"\x13roost/v1/raft.proto\x12\broost.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14roost/v1/agent.proto\x1a\x13roost/v1/meta.proto\x1a\x18roost/v1/resources.proto\"\xc6\b\n" +
 	"\aCommand\x12.\n" +
 	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12=\n" +
 	"\rapply_objects\x18\n" +
@@ -1427,7 +1655,9 @@ const file_roost_v1_raft_proto_rawDesc = "" +
 	"\renroll_server\x18\x13 \x01(\v2\x16.roost.v1.EnrollServerH\x00R\fenrollServer\x12P\n" +
 	"\x14update_server_status\x18\x14 \x01(\v2\x1c.roost.v1.UpdateServerStatusH\x00R\x12updateServerStatus\x12Y\n" +
 	"\x17set_server_reachability\x18\x15 \x01(\v2\x1f.roost.v1.SetServerReachabilityH\x00R\x15setServerReachability\x12=\n" +
-	"\rmodify_server\x18\x16 \x01(\v2\x16.roost.v1.ModifyServerH\x00R\fmodifyServerB\t\n" +
+	"\rmodify_server\x18\x16 \x01(\v2\x16.roost.v1.ModifyServerH\x00R\fmodifyServer\x12C\n" +
+	"\x0fcreate_machines\x18\x17 \x01(\v2\x18.roost.v1.CreateMachinesH\x00R\x0ecreateMachines\x12C\n" +
+	"\x0fdelete_machines\x18\x18 \x01(\v2\x18.roost.v1.DeleteMachinesH\x00R\x0edeleteMachinesB\t\n" +
 	"\acommand\"g\n" +
 	"\fApplyObjects\x12*\n" +
 	"\aobjects\x18\x01 \x03(\v2\x10.roost.v1.ObjectR\aobjects\x12\x12\n" +
@@ -1504,7 +1734,20 @@ const file_roost_v1_raft_proto_rawDesc = "" +
 	"\rremove_labels\x18\x05 \x03(\tR\fremoveLabels\x1a<\n" +
 	"\x0eSetLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xea\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"^\n" +
+	"\n" +
+	"NewMachine\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
+	"\x03uid\x18\x02 \x01(\tR\x03uid\x12\x16\n" +
+	"\x06server\x18\x03 \x01(\tR\x06server\x12\x12\n" +
+	"\x04pool\x18\x04 \x01(\tR\x04pool\"g\n" +
+	"\x0eCreateMachines\x120\n" +
+	"\bmachines\x18\x01 \x03(\v2\x14.roost.v1.NewMachineR\bmachines\x12#\n" +
+	"\rby_controller\x18\x02 \x01(\bR\fbyController\"T\n" +
+	"\x0eDeleteMachines\x12\x14\n" +
+	"\x05names\x18\x01 \x03(\tR\x05names\x12\x18\n" +
+	"\aservers\x18\x02 \x03(\tR\aservers\x12\x12\n" +
+	"\x04pool\x18\x03 \x01(\tR\x04pool\"\xea\x01\n" +
 	"\bSnapshot\x12*\n" +
 	"\aobjects\x18\x01 \x03(\v2\x10.roost.v1.ObjectR\aobjects\x12.\n" +
 	"\x02ca\x18\x02 \x01(\v2\x1e.roost.v1.CertificateAuthorityR\x02ca\x12-\n" +
@@ -1526,7 +1769,7 @@ func file_roost_v1_raft_proto_rawDescGZIP() []byte {
 	return file_roost_v1_raft_proto_rawDescData
 }
 
-var file_roost_v1_raft_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_roost_v1_raft_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_roost_v1_raft_proto_goTypes = []any{
 	(*Command)(nil),               // 0: roost.v1.Command
 	(*ApplyObjects)(nil),          // 1: roost.v1.ApplyObjects
@@ -1546,18 +1789,21 @@ var file_roost_v1_raft_proto_goTypes = []any{
 	(*ReachabilityChange)(nil),    // 15: roost.v1.ReachabilityChange
 	(*SetServerReachability)(nil), // 16: roost.v1.SetServerReachability
 	(*ModifyServer)(nil),          // 17: roost.v1.ModifyServer
-	(*Snapshot)(nil),              // 18: roost.v1.Snapshot
-	nil,                           // 19: roost.v1.ModifyServer.SetLabelsEntry
-	(*timestamppb.Timestamp)(nil), // 20: google.protobuf.Timestamp
-	(*Object)(nil),                // 21: roost.v1.Object
-	(*EnrollmentToken)(nil),       // 22: roost.v1.EnrollmentToken
-	(*ServerIdentity)(nil),        // 23: roost.v1.ServerIdentity
-	(*Inventory)(nil),             // 24: roost.v1.Inventory
-	(*Condition)(nil),             // 25: roost.v1.Condition
-	(ServerAction)(0),             // 26: roost.v1.ServerAction
+	(*NewMachine)(nil),            // 18: roost.v1.NewMachine
+	(*CreateMachines)(nil),        // 19: roost.v1.CreateMachines
+	(*DeleteMachines)(nil),        // 20: roost.v1.DeleteMachines
+	(*Snapshot)(nil),              // 21: roost.v1.Snapshot
+	nil,                           // 22: roost.v1.ModifyServer.SetLabelsEntry
+	(*timestamppb.Timestamp)(nil), // 23: google.protobuf.Timestamp
+	(*Object)(nil),                // 24: roost.v1.Object
+	(*EnrollmentToken)(nil),       // 25: roost.v1.EnrollmentToken
+	(*ServerIdentity)(nil),        // 26: roost.v1.ServerIdentity
+	(*Inventory)(nil),             // 27: roost.v1.Inventory
+	(*Condition)(nil),             // 28: roost.v1.Condition
+	(ServerAction)(0),             // 29: roost.v1.ServerAction
 }
 var file_roost_v1_raft_proto_depIdxs = []int32{
-	20, // 0: roost.v1.Command.time:type_name -> google.protobuf.Timestamp
+	23, // 0: roost.v1.Command.time:type_name -> google.protobuf.Timestamp
 	1,  // 1: roost.v1.Command.apply_objects:type_name -> roost.v1.ApplyObjects
 	2,  // 2: roost.v1.Command.delete_object:type_name -> roost.v1.DeleteObject
 	4,  // 3: roost.v1.Command.init_ca:type_name -> roost.v1.InitCA
@@ -1571,29 +1817,32 @@ var file_roost_v1_raft_proto_depIdxs = []int32{
 	14, // 11: roost.v1.Command.update_server_status:type_name -> roost.v1.UpdateServerStatus
 	16, // 12: roost.v1.Command.set_server_reachability:type_name -> roost.v1.SetServerReachability
 	17, // 13: roost.v1.Command.modify_server:type_name -> roost.v1.ModifyServer
-	21, // 14: roost.v1.ApplyObjects.objects:type_name -> roost.v1.Object
-	3,  // 15: roost.v1.InitCA.ca:type_name -> roost.v1.CertificateAuthority
-	5,  // 16: roost.v1.PutMember.member:type_name -> roost.v1.HubMember
-	20, // 17: roost.v1.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
-	8,  // 18: roost.v1.PutJoinToken.token:type_name -> roost.v1.JoinToken
-	22, // 19: roost.v1.PutEnrollmentToken.token:type_name -> roost.v1.EnrollmentToken
-	23, // 20: roost.v1.EnrollServer.identity:type_name -> roost.v1.ServerIdentity
-	24, // 21: roost.v1.EnrollServer.inventory:type_name -> roost.v1.Inventory
-	24, // 22: roost.v1.UpdateServerStatus.inventory:type_name -> roost.v1.Inventory
-	25, // 23: roost.v1.UpdateServerStatus.conditions:type_name -> roost.v1.Condition
-	20, // 24: roost.v1.ReachabilityChange.last_seen:type_name -> google.protobuf.Timestamp
-	15, // 25: roost.v1.SetServerReachability.changes:type_name -> roost.v1.ReachabilityChange
-	26, // 26: roost.v1.ModifyServer.action:type_name -> roost.v1.ServerAction
-	19, // 27: roost.v1.ModifyServer.set_labels:type_name -> roost.v1.ModifyServer.SetLabelsEntry
-	21, // 28: roost.v1.Snapshot.objects:type_name -> roost.v1.Object
-	3,  // 29: roost.v1.Snapshot.ca:type_name -> roost.v1.CertificateAuthority
-	5,  // 30: roost.v1.Snapshot.members:type_name -> roost.v1.HubMember
-	8,  // 31: roost.v1.Snapshot.join_tokens:type_name -> roost.v1.JoinToken
-	32, // [32:32] is the sub-list for method output_type
-	32, // [32:32] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	19, // 14: roost.v1.Command.create_machines:type_name -> roost.v1.CreateMachines
+	20, // 15: roost.v1.Command.delete_machines:type_name -> roost.v1.DeleteMachines
+	24, // 16: roost.v1.ApplyObjects.objects:type_name -> roost.v1.Object
+	3,  // 17: roost.v1.InitCA.ca:type_name -> roost.v1.CertificateAuthority
+	5,  // 18: roost.v1.PutMember.member:type_name -> roost.v1.HubMember
+	23, // 19: roost.v1.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
+	8,  // 20: roost.v1.PutJoinToken.token:type_name -> roost.v1.JoinToken
+	25, // 21: roost.v1.PutEnrollmentToken.token:type_name -> roost.v1.EnrollmentToken
+	26, // 22: roost.v1.EnrollServer.identity:type_name -> roost.v1.ServerIdentity
+	27, // 23: roost.v1.EnrollServer.inventory:type_name -> roost.v1.Inventory
+	27, // 24: roost.v1.UpdateServerStatus.inventory:type_name -> roost.v1.Inventory
+	28, // 25: roost.v1.UpdateServerStatus.conditions:type_name -> roost.v1.Condition
+	23, // 26: roost.v1.ReachabilityChange.last_seen:type_name -> google.protobuf.Timestamp
+	15, // 27: roost.v1.SetServerReachability.changes:type_name -> roost.v1.ReachabilityChange
+	29, // 28: roost.v1.ModifyServer.action:type_name -> roost.v1.ServerAction
+	22, // 29: roost.v1.ModifyServer.set_labels:type_name -> roost.v1.ModifyServer.SetLabelsEntry
+	18, // 30: roost.v1.CreateMachines.machines:type_name -> roost.v1.NewMachine
+	24, // 31: roost.v1.Snapshot.objects:type_name -> roost.v1.Object
+	3,  // 32: roost.v1.Snapshot.ca:type_name -> roost.v1.CertificateAuthority
+	5,  // 33: roost.v1.Snapshot.members:type_name -> roost.v1.HubMember
+	8,  // 34: roost.v1.Snapshot.join_tokens:type_name -> roost.v1.JoinToken
+	35, // [35:35] is the sub-list for method output_type
+	35, // [35:35] is the sub-list for method input_type
+	35, // [35:35] is the sub-list for extension type_name
+	35, // [35:35] is the sub-list for extension extendee
+	0,  // [0:35] is the sub-list for field type_name
 }
 
 func init() { file_roost_v1_raft_proto_init() }
@@ -1618,6 +1867,8 @@ func file_roost_v1_raft_proto_init() {
 		(*Command_UpdateServerStatus)(nil),
 		(*Command_SetServerReachability)(nil),
 		(*Command_ModifyServer)(nil),
+		(*Command_CreateMachines)(nil),
+		(*Command_DeleteMachines)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1625,7 +1876,7 @@ func file_roost_v1_raft_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_roost_v1_raft_proto_rawDesc), len(file_roost_v1_raft_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   20,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -2350,8 +2350,13 @@ func (x *MachineSpec) GetPool() string {
 type MachineStatus struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// phase is Requested, Scheduled, Provisioned, Joined, Ready or Destroyed.
-	Phase         string       `protobuf:"bytes,1,opt,name=phase,proto3" json:"phase,omitempty"`
-	Conditions    []*Condition `protobuf:"bytes,2,rep,name=conditions,proto3" json:"conditions,omitempty"`
+	Phase string `protobuf:"bytes,1,opt,name=phase,proto3" json:"phase,omitempty"`
+	// conditions are Scheduled, Provisioned, Joined and Ready, each with a
+	// reason while it does not hold.
+	Conditions []*Condition `protobuf:"bytes,2,rep,name=conditions,proto3" json:"conditions,omitempty"`
+	// cluster is the Cluster the Machine's worker joins, copied from its Pool
+	// when claimed; empty for standalone Machines.
+	Cluster       string `protobuf:"bytes,3,opt,name=cluster,proto3" json:"cluster,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2398,6 +2403,13 @@ func (x *MachineStatus) GetConditions() []*Condition {
 		return x.Conditions
 	}
 	return nil
+}
+
+func (x *MachineStatus) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
 }
 
 // ImageRelease is one machine OS image version.
@@ -3495,12 +3507,13 @@ const file_roost_v1_resources_proto_rawDesc = "" +
 	"\x06status\x18\x05 \x01(\v2\x17.roost.v1.MachineStatusR\x06status\"9\n" +
 	"\vMachineSpec\x12\x16\n" +
 	"\x06server\x18\x01 \x01(\tR\x06server\x12\x12\n" +
-	"\x04pool\x18\x02 \x01(\tR\x04pool\"Z\n" +
+	"\x04pool\x18\x02 \x01(\tR\x04pool\"t\n" +
 	"\rMachineStatus\x12\x14\n" +
 	"\x05phase\x18\x01 \x01(\tR\x05phase\x123\n" +
 	"\n" +
 	"conditions\x18\x02 \x03(\v2\x13.roost.v1.ConditionR\n" +
-	"conditions\"\xdb\x01\n" +
+	"conditions\x12\x18\n" +
+	"\acluster\x18\x03 \x01(\tR\acluster\"\xdb\x01\n" +
 	"\fImageRelease\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +

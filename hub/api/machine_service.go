@@ -1,0 +1,143 @@
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+
+	"github.com/google/uuid"
+	"google.golang.org/grpc"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/roostfleet/roost/apierror"
+	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+)
+
+// nameSuffixAlphabet is the alphabet of generated name suffixes (as
+// Kubernetes' generateName: no vowels, no look-alike digits).
+const nameSuffixAlphabet = "bcdfghjklmnpqrstvwxz2456789"
+
+// MachineName returns "<pool>-<5 random characters>", the name of a new
+// pool Machine.
+func MachineName(pool string) string {
+	b := make([]byte, 5)
+	if _, err := rand.Read(b); err != nil {
+		panic(err) // crypto/rand does not fail on supported platforms
+	}
+	for i := range b {
+		b[i] = nameSuffixAlphabet[int(b[i])%len(nameSuffixAlphabet)]
+	}
+	return pool + "-" + string(b)
+}
+
+func checkNames(field string, names []string) []apierror.Violation {
+	var vs []apierror.Violation
+	if len(names) == 0 {
+		vs = append(vs, apierror.Violation{Field: field, Message: "name at least one Server"})
+	}
+	seen := map[string]bool{}
+	for i, n := range names {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		switch {
+		case n == "":
+			vs = append(vs, apierror.Violation{Field: f, Message: "is empty"})
+		case seen[n]:
+			vs = append(vs, apierror.Violation{Field: f, Message: fmt.Sprintf("%s is named twice", n)})
+		}
+		seen[n] = true
+	}
+	return vs
+}
+
+// AssignServers claims Servers for a Pool with explicit membership.
+func (s *Server) AssignServers(ctx context.Context, req *roostv1.AssignServersRequest) (*roostv1.AssignServersResponse, error) {
+	var vs []apierror.Violation
+	if req.GetPool() == "" {
+		vs = append(vs, apierror.Violation{Field: "pool", Message: "is required"})
+	}
+	vs = append(vs, checkNames("servers", req.GetServers())...)
+	if len(vs) > 0 {
+		return nil, apierror.Invalid("invalid assignment", vs...)
+	}
+	return onLeader(ctx, s, func() (*roostv1.AssignServersResponse, error) {
+		c := &roostv1.CreateMachines{}
+		for _, srv := range req.GetServers() {
+			c.Machines = append(c.Machines, &roostv1.NewMachine{Name: MachineName(req.GetPool()), Uid: uuid.NewString(), Server: srv, Pool: req.GetPool()})
+		}
+		res, err := s.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_CreateMachines{CreateMachines: c}})
+		if err != nil {
+			return nil, err
+		}
+		out := &roostv1.AssignServersResponse{Index: res.Index}
+		for _, r := range res.Results {
+			o, err := s.fsm.Get("Machine", r.GetName())
+			if err != nil {
+				return nil, err
+			}
+			out.Machines = append(out.Machines, o.GetMachine())
+		}
+		return out, nil
+	}, func(c *grpc.ClientConn, fctx context.Context) (*roostv1.AssignServersResponse, error) {
+		return roostv1.NewHubServiceClient(c).AssignServers(fctx, req)
+	})
+}
+
+// UnassignServers releases the Pool's Machines on the given Servers.
+func (s *Server) UnassignServers(ctx context.Context, req *roostv1.UnassignServersRequest) (*roostv1.UnassignServersResponse, error) {
+	var vs []apierror.Violation
+	if req.GetPool() == "" {
+		vs = append(vs, apierror.Violation{Field: "pool", Message: "is required"})
+	}
+	vs = append(vs, checkNames("servers", req.GetServers())...)
+	if len(vs) > 0 {
+		return nil, apierror.Invalid("invalid unassignment", vs...)
+	}
+	return onLeader(ctx, s, func() (*roostv1.UnassignServersResponse, error) {
+		res, err := s.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_DeleteMachines{DeleteMachines: &roostv1.DeleteMachines{
+			Pool: req.GetPool(), Servers: req.GetServers()}}})
+		if err != nil {
+			return nil, err
+		}
+		out := &roostv1.UnassignServersResponse{Index: res.Index}
+		for _, r := range res.Results {
+			out.Machines = append(out.Machines, r.GetName())
+		}
+		return out, nil
+	}, func(c *grpc.ClientConn, fctx context.Context) (*roostv1.UnassignServersResponse, error) {
+		return roostv1.NewHubServiceClient(c).UnassignServers(fctx, req)
+	})
+}
+
+// CreateMachine claims one Server for a standalone Machine.
+func (s *Server) CreateMachine(ctx context.Context, req *roostv1.CreateMachineRequest) (*roostv1.CreateMachineResponse, error) {
+	var vs []apierror.Violation
+	if req.GetServer() == "" {
+		vs = append(vs, apierror.Violation{Field: "server", Message: "is required"})
+	}
+	name := req.GetName()
+	if name == "" {
+		name = req.GetServer()
+	}
+	if name != "" {
+		if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
+			vs = append(vs, apierror.Violation{Field: "name", Message: fmt.Sprintf("%q: %s", name, msgs[0])})
+		}
+	}
+	if len(vs) > 0 {
+		return nil, apierror.Invalid("invalid machine", vs...)
+	}
+	return onLeader(ctx, s, func() (*roostv1.CreateMachineResponse, error) {
+		res, err := s.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_CreateMachines{CreateMachines: &roostv1.CreateMachines{
+			Machines: []*roostv1.NewMachine{{Name: name, Uid: uuid.NewString(), Server: req.GetServer()}}}}})
+		if err != nil {
+			return nil, err
+		}
+		o, err := s.fsm.Get("Machine", name)
+		if err != nil {
+			return nil, err
+		}
+		return &roostv1.CreateMachineResponse{Machine: o.GetMachine(), Index: res.Index}, nil
+	}, func(c *grpc.ClientConn, fctx context.Context) (*roostv1.CreateMachineResponse, error) {
+		return roostv1.NewHubServiceClient(c).CreateMachine(fctx, req)
+	})
+}

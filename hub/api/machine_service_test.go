@@ -1,0 +1,64 @@
+package api
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/roostfleet/roost/apierror"
+	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+)
+
+func TestMachineName(t *testing.T) {
+	seen := map[string]bool{}
+	for range 100 {
+		n := MachineName("workers")
+		suffix, ok := strings.CutPrefix(n, "workers-")
+		if !ok || len(suffix) != 5 || strings.Trim(suffix, nameSuffixAlphabet) != "" {
+			t.Fatalf("MachineName = %q", n)
+		}
+		seen[n] = true
+	}
+	if len(seen) < 95 {
+		t.Errorf("only %d distinct names of 100", len(seen))
+	}
+}
+
+// Requests are checked at the edge, before anything reaches Raft (the
+// Server has no node: a request that got further would panic).
+func TestMachineRequestValidation(t *testing.T) {
+	s := &Server{}
+	ctx := context.Background()
+	for name, call := range map[string]func() error{
+		"assign without pool": func() error {
+			_, err := s.AssignServers(ctx, &roostv1.AssignServersRequest{Servers: []string{"a"}})
+			return err
+		},
+		"assign without servers": func() error {
+			_, err := s.AssignServers(ctx, &roostv1.AssignServersRequest{Pool: "p"})
+			return err
+		},
+		"assign twice": func() error {
+			_, err := s.AssignServers(ctx, &roostv1.AssignServersRequest{Pool: "p", Servers: []string{"a", "a"}})
+			return err
+		},
+		"unassign empty name": func() error {
+			_, err := s.UnassignServers(ctx, &roostv1.UnassignServersRequest{Pool: "p", Servers: []string{""}})
+			return err
+		},
+		"create without server": func() error {
+			_, err := s.CreateMachine(ctx, &roostv1.CreateMachineRequest{Name: "edge-1"})
+			return err
+		},
+		"create bad name": func() error {
+			_, err := s.CreateMachine(ctx, &roostv1.CreateMachineRequest{Server: "a", Name: "Edge_1"})
+			return err
+		},
+	} {
+		if code := apierror.Code(call()); code != codes.InvalidArgument {
+			t.Errorf("%s: code %v, want InvalidArgument", name, code)
+		}
+	}
+}

@@ -1,0 +1,228 @@
+// Package scheduler is the hub's pool controller: for every Pool with
+// replicas it claims matching Available Servers until the Pool has that
+// many Machines, and releases the newest Machines when it has more. It runs
+// only while this member leads, reads the replicated state, and changes it
+// only by proposing CreateMachines and DeleteMachines commands, so a step
+// that races with another write simply fails and is retried on the next
+// tick from fresh state.
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"time"
+
+	"github.com/roostfleet/roost/hub/state"
+	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+	"github.com/roostfleet/roost/resource"
+)
+
+// Snapshot is the part of the state one step reads.
+type Snapshot struct {
+	Pools          []*roostv1.Pool
+	MachineClasses []*roostv1.MachineClass
+	Servers        []*roostv1.Server
+	Machines       []*roostv1.Machine
+}
+
+// Controller reconciles Pools with replicas.
+type Controller struct {
+	IsLeader func() bool
+	// Read returns the current state.
+	Read func() (Snapshot, error)
+	// Propose writes a command through Raft (on the leader).
+	Propose func(context.Context, *roostv1.Command) error
+	// Barrier, if set, is called once per leadership term before the
+	// first read, so a new leader does not plan from a state that lags
+	// the log.
+	Barrier func(context.Context) error
+	// NewName returns a fresh Machine name for pool; NewUID a fresh UID.
+	NewName func(pool string) string
+	NewUID  func() string
+	// Tick is the reconcile period; default 2s.
+	Tick time.Duration
+	Log  *slog.Logger
+
+	// waiting holds, per Pool, the last "cannot do anything" note logged,
+	// so a shortfall is logged once, not every tick.
+	waiting map[string]string
+	// synced says Barrier succeeded in this leadership term.
+	synced bool
+}
+
+// Run reconciles until ctx ends.
+func (c *Controller) Run(ctx context.Context) {
+	tick := c.Tick
+	if tick <= 0 {
+		tick = 2 * time.Second
+	}
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		if err := c.Step(ctx); err != nil && ctx.Err() == nil {
+			c.log().Warn("pool controller: step failed; retrying", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (c *Controller) log() *slog.Logger {
+	if c.Log == nil {
+		return slog.Default()
+	}
+	return c.Log
+}
+
+// Step reconciles every Pool once, when this member leads. Each Pool gets
+// at most one command; the first error is returned after all Pools were
+// tried.
+func (c *Controller) Step(ctx context.Context) error {
+	if !c.IsLeader() {
+		c.synced = false
+		return nil
+	}
+	if !c.synced && c.Barrier != nil {
+		if err := c.Barrier(ctx); err != nil {
+			return fmt.Errorf("barrier: %w", err)
+		}
+	}
+	c.synced = true
+	snap, err := c.Read()
+	if err != nil {
+		return err
+	}
+	var first error
+	for _, p := range snap.Pools {
+		cmd, note := Plan(snap, p, c.NewName, c.NewUID)
+		pname := p.GetMetadata().GetName()
+		if cmd == nil {
+			if note != "" && c.waiting[pname] != note {
+				c.log().Info("pool controller: "+note, "pool", pname)
+			}
+			if c.waiting == nil {
+				c.waiting = map[string]string{}
+			}
+			c.waiting[pname] = note
+			continue
+		}
+		delete(c.waiting, pname)
+		if err := c.Propose(ctx, cmd); err != nil {
+			if first == nil {
+				first = fmt.Errorf("pool %s: %w", p.GetMetadata().GetName(), err)
+			}
+			continue
+		}
+		c.log().Info("pool controller: "+note, "pool", p.GetMetadata().GetName())
+	}
+	return first
+}
+
+// Plan returns the one command that moves pool toward its replicas (nil
+// when there is nothing to do or nothing possible) and a note saying what
+// it does or why nothing can be done. Candidates are claimed in name order;
+// surplus Machines are released newest first (highest create index, then
+// name descending).
+func Plan(snap Snapshot, pool *roostv1.Pool, newName func(string) string, newUID func() string) (*roostv1.Command, string) {
+	if pool.GetSpec().Replicas == nil {
+		return nil, ""
+	}
+	name := pool.GetMetadata().GetName()
+	want := int(pool.GetSpec().GetReplicas())
+	var members []*roostv1.Machine
+	claimed := map[string]bool{}
+	for _, m := range snap.Machines {
+		claimed[m.GetSpec().GetServer()] = true
+		if m.GetSpec().GetPool() == name && m.GetStatus().GetPhase() != state.PhaseDestroyed {
+			members = append(members, m)
+		}
+	}
+	switch have := len(members); {
+	case have > want:
+		sort.Slice(members, func(i, j int) bool {
+			a, b := members[i].GetMetadata(), members[j].GetMetadata()
+			if a.GetCreateIndex() != b.GetCreateIndex() {
+				return a.GetCreateIndex() > b.GetCreateIndex()
+			}
+			return a.GetName() > b.GetName()
+		})
+		dm := &roostv1.DeleteMachines{Pool: name}
+		for _, m := range members[:have-want] {
+			dm.Names = append(dm.Names, m.GetMetadata().GetName())
+		}
+		return &roostv1.Command{Command: &roostv1.Command_DeleteMachines{DeleteMachines: dm}},
+			fmt.Sprintf("releasing %d surplus Machines (%d > replicas %d)", have-want, have, want)
+	case have < want:
+		sel, err := selectorOf(snap, pool)
+		if err != nil {
+			return nil, err.Error()
+		}
+		var cands []*roostv1.Server
+		for _, s := range snap.Servers {
+			if claimed[s.GetMetadata().GetName()] || state.ClaimRefusal(s, name, "") != "" || !sel.Matches(s.GetMetadata().GetLabels()) {
+				continue
+			}
+			cands = append(cands, s)
+		}
+		if len(cands) == 0 {
+			return nil, fmt.Sprintf("%d of %d replicas; no matching Available Server", have, want)
+		}
+		sort.Slice(cands, func(i, j int) bool { return cands[i].GetMetadata().GetName() < cands[j].GetMetadata().GetName() })
+		if n := want - have; len(cands) > n {
+			cands = cands[:n]
+		}
+		cm := &roostv1.CreateMachines{ByController: true}
+		for _, s := range cands {
+			cm.Machines = append(cm.Machines, &roostv1.NewMachine{Name: newName(name), Uid: newUID(), Server: s.GetMetadata().GetName(), Pool: name})
+		}
+		return &roostv1.Command{Command: &roostv1.Command_CreateMachines{CreateMachines: cm}},
+			fmt.Sprintf("claiming %d Servers (%d of %d replicas)", len(cands), have, want)
+	}
+	return nil, ""
+}
+
+func selectorOf(snap Snapshot, pool *roostv1.Pool) (resource.Selector, error) {
+	mc := pool.GetSpec().GetMachineClass()
+	if mc == "" {
+		return nil, nil
+	}
+	for _, c := range snap.MachineClasses {
+		if c.GetMetadata().GetName() == mc {
+			sel, err := resource.ParseSelector(c.GetSpec().GetServerSelector())
+			if err != nil {
+				return nil, fmt.Errorf("MachineClass %s has an invalid server selector: %w", mc, err)
+			}
+			return sel, nil
+		}
+	}
+	return nil, fmt.Errorf("MachineClass %s does not exist", mc)
+}
+
+// ReadFSM reads a Snapshot from the hub's state.
+func ReadFSM(f *state.FSM) (Snapshot, error) {
+	var snap Snapshot
+	for _, kind := range []string{"Pool", "MachineClass", "Server", "Machine"} {
+		objs, _, err := f.List(kind, "")
+		if err != nil {
+			return Snapshot{}, err
+		}
+		for _, o := range objs {
+			switch kind {
+			case "Pool":
+				snap.Pools = append(snap.Pools, o.GetPool())
+			case "MachineClass":
+				snap.MachineClasses = append(snap.MachineClasses, o.GetMachineClass())
+			case "Server":
+				snap.Servers = append(snap.Servers, o.GetServer())
+			case "Machine":
+				snap.Machines = append(snap.Machines, o.GetMachine())
+			}
+		}
+	}
+	return snap, nil
+}

@@ -1,0 +1,248 @@
+package scheduler
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/roostfleet/roost/hub/state"
+	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+	"github.com/roostfleet/roost/resource"
+)
+
+// fakeHub applies proposed commands to an in-memory FSM, as Raft would.
+type fakeHub struct {
+	t        *testing.T
+	f        *state.FSM
+	idx      uint64
+	leader   bool
+	proposed []*roostv1.Command
+	failNext error
+	names    int
+}
+
+func newFakeHub(t *testing.T) *fakeHub {
+	return &fakeHub{t: t, f: state.New(state.Options{}), leader: true}
+}
+
+func (h *fakeHub) apply(cmd *roostv1.Command) error {
+	h.idx++
+	cmd.Time = timestamppb.New(time.Date(2026, 11, 3, 2, 0, 0, 0, time.UTC).Add(time.Duration(h.idx) * time.Second))
+	data, err := proto.Marshal(cmd)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	res := h.f.Apply(&raft.Log{Index: h.idx, Type: raft.LogCommand, Data: data}).(*state.ApplyResult)
+	return res.Err
+}
+
+func (h *fakeHub) mustApply(cmd *roostv1.Command) {
+	h.t.Helper()
+	if err := h.apply(cmd); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *fakeHub) controller() *Controller {
+	return &Controller{
+		IsLeader: func() bool { return h.leader },
+		Read:     func() (Snapshot, error) { return ReadFSM(h.f) },
+		Propose: func(_ context.Context, c *roostv1.Command) error {
+			h.proposed = append(h.proposed, c)
+			if err := h.failNext; err != nil {
+				h.failNext = nil
+				return err
+			}
+			return h.apply(c)
+		},
+		NewName: func(pool string) string { h.names++; return fmt.Sprintf("%s-%d", pool, h.names) },
+		NewUID:  func() string { return fmt.Sprintf("00000000-0000-4000-8000-%012d", h.idx+100) },
+	}
+}
+
+const secret = "abcdef.0123456789abcdef"
+
+// server enrolls an Available Server named uuid with cpus CPUs.
+func (h *fakeHub) server(uuid string, cpus int32) {
+	if _, err := h.f.Get("EnrollmentToken", "abcdef"); err != nil {
+		sum := sha256.Sum256([]byte(secret))
+		h.mustApply(&roostv1.Command{Command: &roostv1.Command_PutEnrollmentToken{PutEnrollmentToken: &roostv1.PutEnrollmentToken{
+			Token: &roostv1.EnrollmentToken{Metadata: &roostv1.ObjectMeta{Name: "abcdef"}, Spec: &roostv1.EnrollmentTokenSpec{SecretSha256: hex.EncodeToString(sum[:])}},
+			Uid:   "00000000-0000-4000-8000-00000000aaaa"}}})
+	}
+	sum := sha256.Sum256([]byte(secret))
+	h.mustApply(&roostv1.Command{Command: &roostv1.Command_EnrollServer{EnrollServer: &roostv1.EnrollServer{
+		TokenName: "abcdef", SecretSha256: hex.EncodeToString(sum[:]), Uid: "00000000-0000-4000-8000-" + uuid[24:],
+		Identity:  &roostv1.ServerIdentity{SystemUuid: uuid, PermanentMacs: []string{"52:54:00:00:00:" + uuid[34:]}},
+		Inventory: &roostv1.Inventory{Cpu: &roostv1.CPUInfo{Threads: cpus}, MemoryBytes: 64 << 30}}}})
+	h.mustApply(&roostv1.Command{Command: &roostv1.Command_UpdateServerStatus{UpdateServerStatus: &roostv1.UpdateServerStatus{Name: uuid, Connected: true}}})
+}
+
+func (h *fakeHub) pool(replicas *int32) {
+	spec := &roostv1.PoolSpec{Cluster: "prod", MachineClass: "big", Replicas: replicas}
+	objs := []*roostv1.Object{
+		resource.Wrap(&roostv1.Cluster{Metadata: &roostv1.ObjectMeta{Name: "prod"}, Spec: &roostv1.ClusterSpec{ApiEndpoint: "https://10.0.0.1:6443"}}),
+		resource.Wrap(&roostv1.MachineClass{Metadata: &roostv1.ObjectMeta{Name: "big"}, Spec: &roostv1.MachineClassSpec{ServerSelector: []string{"roost.io/cpus>=16"}}}),
+		resource.Wrap(&roostv1.Pool{Metadata: &roostv1.ObjectMeta{Name: "workers"}, Spec: spec}),
+	}
+	h.mustApply(&roostv1.Command{Command: &roostv1.Command_ApplyObjects{ApplyObjects: &roostv1.ApplyObjects{Objects: objs,
+		Uids: []string{"00000000-0000-4000-8000-000000000001", "00000000-0000-4000-8000-000000000002", "00000000-0000-4000-8000-000000000003"}}}})
+}
+
+// members returns "machine=server" of the pool's Machines, by name.
+func (h *fakeHub) members() []string {
+	objs, _, err := h.f.List("Machine", "")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var out []string
+	for _, o := range objs {
+		out = append(out, o.GetMachine().GetMetadata().GetName()+"="+o.GetMachine().GetSpec().GetServer()[34:])
+	}
+	return out
+}
+
+func uuidN(n int) string { return fmt.Sprintf("4c4c4544-0042-3510-8052-0000000000%02d", n) }
+
+func TestReplicas(t *testing.T) {
+	h := newFakeHub(t)
+	h.pool(proto.Int32(2))
+	h.server(uuidN(3), 16)
+	h.server(uuidN(1), 32)
+	h.server(uuidN(2), 4) // does not match the selector
+	h.server(uuidN(4), 16)
+	h.mustApply(&roostv1.Command{Command: &roostv1.Command_ModifyServer{ModifyServer: &roostv1.ModifyServer{
+		Name: uuidN(4), Action: roostv1.ServerAction_SERVER_ACTION_CORDON}}})
+	c := h.controller()
+	ctx := context.Background()
+
+	barriers := 0
+	c.Barrier = func(context.Context) error {
+		barriers++
+		if barriers == 1 {
+			return errors.New("not yet")
+		}
+		return nil
+	}
+	h.leader = false
+	if err := c.Step(ctx); err != nil || len(h.proposed) != 0 {
+		t.Fatalf("a follower proposed %v (err %v)", h.proposed, err)
+	}
+	h.leader = true
+	if err := c.Step(ctx); err == nil || len(h.proposed) != 0 {
+		t.Fatalf("planned without a barrier: %v (err %v)", h.proposed, err)
+	}
+	if err := c.Step(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(h.members()); got != "[workers-1=01 workers-2=03]" {
+		t.Fatalf("members %s", got)
+	}
+	// Idempotent: nothing more to do.
+	n := len(h.proposed)
+	if err := c.Step(ctx); err != nil || len(h.proposed) != n {
+		t.Fatalf("second step proposed %v (err %v)", h.proposed[n:], err)
+	}
+
+	if barriers != 2 {
+		t.Errorf("%d barriers in one term, want 2 (one failed)", barriers)
+	}
+
+	// More replicas than matching Servers: claims what there is, no error.
+	h.mustApply(&roostv1.Command{Command: &roostv1.Command_ModifyServer{ModifyServer: &roostv1.ModifyServer{
+		Name: uuidN(4), Action: roostv1.ServerAction_SERVER_ACTION_UNCORDON}}})
+	h.setReplicas(5)
+	if err := c.Step(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(h.members()); got != "[workers-1=01 workers-2=03 workers-3=04]" {
+		t.Fatalf("members %s", got)
+	}
+	n = len(h.proposed)
+	if err := c.Step(ctx); err != nil || len(h.proposed) != n {
+		t.Fatalf("step without candidates proposed %v (err %v)", h.proposed[n:], err)
+	}
+
+	// Shrinking releases the newest first.
+	h.setReplicas(1)
+	if err := c.Step(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(h.members()); got != "[workers-1=01]" {
+		t.Fatalf("members %s", got)
+	}
+	o, _ := h.f.Get("Server", uuidN(4))
+	if o.GetServer().GetStatus().GetState() != state.ServerAvailable {
+		t.Errorf("released server %v", o.GetServer().GetStatus())
+	}
+
+	// A failed proposal is reported and retried on the next step.
+	h.setReplicas(2)
+	h.failNext = errors.New("leadership lost")
+	if err := c.Step(ctx); err == nil {
+		t.Fatal("no error from a failed proposal")
+	}
+	if err := c.Step(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(h.members()); got != 2 {
+		t.Fatalf("members %v", h.members())
+	}
+}
+
+func (h *fakeHub) setReplicas(n int32) {
+	h.t.Helper()
+	o, err := h.f.Get("Pool", "workers")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	p := proto.Clone(o.GetPool()).(*roostv1.Pool)
+	p.Spec.Replicas = proto.Int32(n)
+	h.mustApply(&roostv1.Command{Command: &roostv1.Command_ApplyObjects{ApplyObjects: &roostv1.ApplyObjects{Objects: []*roostv1.Object{resource.Wrap(p)}}}})
+}
+
+func TestExplicitPoolsAreLeftAlone(t *testing.T) {
+	h := newFakeHub(t)
+	h.pool(nil)
+	h.server(uuidN(1), 16)
+	if err := h.controller().Step(context.Background()); err != nil || len(h.proposed) != 0 {
+		t.Fatalf("proposed %v (err %v)", h.proposed, err)
+	}
+}
+
+func TestPlanDeterministic(t *testing.T) {
+	h := newFakeHub(t)
+	h.pool(proto.Int32(2))
+	for _, n := range []int{5, 2, 9, 1} {
+		h.server(uuidN(n), 16)
+	}
+	snap, err := ReadFSM(h.f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Input order does not matter.
+	snap.Servers[0], snap.Servers[3] = snap.Servers[3], snap.Servers[0]
+	name := func(string) string { return "m" }
+	uid := func() string { return "u" }
+	a, _ := Plan(snap, snap.Pools[0], name, uid)
+	snap.Servers[1], snap.Servers[2] = snap.Servers[2], snap.Servers[1]
+	b, _ := Plan(snap, snap.Pools[0], name, uid)
+	if !proto.Equal(a, b) {
+		t.Fatalf("plans differ: %v / %v", a, b)
+	}
+	var got []string
+	for _, m := range a.GetCreateMachines().GetMachines() {
+		got = append(got, m.GetServer()[34:])
+	}
+	if fmt.Sprint(got) != "[01 02]" {
+		t.Errorf("claims %v", got)
+	}
+}
