@@ -1,0 +1,221 @@
+package install
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	diskfs "github.com/diskfs/go-diskfs"
+	"github.com/diskfs/go-diskfs/backend"
+	"github.com/diskfs/go-diskfs/disk"
+)
+
+// Disks is the operating-system side of install.
+type Disks interface {
+	// Open opens the whole disk dev (e.g. "/dev/sda") for reading and
+	// writing. A block device is opened exclusively (O_EXCL); close it
+	// before MkfsExt4. Writing a partition table through it makes the
+	// kernel re-read the table.
+	Open(ctx context.Context, dev string) (*disk.Disk, error)
+	// MkfsExt4 makes an ext4 file system labelled label in the bytes
+	// [offset, offset+size) of dev.
+	MkfsExt4(ctx context.Context, dev string, offset, size int64, label string) error
+}
+
+// OSDisks opens real block devices and runs the mkfs.ext4 of the running
+// image.
+type OSDisks struct{}
+
+// Open implements Disks.
+func (OSDisks) Open(_ context.Context, dev string) (*disk.Disk, error) {
+	return diskfs.Open(dev, diskfs.WithOpenMode(diskfs.ReadWriteExclusive))
+}
+
+// MkfsExt4 implements Disks.
+func (OSDisks) MkfsExt4(ctx context.Context, dev string, offset, size int64, label string) error {
+	return mkfsExt4(ctx, dev, offset, size, label)
+}
+
+// mkfsExt4 runs mkfs.ext4 on path at a byte offset. It works the same on a
+// whole-disk block device and on an image file, without a loop device or
+// partition device nodes. Discard is off: it must never reach outside the
+// partition.
+func mkfsExt4(ctx context.Context, path string, offset, size int64, label string) error {
+	if offset%4096 != 0 || size < 4096 {
+		return fmt.Errorf("mkfs.ext4 %s: offset %d must be 4 KiB aligned and size %d at least 4 KiB", path, offset, size)
+	}
+	tool, err := lookTool("mkfs.ext4")
+	if err != nil {
+		return err
+	}
+	args := []string{"-F", "-q", "-t", "ext4", "-L", label,
+		"-E", fmt.Sprintf("offset=%d,nodiscard,lazy_itable_init=1", offset),
+		path, fmt.Sprintf("%dk", size/1024)}
+	cmd := exec.CommandContext(ctx, tool, args...)
+	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s %s: %v: %s", tool, strings.Join(args, " "), err, strings.TrimSpace(out.String()))
+	}
+	return nil
+}
+
+// lookTool finds an administration tool in PATH or the sbin folders, which
+// are often missing from a non-root PATH.
+func lookTool(name string) (string, error) {
+	if p, err := exec.LookPath(name); err == nil {
+		return p, nil
+	}
+	for _, dir := range []string{"/usr/sbin", "/sbin", "/usr/local/sbin"} {
+		p := filepath.Join(dir, name)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s not found in PATH or /usr/sbin, /sbin (install e2fsprogs)", name)
+}
+
+// FakeDisks is a Disks backed by image files in Dir: device "/dev/NAME"
+// (or "NAME") is the file Dir/NAME.img. It runs the real mkfs.ext4 on the
+// file, refuses MkfsExt4 while the disk is open (as O_EXCL would), logs
+// every operation, and String renders each disk's layout and the log.
+type FakeDisks struct {
+	Dir string
+	// SectorSize is the logical sector size of every disk: 512 (default)
+	// or 4096 ("4Kn" disks).
+	SectorSize int
+
+	mu   sync.Mutex
+	open map[string]int
+	log  []string
+}
+
+// NewFakeDisks returns a FakeDisks with a sparse image file of the given
+// size for every name.
+func NewFakeDisks(dir string, sizes map[string]int64) (*FakeDisks, error) {
+	f := &FakeDisks{Dir: dir}
+	for name, size := range sizes {
+		if err := f.Add(name, size); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+// Add creates (or truncates) the sparse image file of disk name.
+func (f *FakeDisks) Add(name string, size int64) error {
+	file, err := os.OpenFile(f.Path(name), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	if err := file.Truncate(size); err != nil {
+		file.Close()
+		return err
+	}
+	return file.Close()
+}
+
+// Path is the image file of dev.
+func (f *FakeDisks) Path(dev string) string {
+	return filepath.Join(f.Dir, strings.TrimPrefix(dev, "/dev/")+".img")
+}
+
+func (f *FakeDisks) record(format string, args ...any) {
+	f.log = append(f.log, fmt.Sprintf(format, args...))
+}
+
+func (f *FakeDisks) sectorSize() diskfs.OpenOpt {
+	return diskfs.WithSectorSize(diskfs.SectorSize(f.SectorSize))
+}
+
+// Open implements Disks.
+func (f *FakeDisks) Open(_ context.Context, dev string) (*disk.Disk, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	name := strings.TrimPrefix(dev, "/dev/")
+	if f.open[name] > 0 {
+		return nil, fmt.Errorf("open %s: device or resource busy", dev)
+	}
+	d, err := diskfs.Open(f.Path(dev), diskfs.WithOpenMode(diskfs.ReadWrite), f.sectorSize())
+	if err != nil {
+		return nil, err
+	}
+	if f.open == nil {
+		f.open = map[string]int{}
+	}
+	f.open[name]++
+	f.record("open %s", name)
+	return &disk.Disk{Backend: &closeHook{Storage: d.Backend, done: func() {
+		f.mu.Lock()
+		f.open[name]--
+		f.mu.Unlock()
+	}}, Size: d.Size, LogicalBlocksize: d.LogicalBlocksize, PhysicalBlocksize: d.PhysicalBlocksize, Table: d.Table, DefaultBlocks: d.DefaultBlocks}, nil
+}
+
+// MkfsExt4 implements Disks.
+func (f *FakeDisks) MkfsExt4(ctx context.Context, dev string, offset, size int64, label string) error {
+	f.mu.Lock()
+	name := strings.TrimPrefix(dev, "/dev/")
+	busy := f.open[name] > 0
+	f.record("mkfs.ext4 %s offset=%d size=%s label=%s", name, offset, FormatSize(size), label)
+	f.mu.Unlock()
+	if busy {
+		return fmt.Errorf("mkfs.ext4 %s: device is open (it would be busy: O_EXCL)", dev)
+	}
+	return mkfsExt4(ctx, f.Path(dev), offset, size, label)
+}
+
+// Log returns the operations so far, one a line, and clears it.
+func (f *FakeDisks) Log() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	l := f.log
+	f.log = nil
+	return l
+}
+
+// String renders every disk's layout (Describe) and the operation log.
+func (f *FakeDisks) String() string {
+	names, _ := filepath.Glob(filepath.Join(f.Dir, "*.img"))
+	sort.Strings(names)
+	var b strings.Builder
+	for _, p := range names {
+		name := strings.TrimSuffix(filepath.Base(p), ".img")
+		d, err := diskfs.Open(p, diskfs.WithOpenMode(diskfs.ReadOnly), f.sectorSize())
+		if err != nil {
+			fmt.Fprintf(&b, "%s: %v\n", name, err)
+			continue
+		}
+		b.WriteString(describe(name, d))
+		d.Close()
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.log) > 0 {
+		b.WriteString("log:\n")
+		for _, l := range f.log {
+			b.WriteString("  " + l + "\n")
+		}
+	}
+	return b.String()
+}
+
+// closeHook runs done once when the disk's backend is closed.
+type closeHook struct {
+	backend.Storage
+	once sync.Once
+	done func()
+}
+
+func (c *closeHook) Close() error {
+	err := c.Storage.Close()
+	c.once.Do(c.done)
+	return err
+}
