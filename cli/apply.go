@@ -105,13 +105,11 @@ func (o *options) runApply(cmd *cobra.Command, a *applyOptions) error {
 		return usageErrorf("the manifests hold no objects")
 	}
 
-	ctx, cancel := o.withTimeout(cmd.Context())
-	defer cancel()
-	conn, err := o.connect(ctx)
+	ctx, conn, done, err := o.open(cmd.Context())
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
+	defer done()
 	o.debugf("applying %d objects (dry run: %t)", len(ms), a.dryRun)
 	resp, err := conn.hub.Apply(ctx, &roostv1.ApplyRequest{Objects: objectsOf(ms), DryRun: a.dryRun})
 	if err != nil {

@@ -122,6 +122,18 @@ func (o *options) connect(ctx context.Context) (*hubConn, error) {
 }
 
 // withTimeout bounds one command's calls by --timeout.
+// open bounds parent by --timeout and connects to the hub; done closes the
+// connection and releases the timeout. On error nothing needs releasing.
+func (o *options) open(parent context.Context) (ctx context.Context, conn *hubConn, done func(), err error) {
+	ctx, cancel := o.withTimeout(parent)
+	conn, err = o.connect(ctx)
+	if err != nil {
+		cancel()
+		return nil, nil, nil, err
+	}
+	return ctx, conn, func() { conn.Close(); cancel() }, nil
+}
+
 func (o *options) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, o.timeout)
 }

@@ -104,13 +104,11 @@ func (o *options) runDelete(cmd *cobra.Command, d *deleteOptions, args []string)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := o.withTimeout(cmd.Context())
-	defer cancel()
-	conn, err := o.connect(ctx)
+	ctx, conn, done, err := o.open(cmd.Context())
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
+	defer done()
 	var failed error
 	for _, t := range targets {
 		ref := t.kind.Singular + "/" + t.name

@@ -36,13 +36,11 @@ KIND is a kind name in any form (singular, plural, short name; see
 			if err != nil {
 				return err
 			}
-			ctx, cancel := o.withTimeout(cmd.Context())
-			defer cancel()
-			conn, err := o.connect(ctx)
+			ctx, conn, done, err := o.open(cmd.Context())
 			if err != nil {
 				return err
 			}
-			defer conn.Close()
+			defer done()
 			resp, err := conn.hub.Get(ctx, &roostv1.GetRequest{Kind: k.Name, Name: args[1], Consistency: consistency(d.stale)})
 			if err != nil {
 				return o.wrapCallError(err)

@@ -125,13 +125,11 @@ func (o *options) runGet(cmd *cobra.Command, g *getOptions, args []string) error
 		return o.runWatch(cmd.Context(), g, k, names, sel)
 	}
 
-	ctx, cancel := o.withTimeout(cmd.Context())
-	defer cancel()
-	conn, err := o.connect(ctx)
+	ctx, conn, done, err := o.open(cmd.Context())
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
+	defer done()
 
 	var (
 		objs   []*roostv1.Object

@@ -71,13 +71,11 @@ A hub stays writable while a majority of its voters is up: 1 of 1, 2 of 3,
 			default:
 				return usageErrorf("--output %q: use table, json or yaml", output)
 			}
-			ctx, cancel := o.withTimeout(cmd.Context())
-			defer cancel()
-			conn, err := o.connect(ctx)
+			ctx, conn, done, err := o.open(cmd.Context())
 			if err != nil {
 				return err
 			}
-			defer conn.Close()
+			defer done()
 			resp, err := conn.hub.ListMembers(ctx, &roostv1.ListMembersRequest{})
 			if err != nil {
 				return o.wrapCallError(err)
@@ -161,13 +159,11 @@ before adding the next; grow to three or five voters.`,
 			if uses < 1 {
 				return usageErrorf("--uses %d: must be at least 1", uses)
 			}
-			ctx, cancel := o.withTimeout(cmd.Context())
-			defer cancel()
-			conn, err := o.connect(ctx)
+			ctx, conn, done, err := o.open(cmd.Context())
 			if err != nil {
 				return err
 			}
-			defer conn.Close()
+			defer done()
 			resp, err := conn.hub.CreateJoinToken(ctx, &roostv1.CreateJoinTokenRequest{TtlSeconds: int64(ttl / time.Second), MaxUses: uses})
 			if err != nil {
 				return o.wrapCallError(err)
@@ -258,13 +254,11 @@ Do not remove so many voters that the rest cannot form a majority.`,
 		Example: `  roostctl hub remove hub-3f2a9c01`,
 		Args:    exactArgs(1, "the member ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := o.withTimeout(cmd.Context())
-			defer cancel()
-			conn, err := o.connect(ctx)
+			ctx, conn, done, err := o.open(cmd.Context())
 			if err != nil {
 				return err
 			}
-			defer conn.Close()
+			defer done()
 			if _, err := conn.hub.RemoveMember(ctx, &roostv1.RemoveMemberRequest{Id: args[0]}); err != nil {
 				return o.wrapCallError(err)
 			}

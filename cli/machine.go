@@ -62,13 +62,11 @@ not Unreachable, and not pre-assigned to a pool.`,
 			if len(args) == 1 {
 				req.Name = trimKindPrefix(args[0], "machine/", "machines/", "m/")
 			}
-			ctx, cancel := o.withTimeout(cmd.Context())
-			defer cancel()
-			conn, err := o.connect(ctx)
+			ctx, conn, done, err := o.open(cmd.Context())
 			if err != nil {
 				return err
 			}
-			defer conn.Close()
+			defer done()
 			resp, err := conn.hub.CreateMachine(ctx, req)
 			if err != nil {
 				return o.wrapCallError(err)
@@ -95,13 +93,11 @@ replacement.`,
   roostctl machine delete workers-7x2k9 workers-b4mzq`,
 		Args: minArgs(1, "a machine NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := o.withTimeout(cmd.Context())
-			defer cancel()
-			conn, err := o.connect(ctx)
+			ctx, conn, done, err := o.open(cmd.Context())
 			if err != nil {
 				return err
 			}
-			defer conn.Close()
+			defer done()
 			// Like delete: a refused name does not stop the others; the
 			// exit code is that of the first refusal.
 			var failed error

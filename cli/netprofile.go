@@ -78,13 +78,11 @@ func (o *options) runNetprofilePlan(cmd *cobra.Command, p *netprofilePlanOptions
 			return err
 		}
 	}
-	ctx, cancel := o.withTimeout(cmd.Context())
-	defer cancel()
-	conn, err := o.connect(ctx)
+	ctx, conn, done, err := o.open(cmd.Context())
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
+	defer done()
 	if profile == nil {
 		resp, err := conn.hub.Get(ctx, &roostv1.GetRequest{Kind: "NetworkProfile", Name: name, Consistency: consistency(p.stale)})
 		if err != nil {

@@ -56,13 +56,11 @@ change replicas instead.`,
   roostctl pool assign workers $(roostctl get servers -l rack=r12 -o name)`,
 		Args: minArgs(2, "a POOL and at least one SERVER"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := o.withTimeout(cmd.Context())
-			defer cancel()
-			conn, err := o.connect(ctx)
+			ctx, conn, done, err := o.open(cmd.Context())
 			if err != nil {
 				return err
 			}
-			defer conn.Close()
+			defer done()
 			resp, err := conn.hub.AssignServers(ctx, &roostv1.AssignServersRequest{Pool: args[0], Servers: serverNames(args[1:])})
 			if err != nil {
 				return o.wrapCallError(err)
@@ -88,13 +86,11 @@ first ('roostctl server cordon') to keep it from being claimed again.`,
 		Example: `  roostctl pool unassign workers 4c4c4544-0042-3510-8052-b4c04f4d4e31`,
 		Args:    minArgs(2, "a POOL and at least one SERVER"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := o.withTimeout(cmd.Context())
-			defer cancel()
-			conn, err := o.connect(ctx)
+			ctx, conn, done, err := o.open(cmd.Context())
 			if err != nil {
 				return err
 			}
-			defer conn.Close()
+			defer done()
 			resp, err := conn.hub.UnassignServers(ctx, &roostv1.UnassignServersRequest{Pool: args[0], Servers: serverNames(args[1:])})
 			if err != nil {
 				return o.wrapCallError(err)

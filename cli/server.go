@@ -81,13 +81,11 @@ decommissioned server back, enroll it again with a token.`, "decommissioned", ro
 }
 
 func (o *options) updateServers(cmd *cobra.Command, names []string, verb string, tmpl *roostv1.UpdateServerRequest) error {
-	ctx, cancel := o.withTimeout(cmd.Context())
-	defer cancel()
-	conn, err := o.connect(ctx)
+	ctx, conn, done, err := o.open(cmd.Context())
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
+	defer done()
 	// Like delete: a refused name does not stop the others; the exit code
 	// is that of the first refusal.
 	var failed error

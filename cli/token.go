@@ -118,13 +118,11 @@ to a Pool (it must exist), --label sets labels on them, and
 			if err != nil {
 				return err
 			}
-			ctx, cancel := o.withTimeout(cmd.Context())
-			defer cancel()
-			conn, err := o.connect(ctx)
+			ctx, conn, done, err := o.open(cmd.Context())
 			if err != nil {
 				return err
 			}
-			defer conn.Close()
+			defer done()
 			resp, err := conn.hub.CreateEnrollmentToken(ctx, &roostv1.CreateEnrollmentTokenRequest{
 				TtlSeconds: int64(ttl / time.Second), MaxUses: uses, Pool: pool, ServerLabels: lm, RequireApproval: approval})
 			if err != nil {
@@ -217,13 +215,11 @@ connected. Revoking twice is not an error.`,
 		Example: `  roostctl token revoke abcdef`,
 		Args:    minArgs(1, "a token NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := o.withTimeout(cmd.Context())
-			defer cancel()
-			conn, err := o.connect(ctx)
+			ctx, conn, done, err := o.open(cmd.Context())
 			if err != nil {
 				return err
 			}
-			defer conn.Close()
+			defer done()
 			var failed error
 			for _, name := range args {
 				// A whole token (NAME.SECRET) names its token, as kubeadm
