@@ -359,18 +359,13 @@ func (f *Fake) LinkAdd(link netlink.Link) error {
 
 // LinkDel implements Netlink.
 func (f *Fake) LinkDel(link netlink.Link) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	l, err := f.find(link)
-	if err != nil {
-		return err
-	}
-	f.Calls++
-	if l.typ == "device" {
-		return errno(unix.EOPNOTSUPP, "cannot delete physical link %s", l.name)
-	}
-	f.del(l)
-	return nil
+	return f.onLink(link, func(l *fakeLink) error {
+		if l.typ == "device" {
+			return errno(unix.EOPNOTSUPP, "cannot delete physical link %s", l.name)
+		}
+		f.del(l)
+		return nil
+	})
 }
 
 func (f *Fake) del(l *fakeLink) {
@@ -465,33 +460,23 @@ func (f *Fake) LinkSetMaster(link, master netlink.Link) error {
 
 // LinkSetNoMaster implements Netlink.
 func (f *Fake) LinkSetNoMaster(link netlink.Link) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	l, err := f.find(link)
-	if err != nil {
-		return err
-	}
-	f.Calls++
-	if l.master != 0 {
-		f.release(l)
-	}
-	return nil
+	return f.onLink(link, func(l *fakeLink) error {
+		if l.master != 0 {
+			f.release(l)
+		}
+		return nil
+	})
 }
 
 // LinkSetUp implements Netlink.
 func (f *Fake) LinkSetUp(link netlink.Link) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	l, err := f.find(link)
-	if err != nil {
-		return err
-	}
-	f.Calls++
-	if p := f.links[l.parent]; l.typ == "vlan" && !p.up {
-		return errno(unix.ENETDOWN, "%s: parent %s is down", l.name, p.name)
-	}
-	f.setUp(l)
-	return nil
+	return f.onLink(link, func(l *fakeLink) error {
+		if p := f.links[l.parent]; l.typ == "vlan" && !p.up {
+			return errno(unix.ENETDOWN, "%s: parent %s is down", l.name, p.name)
+		}
+		f.setUp(l)
+		return nil
+	})
 }
 
 func (f *Fake) setUp(l *fakeLink) {
@@ -524,15 +509,10 @@ func (f *Fake) prefixRoute(a fakeAddr) {
 
 // LinkSetDown implements Netlink.
 func (f *Fake) LinkSetDown(link netlink.Link) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	l, err := f.find(link)
-	if err != nil {
-		return err
-	}
-	f.Calls++
-	f.down(l)
-	return nil
+	return f.onLink(link, func(l *fakeLink) error {
+		f.down(l)
+		return nil
+	})
 }
 
 func (f *Fake) down(l *fakeLink) {
@@ -554,24 +534,19 @@ func (f *Fake) dropRoutes(link int, match func(fakeRoute) bool) {
 
 // LinkSetMTU implements Netlink.
 func (f *Fake) LinkSetMTU(link netlink.Link, mtu int) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	l, err := f.find(link)
-	if err != nil {
-		return err
-	}
-	f.Calls++
-	if mtu < 68 || mtu > 65535 {
-		return errno(unix.EINVAL, "MTU %d", mtu)
-	}
-	if p := f.links[l.parent]; l.typ == "vlan" && mtu > p.mtu {
-		return errno(unix.ERANGE, "VLAN MTU %d above its parent's %d", mtu, p.mtu)
-	}
-	f.setMTU(l, mtu)
-	if l.typ == "bridge" {
-		l.mtuByUser = true
-	}
-	return nil
+	return f.onLink(link, func(l *fakeLink) error {
+		if mtu < 68 || mtu > 65535 {
+			return errno(unix.EINVAL, "MTU %d", mtu)
+		}
+		if p := f.links[l.parent]; l.typ == "vlan" && mtu > p.mtu {
+			return errno(unix.ERANGE, "VLAN MTU %d above its parent's %d", mtu, p.mtu)
+		}
+		f.setMTU(l, mtu)
+		if l.typ == "bridge" {
+			l.mtuByUser = true
+		}
+		return nil
+	})
 }
 
 func (f *Fake) setMTU(l *fakeLink, mtu int) {
@@ -591,37 +566,27 @@ func (f *Fake) setMTU(l *fakeLink, mtu int) {
 
 // LinkSetName implements Netlink.
 func (f *Fake) LinkSetName(link netlink.Link, name string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	l, err := f.find(link)
-	if err != nil {
-		return err
-	}
-	f.Calls++
-	if l.up {
-		return errno(unix.EBUSY, "%s is up", l.name)
-	}
-	if _, _, ok := CheckIfName(name); !ok {
-		return errno(unix.EINVAL, "invalid name %q", name)
-	}
-	if o := f.byName(name); o != nil && o != l {
-		return errno(unix.EEXIST, "link %q exists", name)
-	}
-	l.name = name
-	return nil
+	return f.onLink(link, func(l *fakeLink) error {
+		if l.up {
+			return errno(unix.EBUSY, "%s is up", l.name)
+		}
+		if _, _, ok := CheckIfName(name); !ok {
+			return errno(unix.EINVAL, "invalid name %q", name)
+		}
+		if o := f.byName(name); o != nil && o != l {
+			return errno(unix.EEXIST, "link %q exists", name)
+		}
+		l.name = name
+		return nil
+	})
 }
 
 // LinkSetAlias implements Netlink.
 func (f *Fake) LinkSetAlias(link netlink.Link, alias string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	l, err := f.find(link)
-	if err != nil {
-		return err
-	}
-	f.Calls++
-	l.alias = alias
-	return nil
+	return f.onLink(link, func(l *fakeLink) error {
+		l.alias = alias
+		return nil
+	})
 }
 
 // AddrList implements Netlink.
@@ -656,28 +621,23 @@ func familyOK(family int, a netip.Addr) bool {
 
 // AddrAdd implements Netlink.
 func (f *Fake) AddrAdd(link netlink.Link, addr *netlink.Addr) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	l, err := f.find(link)
-	if err != nil {
-		return err
-	}
-	f.Calls++
-	p, ok := prefixOf(addr.IPNet)
-	if !ok {
-		return errno(unix.EINVAL, "bad address")
-	}
-	for _, a := range f.addrs {
-		if a.link == l.idx && a.prefix == p {
-			return errno(unix.EEXIST, "address %s exists on %s", p, l.name)
+	return f.onLink(link, func(l *fakeLink) error {
+		p, ok := prefixOf(addr.IPNet)
+		if !ok {
+			return errno(unix.EINVAL, "bad address")
 		}
-	}
-	a := fakeAddr{link: l.idx, prefix: p, dynamic: addr.ValidLft > 0 && uint32(addr.ValidLft) != 0xffffffff}
-	f.addrs = append(f.addrs, a)
-	if l.up {
-		f.prefixRoute(a)
-	}
-	return nil
+		for _, a := range f.addrs {
+			if a.link == l.idx && a.prefix == p {
+				return errno(unix.EEXIST, "address %s exists on %s", p, l.name)
+			}
+		}
+		a := fakeAddr{link: l.idx, prefix: p, dynamic: addr.ValidLft > 0 && uint32(addr.ValidLft) != 0xffffffff}
+		f.addrs = append(f.addrs, a)
+		if l.up {
+			f.prefixRoute(a)
+		}
+		return nil
+	})
 }
 
 // AddrReplace implements Netlink: it adds the address, or updates its
@@ -708,27 +668,22 @@ func (f *Fake) AddrReplace(link netlink.Link, addr *netlink.Addr) error {
 
 // AddrDel implements Netlink.
 func (f *Fake) AddrDel(link netlink.Link, addr *netlink.Addr) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	l, err := f.find(link)
-	if err != nil {
-		return err
-	}
-	f.Calls++
-	p, ok := prefixOf(addr.IPNet)
-	if !ok {
-		return errno(unix.EINVAL, "bad address")
-	}
-	n := len(f.addrs)
-	f.addrs = slices.DeleteFunc(f.addrs, func(a fakeAddr) bool { return a.link == l.idx && a.prefix == p })
-	if len(f.addrs) == n {
-		return errno(unix.EADDRNOTAVAIL, "address %s not on %s", p, l.name)
-	}
-	still := slices.ContainsFunc(f.addrs, func(a fakeAddr) bool { return a.link == l.idx && a.prefix.Masked() == p.Masked() })
-	if !still {
-		f.dropRoutes(l.idx, func(r fakeRoute) bool { return r.protocol == unix.RTPROT_KERNEL && r.dst == p.Masked() })
-	}
-	return nil
+	return f.onLink(link, func(l *fakeLink) error {
+		p, ok := prefixOf(addr.IPNet)
+		if !ok {
+			return errno(unix.EINVAL, "bad address")
+		}
+		n := len(f.addrs)
+		f.addrs = slices.DeleteFunc(f.addrs, func(a fakeAddr) bool { return a.link == l.idx && a.prefix == p })
+		if len(f.addrs) == n {
+			return errno(unix.EADDRNOTAVAIL, "address %s not on %s", p, l.name)
+		}
+		still := slices.ContainsFunc(f.addrs, func(a fakeAddr) bool { return a.link == l.idx && a.prefix.Masked() == p.Masked() })
+		if !still {
+			f.dropRoutes(l.idx, func(r fakeRoute) bool { return r.protocol == unix.RTPROT_KERNEL && r.dst == p.Masked() })
+		}
+		return nil
+	})
 }
 
 // RouteListFiltered implements Netlink; only RT_FILTER_TABLE is honoured
@@ -847,3 +802,16 @@ func (f *Fake) RouteDel(r *netlink.Route) error {
 }
 
 var _ Netlink = (*Fake)(nil)
+
+// onLink runs fn on the fake link matching link, under the lock, counting
+// one call; it fails as the kernel would when the link does not exist.
+func (f *Fake) onLink(link netlink.Link, fn func(l *fakeLink) error) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	l, err := f.find(link)
+	if err != nil {
+		return err
+	}
+	f.Calls++
+	return fn(l)
+}
