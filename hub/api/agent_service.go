@@ -189,7 +189,7 @@ func (s *Server) Connect(stream grpc.BidiStreamingServer[roostv1.AgentMessage, r
 		case *roostv1.AgentMessage_Heartbeat:
 			// A Server decommissioned (or deleted) while connected loses its
 			// stream at its next beat (a memdb read, no Raft traffic).
-			if o, err := s.fsm.Get("Server", cn); err != nil || o.GetServer().GetStatus().GetState() == state.ServerDecommissioned {
+			if st, ok := s.fsm.ServerState(cn); !ok || st == state.ServerDecommissioned {
 				_, err := s.agentServer(ctx, cn)
 				return err
 			}

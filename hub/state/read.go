@@ -78,6 +78,17 @@ func (f *FSM) EachServer(fn func(*roostv1.Server)) {
 	}
 }
 
+// ServerState returns the lifecycle state (status.state) of Server name
+// without copying the object, for per-heartbeat checks; ok is false when
+// no such Server exists.
+func (f *FSM) ServerState(name string) (state string, ok bool) {
+	raw, err := f.db.Load().Txn(false).First("Server", indexID, name)
+	if err != nil || raw == nil {
+		return "", false
+	}
+	return raw.(*roostv1.Object).GetServer().GetStatus().GetState(), true
+}
+
 // Count returns the number of objects of a kind (CamelCase name), or 0 for
 // an unknown kind.
 func (f *FSM) Count(kind string) int {
