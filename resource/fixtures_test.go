@@ -95,7 +95,12 @@ func sampleObjects() []*roostv1.Object {
 			Status: &roostv1.EnrollmentTokenStatus{Uses: 3, Revoked: false}}),
 		Wrap(&roostv1.Lease{ApiVersion: APIVersion, Kind: "Lease", Metadata: meta("srv-4c4c4544", "2026-11-20T11:55:00Z"),
 			Spec: &roostv1.LeaseSpec{Server: "srv-4c4c4544", FencingToken: 18446744073709551615, ExpiresAt: ts("2026-11-20T11:50:00Z"),
-				Reason: "rollout of pool workers to revision 7"}}),
+				Reason: "rollout of pool workers to revision 7", Revision: 7, Pool: "workers"}}),
+		Wrap(&roostv1.Revision{ApiVersion: APIVersion, Kind: "Revision", Metadata: meta("srv-4c4c4544-7", "2026-11-20T11:40:00Z"),
+			Spec: &roostv1.RevisionSpec{Server: "srv-4c4c4544", Number: 7, Machine: "workers-srv-4c4c4544", ImageRelease: "v2026-11-0",
+				ImageVersion: "2026.11.0", Hostname: "node-7", NetworkProfile: "rack-r12", KernelArgs: []string{"console=ttyS0"},
+				Kernel: &roostv1.Artifact{Sha256: "aa", Size: 8 << 20}, InputsSha256: "bb"},
+			Status: &roostv1.RevisionStatus{Phase: "Failed", Reason: "boot entry roost-rev-7 ran out of tries (3 failed boots); booted revision 6"}}),
 	}
 }
 

@@ -93,6 +93,11 @@ var kinds = []*Kind{
 		wrap: func(r Resource) *roostv1.Object {
 			return &roostv1.Object{Kind: &roostv1.Object_Lease{Lease: r.(*roostv1.Lease)}}
 		}},
+	{Name: "Revision", Singular: "revision", Plural: "revisions", Short: []string{"rev", "revs"},
+		New: func() Resource { return &roostv1.Revision{} },
+		wrap: func(r Resource) *roostv1.Object {
+			return &roostv1.Object{Kind: &roostv1.Object_Revision{Revision: r.(*roostv1.Revision)}}
+		}},
 }
 
 var byAlias = func() map[string]*Kind {
@@ -165,6 +170,8 @@ func Unwrap(o *roostv1.Object) (Resource, *Kind) {
 		r = v.EnrollmentToken
 	case *roostv1.Object_Lease:
 		r = v.Lease
+	case *roostv1.Object_Revision:
+		r = v.Revision
 	default:
 		return nil, nil
 	}

@@ -232,7 +232,21 @@ var tableColumns = map[string][]column{
 		{header: "EXPIRES", value: func(r Resource, now time.Time) string {
 			return untilCell(r.(*roostv1.Lease).GetSpec().GetExpiresAt(), now)
 		}},
+		{header: "REVISION", value: func(r Resource, _ time.Time) string {
+			return strconv.FormatInt(r.(*roostv1.Lease).GetSpec().GetRevision(), 10)
+		}},
 		{header: "REASON", wide: true, value: func(r Resource, _ time.Time) string { return r.(*roostv1.Lease).GetSpec().GetReason() }},
+	},
+	"Revision": {
+		{header: "SERVER", value: func(r Resource, _ time.Time) string { return r.(*roostv1.Revision).GetSpec().GetServer() }},
+		{header: "NUMBER", value: func(r Resource, _ time.Time) string {
+			return strconv.FormatInt(r.(*roostv1.Revision).GetSpec().GetNumber(), 10)
+		}},
+		{header: "IMAGE", value: func(r Resource, _ time.Time) string { return r.(*roostv1.Revision).GetSpec().GetImageVersion() }},
+		{header: "PHASE", value: func(r Resource, _ time.Time) string { return r.(*roostv1.Revision).GetStatus().GetPhase() }},
+		{header: "MACHINE", wide: true, value: func(r Resource, _ time.Time) string { return r.(*roostv1.Revision).GetSpec().GetMachine() }},
+		{header: "HOSTNAME", wide: true, value: func(r Resource, _ time.Time) string { return r.(*roostv1.Revision).GetSpec().GetHostname() }},
+		{header: "REASON", wide: true, value: func(r Resource, _ time.Time) string { return r.(*roostv1.Revision).GetStatus().GetReason() }},
 	},
 }
 

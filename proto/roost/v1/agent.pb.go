@@ -919,9 +919,16 @@ type AgentStatus struct {
 	Inventory         *Inventory             `protobuf:"bytes,1,opt,name=inventory,proto3" json:"inventory,omitempty"`
 	BootedRevision    int64                  `protobuf:"varint,2,opt,name=booted_revision,json=bootedRevision,proto3" json:"booted_revision,omitempty"`
 	AppliedGeneration int64                  `protobuf:"varint,3,opt,name=applied_generation,json=appliedGeneration,proto3" json:"applied_generation,omitempty"`
-	Conditions        []*Condition           `protobuf:"bytes,4,rep,name=conditions,proto3" json:"conditions,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// conditions the agent owns: InventoryCollected, Installed, Staged,
+	// NetworkVerified, Healthy (boot assessment of booted_revision).
+	Conditions []*Condition `protobuf:"bytes,4,rep,name=conditions,proto3" json:"conditions,omitempty"`
+	// failed_revisions are Revisions whose boot entry ran out of tries (the
+	// boot loader fell back to an older entry), newest first.
+	FailedRevisions []*FailedRevision `protobuf:"bytes,5,rep,name=failed_revisions,json=failedRevisions,proto3" json:"failed_revisions,omitempty"`
+	// has_failed_revisions says failed_revisions is set (possibly empty).
+	HasFailedRevisions bool `protobuf:"varint,6,opt,name=has_failed_revisions,json=hasFailedRevisions,proto3" json:"has_failed_revisions,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *AgentStatus) Reset() {
@@ -982,6 +989,74 @@ func (x *AgentStatus) GetConditions() []*Condition {
 	return nil
 }
 
+func (x *AgentStatus) GetFailedRevisions() []*FailedRevision {
+	if x != nil {
+		return x.FailedRevisions
+	}
+	return nil
+}
+
+func (x *AgentStatus) GetHasFailedRevisions() bool {
+	if x != nil {
+		return x.HasFailedRevisions
+	}
+	return false
+}
+
+// FailedRevision is a Revision that never became good on the Server.
+type FailedRevision struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Number int64                  `protobuf:"varint,1,opt,name=number,proto3" json:"number,omitempty"`
+	// reason, e.g. "boot entry roost-rev-7 ran out of tries (3 failed boots); booted revision 6".
+	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FailedRevision) Reset() {
+	*x = FailedRevision{}
+	mi := &file_roost_v1_agent_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FailedRevision) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FailedRevision) ProtoMessage() {}
+
+func (x *FailedRevision) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_agent_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FailedRevision.ProtoReflect.Descriptor instead.
+func (*FailedRevision) Descriptor() ([]byte, []int) {
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *FailedRevision) GetNumber() int64 {
+	if x != nil {
+		return x.Number
+	}
+	return 0
+}
+
+func (x *FailedRevision) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 type Heartbeat struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	SentAt        *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=sent_at,json=sentAt,proto3" json:"sent_at,omitempty"`
@@ -991,7 +1066,7 @@ type Heartbeat struct {
 
 func (x *Heartbeat) Reset() {
 	*x = Heartbeat{}
-	mi := &file_roost_v1_agent_proto_msgTypes[13]
+	mi := &file_roost_v1_agent_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1003,7 +1078,7 @@ func (x *Heartbeat) String() string {
 func (*Heartbeat) ProtoMessage() {}
 
 func (x *Heartbeat) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[13]
+	mi := &file_roost_v1_agent_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1016,7 +1091,7 @@ func (x *Heartbeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Heartbeat.ProtoReflect.Descriptor instead.
 func (*Heartbeat) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{13}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Heartbeat) GetSentAt() *timestamppb.Timestamp {
@@ -1039,7 +1114,7 @@ type HubMessage struct {
 
 func (x *HubMessage) Reset() {
 	*x = HubMessage{}
-	mi := &file_roost_v1_agent_proto_msgTypes[14]
+	mi := &file_roost_v1_agent_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1051,7 +1126,7 @@ func (x *HubMessage) String() string {
 func (*HubMessage) ProtoMessage() {}
 
 func (x *HubMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[14]
+	mi := &file_roost_v1_agent_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1064,7 +1139,7 @@ func (x *HubMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HubMessage.ProtoReflect.Descriptor instead.
 func (*HubMessage) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{14}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *HubMessage) GetMessage() isHubMessage_Message {
@@ -1109,21 +1184,26 @@ func (*HubMessage_Desired) isHubMessage_Message() {}
 
 func (*HubMessage_HeartbeatIntervalSeconds) isHubMessage_Message() {}
 
-// DesiredState is what the hub wants the Server to run. Fields grow with
-// the Revision pipeline.
+// DesiredState is what the hub wants the Server to run.
 type DesiredState struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// generation increases with every change of desired state.
+	// generation increases with every change of desired state (it is the
+	// Raft index of the change).
 	Generation int64 `protobuf:"varint,1,opt,name=generation,proto3" json:"generation,omitempty"`
 	// revision is the Revision number to boot; 0 means stay on the enrollment image.
-	Revision      int64 `protobuf:"varint,2,opt,name=revision,proto3" json:"revision,omitempty"`
+	Revision int64 `protobuf:"varint,2,opt,name=revision,proto3" json:"revision,omitempty"`
+	// spec is that Revision; unset when revision is 0.
+	Spec *RevisionSpec `protobuf:"bytes,3,opt,name=spec,proto3" json:"spec,omitempty"`
+	// failed says the hub recorded the revision as failed: the agent must
+	// not stage it again (an operator makes a new one).
+	Failed        bool `protobuf:"varint,4,opt,name=failed,proto3" json:"failed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DesiredState) Reset() {
 	*x = DesiredState{}
-	mi := &file_roost_v1_agent_proto_msgTypes[15]
+	mi := &file_roost_v1_agent_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1135,7 +1215,7 @@ func (x *DesiredState) String() string {
 func (*DesiredState) ProtoMessage() {}
 
 func (x *DesiredState) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[15]
+	mi := &file_roost_v1_agent_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1148,7 +1228,7 @@ func (x *DesiredState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DesiredState.ProtoReflect.Descriptor instead.
 func (*DesiredState) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{15}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *DesiredState) GetGeneration() int64 {
@@ -1161,6 +1241,585 @@ func (x *DesiredState) GetGeneration() int64 {
 func (x *DesiredState) GetRevision() int64 {
 	if x != nil {
 		return x.Revision
+	}
+	return 0
+}
+
+func (x *DesiredState) GetSpec() *RevisionSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+func (x *DesiredState) GetFailed() bool {
+	if x != nil {
+		return x.Failed
+	}
+	return false
+}
+
+// RevisionSpec is one numbered, rendered boot configuration of a Server:
+// what the agent stages on the ESP as a Boot Loader Specification entry.
+// (It lives here, not in resources.proto, because DesiredState carries it.)
+type RevisionSpec struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// server names the Server the Revision is for.
+	Server string `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
+	// number counts the Server's Revisions from 1.
+	Number int64 `protobuf:"varint,2,opt,name=number,proto3" json:"number,omitempty"`
+	// machine names the Machine the Revision was rendered for.
+	Machine string `protobuf:"bytes,3,opt,name=machine,proto3" json:"machine,omitempty"`
+	// image_release names the ImageRelease; image_version is its version.
+	ImageRelease string `protobuf:"bytes,4,opt,name=image_release,json=imageRelease,proto3" json:"image_release,omitempty"`
+	ImageVersion string `protobuf:"bytes,5,opt,name=image_version,json=imageVersion,proto3" json:"image_version,omitempty"`
+	// kernel, initrd and boot_loader are blobs in the hub's store.
+	Kernel     *Artifact `protobuf:"bytes,6,opt,name=kernel,proto3" json:"kernel,omitempty"`
+	Initrd     *Artifact `protobuf:"bytes,7,opt,name=initrd,proto3" json:"initrd,omitempty"`
+	BootLoader *Artifact `protobuf:"bytes,8,opt,name=boot_loader,json=bootLoader,proto3" json:"boot_loader,omitempty"`
+	// release_manifest is the signed release.json of the image (verbatim) and
+	// release_signature its base64 ed25519 signature; the agent verifies them
+	// with its trusted keys and checks the artifacts' digests against it.
+	ReleaseManifest  []byte `protobuf:"bytes,9,opt,name=release_manifest,json=releaseManifest,proto3" json:"release_manifest,omitempty"`
+	ReleaseSignature string `protobuf:"bytes,10,opt,name=release_signature,json=releaseSignature,proto3" json:"release_signature,omitempty"`
+	// kernel_args are the kernel command line (release cmdline, then the
+	// MachineClass kernel_args); the agent appends roost.revision=N.
+	KernelArgs []string `protobuf:"bytes,11,rep,name=kernel_args,json=kernelArgs,proto3" json:"kernel_args,omitempty"`
+	// ignition is the Revision's Ignition config (spec 3.3.0 JSON): hostname,
+	// labels, network profile, cluster join files, agent config, SSH keys.
+	Ignition []byte `protobuf:"bytes,12,opt,name=ignition,proto3" json:"ignition,omitempty"`
+	// install_disk and wipe_foreign_disks come from the MachineClass.
+	InstallDisk      *InstallDiskHints `protobuf:"bytes,13,opt,name=install_disk,json=installDisk,proto3" json:"install_disk,omitempty"`
+	WipeForeignDisks bool              `protobuf:"varint,14,opt,name=wipe_foreign_disks,json=wipeForeignDisks,proto3" json:"wipe_foreign_disks,omitempty"`
+	Hostname         string            `protobuf:"bytes,15,opt,name=hostname,proto3" json:"hostname,omitempty"`
+	// network_profile names the NetworkProfile rendered into the config.
+	NetworkProfile string `protobuf:"bytes,16,opt,name=network_profile,json=networkProfile,proto3" json:"network_profile,omitempty"`
+	// required_units must be active before the agent marks the boot good.
+	RequiredUnits []string `protobuf:"bytes,17,rep,name=required_units,json=requiredUnits,proto3" json:"required_units,omitempty"`
+	// inputs_sha256 is the hex sha256 of everything the Revision was
+	// rendered from; the hub makes a new Revision only when it changes.
+	InputsSha256  string `protobuf:"bytes,18,opt,name=inputs_sha256,json=inputsSha256,proto3" json:"inputs_sha256,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevisionSpec) Reset() {
+	*x = RevisionSpec{}
+	mi := &file_roost_v1_agent_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevisionSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevisionSpec) ProtoMessage() {}
+
+func (x *RevisionSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_agent_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevisionSpec.ProtoReflect.Descriptor instead.
+func (*RevisionSpec) Descriptor() ([]byte, []int) {
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *RevisionSpec) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+func (x *RevisionSpec) GetNumber() int64 {
+	if x != nil {
+		return x.Number
+	}
+	return 0
+}
+
+func (x *RevisionSpec) GetMachine() string {
+	if x != nil {
+		return x.Machine
+	}
+	return ""
+}
+
+func (x *RevisionSpec) GetImageRelease() string {
+	if x != nil {
+		return x.ImageRelease
+	}
+	return ""
+}
+
+func (x *RevisionSpec) GetImageVersion() string {
+	if x != nil {
+		return x.ImageVersion
+	}
+	return ""
+}
+
+func (x *RevisionSpec) GetKernel() *Artifact {
+	if x != nil {
+		return x.Kernel
+	}
+	return nil
+}
+
+func (x *RevisionSpec) GetInitrd() *Artifact {
+	if x != nil {
+		return x.Initrd
+	}
+	return nil
+}
+
+func (x *RevisionSpec) GetBootLoader() *Artifact {
+	if x != nil {
+		return x.BootLoader
+	}
+	return nil
+}
+
+func (x *RevisionSpec) GetReleaseManifest() []byte {
+	if x != nil {
+		return x.ReleaseManifest
+	}
+	return nil
+}
+
+func (x *RevisionSpec) GetReleaseSignature() string {
+	if x != nil {
+		return x.ReleaseSignature
+	}
+	return ""
+}
+
+func (x *RevisionSpec) GetKernelArgs() []string {
+	if x != nil {
+		return x.KernelArgs
+	}
+	return nil
+}
+
+func (x *RevisionSpec) GetIgnition() []byte {
+	if x != nil {
+		return x.Ignition
+	}
+	return nil
+}
+
+func (x *RevisionSpec) GetInstallDisk() *InstallDiskHints {
+	if x != nil {
+		return x.InstallDisk
+	}
+	return nil
+}
+
+func (x *RevisionSpec) GetWipeForeignDisks() bool {
+	if x != nil {
+		return x.WipeForeignDisks
+	}
+	return false
+}
+
+func (x *RevisionSpec) GetHostname() string {
+	if x != nil {
+		return x.Hostname
+	}
+	return ""
+}
+
+func (x *RevisionSpec) GetNetworkProfile() string {
+	if x != nil {
+		return x.NetworkProfile
+	}
+	return ""
+}
+
+func (x *RevisionSpec) GetRequiredUnits() []string {
+	if x != nil {
+		return x.RequiredUnits
+	}
+	return nil
+}
+
+func (x *RevisionSpec) GetInputsSha256() string {
+	if x != nil {
+		return x.InputsSha256
+	}
+	return ""
+}
+
+// Artifact is one file of a release in the content-addressed blob store.
+type Artifact struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// sha256 is the lower-case hex digest of the file.
+	Sha256 string `protobuf:"bytes,1,opt,name=sha256,proto3" json:"sha256,omitempty"`
+	// size in bytes.
+	Size          int64 `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Artifact) Reset() {
+	*x = Artifact{}
+	mi := &file_roost_v1_agent_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Artifact) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Artifact) ProtoMessage() {}
+
+func (x *Artifact) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_agent_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Artifact.ProtoReflect.Descriptor instead.
+func (*Artifact) Descriptor() ([]byte, []int) {
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *Artifact) GetSha256() string {
+	if x != nil {
+		return x.Sha256
+	}
+	return ""
+}
+
+func (x *Artifact) GetSize() int64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+// InstallDiskHints choose the install disk; all set hints must match.
+type InstallDiskHints struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Serial string                 `protobuf:"bytes,1,opt,name=serial,proto3" json:"serial,omitempty"`
+	Wwn    string                 `protobuf:"bytes,2,opt,name=wwn,proto3" json:"wwn,omitempty"`
+	// min_size and max_size bound the disk size, as a quantity ("8Gi", "2Ti").
+	MinSize string `protobuf:"bytes,3,opt,name=min_size,json=minSize,proto3" json:"min_size,omitempty"`
+	MaxSize string `protobuf:"bytes,4,opt,name=max_size,json=maxSize,proto3" json:"max_size,omitempty"`
+	// rotational selects spinning (true) or solid-state (false) disks; unset means either.
+	Rotational    *bool `protobuf:"varint,5,opt,name=rotational,proto3,oneof" json:"rotational,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InstallDiskHints) Reset() {
+	*x = InstallDiskHints{}
+	mi := &file_roost_v1_agent_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InstallDiskHints) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InstallDiskHints) ProtoMessage() {}
+
+func (x *InstallDiskHints) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_agent_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InstallDiskHints.ProtoReflect.Descriptor instead.
+func (*InstallDiskHints) Descriptor() ([]byte, []int) {
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *InstallDiskHints) GetSerial() string {
+	if x != nil {
+		return x.Serial
+	}
+	return ""
+}
+
+func (x *InstallDiskHints) GetWwn() string {
+	if x != nil {
+		return x.Wwn
+	}
+	return ""
+}
+
+func (x *InstallDiskHints) GetMinSize() string {
+	if x != nil {
+		return x.MinSize
+	}
+	return ""
+}
+
+func (x *InstallDiskHints) GetMaxSize() string {
+	if x != nil {
+		return x.MaxSize
+	}
+	return ""
+}
+
+func (x *InstallDiskHints) GetRotational() bool {
+	if x != nil && x.Rotational != nil {
+		return *x.Rotational
+	}
+	return false
+}
+
+type FetchArtifactRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// sha256 is the lower-case hex digest of the blob.
+	Sha256 string `protobuf:"bytes,1,opt,name=sha256,proto3" json:"sha256,omitempty"`
+	// offset is where to start, in bytes.
+	Offset        int64 `protobuf:"varint,2,opt,name=offset,proto3" json:"offset,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FetchArtifactRequest) Reset() {
+	*x = FetchArtifactRequest{}
+	mi := &file_roost_v1_agent_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FetchArtifactRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FetchArtifactRequest) ProtoMessage() {}
+
+func (x *FetchArtifactRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_agent_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FetchArtifactRequest.ProtoReflect.Descriptor instead.
+func (*FetchArtifactRequest) Descriptor() ([]byte, []int) {
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *FetchArtifactRequest) GetSha256() string {
+	if x != nil {
+		return x.Sha256
+	}
+	return ""
+}
+
+func (x *FetchArtifactRequest) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+type ArtifactChunk struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Data  []byte                 `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
+	// size is the blob's total size in bytes (first chunk only).
+	Size          int64 `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ArtifactChunk) Reset() {
+	*x = ArtifactChunk{}
+	mi := &file_roost_v1_agent_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ArtifactChunk) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ArtifactChunk) ProtoMessage() {}
+
+func (x *ArtifactChunk) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_agent_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ArtifactChunk.ProtoReflect.Descriptor instead.
+func (*ArtifactChunk) Descriptor() ([]byte, []int) {
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *ArtifactChunk) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *ArtifactChunk) GetSize() int64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+type AcquireLeaseRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// revision is the Revision the Server will reboot into.
+	Revision      int64 `protobuf:"varint,1,opt,name=revision,proto3" json:"revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AcquireLeaseRequest) Reset() {
+	*x = AcquireLeaseRequest{}
+	mi := &file_roost_v1_agent_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AcquireLeaseRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AcquireLeaseRequest) ProtoMessage() {}
+
+func (x *AcquireLeaseRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_agent_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AcquireLeaseRequest.ProtoReflect.Descriptor instead.
+func (*AcquireLeaseRequest) Descriptor() ([]byte, []int) {
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *AcquireLeaseRequest) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+type AcquireLeaseResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Granted bool                   `protobuf:"varint,1,opt,name=granted,proto3" json:"granted,omitempty"`
+	// fencing_token is the Raft index that granted the lease.
+	FencingToken uint64                 `protobuf:"varint,2,opt,name=fencing_token,json=fencingToken,proto3" json:"fencing_token,omitempty"`
+	ExpiresAt    *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	// reason says why a lease was refused.
+	Reason string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	// retry_after_seconds is when to ask again after a refusal.
+	RetryAfterSeconds int64 `protobuf:"varint,5,opt,name=retry_after_seconds,json=retryAfterSeconds,proto3" json:"retry_after_seconds,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *AcquireLeaseResponse) Reset() {
+	*x = AcquireLeaseResponse{}
+	mi := &file_roost_v1_agent_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AcquireLeaseResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AcquireLeaseResponse) ProtoMessage() {}
+
+func (x *AcquireLeaseResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_agent_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AcquireLeaseResponse.ProtoReflect.Descriptor instead.
+func (*AcquireLeaseResponse) Descriptor() ([]byte, []int) {
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *AcquireLeaseResponse) GetGranted() bool {
+	if x != nil {
+		return x.Granted
+	}
+	return false
+}
+
+func (x *AcquireLeaseResponse) GetFencingToken() uint64 {
+	if x != nil {
+		return x.FencingToken
+	}
+	return 0
+}
+
+func (x *AcquireLeaseResponse) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
+func (x *AcquireLeaseResponse) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *AcquireLeaseResponse) GetRetryAfterSeconds() int64 {
+	if x != nil {
+		return x.RetryAfterSeconds
 	}
 	return 0
 }
@@ -1241,30 +1900,88 @@ const file_roost_v1_agent_proto_rawDesc = "" +
 	"serverName\x12#\n" +
 	"\ragent_version\x18\x02 \x01(\tR\fagentVersion\x12'\n" +
 	"\x0fbooted_revision\x18\x03 \x01(\x03R\x0ebootedRevision\x126\n" +
-	"\x17last_applied_generation\x18\x04 \x01(\x03R\x15lastAppliedGeneration\"\xcd\x01\n" +
+	"\x17last_applied_generation\x18\x04 \x01(\x03R\x15lastAppliedGeneration\"\xc4\x02\n" +
 	"\vAgentStatus\x121\n" +
 	"\tinventory\x18\x01 \x01(\v2\x13.roost.v1.InventoryR\tinventory\x12'\n" +
 	"\x0fbooted_revision\x18\x02 \x01(\x03R\x0ebootedRevision\x12-\n" +
 	"\x12applied_generation\x18\x03 \x01(\x03R\x11appliedGeneration\x123\n" +
 	"\n" +
 	"conditions\x18\x04 \x03(\v2\x13.roost.v1.ConditionR\n" +
-	"conditions\"@\n" +
+	"conditions\x12C\n" +
+	"\x10failed_revisions\x18\x05 \x03(\v2\x18.roost.v1.FailedRevisionR\x0ffailedRevisions\x120\n" +
+	"\x14has_failed_revisions\x18\x06 \x01(\bR\x12hasFailedRevisions\"@\n" +
+	"\x0eFailedRevision\x12\x16\n" +
+	"\x06number\x18\x01 \x01(\x03R\x06number\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"@\n" +
 	"\tHeartbeat\x123\n" +
 	"\asent_at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x06sentAt\"\x8b\x01\n" +
 	"\n" +
 	"HubMessage\x122\n" +
 	"\adesired\x18\x01 \x01(\v2\x16.roost.v1.DesiredStateH\x00R\adesired\x12>\n" +
 	"\x1aheartbeat_interval_seconds\x18\x02 \x01(\x03H\x00R\x18heartbeatIntervalSecondsB\t\n" +
-	"\amessage\"J\n" +
+	"\amessage\"\x8e\x01\n" +
 	"\fDesiredState\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x01 \x01(\x03R\n" +
 	"generation\x12\x1a\n" +
-	"\brevision\x18\x02 \x01(\x03R\brevision2\xe3\x01\n" +
+	"\brevision\x18\x02 \x01(\x03R\brevision\x12*\n" +
+	"\x04spec\x18\x03 \x01(\v2\x16.roost.v1.RevisionSpecR\x04spec\x12\x16\n" +
+	"\x06failed\x18\x04 \x01(\bR\x06failed\"\xc2\x05\n" +
+	"\fRevisionSpec\x12\x16\n" +
+	"\x06server\x18\x01 \x01(\tR\x06server\x12\x16\n" +
+	"\x06number\x18\x02 \x01(\x03R\x06number\x12\x18\n" +
+	"\amachine\x18\x03 \x01(\tR\amachine\x12#\n" +
+	"\rimage_release\x18\x04 \x01(\tR\fimageRelease\x12#\n" +
+	"\rimage_version\x18\x05 \x01(\tR\fimageVersion\x12*\n" +
+	"\x06kernel\x18\x06 \x01(\v2\x12.roost.v1.ArtifactR\x06kernel\x12*\n" +
+	"\x06initrd\x18\a \x01(\v2\x12.roost.v1.ArtifactR\x06initrd\x123\n" +
+	"\vboot_loader\x18\b \x01(\v2\x12.roost.v1.ArtifactR\n" +
+	"bootLoader\x12)\n" +
+	"\x10release_manifest\x18\t \x01(\fR\x0freleaseManifest\x12+\n" +
+	"\x11release_signature\x18\n" +
+	" \x01(\tR\x10releaseSignature\x12\x1f\n" +
+	"\vkernel_args\x18\v \x03(\tR\n" +
+	"kernelArgs\x12\x1a\n" +
+	"\bignition\x18\f \x01(\fR\bignition\x12=\n" +
+	"\finstall_disk\x18\r \x01(\v2\x1a.roost.v1.InstallDiskHintsR\vinstallDisk\x12,\n" +
+	"\x12wipe_foreign_disks\x18\x0e \x01(\bR\x10wipeForeignDisks\x12\x1a\n" +
+	"\bhostname\x18\x0f \x01(\tR\bhostname\x12'\n" +
+	"\x0fnetwork_profile\x18\x10 \x01(\tR\x0enetworkProfile\x12%\n" +
+	"\x0erequired_units\x18\x11 \x03(\tR\rrequiredUnits\x12#\n" +
+	"\rinputs_sha256\x18\x12 \x01(\tR\finputsSha256\"6\n" +
+	"\bArtifact\x12\x16\n" +
+	"\x06sha256\x18\x01 \x01(\tR\x06sha256\x12\x12\n" +
+	"\x04size\x18\x02 \x01(\x03R\x04size\"\xa6\x01\n" +
+	"\x10InstallDiskHints\x12\x16\n" +
+	"\x06serial\x18\x01 \x01(\tR\x06serial\x12\x10\n" +
+	"\x03wwn\x18\x02 \x01(\tR\x03wwn\x12\x19\n" +
+	"\bmin_size\x18\x03 \x01(\tR\aminSize\x12\x19\n" +
+	"\bmax_size\x18\x04 \x01(\tR\amaxSize\x12#\n" +
+	"\n" +
+	"rotational\x18\x05 \x01(\bH\x00R\n" +
+	"rotational\x88\x01\x01B\r\n" +
+	"\v_rotational\"F\n" +
+	"\x14FetchArtifactRequest\x12\x16\n" +
+	"\x06sha256\x18\x01 \x01(\tR\x06sha256\x12\x16\n" +
+	"\x06offset\x18\x02 \x01(\x03R\x06offset\"7\n" +
+	"\rArtifactChunk\x12\x12\n" +
+	"\x04data\x18\x01 \x01(\fR\x04data\x12\x12\n" +
+	"\x04size\x18\x02 \x01(\x03R\x04size\"1\n" +
+	"\x13AcquireLeaseRequest\x12\x1a\n" +
+	"\brevision\x18\x01 \x01(\x03R\brevision\"\xd8\x01\n" +
+	"\x14AcquireLeaseResponse\x12\x18\n" +
+	"\agranted\x18\x01 \x01(\bR\agranted\x12#\n" +
+	"\rfencing_token\x18\x02 \x01(\x04R\ffencingToken\x129\n" +
+	"\n" +
+	"expires_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\x12.\n" +
+	"\x13retry_after_seconds\x18\x05 \x01(\x03R\x11retryAfterSeconds2\xfe\x02\n" +
 	"\fAgentService\x12;\n" +
 	"\x06Enroll\x12\x17.roost.v1.EnrollRequest\x1a\x18.roost.v1.EnrollResponse\x12Y\n" +
 	"\x10RenewCertificate\x12!.roost.v1.RenewCertificateRequest\x1a\".roost.v1.RenewCertificateResponse\x12;\n" +
-	"\aConnect\x12\x16.roost.v1.AgentMessage\x1a\x14.roost.v1.HubMessage(\x010\x01B4Z2github.com/roostfleet/roost/proto/roost/v1;roostv1b\x06proto3"
+	"\aConnect\x12\x16.roost.v1.AgentMessage\x1a\x14.roost.v1.HubMessage(\x010\x01\x12J\n" +
+	"\rFetchArtifact\x12\x1e.roost.v1.FetchArtifactRequest\x1a\x17.roost.v1.ArtifactChunk0\x01\x12M\n" +
+	"\fAcquireLease\x12\x1d.roost.v1.AcquireLeaseRequest\x1a\x1e.roost.v1.AcquireLeaseResponseB4Z2github.com/roostfleet/roost/proto/roost/v1;roostv1b\x06proto3"
 
 var (
 	file_roost_v1_agent_proto_rawDescOnce sync.Once
@@ -1278,7 +1995,7 @@ func file_roost_v1_agent_proto_rawDescGZIP() []byte {
 	return file_roost_v1_agent_proto_rawDescData
 }
 
-var file_roost_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_roost_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_roost_v1_agent_proto_goTypes = []any{
 	(*ServerIdentity)(nil),           // 0: roost.v1.ServerIdentity
 	(*Inventory)(nil),                // 1: roost.v1.Inventory
@@ -1293,11 +2010,19 @@ var file_roost_v1_agent_proto_goTypes = []any{
 	(*AgentMessage)(nil),             // 10: roost.v1.AgentMessage
 	(*Hello)(nil),                    // 11: roost.v1.Hello
 	(*AgentStatus)(nil),              // 12: roost.v1.AgentStatus
-	(*Heartbeat)(nil),                // 13: roost.v1.Heartbeat
-	(*HubMessage)(nil),               // 14: roost.v1.HubMessage
-	(*DesiredState)(nil),             // 15: roost.v1.DesiredState
-	(*Condition)(nil),                // 16: roost.v1.Condition
-	(*timestamppb.Timestamp)(nil),    // 17: google.protobuf.Timestamp
+	(*FailedRevision)(nil),           // 13: roost.v1.FailedRevision
+	(*Heartbeat)(nil),                // 14: roost.v1.Heartbeat
+	(*HubMessage)(nil),               // 15: roost.v1.HubMessage
+	(*DesiredState)(nil),             // 16: roost.v1.DesiredState
+	(*RevisionSpec)(nil),             // 17: roost.v1.RevisionSpec
+	(*Artifact)(nil),                 // 18: roost.v1.Artifact
+	(*InstallDiskHints)(nil),         // 19: roost.v1.InstallDiskHints
+	(*FetchArtifactRequest)(nil),     // 20: roost.v1.FetchArtifactRequest
+	(*ArtifactChunk)(nil),            // 21: roost.v1.ArtifactChunk
+	(*AcquireLeaseRequest)(nil),      // 22: roost.v1.AcquireLeaseRequest
+	(*AcquireLeaseResponse)(nil),     // 23: roost.v1.AcquireLeaseResponse
+	(*Condition)(nil),                // 24: roost.v1.Condition
+	(*timestamppb.Timestamp)(nil),    // 25: google.protobuf.Timestamp
 }
 var file_roost_v1_agent_proto_depIdxs = []int32{
 	2,  // 0: roost.v1.Inventory.cpu:type_name -> roost.v1.CPUInfo
@@ -1308,22 +2033,33 @@ var file_roost_v1_agent_proto_depIdxs = []int32{
 	1,  // 5: roost.v1.EnrollRequest.inventory:type_name -> roost.v1.Inventory
 	11, // 6: roost.v1.AgentMessage.hello:type_name -> roost.v1.Hello
 	12, // 7: roost.v1.AgentMessage.status:type_name -> roost.v1.AgentStatus
-	13, // 8: roost.v1.AgentMessage.heartbeat:type_name -> roost.v1.Heartbeat
+	14, // 8: roost.v1.AgentMessage.heartbeat:type_name -> roost.v1.Heartbeat
 	1,  // 9: roost.v1.AgentStatus.inventory:type_name -> roost.v1.Inventory
-	16, // 10: roost.v1.AgentStatus.conditions:type_name -> roost.v1.Condition
-	17, // 11: roost.v1.Heartbeat.sent_at:type_name -> google.protobuf.Timestamp
-	15, // 12: roost.v1.HubMessage.desired:type_name -> roost.v1.DesiredState
-	6,  // 13: roost.v1.AgentService.Enroll:input_type -> roost.v1.EnrollRequest
-	8,  // 14: roost.v1.AgentService.RenewCertificate:input_type -> roost.v1.RenewCertificateRequest
-	10, // 15: roost.v1.AgentService.Connect:input_type -> roost.v1.AgentMessage
-	7,  // 16: roost.v1.AgentService.Enroll:output_type -> roost.v1.EnrollResponse
-	9,  // 17: roost.v1.AgentService.RenewCertificate:output_type -> roost.v1.RenewCertificateResponse
-	14, // 18: roost.v1.AgentService.Connect:output_type -> roost.v1.HubMessage
-	16, // [16:19] is the sub-list for method output_type
-	13, // [13:16] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	24, // 10: roost.v1.AgentStatus.conditions:type_name -> roost.v1.Condition
+	13, // 11: roost.v1.AgentStatus.failed_revisions:type_name -> roost.v1.FailedRevision
+	25, // 12: roost.v1.Heartbeat.sent_at:type_name -> google.protobuf.Timestamp
+	16, // 13: roost.v1.HubMessage.desired:type_name -> roost.v1.DesiredState
+	17, // 14: roost.v1.DesiredState.spec:type_name -> roost.v1.RevisionSpec
+	18, // 15: roost.v1.RevisionSpec.kernel:type_name -> roost.v1.Artifact
+	18, // 16: roost.v1.RevisionSpec.initrd:type_name -> roost.v1.Artifact
+	18, // 17: roost.v1.RevisionSpec.boot_loader:type_name -> roost.v1.Artifact
+	19, // 18: roost.v1.RevisionSpec.install_disk:type_name -> roost.v1.InstallDiskHints
+	25, // 19: roost.v1.AcquireLeaseResponse.expires_at:type_name -> google.protobuf.Timestamp
+	6,  // 20: roost.v1.AgentService.Enroll:input_type -> roost.v1.EnrollRequest
+	8,  // 21: roost.v1.AgentService.RenewCertificate:input_type -> roost.v1.RenewCertificateRequest
+	10, // 22: roost.v1.AgentService.Connect:input_type -> roost.v1.AgentMessage
+	20, // 23: roost.v1.AgentService.FetchArtifact:input_type -> roost.v1.FetchArtifactRequest
+	22, // 24: roost.v1.AgentService.AcquireLease:input_type -> roost.v1.AcquireLeaseRequest
+	7,  // 25: roost.v1.AgentService.Enroll:output_type -> roost.v1.EnrollResponse
+	9,  // 26: roost.v1.AgentService.RenewCertificate:output_type -> roost.v1.RenewCertificateResponse
+	15, // 27: roost.v1.AgentService.Connect:output_type -> roost.v1.HubMessage
+	21, // 28: roost.v1.AgentService.FetchArtifact:output_type -> roost.v1.ArtifactChunk
+	23, // 29: roost.v1.AgentService.AcquireLease:output_type -> roost.v1.AcquireLeaseResponse
+	25, // [25:30] is the sub-list for method output_type
+	20, // [20:25] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_roost_v1_agent_proto_init() }
@@ -1337,17 +2073,18 @@ func file_roost_v1_agent_proto_init() {
 		(*AgentMessage_Status)(nil),
 		(*AgentMessage_Heartbeat)(nil),
 	}
-	file_roost_v1_agent_proto_msgTypes[14].OneofWrappers = []any{
+	file_roost_v1_agent_proto_msgTypes[15].OneofWrappers = []any{
 		(*HubMessage_Desired)(nil),
 		(*HubMessage_HeartbeatIntervalSeconds)(nil),
 	}
+	file_roost_v1_agent_proto_msgTypes[19].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_roost_v1_agent_proto_rawDesc), len(file_roost_v1_agent_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   16,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -22,6 +22,8 @@ const (
 	AgentService_Enroll_FullMethodName           = "/roost.v1.AgentService/Enroll"
 	AgentService_RenewCertificate_FullMethodName = "/roost.v1.AgentService/RenewCertificate"
 	AgentService_Connect_FullMethodName          = "/roost.v1.AgentService/Connect"
+	AgentService_FetchArtifact_FullMethodName    = "/roost.v1.AgentService/FetchArtifact"
+	AgentService_AcquireLease_FullMethodName     = "/roost.v1.AgentService/AcquireLease"
 )
 
 // AgentServiceClient is the client API for AgentService service.
@@ -43,6 +45,16 @@ type AgentServiceClient interface {
 	// Connect is the agent's live stream: the agent sends Hello first, then
 	// status on change and heartbeats; the hub sends desired state.
 	Connect(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[AgentMessage, HubMessage], error)
+	// FetchArtifact streams one blob of the hub's content-addressed store
+	// from offset (resumable downloads). The first chunk carries the total
+	// size. Errors: InvalidArgument (malformed digest, negative offset or an
+	// offset past the end), NotFound (no such blob on this member).
+	FetchArtifact(ctx context.Context, in *FetchArtifactRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ArtifactChunk], error)
+	// AcquireLease asks for permission to reboot the calling Server into a
+	// Revision. A refusal is not an error: granted is false and reason says
+	// why (for example the pool's maxUnavailable is used up). Errors:
+	// FailedPrecondition (the revision is not the Server's desired one).
+	AcquireLease(ctx context.Context, in *AcquireLeaseRequest, opts ...grpc.CallOption) (*AcquireLeaseResponse, error)
 }
 
 type agentServiceClient struct {
@@ -86,6 +98,35 @@ func (c *agentServiceClient) Connect(ctx context.Context, opts ...grpc.CallOptio
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type AgentService_ConnectClient = grpc.BidiStreamingClient[AgentMessage, HubMessage]
 
+func (c *agentServiceClient) FetchArtifact(ctx context.Context, in *FetchArtifactRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ArtifactChunk], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &AgentService_ServiceDesc.Streams[1], AgentService_FetchArtifact_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[FetchArtifactRequest, ArtifactChunk]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type AgentService_FetchArtifactClient = grpc.ServerStreamingClient[ArtifactChunk]
+
+func (c *agentServiceClient) AcquireLease(ctx context.Context, in *AcquireLeaseRequest, opts ...grpc.CallOption) (*AcquireLeaseResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AcquireLeaseResponse)
+	err := c.cc.Invoke(ctx, AgentService_AcquireLease_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AgentServiceServer is the server API for AgentService service.
 // All implementations must embed UnimplementedAgentServiceServer
 // for forward compatibility.
@@ -105,6 +146,16 @@ type AgentServiceServer interface {
 	// Connect is the agent's live stream: the agent sends Hello first, then
 	// status on change and heartbeats; the hub sends desired state.
 	Connect(grpc.BidiStreamingServer[AgentMessage, HubMessage]) error
+	// FetchArtifact streams one blob of the hub's content-addressed store
+	// from offset (resumable downloads). The first chunk carries the total
+	// size. Errors: InvalidArgument (malformed digest, negative offset or an
+	// offset past the end), NotFound (no such blob on this member).
+	FetchArtifact(*FetchArtifactRequest, grpc.ServerStreamingServer[ArtifactChunk]) error
+	// AcquireLease asks for permission to reboot the calling Server into a
+	// Revision. A refusal is not an error: granted is false and reason says
+	// why (for example the pool's maxUnavailable is used up). Errors:
+	// FailedPrecondition (the revision is not the Server's desired one).
+	AcquireLease(context.Context, *AcquireLeaseRequest) (*AcquireLeaseResponse, error)
 	mustEmbedUnimplementedAgentServiceServer()
 }
 
@@ -123,6 +174,12 @@ func (UnimplementedAgentServiceServer) RenewCertificate(context.Context, *RenewC
 }
 func (UnimplementedAgentServiceServer) Connect(grpc.BidiStreamingServer[AgentMessage, HubMessage]) error {
 	return status.Error(codes.Unimplemented, "method Connect not implemented")
+}
+func (UnimplementedAgentServiceServer) FetchArtifact(*FetchArtifactRequest, grpc.ServerStreamingServer[ArtifactChunk]) error {
+	return status.Error(codes.Unimplemented, "method FetchArtifact not implemented")
+}
+func (UnimplementedAgentServiceServer) AcquireLease(context.Context, *AcquireLeaseRequest) (*AcquireLeaseResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AcquireLease not implemented")
 }
 func (UnimplementedAgentServiceServer) mustEmbedUnimplementedAgentServiceServer() {}
 func (UnimplementedAgentServiceServer) testEmbeddedByValue()                      {}
@@ -188,6 +245,35 @@ func _AgentService_Connect_Handler(srv interface{}, stream grpc.ServerStream) er
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type AgentService_ConnectServer = grpc.BidiStreamingServer[AgentMessage, HubMessage]
 
+func _AgentService_FetchArtifact_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(FetchArtifactRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(AgentServiceServer).FetchArtifact(m, &grpc.GenericServerStream[FetchArtifactRequest, ArtifactChunk]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type AgentService_FetchArtifactServer = grpc.ServerStreamingServer[ArtifactChunk]
+
+func _AgentService_AcquireLease_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AcquireLeaseRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServiceServer).AcquireLease(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AgentService_AcquireLease_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServiceServer).AcquireLease(ctx, req.(*AcquireLeaseRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AgentService_ServiceDesc is the grpc.ServiceDesc for AgentService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -203,6 +289,10 @@ var AgentService_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "RenewCertificate",
 			Handler:    _AgentService_RenewCertificate_Handler,
 		},
+		{
+			MethodName: "AcquireLease",
+			Handler:    _AgentService_AcquireLease_Handler,
+		},
 	},
 	Streams: []grpc.StreamDesc{
 		{
@@ -210,6 +300,11 @@ var AgentService_ServiceDesc = grpc.ServiceDesc{
 			Handler:       _AgentService_Connect_Handler,
 			ServerStreams: true,
 			ClientStreams: true,
+		},
+		{
+			StreamName:    "FetchArtifact",
+			Handler:       _AgentService_FetchArtifact_Handler,
+			ServerStreams: true,
 		},
 	},
 	Metadata: "roost/v1/agent.proto",

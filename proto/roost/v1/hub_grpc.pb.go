@@ -33,6 +33,8 @@ const (
 	HubService_AssignServers_FullMethodName         = "/roost.v1.HubService/AssignServers"
 	HubService_UnassignServers_FullMethodName       = "/roost.v1.HubService/UnassignServers"
 	HubService_CreateMachine_FullMethodName         = "/roost.v1.HubService/CreateMachine"
+	HubService_PushArtifact_FullMethodName          = "/roost.v1.HubService/PushArtifact"
+	HubService_StatArtifact_FullMethodName          = "/roost.v1.HubService/StatArtifact"
 )
 
 // HubServiceClient is the client API for HubService service.
@@ -81,6 +83,16 @@ type HubServiceClient interface {
 	// CreateMachine claims one Server for a standalone Machine (no Pool, no
 	// Cluster). Delete a Machine with Delete (kind Machine).
 	CreateMachine(ctx context.Context, in *CreateMachineRequest, opts ...grpc.CallOption) (*CreateMachineResponse, error)
+	// PushArtifact uploads one blob into the content-addressed store of the
+	// member it reaches. The first message names the digest, total size and
+	// offset (resume from StatArtifact's size); later ones carry data only.
+	// Errors: InvalidArgument (bad digest, offset not the stored size, data
+	// past size), DataLoss (the content does not hash to the digest; the
+	// partial upload is discarded).
+	PushArtifact(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[PushArtifactRequest, PushArtifactResponse], error)
+	// StatArtifact says whether a blob is stored, or how much of it was
+	// received so far.
+	StatArtifact(ctx context.Context, in *StatArtifactRequest, opts ...grpc.CallOption) (*StatArtifactResponse, error)
 }
 
 type hubServiceClient struct {
@@ -240,6 +252,29 @@ func (c *hubServiceClient) CreateMachine(ctx context.Context, in *CreateMachineR
 	return out, nil
 }
 
+func (c *hubServiceClient) PushArtifact(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[PushArtifactRequest, PushArtifactResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &HubService_ServiceDesc.Streams[1], HubService_PushArtifact_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[PushArtifactRequest, PushArtifactResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type HubService_PushArtifactClient = grpc.ClientStreamingClient[PushArtifactRequest, PushArtifactResponse]
+
+func (c *hubServiceClient) StatArtifact(ctx context.Context, in *StatArtifactRequest, opts ...grpc.CallOption) (*StatArtifactResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(StatArtifactResponse)
+	err := c.cc.Invoke(ctx, HubService_StatArtifact_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // HubServiceServer is the server API for HubService service.
 // All implementations must embed UnimplementedHubServiceServer
 // for forward compatibility.
@@ -286,6 +321,16 @@ type HubServiceServer interface {
 	// CreateMachine claims one Server for a standalone Machine (no Pool, no
 	// Cluster). Delete a Machine with Delete (kind Machine).
 	CreateMachine(context.Context, *CreateMachineRequest) (*CreateMachineResponse, error)
+	// PushArtifact uploads one blob into the content-addressed store of the
+	// member it reaches. The first message names the digest, total size and
+	// offset (resume from StatArtifact's size); later ones carry data only.
+	// Errors: InvalidArgument (bad digest, offset not the stored size, data
+	// past size), DataLoss (the content does not hash to the digest; the
+	// partial upload is discarded).
+	PushArtifact(grpc.ClientStreamingServer[PushArtifactRequest, PushArtifactResponse]) error
+	// StatArtifact says whether a blob is stored, or how much of it was
+	// received so far.
+	StatArtifact(context.Context, *StatArtifactRequest) (*StatArtifactResponse, error)
 	mustEmbedUnimplementedHubServiceServer()
 }
 
@@ -337,6 +382,12 @@ func (UnimplementedHubServiceServer) UnassignServers(context.Context, *UnassignS
 }
 func (UnimplementedHubServiceServer) CreateMachine(context.Context, *CreateMachineRequest) (*CreateMachineResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CreateMachine not implemented")
+}
+func (UnimplementedHubServiceServer) PushArtifact(grpc.ClientStreamingServer[PushArtifactRequest, PushArtifactResponse]) error {
+	return status.Error(codes.Unimplemented, "method PushArtifact not implemented")
+}
+func (UnimplementedHubServiceServer) StatArtifact(context.Context, *StatArtifactRequest) (*StatArtifactResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method StatArtifact not implemented")
 }
 func (UnimplementedHubServiceServer) mustEmbedUnimplementedHubServiceServer() {}
 func (UnimplementedHubServiceServer) testEmbeddedByValue()                    {}
@@ -604,6 +655,31 @@ func _HubService_CreateMachine_Handler(srv interface{}, ctx context.Context, dec
 	return interceptor(ctx, in, info, handler)
 }
 
+func _HubService_PushArtifact_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(HubServiceServer).PushArtifact(&grpc.GenericServerStream[PushArtifactRequest, PushArtifactResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type HubService_PushArtifactServer = grpc.ClientStreamingServer[PushArtifactRequest, PushArtifactResponse]
+
+func _HubService_StatArtifact_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(StatArtifactRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HubServiceServer).StatArtifact(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: HubService_StatArtifact_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HubServiceServer).StatArtifact(ctx, req.(*StatArtifactRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // HubService_ServiceDesc is the grpc.ServiceDesc for HubService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -663,12 +739,21 @@ var HubService_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "CreateMachine",
 			Handler:    _HubService_CreateMachine_Handler,
 		},
+		{
+			MethodName: "StatArtifact",
+			Handler:    _HubService_StatArtifact_Handler,
+		},
 	},
 	Streams: []grpc.StreamDesc{
 		{
 			StreamName:    "Watch",
 			Handler:       _HubService_Watch_Handler,
 			ServerStreams: true,
+		},
+		{
+			StreamName:    "PushArtifact",
+			Handler:       _HubService_PushArtifact_Handler,
+			ClientStreams: true,
 		},
 	},
 	Metadata: "roost/v1/hub.proto",

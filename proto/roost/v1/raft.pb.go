@@ -46,6 +46,9 @@ type Command struct {
 	//	*Command_ModifyServer
 	//	*Command_CreateMachines
 	//	*Command_DeleteMachines
+	//	*Command_PutRevision
+	//	*Command_GrantLease
+	//	*Command_ReleaseLeases
 	Command       isCommand_Command `protobuf_oneof:"command"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -230,6 +233,33 @@ func (x *Command) GetDeleteMachines() *DeleteMachines {
 	return nil
 }
 
+func (x *Command) GetPutRevision() *PutRevision {
+	if x != nil {
+		if x, ok := x.Command.(*Command_PutRevision); ok {
+			return x.PutRevision
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetGrantLease() *GrantLease {
+	if x != nil {
+		if x, ok := x.Command.(*Command_GrantLease); ok {
+			return x.GrantLease
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetReleaseLeases() *ReleaseLeases {
+	if x != nil {
+		if x, ok := x.Command.(*Command_ReleaseLeases); ok {
+			return x.ReleaseLeases
+		}
+	}
+	return nil
+}
+
 type isCommand_Command interface {
 	isCommand_Command()
 }
@@ -294,6 +324,18 @@ type Command_DeleteMachines struct {
 	DeleteMachines *DeleteMachines `protobuf:"bytes,24,opt,name=delete_machines,json=deleteMachines,proto3,oneof"`
 }
 
+type Command_PutRevision struct {
+	PutRevision *PutRevision `protobuf:"bytes,25,opt,name=put_revision,json=putRevision,proto3,oneof"`
+}
+
+type Command_GrantLease struct {
+	GrantLease *GrantLease `protobuf:"bytes,26,opt,name=grant_lease,json=grantLease,proto3,oneof"`
+}
+
+type Command_ReleaseLeases struct {
+	ReleaseLeases *ReleaseLeases `protobuf:"bytes,27,opt,name=release_leases,json=releaseLeases,proto3,oneof"`
+}
+
 func (*Command_ApplyObjects) isCommand_Command() {}
 
 func (*Command_DeleteObject) isCommand_Command() {}
@@ -323,6 +365,12 @@ func (*Command_ModifyServer) isCommand_Command() {}
 func (*Command_CreateMachines) isCommand_Command() {}
 
 func (*Command_DeleteMachines) isCommand_Command() {}
+
+func (*Command_PutRevision) isCommand_Command() {}
+
+func (*Command_GrantLease) isCommand_Command() {}
+
+func (*Command_ReleaseLeases) isCommand_Command() {}
 
 // ApplyObjects creates or replaces objects, all or nothing.
 type ApplyObjects struct {
@@ -1068,9 +1116,13 @@ type UpdateServerStatus struct {
 	Conditions    []*Condition `protobuf:"bytes,9,rep,name=conditions,proto3" json:"conditions,omitempty"`
 	// connected says the agent opened a stream with its certificate: an
 	// Enrolling Server moves on (to PendingApproval or Available).
-	Connected     bool `protobuf:"varint,10,opt,name=connected,proto3" json:"connected,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Connected bool `protobuf:"varint,10,opt,name=connected,proto3" json:"connected,omitempty"`
+	// failed_revisions (when has_failed_revisions) are the Revisions the
+	// agent found failed; each becomes Failed with its reason.
+	HasFailedRevisions bool              `protobuf:"varint,11,opt,name=has_failed_revisions,json=hasFailedRevisions,proto3" json:"has_failed_revisions,omitempty"`
+	FailedRevisions    []*FailedRevision `protobuf:"bytes,12,rep,name=failed_revisions,json=failedRevisions,proto3" json:"failed_revisions,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *UpdateServerStatus) Reset() {
@@ -1171,6 +1223,20 @@ func (x *UpdateServerStatus) GetConnected() bool {
 		return x.Connected
 	}
 	return false
+}
+
+func (x *UpdateServerStatus) GetHasFailedRevisions() bool {
+	if x != nil {
+		return x.HasFailedRevisions
+	}
+	return false
+}
+
+func (x *UpdateServerStatus) GetFailedRevisions() []*FailedRevision {
+	if x != nil {
+		return x.FailedRevisions
+	}
+	return nil
 }
 
 // ReachabilityChange is one Server's liveness transition.
@@ -1369,7 +1435,9 @@ type NewMachine struct {
 	// not Unreachable, and not claimed by another Machine.
 	Server string `protobuf:"bytes,3,opt,name=server,proto3" json:"server,omitempty"`
 	// pool names the Pool; empty makes a standalone Machine.
-	Pool          string `protobuf:"bytes,4,opt,name=pool,proto3" json:"pool,omitempty"`
+	Pool string `protobuf:"bytes,4,opt,name=pool,proto3" json:"pool,omitempty"`
+	// hostname of the Machine; empty means its name.
+	Hostname      string `protobuf:"bytes,5,opt,name=hostname,proto3" json:"hostname,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1428,6 +1496,13 @@ func (x *NewMachine) GetServer() string {
 func (x *NewMachine) GetPool() string {
 	if x != nil {
 		return x.Pool
+	}
+	return ""
+}
+
+func (x *NewMachine) GetHostname() string {
+	if x != nil {
+		return x.Hostname
 	}
 	return ""
 }
@@ -1555,6 +1630,199 @@ func (x *DeleteMachines) GetPool() string {
 	return ""
 }
 
+// PutRevision records a Server's next Revision, rendered by the leader.
+// It fails with FailedPrecondition unless revision.spec.number is one more
+// than the Server's newest Revision and the Machine named still holds the
+// Server; older Pending Revisions become Superseded, and the oldest
+// Revisions beyond the FSM's history limit are removed.
+type PutRevision struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Revision      *Revision              `protobuf:"bytes,1,opt,name=revision,proto3" json:"revision,omitempty"`
+	Uid           string                 `protobuf:"bytes,2,opt,name=uid,proto3" json:"uid,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutRevision) Reset() {
+	*x = PutRevision{}
+	mi := &file_roost_v1_raft_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutRevision) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutRevision) ProtoMessage() {}
+
+func (x *PutRevision) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_raft_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutRevision.ProtoReflect.Descriptor instead.
+func (*PutRevision) Descriptor() ([]byte, []int) {
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *PutRevision) GetRevision() *Revision {
+	if x != nil {
+		return x.Revision
+	}
+	return nil
+}
+
+func (x *PutRevision) GetUid() string {
+	if x != nil {
+		return x.Uid
+	}
+	return ""
+}
+
+// GrantLease gives a Server permission to reboot into a Revision. The FSM
+// counts the unexpired Leases (at Command.time) of the Server's Pool and
+// refuses with ResourceExhausted when max_unavailable are held; a Server
+// holding a Lease gets it renewed. The Lease is named after the Server and
+// its fencing token is the Raft index of this command.
+type GrantLease struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Server    string                 `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
+	Revision  int64                  `protobuf:"varint,2,opt,name=revision,proto3" json:"revision,omitempty"`
+	ExpiresAt *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	// max_unavailable is the Pool's bound, resolved by the proposer.
+	MaxUnavailable int32  `protobuf:"varint,4,opt,name=max_unavailable,json=maxUnavailable,proto3" json:"max_unavailable,omitempty"`
+	Uid            string `protobuf:"bytes,5,opt,name=uid,proto3" json:"uid,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *GrantLease) Reset() {
+	*x = GrantLease{}
+	mi := &file_roost_v1_raft_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GrantLease) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GrantLease) ProtoMessage() {}
+
+func (x *GrantLease) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_raft_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GrantLease.ProtoReflect.Descriptor instead.
+func (*GrantLease) Descriptor() ([]byte, []int) {
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *GrantLease) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+func (x *GrantLease) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+func (x *GrantLease) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
+func (x *GrantLease) GetMaxUnavailable() int32 {
+	if x != nil {
+		return x.MaxUnavailable
+	}
+	return 0
+}
+
+func (x *GrantLease) GetUid() string {
+	if x != nil {
+		return x.Uid
+	}
+	return ""
+}
+
+// ReleaseLeases deletes Leases: each named Server's Lease when its
+// fencing token matches (0 matches any).
+type ReleaseLeases struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Servers       []string               `protobuf:"bytes,1,rep,name=servers,proto3" json:"servers,omitempty"`
+	FencingTokens []uint64               `protobuf:"varint,2,rep,packed,name=fencing_tokens,json=fencingTokens,proto3" json:"fencing_tokens,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReleaseLeases) Reset() {
+	*x = ReleaseLeases{}
+	mi := &file_roost_v1_raft_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReleaseLeases) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReleaseLeases) ProtoMessage() {}
+
+func (x *ReleaseLeases) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_raft_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReleaseLeases.ProtoReflect.Descriptor instead.
+func (*ReleaseLeases) Descriptor() ([]byte, []int) {
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *ReleaseLeases) GetServers() []string {
+	if x != nil {
+		return x.Servers
+	}
+	return nil
+}
+
+func (x *ReleaseLeases) GetFencingTokens() []uint64 {
+	if x != nil {
+		return x.FencingTokens
+	}
+	return nil
+}
+
 // Snapshot is the whole FSM state, written by FSM snapshots.
 type Snapshot struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1571,7 +1839,7 @@ type Snapshot struct {
 
 func (x *Snapshot) Reset() {
 	*x = Snapshot{}
-	mi := &file_roost_v1_raft_proto_msgTypes[21]
+	mi := &file_roost_v1_raft_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1583,7 +1851,7 @@ func (x *Snapshot) String() string {
 func (*Snapshot) ProtoMessage() {}
 
 func (x *Snapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[21]
+	mi := &file_roost_v1_raft_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1596,7 +1864,7 @@ func (x *Snapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Snapshot.ProtoReflect.Descriptor instead.
 func (*Snapshot) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{21}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Snapshot) GetObjects() []*Object {
@@ -1638,7 +1906,7 @@ var File_roost_v1_raft_proto protoreflect.FileDescriptor
 
 const file_roost_v1_raft_proto_rawDesc = "" +
 	"\n" +
-	"\x13roost/v1/raft.proto\x12\broost.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14roost/v1/agent.proto\x1a\x13roost/v1/meta.proto\x1a\x18roost/v1/resources.proto\"\xc6\b\n" +
+	"\x13roost/v1/raft.proto\x12\broost.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14roost/v1/agent.proto\x1a\x13roost/v1/meta.proto\x1a\x18roost/v1/resources.proto\"\xfd\t\n" +
 	"\aCommand\x12.\n" +
 	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12=\n" +
 	"\rapply_objects\x18\n" +
@@ -1657,7 +1925,11 @@ const file_roost_v1_raft_proto_rawDesc = "" +
 	"\x17set_server_reachability\x18\x15 \x01(\v2\x1f.roost.v1.SetServerReachabilityH\x00R\x15setServerReachability\x12=\n" +
 	"\rmodify_server\x18\x16 \x01(\v2\x16.roost.v1.ModifyServerH\x00R\fmodifyServer\x12C\n" +
 	"\x0fcreate_machines\x18\x17 \x01(\v2\x18.roost.v1.CreateMachinesH\x00R\x0ecreateMachines\x12C\n" +
-	"\x0fdelete_machines\x18\x18 \x01(\v2\x18.roost.v1.DeleteMachinesH\x00R\x0edeleteMachinesB\t\n" +
+	"\x0fdelete_machines\x18\x18 \x01(\v2\x18.roost.v1.DeleteMachinesH\x00R\x0edeleteMachines\x12:\n" +
+	"\fput_revision\x18\x19 \x01(\v2\x15.roost.v1.PutRevisionH\x00R\vputRevision\x127\n" +
+	"\vgrant_lease\x18\x1a \x01(\v2\x14.roost.v1.GrantLeaseH\x00R\n" +
+	"grantLease\x12@\n" +
+	"\x0erelease_leases\x18\x1b \x01(\v2\x17.roost.v1.ReleaseLeasesH\x00R\rreleaseLeasesB\t\n" +
 	"\acommand\"g\n" +
 	"\fApplyObjects\x12*\n" +
 	"\aobjects\x18\x01 \x03(\v2\x10.roost.v1.ObjectR\aobjects\x12\x12\n" +
@@ -1704,7 +1976,7 @@ const file_roost_v1_raft_proto_rawDesc = "" +
 	"\bidentity\x18\x03 \x01(\v2\x18.roost.v1.ServerIdentityR\bidentity\x121\n" +
 	"\tinventory\x18\x04 \x01(\v2\x13.roost.v1.InventoryR\tinventory\x12#\n" +
 	"\ragent_version\x18\x05 \x01(\tR\fagentVersion\x12\x10\n" +
-	"\x03uid\x18\x06 \x01(\tR\x03uid\"\xb8\x03\n" +
+	"\x03uid\x18\x06 \x01(\tR\x03uid\"\xaf\x04\n" +
 	"\x12UpdateServerStatus\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x121\n" +
 	"\tinventory\x18\x02 \x01(\v2\x13.roost.v1.InventoryR\tinventory\x12.\n" +
@@ -1718,7 +1990,9 @@ const file_roost_v1_raft_proto_rawDesc = "" +
 	"conditions\x18\t \x03(\v2\x13.roost.v1.ConditionR\n" +
 	"conditions\x12\x1c\n" +
 	"\tconnected\x18\n" +
-	" \x01(\bR\tconnected\"\x7f\n" +
+	" \x01(\bR\tconnected\x120\n" +
+	"\x14has_failed_revisions\x18\v \x01(\bR\x12hasFailedRevisions\x12C\n" +
+	"\x10failed_revisions\x18\f \x03(\v2\x18.roost.v1.FailedRevisionR\x0ffailedRevisions\"\x7f\n" +
 	"\x12ReachabilityChange\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
 	"\treachable\x18\x02 \x01(\bR\treachable\x127\n" +
@@ -1734,20 +2008,35 @@ const file_roost_v1_raft_proto_rawDesc = "" +
 	"\rremove_labels\x18\x05 \x03(\tR\fremoveLabels\x1a<\n" +
 	"\x0eSetLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"^\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"z\n" +
 	"\n" +
 	"NewMachine\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
 	"\x03uid\x18\x02 \x01(\tR\x03uid\x12\x16\n" +
 	"\x06server\x18\x03 \x01(\tR\x06server\x12\x12\n" +
-	"\x04pool\x18\x04 \x01(\tR\x04pool\"g\n" +
+	"\x04pool\x18\x04 \x01(\tR\x04pool\x12\x1a\n" +
+	"\bhostname\x18\x05 \x01(\tR\bhostname\"g\n" +
 	"\x0eCreateMachines\x120\n" +
 	"\bmachines\x18\x01 \x03(\v2\x14.roost.v1.NewMachineR\bmachines\x12#\n" +
 	"\rby_controller\x18\x02 \x01(\bR\fbyController\"T\n" +
 	"\x0eDeleteMachines\x12\x14\n" +
 	"\x05names\x18\x01 \x03(\tR\x05names\x12\x18\n" +
 	"\aservers\x18\x02 \x03(\tR\aservers\x12\x12\n" +
-	"\x04pool\x18\x03 \x01(\tR\x04pool\"\xea\x01\n" +
+	"\x04pool\x18\x03 \x01(\tR\x04pool\"O\n" +
+	"\vPutRevision\x12.\n" +
+	"\brevision\x18\x01 \x01(\v2\x12.roost.v1.RevisionR\brevision\x12\x10\n" +
+	"\x03uid\x18\x02 \x01(\tR\x03uid\"\xb6\x01\n" +
+	"\n" +
+	"GrantLease\x12\x16\n" +
+	"\x06server\x18\x01 \x01(\tR\x06server\x12\x1a\n" +
+	"\brevision\x18\x02 \x01(\x03R\brevision\x129\n" +
+	"\n" +
+	"expires_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12'\n" +
+	"\x0fmax_unavailable\x18\x04 \x01(\x05R\x0emaxUnavailable\x12\x10\n" +
+	"\x03uid\x18\x05 \x01(\tR\x03uid\"P\n" +
+	"\rReleaseLeases\x12\x18\n" +
+	"\aservers\x18\x01 \x03(\tR\aservers\x12%\n" +
+	"\x0efencing_tokens\x18\x02 \x03(\x04R\rfencingTokens\"\xea\x01\n" +
 	"\bSnapshot\x12*\n" +
 	"\aobjects\x18\x01 \x03(\v2\x10.roost.v1.ObjectR\aobjects\x12.\n" +
 	"\x02ca\x18\x02 \x01(\v2\x1e.roost.v1.CertificateAuthorityR\x02ca\x12-\n" +
@@ -1769,7 +2058,7 @@ func file_roost_v1_raft_proto_rawDescGZIP() []byte {
 	return file_roost_v1_raft_proto_rawDescData
 }
 
-var file_roost_v1_raft_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_roost_v1_raft_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_roost_v1_raft_proto_goTypes = []any{
 	(*Command)(nil),               // 0: roost.v1.Command
 	(*ApplyObjects)(nil),          // 1: roost.v1.ApplyObjects
@@ -1792,18 +2081,23 @@ var file_roost_v1_raft_proto_goTypes = []any{
 	(*NewMachine)(nil),            // 18: roost.v1.NewMachine
 	(*CreateMachines)(nil),        // 19: roost.v1.CreateMachines
 	(*DeleteMachines)(nil),        // 20: roost.v1.DeleteMachines
-	(*Snapshot)(nil),              // 21: roost.v1.Snapshot
-	nil,                           // 22: roost.v1.ModifyServer.SetLabelsEntry
-	(*timestamppb.Timestamp)(nil), // 23: google.protobuf.Timestamp
-	(*Object)(nil),                // 24: roost.v1.Object
-	(*EnrollmentToken)(nil),       // 25: roost.v1.EnrollmentToken
-	(*ServerIdentity)(nil),        // 26: roost.v1.ServerIdentity
-	(*Inventory)(nil),             // 27: roost.v1.Inventory
-	(*Condition)(nil),             // 28: roost.v1.Condition
-	(ServerAction)(0),             // 29: roost.v1.ServerAction
+	(*PutRevision)(nil),           // 21: roost.v1.PutRevision
+	(*GrantLease)(nil),            // 22: roost.v1.GrantLease
+	(*ReleaseLeases)(nil),         // 23: roost.v1.ReleaseLeases
+	(*Snapshot)(nil),              // 24: roost.v1.Snapshot
+	nil,                           // 25: roost.v1.ModifyServer.SetLabelsEntry
+	(*timestamppb.Timestamp)(nil), // 26: google.protobuf.Timestamp
+	(*Object)(nil),                // 27: roost.v1.Object
+	(*EnrollmentToken)(nil),       // 28: roost.v1.EnrollmentToken
+	(*ServerIdentity)(nil),        // 29: roost.v1.ServerIdentity
+	(*Inventory)(nil),             // 30: roost.v1.Inventory
+	(*Condition)(nil),             // 31: roost.v1.Condition
+	(*FailedRevision)(nil),        // 32: roost.v1.FailedRevision
+	(ServerAction)(0),             // 33: roost.v1.ServerAction
+	(*Revision)(nil),              // 34: roost.v1.Revision
 }
 var file_roost_v1_raft_proto_depIdxs = []int32{
-	23, // 0: roost.v1.Command.time:type_name -> google.protobuf.Timestamp
+	26, // 0: roost.v1.Command.time:type_name -> google.protobuf.Timestamp
 	1,  // 1: roost.v1.Command.apply_objects:type_name -> roost.v1.ApplyObjects
 	2,  // 2: roost.v1.Command.delete_object:type_name -> roost.v1.DeleteObject
 	4,  // 3: roost.v1.Command.init_ca:type_name -> roost.v1.InitCA
@@ -1819,30 +2113,36 @@ var file_roost_v1_raft_proto_depIdxs = []int32{
 	17, // 13: roost.v1.Command.modify_server:type_name -> roost.v1.ModifyServer
 	19, // 14: roost.v1.Command.create_machines:type_name -> roost.v1.CreateMachines
 	20, // 15: roost.v1.Command.delete_machines:type_name -> roost.v1.DeleteMachines
-	24, // 16: roost.v1.ApplyObjects.objects:type_name -> roost.v1.Object
-	3,  // 17: roost.v1.InitCA.ca:type_name -> roost.v1.CertificateAuthority
-	5,  // 18: roost.v1.PutMember.member:type_name -> roost.v1.HubMember
-	23, // 19: roost.v1.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
-	8,  // 20: roost.v1.PutJoinToken.token:type_name -> roost.v1.JoinToken
-	25, // 21: roost.v1.PutEnrollmentToken.token:type_name -> roost.v1.EnrollmentToken
-	26, // 22: roost.v1.EnrollServer.identity:type_name -> roost.v1.ServerIdentity
-	27, // 23: roost.v1.EnrollServer.inventory:type_name -> roost.v1.Inventory
-	27, // 24: roost.v1.UpdateServerStatus.inventory:type_name -> roost.v1.Inventory
-	28, // 25: roost.v1.UpdateServerStatus.conditions:type_name -> roost.v1.Condition
-	23, // 26: roost.v1.ReachabilityChange.last_seen:type_name -> google.protobuf.Timestamp
-	15, // 27: roost.v1.SetServerReachability.changes:type_name -> roost.v1.ReachabilityChange
-	29, // 28: roost.v1.ModifyServer.action:type_name -> roost.v1.ServerAction
-	22, // 29: roost.v1.ModifyServer.set_labels:type_name -> roost.v1.ModifyServer.SetLabelsEntry
-	18, // 30: roost.v1.CreateMachines.machines:type_name -> roost.v1.NewMachine
-	24, // 31: roost.v1.Snapshot.objects:type_name -> roost.v1.Object
-	3,  // 32: roost.v1.Snapshot.ca:type_name -> roost.v1.CertificateAuthority
-	5,  // 33: roost.v1.Snapshot.members:type_name -> roost.v1.HubMember
-	8,  // 34: roost.v1.Snapshot.join_tokens:type_name -> roost.v1.JoinToken
-	35, // [35:35] is the sub-list for method output_type
-	35, // [35:35] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	21, // 16: roost.v1.Command.put_revision:type_name -> roost.v1.PutRevision
+	22, // 17: roost.v1.Command.grant_lease:type_name -> roost.v1.GrantLease
+	23, // 18: roost.v1.Command.release_leases:type_name -> roost.v1.ReleaseLeases
+	27, // 19: roost.v1.ApplyObjects.objects:type_name -> roost.v1.Object
+	3,  // 20: roost.v1.InitCA.ca:type_name -> roost.v1.CertificateAuthority
+	5,  // 21: roost.v1.PutMember.member:type_name -> roost.v1.HubMember
+	26, // 22: roost.v1.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
+	8,  // 23: roost.v1.PutJoinToken.token:type_name -> roost.v1.JoinToken
+	28, // 24: roost.v1.PutEnrollmentToken.token:type_name -> roost.v1.EnrollmentToken
+	29, // 25: roost.v1.EnrollServer.identity:type_name -> roost.v1.ServerIdentity
+	30, // 26: roost.v1.EnrollServer.inventory:type_name -> roost.v1.Inventory
+	30, // 27: roost.v1.UpdateServerStatus.inventory:type_name -> roost.v1.Inventory
+	31, // 28: roost.v1.UpdateServerStatus.conditions:type_name -> roost.v1.Condition
+	32, // 29: roost.v1.UpdateServerStatus.failed_revisions:type_name -> roost.v1.FailedRevision
+	26, // 30: roost.v1.ReachabilityChange.last_seen:type_name -> google.protobuf.Timestamp
+	15, // 31: roost.v1.SetServerReachability.changes:type_name -> roost.v1.ReachabilityChange
+	33, // 32: roost.v1.ModifyServer.action:type_name -> roost.v1.ServerAction
+	25, // 33: roost.v1.ModifyServer.set_labels:type_name -> roost.v1.ModifyServer.SetLabelsEntry
+	18, // 34: roost.v1.CreateMachines.machines:type_name -> roost.v1.NewMachine
+	34, // 35: roost.v1.PutRevision.revision:type_name -> roost.v1.Revision
+	26, // 36: roost.v1.GrantLease.expires_at:type_name -> google.protobuf.Timestamp
+	27, // 37: roost.v1.Snapshot.objects:type_name -> roost.v1.Object
+	3,  // 38: roost.v1.Snapshot.ca:type_name -> roost.v1.CertificateAuthority
+	5,  // 39: roost.v1.Snapshot.members:type_name -> roost.v1.HubMember
+	8,  // 40: roost.v1.Snapshot.join_tokens:type_name -> roost.v1.JoinToken
+	41, // [41:41] is the sub-list for method output_type
+	41, // [41:41] is the sub-list for method input_type
+	41, // [41:41] is the sub-list for extension type_name
+	41, // [41:41] is the sub-list for extension extendee
+	0,  // [0:41] is the sub-list for field type_name
 }
 
 func init() { file_roost_v1_raft_proto_init() }
@@ -1869,6 +2169,9 @@ func file_roost_v1_raft_proto_init() {
 		(*Command_ModifyServer)(nil),
 		(*Command_CreateMachines)(nil),
 		(*Command_DeleteMachines)(nil),
+		(*Command_PutRevision)(nil),
+		(*Command_GrantLease)(nil),
+		(*Command_ReleaseLeases)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1876,7 +2179,7 @@ func file_roost_v1_raft_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_roost_v1_raft_proto_rawDesc), len(file_roost_v1_raft_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   23,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -447,85 +447,6 @@ func (x *MachineClassSpec) GetWipeForeignDisks() bool {
 	return false
 }
 
-// InstallDiskHints choose the install disk; all set hints must match.
-type InstallDiskHints struct {
-	state  protoimpl.MessageState `protogen:"open.v1"`
-	Serial string                 `protobuf:"bytes,1,opt,name=serial,proto3" json:"serial,omitempty"`
-	Wwn    string                 `protobuf:"bytes,2,opt,name=wwn,proto3" json:"wwn,omitempty"`
-	// min_size and max_size bound the disk size, as a quantity ("8Gi", "2Ti").
-	MinSize string `protobuf:"bytes,3,opt,name=min_size,json=minSize,proto3" json:"min_size,omitempty"`
-	MaxSize string `protobuf:"bytes,4,opt,name=max_size,json=maxSize,proto3" json:"max_size,omitempty"`
-	// rotational selects spinning (true) or solid-state (false) disks; unset means either.
-	Rotational    *bool `protobuf:"varint,5,opt,name=rotational,proto3,oneof" json:"rotational,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *InstallDiskHints) Reset() {
-	*x = InstallDiskHints{}
-	mi := &file_roost_v1_resources_proto_msgTypes[5]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *InstallDiskHints) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*InstallDiskHints) ProtoMessage() {}
-
-func (x *InstallDiskHints) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[5]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use InstallDiskHints.ProtoReflect.Descriptor instead.
-func (*InstallDiskHints) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{5}
-}
-
-func (x *InstallDiskHints) GetSerial() string {
-	if x != nil {
-		return x.Serial
-	}
-	return ""
-}
-
-func (x *InstallDiskHints) GetWwn() string {
-	if x != nil {
-		return x.Wwn
-	}
-	return ""
-}
-
-func (x *InstallDiskHints) GetMinSize() string {
-	if x != nil {
-		return x.MinSize
-	}
-	return ""
-}
-
-func (x *InstallDiskHints) GetMaxSize() string {
-	if x != nil {
-		return x.MaxSize
-	}
-	return ""
-}
-
-func (x *InstallDiskHints) GetRotational() bool {
-	if x != nil && x.Rotational != nil {
-		return *x.Rotational
-	}
-	return false
-}
-
 type MachineClassStatus struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -534,7 +455,7 @@ type MachineClassStatus struct {
 
 func (x *MachineClassStatus) Reset() {
 	*x = MachineClassStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[6]
+	mi := &file_roost_v1_resources_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -546,7 +467,7 @@ func (x *MachineClassStatus) String() string {
 func (*MachineClassStatus) ProtoMessage() {}
 
 func (x *MachineClassStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[6]
+	mi := &file_roost_v1_resources_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -559,7 +480,7 @@ func (x *MachineClassStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MachineClassStatus.ProtoReflect.Descriptor instead.
 func (*MachineClassStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{6}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{5}
 }
 
 // NetworkProfile is declarative host networking.
@@ -576,7 +497,7 @@ type NetworkProfile struct {
 
 func (x *NetworkProfile) Reset() {
 	*x = NetworkProfile{}
-	mi := &file_roost_v1_resources_proto_msgTypes[7]
+	mi := &file_roost_v1_resources_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -588,7 +509,7 @@ func (x *NetworkProfile) String() string {
 func (*NetworkProfile) ProtoMessage() {}
 
 func (x *NetworkProfile) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[7]
+	mi := &file_roost_v1_resources_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -601,7 +522,7 @@ func (x *NetworkProfile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkProfile.ProtoReflect.Descriptor instead.
 func (*NetworkProfile) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{7}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *NetworkProfile) GetApiVersion() string {
@@ -652,7 +573,7 @@ type NetworkProfileSpec struct {
 
 func (x *NetworkProfileSpec) Reset() {
 	*x = NetworkProfileSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[8]
+	mi := &file_roost_v1_resources_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -664,7 +585,7 @@ func (x *NetworkProfileSpec) String() string {
 func (*NetworkProfileSpec) ProtoMessage() {}
 
 func (x *NetworkProfileSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[8]
+	mi := &file_roost_v1_resources_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -677,7 +598,7 @@ func (x *NetworkProfileSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkProfileSpec.ProtoReflect.Descriptor instead.
 func (*NetworkProfileSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{8}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *NetworkProfileSpec) GetLinks() []*Link {
@@ -732,7 +653,7 @@ type LinkMatch struct {
 
 func (x *LinkMatch) Reset() {
 	*x = LinkMatch{}
-	mi := &file_roost_v1_resources_proto_msgTypes[9]
+	mi := &file_roost_v1_resources_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -744,7 +665,7 @@ func (x *LinkMatch) String() string {
 func (*LinkMatch) ProtoMessage() {}
 
 func (x *LinkMatch) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[9]
+	mi := &file_roost_v1_resources_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -757,7 +678,7 @@ func (x *LinkMatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LinkMatch.ProtoReflect.Descriptor instead.
 func (*LinkMatch) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{9}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *LinkMatch) GetMac() string {
@@ -803,7 +724,7 @@ type Route struct {
 
 func (x *Route) Reset() {
 	*x = Route{}
-	mi := &file_roost_v1_resources_proto_msgTypes[10]
+	mi := &file_roost_v1_resources_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -815,7 +736,7 @@ func (x *Route) String() string {
 func (*Route) ProtoMessage() {}
 
 func (x *Route) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[10]
+	mi := &file_roost_v1_resources_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -828,7 +749,7 @@ func (x *Route) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Route.ProtoReflect.Descriptor instead.
 func (*Route) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{10}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Route) GetDestination() string {
@@ -877,7 +798,7 @@ type Link struct {
 
 func (x *Link) Reset() {
 	*x = Link{}
-	mi := &file_roost_v1_resources_proto_msgTypes[11]
+	mi := &file_roost_v1_resources_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -889,7 +810,7 @@ func (x *Link) String() string {
 func (*Link) ProtoMessage() {}
 
 func (x *Link) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[11]
+	mi := &file_roost_v1_resources_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -902,7 +823,7 @@ func (x *Link) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Link.ProtoReflect.Descriptor instead.
 func (*Link) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{11}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Link) GetName() string {
@@ -982,7 +903,7 @@ type Bond struct {
 
 func (x *Bond) Reset() {
 	*x = Bond{}
-	mi := &file_roost_v1_resources_proto_msgTypes[12]
+	mi := &file_roost_v1_resources_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -994,7 +915,7 @@ func (x *Bond) String() string {
 func (*Bond) ProtoMessage() {}
 
 func (x *Bond) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[12]
+	mi := &file_roost_v1_resources_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1007,7 +928,7 @@ func (x *Bond) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bond.ProtoReflect.Descriptor instead.
 func (*Bond) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{12}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Bond) GetName() string {
@@ -1113,7 +1034,7 @@ type Vlan struct {
 
 func (x *Vlan) Reset() {
 	*x = Vlan{}
-	mi := &file_roost_v1_resources_proto_msgTypes[13]
+	mi := &file_roost_v1_resources_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1125,7 +1046,7 @@ func (x *Vlan) String() string {
 func (*Vlan) ProtoMessage() {}
 
 func (x *Vlan) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[13]
+	mi := &file_roost_v1_resources_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1138,7 +1059,7 @@ func (x *Vlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Vlan.ProtoReflect.Descriptor instead.
 func (*Vlan) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{13}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Vlan) GetName() string {
@@ -1216,7 +1137,7 @@ type Bridge struct {
 
 func (x *Bridge) Reset() {
 	*x = Bridge{}
-	mi := &file_roost_v1_resources_proto_msgTypes[14]
+	mi := &file_roost_v1_resources_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1228,7 +1149,7 @@ func (x *Bridge) String() string {
 func (*Bridge) ProtoMessage() {}
 
 func (x *Bridge) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[14]
+	mi := &file_roost_v1_resources_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1241,7 +1162,7 @@ func (x *Bridge) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bridge.ProtoReflect.Descriptor instead.
 func (*Bridge) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{14}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Bridge) GetName() string {
@@ -1317,7 +1238,7 @@ type DNS struct {
 
 func (x *DNS) Reset() {
 	*x = DNS{}
-	mi := &file_roost_v1_resources_proto_msgTypes[15]
+	mi := &file_roost_v1_resources_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1329,7 +1250,7 @@ func (x *DNS) String() string {
 func (*DNS) ProtoMessage() {}
 
 func (x *DNS) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[15]
+	mi := &file_roost_v1_resources_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1342,7 +1263,7 @@ func (x *DNS) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DNS.ProtoReflect.Descriptor instead.
 func (*DNS) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{15}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *DNS) GetServers() []string {
@@ -1367,7 +1288,7 @@ type NetworkProfileStatus struct {
 
 func (x *NetworkProfileStatus) Reset() {
 	*x = NetworkProfileStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[16]
+	mi := &file_roost_v1_resources_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1379,7 +1300,7 @@ func (x *NetworkProfileStatus) String() string {
 func (*NetworkProfileStatus) ProtoMessage() {}
 
 func (x *NetworkProfileStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[16]
+	mi := &file_roost_v1_resources_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1392,7 +1313,7 @@ func (x *NetworkProfileStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkProfileStatus.ProtoReflect.Descriptor instead.
 func (*NetworkProfileStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{16}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{15}
 }
 
 // MaintenanceWindow is a recurring window in which disruptive work (image
@@ -1410,7 +1331,7 @@ type MaintenanceWindow struct {
 
 func (x *MaintenanceWindow) Reset() {
 	*x = MaintenanceWindow{}
-	mi := &file_roost_v1_resources_proto_msgTypes[17]
+	mi := &file_roost_v1_resources_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1422,7 +1343,7 @@ func (x *MaintenanceWindow) String() string {
 func (*MaintenanceWindow) ProtoMessage() {}
 
 func (x *MaintenanceWindow) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[17]
+	mi := &file_roost_v1_resources_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1435,7 +1356,7 @@ func (x *MaintenanceWindow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MaintenanceWindow.ProtoReflect.Descriptor instead.
 func (*MaintenanceWindow) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{17}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *MaintenanceWindow) GetApiVersion() string {
@@ -1487,7 +1408,7 @@ type MaintenanceWindowSpec struct {
 
 func (x *MaintenanceWindowSpec) Reset() {
 	*x = MaintenanceWindowSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[18]
+	mi := &file_roost_v1_resources_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1499,7 +1420,7 @@ func (x *MaintenanceWindowSpec) String() string {
 func (*MaintenanceWindowSpec) ProtoMessage() {}
 
 func (x *MaintenanceWindowSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[18]
+	mi := &file_roost_v1_resources_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1512,7 +1433,7 @@ func (x *MaintenanceWindowSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MaintenanceWindowSpec.ProtoReflect.Descriptor instead.
 func (*MaintenanceWindowSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{18}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *MaintenanceWindowSpec) GetRrule() string {
@@ -1544,7 +1465,7 @@ type MaintenanceWindowStatus struct {
 
 func (x *MaintenanceWindowStatus) Reset() {
 	*x = MaintenanceWindowStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[19]
+	mi := &file_roost_v1_resources_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1556,7 +1477,7 @@ func (x *MaintenanceWindowStatus) String() string {
 func (*MaintenanceWindowStatus) ProtoMessage() {}
 
 func (x *MaintenanceWindowStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[19]
+	mi := &file_roost_v1_resources_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1569,7 +1490,7 @@ func (x *MaintenanceWindowStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MaintenanceWindowStatus.ProtoReflect.Descriptor instead.
 func (*MaintenanceWindowStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{19}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{18}
 }
 
 // Pool is a group of Machines of one Cluster sharing a spec; it is the
@@ -1587,7 +1508,7 @@ type Pool struct {
 
 func (x *Pool) Reset() {
 	*x = Pool{}
-	mi := &file_roost_v1_resources_proto_msgTypes[20]
+	mi := &file_roost_v1_resources_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1599,7 +1520,7 @@ func (x *Pool) String() string {
 func (*Pool) ProtoMessage() {}
 
 func (x *Pool) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[20]
+	mi := &file_roost_v1_resources_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1612,7 +1533,7 @@ func (x *Pool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Pool.ProtoReflect.Descriptor instead.
 func (*Pool) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{20}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Pool) GetApiVersion() string {
@@ -1676,7 +1597,7 @@ type PoolSpec struct {
 
 func (x *PoolSpec) Reset() {
 	*x = PoolSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[21]
+	mi := &file_roost_v1_resources_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1688,7 +1609,7 @@ func (x *PoolSpec) String() string {
 func (*PoolSpec) ProtoMessage() {}
 
 func (x *PoolSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[21]
+	mi := &file_roost_v1_resources_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1701,7 +1622,7 @@ func (x *PoolSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PoolSpec.ProtoReflect.Descriptor instead.
 func (*PoolSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{21}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *PoolSpec) GetCluster() string {
@@ -1786,7 +1707,7 @@ type RolloutPolicy struct {
 
 func (x *RolloutPolicy) Reset() {
 	*x = RolloutPolicy{}
-	mi := &file_roost_v1_resources_proto_msgTypes[22]
+	mi := &file_roost_v1_resources_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1798,7 +1719,7 @@ func (x *RolloutPolicy) String() string {
 func (*RolloutPolicy) ProtoMessage() {}
 
 func (x *RolloutPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[22]
+	mi := &file_roost_v1_resources_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1811,7 +1732,7 @@ func (x *RolloutPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutPolicy.ProtoReflect.Descriptor instead.
 func (*RolloutPolicy) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{22}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *RolloutPolicy) GetMaxUnavailable() *IntOrString {
@@ -1853,7 +1774,7 @@ type PoolStatus struct {
 
 func (x *PoolStatus) Reset() {
 	*x = PoolStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[23]
+	mi := &file_roost_v1_resources_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1865,7 +1786,7 @@ func (x *PoolStatus) String() string {
 func (*PoolStatus) ProtoMessage() {}
 
 func (x *PoolStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[23]
+	mi := &file_roost_v1_resources_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1878,7 +1799,7 @@ func (x *PoolStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PoolStatus.ProtoReflect.Descriptor instead.
 func (*PoolStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{23}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *PoolStatus) GetMachines() int32 {
@@ -1917,7 +1838,7 @@ type Server struct {
 
 func (x *Server) Reset() {
 	*x = Server{}
-	mi := &file_roost_v1_resources_proto_msgTypes[24]
+	mi := &file_roost_v1_resources_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1929,7 +1850,7 @@ func (x *Server) String() string {
 func (*Server) ProtoMessage() {}
 
 func (x *Server) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[24]
+	mi := &file_roost_v1_resources_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1942,7 +1863,7 @@ func (x *Server) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Server.ProtoReflect.Descriptor instead.
 func (*Server) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{24}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Server) GetApiVersion() string {
@@ -2001,7 +1922,7 @@ type ServerSpec struct {
 
 func (x *ServerSpec) Reset() {
 	*x = ServerSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[25]
+	mi := &file_roost_v1_resources_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2013,7 +1934,7 @@ func (x *ServerSpec) String() string {
 func (*ServerSpec) ProtoMessage() {}
 
 func (x *ServerSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[25]
+	mi := &file_roost_v1_resources_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2026,7 +1947,7 @@ func (x *ServerSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerSpec.ProtoReflect.Descriptor instead.
 func (*ServerSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{25}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ServerSpec) GetSystemUuid() string {
@@ -2097,7 +2018,7 @@ type ServerStatus struct {
 
 func (x *ServerStatus) Reset() {
 	*x = ServerStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[26]
+	mi := &file_roost_v1_resources_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2109,7 +2030,7 @@ func (x *ServerStatus) String() string {
 func (*ServerStatus) ProtoMessage() {}
 
 func (x *ServerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[26]
+	mi := &file_roost_v1_resources_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2122,7 +2043,7 @@ func (x *ServerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerStatus.ProtoReflect.Descriptor instead.
 func (*ServerStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{26}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ServerStatus) GetAgentVersion() string {
@@ -2230,7 +2151,7 @@ type Machine struct {
 
 func (x *Machine) Reset() {
 	*x = Machine{}
-	mi := &file_roost_v1_resources_proto_msgTypes[27]
+	mi := &file_roost_v1_resources_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2242,7 +2163,7 @@ func (x *Machine) String() string {
 func (*Machine) ProtoMessage() {}
 
 func (x *Machine) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[27]
+	mi := &file_roost_v1_resources_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2255,7 +2176,7 @@ func (x *Machine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Machine.ProtoReflect.Descriptor instead.
 func (*Machine) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{27}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Machine) GetApiVersion() string {
@@ -2298,14 +2219,16 @@ type MachineSpec struct {
 	// server names the claimed Server; empty while Requested.
 	Server string `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
 	// pool names the Pool the Machine belongs to; empty for standalone Machines.
-	Pool          string `protobuf:"bytes,2,opt,name=pool,proto3" json:"pool,omitempty"`
+	Pool string `protobuf:"bytes,2,opt,name=pool,proto3" json:"pool,omitempty"`
+	// hostname is the host name the Server gets; empty means the Machine's name.
+	Hostname      string `protobuf:"bytes,3,opt,name=hostname,proto3" json:"hostname,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *MachineSpec) Reset() {
 	*x = MachineSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[28]
+	mi := &file_roost_v1_resources_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2317,7 +2240,7 @@ func (x *MachineSpec) String() string {
 func (*MachineSpec) ProtoMessage() {}
 
 func (x *MachineSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[28]
+	mi := &file_roost_v1_resources_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2330,7 +2253,7 @@ func (x *MachineSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MachineSpec.ProtoReflect.Descriptor instead.
 func (*MachineSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{28}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *MachineSpec) GetServer() string {
@@ -2347,6 +2270,13 @@ func (x *MachineSpec) GetPool() string {
 	return ""
 }
 
+func (x *MachineSpec) GetHostname() string {
+	if x != nil {
+		return x.Hostname
+	}
+	return ""
+}
+
 type MachineStatus struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// phase is Requested, Scheduled, Provisioned, Joined, Ready or Destroyed.
@@ -2356,14 +2286,20 @@ type MachineStatus struct {
 	Conditions []*Condition `protobuf:"bytes,2,rep,name=conditions,proto3" json:"conditions,omitempty"`
 	// cluster is the Cluster the Machine's worker joins, copied from its Pool
 	// when claimed; empty for standalone Machines.
-	Cluster       string `protobuf:"bytes,3,opt,name=cluster,proto3" json:"cluster,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Cluster string `protobuf:"bytes,3,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	// revision is the Server's desired Revision number (0: none rendered yet).
+	Revision int64 `protobuf:"varint,4,opt,name=revision,proto3" json:"revision,omitempty"`
+	// booted_revision is the Revision the Server booted.
+	BootedRevision int64 `protobuf:"varint,5,opt,name=booted_revision,json=bootedRevision,proto3" json:"booted_revision,omitempty"`
+	// failed_revision is the newest Revision that failed on the Server (0: none).
+	FailedRevision int64 `protobuf:"varint,6,opt,name=failed_revision,json=failedRevision,proto3" json:"failed_revision,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *MachineStatus) Reset() {
 	*x = MachineStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[29]
+	mi := &file_roost_v1_resources_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2375,7 +2311,7 @@ func (x *MachineStatus) String() string {
 func (*MachineStatus) ProtoMessage() {}
 
 func (x *MachineStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[29]
+	mi := &file_roost_v1_resources_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2388,7 +2324,7 @@ func (x *MachineStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MachineStatus.ProtoReflect.Descriptor instead.
 func (*MachineStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{29}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *MachineStatus) GetPhase() string {
@@ -2412,6 +2348,175 @@ func (x *MachineStatus) GetCluster() string {
 	return ""
 }
 
+func (x *MachineStatus) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+func (x *MachineStatus) GetBootedRevision() int64 {
+	if x != nil {
+		return x.BootedRevision
+	}
+	return 0
+}
+
+func (x *MachineStatus) GetFailedRevision() int64 {
+	if x != nil {
+		return x.FailedRevision
+	}
+	return 0
+}
+
+// ---------------------------------------------------------------- Revision
+// Revision is one numbered boot configuration of a Server, rendered by the
+// hub from its Machine, Pool, MachineClass, NetworkProfile, Cluster and
+// ImageRelease. Named "<server>-<number>". Written by the hub only.
+type Revision struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ApiVersion    string                 `protobuf:"bytes,1,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
+	Kind          string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Metadata      *ObjectMeta            `protobuf:"bytes,3,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	Spec          *RevisionSpec          `protobuf:"bytes,4,opt,name=spec,proto3" json:"spec,omitempty"`
+	Status        *RevisionStatus        `protobuf:"bytes,5,opt,name=status,proto3" json:"status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Revision) Reset() {
+	*x = Revision{}
+	mi := &file_roost_v1_resources_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Revision) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Revision) ProtoMessage() {}
+
+func (x *Revision) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_resources_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Revision.ProtoReflect.Descriptor instead.
+func (*Revision) Descriptor() ([]byte, []int) {
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *Revision) GetApiVersion() string {
+	if x != nil {
+		return x.ApiVersion
+	}
+	return ""
+}
+
+func (x *Revision) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *Revision) GetMetadata() *ObjectMeta {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *Revision) GetSpec() *RevisionSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+func (x *Revision) GetStatus() *RevisionStatus {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+// RevisionPhase values of RevisionStatus.phase:
+//
+//	Pending    rendered; the Server has not booted it
+//	Booted     the Server booted it; boot assessment has not passed yet
+//	Good       the Server booted it and marked the boot good
+//	Failed     its boot entry ran out of tries; never retried by the hub
+//	Superseded a newer Revision replaced it before it was booted
+type RevisionStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Phase string                 `protobuf:"bytes,1,opt,name=phase,proto3" json:"phase,omitempty"`
+	// reason says why a Revision failed.
+	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	BootedAt      *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=booted_at,json=bootedAt,proto3" json:"booted_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevisionStatus) Reset() {
+	*x = RevisionStatus{}
+	mi := &file_roost_v1_resources_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevisionStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevisionStatus) ProtoMessage() {}
+
+func (x *RevisionStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_resources_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevisionStatus.ProtoReflect.Descriptor instead.
+func (*RevisionStatus) Descriptor() ([]byte, []int) {
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *RevisionStatus) GetPhase() string {
+	if x != nil {
+		return x.Phase
+	}
+	return ""
+}
+
+func (x *RevisionStatus) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *RevisionStatus) GetBootedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.BootedAt
+	}
+	return nil
+}
+
 // ImageRelease is one machine OS image version.
 type ImageRelease struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2426,7 +2531,7 @@ type ImageRelease struct {
 
 func (x *ImageRelease) Reset() {
 	*x = ImageRelease{}
-	mi := &file_roost_v1_resources_proto_msgTypes[30]
+	mi := &file_roost_v1_resources_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2438,7 +2543,7 @@ func (x *ImageRelease) String() string {
 func (*ImageRelease) ProtoMessage() {}
 
 func (x *ImageRelease) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[30]
+	mi := &file_roost_v1_resources_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2451,7 +2556,7 @@ func (x *ImageRelease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageRelease.ProtoReflect.Descriptor instead.
 func (*ImageRelease) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{30}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ImageRelease) GetApiVersion() string {
@@ -2489,61 +2594,6 @@ func (x *ImageRelease) GetStatus() *ImageReleaseStatus {
 	return nil
 }
 
-// Artifact is one file of a release in the content-addressed blob store.
-type Artifact struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// sha256 is the lower-case hex digest of the file.
-	Sha256 string `protobuf:"bytes,1,opt,name=sha256,proto3" json:"sha256,omitempty"`
-	// size in bytes.
-	Size          int64 `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Artifact) Reset() {
-	*x = Artifact{}
-	mi := &file_roost_v1_resources_proto_msgTypes[31]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Artifact) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Artifact) ProtoMessage() {}
-
-func (x *Artifact) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[31]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Artifact.ProtoReflect.Descriptor instead.
-func (*Artifact) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{31}
-}
-
-func (x *Artifact) GetSha256() string {
-	if x != nil {
-		return x.Sha256
-	}
-	return ""
-}
-
-func (x *Artifact) GetSize() int64 {
-	if x != nil {
-		return x.Size
-	}
-	return 0
-}
-
 type ImageReleaseSpec struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// version, e.g. "2026.11.0".
@@ -2556,7 +2606,9 @@ type ImageReleaseSpec struct {
 	// components maps component name to version, e.g. {"kubelet": "v1.34.4"}.
 	Components map[string]string `protobuf:"bytes,6,rep,name=components,proto3" json:"components,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// signature is the base64 ed25519 signature of the release manifest.
-	Signature     string `protobuf:"bytes,7,opt,name=signature,proto3" json:"signature,omitempty"`
+	Signature string `protobuf:"bytes,7,opt,name=signature,proto3" json:"signature,omitempty"`
+	// manifest is the signed release.json, verbatim.
+	Manifest      []byte `protobuf:"bytes,8,opt,name=manifest,proto3" json:"manifest,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2638,6 +2690,13 @@ func (x *ImageReleaseSpec) GetSignature() string {
 		return x.Signature
 	}
 	return ""
+}
+
+func (x *ImageReleaseSpec) GetManifest() []byte {
+	if x != nil {
+		return x.Manifest
+	}
+	return nil
 }
 
 type ImageReleaseStatus struct {
@@ -2996,7 +3055,11 @@ type LeaseSpec struct {
 	FencingToken uint64                 `protobuf:"varint,2,opt,name=fencing_token,json=fencingToken,proto3" json:"fencing_token,omitempty"`
 	ExpiresAt    *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
 	// reason says why, e.g. "rollout of pool workers to revision 7".
-	Reason        string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	Reason string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	// revision is the Revision the Server reboots into.
+	Revision int64 `protobuf:"varint,5,opt,name=revision,proto3" json:"revision,omitempty"`
+	// pool is the Server's Pool when granted; empty for standalone Machines.
+	Pool          string `protobuf:"bytes,6,opt,name=pool,proto3" json:"pool,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3059,6 +3122,20 @@ func (x *LeaseSpec) GetReason() string {
 	return ""
 }
 
+func (x *LeaseSpec) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+func (x *LeaseSpec) GetPool() string {
+	if x != nil {
+		return x.Pool
+	}
+	return ""
+}
+
 type LeaseStatus struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -3110,6 +3187,7 @@ type Object struct {
 	//	*Object_ImageRelease
 	//	*Object_EnrollmentToken
 	//	*Object_Lease
+	//	*Object_Revision
 	Kind          isObject_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -3242,6 +3320,15 @@ func (x *Object) GetLease() *Lease {
 	return nil
 }
 
+func (x *Object) GetRevision() *Revision {
+	if x != nil {
+		if x, ok := x.Kind.(*Object_Revision); ok {
+			return x.Revision
+		}
+	}
+	return nil
+}
+
 type isObject_Kind interface {
 	isObject_Kind()
 }
@@ -3286,6 +3373,10 @@ type Object_Lease struct {
 	Lease *Lease `protobuf:"bytes,10,opt,name=lease,proto3,oneof"`
 }
 
+type Object_Revision struct {
+	Revision *Revision `protobuf:"bytes,11,opt,name=revision,proto3,oneof"`
+}
+
 func (*Object_Server) isObject_Kind() {}
 
 func (*Object_Machine) isObject_Kind() {}
@@ -3305,6 +3396,8 @@ func (*Object_ImageRelease) isObject_Kind() {}
 func (*Object_EnrollmentToken) isObject_Kind() {}
 
 func (*Object_Lease) isObject_Kind() {}
+
+func (*Object_Revision) isObject_Kind() {}
 
 var File_roost_v1_resources_proto protoreflect.FileDescriptor
 
@@ -3340,16 +3433,7 @@ const file_roost_v1_resources_proto_rawDesc = "" +
 	"\vkernel_args\x18\x03 \x03(\tR\n" +
 	"kernelArgs\x12.\n" +
 	"\x13ssh_authorized_keys\x18\x04 \x03(\tR\x11sshAuthorizedKeys\x12,\n" +
-	"\x12wipe_foreign_disks\x18\x05 \x01(\bR\x10wipeForeignDisks\"\xa6\x01\n" +
-	"\x10InstallDiskHints\x12\x16\n" +
-	"\x06serial\x18\x01 \x01(\tR\x06serial\x12\x10\n" +
-	"\x03wwn\x18\x02 \x01(\tR\x03wwn\x12\x19\n" +
-	"\bmin_size\x18\x03 \x01(\tR\aminSize\x12\x19\n" +
-	"\bmax_size\x18\x04 \x01(\tR\amaxSize\x12#\n" +
-	"\n" +
-	"rotational\x18\x05 \x01(\bH\x00R\n" +
-	"rotational\x88\x01\x01B\r\n" +
-	"\v_rotational\"\x14\n" +
+	"\x12wipe_foreign_disks\x18\x05 \x01(\bR\x10wipeForeignDisks\"\x14\n" +
 	"\x12MachineClassStatus\"\xe1\x01\n" +
 	"\x0eNetworkProfile\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
@@ -3504,26 +3588,38 @@ const file_roost_v1_resources_proto_rawDesc = "" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x120\n" +
 	"\bmetadata\x18\x03 \x01(\v2\x14.roost.v1.ObjectMetaR\bmetadata\x12)\n" +
 	"\x04spec\x18\x04 \x01(\v2\x15.roost.v1.MachineSpecR\x04spec\x12/\n" +
-	"\x06status\x18\x05 \x01(\v2\x17.roost.v1.MachineStatusR\x06status\"9\n" +
+	"\x06status\x18\x05 \x01(\v2\x17.roost.v1.MachineStatusR\x06status\"U\n" +
 	"\vMachineSpec\x12\x16\n" +
 	"\x06server\x18\x01 \x01(\tR\x06server\x12\x12\n" +
-	"\x04pool\x18\x02 \x01(\tR\x04pool\"t\n" +
+	"\x04pool\x18\x02 \x01(\tR\x04pool\x12\x1a\n" +
+	"\bhostname\x18\x03 \x01(\tR\bhostname\"\xe2\x01\n" +
 	"\rMachineStatus\x12\x14\n" +
 	"\x05phase\x18\x01 \x01(\tR\x05phase\x123\n" +
 	"\n" +
 	"conditions\x18\x02 \x03(\v2\x13.roost.v1.ConditionR\n" +
 	"conditions\x12\x18\n" +
-	"\acluster\x18\x03 \x01(\tR\acluster\"\xdb\x01\n" +
+	"\acluster\x18\x03 \x01(\tR\acluster\x12\x1a\n" +
+	"\brevision\x18\x04 \x01(\x03R\brevision\x12'\n" +
+	"\x0fbooted_revision\x18\x05 \x01(\x03R\x0ebootedRevision\x12'\n" +
+	"\x0ffailed_revision\x18\x06 \x01(\x03R\x0efailedRevision\"\xcf\x01\n" +
+	"\bRevision\x12\x1f\n" +
+	"\vapi_version\x18\x01 \x01(\tR\n" +
+	"apiVersion\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x120\n" +
+	"\bmetadata\x18\x03 \x01(\v2\x14.roost.v1.ObjectMetaR\bmetadata\x12*\n" +
+	"\x04spec\x18\x04 \x01(\v2\x16.roost.v1.RevisionSpecR\x04spec\x120\n" +
+	"\x06status\x18\x05 \x01(\v2\x18.roost.v1.RevisionStatusR\x06status\"w\n" +
+	"\x0eRevisionStatus\x12\x14\n" +
+	"\x05phase\x18\x01 \x01(\tR\x05phase\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x127\n" +
+	"\tbooted_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\bbootedAt\"\xdb\x01\n" +
 	"\fImageRelease\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x120\n" +
 	"\bmetadata\x18\x03 \x01(\v2\x14.roost.v1.ObjectMetaR\bmetadata\x12.\n" +
 	"\x04spec\x18\x04 \x01(\v2\x1a.roost.v1.ImageReleaseSpecR\x04spec\x124\n" +
-	"\x06status\x18\x05 \x01(\v2\x1c.roost.v1.ImageReleaseStatusR\x06status\"6\n" +
-	"\bArtifact\x12\x16\n" +
-	"\x06sha256\x18\x01 \x01(\tR\x06sha256\x12\x12\n" +
-	"\x04size\x18\x02 \x01(\x03R\x04size\"\xfe\x02\n" +
+	"\x06status\x18\x05 \x01(\v2\x1c.roost.v1.ImageReleaseStatusR\x06status\"\x9a\x03\n" +
 	"\x10ImageReleaseSpec\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x12\x1a\n" +
 	"\bchannels\x18\x02 \x03(\tR\bchannels\x12*\n" +
@@ -3534,7 +3630,8 @@ const file_roost_v1_resources_proto_rawDesc = "" +
 	"\n" +
 	"components\x18\x06 \x03(\v2*.roost.v1.ImageReleaseSpec.ComponentsEntryR\n" +
 	"components\x12\x1c\n" +
-	"\tsignature\x18\a \x01(\tR\tsignature\x1a=\n" +
+	"\tsignature\x18\a \x01(\tR\tsignature\x12\x1a\n" +
+	"\bmanifest\x18\b \x01(\fR\bmanifest\x1a=\n" +
 	"\x0fComponentsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x14\n" +
@@ -3570,14 +3667,16 @@ const file_roost_v1_resources_proto_rawDesc = "" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x120\n" +
 	"\bmetadata\x18\x03 \x01(\v2\x14.roost.v1.ObjectMetaR\bmetadata\x12'\n" +
 	"\x04spec\x18\x04 \x01(\v2\x13.roost.v1.LeaseSpecR\x04spec\x12-\n" +
-	"\x06status\x18\x05 \x01(\v2\x15.roost.v1.LeaseStatusR\x06status\"\x9b\x01\n" +
+	"\x06status\x18\x05 \x01(\v2\x15.roost.v1.LeaseStatusR\x06status\"\xcb\x01\n" +
 	"\tLeaseSpec\x12\x16\n" +
 	"\x06server\x18\x01 \x01(\tR\x06server\x12#\n" +
 	"\rfencing_token\x18\x02 \x01(\x04R\ffencingToken\x129\n" +
 	"\n" +
 	"expires_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12\x16\n" +
-	"\x06reason\x18\x04 \x01(\tR\x06reason\"\r\n" +
-	"\vLeaseStatus\"\xc2\x04\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x1a\n" +
+	"\brevision\x18\x05 \x01(\x03R\brevision\x12\x12\n" +
+	"\x04pool\x18\x06 \x01(\tR\x04pool\"\r\n" +
+	"\vLeaseStatus\"\xf4\x04\n" +
 	"\x06Object\x12*\n" +
 	"\x06server\x18\x01 \x01(\v2\x10.roost.v1.ServerH\x00R\x06server\x12-\n" +
 	"\amachine\x18\x02 \x01(\v2\x11.roost.v1.MachineH\x00R\amachine\x12$\n" +
@@ -3589,7 +3688,8 @@ const file_roost_v1_resources_proto_rawDesc = "" +
 	"\rimage_release\x18\b \x01(\v2\x16.roost.v1.ImageReleaseH\x00R\fimageRelease\x12F\n" +
 	"\x10enrollment_token\x18\t \x01(\v2\x19.roost.v1.EnrollmentTokenH\x00R\x0fenrollmentToken\x12'\n" +
 	"\x05lease\x18\n" +
-	" \x01(\v2\x0f.roost.v1.LeaseH\x00R\x05leaseB\x06\n" +
+	" \x01(\v2\x0f.roost.v1.LeaseH\x00R\x05lease\x120\n" +
+	"\brevision\x18\v \x01(\v2\x12.roost.v1.RevisionH\x00R\brevisionB\x06\n" +
 	"\x04kind*\xcf\x01\n" +
 	"\fServerAction\x12\x1d\n" +
 	"\x19SERVER_ACTION_UNSPECIFIED\x10\x00\x12\x19\n" +
@@ -3621,33 +3721,33 @@ var file_roost_v1_resources_proto_goTypes = []any{
 	(*ClusterStatus)(nil),           // 3: roost.v1.ClusterStatus
 	(*MachineClass)(nil),            // 4: roost.v1.MachineClass
 	(*MachineClassSpec)(nil),        // 5: roost.v1.MachineClassSpec
-	(*InstallDiskHints)(nil),        // 6: roost.v1.InstallDiskHints
-	(*MachineClassStatus)(nil),      // 7: roost.v1.MachineClassStatus
-	(*NetworkProfile)(nil),          // 8: roost.v1.NetworkProfile
-	(*NetworkProfileSpec)(nil),      // 9: roost.v1.NetworkProfileSpec
-	(*LinkMatch)(nil),               // 10: roost.v1.LinkMatch
-	(*Route)(nil),                   // 11: roost.v1.Route
-	(*Link)(nil),                    // 12: roost.v1.Link
-	(*Bond)(nil),                    // 13: roost.v1.Bond
-	(*Vlan)(nil),                    // 14: roost.v1.Vlan
-	(*Bridge)(nil),                  // 15: roost.v1.Bridge
-	(*DNS)(nil),                     // 16: roost.v1.DNS
-	(*NetworkProfileStatus)(nil),    // 17: roost.v1.NetworkProfileStatus
-	(*MaintenanceWindow)(nil),       // 18: roost.v1.MaintenanceWindow
-	(*MaintenanceWindowSpec)(nil),   // 19: roost.v1.MaintenanceWindowSpec
-	(*MaintenanceWindowStatus)(nil), // 20: roost.v1.MaintenanceWindowStatus
-	(*Pool)(nil),                    // 21: roost.v1.Pool
-	(*PoolSpec)(nil),                // 22: roost.v1.PoolSpec
-	(*RolloutPolicy)(nil),           // 23: roost.v1.RolloutPolicy
-	(*PoolStatus)(nil),              // 24: roost.v1.PoolStatus
-	(*Server)(nil),                  // 25: roost.v1.Server
-	(*ServerSpec)(nil),              // 26: roost.v1.ServerSpec
-	(*ServerStatus)(nil),            // 27: roost.v1.ServerStatus
-	(*Machine)(nil),                 // 28: roost.v1.Machine
-	(*MachineSpec)(nil),             // 29: roost.v1.MachineSpec
-	(*MachineStatus)(nil),           // 30: roost.v1.MachineStatus
-	(*ImageRelease)(nil),            // 31: roost.v1.ImageRelease
-	(*Artifact)(nil),                // 32: roost.v1.Artifact
+	(*MachineClassStatus)(nil),      // 6: roost.v1.MachineClassStatus
+	(*NetworkProfile)(nil),          // 7: roost.v1.NetworkProfile
+	(*NetworkProfileSpec)(nil),      // 8: roost.v1.NetworkProfileSpec
+	(*LinkMatch)(nil),               // 9: roost.v1.LinkMatch
+	(*Route)(nil),                   // 10: roost.v1.Route
+	(*Link)(nil),                    // 11: roost.v1.Link
+	(*Bond)(nil),                    // 12: roost.v1.Bond
+	(*Vlan)(nil),                    // 13: roost.v1.Vlan
+	(*Bridge)(nil),                  // 14: roost.v1.Bridge
+	(*DNS)(nil),                     // 15: roost.v1.DNS
+	(*NetworkProfileStatus)(nil),    // 16: roost.v1.NetworkProfileStatus
+	(*MaintenanceWindow)(nil),       // 17: roost.v1.MaintenanceWindow
+	(*MaintenanceWindowSpec)(nil),   // 18: roost.v1.MaintenanceWindowSpec
+	(*MaintenanceWindowStatus)(nil), // 19: roost.v1.MaintenanceWindowStatus
+	(*Pool)(nil),                    // 20: roost.v1.Pool
+	(*PoolSpec)(nil),                // 21: roost.v1.PoolSpec
+	(*RolloutPolicy)(nil),           // 22: roost.v1.RolloutPolicy
+	(*PoolStatus)(nil),              // 23: roost.v1.PoolStatus
+	(*Server)(nil),                  // 24: roost.v1.Server
+	(*ServerSpec)(nil),              // 25: roost.v1.ServerSpec
+	(*ServerStatus)(nil),            // 26: roost.v1.ServerStatus
+	(*Machine)(nil),                 // 27: roost.v1.Machine
+	(*MachineSpec)(nil),             // 28: roost.v1.MachineSpec
+	(*MachineStatus)(nil),           // 29: roost.v1.MachineStatus
+	(*Revision)(nil),                // 30: roost.v1.Revision
+	(*RevisionStatus)(nil),          // 31: roost.v1.RevisionStatus
+	(*ImageRelease)(nil),            // 32: roost.v1.ImageRelease
 	(*ImageReleaseSpec)(nil),        // 33: roost.v1.ImageReleaseSpec
 	(*ImageReleaseStatus)(nil),      // 34: roost.v1.ImageReleaseStatus
 	(*EnrollmentToken)(nil),         // 35: roost.v1.EnrollmentToken
@@ -3662,10 +3762,13 @@ var file_roost_v1_resources_proto_goTypes = []any{
 	nil,                             // 44: roost.v1.EnrollmentTokenSpec.ServerLabelsEntry
 	(*ObjectMeta)(nil),              // 45: roost.v1.ObjectMeta
 	(*Condition)(nil),               // 46: roost.v1.Condition
-	(*durationpb.Duration)(nil),     // 47: google.protobuf.Duration
-	(*IntOrString)(nil),             // 48: roost.v1.IntOrString
-	(*timestamppb.Timestamp)(nil),   // 49: google.protobuf.Timestamp
-	(*Inventory)(nil),               // 50: roost.v1.Inventory
+	(*InstallDiskHints)(nil),        // 47: roost.v1.InstallDiskHints
+	(*durationpb.Duration)(nil),     // 48: google.protobuf.Duration
+	(*IntOrString)(nil),             // 49: roost.v1.IntOrString
+	(*timestamppb.Timestamp)(nil),   // 50: google.protobuf.Timestamp
+	(*Inventory)(nil),               // 51: roost.v1.Inventory
+	(*RevisionSpec)(nil),            // 52: roost.v1.RevisionSpec
+	(*Artifact)(nil),                // 53: roost.v1.Artifact
 }
 var file_roost_v1_resources_proto_depIdxs = []int32{
 	45, // 0: roost.v1.Cluster.metadata:type_name -> roost.v1.ObjectMeta
@@ -3674,78 +3777,83 @@ var file_roost_v1_resources_proto_depIdxs = []int32{
 	46, // 3: roost.v1.ClusterStatus.conditions:type_name -> roost.v1.Condition
 	45, // 4: roost.v1.MachineClass.metadata:type_name -> roost.v1.ObjectMeta
 	5,  // 5: roost.v1.MachineClass.spec:type_name -> roost.v1.MachineClassSpec
-	7,  // 6: roost.v1.MachineClass.status:type_name -> roost.v1.MachineClassStatus
-	6,  // 7: roost.v1.MachineClassSpec.install_disk:type_name -> roost.v1.InstallDiskHints
+	6,  // 6: roost.v1.MachineClass.status:type_name -> roost.v1.MachineClassStatus
+	47, // 7: roost.v1.MachineClassSpec.install_disk:type_name -> roost.v1.InstallDiskHints
 	45, // 8: roost.v1.NetworkProfile.metadata:type_name -> roost.v1.ObjectMeta
-	9,  // 9: roost.v1.NetworkProfile.spec:type_name -> roost.v1.NetworkProfileSpec
-	17, // 10: roost.v1.NetworkProfile.status:type_name -> roost.v1.NetworkProfileStatus
-	12, // 11: roost.v1.NetworkProfileSpec.links:type_name -> roost.v1.Link
-	13, // 12: roost.v1.NetworkProfileSpec.bonds:type_name -> roost.v1.Bond
-	14, // 13: roost.v1.NetworkProfileSpec.vlans:type_name -> roost.v1.Vlan
-	15, // 14: roost.v1.NetworkProfileSpec.bridges:type_name -> roost.v1.Bridge
-	16, // 15: roost.v1.NetworkProfileSpec.dns:type_name -> roost.v1.DNS
-	10, // 16: roost.v1.Link.match:type_name -> roost.v1.LinkMatch
-	11, // 17: roost.v1.Link.routes:type_name -> roost.v1.Route
-	11, // 18: roost.v1.Bond.routes:type_name -> roost.v1.Route
-	11, // 19: roost.v1.Vlan.routes:type_name -> roost.v1.Route
-	11, // 20: roost.v1.Bridge.routes:type_name -> roost.v1.Route
+	8,  // 9: roost.v1.NetworkProfile.spec:type_name -> roost.v1.NetworkProfileSpec
+	16, // 10: roost.v1.NetworkProfile.status:type_name -> roost.v1.NetworkProfileStatus
+	11, // 11: roost.v1.NetworkProfileSpec.links:type_name -> roost.v1.Link
+	12, // 12: roost.v1.NetworkProfileSpec.bonds:type_name -> roost.v1.Bond
+	13, // 13: roost.v1.NetworkProfileSpec.vlans:type_name -> roost.v1.Vlan
+	14, // 14: roost.v1.NetworkProfileSpec.bridges:type_name -> roost.v1.Bridge
+	15, // 15: roost.v1.NetworkProfileSpec.dns:type_name -> roost.v1.DNS
+	9,  // 16: roost.v1.Link.match:type_name -> roost.v1.LinkMatch
+	10, // 17: roost.v1.Link.routes:type_name -> roost.v1.Route
+	10, // 18: roost.v1.Bond.routes:type_name -> roost.v1.Route
+	10, // 19: roost.v1.Vlan.routes:type_name -> roost.v1.Route
+	10, // 20: roost.v1.Bridge.routes:type_name -> roost.v1.Route
 	45, // 21: roost.v1.MaintenanceWindow.metadata:type_name -> roost.v1.ObjectMeta
-	19, // 22: roost.v1.MaintenanceWindow.spec:type_name -> roost.v1.MaintenanceWindowSpec
-	20, // 23: roost.v1.MaintenanceWindow.status:type_name -> roost.v1.MaintenanceWindowStatus
-	47, // 24: roost.v1.MaintenanceWindowSpec.duration:type_name -> google.protobuf.Duration
+	18, // 22: roost.v1.MaintenanceWindow.spec:type_name -> roost.v1.MaintenanceWindowSpec
+	19, // 23: roost.v1.MaintenanceWindow.status:type_name -> roost.v1.MaintenanceWindowStatus
+	48, // 24: roost.v1.MaintenanceWindowSpec.duration:type_name -> google.protobuf.Duration
 	45, // 25: roost.v1.Pool.metadata:type_name -> roost.v1.ObjectMeta
-	22, // 26: roost.v1.Pool.spec:type_name -> roost.v1.PoolSpec
-	24, // 27: roost.v1.Pool.status:type_name -> roost.v1.PoolStatus
+	21, // 26: roost.v1.Pool.spec:type_name -> roost.v1.PoolSpec
+	23, // 27: roost.v1.Pool.status:type_name -> roost.v1.PoolStatus
 	42, // 28: roost.v1.PoolSpec.node_labels:type_name -> roost.v1.PoolSpec.NodeLabelsEntry
-	23, // 29: roost.v1.PoolSpec.rollout:type_name -> roost.v1.RolloutPolicy
-	48, // 30: roost.v1.RolloutPolicy.max_unavailable:type_name -> roost.v1.IntOrString
-	47, // 31: roost.v1.RolloutPolicy.settle:type_name -> google.protobuf.Duration
-	47, // 32: roost.v1.RolloutPolicy.ready_timeout:type_name -> google.protobuf.Duration
+	22, // 29: roost.v1.PoolSpec.rollout:type_name -> roost.v1.RolloutPolicy
+	49, // 30: roost.v1.RolloutPolicy.max_unavailable:type_name -> roost.v1.IntOrString
+	48, // 31: roost.v1.RolloutPolicy.settle:type_name -> google.protobuf.Duration
+	48, // 32: roost.v1.RolloutPolicy.ready_timeout:type_name -> google.protobuf.Duration
 	46, // 33: roost.v1.PoolStatus.conditions:type_name -> roost.v1.Condition
 	45, // 34: roost.v1.Server.metadata:type_name -> roost.v1.ObjectMeta
-	26, // 35: roost.v1.Server.spec:type_name -> roost.v1.ServerSpec
-	27, // 36: roost.v1.Server.status:type_name -> roost.v1.ServerStatus
-	49, // 37: roost.v1.ServerStatus.last_seen:type_name -> google.protobuf.Timestamp
+	25, // 35: roost.v1.Server.spec:type_name -> roost.v1.ServerSpec
+	26, // 36: roost.v1.Server.status:type_name -> roost.v1.ServerStatus
+	50, // 37: roost.v1.ServerStatus.last_seen:type_name -> google.protobuf.Timestamp
 	46, // 38: roost.v1.ServerStatus.conditions:type_name -> roost.v1.Condition
-	50, // 39: roost.v1.ServerStatus.inventory:type_name -> roost.v1.Inventory
-	49, // 40: roost.v1.ServerStatus.enrolled_at:type_name -> google.protobuf.Timestamp
+	51, // 39: roost.v1.ServerStatus.inventory:type_name -> roost.v1.Inventory
+	50, // 40: roost.v1.ServerStatus.enrolled_at:type_name -> google.protobuf.Timestamp
 	45, // 41: roost.v1.Machine.metadata:type_name -> roost.v1.ObjectMeta
-	29, // 42: roost.v1.Machine.spec:type_name -> roost.v1.MachineSpec
-	30, // 43: roost.v1.Machine.status:type_name -> roost.v1.MachineStatus
+	28, // 42: roost.v1.Machine.spec:type_name -> roost.v1.MachineSpec
+	29, // 43: roost.v1.Machine.status:type_name -> roost.v1.MachineStatus
 	46, // 44: roost.v1.MachineStatus.conditions:type_name -> roost.v1.Condition
-	45, // 45: roost.v1.ImageRelease.metadata:type_name -> roost.v1.ObjectMeta
-	33, // 46: roost.v1.ImageRelease.spec:type_name -> roost.v1.ImageReleaseSpec
-	34, // 47: roost.v1.ImageRelease.status:type_name -> roost.v1.ImageReleaseStatus
-	32, // 48: roost.v1.ImageReleaseSpec.kernel:type_name -> roost.v1.Artifact
-	32, // 49: roost.v1.ImageReleaseSpec.initrd:type_name -> roost.v1.Artifact
-	32, // 50: roost.v1.ImageReleaseSpec.boot_loader:type_name -> roost.v1.Artifact
-	43, // 51: roost.v1.ImageReleaseSpec.components:type_name -> roost.v1.ImageReleaseSpec.ComponentsEntry
-	45, // 52: roost.v1.EnrollmentToken.metadata:type_name -> roost.v1.ObjectMeta
-	36, // 53: roost.v1.EnrollmentToken.spec:type_name -> roost.v1.EnrollmentTokenSpec
-	37, // 54: roost.v1.EnrollmentToken.status:type_name -> roost.v1.EnrollmentTokenStatus
-	49, // 55: roost.v1.EnrollmentTokenSpec.expires_at:type_name -> google.protobuf.Timestamp
-	44, // 56: roost.v1.EnrollmentTokenSpec.server_labels:type_name -> roost.v1.EnrollmentTokenSpec.ServerLabelsEntry
-	49, // 57: roost.v1.EnrollmentTokenStatus.revoked_at:type_name -> google.protobuf.Timestamp
-	49, // 58: roost.v1.EnrollmentTokenStatus.last_used_at:type_name -> google.protobuf.Timestamp
-	45, // 59: roost.v1.Lease.metadata:type_name -> roost.v1.ObjectMeta
-	39, // 60: roost.v1.Lease.spec:type_name -> roost.v1.LeaseSpec
-	40, // 61: roost.v1.Lease.status:type_name -> roost.v1.LeaseStatus
-	49, // 62: roost.v1.LeaseSpec.expires_at:type_name -> google.protobuf.Timestamp
-	25, // 63: roost.v1.Object.server:type_name -> roost.v1.Server
-	28, // 64: roost.v1.Object.machine:type_name -> roost.v1.Machine
-	21, // 65: roost.v1.Object.pool:type_name -> roost.v1.Pool
-	1,  // 66: roost.v1.Object.cluster:type_name -> roost.v1.Cluster
-	4,  // 67: roost.v1.Object.machine_class:type_name -> roost.v1.MachineClass
-	8,  // 68: roost.v1.Object.network_profile:type_name -> roost.v1.NetworkProfile
-	18, // 69: roost.v1.Object.maintenance_window:type_name -> roost.v1.MaintenanceWindow
-	31, // 70: roost.v1.Object.image_release:type_name -> roost.v1.ImageRelease
-	35, // 71: roost.v1.Object.enrollment_token:type_name -> roost.v1.EnrollmentToken
-	38, // 72: roost.v1.Object.lease:type_name -> roost.v1.Lease
-	73, // [73:73] is the sub-list for method output_type
-	73, // [73:73] is the sub-list for method input_type
-	73, // [73:73] is the sub-list for extension type_name
-	73, // [73:73] is the sub-list for extension extendee
-	0,  // [0:73] is the sub-list for field type_name
+	45, // 45: roost.v1.Revision.metadata:type_name -> roost.v1.ObjectMeta
+	52, // 46: roost.v1.Revision.spec:type_name -> roost.v1.RevisionSpec
+	31, // 47: roost.v1.Revision.status:type_name -> roost.v1.RevisionStatus
+	50, // 48: roost.v1.RevisionStatus.booted_at:type_name -> google.protobuf.Timestamp
+	45, // 49: roost.v1.ImageRelease.metadata:type_name -> roost.v1.ObjectMeta
+	33, // 50: roost.v1.ImageRelease.spec:type_name -> roost.v1.ImageReleaseSpec
+	34, // 51: roost.v1.ImageRelease.status:type_name -> roost.v1.ImageReleaseStatus
+	53, // 52: roost.v1.ImageReleaseSpec.kernel:type_name -> roost.v1.Artifact
+	53, // 53: roost.v1.ImageReleaseSpec.initrd:type_name -> roost.v1.Artifact
+	53, // 54: roost.v1.ImageReleaseSpec.boot_loader:type_name -> roost.v1.Artifact
+	43, // 55: roost.v1.ImageReleaseSpec.components:type_name -> roost.v1.ImageReleaseSpec.ComponentsEntry
+	45, // 56: roost.v1.EnrollmentToken.metadata:type_name -> roost.v1.ObjectMeta
+	36, // 57: roost.v1.EnrollmentToken.spec:type_name -> roost.v1.EnrollmentTokenSpec
+	37, // 58: roost.v1.EnrollmentToken.status:type_name -> roost.v1.EnrollmentTokenStatus
+	50, // 59: roost.v1.EnrollmentTokenSpec.expires_at:type_name -> google.protobuf.Timestamp
+	44, // 60: roost.v1.EnrollmentTokenSpec.server_labels:type_name -> roost.v1.EnrollmentTokenSpec.ServerLabelsEntry
+	50, // 61: roost.v1.EnrollmentTokenStatus.revoked_at:type_name -> google.protobuf.Timestamp
+	50, // 62: roost.v1.EnrollmentTokenStatus.last_used_at:type_name -> google.protobuf.Timestamp
+	45, // 63: roost.v1.Lease.metadata:type_name -> roost.v1.ObjectMeta
+	39, // 64: roost.v1.Lease.spec:type_name -> roost.v1.LeaseSpec
+	40, // 65: roost.v1.Lease.status:type_name -> roost.v1.LeaseStatus
+	50, // 66: roost.v1.LeaseSpec.expires_at:type_name -> google.protobuf.Timestamp
+	24, // 67: roost.v1.Object.server:type_name -> roost.v1.Server
+	27, // 68: roost.v1.Object.machine:type_name -> roost.v1.Machine
+	20, // 69: roost.v1.Object.pool:type_name -> roost.v1.Pool
+	1,  // 70: roost.v1.Object.cluster:type_name -> roost.v1.Cluster
+	4,  // 71: roost.v1.Object.machine_class:type_name -> roost.v1.MachineClass
+	7,  // 72: roost.v1.Object.network_profile:type_name -> roost.v1.NetworkProfile
+	17, // 73: roost.v1.Object.maintenance_window:type_name -> roost.v1.MaintenanceWindow
+	32, // 74: roost.v1.Object.image_release:type_name -> roost.v1.ImageRelease
+	35, // 75: roost.v1.Object.enrollment_token:type_name -> roost.v1.EnrollmentToken
+	38, // 76: roost.v1.Object.lease:type_name -> roost.v1.Lease
+	30, // 77: roost.v1.Object.revision:type_name -> roost.v1.Revision
+	78, // [78:78] is the sub-list for method output_type
+	78, // [78:78] is the sub-list for method input_type
+	78, // [78:78] is the sub-list for extension type_name
+	78, // [78:78] is the sub-list for extension extendee
+	0,  // [0:78] is the sub-list for field type_name
 }
 
 func init() { file_roost_v1_resources_proto_init() }
@@ -3755,8 +3863,7 @@ func file_roost_v1_resources_proto_init() {
 	}
 	file_roost_v1_agent_proto_init()
 	file_roost_v1_meta_proto_init()
-	file_roost_v1_resources_proto_msgTypes[5].OneofWrappers = []any{}
-	file_roost_v1_resources_proto_msgTypes[21].OneofWrappers = []any{}
+	file_roost_v1_resources_proto_msgTypes[20].OneofWrappers = []any{}
 	file_roost_v1_resources_proto_msgTypes[40].OneofWrappers = []any{
 		(*Object_Server)(nil),
 		(*Object_Machine)(nil),
@@ -3768,6 +3875,7 @@ func file_roost_v1_resources_proto_init() {
 		(*Object_ImageRelease)(nil),
 		(*Object_EnrollmentToken)(nil),
 		(*Object_Lease)(nil),
+		(*Object_Revision)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
