@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+	"github.com/roostfleet/roost/resource"
 )
 
 func newMachineCommand(o *options) *cobra.Command {
@@ -39,7 +40,7 @@ Deleting a Machine releases its server, which becomes Available again.`,
 }
 
 func newMachineCreateCommand(o *options) *cobra.Command {
-	var server string
+	var server, hostname, output string
 	cmd := &cobra.Command{
 		Use:   "create --server SERVER [NAME]",
 		Short: "Claim a server for a standalone machine",
@@ -58,7 +59,10 @@ not Unreachable, and not pre-assigned to a pool.`,
 			if server == "" {
 				return usageErrorf("--server is required: name the server to claim")
 			}
-			req := &roostv1.CreateMachineRequest{Server: trimKindPrefix(server, "server/", "servers/", "srv/")}
+			if err := checkCreateOutput(output); err != nil {
+				return err
+			}
+			req := &roostv1.CreateMachineRequest{Server: trimKindPrefix(server, "server/", "servers/", "srv/"), Hostname: hostname}
 			if len(args) == 1 {
 				req.Name = trimKindPrefix(args[0], "machine/", "machines/", "m/")
 			}
@@ -72,11 +76,16 @@ not Unreachable, and not pre-assigned to a pool.`,
 				return o.wrapCallError(err)
 			}
 			m := resp.GetMachine()
+			if output != "" {
+				return o.printObjects(o.Out, []*roostv1.Object{resource.Wrap(m)}, output, false)
+			}
 			fmt.Fprintf(o.Out, "machine/%s created (server %s, standalone)\n", m.GetMetadata().GetName(), m.GetSpec().GetServer())
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&server, "server", "", "the server to claim (`NAME`)")
+	cmd.Flags().StringVar(&hostname, "hostname", "", "host name of the Machine (`NAME`, an RFC 1123 DNS name; default: the Machine's name)")
+	addCreateOutputFlag(cmd, &output)
 	_ = cmd.MarkFlagRequired("server")
 	return cmd
 }

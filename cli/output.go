@@ -208,3 +208,19 @@ func kindHelp() string {
 	}
 	return strings.TrimSuffix(b.String(), "\n")
 }
+
+// addCreateOutputFlag adds -o for commands that create objects: text by
+// default, or the created objects as json, yaml or name.
+func addCreateOutputFlag(cmd *cobra.Command, output *string) {
+	cmd.Flags().StringVarP(output, "output", "o", "", "output `FORMAT`: json, yaml or name (default: a line per created object)")
+	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletions(outJSON, outYAML, outName))
+}
+
+// checkCreateOutput refuses an -o value addCreateOutputFlag does not offer.
+func checkCreateOutput(output string) error {
+	switch output {
+	case "", outJSON, outYAML, outName:
+		return nil
+	}
+	return usageErrorf("--output %q: use json, yaml or name (or nothing for text)", output)
+}

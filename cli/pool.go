@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+	"github.com/roostfleet/roost/resource"
 )
 
 func newPoolCommand(o *options) *cobra.Command {
@@ -40,7 +41,8 @@ with 'roostctl apply -f pool.yaml'; list their Machines with
 }
 
 func newPoolAssignCommand(o *options) *cobra.Command {
-	return &cobra.Command{
+	var hostname, output string
+	cmd := &cobra.Command{
 		Use:   "assign POOL SERVER...",
 		Short: "Claim servers for a pool: one Machine each",
 		Long: `Assign servers to a pool without replicas: the hub creates one Machine per
@@ -50,20 +52,35 @@ cordoned, Unreachable, already claimed, pre-assigned to another pool, or
 not matching the pool's MachineClass server selector), none is, and the
 hub says why for each.
 
+The hub then renders the server's Revision (image, host name, labels,
+network profile, cluster join) and the agent installs it and reboots into
+it; follow it with roostctl get machines -w.
+
 Pools with replicas choose their servers themselves and refuse assign;
 change replicas instead.`,
 		Example: `  roostctl pool assign workers 4c4c4544-0042-3510-8052-b4c04f4d4e31
+  roostctl pool assign demo 4c4c4544-0042-3510-8052-b4c04f4d4e31 --hostname demo-1
   roostctl pool assign workers $(roostctl get servers -l rack=r12 -o name)`,
 		Args: minArgs(2, "a POOL and at least one SERVER"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkCreateOutput(output); err != nil {
+				return err
+			}
 			ctx, conn, done, err := o.open(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer done()
-			resp, err := conn.hub.AssignServers(ctx, &roostv1.AssignServersRequest{Pool: args[0], Servers: serverNames(args[1:])})
+			resp, err := conn.hub.AssignServers(ctx, &roostv1.AssignServersRequest{Pool: args[0], Servers: serverNames(args[1:]), Hostname: hostname})
 			if err != nil {
 				return o.wrapCallError(err)
+			}
+			if output != "" {
+				var objs []*roostv1.Object
+				for _, m := range resp.GetMachines() {
+					objs = append(objs, resource.Wrap(m))
+				}
+				return o.printObjects(o.Out, objs, output, len(objs) != 1)
 			}
 			for _, m := range resp.GetMachines() {
 				fmt.Fprintf(o.Out, "machine/%s created (server %s, pool %s)\n", m.GetMetadata().GetName(), m.GetSpec().GetServer(), m.GetSpec().GetPool())
@@ -71,6 +88,9 @@ change replicas instead.`,
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&hostname, "hostname", "", "host name of the Machine (`NAME`, an RFC 1123 DNS name; only with one SERVER; default: the Machine's name)")
+	addCreateOutputFlag(cmd, &output)
+	return cmd
 }
 
 func newPoolUnassignCommand(o *options) *cobra.Command {

@@ -7,6 +7,7 @@
 //	DIR/tls/member.crt   this member's certificate (role roost:members)
 //	DIR/tls/member.key   its private key
 //	DIR/raft/            Raft log store and snapshots
+//	DIR/blobs/           this member's image artifacts (hub/blobs; not replicated)
 //	DIR/admin.conf       written once, when the first member bootstraps
 //	DIR/joined           written when a joining member was added as a voter
 //

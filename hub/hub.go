@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/roostfleet/roost/client"
 	"github.com/roostfleet/roost/hub/api"
+	"github.com/roostfleet/roost/hub/blobs"
 	"github.com/roostfleet/roost/hub/ca"
 	"github.com/roostfleet/roost/hub/liveness"
 	"github.com/roostfleet/roost/hub/raftnode"
@@ -74,6 +76,9 @@ type Options struct {
 
 // Hub is one running member.
 type Hub struct {
+	// settled is true while this member leads and leaderLoop's
+	// housekeeping (which starts with a barrier) finished in this term.
+	settled  atomic.Bool
 	opts     Options
 	dir      dataDir
 	log      *slog.Logger
@@ -117,8 +122,8 @@ func (h *Hub) runLiveness(ctx context.Context, m *liveness.Metrics) {
 	rep := h.api.Reporter()
 	rep.Metrics, rep.Log = m, h.log
 	var n int
-	done := make(chan struct{}, 4)
-	for _, run := range []func(context.Context){ctrl.Run, rep.Run, h.poolController().Run, func(ctx context.Context) {
+	done := make(chan struct{}, 6)
+	for _, run := range []func(context.Context){ctrl.Run, rep.Run, h.poolController().Run, h.revisionController().Run, h.api.RunDesiredPush, func(ctx context.Context) {
 		t := time.NewTicker(5 * time.Second)
 		defer t.Stop()
 		for {
@@ -243,6 +248,10 @@ func start(ctx context.Context, opts Options, apiLn, httpLn net.Listener) (*Hub,
 		return nil, err
 	}
 
+	blobStore, err := blobs.Open(h.dir.path("blobs"))
+	if err != nil {
+		return nil, err
+	}
 	h.fsm = state.New(state.Options{})
 	rcfg.FSM = h.fsm
 	rcfg.TLS = raftTLS
@@ -262,7 +271,7 @@ func start(ctx context.Context, opts Options, apiLn, httpLn net.Listener) (*Hub,
 
 	livecfg := liveness.Config{MinTTL: opts.HeartbeatMinTTL, MaxHeartbeatsPerSecond: opts.MaxHeartbeatsPerSecond}
 	h.api = api.New(api.Config{FSM: h.fsm, Node: node, PeerCredentials: credentials.NewTLS(clientTLS), Logger: h.log,
-		AgentCertLifetime: opts.AgentCertLifetime, Liveness: livecfg, Registry: reg})
+		AgentCertLifetime: opts.AgentCertLifetime, Liveness: livecfg, Registry: reg, Blobs: blobStore})
 	liveMetrics := liveness.NewMetrics(reg)
 	h.grpc = grpc.NewServer(append(api.ServerOptions(api.NewMetrics(reg)), grpc.Creds(credentials.NewTLS(serverTLS)))...)
 	h.api.Register(h.grpc)
@@ -531,6 +540,7 @@ func (h *Hub) leaderLoop(ctx context.Context) {
 		switch {
 		case !h.node.IsLeader():
 			done = false
+			h.settled.Store(false)
 		case !done:
 			if err := h.reconcileSelf(ctx); err != nil {
 				if ctx.Err() == nil {
@@ -538,6 +548,7 @@ func (h *Hub) leaderLoop(ctx context.Context) {
 				}
 			} else {
 				done = true
+				h.settled.Store(true)
 			}
 		}
 		select {
@@ -547,6 +558,28 @@ func (h *Hub) leaderLoop(ctx context.Context) {
 		case <-h.node.LeaderCh():
 		}
 	}
+}
+
+// termBarrier returns once this member's state has caught up with the log
+// in the current leadership term: leaderLoop's barrier is shared by the
+// leader-only controllers, so a new term costs one barrier entry, not one
+// per controller. It fails after 10 s or when ctx ends.
+func (h *Hub) termBarrier(ctx context.Context) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for !h.settled.Load() {
+		if !h.node.IsLeader() {
+			return errors.New("not the leader")
+		}
+		if time.Now().After(deadline) {
+			return errors.New("leader housekeeping has not finished in this term")
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return nil
 }
 
 func (h *Hub) reconcileSelf(ctx context.Context) error {

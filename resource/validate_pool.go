@@ -7,16 +7,13 @@ import (
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 )
 
-// validatePool: cluster is required; references are DNS-1123 labels;
+// validatePool: cluster is optional (a Pool without one holds standalone
+// hosts: Joined holds once provisioned); references are DNS-1123 labels;
 // maintenance windows are not repeated; imageChannel and imageVersion
 // exclude each other; replicas and failureBudget are ≥ 0; maxUnavailable
 // is an integer ≥ 1 or a percentage from 1% to 100%; durations are ≥ 0.
 func validatePool(e *violations, s *roostv1.PoolSpec) {
-	if s.GetCluster() == "" {
-		e.add("spec.cluster", "is required", "name the Cluster the pool's workers join")
-	} else {
-		checkName(e, "spec.cluster", s.GetCluster())
-	}
+	checkRef(e, "spec.cluster", s.GetCluster())
 	checkRef(e, "spec.machineClass", s.GetMachineClass())
 	checkRef(e, "spec.networkProfile", s.GetNetworkProfile())
 	seen := map[string]int{}

@@ -113,8 +113,7 @@ func TestValidate(t *testing.T) {
 		}, []want{{"apiVersion", `unsupported apiVersion "v1"`}, {"kind", `kind "Cluster" does not match the object, a Pool`}}},
 
 		// Pool.
-		{"pool without spec", validPool(), func(m proto.Message) { m.(*roostv1.Pool).Spec = nil },
-			[]want{{"spec.cluster", "is required"}}},
+		{"pool without spec (standalone hosts)", validPool(), func(m proto.Message) { m.(*roostv1.Pool).Spec = nil }, nil},
 		{"pool refs", validPool(), func(m proto.Message) {
 			s := m.(*roostv1.Pool).Spec
 			s.Cluster, s.MachineClass, s.NetworkProfile, s.ImageChannel = "Prod", "mc_1", "np.1", "Stable"
@@ -350,8 +349,7 @@ spec:
 		t.Fatal(err)
 	}
 	got := FormatViolations(ValidateManifests(ms))
-	want := `pool.yaml:5:1: Pool "workers": spec.cluster: is required (name the Cluster the pool's workers join)
-pool.yaml:7:5: Pool "workers": spec.rollout.maxUnavailable: must be ≥ 1, got 0 (a rollout needs at least one Machine down at a time; or use a percentage such as "25%")
+	want := `pool.yaml:7:5: Pool "workers": spec.rollout.maxUnavailable: must be ≥ 1, got 0 (a rollout needs at least one Machine down at a time; or use a percentage such as "25%")
 pool.yaml:19:3: Pool "workers": metadata.name: Pool "workers" is defined twice in this apply (first at pool.yaml:4:3) (names are unique per kind: rename or remove one)
 `
 	if got != want {

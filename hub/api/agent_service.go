@@ -149,12 +149,14 @@ func (s *Server) Connect(stream grpc.BidiStreamingServer[roostv1.AgentMessage, r
 	defer s.streams.Dec()
 	s.reporter.Seen(cn)
 
+	as := &agentStream{send: stream.Send}
 	interval := s.HeartbeatInterval()
-	if err := stream.Send(&roostv1.HubMessage{Message: &roostv1.HubMessage_HeartbeatIntervalSeconds{HeartbeatIntervalSeconds: int64(interval / time.Second)}}); err != nil {
+	if err := as.Send(&roostv1.HubMessage{Message: &roostv1.HubMessage_HeartbeatIntervalSeconds{HeartbeatIntervalSeconds: int64(interval / time.Second)}}); err != nil {
 		return err
 	}
-	// The Revision pipeline comes later: desired state is generation 0.
-	if err := stream.Send(&roostv1.HubMessage{Message: &roostv1.HubMessage_Desired{Desired: &roostv1.DesiredState{}}}); err != nil {
+	s.desired.add(cn, as)
+	defer s.desired.remove(cn, as)
+	if err := s.pushDesired(cn, as); err != nil {
 		return err
 	}
 
@@ -195,9 +197,13 @@ func (s *Server) Connect(stream grpc.BidiStreamingServer[roostv1.AgentMessage, r
 			}
 			if iv := s.HeartbeatInterval(); iv != interval {
 				interval = iv
-				if err := stream.Send(&roostv1.HubMessage{Message: &roostv1.HubMessage_HeartbeatIntervalSeconds{HeartbeatIntervalSeconds: int64(iv / time.Second)}}); err != nil {
+				if err := as.Send(&roostv1.HubMessage{Message: &roostv1.HubMessage_HeartbeatIntervalSeconds{HeartbeatIntervalSeconds: int64(iv / time.Second)}}); err != nil {
 					return err
 				}
+			}
+			// a missed watch event is caught up at the next beat
+			if err := s.pushDesired(cn, as); err != nil {
+				return err
 			}
 		case *roostv1.AgentMessage_Status:
 			if vs := ValidateAgentStatus(m.Status); len(vs) > 0 {
@@ -260,6 +266,19 @@ func (s *Server) agentStatus(ctx context.Context, name string, st *roostv1.Agent
 	}
 	if !sameAgentConditions(st.GetConditions(), cur.GetConditions()) {
 		upd.HasConditions, upd.Conditions, changed = true, st.GetConditions(), true
+	}
+	if st.GetHasFailedRevisions() && len(st.GetFailedRevisions()) > 0 {
+		// only Revisions the FSM keeps and has not marked yet are news
+		phase := map[int64]string{}
+		for _, r := range s.fsm.Revisions(name) {
+			phase[r.GetSpec().GetNumber()] = r.GetStatus().GetPhase()
+		}
+		for _, f := range st.GetFailedRevisions() {
+			if p, ok := phase[f.GetNumber()]; ok && p != state.RevisionFailed && p != state.RevisionGood {
+				upd.HasFailedRevisions, upd.FailedRevisions, changed = true, st.GetFailedRevisions(), true
+				break
+			}
+		}
 	}
 	if !changed {
 		return nil

@@ -20,6 +20,8 @@ var allowedRoles = map[string][]string{
 	"/roost.v1.AgentService/Enroll":               nil,
 	"/roost.v1.AgentService/RenewCertificate":     {ca.RoleAgent},
 	"/roost.v1.AgentService/Connect":              {ca.RoleAgent},
+	"/roost.v1.AgentService/AcquireLease":         {ca.RoleAgent, ca.RoleMember},
+	"/roost.v1.AgentService/FetchArtifact":        {ca.RoleAgent, ca.RoleAdmin},
 	"/roost.v1.MemberService/ReportSeen":          {ca.RoleMember},
 	"/roost.v1.MemberService/ForwardServerStatus": {ca.RoleMember},
 }

@@ -182,6 +182,17 @@ func ValidateAgentStatus(st *roostv1.AgentStatus) []apierror.Violation {
 			c.str(cp+".message", cd.GetMessage(), MaxMessage)
 		}
 	}
+	if n := len(st.GetFailedRevisions()); n > MaxConditions {
+		c.add("status.failedRevisions", "has %d entries; at most %d allowed", n, MaxConditions)
+	} else {
+		for i, f := range st.GetFailedRevisions() {
+			fp := fmt.Sprintf("status.failedRevisions[%d]", i)
+			if f.GetNumber() < 1 {
+				c.add(fp+".number", "must be ≥ 1, got %d", f.GetNumber())
+			}
+			c.str(fp+".reason", f.GetReason(), MaxMessage)
+		}
+	}
 	return c.vs
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"strings"
 
 	"github.com/google/uuid"
 	"google.golang.org/grpc"
@@ -28,6 +29,15 @@ func MachineName(pool string) string {
 		b[i] = nameSuffixAlphabet[int(b[i])%len(nameSuffixAlphabet)]
 	}
 	return pool + "-" + string(b)
+}
+
+// checkHostname checks a Machine host name: an RFC 1123 DNS subdomain
+// (lower-case letters, digits, '-' and '.', at most 253 characters).
+func checkHostname(field, h string) []apierror.Violation {
+	if errs := validation.IsDNS1123Subdomain(h); len(errs) > 0 {
+		return []apierror.Violation{{Field: field, Message: fmt.Sprintf("%q: %s", h, strings.Join(errs, "; "))}}
+	}
+	return nil
 }
 
 func checkNames(field string, names []string) []apierror.Violation {
@@ -56,13 +66,19 @@ func (s *Server) AssignServers(ctx context.Context, req *roostv1.AssignServersRe
 		vs = append(vs, apierror.Violation{Field: "pool", Message: "is required"})
 	}
 	vs = append(vs, checkNames("servers", req.GetServers())...)
+	if h := req.GetHostname(); h != "" {
+		if len(req.GetServers()) > 1 {
+			vs = append(vs, apierror.Violation{Field: "hostname", Message: "may only be set when assigning one Server"})
+		}
+		vs = append(vs, checkHostname("hostname", h)...)
+	}
 	if len(vs) > 0 {
 		return nil, apierror.Invalid("invalid assignment", vs...)
 	}
 	return onLeader(ctx, s, func() (*roostv1.AssignServersResponse, error) {
 		c := &roostv1.CreateMachines{}
 		for _, srv := range req.GetServers() {
-			c.Machines = append(c.Machines, &roostv1.NewMachine{Name: MachineName(req.GetPool()), Uid: uuid.NewString(), Server: srv, Pool: req.GetPool()})
+			c.Machines = append(c.Machines, &roostv1.NewMachine{Name: MachineName(req.GetPool()), Uid: uuid.NewString(), Server: srv, Pool: req.GetPool(), Hostname: req.GetHostname()})
 		}
 		res, err := s.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_CreateMachines{CreateMachines: c}})
 		if err != nil {
@@ -123,12 +139,15 @@ func (s *Server) CreateMachine(ctx context.Context, req *roostv1.CreateMachineRe
 			vs = append(vs, apierror.Violation{Field: "name", Message: fmt.Sprintf("%q: %s", name, msgs[0])})
 		}
 	}
+	if h := req.GetHostname(); h != "" {
+		vs = append(vs, checkHostname("hostname", h)...)
+	}
 	if len(vs) > 0 {
 		return nil, apierror.Invalid("invalid machine", vs...)
 	}
 	return onLeader(ctx, s, func() (*roostv1.CreateMachineResponse, error) {
 		res, err := s.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_CreateMachines{CreateMachines: &roostv1.CreateMachines{
-			Machines: []*roostv1.NewMachine{{Name: name, Uid: uuid.NewString(), Server: req.GetServer()}}}}})
+			Machines: []*roostv1.NewMachine{{Name: name, Uid: uuid.NewString(), Server: req.GetServer(), Hostname: req.GetHostname()}}}}})
 		if err != nil {
 			return nil, err
 		}

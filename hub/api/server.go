@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/roostfleet/roost/apierror"
+	"github.com/roostfleet/roost/hub/blobs"
 	"github.com/roostfleet/roost/hub/liveness"
 	"github.com/roostfleet/roost/hub/raftnode"
 	"github.com/roostfleet/roost/hub/state"
@@ -51,6 +52,10 @@ type Server struct {
 	// fleetSize is the number of Servers, refreshed by RefreshFleetSize.
 	fleetSize atomic.Int64
 	streams   prometheus.Gauge
+	// blobs is the member's artifact store; nil refuses artifact calls.
+	blobs *blobs.Store
+	// desired are the agent streams this member serves, by Server name.
+	desired desiredStreams
 }
 
 // Config wires a Server.
@@ -77,6 +82,10 @@ type Config struct {
 	Reporter *liveness.Reporter
 	// Registry receives the agent stream gauge; nil registers nothing.
 	Registry prometheus.Registerer
+	// Blobs is the member's content-addressed artifact store
+	// (DATA_DIR/blobs); nil makes the artifact calls fail with
+	// FailedPrecondition.
+	Blobs *blobs.Store
 }
 
 // DefaultAgentCertLifetime is how long agent certificates last by default;
@@ -95,6 +104,7 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{fsm: cfg.FSM, node: cfg.Node, peerCreds: cfg.PeerCredentials, log: log, now: now, conns: map[string]*grpc.ClientConn{},
 		agentCertLifetime: cfg.AgentCertLifetime, liveness: cfg.Liveness, tracker: cfg.Tracker, reporter: cfg.Reporter}
+	s.blobs = cfg.Blobs
 	if s.agentCertLifetime <= 0 {
 		s.agentCertLifetime = DefaultAgentCertLifetime
 	}

@@ -210,6 +210,12 @@ func (a *applier) run(cmd *roostv1.Command) (results []*roostv1.ApplyResult, com
 		results, err = a.createMachines(c.CreateMachines)
 	case *roostv1.Command_DeleteMachines:
 		results, err = a.deleteMachines(c.DeleteMachines)
+	case *roostv1.Command_PutRevision:
+		results, err = a.putRevision(c.PutRevision)
+	case *roostv1.Command_GrantLease:
+		results, err = a.grantLease(c.GrantLease)
+	case *roostv1.Command_ReleaseLeases:
+		results, err = a.releaseLeases(c.ReleaseLeases)
 	default:
 		err = apierror.Invalid(fmt.Sprintf("command at index %d has no known command set", a.index))
 	}

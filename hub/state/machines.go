@@ -246,10 +246,10 @@ func (a *applier) createMachines(c *roostv1.CreateMachines) ([]*roostv1.ApplyRes
 		m := &roostv1.Machine{
 			ApiVersion: resource.APIVersion, Kind: kindMachine,
 			Metadata: a.newMeta(nm.GetName(), nm.GetUid(), now),
-			Spec:     &roostv1.MachineSpec{Server: nm.GetServer(), Pool: nm.GetPool()},
+			Spec:     &roostv1.MachineSpec{Server: nm.GetServer(), Pool: nm.GetPool(), Hostname: nm.GetHostname()},
 			Status: &roostv1.MachineStatus{
 				Cluster:    pool.GetSpec().GetCluster(),
-				Conditions: scheduledConditions(nm.GetServer(), nm.GetPool() == "", now),
+				Conditions: scheduledConditions(nm.GetServer(), pool.GetSpec().GetCluster() == "", now),
 			},
 		}
 		m.Status.Phase = MachinePhase(m)
@@ -428,6 +428,9 @@ func (a *applier) releaseMachine(old *roostv1.Machine, now *timestamppb.Timestam
 	srvName := old.GetSpec().GetServer()
 	if srvName == "" {
 		return nil
+	}
+	if aerr := a.deleteObjectRow(kindLease, srvName); aerr != nil {
+		return aerr
 	}
 	srv, aerr := a.getServer(srvName)
 	if aerr != nil || srv == nil {

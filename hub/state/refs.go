@@ -44,6 +44,11 @@ func referencesOf(o *roostv1.Object) []reference {
 	case *roostv1.Object_Machine:
 		add("spec.server", "Server", v.Machine.GetSpec().GetServer())
 		add("spec.pool", "Pool", v.Machine.GetSpec().GetPool())
+	case *roostv1.Object_Revision:
+		add("spec.server", "Server", v.Revision.GetSpec().GetServer())
+		add("spec.imageRelease", "ImageRelease", v.Revision.GetSpec().GetImageRelease())
+	case *roostv1.Object_Lease:
+		add("spec.server", "Server", v.Lease.GetSpec().GetServer())
 	}
 	return refs
 }

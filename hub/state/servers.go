@@ -424,11 +424,32 @@ func (a *applier) updateServerStatus(c *roostv1.UpdateServerStatus) *apierror.Er
 			st.State = ServerAvailable
 		}
 	}
-	if proto.Equal(s, old) {
+	if proto.Equal(s, old) && !c.GetHasFailedRevisions() {
 		return nil
 	}
-	a.touch(s.Metadata, false)
-	return a.put(s, false)
+	if !proto.Equal(s, old) {
+		a.touch(s.Metadata, false)
+		if aerr := a.put(s, false); aerr != nil {
+			return aerr
+		}
+	}
+	return a.afterServerChange(s, c.GetFailedRevisions(), now)
+}
+
+// afterServerChange brings what depends on a Server's status up to date:
+// its Revisions' phases, its Lease and its Machine's milestones.
+func (a *applier) afterServerChange(s *roostv1.Server, failed []*roostv1.FailedRevision, now *timestamppb.Timestamp) *apierror.Error {
+	if aerr := a.recordBoot(s, failed); aerr != nil {
+		return aerr
+	}
+	if aerr := a.settleLease(s); aerr != nil {
+		return aerr
+	}
+	m, aerr := a.machineOf(s.GetMetadata().GetName())
+	if aerr != nil {
+		return aerr
+	}
+	return a.refreshMachine(m, s, now)
 }
 
 func hubCondition(t string) bool { return t == ConditionDuplicateUUID || t == ConditionApproved }
@@ -461,6 +482,13 @@ func (a *applier) setServerReachability(c *roostv1.SetServerReachability) *apier
 		}
 		a.touch(s.Metadata, false)
 		if aerr := a.put(s, false); aerr != nil {
+			return aerr
+		}
+		m, aerr := a.machineOf(s.GetMetadata().GetName())
+		if aerr != nil {
+			return aerr
+		}
+		if aerr := a.refreshMachine(m, s, a.time); aerr != nil {
 			return aerr
 		}
 	}

@@ -36,6 +36,8 @@ func oneOfEach() []*roostv1.Object {
 			SecretSha256: strings.Repeat("b", 64), MaxUses: 5, ExpiresAt: timestamppb.New(t0.Add(24 * time.Hour))}}),
 		resource.Wrap(&roostv1.Lease{Metadata: meta("srv-1", nil), Spec: &roostv1.LeaseSpec{Server: "srv-1", FencingToken: 3}}),
 		resource.Wrap(&roostv1.Machine{Metadata: meta("workers-0", nil), Spec: &roostv1.MachineSpec{Server: "srv-1", Pool: "workers"}}),
+		resource.Wrap(&roostv1.Revision{Metadata: meta("srv-1-1", nil), Spec: &roostv1.RevisionSpec{Server: "srv-1", Number: 1, Machine: "workers-0",
+			ImageRelease: "2026.11.0", Ignition: []byte(`{"ignition":{"version":"3.3.0"}}`)}, Status: &roostv1.RevisionStatus{Phase: "Good"}}),
 		poolObj("workers", "prod", func(s *roostv1.PoolSpec) {
 			s.NetworkProfile = "bonded"
 			s.MaintenanceWindows = []string{"tue"}
@@ -181,7 +183,7 @@ func TestSnapshotOrder(t *testing.T) {
 		}
 		return strings.Compare(na, nb)
 	})
-	if !slices.Equal(got, sorted) || len(got) != 12 {
+	if !slices.Equal(got, sorted) || len(got) != 13 {
 		t.Errorf("snapshot objects %v, want sorted by kind then name", got)
 	}
 	if snap.GetLastIndex() != h.idx {

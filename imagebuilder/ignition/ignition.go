@@ -69,6 +69,31 @@ type Params struct {
 	// Snippets are user configs merged in order; Roost's own entries are
 	// applied last and may not be overridden.
 	Snippets []Snippet
+	// NetworkProfilePath is where NetworkProfile is written; default
+	// EnrollNetworkPath.
+	NetworkProfilePath string
+	// Files are further files Roost writes (a Revision's hostname, machine
+	// facts, cluster join files).
+	Files []File
+	// Units are further systemd units (and drop-ins) Roost writes.
+	Units []Unit
+}
+
+// File is one file of the rendered config: absolute Path, Unix Mode
+// (e.g. 0o644) and Contents.
+type File struct {
+	Path     string
+	Mode     int
+	Contents []byte
+}
+
+// Unit is a systemd unit: Contents (empty for a drop-in-only unit),
+// Enabled, and drop-ins by file name ("10-roost.conf") with contents.
+type Unit struct {
+	Name     string
+	Contents string
+	Enabled  bool
+	Dropins  map[string]string
 }
 
 // Render builds and validates the config.
@@ -157,13 +182,34 @@ func roostConfig(p Params) types.Config {
 	cfg.Storage.Directories = append(cfg.Storage.Directories, dir("/etc/roost", 0o700))
 	cfg.Storage.Files = append(cfg.Storage.Files, file(AgentConfigPath, agentConfigMode, p.AgentConfig))
 	if len(p.NetworkProfile) > 0 {
-		cfg.Storage.Files = append(cfg.Storage.Files, file(EnrollNetworkPath, networkProfileMode, p.NetworkProfile))
+		path := p.NetworkProfilePath
+		if path == "" {
+			path = EnrollNetworkPath
+		}
+		cfg.Storage.Files = append(cfg.Storage.Files, file(path, networkProfileMode, p.NetworkProfile))
 	}
-	cfg.Systemd.Units = append(cfg.Systemd.Units, types.Unit{
-		Name:     AgentUnitName,
-		Enabled:  ptr(true),
-		Contents: ptr(AgentUnit),
-	})
+	for _, f := range p.Files {
+		cfg.Storage.Files = append(cfg.Storage.Files, file(f.Path, f.Mode, f.Contents))
+	}
+	agent := types.Unit{Name: AgentUnitName, Enabled: ptr(true), Contents: ptr(AgentUnit)}
+	for _, u := range p.Units {
+		tu := types.Unit{Name: u.Name}
+		if u.Contents != "" {
+			tu.Contents = ptr(u.Contents)
+		}
+		if u.Enabled {
+			tu.Enabled = ptr(true)
+		}
+		for _, n := range sortedKeys(u.Dropins) {
+			tu.Dropins = append(tu.Dropins, types.Dropin{Name: n, Contents: ptr(u.Dropins[n])})
+		}
+		if u.Name == AgentUnitName {
+			agent.Dropins = append(agent.Dropins, tu.Dropins...)
+			continue
+		}
+		cfg.Systemd.Units = append(cfg.Systemd.Units, tu)
+	}
+	cfg.Systemd.Units = append(cfg.Systemd.Units, agent)
 	if len(p.SSHKeys) > 0 {
 		u := types.PasswdUser{Name: SSHUser}
 		for _, k := range p.SSHKeys {
@@ -223,3 +269,12 @@ func dir(path string, mode int) types.Directory {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

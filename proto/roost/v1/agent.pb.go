@@ -1703,7 +1703,10 @@ func (x *ArtifactChunk) GetSize() int64 {
 type AcquireLeaseRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// revision is the Revision the Server will reboot into.
-	Revision      int64 `protobuf:"varint,1,opt,name=revision,proto3" json:"revision,omitempty"`
+	Revision int64 `protobuf:"varint,1,opt,name=revision,proto3" json:"revision,omitempty"`
+	// server is set by a hub member forwarding an agent's call to the
+	// leader; agents leave it empty (their certificate names them).
+	Server        string `protobuf:"bytes,2,opt,name=server,proto3" json:"server,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1743,6 +1746,13 @@ func (x *AcquireLeaseRequest) GetRevision() int64 {
 		return x.Revision
 	}
 	return 0
+}
+
+func (x *AcquireLeaseRequest) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
 }
 
 type AcquireLeaseResponse struct {
@@ -1966,9 +1976,10 @@ const file_roost_v1_agent_proto_rawDesc = "" +
 	"\x06offset\x18\x02 \x01(\x03R\x06offset\"7\n" +
 	"\rArtifactChunk\x12\x12\n" +
 	"\x04data\x18\x01 \x01(\fR\x04data\x12\x12\n" +
-	"\x04size\x18\x02 \x01(\x03R\x04size\"1\n" +
+	"\x04size\x18\x02 \x01(\x03R\x04size\"I\n" +
 	"\x13AcquireLeaseRequest\x12\x1a\n" +
-	"\brevision\x18\x01 \x01(\x03R\brevision\"\xd8\x01\n" +
+	"\brevision\x18\x01 \x01(\x03R\brevision\x12\x16\n" +
+	"\x06server\x18\x02 \x01(\tR\x06server\"\xd8\x01\n" +
 	"\x14AcquireLeaseResponse\x12\x18\n" +
 	"\agranted\x18\x01 \x01(\bR\agranted\x12#\n" +
 	"\rfencing_token\x18\x02 \x01(\x04R\ffencingToken\x129\n" +

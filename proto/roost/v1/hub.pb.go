@@ -126,7 +126,115 @@ func (x WatchEvent_Type) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use WatchEvent_Type.Descriptor instead.
 func (WatchEvent_Type) EnumDescriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{26, 0}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{28, 0}
+}
+
+type PutImageReleaseRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Release       *ImageRelease          `protobuf:"bytes,1,opt,name=release,proto3" json:"release,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutImageReleaseRequest) Reset() {
+	*x = PutImageReleaseRequest{}
+	mi := &file_roost_v1_hub_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutImageReleaseRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutImageReleaseRequest) ProtoMessage() {}
+
+func (x *PutImageReleaseRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_hub_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutImageReleaseRequest.ProtoReflect.Descriptor instead.
+func (*PutImageReleaseRequest) Descriptor() ([]byte, []int) {
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *PutImageReleaseRequest) GetRelease() *ImageRelease {
+	if x != nil {
+		return x.Release
+	}
+	return nil
+}
+
+type PutImageReleaseResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// release is the stored object.
+	Release *ImageRelease `protobuf:"bytes,1,opt,name=release,proto3" json:"release,omitempty"`
+	// action is "created", "configured" or "unchanged".
+	Action string `protobuf:"bytes,2,opt,name=action,proto3" json:"action,omitempty"`
+	// index is the Raft index of the command (an unchanged release also
+	// passes through the log, so it has one too).
+	Index         uint64 `protobuf:"varint,3,opt,name=index,proto3" json:"index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutImageReleaseResponse) Reset() {
+	*x = PutImageReleaseResponse{}
+	mi := &file_roost_v1_hub_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutImageReleaseResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutImageReleaseResponse) ProtoMessage() {}
+
+func (x *PutImageReleaseResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_hub_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutImageReleaseResponse.ProtoReflect.Descriptor instead.
+func (*PutImageReleaseResponse) Descriptor() ([]byte, []int) {
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *PutImageReleaseResponse) GetRelease() *ImageRelease {
+	if x != nil {
+		return x.Release
+	}
+	return nil
+}
+
+func (x *PutImageReleaseResponse) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
+func (x *PutImageReleaseResponse) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
 }
 
 type PushArtifactRequest struct {
@@ -143,7 +251,7 @@ type PushArtifactRequest struct {
 
 func (x *PushArtifactRequest) Reset() {
 	*x = PushArtifactRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[0]
+	mi := &file_roost_v1_hub_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -155,7 +263,7 @@ func (x *PushArtifactRequest) String() string {
 func (*PushArtifactRequest) ProtoMessage() {}
 
 func (x *PushArtifactRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[0]
+	mi := &file_roost_v1_hub_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -168,7 +276,7 @@ func (x *PushArtifactRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushArtifactRequest.ProtoReflect.Descriptor instead.
 func (*PushArtifactRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{0}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *PushArtifactRequest) GetSha256() string {
@@ -209,7 +317,7 @@ type PushArtifactResponse struct {
 
 func (x *PushArtifactResponse) Reset() {
 	*x = PushArtifactResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[1]
+	mi := &file_roost_v1_hub_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -221,7 +329,7 @@ func (x *PushArtifactResponse) String() string {
 func (*PushArtifactResponse) ProtoMessage() {}
 
 func (x *PushArtifactResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[1]
+	mi := &file_roost_v1_hub_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -234,7 +342,7 @@ func (x *PushArtifactResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushArtifactResponse.ProtoReflect.Descriptor instead.
 func (*PushArtifactResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{1}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *PushArtifactResponse) GetSha256() string {
@@ -260,7 +368,7 @@ type StatArtifactRequest struct {
 
 func (x *StatArtifactRequest) Reset() {
 	*x = StatArtifactRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[2]
+	mi := &file_roost_v1_hub_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -272,7 +380,7 @@ func (x *StatArtifactRequest) String() string {
 func (*StatArtifactRequest) ProtoMessage() {}
 
 func (x *StatArtifactRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[2]
+	mi := &file_roost_v1_hub_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -285,7 +393,7 @@ func (x *StatArtifactRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatArtifactRequest.ProtoReflect.Descriptor instead.
 func (*StatArtifactRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{2}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *StatArtifactRequest) GetSha256() string {
@@ -307,7 +415,7 @@ type StatArtifactResponse struct {
 
 func (x *StatArtifactResponse) Reset() {
 	*x = StatArtifactResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[3]
+	mi := &file_roost_v1_hub_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -319,7 +427,7 @@ func (x *StatArtifactResponse) String() string {
 func (*StatArtifactResponse) ProtoMessage() {}
 
 func (x *StatArtifactResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[3]
+	mi := &file_roost_v1_hub_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -332,7 +440,7 @@ func (x *StatArtifactResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatArtifactResponse.ProtoReflect.Descriptor instead.
 func (*StatArtifactResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{3}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *StatArtifactResponse) GetComplete() bool {
@@ -361,7 +469,7 @@ type AssignServersRequest struct {
 
 func (x *AssignServersRequest) Reset() {
 	*x = AssignServersRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[4]
+	mi := &file_roost_v1_hub_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -373,7 +481,7 @@ func (x *AssignServersRequest) String() string {
 func (*AssignServersRequest) ProtoMessage() {}
 
 func (x *AssignServersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[4]
+	mi := &file_roost_v1_hub_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -386,7 +494,7 @@ func (x *AssignServersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssignServersRequest.ProtoReflect.Descriptor instead.
 func (*AssignServersRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{4}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *AssignServersRequest) GetPool() string {
@@ -421,7 +529,7 @@ type AssignServersResponse struct {
 
 func (x *AssignServersResponse) Reset() {
 	*x = AssignServersResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[5]
+	mi := &file_roost_v1_hub_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -433,7 +541,7 @@ func (x *AssignServersResponse) String() string {
 func (*AssignServersResponse) ProtoMessage() {}
 
 func (x *AssignServersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[5]
+	mi := &file_roost_v1_hub_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -446,7 +554,7 @@ func (x *AssignServersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssignServersResponse.ProtoReflect.Descriptor instead.
 func (*AssignServersResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{5}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *AssignServersResponse) GetMachines() []*Machine {
@@ -473,7 +581,7 @@ type UnassignServersRequest struct {
 
 func (x *UnassignServersRequest) Reset() {
 	*x = UnassignServersRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[6]
+	mi := &file_roost_v1_hub_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -485,7 +593,7 @@ func (x *UnassignServersRequest) String() string {
 func (*UnassignServersRequest) ProtoMessage() {}
 
 func (x *UnassignServersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[6]
+	mi := &file_roost_v1_hub_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -498,7 +606,7 @@ func (x *UnassignServersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnassignServersRequest.ProtoReflect.Descriptor instead.
 func (*UnassignServersRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{6}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *UnassignServersRequest) GetPool() string {
@@ -526,7 +634,7 @@ type UnassignServersResponse struct {
 
 func (x *UnassignServersResponse) Reset() {
 	*x = UnassignServersResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[7]
+	mi := &file_roost_v1_hub_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -538,7 +646,7 @@ func (x *UnassignServersResponse) String() string {
 func (*UnassignServersResponse) ProtoMessage() {}
 
 func (x *UnassignServersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[7]
+	mi := &file_roost_v1_hub_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -551,7 +659,7 @@ func (x *UnassignServersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnassignServersResponse.ProtoReflect.Descriptor instead.
 func (*UnassignServersResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{7}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *UnassignServersResponse) GetMachines() []string {
@@ -581,7 +689,7 @@ type CreateMachineRequest struct {
 
 func (x *CreateMachineRequest) Reset() {
 	*x = CreateMachineRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[8]
+	mi := &file_roost_v1_hub_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -593,7 +701,7 @@ func (x *CreateMachineRequest) String() string {
 func (*CreateMachineRequest) ProtoMessage() {}
 
 func (x *CreateMachineRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[8]
+	mi := &file_roost_v1_hub_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -606,7 +714,7 @@ func (x *CreateMachineRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateMachineRequest.ProtoReflect.Descriptor instead.
 func (*CreateMachineRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{8}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CreateMachineRequest) GetServer() string {
@@ -640,7 +748,7 @@ type CreateMachineResponse struct {
 
 func (x *CreateMachineResponse) Reset() {
 	*x = CreateMachineResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[9]
+	mi := &file_roost_v1_hub_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -652,7 +760,7 @@ func (x *CreateMachineResponse) String() string {
 func (*CreateMachineResponse) ProtoMessage() {}
 
 func (x *CreateMachineResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[9]
+	mi := &file_roost_v1_hub_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -665,7 +773,7 @@ func (x *CreateMachineResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateMachineResponse.ProtoReflect.Descriptor instead.
 func (*CreateMachineResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{9}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CreateMachineResponse) GetMachine() *Machine {
@@ -700,7 +808,7 @@ type CreateEnrollmentTokenRequest struct {
 
 func (x *CreateEnrollmentTokenRequest) Reset() {
 	*x = CreateEnrollmentTokenRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[10]
+	mi := &file_roost_v1_hub_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -712,7 +820,7 @@ func (x *CreateEnrollmentTokenRequest) String() string {
 func (*CreateEnrollmentTokenRequest) ProtoMessage() {}
 
 func (x *CreateEnrollmentTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[10]
+	mi := &file_roost_v1_hub_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -725,7 +833,7 @@ func (x *CreateEnrollmentTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateEnrollmentTokenRequest.ProtoReflect.Descriptor instead.
 func (*CreateEnrollmentTokenRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{10}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CreateEnrollmentTokenRequest) GetTtlSeconds() int64 {
@@ -775,7 +883,7 @@ type CreateEnrollmentTokenResponse struct {
 
 func (x *CreateEnrollmentTokenResponse) Reset() {
 	*x = CreateEnrollmentTokenResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[11]
+	mi := &file_roost_v1_hub_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -787,7 +895,7 @@ func (x *CreateEnrollmentTokenResponse) String() string {
 func (*CreateEnrollmentTokenResponse) ProtoMessage() {}
 
 func (x *CreateEnrollmentTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[11]
+	mi := &file_roost_v1_hub_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -800,7 +908,7 @@ func (x *CreateEnrollmentTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateEnrollmentTokenResponse.ProtoReflect.Descriptor instead.
 func (*CreateEnrollmentTokenResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{11}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CreateEnrollmentTokenResponse) GetToken() string {
@@ -826,7 +934,7 @@ type RevokeEnrollmentTokenRequest struct {
 
 func (x *RevokeEnrollmentTokenRequest) Reset() {
 	*x = RevokeEnrollmentTokenRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[12]
+	mi := &file_roost_v1_hub_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -838,7 +946,7 @@ func (x *RevokeEnrollmentTokenRequest) String() string {
 func (*RevokeEnrollmentTokenRequest) ProtoMessage() {}
 
 func (x *RevokeEnrollmentTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[12]
+	mi := &file_roost_v1_hub_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -851,7 +959,7 @@ func (x *RevokeEnrollmentTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeEnrollmentTokenRequest.ProtoReflect.Descriptor instead.
 func (*RevokeEnrollmentTokenRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{12}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RevokeEnrollmentTokenRequest) GetName() string {
@@ -870,7 +978,7 @@ type RevokeEnrollmentTokenResponse struct {
 
 func (x *RevokeEnrollmentTokenResponse) Reset() {
 	*x = RevokeEnrollmentTokenResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[13]
+	mi := &file_roost_v1_hub_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -882,7 +990,7 @@ func (x *RevokeEnrollmentTokenResponse) String() string {
 func (*RevokeEnrollmentTokenResponse) ProtoMessage() {}
 
 func (x *RevokeEnrollmentTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[13]
+	mi := &file_roost_v1_hub_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -895,7 +1003,7 @@ func (x *RevokeEnrollmentTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeEnrollmentTokenResponse.ProtoReflect.Descriptor instead.
 func (*RevokeEnrollmentTokenResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{13}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RevokeEnrollmentTokenResponse) GetEnrollmentToken() *EnrollmentToken {
@@ -920,7 +1028,7 @@ type UpdateServerRequest struct {
 
 func (x *UpdateServerRequest) Reset() {
 	*x = UpdateServerRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[14]
+	mi := &file_roost_v1_hub_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -932,7 +1040,7 @@ func (x *UpdateServerRequest) String() string {
 func (*UpdateServerRequest) ProtoMessage() {}
 
 func (x *UpdateServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[14]
+	mi := &file_roost_v1_hub_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -945,7 +1053,7 @@ func (x *UpdateServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateServerRequest.ProtoReflect.Descriptor instead.
 func (*UpdateServerRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{14}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *UpdateServerRequest) GetName() string {
@@ -992,7 +1100,7 @@ type UpdateServerResponse struct {
 
 func (x *UpdateServerResponse) Reset() {
 	*x = UpdateServerResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[15]
+	mi := &file_roost_v1_hub_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1004,7 +1112,7 @@ func (x *UpdateServerResponse) String() string {
 func (*UpdateServerResponse) ProtoMessage() {}
 
 func (x *UpdateServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[15]
+	mi := &file_roost_v1_hub_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1017,7 +1125,7 @@ func (x *UpdateServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateServerResponse.ProtoReflect.Descriptor instead.
 func (*UpdateServerResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{15}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *UpdateServerResponse) GetServer() *Server {
@@ -1038,7 +1146,7 @@ type ApplyRequest struct {
 
 func (x *ApplyRequest) Reset() {
 	*x = ApplyRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[16]
+	mi := &file_roost_v1_hub_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1050,7 +1158,7 @@ func (x *ApplyRequest) String() string {
 func (*ApplyRequest) ProtoMessage() {}
 
 func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[16]
+	mi := &file_roost_v1_hub_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1063,7 +1171,7 @@ func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyRequest.ProtoReflect.Descriptor instead.
 func (*ApplyRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{16}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ApplyRequest) GetObjects() []*Object {
@@ -1092,7 +1200,7 @@ type ApplyResult struct {
 
 func (x *ApplyResult) Reset() {
 	*x = ApplyResult{}
-	mi := &file_roost_v1_hub_proto_msgTypes[17]
+	mi := &file_roost_v1_hub_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1104,7 +1212,7 @@ func (x *ApplyResult) String() string {
 func (*ApplyResult) ProtoMessage() {}
 
 func (x *ApplyResult) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[17]
+	mi := &file_roost_v1_hub_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1117,7 +1225,7 @@ func (x *ApplyResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResult.ProtoReflect.Descriptor instead.
 func (*ApplyResult) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{17}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ApplyResult) GetKind() string {
@@ -1153,7 +1261,7 @@ type ApplyResponse struct {
 
 func (x *ApplyResponse) Reset() {
 	*x = ApplyResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[18]
+	mi := &file_roost_v1_hub_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1165,7 +1273,7 @@ func (x *ApplyResponse) String() string {
 func (*ApplyResponse) ProtoMessage() {}
 
 func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[18]
+	mi := &file_roost_v1_hub_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1178,7 +1286,7 @@ func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResponse.ProtoReflect.Descriptor instead.
 func (*ApplyResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{18}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ApplyResponse) GetResults() []*ApplyResult {
@@ -1207,7 +1315,7 @@ type GetRequest struct {
 
 func (x *GetRequest) Reset() {
 	*x = GetRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[19]
+	mi := &file_roost_v1_hub_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1219,7 +1327,7 @@ func (x *GetRequest) String() string {
 func (*GetRequest) ProtoMessage() {}
 
 func (x *GetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[19]
+	mi := &file_roost_v1_hub_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1232,7 +1340,7 @@ func (x *GetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRequest.ProtoReflect.Descriptor instead.
 func (*GetRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{19}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GetRequest) GetKind() string {
@@ -1265,7 +1373,7 @@ type GetResponse struct {
 
 func (x *GetResponse) Reset() {
 	*x = GetResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[20]
+	mi := &file_roost_v1_hub_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1277,7 +1385,7 @@ func (x *GetResponse) String() string {
 func (*GetResponse) ProtoMessage() {}
 
 func (x *GetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[20]
+	mi := &file_roost_v1_hub_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1290,7 +1398,7 @@ func (x *GetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResponse.ProtoReflect.Descriptor instead.
 func (*GetResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{20}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GetResponse) GetObject() *Object {
@@ -1313,7 +1421,7 @@ type ListRequest struct {
 
 func (x *ListRequest) Reset() {
 	*x = ListRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[21]
+	mi := &file_roost_v1_hub_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1325,7 +1433,7 @@ func (x *ListRequest) String() string {
 func (*ListRequest) ProtoMessage() {}
 
 func (x *ListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[21]
+	mi := &file_roost_v1_hub_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1338,7 +1446,7 @@ func (x *ListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRequest.ProtoReflect.Descriptor instead.
 func (*ListRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{21}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListRequest) GetKind() string {
@@ -1374,7 +1482,7 @@ type ListResponse struct {
 
 func (x *ListResponse) Reset() {
 	*x = ListResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[22]
+	mi := &file_roost_v1_hub_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1386,7 +1494,7 @@ func (x *ListResponse) String() string {
 func (*ListResponse) ProtoMessage() {}
 
 func (x *ListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[22]
+	mi := &file_roost_v1_hub_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1399,7 +1507,7 @@ func (x *ListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResponse.ProtoReflect.Descriptor instead.
 func (*ListResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{22}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ListResponse) GetObjects() []*Object {
@@ -1426,7 +1534,7 @@ type DeleteRequest struct {
 
 func (x *DeleteRequest) Reset() {
 	*x = DeleteRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[23]
+	mi := &file_roost_v1_hub_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1438,7 +1546,7 @@ func (x *DeleteRequest) String() string {
 func (*DeleteRequest) ProtoMessage() {}
 
 func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[23]
+	mi := &file_roost_v1_hub_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1451,7 +1559,7 @@ func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteRequest.ProtoReflect.Descriptor instead.
 func (*DeleteRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{23}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *DeleteRequest) GetKind() string {
@@ -1477,7 +1585,7 @@ type DeleteResponse struct {
 
 func (x *DeleteResponse) Reset() {
 	*x = DeleteResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[24]
+	mi := &file_roost_v1_hub_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1489,7 +1597,7 @@ func (x *DeleteResponse) String() string {
 func (*DeleteResponse) ProtoMessage() {}
 
 func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[24]
+	mi := &file_roost_v1_hub_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1502,7 +1610,7 @@ func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteResponse.ProtoReflect.Descriptor instead.
 func (*DeleteResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{24}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *DeleteResponse) GetIndex() uint64 {
@@ -1525,7 +1633,7 @@ type WatchRequest struct {
 
 func (x *WatchRequest) Reset() {
 	*x = WatchRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[25]
+	mi := &file_roost_v1_hub_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1537,7 +1645,7 @@ func (x *WatchRequest) String() string {
 func (*WatchRequest) ProtoMessage() {}
 
 func (x *WatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[25]
+	mi := &file_roost_v1_hub_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1550,7 +1658,7 @@ func (x *WatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
 func (*WatchRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{25}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *WatchRequest) GetKind() string {
@@ -1578,7 +1686,7 @@ type WatchEvent struct {
 
 func (x *WatchEvent) Reset() {
 	*x = WatchEvent{}
-	mi := &file_roost_v1_hub_proto_msgTypes[26]
+	mi := &file_roost_v1_hub_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1590,7 +1698,7 @@ func (x *WatchEvent) String() string {
 func (*WatchEvent) ProtoMessage() {}
 
 func (x *WatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[26]
+	mi := &file_roost_v1_hub_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1603,7 +1711,7 @@ func (x *WatchEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEvent.ProtoReflect.Descriptor instead.
 func (*WatchEvent) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{26}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *WatchEvent) GetType() WatchEvent_Type {
@@ -1642,7 +1750,7 @@ type Member struct {
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_roost_v1_hub_proto_msgTypes[27]
+	mi := &file_roost_v1_hub_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1654,7 +1762,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[27]
+	mi := &file_roost_v1_hub_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1667,7 +1775,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{27}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Member) GetId() string {
@@ -1713,7 +1821,7 @@ type ListMembersRequest struct {
 
 func (x *ListMembersRequest) Reset() {
 	*x = ListMembersRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[28]
+	mi := &file_roost_v1_hub_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1725,7 +1833,7 @@ func (x *ListMembersRequest) String() string {
 func (*ListMembersRequest) ProtoMessage() {}
 
 func (x *ListMembersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[28]
+	mi := &file_roost_v1_hub_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1738,7 +1846,7 @@ func (x *ListMembersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMembersRequest.ProtoReflect.Descriptor instead.
 func (*ListMembersRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{28}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{30}
 }
 
 type ListMembersResponse struct {
@@ -1752,7 +1860,7 @@ type ListMembersResponse struct {
 
 func (x *ListMembersResponse) Reset() {
 	*x = ListMembersResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[29]
+	mi := &file_roost_v1_hub_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1764,7 +1872,7 @@ func (x *ListMembersResponse) String() string {
 func (*ListMembersResponse) ProtoMessage() {}
 
 func (x *ListMembersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[29]
+	mi := &file_roost_v1_hub_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1777,7 +1885,7 @@ func (x *ListMembersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMembersResponse.ProtoReflect.Descriptor instead.
 func (*ListMembersResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{29}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ListMembersResponse) GetMembers() []*Member {
@@ -1806,7 +1914,7 @@ type CreateJoinTokenRequest struct {
 
 func (x *CreateJoinTokenRequest) Reset() {
 	*x = CreateJoinTokenRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[30]
+	mi := &file_roost_v1_hub_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1818,7 +1926,7 @@ func (x *CreateJoinTokenRequest) String() string {
 func (*CreateJoinTokenRequest) ProtoMessage() {}
 
 func (x *CreateJoinTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[30]
+	mi := &file_roost_v1_hub_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1831,7 +1939,7 @@ func (x *CreateJoinTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateJoinTokenRequest.ProtoReflect.Descriptor instead.
 func (*CreateJoinTokenRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{30}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *CreateJoinTokenRequest) GetTtlSeconds() int64 {
@@ -1861,7 +1969,7 @@ type CreateJoinTokenResponse struct {
 
 func (x *CreateJoinTokenResponse) Reset() {
 	*x = CreateJoinTokenResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[31]
+	mi := &file_roost_v1_hub_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1873,7 +1981,7 @@ func (x *CreateJoinTokenResponse) String() string {
 func (*CreateJoinTokenResponse) ProtoMessage() {}
 
 func (x *CreateJoinTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[31]
+	mi := &file_roost_v1_hub_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1886,7 +1994,7 @@ func (x *CreateJoinTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateJoinTokenResponse.ProtoReflect.Descriptor instead.
 func (*CreateJoinTokenResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{31}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *CreateJoinTokenResponse) GetToken() string {
@@ -1919,7 +2027,7 @@ type RemoveMemberRequest struct {
 
 func (x *RemoveMemberRequest) Reset() {
 	*x = RemoveMemberRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[32]
+	mi := &file_roost_v1_hub_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1931,7 +2039,7 @@ func (x *RemoveMemberRequest) String() string {
 func (*RemoveMemberRequest) ProtoMessage() {}
 
 func (x *RemoveMemberRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[32]
+	mi := &file_roost_v1_hub_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1944,7 +2052,7 @@ func (x *RemoveMemberRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMemberRequest.ProtoReflect.Descriptor instead.
 func (*RemoveMemberRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{32}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RemoveMemberRequest) GetId() string {
@@ -1962,7 +2070,7 @@ type RemoveMemberResponse struct {
 
 func (x *RemoveMemberResponse) Reset() {
 	*x = RemoveMemberResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[33]
+	mi := &file_roost_v1_hub_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1974,7 +2082,7 @@ func (x *RemoveMemberResponse) String() string {
 func (*RemoveMemberResponse) ProtoMessage() {}
 
 func (x *RemoveMemberResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[33]
+	mi := &file_roost_v1_hub_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1987,7 +2095,7 @@ func (x *RemoveMemberResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMemberResponse.ProtoReflect.Descriptor instead.
 func (*RemoveMemberResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{33}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{35}
 }
 
 type ReportSeenRequest struct {
@@ -1999,7 +2107,7 @@ type ReportSeenRequest struct {
 
 func (x *ReportSeenRequest) Reset() {
 	*x = ReportSeenRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[34]
+	mi := &file_roost_v1_hub_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2011,7 +2119,7 @@ func (x *ReportSeenRequest) String() string {
 func (*ReportSeenRequest) ProtoMessage() {}
 
 func (x *ReportSeenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[34]
+	mi := &file_roost_v1_hub_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2024,7 +2132,7 @@ func (x *ReportSeenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportSeenRequest.ProtoReflect.Descriptor instead.
 func (*ReportSeenRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{34}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ReportSeenRequest) GetServers() []string {
@@ -2042,7 +2150,7 @@ type ReportSeenResponse struct {
 
 func (x *ReportSeenResponse) Reset() {
 	*x = ReportSeenResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[35]
+	mi := &file_roost_v1_hub_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2054,7 +2162,7 @@ func (x *ReportSeenResponse) String() string {
 func (*ReportSeenResponse) ProtoMessage() {}
 
 func (x *ReportSeenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[35]
+	mi := &file_roost_v1_hub_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2067,7 +2175,7 @@ func (x *ReportSeenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportSeenResponse.ProtoReflect.Descriptor instead.
 func (*ReportSeenResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{35}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{37}
 }
 
 type ForwardServerStatusRequest struct {
@@ -2079,7 +2187,7 @@ type ForwardServerStatusRequest struct {
 
 func (x *ForwardServerStatusRequest) Reset() {
 	*x = ForwardServerStatusRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[36]
+	mi := &file_roost_v1_hub_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2091,7 +2199,7 @@ func (x *ForwardServerStatusRequest) String() string {
 func (*ForwardServerStatusRequest) ProtoMessage() {}
 
 func (x *ForwardServerStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[36]
+	mi := &file_roost_v1_hub_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2104,7 +2212,7 @@ func (x *ForwardServerStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForwardServerStatusRequest.ProtoReflect.Descriptor instead.
 func (*ForwardServerStatusRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{36}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ForwardServerStatusRequest) GetUpdate() *UpdateServerStatus {
@@ -2123,7 +2231,7 @@ type ForwardServerStatusResponse struct {
 
 func (x *ForwardServerStatusResponse) Reset() {
 	*x = ForwardServerStatusResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[37]
+	mi := &file_roost_v1_hub_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2135,7 +2243,7 @@ func (x *ForwardServerStatusResponse) String() string {
 func (*ForwardServerStatusResponse) ProtoMessage() {}
 
 func (x *ForwardServerStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[37]
+	mi := &file_roost_v1_hub_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2148,7 +2256,7 @@ func (x *ForwardServerStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForwardServerStatusResponse.ProtoReflect.Descriptor instead.
 func (*ForwardServerStatusResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{37}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ForwardServerStatusResponse) GetIndex() uint64 {
@@ -2170,7 +2278,7 @@ type JoinRequest struct {
 
 func (x *JoinRequest) Reset() {
 	*x = JoinRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[38]
+	mi := &file_roost_v1_hub_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2182,7 +2290,7 @@ func (x *JoinRequest) String() string {
 func (*JoinRequest) ProtoMessage() {}
 
 func (x *JoinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[38]
+	mi := &file_roost_v1_hub_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2195,7 +2303,7 @@ func (x *JoinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
 func (*JoinRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{38}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *JoinRequest) GetToken() string {
@@ -2229,7 +2337,7 @@ type JoinResponse struct {
 
 func (x *JoinResponse) Reset() {
 	*x = JoinResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[39]
+	mi := &file_roost_v1_hub_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2241,7 +2349,7 @@ func (x *JoinResponse) String() string {
 func (*JoinResponse) ProtoMessage() {}
 
 func (x *JoinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[39]
+	mi := &file_roost_v1_hub_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2254,7 +2362,7 @@ func (x *JoinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
 func (*JoinResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{39}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *JoinResponse) GetCertificatePem() []byte {
@@ -2282,7 +2390,7 @@ type AddVoterRequest struct {
 
 func (x *AddVoterRequest) Reset() {
 	*x = AddVoterRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[40]
+	mi := &file_roost_v1_hub_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2294,7 +2402,7 @@ func (x *AddVoterRequest) String() string {
 func (*AddVoterRequest) ProtoMessage() {}
 
 func (x *AddVoterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[40]
+	mi := &file_roost_v1_hub_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2307,7 +2415,7 @@ func (x *AddVoterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddVoterRequest.ProtoReflect.Descriptor instead.
 func (*AddVoterRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{40}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *AddVoterRequest) GetNodeId() string {
@@ -2339,7 +2447,7 @@ type AddVoterResponse struct {
 
 func (x *AddVoterResponse) Reset() {
 	*x = AddVoterResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[41]
+	mi := &file_roost_v1_hub_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2351,7 +2459,7 @@ func (x *AddVoterResponse) String() string {
 func (*AddVoterResponse) ProtoMessage() {}
 
 func (x *AddVoterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[41]
+	mi := &file_roost_v1_hub_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2364,14 +2472,20 @@ func (x *AddVoterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddVoterResponse.ProtoReflect.Descriptor instead.
 func (*AddVoterResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{41}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{43}
 }
 
 var File_roost_v1_hub_proto protoreflect.FileDescriptor
 
 const file_roost_v1_hub_proto_rawDesc = "" +
 	"\n" +
-	"\x12roost/v1/hub.proto\x12\broost.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x13roost/v1/raft.proto\x1a\x18roost/v1/resources.proto\"m\n" +
+	"\x12roost/v1/hub.proto\x12\broost.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x13roost/v1/raft.proto\x1a\x18roost/v1/resources.proto\"J\n" +
+	"\x16PutImageReleaseRequest\x120\n" +
+	"\arelease\x18\x01 \x01(\v2\x16.roost.v1.ImageReleaseR\arelease\"y\n" +
+	"\x17PutImageReleaseResponse\x120\n" +
+	"\arelease\x18\x01 \x01(\v2\x16.roost.v1.ImageReleaseR\arelease\x12\x16\n" +
+	"\x06action\x18\x02 \x01(\tR\x06action\x12\x14\n" +
+	"\x05index\x18\x03 \x01(\x04R\x05index\"m\n" +
 	"\x13PushArtifactRequest\x12\x16\n" +
 	"\x06sha256\x18\x01 \x01(\tR\x06sha256\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x16\n" +
@@ -2524,7 +2638,8 @@ const file_roost_v1_hub_proto_rawDesc = "" +
 	"\vConsistency\x12\x1b\n" +
 	"\x17CONSISTENCY_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18CONSISTENCY_LINEARIZABLE\x10\x01\x12\x15\n" +
-	"\x11CONSISTENCY_STALE\x10\x022\xd9\t\n" +
+	"\x11CONSISTENCY_STALE\x10\x022\xb1\n" +
+	"\n" +
 	"\n" +
 	"HubService\x128\n" +
 	"\x05Apply\x12\x16.roost.v1.ApplyRequest\x1a\x17.roost.v1.ApplyResponse\x122\n" +
@@ -2542,7 +2657,8 @@ const file_roost_v1_hub_proto_rawDesc = "" +
 	"\x0fUnassignServers\x12 .roost.v1.UnassignServersRequest\x1a!.roost.v1.UnassignServersResponse\x12P\n" +
 	"\rCreateMachine\x12\x1e.roost.v1.CreateMachineRequest\x1a\x1f.roost.v1.CreateMachineResponse\x12O\n" +
 	"\fPushArtifact\x12\x1d.roost.v1.PushArtifactRequest\x1a\x1e.roost.v1.PushArtifactResponse(\x01\x12M\n" +
-	"\fStatArtifact\x12\x1d.roost.v1.StatArtifactRequest\x1a\x1e.roost.v1.StatArtifactResponse2\xb6\x02\n" +
+	"\fStatArtifact\x12\x1d.roost.v1.StatArtifactRequest\x1a\x1e.roost.v1.StatArtifactResponse\x12V\n" +
+	"\x0fPutImageRelease\x12 .roost.v1.PutImageReleaseRequest\x1a!.roost.v1.PutImageReleaseResponse2\xb6\x02\n" +
 	"\rMemberService\x125\n" +
 	"\x04Join\x12\x15.roost.v1.JoinRequest\x1a\x16.roost.v1.JoinResponse\x12A\n" +
 	"\bAddVoter\x12\x19.roost.v1.AddVoterRequest\x1a\x1a.roost.v1.AddVoterResponse\x12G\n" +
@@ -2563,127 +2679,134 @@ func file_roost_v1_hub_proto_rawDescGZIP() []byte {
 }
 
 var file_roost_v1_hub_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_roost_v1_hub_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
+var file_roost_v1_hub_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
 var file_roost_v1_hub_proto_goTypes = []any{
 	(Consistency)(0),                      // 0: roost.v1.Consistency
 	(WatchEvent_Type)(0),                  // 1: roost.v1.WatchEvent.Type
-	(*PushArtifactRequest)(nil),           // 2: roost.v1.PushArtifactRequest
-	(*PushArtifactResponse)(nil),          // 3: roost.v1.PushArtifactResponse
-	(*StatArtifactRequest)(nil),           // 4: roost.v1.StatArtifactRequest
-	(*StatArtifactResponse)(nil),          // 5: roost.v1.StatArtifactResponse
-	(*AssignServersRequest)(nil),          // 6: roost.v1.AssignServersRequest
-	(*AssignServersResponse)(nil),         // 7: roost.v1.AssignServersResponse
-	(*UnassignServersRequest)(nil),        // 8: roost.v1.UnassignServersRequest
-	(*UnassignServersResponse)(nil),       // 9: roost.v1.UnassignServersResponse
-	(*CreateMachineRequest)(nil),          // 10: roost.v1.CreateMachineRequest
-	(*CreateMachineResponse)(nil),         // 11: roost.v1.CreateMachineResponse
-	(*CreateEnrollmentTokenRequest)(nil),  // 12: roost.v1.CreateEnrollmentTokenRequest
-	(*CreateEnrollmentTokenResponse)(nil), // 13: roost.v1.CreateEnrollmentTokenResponse
-	(*RevokeEnrollmentTokenRequest)(nil),  // 14: roost.v1.RevokeEnrollmentTokenRequest
-	(*RevokeEnrollmentTokenResponse)(nil), // 15: roost.v1.RevokeEnrollmentTokenResponse
-	(*UpdateServerRequest)(nil),           // 16: roost.v1.UpdateServerRequest
-	(*UpdateServerResponse)(nil),          // 17: roost.v1.UpdateServerResponse
-	(*ApplyRequest)(nil),                  // 18: roost.v1.ApplyRequest
-	(*ApplyResult)(nil),                   // 19: roost.v1.ApplyResult
-	(*ApplyResponse)(nil),                 // 20: roost.v1.ApplyResponse
-	(*GetRequest)(nil),                    // 21: roost.v1.GetRequest
-	(*GetResponse)(nil),                   // 22: roost.v1.GetResponse
-	(*ListRequest)(nil),                   // 23: roost.v1.ListRequest
-	(*ListResponse)(nil),                  // 24: roost.v1.ListResponse
-	(*DeleteRequest)(nil),                 // 25: roost.v1.DeleteRequest
-	(*DeleteResponse)(nil),                // 26: roost.v1.DeleteResponse
-	(*WatchRequest)(nil),                  // 27: roost.v1.WatchRequest
-	(*WatchEvent)(nil),                    // 28: roost.v1.WatchEvent
-	(*Member)(nil),                        // 29: roost.v1.Member
-	(*ListMembersRequest)(nil),            // 30: roost.v1.ListMembersRequest
-	(*ListMembersResponse)(nil),           // 31: roost.v1.ListMembersResponse
-	(*CreateJoinTokenRequest)(nil),        // 32: roost.v1.CreateJoinTokenRequest
-	(*CreateJoinTokenResponse)(nil),       // 33: roost.v1.CreateJoinTokenResponse
-	(*RemoveMemberRequest)(nil),           // 34: roost.v1.RemoveMemberRequest
-	(*RemoveMemberResponse)(nil),          // 35: roost.v1.RemoveMemberResponse
-	(*ReportSeenRequest)(nil),             // 36: roost.v1.ReportSeenRequest
-	(*ReportSeenResponse)(nil),            // 37: roost.v1.ReportSeenResponse
-	(*ForwardServerStatusRequest)(nil),    // 38: roost.v1.ForwardServerStatusRequest
-	(*ForwardServerStatusResponse)(nil),   // 39: roost.v1.ForwardServerStatusResponse
-	(*JoinRequest)(nil),                   // 40: roost.v1.JoinRequest
-	(*JoinResponse)(nil),                  // 41: roost.v1.JoinResponse
-	(*AddVoterRequest)(nil),               // 42: roost.v1.AddVoterRequest
-	(*AddVoterResponse)(nil),              // 43: roost.v1.AddVoterResponse
-	nil,                                   // 44: roost.v1.CreateEnrollmentTokenRequest.ServerLabelsEntry
-	nil,                                   // 45: roost.v1.UpdateServerRequest.SetLabelsEntry
-	(*Machine)(nil),                       // 46: roost.v1.Machine
-	(*EnrollmentToken)(nil),               // 47: roost.v1.EnrollmentToken
-	(ServerAction)(0),                     // 48: roost.v1.ServerAction
-	(*Server)(nil),                        // 49: roost.v1.Server
-	(*Object)(nil),                        // 50: roost.v1.Object
-	(*timestamppb.Timestamp)(nil),         // 51: google.protobuf.Timestamp
-	(*UpdateServerStatus)(nil),            // 52: roost.v1.UpdateServerStatus
+	(*PutImageReleaseRequest)(nil),        // 2: roost.v1.PutImageReleaseRequest
+	(*PutImageReleaseResponse)(nil),       // 3: roost.v1.PutImageReleaseResponse
+	(*PushArtifactRequest)(nil),           // 4: roost.v1.PushArtifactRequest
+	(*PushArtifactResponse)(nil),          // 5: roost.v1.PushArtifactResponse
+	(*StatArtifactRequest)(nil),           // 6: roost.v1.StatArtifactRequest
+	(*StatArtifactResponse)(nil),          // 7: roost.v1.StatArtifactResponse
+	(*AssignServersRequest)(nil),          // 8: roost.v1.AssignServersRequest
+	(*AssignServersResponse)(nil),         // 9: roost.v1.AssignServersResponse
+	(*UnassignServersRequest)(nil),        // 10: roost.v1.UnassignServersRequest
+	(*UnassignServersResponse)(nil),       // 11: roost.v1.UnassignServersResponse
+	(*CreateMachineRequest)(nil),          // 12: roost.v1.CreateMachineRequest
+	(*CreateMachineResponse)(nil),         // 13: roost.v1.CreateMachineResponse
+	(*CreateEnrollmentTokenRequest)(nil),  // 14: roost.v1.CreateEnrollmentTokenRequest
+	(*CreateEnrollmentTokenResponse)(nil), // 15: roost.v1.CreateEnrollmentTokenResponse
+	(*RevokeEnrollmentTokenRequest)(nil),  // 16: roost.v1.RevokeEnrollmentTokenRequest
+	(*RevokeEnrollmentTokenResponse)(nil), // 17: roost.v1.RevokeEnrollmentTokenResponse
+	(*UpdateServerRequest)(nil),           // 18: roost.v1.UpdateServerRequest
+	(*UpdateServerResponse)(nil),          // 19: roost.v1.UpdateServerResponse
+	(*ApplyRequest)(nil),                  // 20: roost.v1.ApplyRequest
+	(*ApplyResult)(nil),                   // 21: roost.v1.ApplyResult
+	(*ApplyResponse)(nil),                 // 22: roost.v1.ApplyResponse
+	(*GetRequest)(nil),                    // 23: roost.v1.GetRequest
+	(*GetResponse)(nil),                   // 24: roost.v1.GetResponse
+	(*ListRequest)(nil),                   // 25: roost.v1.ListRequest
+	(*ListResponse)(nil),                  // 26: roost.v1.ListResponse
+	(*DeleteRequest)(nil),                 // 27: roost.v1.DeleteRequest
+	(*DeleteResponse)(nil),                // 28: roost.v1.DeleteResponse
+	(*WatchRequest)(nil),                  // 29: roost.v1.WatchRequest
+	(*WatchEvent)(nil),                    // 30: roost.v1.WatchEvent
+	(*Member)(nil),                        // 31: roost.v1.Member
+	(*ListMembersRequest)(nil),            // 32: roost.v1.ListMembersRequest
+	(*ListMembersResponse)(nil),           // 33: roost.v1.ListMembersResponse
+	(*CreateJoinTokenRequest)(nil),        // 34: roost.v1.CreateJoinTokenRequest
+	(*CreateJoinTokenResponse)(nil),       // 35: roost.v1.CreateJoinTokenResponse
+	(*RemoveMemberRequest)(nil),           // 36: roost.v1.RemoveMemberRequest
+	(*RemoveMemberResponse)(nil),          // 37: roost.v1.RemoveMemberResponse
+	(*ReportSeenRequest)(nil),             // 38: roost.v1.ReportSeenRequest
+	(*ReportSeenResponse)(nil),            // 39: roost.v1.ReportSeenResponse
+	(*ForwardServerStatusRequest)(nil),    // 40: roost.v1.ForwardServerStatusRequest
+	(*ForwardServerStatusResponse)(nil),   // 41: roost.v1.ForwardServerStatusResponse
+	(*JoinRequest)(nil),                   // 42: roost.v1.JoinRequest
+	(*JoinResponse)(nil),                  // 43: roost.v1.JoinResponse
+	(*AddVoterRequest)(nil),               // 44: roost.v1.AddVoterRequest
+	(*AddVoterResponse)(nil),              // 45: roost.v1.AddVoterResponse
+	nil,                                   // 46: roost.v1.CreateEnrollmentTokenRequest.ServerLabelsEntry
+	nil,                                   // 47: roost.v1.UpdateServerRequest.SetLabelsEntry
+	(*ImageRelease)(nil),                  // 48: roost.v1.ImageRelease
+	(*Machine)(nil),                       // 49: roost.v1.Machine
+	(*EnrollmentToken)(nil),               // 50: roost.v1.EnrollmentToken
+	(ServerAction)(0),                     // 51: roost.v1.ServerAction
+	(*Server)(nil),                        // 52: roost.v1.Server
+	(*Object)(nil),                        // 53: roost.v1.Object
+	(*timestamppb.Timestamp)(nil),         // 54: google.protobuf.Timestamp
+	(*UpdateServerStatus)(nil),            // 55: roost.v1.UpdateServerStatus
 }
 var file_roost_v1_hub_proto_depIdxs = []int32{
-	46, // 0: roost.v1.AssignServersResponse.machines:type_name -> roost.v1.Machine
-	46, // 1: roost.v1.CreateMachineResponse.machine:type_name -> roost.v1.Machine
-	44, // 2: roost.v1.CreateEnrollmentTokenRequest.server_labels:type_name -> roost.v1.CreateEnrollmentTokenRequest.ServerLabelsEntry
-	47, // 3: roost.v1.CreateEnrollmentTokenResponse.enrollment_token:type_name -> roost.v1.EnrollmentToken
-	47, // 4: roost.v1.RevokeEnrollmentTokenResponse.enrollment_token:type_name -> roost.v1.EnrollmentToken
-	48, // 5: roost.v1.UpdateServerRequest.action:type_name -> roost.v1.ServerAction
-	45, // 6: roost.v1.UpdateServerRequest.set_labels:type_name -> roost.v1.UpdateServerRequest.SetLabelsEntry
-	49, // 7: roost.v1.UpdateServerResponse.server:type_name -> roost.v1.Server
-	50, // 8: roost.v1.ApplyRequest.objects:type_name -> roost.v1.Object
-	19, // 9: roost.v1.ApplyResponse.results:type_name -> roost.v1.ApplyResult
-	0,  // 10: roost.v1.GetRequest.consistency:type_name -> roost.v1.Consistency
-	50, // 11: roost.v1.GetResponse.object:type_name -> roost.v1.Object
-	0,  // 12: roost.v1.ListRequest.consistency:type_name -> roost.v1.Consistency
-	50, // 13: roost.v1.ListResponse.objects:type_name -> roost.v1.Object
-	1,  // 14: roost.v1.WatchEvent.type:type_name -> roost.v1.WatchEvent.Type
-	50, // 15: roost.v1.WatchEvent.object:type_name -> roost.v1.Object
-	29, // 16: roost.v1.ListMembersResponse.members:type_name -> roost.v1.Member
-	51, // 17: roost.v1.CreateJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
-	52, // 18: roost.v1.ForwardServerStatusRequest.update:type_name -> roost.v1.UpdateServerStatus
-	18, // 19: roost.v1.HubService.Apply:input_type -> roost.v1.ApplyRequest
-	21, // 20: roost.v1.HubService.Get:input_type -> roost.v1.GetRequest
-	23, // 21: roost.v1.HubService.List:input_type -> roost.v1.ListRequest
-	25, // 22: roost.v1.HubService.Delete:input_type -> roost.v1.DeleteRequest
-	27, // 23: roost.v1.HubService.Watch:input_type -> roost.v1.WatchRequest
-	30, // 24: roost.v1.HubService.ListMembers:input_type -> roost.v1.ListMembersRequest
-	32, // 25: roost.v1.HubService.CreateJoinToken:input_type -> roost.v1.CreateJoinTokenRequest
-	34, // 26: roost.v1.HubService.RemoveMember:input_type -> roost.v1.RemoveMemberRequest
-	12, // 27: roost.v1.HubService.CreateEnrollmentToken:input_type -> roost.v1.CreateEnrollmentTokenRequest
-	14, // 28: roost.v1.HubService.RevokeEnrollmentToken:input_type -> roost.v1.RevokeEnrollmentTokenRequest
-	16, // 29: roost.v1.HubService.UpdateServer:input_type -> roost.v1.UpdateServerRequest
-	6,  // 30: roost.v1.HubService.AssignServers:input_type -> roost.v1.AssignServersRequest
-	8,  // 31: roost.v1.HubService.UnassignServers:input_type -> roost.v1.UnassignServersRequest
-	10, // 32: roost.v1.HubService.CreateMachine:input_type -> roost.v1.CreateMachineRequest
-	2,  // 33: roost.v1.HubService.PushArtifact:input_type -> roost.v1.PushArtifactRequest
-	4,  // 34: roost.v1.HubService.StatArtifact:input_type -> roost.v1.StatArtifactRequest
-	40, // 35: roost.v1.MemberService.Join:input_type -> roost.v1.JoinRequest
-	42, // 36: roost.v1.MemberService.AddVoter:input_type -> roost.v1.AddVoterRequest
-	36, // 37: roost.v1.MemberService.ReportSeen:input_type -> roost.v1.ReportSeenRequest
-	38, // 38: roost.v1.MemberService.ForwardServerStatus:input_type -> roost.v1.ForwardServerStatusRequest
-	20, // 39: roost.v1.HubService.Apply:output_type -> roost.v1.ApplyResponse
-	22, // 40: roost.v1.HubService.Get:output_type -> roost.v1.GetResponse
-	24, // 41: roost.v1.HubService.List:output_type -> roost.v1.ListResponse
-	26, // 42: roost.v1.HubService.Delete:output_type -> roost.v1.DeleteResponse
-	28, // 43: roost.v1.HubService.Watch:output_type -> roost.v1.WatchEvent
-	31, // 44: roost.v1.HubService.ListMembers:output_type -> roost.v1.ListMembersResponse
-	33, // 45: roost.v1.HubService.CreateJoinToken:output_type -> roost.v1.CreateJoinTokenResponse
-	35, // 46: roost.v1.HubService.RemoveMember:output_type -> roost.v1.RemoveMemberResponse
-	13, // 47: roost.v1.HubService.CreateEnrollmentToken:output_type -> roost.v1.CreateEnrollmentTokenResponse
-	15, // 48: roost.v1.HubService.RevokeEnrollmentToken:output_type -> roost.v1.RevokeEnrollmentTokenResponse
-	17, // 49: roost.v1.HubService.UpdateServer:output_type -> roost.v1.UpdateServerResponse
-	7,  // 50: roost.v1.HubService.AssignServers:output_type -> roost.v1.AssignServersResponse
-	9,  // 51: roost.v1.HubService.UnassignServers:output_type -> roost.v1.UnassignServersResponse
-	11, // 52: roost.v1.HubService.CreateMachine:output_type -> roost.v1.CreateMachineResponse
-	3,  // 53: roost.v1.HubService.PushArtifact:output_type -> roost.v1.PushArtifactResponse
-	5,  // 54: roost.v1.HubService.StatArtifact:output_type -> roost.v1.StatArtifactResponse
-	41, // 55: roost.v1.MemberService.Join:output_type -> roost.v1.JoinResponse
-	43, // 56: roost.v1.MemberService.AddVoter:output_type -> roost.v1.AddVoterResponse
-	37, // 57: roost.v1.MemberService.ReportSeen:output_type -> roost.v1.ReportSeenResponse
-	39, // 58: roost.v1.MemberService.ForwardServerStatus:output_type -> roost.v1.ForwardServerStatusResponse
-	39, // [39:59] is the sub-list for method output_type
-	19, // [19:39] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	48, // 0: roost.v1.PutImageReleaseRequest.release:type_name -> roost.v1.ImageRelease
+	48, // 1: roost.v1.PutImageReleaseResponse.release:type_name -> roost.v1.ImageRelease
+	49, // 2: roost.v1.AssignServersResponse.machines:type_name -> roost.v1.Machine
+	49, // 3: roost.v1.CreateMachineResponse.machine:type_name -> roost.v1.Machine
+	46, // 4: roost.v1.CreateEnrollmentTokenRequest.server_labels:type_name -> roost.v1.CreateEnrollmentTokenRequest.ServerLabelsEntry
+	50, // 5: roost.v1.CreateEnrollmentTokenResponse.enrollment_token:type_name -> roost.v1.EnrollmentToken
+	50, // 6: roost.v1.RevokeEnrollmentTokenResponse.enrollment_token:type_name -> roost.v1.EnrollmentToken
+	51, // 7: roost.v1.UpdateServerRequest.action:type_name -> roost.v1.ServerAction
+	47, // 8: roost.v1.UpdateServerRequest.set_labels:type_name -> roost.v1.UpdateServerRequest.SetLabelsEntry
+	52, // 9: roost.v1.UpdateServerResponse.server:type_name -> roost.v1.Server
+	53, // 10: roost.v1.ApplyRequest.objects:type_name -> roost.v1.Object
+	21, // 11: roost.v1.ApplyResponse.results:type_name -> roost.v1.ApplyResult
+	0,  // 12: roost.v1.GetRequest.consistency:type_name -> roost.v1.Consistency
+	53, // 13: roost.v1.GetResponse.object:type_name -> roost.v1.Object
+	0,  // 14: roost.v1.ListRequest.consistency:type_name -> roost.v1.Consistency
+	53, // 15: roost.v1.ListResponse.objects:type_name -> roost.v1.Object
+	1,  // 16: roost.v1.WatchEvent.type:type_name -> roost.v1.WatchEvent.Type
+	53, // 17: roost.v1.WatchEvent.object:type_name -> roost.v1.Object
+	31, // 18: roost.v1.ListMembersResponse.members:type_name -> roost.v1.Member
+	54, // 19: roost.v1.CreateJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
+	55, // 20: roost.v1.ForwardServerStatusRequest.update:type_name -> roost.v1.UpdateServerStatus
+	20, // 21: roost.v1.HubService.Apply:input_type -> roost.v1.ApplyRequest
+	23, // 22: roost.v1.HubService.Get:input_type -> roost.v1.GetRequest
+	25, // 23: roost.v1.HubService.List:input_type -> roost.v1.ListRequest
+	27, // 24: roost.v1.HubService.Delete:input_type -> roost.v1.DeleteRequest
+	29, // 25: roost.v1.HubService.Watch:input_type -> roost.v1.WatchRequest
+	32, // 26: roost.v1.HubService.ListMembers:input_type -> roost.v1.ListMembersRequest
+	34, // 27: roost.v1.HubService.CreateJoinToken:input_type -> roost.v1.CreateJoinTokenRequest
+	36, // 28: roost.v1.HubService.RemoveMember:input_type -> roost.v1.RemoveMemberRequest
+	14, // 29: roost.v1.HubService.CreateEnrollmentToken:input_type -> roost.v1.CreateEnrollmentTokenRequest
+	16, // 30: roost.v1.HubService.RevokeEnrollmentToken:input_type -> roost.v1.RevokeEnrollmentTokenRequest
+	18, // 31: roost.v1.HubService.UpdateServer:input_type -> roost.v1.UpdateServerRequest
+	8,  // 32: roost.v1.HubService.AssignServers:input_type -> roost.v1.AssignServersRequest
+	10, // 33: roost.v1.HubService.UnassignServers:input_type -> roost.v1.UnassignServersRequest
+	12, // 34: roost.v1.HubService.CreateMachine:input_type -> roost.v1.CreateMachineRequest
+	4,  // 35: roost.v1.HubService.PushArtifact:input_type -> roost.v1.PushArtifactRequest
+	6,  // 36: roost.v1.HubService.StatArtifact:input_type -> roost.v1.StatArtifactRequest
+	2,  // 37: roost.v1.HubService.PutImageRelease:input_type -> roost.v1.PutImageReleaseRequest
+	42, // 38: roost.v1.MemberService.Join:input_type -> roost.v1.JoinRequest
+	44, // 39: roost.v1.MemberService.AddVoter:input_type -> roost.v1.AddVoterRequest
+	38, // 40: roost.v1.MemberService.ReportSeen:input_type -> roost.v1.ReportSeenRequest
+	40, // 41: roost.v1.MemberService.ForwardServerStatus:input_type -> roost.v1.ForwardServerStatusRequest
+	22, // 42: roost.v1.HubService.Apply:output_type -> roost.v1.ApplyResponse
+	24, // 43: roost.v1.HubService.Get:output_type -> roost.v1.GetResponse
+	26, // 44: roost.v1.HubService.List:output_type -> roost.v1.ListResponse
+	28, // 45: roost.v1.HubService.Delete:output_type -> roost.v1.DeleteResponse
+	30, // 46: roost.v1.HubService.Watch:output_type -> roost.v1.WatchEvent
+	33, // 47: roost.v1.HubService.ListMembers:output_type -> roost.v1.ListMembersResponse
+	35, // 48: roost.v1.HubService.CreateJoinToken:output_type -> roost.v1.CreateJoinTokenResponse
+	37, // 49: roost.v1.HubService.RemoveMember:output_type -> roost.v1.RemoveMemberResponse
+	15, // 50: roost.v1.HubService.CreateEnrollmentToken:output_type -> roost.v1.CreateEnrollmentTokenResponse
+	17, // 51: roost.v1.HubService.RevokeEnrollmentToken:output_type -> roost.v1.RevokeEnrollmentTokenResponse
+	19, // 52: roost.v1.HubService.UpdateServer:output_type -> roost.v1.UpdateServerResponse
+	9,  // 53: roost.v1.HubService.AssignServers:output_type -> roost.v1.AssignServersResponse
+	11, // 54: roost.v1.HubService.UnassignServers:output_type -> roost.v1.UnassignServersResponse
+	13, // 55: roost.v1.HubService.CreateMachine:output_type -> roost.v1.CreateMachineResponse
+	5,  // 56: roost.v1.HubService.PushArtifact:output_type -> roost.v1.PushArtifactResponse
+	7,  // 57: roost.v1.HubService.StatArtifact:output_type -> roost.v1.StatArtifactResponse
+	3,  // 58: roost.v1.HubService.PutImageRelease:output_type -> roost.v1.PutImageReleaseResponse
+	43, // 59: roost.v1.MemberService.Join:output_type -> roost.v1.JoinResponse
+	45, // 60: roost.v1.MemberService.AddVoter:output_type -> roost.v1.AddVoterResponse
+	39, // 61: roost.v1.MemberService.ReportSeen:output_type -> roost.v1.ReportSeenResponse
+	41, // 62: roost.v1.MemberService.ForwardServerStatus:output_type -> roost.v1.ForwardServerStatusResponse
+	42, // [42:63] is the sub-list for method output_type
+	21, // [21:42] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_roost_v1_hub_proto_init() }
@@ -2699,7 +2822,7 @@ func file_roost_v1_hub_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_roost_v1_hub_proto_rawDesc), len(file_roost_v1_hub_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   44,
+			NumMessages:   46,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -35,6 +35,7 @@ const (
 	HubService_CreateMachine_FullMethodName         = "/roost.v1.HubService/CreateMachine"
 	HubService_PushArtifact_FullMethodName          = "/roost.v1.HubService/PushArtifact"
 	HubService_StatArtifact_FullMethodName          = "/roost.v1.HubService/StatArtifact"
+	HubService_PutImageRelease_FullMethodName       = "/roost.v1.HubService/PutImageRelease"
 )
 
 // HubServiceClient is the client API for HubService service.
@@ -88,11 +89,24 @@ type HubServiceClient interface {
 	// offset (resume from StatArtifact's size); later ones carry data only.
 	// Errors: InvalidArgument (bad digest, offset not the stored size, data
 	// past size), DataLoss (the content does not hash to the digest; the
-	// partial upload is discarded).
+	// partial upload is discarded), Aborted (another upload of the same
+	// digest is running on this member; retry). The response's size is the
+	// bytes stored when the stream ended: an upload that ends early is kept.
 	PushArtifact(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[PushArtifactRequest, PushArtifactResponse], error)
 	// StatArtifact says whether a blob is stored, or how much of it was
 	// received so far.
 	StatArtifact(ctx context.Context, in *StatArtifactRequest, opts ...grpc.CallOption) (*StatArtifactResponse, error)
+	// PutImageRelease creates or updates an ImageRelease (a kind Apply
+	// refuses), replacing its spec, labels and annotations. Its name is "v" +
+	// the lower-cased version with every character that is not a letter or
+	// digit replaced by "-" (2026.11.0 → v2026-11-0); an empty name is filled
+	// in.
+	// Every artifact must be stored completely on the member the call
+	// reaches (PushArtifact first), and the manifest must list the same
+	// digests. Re-putting an identical release is a no-op ("unchanged").
+	// Errors: InvalidArgument (field violations), FailedPrecondition (an
+	// artifact not stored on this member; the message names its digest).
+	PutImageRelease(ctx context.Context, in *PutImageReleaseRequest, opts ...grpc.CallOption) (*PutImageReleaseResponse, error)
 }
 
 type hubServiceClient struct {
@@ -275,6 +289,16 @@ func (c *hubServiceClient) StatArtifact(ctx context.Context, in *StatArtifactReq
 	return out, nil
 }
 
+func (c *hubServiceClient) PutImageRelease(ctx context.Context, in *PutImageReleaseRequest, opts ...grpc.CallOption) (*PutImageReleaseResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PutImageReleaseResponse)
+	err := c.cc.Invoke(ctx, HubService_PutImageRelease_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // HubServiceServer is the server API for HubService service.
 // All implementations must embed UnimplementedHubServiceServer
 // for forward compatibility.
@@ -326,11 +350,24 @@ type HubServiceServer interface {
 	// offset (resume from StatArtifact's size); later ones carry data only.
 	// Errors: InvalidArgument (bad digest, offset not the stored size, data
 	// past size), DataLoss (the content does not hash to the digest; the
-	// partial upload is discarded).
+	// partial upload is discarded), Aborted (another upload of the same
+	// digest is running on this member; retry). The response's size is the
+	// bytes stored when the stream ended: an upload that ends early is kept.
 	PushArtifact(grpc.ClientStreamingServer[PushArtifactRequest, PushArtifactResponse]) error
 	// StatArtifact says whether a blob is stored, or how much of it was
 	// received so far.
 	StatArtifact(context.Context, *StatArtifactRequest) (*StatArtifactResponse, error)
+	// PutImageRelease creates or updates an ImageRelease (a kind Apply
+	// refuses), replacing its spec, labels and annotations. Its name is "v" +
+	// the lower-cased version with every character that is not a letter or
+	// digit replaced by "-" (2026.11.0 → v2026-11-0); an empty name is filled
+	// in.
+	// Every artifact must be stored completely on the member the call
+	// reaches (PushArtifact first), and the manifest must list the same
+	// digests. Re-putting an identical release is a no-op ("unchanged").
+	// Errors: InvalidArgument (field violations), FailedPrecondition (an
+	// artifact not stored on this member; the message names its digest).
+	PutImageRelease(context.Context, *PutImageReleaseRequest) (*PutImageReleaseResponse, error)
 	mustEmbedUnimplementedHubServiceServer()
 }
 
@@ -388,6 +425,9 @@ func (UnimplementedHubServiceServer) PushArtifact(grpc.ClientStreamingServer[Pus
 }
 func (UnimplementedHubServiceServer) StatArtifact(context.Context, *StatArtifactRequest) (*StatArtifactResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method StatArtifact not implemented")
+}
+func (UnimplementedHubServiceServer) PutImageRelease(context.Context, *PutImageReleaseRequest) (*PutImageReleaseResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PutImageRelease not implemented")
 }
 func (UnimplementedHubServiceServer) mustEmbedUnimplementedHubServiceServer() {}
 func (UnimplementedHubServiceServer) testEmbeddedByValue()                    {}
@@ -680,6 +720,24 @@ func _HubService_StatArtifact_Handler(srv interface{}, ctx context.Context, dec 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _HubService_PutImageRelease_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PutImageReleaseRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HubServiceServer).PutImageRelease(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: HubService_PutImageRelease_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HubServiceServer).PutImageRelease(ctx, req.(*PutImageReleaseRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // HubService_ServiceDesc is the grpc.ServiceDesc for HubService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -742,6 +800,10 @@ var HubService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "StatArtifact",
 			Handler:    _HubService_StatArtifact_Handler,
+		},
+		{
+			MethodName: "PutImageRelease",
+			Handler:    _HubService_PutImageRelease_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -1,0 +1,328 @@
+package cli
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"google.golang.org/grpc/codes"
+
+	"github.com/roostfleet/roost/apierror"
+	"github.com/roostfleet/roost/imagebuilder/release"
+	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+)
+
+// pushChunkSize is the data size in bytes of each PushArtifact message.
+const pushChunkSize = 1 << 20
+
+func newImageCommand(o *options) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "image",
+		Aliases: []string{"images"},
+		Short:   "Push OS image releases to the hub",
+		Long: `An ImageRelease is one OS image: a kernel, an initrd (the whole OS, run
+from RAM) and the systemd-boot EFI binary, described by a signed
+release.json. 'roost-image build' makes a release bundle (a directory);
+'roostctl image push' uploads its artifacts into the hub's content-addressed
+store and records the ImageRelease, which Pools then follow through their
+image channel.
+
+List releases with 'roostctl get imagereleases'.`,
+		Example: `  roost-image build images/flatcar.yaml --key release.key -o _output/bundle
+  roostctl image push _output/bundle --key release.pub
+  roostctl get imagereleases`,
+		Args: unknownSubcommand,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(newImagePushCommand(o))
+	return cmd
+}
+
+// pushedArtifact is what push did with one artifact.
+type pushedArtifact struct {
+	name, sha256 string
+	size         int64
+	uploaded     int64 // bytes sent now; 0 when the hub had it
+}
+
+func newImagePushCommand(o *options) *cobra.Command {
+	var keyFile, output string
+	cmd := &cobra.Command{
+		Use:   "push BUNDLE_DIR",
+		Short: "Upload a release bundle's artifacts and record its ImageRelease",
+		Long: `Push a release bundle (made by 'roost-image build') to the hub: check it
+locally (every artifact's sha256, and with --key the signature of
+release.json), upload each artifact the hub member does not hold yet —
+resuming an interrupted upload where it stopped — and create or update the
+ImageRelease named after the version (2026.11.0 → v2026-11-0).
+
+Without --key the bundle must still be signed (release.json.sig), but the
+signature is not checked locally. Pushing the same bundle again uploads
+nothing and leaves the ImageRelease unchanged; channels the release was
+promoted to are kept.
+
+Artifacts are stored on the hub member that answers; agents fetch them
+from that member. A progress bar is shown on a terminal. --timeout bounds
+each call but not the uploads themselves.`,
+		Example: `  roostctl image push _output/bundle --key release.pub
+  roostctl image push _output/bundle -o yaml`,
+		Args: exactArgs(1, "a BUNDLE_DIR"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch output {
+			case "", outJSON, outYAML, outName:
+			default:
+				return usageErrorf("--output %q: use json, yaml or name (or nothing for text)", output)
+			}
+			b, manifest, sig, err := o.loadBundle(args[0], keyFile)
+			if err != nil {
+				return err
+			}
+			conn, err := o.connect(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer conn.Close()
+			ctx := cmd.Context()
+			showBar := output == "" && isTerminal(o.Err)
+
+			var pushed []pushedArtifact
+			for _, name := range []string{"kernel", "initrd", "bootloader"} {
+				a, ok := b.Manifest.Artifact(name)
+				if !ok {
+					continue
+				}
+				p, err := o.pushArtifact(ctx, conn, b.Path(name), a, showBar)
+				if err != nil {
+					return err
+				}
+				pushed = append(pushed, p)
+			}
+
+			ir, err := o.releaseObject(ctx, conn, b, manifest, sig)
+			if err != nil {
+				return err
+			}
+			cctx, cancel := o.withTimeout(ctx)
+			defer cancel()
+			resp, err := conn.hub.PutImageRelease(cctx, &roostv1.PutImageReleaseRequest{Release: ir})
+			if err != nil {
+				return o.wrapCallError(err)
+			}
+			obj := &roostv1.Object{Kind: &roostv1.Object_ImageRelease{ImageRelease: resp.GetRelease()}}
+			switch output {
+			case outJSON, outYAML:
+				data, err := encodeObjects([]*roostv1.Object{obj}, output, false)
+				if err != nil {
+					return err
+				}
+				_, err = o.Out.Write(data)
+				return err
+			case outName:
+				fmt.Fprintln(o.Out, objectRef(obj))
+				return nil
+			}
+			tw := tabwriter.NewWriter(o.Out, 0, 4, 2, ' ', 0)
+			for _, p := range pushed {
+				what := "already stored"
+				if p.uploaded > 0 || p.size == 0 {
+					what = "uploaded " + formatBytes(p.uploaded)
+					if p.uploaded < p.size {
+						what += " (resumed)"
+					}
+				}
+				fmt.Fprintf(tw, "%s\tsha256:%s\t%s\t%s\n", p.name, p.sha256[:12], formatBytes(p.size), what)
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			fmt.Fprintf(o.Out, "%s %s (version %s)\n", objectRef(obj), resp.GetAction(), resp.GetRelease().GetSpec().GetVersion())
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&keyFile, "key", "", "ed25519 public key `PUBKEY_FILE` (PEM, from 'roost-image keygen') the\nbundle's signature must verify with")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "print the ImageRelease as json, yaml or name instead of the summary")
+	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletions(outJSON, outYAML, outName))
+	return cmd
+}
+
+// loadBundle reads and checks the bundle in dir and returns it with the
+// raw release.json and the signature (trimmed).
+func (o *options) loadBundle(dir, keyFile string) (*release.Bundle, []byte, string, error) {
+	var pub ed25519.PublicKey
+	if keyFile != "" {
+		var err error
+		if pub, err = release.LoadPublicKey(keyFile); err != nil {
+			return nil, nil, "", usageErrorf("--key: %w", err)
+		}
+	}
+	b, err := release.Load(dir, pub)
+	if err != nil {
+		return nil, nil, "", usageError{err}
+	}
+	if !b.Signed {
+		return nil, nil, "", usageErrorf("release bundle %s is not signed: %s is missing (build it with 'roost-image build --key KEY')",
+			dir, filepath.Join(dir, release.SignatureFile))
+	}
+	if pub == nil {
+		fmt.Fprintf(o.Err, "warning: the signature of %s was not checked locally (pass --key PUBKEY_FILE to check it)\n", filepath.Join(dir, release.ManifestFile))
+	}
+	manifest, err := os.ReadFile(filepath.Join(dir, release.ManifestFile))
+	if err != nil {
+		return nil, nil, "", usageError{err}
+	}
+	sig, err := os.ReadFile(filepath.Join(dir, release.SignatureFile))
+	if err != nil {
+		return nil, nil, "", usageError{err}
+	}
+	if _, ok := b.Manifest.Artifact("bootloader"); !ok {
+		o.debugf("bundle %s has no bootloader artifact", dir)
+	}
+	return b, manifest, strings.TrimSpace(string(sig)), nil
+}
+
+// releaseObject builds the ImageRelease of bundle b, keeping the channels,
+// labels and annotations of a stored one.
+func (o *options) releaseObject(ctx context.Context, conn *hubConn, b *release.Bundle, manifest []byte, sig string) (*roostv1.ImageRelease, error) {
+	m := b.Manifest
+	spec := &roostv1.ImageReleaseSpec{Version: m.Version, Components: m.Components, Signature: sig, Manifest: manifest}
+	for name, dst := range map[string]**roostv1.Artifact{"kernel": &spec.Kernel, "initrd": &spec.Initrd, "bootloader": &spec.BootLoader} {
+		if a, ok := m.Artifact(name); ok {
+			*dst = &roostv1.Artifact{Sha256: a.SHA256, Size: a.Size}
+		}
+	}
+	ir := &roostv1.ImageRelease{Metadata: &roostv1.ObjectMeta{Name: imageReleaseName(m.Version)}, Spec: spec}
+	cctx, cancel := o.withTimeout(ctx)
+	defer cancel()
+	resp, err := conn.hub.Get(cctx, &roostv1.GetRequest{Kind: "ImageRelease", Name: ir.Metadata.Name})
+	switch {
+	case apierror.Code(err) == codes.NotFound:
+	case err != nil:
+		return nil, o.wrapCallError(err)
+	default:
+		old := resp.GetObject().GetImageRelease()
+		spec.Channels = old.GetSpec().GetChannels()
+		ir.Metadata.Labels = old.GetMetadata().GetLabels()
+		ir.Metadata.Annotations = old.GetMetadata().GetAnnotations()
+	}
+	return ir, nil
+}
+
+// imageReleaseName is the hub's naming rule for ImageReleases (the hub
+// checks it): "v" and the lower-cased version, every character that is not
+// a letter or digit replaced by "-".
+func imageReleaseName(version string) string {
+	var b strings.Builder
+	b.WriteByte('v')
+	for _, c := range strings.ToLower(version) {
+		if (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') {
+			b.WriteRune(c)
+		} else {
+			b.WriteByte('-')
+		}
+	}
+	return b.String()
+}
+
+// pushArtifact uploads the part of artifact a (file path) the hub member
+// does not hold yet.
+func (o *options) pushArtifact(ctx context.Context, conn *hubConn, path string, a release.Artifact, showBar bool) (pushedArtifact, error) {
+	p := pushedArtifact{name: a.Name, sha256: a.SHA256, size: a.Size}
+	cctx, cancel := o.withTimeout(ctx)
+	st, err := conn.hub.StatArtifact(cctx, &roostv1.StatArtifactRequest{Sha256: a.SHA256})
+	cancel()
+	if err != nil {
+		return p, o.wrapCallError(err)
+	}
+	if st.GetComplete() {
+		o.debugf("%s sha256 %s: already stored", a.Name, a.SHA256)
+		return p, nil
+	}
+	offset := st.GetSize()
+	if offset > a.Size {
+		return p, fmt.Errorf("%s: the hub holds %d bytes of an upload of sha256 %s, more than its %d bytes", a.Name, offset, a.SHA256, a.Size)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return p, err
+	}
+	defer f.Close()
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		return p, err
+	}
+	var bar *progressbar.ProgressBar
+	if showBar {
+		bar = progressbar.NewOptions64(a.Size, progressbar.OptionSetWriter(o.Err), progressbar.OptionSetDescription(a.Name),
+			progressbar.OptionShowBytes(true), progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+		_ = bar.Set64(offset)
+		defer bar.Finish()
+	}
+	uctx, ucancel := context.WithCancel(ctx)
+	defer ucancel()
+	stream, err := conn.hub.PushArtifact(uctx)
+	if err != nil {
+		return p, o.wrapCallError(err)
+	}
+	sent := offset
+	first := true
+	for sent < a.Size || first {
+		// A fresh buffer per message: gRPC may keep a sent message.
+		buf := make([]byte, min(int64(pushChunkSize), a.Size-sent))
+		n, rerr := io.ReadFull(f, buf)
+		if rerr != nil {
+			return p, fmt.Errorf("%s: read %s at byte %d: %w (did the file change since it was checked?)", a.Name, path, sent+int64(n), rerr)
+		}
+		req := &roostv1.PushArtifactRequest{Data: buf}
+		if first {
+			req.Sha256, req.Size, req.Offset = a.SHA256, a.Size, offset
+			first = false
+		}
+		if err := stream.Send(req); err != nil {
+			if errors.Is(err, io.EOF) {
+				break // the hub ended the stream: CloseAndRecv says why
+			}
+			return p, o.wrapCallError(err)
+		}
+		sent += int64(n)
+		if bar != nil {
+			_ = bar.Set64(sent)
+		}
+	}
+	resp, err := stream.CloseAndRecv()
+	if err != nil {
+		return p, withContext{context: fmt.Sprintf("push %s (sha256 %s)", a.Name, a.SHA256), err: o.wrapCallError(err)}
+	}
+	if resp.GetSize() != a.Size {
+		return p, fmt.Errorf("push %s (sha256 %s): the hub stored %d of %d bytes; run the command again to resume", a.Name, a.SHA256, resp.GetSize(), a.Size)
+	}
+	p.uploaded = a.Size - offset
+	return p, nil
+}
+
+// isTerminal says whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
+}
+
+// formatBytes renders n bytes with a binary unit.
+func formatBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

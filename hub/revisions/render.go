@@ -1,0 +1,297 @@
+// Package revisions renders each claimed Server's Revision: the image
+// release plus an Ignition config (hostname, labels, network profile,
+// cluster join files, agent config, SSH keys) and the kernel command line,
+// numbered per Server. Its Controller runs on the leader only and writes
+// through PutRevision commands; Render is a pure function of its Inputs.
+package revisions
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/roostfleet/roost/agent/config"
+	"github.com/roostfleet/roost/hub/state"
+	"github.com/roostfleet/roost/imagebuilder/ignition"
+	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+	"github.com/roostfleet/roost/resource"
+)
+
+// Paths and names a Revision writes on the Server.
+const (
+	// NetworkProfilePath holds the Revision's NetworkProfile (YAML); the
+	// agent applies it at boot before it assesses the boot.
+	NetworkProfilePath = "/etc/roost/network.yaml"
+	// MachineFactsPath holds the Machine's facts (JSON): machine, pool,
+	// cluster, revision, hostname, labels.
+	MachineFactsPath = "/etc/roost/machine.json"
+	// StateDir is where the ROOST-STATE partition is mounted; the agent
+	// keeps its identity there across reboots.
+	StateDir = "/var/lib/roost"
+	// StateMountUnit mounts the ROOST-STATE partition at StateDir.
+	StateMountUnit = "var-lib-roost.mount"
+	// DefaultKernelArgs are used when the release names no command line:
+	// the console on the first screen and the first serial port.
+	DefaultKernelArgs = "console=tty0 console=ttyS0,115200n8"
+)
+
+// DefaultRequiredUnits must be active before the agent marks a boot good.
+var DefaultRequiredUnits = []string{"systemd-networkd.service", ignition.AgentUnitName}
+
+// Inputs is everything a Revision is rendered from. MachineClass,
+// NetworkProfile and Cluster may be nil (a Pool need not name them; a
+// standalone Machine has no Pool).
+type Inputs struct {
+	Machine        *roostv1.Machine
+	Server         *roostv1.Server
+	Pool           *roostv1.Pool
+	MachineClass   *roostv1.MachineClass
+	NetworkProfile *roostv1.NetworkProfile
+	Cluster        *roostv1.Cluster
+	Release        *roostv1.ImageRelease
+}
+
+// Hostname is the Machine's host name: spec.hostname, else its name.
+func (in Inputs) Hostname() string {
+	if h := in.Machine.GetSpec().GetHostname(); h != "" {
+		return h
+	}
+	return in.Machine.GetMetadata().GetName()
+}
+
+// Labels are the Server's operator labels (not the derived roost.io/
+// ones, which follow inventory) overlaid with the Pool's node labels.
+func (in Inputs) Labels() map[string]string {
+	out := map[string]string{}
+	for k, v := range in.Server.GetMetadata().GetLabels() {
+		if !state.IsDerivedLabel(k) {
+			out[k] = v
+		}
+	}
+	for k, v := range in.Pool.GetSpec().GetNodeLabels() {
+		out[k] = v
+	}
+	return out
+}
+
+// Hash is the hex sha256 of the inputs' parts that a Revision depends on
+// (names, specs and operator labels; not status or metadata bookkeeping).
+// A new Revision is rendered exactly when it changes.
+func (in Inputs) Hash() string {
+	h := sha256.New()
+	write := func(tag string, m proto.Message) {
+		b, _ := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+		fmt.Fprintf(h, "%s %d\n", tag, len(b))
+		h.Write(b)
+	}
+	fmt.Fprintf(h, "machine %s hostname %s pool %s\n", in.Machine.GetMetadata().GetName(), in.Hostname(), in.Pool.GetMetadata().GetName())
+	labels := in.Labels()
+	keys := make([]string, 0, len(labels))
+	for k := range labels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(h, "label %q=%q\n", k, labels[k])
+	}
+	write("pool", in.Pool.GetSpec())
+	write("class", in.MachineClass.GetSpec())
+	fmt.Fprintf(h, "profile %s\n", in.NetworkProfile.GetMetadata().GetName())
+	write("profile", in.NetworkProfile.GetSpec())
+	fmt.Fprintf(h, "cluster %s\n", in.Cluster.GetMetadata().GetName())
+	write("cluster", in.Cluster.GetSpec())
+	fmt.Fprintf(h, "release %s\n", in.Release.GetMetadata().GetName())
+	write("release", in.Release.GetSpec())
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// machineFacts is the content of MachineFactsPath.
+type machineFacts struct {
+	Machine  string            `json:"machine"`
+	Server   string            `json:"server"`
+	Pool     string            `json:"pool,omitempty"`
+	Cluster  string            `json:"cluster,omitempty"`
+	Revision int64             `json:"revision"`
+	Hostname string            `json:"hostname"`
+	Image    string            `json:"image"`
+	Labels   map[string]string `json:"labels,omitempty"`
+}
+
+// Render builds Revision number of in.Server. It fails when the release
+// lacks a kernel or initrd or its manifest, or the Ignition config does
+// not validate.
+func Render(in Inputs, number int64) (*roostv1.RevisionSpec, error) {
+	rel := in.Release.GetSpec()
+	if rel.GetKernel().GetSha256() == "" || rel.GetInitrd().GetSha256() == "" {
+		return nil, fmt.Errorf("ImageRelease %s has no kernel or initrd artifact", in.Release.GetMetadata().GetName())
+	}
+	if len(rel.GetManifest()) == 0 || rel.GetSignature() == "" {
+		return nil, fmt.Errorf("ImageRelease %s has no signed manifest (push it with roostctl image push)", in.Release.GetMetadata().GetName())
+	}
+	var manifest struct {
+		Cmdline []string `json:"cmdline"`
+	}
+	if err := json.Unmarshal(rel.GetManifest(), &manifest); err != nil {
+		return nil, fmt.Errorf("ImageRelease %s: manifest: %w", in.Release.GetMetadata().GetName(), err)
+	}
+	host := in.Hostname()
+	server := in.Server.GetMetadata().GetName()
+	args := manifest.Cmdline
+	if len(args) == 0 {
+		args = strings.Fields(DefaultKernelArgs)
+	}
+	args = append(append(append([]string(nil), args...), in.MachineClass.GetSpec().GetKernelArgs()...), "systemd.hostname="+host)
+
+	agentCfg, err := (&config.AgentConfig{APIVersion: config.APIVersion, Kind: config.Kind, StateDir: StateDir}).Marshal()
+	if err != nil {
+		return nil, err
+	}
+	facts, err := json.MarshalIndent(machineFacts{
+		Machine: in.Machine.GetMetadata().GetName(), Server: server, Pool: in.Pool.GetMetadata().GetName(),
+		Cluster: in.Cluster.GetMetadata().GetName(), Revision: number, Hostname: host,
+		Image: rel.GetVersion(), Labels: in.Labels(),
+	}, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	p := ignition.Params{
+		AgentConfig: agentCfg,
+		SSHKeys:     in.MachineClass.GetSpec().GetSshAuthorizedKeys(),
+		Files: []ignition.File{
+			{Path: "/etc/hostname", Mode: 0o644, Contents: []byte(host + "\n")},
+			{Path: MachineFactsPath, Mode: 0o644, Contents: append(facts, '\n')},
+		},
+		Units: []ignition.Unit{
+			{Name: StateMountUnit, Enabled: true, Contents: stateMount},
+			{Name: ignition.AgentUnitName, Dropins: map[string]string{"10-state.conf": agentStateDropin}},
+		},
+	}
+	if np := in.NetworkProfile; np != nil {
+		y, err := resource.Encode([]*roostv1.Object{resource.Wrap(np)}, "yaml")
+		if err != nil {
+			return nil, err
+		}
+		p.NetworkProfile, p.NetworkProfilePath = y, NetworkProfilePath
+		p.Files = append(p.Files, unmanagedLinks(np)...)
+	}
+	if cl := in.Cluster; cl != nil {
+		p.Files = append(p.Files, clusterFiles(cl)...)
+	}
+	ign, err := ignition.RenderJSON(p)
+	if err != nil {
+		return nil, fmt.Errorf("render Ignition config: %w", err)
+	}
+	mc := in.MachineClass.GetSpec()
+	spec := &roostv1.RevisionSpec{
+		Server: server, Number: number, Machine: in.Machine.GetMetadata().GetName(),
+		ImageRelease: in.Release.GetMetadata().GetName(), ImageVersion: rel.GetVersion(),
+		Kernel: rel.GetKernel(), Initrd: rel.GetInitrd(), BootLoader: rel.GetBootLoader(),
+		ReleaseManifest: rel.GetManifest(), ReleaseSignature: rel.GetSignature(),
+		KernelArgs: args, Ignition: ign,
+		InstallDisk: mc.GetInstallDisk(), WipeForeignDisks: mc.GetWipeForeignDisks(),
+		Hostname: host, NetworkProfile: in.NetworkProfile.GetMetadata().GetName(),
+		RequiredUnits: DefaultRequiredUnits,
+		InputsSha256:  in.Hash(),
+	}
+	return proto.Clone(spec).(*roostv1.RevisionSpec), nil
+}
+
+const stateMount = `# Roost: the install disk's STATE partition holds the agent's identity and caches.
+[Unit]
+Description=Roost STATE partition
+Before=local-fs.target
+
+[Mount]
+What=/dev/disk/by-partlabel/ROOST-STATE
+Where=` + StateDir + `
+Type=ext4
+Options=defaults,noatime
+
+[Install]
+WantedBy=local-fs.target
+`
+
+const agentStateDropin = `[Unit]
+RequiresMountsFor=` + StateDir + `
+`
+
+// unmanagedLinks are systemd-networkd files that keep networkd away from
+// every link the profile owns (matched as the profile matches them, and by
+// the names the agent gives them), so DHCP on other NICs goes on.
+func unmanagedLinks(np *roostv1.NetworkProfile) []ignition.File {
+	var files []ignition.File
+	add := func(id, match string) {
+		files = append(files, ignition.File{
+			Path: fmt.Sprintf("/etc/systemd/network/10-roost-%s.network", id), Mode: 0o644,
+			Contents: []byte("# Roost: NetworkProfile " + np.GetMetadata().GetName() + " owns this link.\n[Match]\n" + match + "[Link]\nUnmanaged=yes\n"),
+		})
+	}
+	s := np.GetSpec()
+	var names []string
+	for _, l := range s.GetLinks() {
+		names = append(names, l.GetName())
+		var m strings.Builder
+		if v := l.GetMatch().GetMac(); v != "" {
+			fmt.Fprintf(&m, "PermanentMACAddress=%s\n", strings.ToLower(v))
+		}
+		if v := l.GetMatch().GetName(); v != "" {
+			fmt.Fprintf(&m, "Name=%s\n", v)
+		}
+		if v := l.GetMatch().GetDriver(); v != "" {
+			fmt.Fprintf(&m, "Driver=%s\n", v)
+		}
+		if v := l.GetMatch().GetPciPath(); v != "" {
+			fmt.Fprintf(&m, "Path=pci-%s\n", v)
+		}
+		if m.Len() > 0 {
+			add("match-"+l.GetName(), m.String())
+		}
+	}
+	for _, b := range s.GetBonds() {
+		names = append(names, b.GetName())
+	}
+	for _, v := range s.GetVlans() {
+		names = append(names, v.GetName())
+	}
+	for _, b := range s.GetBridges() {
+		names = append(names, b.GetName())
+	}
+	for _, n := range names {
+		add(n, "Name="+n+"\n")
+	}
+	return files
+}
+
+// clusterFiles are the worker's join files: the cluster CA and a kubelet
+// bootstrap kubeconfig with the Cluster's bootstrap token (kubeadm's
+// layout under /etc/kubernetes).
+func clusterFiles(cl *roostv1.Cluster) []ignition.File {
+	s := cl.GetSpec()
+	kubeconfig := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: %[1]s
+  cluster:
+    server: %[2]s
+    certificate-authority: /etc/kubernetes/pki/ca.crt
+users:
+- name: kubelet-bootstrap
+  user:
+    token: %[3]s
+contexts:
+- name: bootstrap
+  context:
+    cluster: %[1]s
+    user: kubelet-bootstrap
+current-context: bootstrap
+`, cl.GetMetadata().GetName(), s.GetApiEndpoint(), s.GetBootstrapToken())
+	return []ignition.File{
+		{Path: "/etc/kubernetes/pki/ca.crt", Mode: 0o644, Contents: []byte(s.GetCaBundle())},
+		{Path: "/etc/kubernetes/bootstrap-kubelet.conf", Mode: 0o600, Contents: []byte(kubeconfig)},
+	}
+}
