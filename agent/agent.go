@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -85,6 +86,8 @@ type Options struct {
 	EnrollGate func(ctx context.Context) (release func(), err error)
 	// Observer is told about progress (may be nil).
 	Observer Observer
+	// Host installs and boots Revisions; nil only records desired state.
+	Host *Host
 }
 
 // Observer receives the agent's progress (the simulator counts it). Every
@@ -124,8 +127,9 @@ type Agent struct {
 	caPEM  []byte
 	state  State
 
-	hubs []string // try order
-	next int
+	hubs   []string // try order
+	next   int
+	hubsMu sync.Mutex // guards hubs writes and reads off the stream goroutine
 
 	anonTLS, mtls *tls.Config
 	conn          *grpc.ClientConn
@@ -134,6 +138,11 @@ type Agent struct {
 
 	heartbeat time.Duration // as the hub asked
 	sentInv   *roostv1.Inventory
+	// inv is the last inventory sent, for the host loop.
+	inv atomic.Pointer[roostv1.Inventory]
+	// host and hs are set when Options.Host is.
+	host *Host
+	hs   *hostState
 	invErr    error
 	backoff   Backoff
 }
@@ -160,6 +169,9 @@ func New(o Options) (*Agent, error) {
 	}
 	a := &Agent{o: o, log: o.Logger, heartbeat: DefaultHeartbeat}
 	a.backoff = Backoff{Base: o.BackoffBase, Max: o.BackoffMax}
+	if o.Host != nil {
+		a.host, a.hs = o.Host.withDefaults(), newHostState()
+	}
 	return a, nil
 }
 
@@ -179,6 +191,17 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	defer a.dropConn()
+	if a.host != nil {
+		if a.state.BootedRevision != a.host.BootedRevision {
+			a.state.BootedRevision = a.host.BootedRevision
+			if err := a.o.Store.SaveState(a.state); err != nil {
+				return fmt.Errorf("agent: %w", err)
+			}
+		}
+		hctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go a.hostLoop(hctx)
+	}
 	for ctx.Err() == nil {
 		var err error
 		started := a.o.Clock.Now()
@@ -287,6 +310,15 @@ func (a *Agent) load() error {
 	if err := a.setTLS(); err != nil {
 		return err
 	}
+	switch {
+	case len(a.o.Hubs) == 0:
+		a.o.Hubs = a.state.ConfiguredHubs
+	case !slices.Equal(a.o.Hubs, a.state.ConfiguredHubs):
+		a.state.ConfiguredHubs = slices.Clone(a.o.Hubs)
+		if err := s.SaveState(a.state); err != nil {
+			return fmt.Errorf("agent: %w", err)
+		}
+	}
 	a.setHubs(a.state.Hubs)
 	if len(a.hubs) == 0 {
 		return errors.New("agent: no hub addresses (give --hub or hubs: in the config)")
@@ -319,8 +351,24 @@ func (a *Agent) setHubs(from []string) {
 		return
 	}
 	rand.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
+	a.hubsMu.Lock()
 	a.hubs, a.next = all, 0
+	a.hubsMu.Unlock()
 }
+
+// hubList returns the hubs in try order, starting with the current one.
+func (a *Agent) hubList() []string {
+	a.hubsMu.Lock()
+	defer a.hubsMu.Unlock()
+	out := make([]string, 0, len(a.hubs))
+	for i := range a.hubs {
+		out = append(out, a.hubs[(a.next+i)%len(a.hubs)])
+	}
+	return out
+}
+
+// sentInventory is the inventory last sent to the hub (nil before).
+func (a *Agent) sentInventory() *roostv1.Inventory { return a.inv.Load() }
 
 func sorted(s []string) []string { s = slices.Clone(s); slices.Sort(s); return s }
 
@@ -578,6 +626,11 @@ func (a *Agent) session(ctx context.Context) (err error) {
 		return err
 	}
 	a.sentInv = inv
+	a.inv.Store(inv)
+	var dirty <-chan struct{}
+	if a.hs != nil {
+		dirty = a.hs.dirty
+	}
 
 	receiving = true
 	go func() {
@@ -677,6 +730,11 @@ func (a *Agent) session(ctx context.Context) (err error) {
 					return err
 				}
 				a.sentInv = inv
+				a.inv.Store(inv)
+			}
+		case <-dirty:
+			if err = send(a.statusMessage(a.sentInv)); err != nil {
+				return err
 			}
 		}
 	}
@@ -699,21 +757,29 @@ func (a *Agent) statusMessage(inv *roostv1.Inventory) *roostv1.AgentMessage {
 	if a.invErr != nil {
 		cond.Status, cond.Reason, cond.Message = "False", "Incomplete", a.invErr.Error()
 	}
-	return &roostv1.AgentMessage{Message: &roostv1.AgentMessage_Status{Status: &roostv1.AgentStatus{
+	st := &roostv1.AgentStatus{
 		Inventory: inv, BootedRevision: a.state.BootedRevision,
 		AppliedGeneration: a.state.LastAppliedGeneration, Conditions: []*roostv1.Condition{cond},
-	}}}
+	}
+	if a.hs != nil {
+		a.hs.report(st)
+	}
+	return &roostv1.AgentMessage{Message: &roostv1.AgentMessage_Status{Status: st}}
 }
 
-// applyDesired records a new desired state. Applying it is a no-op until
-// the Revision pipeline arrives (a later issue): the generation is stored
-// so that a reconnecting agent resumes from it (Hello.last_applied_generation).
+// applyDesired hands a desired state to the host loop (which installs,
+// stages and reboots into its Revision) and records its generation, so
+// that a reconnecting agent resumes from it (Hello.last_applied_generation).
+// Without a Host only the generation is recorded.
 func (a *Agent) applyDesired(d *roostv1.DesiredState, send func(*roostv1.AgentMessage) error) error {
+	if a.hs != nil {
+		a.hs.offer(d)
+	}
 	if d.GetGeneration() <= a.state.LastAppliedGeneration {
 		a.log.Debug("desired state already applied", "generation", d.GetGeneration())
 		return nil
 	}
-	a.log.Info("desired state received; nothing to apply yet (the Revision pipeline comes in a later issue)", "generation", d.GetGeneration(), "revision", d.GetRevision())
+	a.log.Info("desired state received", "generation", d.GetGeneration(), "revision", d.GetRevision(), "failed", d.GetFailed())
 	st := a.state
 	st.LastAppliedGeneration = d.GetGeneration()
 	if err := a.o.Store.SaveState(st); err != nil {

@@ -120,8 +120,8 @@ func TestEnrollConnectResume(t *testing.T) {
 		_, _, s, _, _, _ := hub.Snapshot()
 		return s[len(s)-1].GetAppliedGeneration() == 5
 	})
-	if !strings.Contains(r.log.String(), "Revision pipeline comes in a later issue") {
-		t.Error("the no-op apply is not logged")
+	if !strings.Contains(r.log.String(), "desired state received") {
+		t.Error("the desired state is not logged")
 	}
 	if err := r.halt(t); err != nil {
 		t.Fatal(err)

@@ -23,6 +23,10 @@ type State struct {
 	LastAppliedGeneration int64 `json:"lastAppliedGeneration,omitempty"`
 	// BootedRevision is the Revision number the Server runs (0: enrollment image).
 	BootedRevision int64 `json:"bootedRevision,omitempty"`
+	// ConfiguredHubs are the hub addresses the agent was configured with
+	// (they may differ from what the hub advertises, e.g. behind NAT); a
+	// later configuration without hubs (a Revision's) uses them.
+	ConfiguredHubs []string `json:"configuredHubs,omitempty"`
 }
 
 // Store keeps the agent's identity and progress. Missing items read as

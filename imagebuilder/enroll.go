@@ -46,10 +46,13 @@ type EnrollOptions struct {
 	// NetworkProfile is NetworkProfile YAML for enrollment (optional).
 	NetworkProfile []byte
 	SSHKeys        []string
-	UserConfigs    []ignition.Snippet
-	Format         iso.Format
-	Loaders        iso.BootLoaders
-	Cmdline        []string
+	// ReleaseKeys are PEM ed25519 public keys the agent trusts to sign
+	// the releases it installs (agent config releaseKeys).
+	ReleaseKeys []string
+	UserConfigs []ignition.Snippet
+	Format      iso.Format
+	Loaders     iso.BootLoaders
+	Cmdline     []string
 	// Now is the current time (for expiry checks); zero means time.Now.
 	Now      time.Time
 	Progress iso.Progress
@@ -150,12 +153,13 @@ func prepare(o EnrollOptions) (iso.Spec, error) {
 	cmdline = append(cmdline, o.Cmdline...)
 
 	ac := agentconfig.AgentConfig{
-		APIVersion: agentconfig.APIVersion,
-		Kind:       agentconfig.Kind,
-		Hubs:       o.Hubs,
-		CABundle:   string(o.CA),
-		Token:      o.Token,
-		StateDir:   agentconfig.DefaultStateDir,
+		APIVersion:  agentconfig.APIVersion,
+		Kind:        agentconfig.Kind,
+		Hubs:        o.Hubs,
+		CABundle:    string(o.CA),
+		Token:       o.Token,
+		StateDir:    agentconfig.DefaultStateDir,
+		ReleaseKeys: o.ReleaseKeys,
 	}
 	if err := ac.Validate(); err != nil {
 		return iso.Spec{}, fmt.Errorf("agent config: %w", err)

@@ -30,6 +30,7 @@
 package config
 
 import (
+	"crypto/ed25519"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
@@ -77,6 +78,33 @@ type AgentConfig struct {
 	Token string `json:"token,omitempty"`
 	// StateDir is the agent's state directory; empty means DefaultStateDir.
 	StateDir string `json:"stateDir,omitempty"`
+	// ReleaseKeys are PEM ed25519 public keys (PKIX, "PUBLIC KEY", as
+	// roost-image keygen writes them) the agent trusts to sign the image
+	// releases it installs. The agent keeps them in its state dir, so a
+	// Revision's configuration may leave them out.
+	ReleaseKeys []string `json:"releaseKeys,omitempty"`
+}
+
+// NetworkProfilePath is where a Revision's Ignition config writes the
+// Server's NetworkProfile (YAML); the agent applies it at start.
+const NetworkProfilePath = "/etc/roost/network.yaml"
+
+// ParseReleaseKey decodes one PEM ed25519 public key (PKIX). Errors say
+// what is wrong with the text.
+func ParseReleaseKey(text string) (ed25519.PublicKey, error) {
+	blk, _ := pem.Decode([]byte(text))
+	if blk == nil || blk.Type != "PUBLIC KEY" {
+		return nil, errors.New("not a PEM \"PUBLIC KEY\" block (use the .pub file roost-image keygen writes)")
+	}
+	k, err := x509.ParsePKIXPublicKey(blk.Bytes)
+	if err != nil {
+		return nil, err
+	}
+	pub, ok := k.(ed25519.PublicKey)
+	if !ok {
+		return nil, fmt.Errorf("a %T key, want ed25519", k)
+	}
+	return pub, nil
 }
 
 // Load reads and validates the file at path (see Validate with
@@ -131,6 +159,11 @@ func (c *AgentConfig) Validate() error {
 	if c.CABundle != "" {
 		if _, err := ParseCABundle([]byte(c.CABundle)); err != nil {
 			return fmt.Errorf("caBundle: %w", err)
+		}
+	}
+	for i, k := range c.ReleaseKeys {
+		if _, err := ParseReleaseKey(k); err != nil {
+			return fmt.Errorf("releaseKeys[%d]: %w", i, err)
 		}
 	}
 	if c.Token != "" && !ValidToken(c.Token) {

@@ -12,12 +12,15 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -25,8 +28,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/roostfleet/roost/agent"
+	"github.com/roostfleet/roost/agent/boot"
 	"github.com/roostfleet/roost/agent/config"
 	"github.com/roostfleet/roost/agent/sim"
+	"github.com/roostfleet/roost/imagebuilder/ignition"
 	"github.com/roostfleet/roost/version"
 )
 
@@ -34,6 +39,7 @@ import (
 const exitRefused = 2
 
 type flags struct {
+	manageHost                                bool
 	config, caFile, token, stateDir, logLevel string
 	hubs                                      []string
 	sysRoot, procRoot                         string
@@ -85,7 +91,14 @@ token; from then on it authenticates with its certificate alone.`,
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 			defer stop()
+			var host *agent.Host
+			if f.manageHost {
+				if host, err = newHost(cfg, log); err != nil {
+					return err
+				}
+			}
 			a, err := agent.New(agent.Options{
+				Host: host,
 				Hubs: cfg.Hubs, CA: ca, Token: cfg.Token, Version: version.Version,
 				Store:     agent.FileStore{Dir: cfg.StateDirOrDefault()},
 				Identity:  agent.SysfsIdentity{Root: f.sysRoot, PermAddr: agent.DefaultPermAddr},
@@ -107,6 +120,7 @@ token; from then on it authenticates with its certificate alone.`,
 	fl := root.Flags()
 	fl.StringVar(&f.config, "config", config.DefaultPath, "agent configuration file (missing is fine when the flags say enough)")
 	addCommon(root, &f)
+	fl.BoolVar(&f.manageHost, "manage-host", true, "install the disk, apply network profiles and reboot into Revisions\n(false: only enroll and report, e.g. when trying the agent on a workstation)")
 	fl.StringVar(&f.sysRoot, "sys-root", "/sys", "where sysfs is mounted (tests)")
 	fl.StringVar(&f.procRoot, "proc-root", "/proc", "where procfs is mounted (tests)")
 	_ = fl.MarkHidden("sys-root")
@@ -240,4 +254,47 @@ with --log-level info to see why.`,
 	fl.Duration("duration", 0, "stop after this long (0: run until stopped)")
 	fl.DurationVar(&o.ProgressEvery, "progress", time.Second, "how often to print the progress line")
 	return cmd
+}
+
+// newHost sets up the agent's OS side: the booted Revision from the kernel
+// command line, the network profiles to apply, and the trusted release
+// keys (from the config, kept in the state dir for later boots whose
+// config has none).
+func newHost(cfg *config.AgentConfig, log *slog.Logger) (*agent.Host, error) {
+	booted, err := boot.ReadBootedRevision()
+	if err != nil {
+		return nil, err
+	}
+	stateDir := cfg.StateDirOrDefault()
+	keysPath := filepath.Join(stateDir, agent.ReleaseKeysFile)
+	var pemKeys []string
+	if len(cfg.ReleaseKeys) > 0 {
+		pemKeys = cfg.ReleaseKeys
+		if err := os.MkdirAll(stateDir, 0o700); err != nil {
+			return nil, err
+		}
+		if err := config.WriteFileAtomic(keysPath, []byte(strings.Join(pemKeys, "\n")), 0o644); err != nil {
+			return nil, fmt.Errorf("keep the release keys: %w", err)
+		}
+	} else if data, err := os.ReadFile(keysPath); err == nil {
+		for rest := data; ; {
+			var blk *pem.Block
+			if blk, rest = pem.Decode(rest); blk == nil {
+				break
+			}
+			pemKeys = append(pemKeys, string(pem.EncodeToMemory(blk)))
+		}
+	}
+	var keys []ed25519.PublicKey
+	for i, k := range pemKeys {
+		pub, err := config.ParseReleaseKey(k)
+		if err != nil {
+			return nil, fmt.Errorf("release key %d: %w", i, err)
+		}
+		keys = append(keys, pub)
+	}
+	if len(keys) == 0 {
+		log.Warn("no trusted release keys (releaseKeys in the config): this Server will enroll but install no Revision")
+	}
+	return agent.NewHost(stateDir, booted, []string{ignition.EnrollNetworkPath, config.NetworkProfilePath}, keys)
 }

@@ -57,7 +57,7 @@ type enrollFlags struct {
 	pool                    string
 	expires                 string
 	networkProfile          string
-	sshKeys                 []string
+	sshKeys, releaseKeys    []string
 	userConfigs             []string
 	out                     string
 	format                  string
@@ -109,6 +109,7 @@ Roost's own files and the agent unit cannot be overridden (drop-ins can).`,
 	fl.StringVar(&f.expires, "expires", "", "token expiry: a duration from now (72h) or a time (2026-12-01T00:00:00Z); with --create-token its TTL")
 	fl.StringVar(&f.networkProfile, "network-profile", "", "NetworkProfile YAML applied while enrolling (bond/VLAN uplinks)")
 	fl.StringArrayVar(&f.sshKeys, "ssh-key", nil, "authorized_keys file for the user core (repeatable)")
+	fl.StringArrayVar(&f.releaseKeys, "release-key", nil, "ed25519 public key (.pub from roost-image keygen) the agent trusts to sign\nthe releases it installs (repeatable; without one the agent installs nothing)")
 	fl.StringArrayVar(&f.userConfigs, "user-config", nil, "Ignition JSON or Container Linux Config YAML to merge (repeatable)")
 	fl.StringVarP(&f.out, "output", "o", "", "output image file (required)")
 	fl.StringVar(&f.format, "format", "iso", "image format: iso (BIOS+UEFI, CD/virtual media) or raw (GPT disk, UEFI, USB)")
@@ -200,6 +201,10 @@ func runEnroll(cmd *cobra.Command, f enrollFlags) error {
 	if err != nil {
 		return err
 	}
+	releaseKeys, err := readAll("release key", f.releaseKeys)
+	if err != nil {
+		return err
+	}
 	confs, err := readAll("user config", f.userConfigs)
 	if err != nil {
 		return err
@@ -216,6 +221,9 @@ func runEnroll(cmd *cobra.Command, f enrollFlags) error {
 	}
 	for _, k := range keys {
 		o.SSHKeys = append(o.SSHKeys, string(k))
+	}
+	for _, k := range releaseKeys {
+		o.ReleaseKeys = append(o.ReleaseKeys, string(k))
 	}
 	for i, c := range confs {
 		o.UserConfigs = append(o.UserConfigs, ignition.Snippet{Name: f.userConfigs[i], Data: c})

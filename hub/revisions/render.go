@@ -26,7 +26,7 @@ import (
 const (
 	// NetworkProfilePath holds the Revision's NetworkProfile (YAML); the
 	// agent applies it at boot before it assesses the boot.
-	NetworkProfilePath = "/etc/roost/network.yaml"
+	NetworkProfilePath = config.NetworkProfilePath
 	// MachineFactsPath holds the Machine's facts (JSON): machine, pool,
 	// cluster, revision, hostname, labels.
 	MachineFactsPath = "/etc/roost/machine.json"

@@ -1,0 +1,105 @@
+package agent
+
+import (
+	"crypto/ed25519"
+	"time"
+
+	"github.com/vishvananda/netns"
+
+	"github.com/roostfleet/roost/agent/boot"
+	"github.com/roostfleet/roost/agent/install"
+	"github.com/roostfleet/roost/netprofiles"
+)
+
+// Defaults of Host.
+const (
+	// DefaultESPDir is where the agent mounts the install disk's ESP.
+	DefaultESPDir = "/run/roost/esp"
+	// DefaultStateMountDir is where the agent mounts the STATE partition
+	// while it runs from the enrollment image (on an installed Server the
+	// Revision mounts STATE at the state dir itself).
+	DefaultStateMountDir = "/run/roost/state"
+	// DefaultHealthTimeout bounds the boot assessment: a Revision whose
+	// checks do not pass within it is rebooted, so the boot loader's tries
+	// count down and it falls back to the previous entry.
+	DefaultHealthTimeout = 5 * time.Minute
+	// DefaultRetry is the pause before a failed install or staging step is
+	// tried again.
+	DefaultRetry = 30 * time.Second
+	// ReleaseKeysFile holds the trusted release keys in the state dir.
+	ReleaseKeysFile = "release-keys.pem"
+	// RevisionsDir holds, in the STATE partition, the spec of each staged
+	// Revision (N.json), read back at boot for its required units.
+	RevisionsDir = "revisions"
+	// CacheDir holds, in the STATE partition, the downloaded artifacts.
+	CacheDir = "cache"
+)
+
+// Host is the OS side of installing and booting Revisions. An Agent with a
+// nil Options.Host only records desired state (the simulator, most tests).
+// Every field but the keys has a real implementation (NewHost) and a fake.
+type Host struct {
+	Disks    install.Disks
+	Mounter  boot.Mounter
+	Units    boot.Units
+	Rebooter boot.Rebooter
+	// Netlink applies network profiles; nil skips them.
+	Netlink netprofiles.Netlink
+	// FindPartition returns the device of a GPT partition by name (see
+	// boot.FindPartition).
+	FindPartition func(name string) (string, error)
+
+	// BootedRevision is the Revision this boot runs (roost.revision= on
+	// the kernel command line); 0 means the enrollment image.
+	BootedRevision int64
+	// NetworkProfiles are NetworkProfile YAML files applied at start, in
+	// order (the Revision's, or the enrollment profile); missing files are
+	// skipped.
+	NetworkProfiles []string
+	// StateDir is the agent's state dir. On an installed Server it is the
+	// STATE partition's mount point.
+	StateDir string
+	// ESPDir and StateMountDir: see DefaultESPDir, DefaultStateMountDir.
+	ESPDir, StateMountDir string
+	// TrustedKeys verify release manifests; with none the agent refuses to
+	// install anything.
+	TrustedKeys []ed25519.PublicKey
+	// HealthTimeout: see DefaultHealthTimeout. Retry: see DefaultRetry.
+	HealthTimeout, Retry time.Duration
+}
+
+// NewHost returns the real Host: go-diskfs and mkfs for disks, mount(2),
+// systemd over its private D-Bus socket, netlink in this namespace.
+func NewHost(stateDir string, booted int64, profiles []string, keys []ed25519.PublicKey) (*Host, error) {
+	h := &Host{
+		Disks: install.OSDisks{}, Mounter: boot.OSMounter{}, Units: boot.Systemd{}, Rebooter: boot.Systemd{},
+		FindPartition: boot.FindPartition, BootedRevision: booted, NetworkProfiles: profiles,
+		StateDir: stateDir, TrustedKeys: keys,
+	}
+	nl, err := netprofiles.NewKernel(netns.None())
+	if err != nil {
+		return nil, err
+	}
+	h.Netlink = nl
+	return h, nil
+}
+
+func (h *Host) withDefaults() *Host {
+	c := *h
+	if c.ESPDir == "" {
+		c.ESPDir = DefaultESPDir
+	}
+	if c.StateMountDir == "" {
+		c.StateMountDir = DefaultStateMountDir
+	}
+	if c.HealthTimeout <= 0 {
+		c.HealthTimeout = DefaultHealthTimeout
+	}
+	if c.Retry <= 0 {
+		c.Retry = DefaultRetry
+	}
+	if c.FindPartition == nil {
+		c.FindPartition = boot.FindPartition
+	}
+	return &c
+}
