@@ -141,10 +141,10 @@ type Agent struct {
 	// inv is the last inventory sent, for the host loop.
 	inv atomic.Pointer[roostv1.Inventory]
 	// host and hs are set when Options.Host is.
-	host *Host
-	hs   *hostState
-	invErr    error
-	backoff   Backoff
+	host    *Host
+	hs      *hostState
+	invErr  error
+	backoff Backoff
 }
 
 // New checks o and returns an Agent; Run starts it.
