@@ -411,7 +411,7 @@ func (a *Agent) installDisk(ctx context.Context, client roostv1.AgentServiceClie
 		a.log.Info("install disk", "device", dev, "action", act)
 	}
 	statePart, espPart := partitionDevice(dev, install.StatePartition), partitionDevice(dev, install.ESPPartition)
-	if err := waitForDevice(ctx, a.o.Clock, espPart, statePart); err != nil {
+	if err := waitForDevice(ctx, a.o.Clock, dev, espPart, statePart); err != nil {
 		hs.set(CondInstalled, "False", "PrepareFailed", err.Error())
 		return err
 	}
@@ -635,10 +635,15 @@ func partitionDevice(dev string, n int) string {
 	return fmt.Sprintf("%s%d", dev, n)
 }
 
-// waitForDevice waits up to 10 s for device nodes to appear (the kernel
-// re-reads the partition table after Prepare). Paths that are not under
-// /dev (fake disks in tests) are not waited for.
-func waitForDevice(ctx context.Context, clock Clock, devs ...string) error {
+// waitForDevice waits up to 10 s for the partition device nodes devs of
+// disk to appear (the kernel re-reads the partition table after Prepare).
+// When disk is no device node (fake disks in tests are image files named
+// /dev/NAME only to Disks) nothing is waited for, and so are paths that
+// are not under /dev.
+func waitForDevice(ctx context.Context, clock Clock, disk string, devs ...string) error {
+	if st, err := os.Stat(disk); err != nil || st.Mode()&os.ModeDevice == 0 {
+		return nil
+	}
 	for _, d := range devs {
 		if !strings.HasPrefix(d, "/dev/") {
 			continue

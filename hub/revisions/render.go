@@ -99,8 +99,20 @@ func (in Inputs) Hash() string {
 	for _, k := range keys {
 		fmt.Fprintf(h, "label %q=%q\n", k, labels[k])
 	}
-	write("pool", in.Pool.GetSpec())
-	write("class", in.MachineClass.GetSpec())
+	// Pool and MachineClass fields that render into nothing (scaling,
+	// rollout policy, windows, the server selector) are left out: changing
+	// them must not make every Machine of the pool reboot.
+	pool, class := &roostv1.PoolSpec{}, &roostv1.MachineClassSpec{}
+	if s := in.Pool.GetSpec(); s != nil {
+		pool = proto.Clone(s).(*roostv1.PoolSpec)
+	}
+	pool.Replicas, pool.Rollout, pool.MaintenanceWindows = nil, nil, nil
+	write("pool", pool)
+	if s := in.MachineClass.GetSpec(); s != nil {
+		class = proto.Clone(s).(*roostv1.MachineClassSpec)
+	}
+	class.ServerSelector = nil
+	write("class", class)
 	fmt.Fprintf(h, "profile %s\n", in.NetworkProfile.GetMetadata().GetName())
 	write("profile", in.NetworkProfile.GetSpec())
 	fmt.Fprintf(h, "cluster %s\n", in.Cluster.GetMetadata().GetName())

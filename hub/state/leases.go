@@ -40,7 +40,10 @@ func (a *applier) grantLease(c *roostv1.GrantLease) ([]*roostv1.ApplyResult, *ap
 	if aerr != nil {
 		return nil, aerr
 	}
-	if old == nil && pool != "" {
+	// A Lease that expired is no longer held: asking again counts against
+	// the pool like a new Lease (its object is renewed when granted).
+	held := old != nil && old.GetSpec().GetExpiresAt().AsTime().After(now.AsTime())
+	if !held && pool != "" {
 		maxUnavailable := max(c.GetMaxUnavailable(), 1)
 		var holders []string
 		it, err := a.txn.Get(kindLease, indexID)

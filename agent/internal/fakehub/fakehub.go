@@ -115,6 +115,82 @@ type Hub struct {
 	Statuses    []*roostv1.AgentStatus
 	Heartbeats  int
 	Streams     []chan *roostv1.HubMessage
+
+	// Blobs are served by FetchArtifact, by sha256 (set before the agent
+	// fetches, or under Mu).
+	Blobs map[string][]byte
+	// Lease answers AcquireLease call number n (from 0); nil grants every
+	// call with fencing token 100+n. Set before the agent asks, or under Mu.
+	Lease func(n int, req *roostv1.AcquireLeaseRequest) (*roostv1.AcquireLeaseResponse, error)
+	// LeaseRequests are the AcquireLease calls so far.
+	LeaseRequests []*roostv1.AcquireLeaseRequest
+	// Fetches are the sha256 digests FetchArtifact was asked for.
+	Fetches []string
+}
+
+// FetchArtifact streams a blob from Blobs in 64 KiB chunks from the
+// requested offset; the first chunk carries the size.
+func (h *Hub) FetchArtifact(req *roostv1.FetchArtifactRequest, stream grpc.ServerStreamingServer[roostv1.ArtifactChunk]) error {
+	if peerCN(stream.Context()) == "" {
+		return status.Error(codes.Unauthenticated, "no client certificate")
+	}
+	h.Mu.Lock()
+	data, ok := h.Blobs[req.GetSha256()]
+	h.Fetches = append(h.Fetches, req.GetSha256())
+	h.Mu.Unlock()
+	if !ok {
+		return status.Errorf(codes.NotFound, "artifact sha256 %s is not stored", req.GetSha256())
+	}
+	off := req.GetOffset()
+	if off < 0 || off > int64(len(data)) {
+		return status.Errorf(codes.InvalidArgument, "offset %d out of range", off)
+	}
+	first := true
+	for off < int64(len(data)) || first {
+		end := min(off+64<<10, int64(len(data)))
+		c := &roostv1.ArtifactChunk{Data: data[off:end]}
+		if first {
+			c.Size, first = int64(len(data)), false
+		}
+		if err := stream.Send(c); err != nil {
+			return err
+		}
+		off = end
+	}
+	return nil
+}
+
+// AcquireLease records the request and answers with Lease.
+func (h *Hub) AcquireLease(ctx context.Context, req *roostv1.AcquireLeaseRequest) (*roostv1.AcquireLeaseResponse, error) {
+	if peerCN(ctx) == "" {
+		return nil, status.Error(codes.Unauthenticated, "no client certificate")
+	}
+	h.Mu.Lock()
+	n := len(h.LeaseRequests)
+	h.LeaseRequests = append(h.LeaseRequests, req)
+	answer := h.Lease
+	h.Mu.Unlock()
+	if answer == nil {
+		return &roostv1.AcquireLeaseResponse{Granted: true, FencingToken: uint64(100 + n)}, nil
+	}
+	return answer(n, req)
+}
+
+// Leases returns the AcquireLease requests so far.
+func (h *Hub) Leases() []*roostv1.AcquireLeaseRequest {
+	h.Mu.Lock()
+	defer h.Mu.Unlock()
+	return append([]*roostv1.AcquireLeaseRequest(nil), h.LeaseRequests...)
+}
+
+// LastStatus returns the newest status the agent sent, or nil.
+func (h *Hub) LastStatus() *roostv1.AgentStatus {
+	h.Mu.Lock()
+	defer h.Mu.Unlock()
+	if len(h.Statuses) == 0 {
+		return nil
+	}
+	return h.Statuses[len(h.Statuses)-1]
 }
 
 func Start(t testing.TB, ca *CA) *Hub {
