@@ -386,69 +386,79 @@ func (a *Agent) roll(ctx context.Context, d *roostv1.DesiredState) (time.Duratio
 }
 
 // installDisk makes sure the install disk is prepared, the boot loader
-// installed, STATE holds the agent's identity and the ESP is mounted.
+// installed, STATE holds the agent's identity and the ESP is mounted. An
+// installed Server (booted from disk) only mounts its ESP: its STATE is
+// mounted at the state dir, and the disk is in use.
 func (a *Agent) installDisk(ctx context.Context, client roostv1.AgentServiceClient, spec *roostv1.RevisionSpec, inv *roostv1.Inventory) error {
 	h, hs := a.host, a.hs
 	if hs.espMounted {
 		return nil
 	}
-	disk, err := install.Choose(inv.GetDisks(), spec.GetInstallDisk())
-	if err != nil {
-		hs.set(CondInstalled, "False", "NoInstallDisk", err.Error())
+	fail := func(reason string, err error) error {
+		hs.set(CondInstalled, "False", reason, err.Error())
 		return err
 	}
+	if h.BootedRevision > 0 {
+		hs.stateRoot = h.StateDir
+		if err := a.mountESP(""); err != nil {
+			return fail("NoESP", err)
+		}
+		hs.set(CondInstalled, "True", "Installed", "booted from the install disk")
+		return nil
+	}
+	disk, err := install.Choose(inv.GetDisks(), spec.GetInstallDisk())
+	if err != nil {
+		return fail("NoInstallDisk", err)
+	}
 	dev := install.DevicePath(disk)
+	// The raw disk is written with no partition of it mounted: an earlier
+	// attempt may have left STATE mounted.
+	if hs.stateRoot == h.StateMountDir {
+		if err := h.Mounter.Unmount(h.StateMountDir); err != nil {
+			return fail("PrepareFailed", err)
+		}
+		hs.stateRoot = ""
+	}
 	res, err := install.Prepare(ctx, h.Disks, dev, install.Options{AllowWipe: spec.GetWipeForeignDisks()})
 	if err != nil {
 		reason := "PrepareFailed"
 		if errors.Is(err, install.ErrForeignDisk) {
 			reason = "ForeignDisk"
 		}
-		hs.set(CondInstalled, "False", reason, err.Error())
-		return err
+		return fail(reason, err)
 	}
 	for _, act := range res.Actions {
 		a.log.Info("install disk", "device", dev, "action", act)
 	}
-	statePart, espPart := partitionDevice(dev, install.StatePartition), partitionDevice(dev, install.ESPPartition)
-	if err := waitForDevice(ctx, a.o.Clock, dev, espPart, statePart); err != nil {
-		hs.set(CondInstalled, "False", "PrepareFailed", err.Error())
-		return err
-	}
-	if h.BootedRevision == 0 {
-		if err := h.Mounter.Mount(statePart, h.StateMountDir, "ext4"); err != nil {
-			hs.set(CondInstalled, "False", "PrepareFailed", err.Error())
-			return err
-		}
-		hs.stateRoot = h.StateMountDir
-	} else {
-		hs.stateRoot = h.StateDir
-	}
-	if err := a.persistIdentity(); err != nil {
-		hs.set(CondInstalled, "False", "PrepareFailed", err.Error())
-		return err
-	}
 	if spec.GetBootLoader().GetSha256() == "" {
-		err := errors.New("the image release has no boot loader artifact")
-		hs.set(CondInstalled, "False", "NoBootLoader", err.Error())
-		return err
+		return fail("NoBootLoader", errors.New("the image release has no boot loader artifact"))
 	}
-	path, err := fetch.Fetch(ctx, client, spec.GetBootLoader(), filepath.Join(hs.stateRoot, CacheDir), nil)
+	// systemd-boot is small: fetched to RAM, so the disk stays unmounted
+	// until the boot loader is on it
+	path, err := fetch.Fetch(ctx, client, spec.GetBootLoader(), filepath.Join(filepath.Dir(h.StateMountDir), "bootloader"), nil)
 	if err != nil {
-		hs.set(CondInstalled, "False", "ArtifactsUnavailable", err.Error())
-		return err
+		return fail("ArtifactsUnavailable", err)
 	}
 	efi, err := os.ReadFile(path)
 	if err != nil {
-		return err
+		return fail("BootLoaderFailed", err)
 	}
 	if err := install.InstallBootLoader(ctx, h.Disks, dev, efi); err != nil {
-		hs.set(CondInstalled, "False", "BootLoaderFailed", err.Error())
-		return err
+		return fail("BootLoaderFailed", err)
+	}
+	statePart, espPart := partitionDevice(dev, install.StatePartition), partitionDevice(dev, install.ESPPartition)
+	if err := waitForDevice(ctx, a.o.Clock, dev, espPart, statePart); err != nil {
+		return fail("PrepareFailed", err)
+	}
+	if err := h.Mounter.Mount(statePart, h.StateMountDir, "ext4"); err != nil {
+		return fail("PrepareFailed", err)
+	}
+	hs.stateRoot = h.StateMountDir
+	if err := a.persistIdentity(); err != nil {
+		return fail("PrepareFailed", err)
 	}
 	if err := a.mountESP(espPart); err != nil {
-		hs.set(CondInstalled, "False", "PrepareFailed", err.Error())
-		return err
+		return fail("PrepareFailed", err)
 	}
 	hs.set(CondInstalled, "True", "Installed", fmt.Sprintf("install disk %s (%s): %s and %s, systemd-boot", dev, install.FormatSize(disk.GetSizeBytes()), install.ESPName, install.StateName))
 	return nil

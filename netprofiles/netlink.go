@@ -70,20 +70,22 @@ type Kernel struct {
 }
 
 // NewKernel opens a netlink handle in the namespace ns; pass
-// netns.None() for the caller's own namespace.
+// netns.None() for the caller's own namespace. It speaks NETLINK_ROUTE
+// only (links, addresses, routes): the library's default also opens XFRM
+// and NETFILTER sockets, which fail on kernels without those modules.
 func NewKernel(ns netns.NsHandle) (*Kernel, error) {
 	var h *netlink.Handle
 	var err error
 	var sock *nl.NetlinkSocket
 	if ns.IsOpen() {
-		if h, err = netlink.NewHandleAt(ns); err != nil {
+		if h, err = netlink.NewHandleAt(ns, unix.NETLINK_ROUTE); err != nil {
 			return nil, err
 		}
 		if sock, err = nl.GetNetlinkSocketAt(ns, netns.None(), unix.NETLINK_ROUTE); err != nil {
 			h.Close()
 			return nil, err
 		}
-	} else if h, err = netlink.NewHandle(); err != nil {
+	} else if h, err = netlink.NewHandle(unix.NETLINK_ROUTE); err != nil {
 		return nil, err
 	}
 	k := &Kernel{Handle: h, SysfsRoot: "/sys"}
