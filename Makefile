@@ -14,9 +14,9 @@ PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 .DEFAULT_GOAL := help
 
 help: ## show this help
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-build: ## build roost-hub and roostctl into bin/
+build: ## build roost-hub, roostctl, roost-agent and roost-image into bin/
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...
 
 test: test-unit test-root e2e ## run every test tier CI runs (unit, root/integration, e2e)
@@ -27,8 +27,9 @@ test-unit: ## fast unit tests (no root, no processes, no VMs)
 test-root: build ## integration tests: real hub processes and Raft clusters on loopback; network-namespace tests need root
 	ROOST_BIN=$(BIN) $(GO) test -v -count=1 -timeout 30m -run . ./test/... ./netprofiles/
 
-e2e: testbed ## QEMU end-to-end tests: the enrollment ISO boots under SeaBIOS and OVMF and enrolls with a real hub
-	ROOST_E2E=1 ROOST_BIN=$(BIN) $(GO) test -v -count=1 -timeout 40m ./imagebuilder/e2e/
+e2e: testbed ## QEMU end-to-end tests (no KVM needed; ~30-45 min): the ISO enrolls under SeaBIOS and OVMF; the main job on a UEFI server (test/e2e)
+	./images/deps.sh --e2e
+	ROOST_E2E=1 ROOST_BIN=$(BIN) $(GO) test -v -count=1 -p 1 -timeout 60m ./imagebuilder/e2e/ ./test/e2e/
 
 testbed: build ## build the testbed OS release bundle from Debian packages (cached in _output/testbed; installs debootstrap etc.)
 	ROOST_BIN=$(BIN) ./images/testbed/build.sh
@@ -62,7 +63,7 @@ check-generated: generate ## fail when committed generated code differs from `ma
 	@git diff --exit-code -- proto docs/cli || { echo "generated code is stale: run 'make generate' and commit"; exit 1; }
 	@test -z "$$(git status --porcelain -- proto docs/cli)" || { git status --porcelain -- proto docs/cli; echo "untracked generated files: run 'make generate' and commit"; exit 1; }
 
-demo: ## run the main job (arrives with the main-job issue): for now a single hub with the examples applied
+demo: ## the main job, narrated: a hub, the testbed image, a QEMU server that enrolls, is assigned to pool demo and boots from disk (hack/demo.sh)
 	./hack/demo.sh
 
 .PHONY: help build test test-unit test-root e2e testbed testbin bench lint tools generate check-generated demo

@@ -1,25 +1,184 @@
 #!/usr/bin/env bash
-# make demo: the main job as far as it exists today. Starts a one-member hub
-# in a temporary directory, applies the example fleet manifests with roostctl,
-# reads them back, and stops the hub. (The QEMU enrollment and reboot part
-# arrives with the main-job issue.)
+# make demo: the Roost main job on your machine, narrated.
+#
+#   1. installs what it needs (images/deps.sh --e2e: QEMU, OVMF, OpenSSH
+#      client, jq) and builds the binaries and the testbed OS (make build testbed)
+#   2. starts a one-member hub in a temporary directory (loopback only)
+#   3. pushes the testbed OS release to the hub (roostctl image push)
+#   4. bakes an enrollment ISO (roost-image enroll) that calls home to the hub
+#   5. applies a small fleet (examples/demo.yaml: NetworkProfile, MachineClass
+#      with an SSH key made for this run, Pool "demo" of standalone hosts)
+#   6. boots a UEFI QEMU server with an empty 10 GiB disk and the ISO
+#   7. waits until the server has enrolled, assigns it to pool demo as
+#      demo-1, and follows its Machine: Scheduled, Provisioned (the agent
+#      installed the disk and the server rebooted into its Revision), Ready
+#   8. tells you how to log in and look around; Enter (or Ctrl-C) stops
+#      the server and the hub.
+#
+# QEMU runs without KVM when there is none: expect 5-15 minutes in total.
+# Needs root (the testbed OS is built with debootstrap).
+# Env: ROOST_DEMO_PORT_BASE (default 27440: hub API +3, Raft +4, HTTP +5,
+#      SSH to the server +6), ROOST_DEMO_TIMEOUT (seconds, default 2400),
+#      ROOST_DEMO_WAIT=0 to stop right after Ready instead of waiting for Enter.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-make --no-print-directory build
+
+t0=$(date +%s)
+say() { printf '\n[%4ds] %s\n' "$(($(date +%s) - t0))" "$*"; }
+die() { printf '\ndemo: %s\n' "$*" >&2; exit 1; }
+
+base=${ROOST_DEMO_PORT_BASE:-27440}
+api_port=$((base + 3)) raft_port=$((base + 4)) http_port=$((base + 5)) ssh_port=$((base + 6))
+timeout=${ROOST_DEMO_TIMEOUT:-2400}
+uuid=6f0e3c2a-52d1-4b7e-9a51-0000000de301
+mac=52:54:00:de:30:01
+
+port_busy() {
+	if command -v ss >/dev/null; then
+		[ -n "$(ss -Hltn "sport = :$1" 2>/dev/null)" ]
+	else
+		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+	fi
+}
+for p in $api_port $raft_port $http_port $ssh_port; do
+	port_busy "$p" && die "port 127.0.0.1:$p is in use; pick other ports with ROOST_DEMO_PORT_BASE=N (uses N+3..N+6)"
+done
+
+# ---- 1. prerequisites ---------------------------------------------------------
+say "Prerequisites: QEMU, OVMF, OpenSSH client, jq (images/deps.sh --e2e); binaries and the testbed OS (make build testbed)"
+[ "$(id -u)" = 0 ] || die "run as root: images/deps.sh installs packages and the testbed OS is built with debootstrap"
+./images/deps.sh --e2e
+make --no-print-directory build testbed
+for c in qemu-system-x86_64 jq ssh ssh-keygen; do command -v "$c" >/dev/null || die "$c missing after images/deps.sh --e2e"; done
+bundle=_output/testbed/bundle
+[ -f "$bundle/release.json" ] || die "no testbed release bundle in $bundle"
+
 dir=$(mktemp -d /tmp/roost-demo.XXXXXX)
-api=127.0.0.1:17443
-bin/roost-hub --data-dir "$dir/hub" --api-addr "$api" --raft-addr 127.0.0.1:17444 --http-addr 127.0.0.1:17480 \
-  2>"$dir/hub.log" &
-hub=$!
-trap 'kill $hub 2>/dev/null; wait $hub 2>/dev/null || true; echo "hub log and data: $dir"' EXIT
-export ROOST_CONFIG="$dir/hub/admin.conf"
-for _ in $(seq 100); do [ -s "$ROOST_CONFIG" ] && break; sleep 0.1; done
-[ -s "$ROOST_CONFIG" ] || { echo "hub did not write $ROOST_CONFIG"; cat "$dir/hub.log"; exit 1; }
-run() { echo; echo "\$ $*"; "$@"; }
+hub_pid= vm_pid=
+cleanup() {
+	trap - EXIT INT TERM
+	[ -n "$vm_pid" ] && { kill "$vm_pid" 2>/dev/null; wait "$vm_pid" 2>/dev/null || true; }
+	[ -n "$hub_pid" ] && { kill "$hub_pid" 2>/dev/null; wait "$hub_pid" 2>/dev/null || true; }
+	echo
+	echo "demo: stopped the server and the hub. Logs and data stay in $dir (console.log, hub.log, hub/)."
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# ---- 2. hub -----------------------------------------------------------------
+say "Starting a one-member hub (API 127.0.0.1:$api_port, data $dir/hub, log $dir/hub.log)"
+bin/roost-hub --data-dir "$dir/hub" --api-addr "127.0.0.1:$api_port" --raft-addr "127.0.0.1:$raft_port" \
+	--http-addr "127.0.0.1:$http_port" >"$dir/hub.log" 2>&1 &
+hub_pid=$!
+export ROOST_CONFIG=$dir/hub/admin.conf
+for _ in $(seq 300); do [ -s "$ROOST_CONFIG" ] && break; kill -0 "$hub_pid" 2>/dev/null || break; sleep 0.2; done
+[ -s "$ROOST_CONFIG" ] || { tail -20 "$dir/hub.log" >&2; die "the hub wrote no $ROOST_CONFIG"; }
+run() { printf '$ %s\n' "$*"; "$@"; }
+ctl() { bin/roostctl "$@"; }
 run bin/roostctl hub members
-run bin/roostctl apply -f examples/all.yaml
-run bin/roostctl apply -f examples/all.yaml
-run bin/roostctl get pools -o wide
-run bin/roostctl get pool workers -o yaml
-run bin/roostctl describe cluster prod
-echo; echo "\$ curl -s http://127.0.0.1:17480/healthz"; curl -s http://127.0.0.1:17480/healthz
+
+# ---- 3. image ---------------------------------------------------------------
+say "Pushing the testbed OS release to the hub"
+relkey=_output/testbed/release-key.pub
+[ -f "$relkey" ] || die "no $relkey (make testbed signs the bundle with it)"
+run bin/roostctl image push "$bundle" --key "$relkey"
+
+# ---- 4. enrollment ISO --------------------------------------------------------
+say "Baking the enrollment ISO (the guest reaches the hub as 10.0.2.2:$api_port)"
+run bin/roost-image enroll --release "$bundle" --config "$ROOST_CONFIG" --hub "10.0.2.2:$api_port" \
+	--release-key "$relkey" --create-token --expires 2h -o "$dir/enroll.iso"
+
+# ---- 5. fleet -----------------------------------------------------------------
+say "Applying the demo fleet (examples/demo.yaml) with an SSH key made for this run"
+ssh-keygen -q -t ed25519 -N '' -C roost-demo -f "$dir/id_ed25519"
+pub=$(cat "$dir/id_ed25519.pub")
+awk -v k="$pub" '/^    - ssh-ed25519 / { print "    - " k; next } { print }' examples/demo.yaml >"$dir/demo.yaml"
+run bin/roostctl apply -f "$dir/demo.yaml"
+
+# ---- 6. the server --------------------------------------------------------------
+truncate -s 10G "$dir/disk.raw"
+cp /usr/share/OVMF/OVMF_VARS_4M.fd "$dir/vars.fd"
+say "Booting the server: UEFI QEMU, empty 10 GiB disk, the ISO as CD-ROM (console: tail -f $dir/console.log)"
+qemu-system-x86_64 -name roost-demo -machine pc -m 1536 -smp 1 \
+	-display none -monitor none -nodefaults -vga std \
+	-drive if=pflash,format=raw,unit=0,readonly=on,file=/usr/share/OVMF/OVMF_CODE_4M.fd \
+	-drive "if=pflash,format=raw,unit=1,file=$dir/vars.fd" \
+	-smbios "type=1,manufacturer=Roost,product=demo,uuid=$uuid" \
+	-chardev "file,id=con0,path=$dir/console.log,append=on" -serial chardev:con0 \
+	-drive "if=none,id=disk0,format=raw,file=$dir/disk.raw" -device virtio-blk-pci,drive=disk0,serial=roost-demo-disk0,bootindex=0 \
+	-drive "if=none,id=cd0,media=cdrom,readonly=on,file=$dir/enroll.iso" -device ide-cd,drive=cd0,bootindex=1 \
+	-netdev "user,id=mgmt,hostfwd=tcp:127.0.0.1:$ssh_port-:22" -device "virtio-net-pci,netdev=mgmt,mac=$mac,romfile=" \
+	>"$dir/qemu.log" 2>&1 &
+vm_pid=$!
+
+deadline=$((t0 + timeout))
+check_alive() {
+	kill -0 "$vm_pid" 2>/dev/null || { tail -5 "$dir/qemu.log" >&2; die "QEMU exited (see $dir/qemu.log)"; }
+	kill -0 "$hub_pid" 2>/dev/null || { tail -20 "$dir/hub.log" >&2; die "the hub exited (see $dir/hub.log)"; }
+	[ "$(date +%s)" -lt "$deadline" ] || die "gave up after ${timeout}s (ROOST_DEMO_TIMEOUT); console: $dir/console.log, hub log: $dir/hub.log"
+}
+
+# ---- 7. enroll, assign, follow ------------------------------------------------
+# items of a roostctl -o json answer: a List, or one bare object
+items='if .kind == "List" then .items[] else . end'
+server= last=
+while :; do
+	check_alive
+	line=$(ctl get servers -o json 2>/dev/null | jq -r "$items | select(.spec.systemUuid == \"$uuid\" or .metadata.name == \"$uuid\") | \"\(.metadata.name) \(.status.state // \"\")\"" 2>/dev/null | head -1 || true)
+	if [ -n "$line" ]; then
+		server=${line%% *} state=${line#* }
+		if [ "$state" != "$last" ]; then
+			[ -z "$last" ] && say "Enrolled: the server's agent called home; Server $server"
+			say "Server $server: $state"
+			last=$state
+		fi
+		[ "$state" = Available ] && break
+	fi
+	sleep 3
+done
+
+say "Assigning the server to pool demo as demo-1"
+echo "\$ bin/roostctl pool assign demo $server --hostname demo-1 -o json"
+out=$(bin/roostctl pool assign demo "$server" --hostname demo-1 -o json)
+echo "$out"
+machine=$(jq -r '[.. | objects | select(.kind? == "Machine") | .metadata.name] | first // empty' <<<"$out" 2>/dev/null || true)
+while [ -z "$machine" ]; do
+	check_alive
+	machine=$(ctl get machines -o json 2>/dev/null | jq -r "$items | select(.spec.server == \"$server\") | .metadata.name" 2>/dev/null | head -1 || true)
+	[ -n "$machine" ] || sleep 2
+done
+say "Machine $machine claims Server $server"
+
+seen=" " rev=0 booted=0
+while :; do
+	check_alive
+	m=$(ctl get machine "$machine" -o json 2>/dev/null || true)
+	[ -n "$m" ] || { sleep 3; continue; }
+	phase=$(jq -r '.status.phase // ""' <<<"$m")
+	r=$(jq -r '.status.revision // 0 | tonumber' <<<"$m")
+	b=$(jq -r '.status.bootedRevision // 0 | tonumber' <<<"$m")
+	if [ "$r" != "$rev" ] && [ "$r" != 0 ]; then say "Revision $r rendered for $server (the agent installs the disk, stages it and reboots when it holds a Lease)"; rev=$r; fi
+	if [ "$b" != "$booted" ] && [ "$b" != 0 ]; then say "The server booted revision $b from its disk"; booted=$b; fi
+	case "$seen" in *" $phase "*) ;; *)
+		[ -n "$phase" ] && say "Machine $machine: $phase" && seen="$seen$phase "
+	esac
+	[ "$phase" = Ready ] && [ "$r" != 0 ] && [ "$b" = "$r" ] && break
+	sleep 3
+done
+say "Ready: demo-1 runs revision $rev from its disk (elapsed since the start of the demo)"
+
+# ---- 8. look around -------------------------------------------------------------
+cat <<EOF
+
+Look around (in another terminal):
+  export ROOST_CONFIG=$ROOST_CONFIG
+  $PWD/bin/roostctl get servers -o wide
+  $PWD/bin/roostctl get machines -o wide
+  $PWD/bin/roostctl describe machine $machine
+  ssh -i $dir/id_ed25519 -p $ssh_port -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null core@127.0.0.1
+      (then: hostname; ip -br addr; ip -d link show br-demo)
+  tail -f $dir/console.log        # the server's serial console
+EOF
+if [ "${ROOST_DEMO_WAIT:-1}" != 0 ] && [ -t 0 ]; then
+	read -r -p $'\nPress Enter to stop the server and the hub. ' _ || true
+fi

@@ -2,13 +2,14 @@
 # Install the Debian packages the image builder uses on the build host:
 # boot loaders baked into enrollment images (isolinux, syslinux-common,
 # grub-efi-amd64-bin), systemd-boot for release bundles (systemd-boot-efi),
-# and, with --e2e / --bench, QEMU + OVMF for boot tests and xorriso as the
+# and, with --e2e / --bench, QEMU + OVMF (plus the OpenSSH client and jq the
+# main-job test and make demo use) for boot tests and xorriso as the
 # benchmark baseline. Idempotent; needs root.
 set -euo pipefail
 pkgs=(isolinux syslinux-common grub-efi-amd64-bin systemd-boot-efi)
 for a in "$@"; do
 	case $a in
-	--e2e) pkgs+=(qemu-system-x86 ovmf) ;;
+	--e2e) pkgs+=(qemu-system-x86 ovmf openssh-client jq) ;;
 	--bench) pkgs+=(xorriso) ;;
 	*) echo "usage: $0 [--e2e] [--bench]" >&2; exit 2 ;;
 	esac

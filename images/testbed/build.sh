@@ -3,7 +3,8 @@
 #   Debian's kernel (linux-image-amd64) + an initrd that is a whole small
 #   systemd root file system (debootstrap minbase + packages.txt), the kernel
 #   modules of modules.txt (with dependencies), Debian's ignition run at boot
-#   against the config the enrollment image appends, and roost-agent.
+#   against the config the enrollment image appends, roost-agent, and sshd
+#   (keys for "core" from Ignition; host keys generated at boot).
 # The OS runs from RAM. Results are cached by a hash of this recipe and its
 # inputs under $ROOST_TESTBED_CACHE (default _output/testbed).
 #
@@ -48,7 +49,7 @@ pkgs=$(grep -v '^#' "$here/packages.txt" | xargs)
 pkgvers=$(for p in $pkgs; do printf '%s=%s\n' "$p" "$(apt-cache policy "$p" | awk '/Candidate:/ {print $2}')"; done)
 # Bump base_recipe when the base steps below (debootstrap, kernel, modules,
 # trim) change; the final key also covers this whole script.
-base_recipe=1
+base_recipe=3
 debkey=$( { echo "base-recipe $base_recipe $suite $mirror"; echo "$pkgvers"; cat "$here/packages.txt"; } | sha256sum | cut -c1-16)
 basekey=$( { echo "$debkey $kpkg $kpkgver"; cat "$here/modules.txt"; } | sha256sum | cut -c1-16)
 
@@ -113,7 +114,8 @@ else
 		chroot "$base/rootfs" apt-get clean
 		rm -rf "$base/rootfs"/usr/share/{doc,man,info,locale,lintian} "$base/rootfs"/var/lib/apt/lists/* \
 			"$base/rootfs"/var/cache/apt/* "$base/rootfs"/var/log/*.log "$base/rootfs"/usr/share/zoneinfo/right \
-			"$base/rootfs"/var/cache/debconf/*-old "$base/rootfs"/var/lib/dpkg/*-old
+			"$base/rootfs"/var/cache/debconf/*-old "$base/rootfs"/var/lib/dpkg/*-old \
+			"$base/rootfs"/usr/share/{bug,common-licenses,menu,doc-base}
 		rm -f "$base"/linux-image-*.deb
 		rm -rf "$base/kernel/lib"
 		touch "$base/done"
@@ -143,6 +145,11 @@ AGENT
 	printf '127.0.0.1 localhost\n127.0.1.1 testbed\n' > "$r/etc/hosts"
 	mkdir -p "$r/usr/share/oem" "$r/etc/roost"
 	chroot "$r" systemctl enable roost-ignition.service systemd-networkd.service >/dev/null 2>&1
+	# SSH: no host keys in the image (debootstrap's would be shared by every
+	# machine); roost-ssh-hostkeys.service runs ssh-keygen -A before sshd.
+	rm -f "$r"/etc/ssh/ssh_host_*
+	chroot "$r" systemctl enable ssh.service roost-ssh-hostkeys.service >/dev/null 2>&1
+	chroot "$r" systemctl is-enabled ssh.service >/dev/null || { echo "testbed: ssh.service not enabled" >&2; exit 1; }
 	chroot "$r" systemctl mask systemd-networkd-wait-online.service >/dev/null 2>&1 || true
 	# root login only on the serial console of this test OS
 	chroot "$r" passwd -d root >/dev/null
