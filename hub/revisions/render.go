@@ -184,7 +184,11 @@ func Render(in Inputs, number int64) (*roostv1.RevisionSpec, error) {
 		},
 	}
 	if np := in.NetworkProfile; np != nil {
-		y, err := resource.Encode([]*roostv1.Object{resource.Wrap(np)}, "yaml")
+		// the manifest as a user would write it: no hub-set metadata
+		clean := &roostv1.NetworkProfile{ApiVersion: np.GetApiVersion(), Kind: np.GetKind(),
+			Metadata: &roostv1.ObjectMeta{Name: np.GetMetadata().GetName(), Labels: np.GetMetadata().GetLabels(), Annotations: np.GetMetadata().GetAnnotations()},
+			Spec:     np.GetSpec()}
+		y, err := resource.Encode([]*roostv1.Object{resource.Wrap(clean)}, "yaml")
 		if err != nil {
 			return nil, err
 		}
