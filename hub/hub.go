@@ -107,7 +107,8 @@ func (h *Hub) runLiveness(ctx context.Context, m *liveness.Metrics) {
 			var out []liveness.ServerView
 			h.fsm.EachServer(func(s *roostv1.Server) {
 				if s.GetStatus().GetState() != state.ServerDecommissioned {
-					out = append(out, liveness.ServerView{Name: s.GetMetadata().GetName(), Reachable: s.GetStatus().GetReachability() != state.Unreachable})
+					out = append(out, liveness.ServerView{Name: s.GetMetadata().GetName(), Reachable: s.GetStatus().GetReachability() != state.Unreachable,
+						EnrolledAt: s.GetStatus().GetEnrolledAt().AsTime()})
 				}
 			})
 			return out

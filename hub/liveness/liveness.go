@@ -98,6 +98,10 @@ type ServerView struct {
 	// Reachable is the recorded reachability (status.reachability is not
 	// "Unreachable").
 	Reachable bool
+	// EnrolledAt is when the Server last enrolled (status.enrolledAt): a
+	// Server gets a full TTL from then to connect, however long the leader
+	// has led. Zero means unknown.
+	EnrolledAt time.Time
 }
 
 // Tracker holds heartbeats in memory and computes transitions. It is safe
@@ -194,6 +198,9 @@ func (t *Tracker) Evaluate(servers []ServerView) ([]*roostv1.ReachabilityChange,
 		known[s.Name] = true
 		seen, ok := t.lastSeen[s.Name]
 		base := t.since
+		if s.EnrolledAt.After(base) {
+			base = s.EnrolledAt
+		}
 		if ok && seen.After(base) {
 			base = seen
 		}

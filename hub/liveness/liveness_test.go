@@ -213,3 +213,21 @@ func TestControllerAndReporter(t *testing.T) {
 		t.Fatalf("empty flush sent %v", sent)
 	}
 }
+
+// A Server that enrolls long after the leader took over gets a full TTL
+// from its enrollment to open its stream (found in QEMU: a Server was
+// marked Unreachable between Enroll and its first heartbeat).
+func TestNewServerGetsATTLFromEnrollment(t *testing.T) {
+	clk := newClock()
+	tr := NewTracker(Config{MinTTL: 30 * time.Second, Now: clk.Now})
+	tr.StartLeading()
+	clk.Advance(10 * time.Minute)
+	fresh := []ServerView{{Name: "srv-new", Reachable: true, EnrolledAt: clk.Now().Add(-2 * time.Second)}}
+	if ch, _ := tr.Evaluate(fresh); len(ch) != 0 {
+		t.Fatalf("just enrolled, not yet connected: %v", names(ch))
+	}
+	clk.Advance(38 * time.Second) // > ttl + ttl/4 after enrollment, never seen
+	if ch, _ := tr.Evaluate(fresh); fmt.Sprint(names(ch)) != "[srv-new=false]" {
+		t.Fatalf("silent after its TTL: %v", names(ch))
+	}
+}

@@ -341,7 +341,10 @@ func TestMainJob(t *testing.T) {
 	// ---- 4. assign; install; boot the Revision from disk -------------------
 	offset := j.vm.ConsoleOffset()
 	assigned := time.Now()
-	out = j.hub.MustCtl(t, ctx, "pool", "assign", "demo", j.server, "--hostname", "demo-1", "-o", "json")
+	out, err = j.hub.Ctl(ctx, "pool", "assign", "demo", j.server, "--hostname", "demo-1", "-o", "json")
+	if err != nil {
+		j.fatalf("roostctl pool assign: %v\n%s", err, out)
+	}
 	j.machine = machineName(out)
 	if j.machine == "" {
 		// fall back to the Machine that claims the server
