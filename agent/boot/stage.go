@@ -76,7 +76,16 @@ func (e ESP) stage(s StageSpec) error {
 		return err
 	}
 	entry := s.entry()
+	// The boot loader loads both initrds back to back and the kernel finds
+	// a cpio header only at an offset divisible by 4; zero bytes before it
+	// are skipped (init/initramfs.c). So the config initrd starts with as
+	// many zeros as the image initrd's size needs to reach that alignment.
+	st, err := os.Stat(s.InitrdPath)
+	if err != nil {
+		return err
+	}
 	var config bytes.Buffer
+	config.Write(make([]byte, ConfigPadding(st.Size())))
 	if err := cpio.Write(&config, []cpio.File{{Path: ConfigPath, Mode: 0o600, Data: s.Ignition}}, 0); err != nil {
 		return err
 	}
@@ -236,3 +245,9 @@ func checkDigest(src string, h hash.Hash, want string, n, size int64) error {
 	}
 	return nil
 }
+
+// ConfigPadding is how many zero bytes the config initrd starts with when
+// it follows an image initrd of initrdSize bytes: the next cpio header must
+// start at an offset divisible by 4 (the kernel's initramfs unpacker skips
+// zeros, and finds "070701" only at such offsets).
+func ConfigPadding(initrdSize int64) int { return int((4 - initrdSize%4) % 4) }

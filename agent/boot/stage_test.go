@@ -1,6 +1,7 @@
 package boot
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -108,7 +109,7 @@ func TestStage(t *testing.T) {
 	if got := read(t, e, "/roost/"+i+"/initrd.img"); got != "initrd-7" {
 		t.Errorf("initrd = %q", got)
 	}
-	files, err := cpio.Read([]byte(read(t, e, "/roost/rev-7/config.img")))
+	files, err := cpio.Read(bytes.TrimLeft([]byte(read(t, e, "/roost/rev-7/config.img")), "\x00"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +241,7 @@ func TestStageRestagesUnbootedEntry(t *testing.T) {
 	if es := names(t, e); !reflect.DeepEqual(es, []string{"roost-rev-7+2.conf"}) {
 		t.Errorf("entries = %q", es)
 	}
-	files, err := cpio.Read([]byte(read(t, e, "/roost/rev-7/config.img")))
+	files, err := cpio.Read(bytes.TrimLeft([]byte(read(t, e, "/roost/rev-7/config.img")), "\x00"))
 	if err != nil || string(files["usr/share/oem/config.ign"]) != string(s.Ignition) {
 		t.Errorf("config initrd = %q, %v", files, err)
 	}
@@ -333,4 +334,14 @@ func names(t *testing.T, e ESP) []string {
 		out = append(out, d.Name())
 	}
 	return out
+}
+
+// The config initrd is padded so its cpio header starts 4-aligned after the
+// image initrd (found in QEMU: "Initramfs unpacking failed: invalid magic").
+func TestConfigInitrdAlignment(t *testing.T) {
+	for size, want := range map[int64]int{0: 0, 1: 3, 2: 2, 3: 1, 4: 0, 60934667: 1} {
+		if got := ConfigPadding(size); got != want {
+			t.Errorf("ConfigPadding(%d) = %d, want %d", size, got, want)
+		}
+	}
 }
