@@ -98,7 +98,7 @@ spec: {cluster: prod}
 	}
 
 	r = run("get", "machines")
-	if got := strings.Join(strings.Fields(strings.Split(r.out, "\n")[0]), " "); got != "NAME SERVER POOL PHASE AGE" {
+	if got := strings.Join(strings.Fields(strings.Split(r.out, "\n")[0]), " "); got != "NAME SERVER POOL PHASE REVISION AGE" {
 		t.Errorf("get machines header %q", got)
 	}
 	if !strings.Contains(r.out, machine) || !strings.Contains(r.out, "Scheduled") {

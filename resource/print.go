@@ -76,6 +76,8 @@ var tableColumns = map[string][]column{
 		{header: "SERVER", value: func(r Resource, _ time.Time) string { return r.(*roostv1.Machine).GetSpec().GetServer() }},
 		{header: "POOL", value: func(r Resource, _ time.Time) string { return r.(*roostv1.Machine).GetSpec().GetPool() }},
 		{header: "PHASE", value: func(r Resource, _ time.Time) string { return r.(*roostv1.Machine).GetStatus().GetPhase() }},
+		{header: "REVISION", value: func(r Resource, _ time.Time) string { return MachineRevision(r.(*roostv1.Machine)) }},
+		{header: "HOSTNAME", wide: true, value: func(r Resource, _ time.Time) string { return r.(*roostv1.Machine).GetSpec().GetHostname() }},
 		{header: "CLUSTER", wide: true, value: func(r Resource, _ time.Time) string { return r.(*roostv1.Machine).GetStatus().GetCluster() }},
 		{header: "REASON", wide: true, value: func(r Resource, _ time.Time) string { return MachineReason(r.(*roostv1.Machine)) }},
 	},
@@ -442,4 +444,25 @@ func MachineReason(m *roostv1.Machine) string {
 		}
 	}
 	return ""
+}
+
+// MachineRevision is the REVISION cell of a Machine: the booted Revision,
+// then "→N" while Revision N is desired, and "(N failed)" for the newest
+// failed one; "-" before any Revision.
+func MachineRevision(m *roostv1.Machine) string {
+	st := m.GetStatus()
+	if st.GetRevision() == 0 && st.GetBootedRevision() == 0 {
+		return "-"
+	}
+	out := "-"
+	if b := st.GetBootedRevision(); b > 0 {
+		out = strconv.FormatInt(b, 10)
+	}
+	if d := st.GetRevision(); d != st.GetBootedRevision() && d != st.GetFailedRevision() {
+		out += "→" + strconv.FormatInt(d, 10)
+	}
+	if f := st.GetFailedRevision(); f > 0 {
+		out += " (" + strconv.FormatInt(f, 10) + " failed)"
+	}
+	return out
 }
