@@ -40,15 +40,22 @@ Deleting a Machine releases its server, which becomes Available again.`,
 }
 
 func newMachineCreateCommand(o *options) *cobra.Command {
-	var server, hostname, output string
+	var server, hostname, class, profile, output string
 	cmd := &cobra.Command{
 		Use:   "create --server SERVER [NAME]",
 		Short: "Claim a server for a standalone machine",
 		Long: `Claim one server for a standalone Machine (no pool, no cluster). NAME
 defaults to the server's name. The server must be Available, not cordoned,
-not Unreachable, and not pre-assigned to a pool.`,
+not Unreachable, and not pre-assigned to a pool.
+
+The hub renders the server's Revision from the newest ImageRelease, the
+--class (SSH keys for the user core, kernel args, install disk hints) and
+the --network-profile; the agent installs it and reboots into it. Joined
+holds as soon as it is provisioned: the result is a host reachable over SSH
+with the class's keys.`,
 		Example: `  roostctl machine create --server 4c4c4544-0042-3510-8052-b4c04f4d4e31
-  roostctl machine create --server 4c4c4544-0042-3510-8052-b4c04f4d4e31 edge-1`,
+  roostctl machine create --server 4c4c4544-0042-3510-8052-b4c04f4d4e31 edge-1 \
+      --hostname edge-1.example.net --class edge --network-profile edge-bond`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return fmt.Errorf("%q takes at most one NAME, got %d arguments", cmd.CommandPath(), len(args))
@@ -62,7 +69,8 @@ not Unreachable, and not pre-assigned to a pool.`,
 			if err := checkCreateOutput(output); err != nil {
 				return err
 			}
-			req := &roostv1.CreateMachineRequest{Server: trimKindPrefix(server, "server/", "servers/", "srv/"), Hostname: hostname}
+			req := &roostv1.CreateMachineRequest{Server: trimKindPrefix(server, "server/", "servers/", "srv/"), Hostname: hostname,
+				MachineClass: class, NetworkProfile: profile}
 			if len(args) == 1 {
 				req.Name = trimKindPrefix(args[0], "machine/", "machines/", "m/")
 			}
@@ -85,6 +93,8 @@ not Unreachable, and not pre-assigned to a pool.`,
 	}
 	cmd.Flags().StringVar(&server, "server", "", "the server to claim (`NAME`)")
 	cmd.Flags().StringVar(&hostname, "hostname", "", "host name of the Machine (`NAME`, an RFC 1123 DNS name; default: the Machine's name)")
+	cmd.Flags().StringVar(&class, "class", "", "MachineClass of the Machine (`NAME`: SSH keys, kernel args, install disk hints)")
+	cmd.Flags().StringVar(&profile, "network-profile", "", "NetworkProfile of the Machine (`NAME`)")
 	addCreateOutputFlag(cmd, &output)
 	_ = cmd.MarkFlagRequired("server")
 	return cmd

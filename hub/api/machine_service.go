@@ -147,7 +147,8 @@ func (s *Server) CreateMachine(ctx context.Context, req *roostv1.CreateMachineRe
 	}
 	return onLeader(ctx, s, func() (*roostv1.CreateMachineResponse, error) {
 		res, err := s.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_CreateMachines{CreateMachines: &roostv1.CreateMachines{
-			Machines: []*roostv1.NewMachine{{Name: name, Uid: uuid.NewString(), Server: req.GetServer(), Hostname: req.GetHostname()}}}}})
+			Machines: []*roostv1.NewMachine{{Name: name, Uid: uuid.NewString(), Server: req.GetServer(), Hostname: req.GetHostname(),
+				MachineClass: req.GetMachineClass(), NetworkProfile: req.GetNetworkProfile()}}}}})
 		if err != nil {
 			return nil, err
 		}

@@ -169,11 +169,15 @@ func (c *Controller) inputs(m *roostv1.Machine) (Inputs, string, error) {
 	}
 	in.Pool = o.GetPool()
 	ps := in.Pool.GetSpec()
-	if o, err = get("MachineClass", ps.GetMachineClass()); err != nil {
+	class, profile := ps.GetMachineClass(), ps.GetNetworkProfile()
+	if in.Pool == nil { // standalone: the Machine names its own
+		class, profile = m.GetSpec().GetMachineClass(), m.GetSpec().GetNetworkProfile()
+	}
+	if o, err = get("MachineClass", class); err != nil {
 		return in, "", err
 	}
 	in.MachineClass = o.GetMachineClass()
-	if o, err = get("NetworkProfile", ps.GetNetworkProfile()); err != nil {
+	if o, err = get("NetworkProfile", profile); err != nil {
 		return in, "", err
 	}
 	in.NetworkProfile = o.GetNetworkProfile()

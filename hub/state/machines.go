@@ -186,6 +186,9 @@ func (a *applier) createMachines(c *roostv1.CreateMachines) ([]*roostv1.ApplyRes
 			bad = append(bad, apierror.Violation{Field: f + ".server", Message: fmt.Sprintf("Server %s is also in machines[%d]", nm.GetServer(), j)})
 		}
 		seenName[nm.GetName()], seenServer[nm.GetServer()] = i, i
+		if nm.GetPool() != "" && (nm.GetMachineClass() != "" || nm.GetNetworkProfile() != "") {
+			bad = append(bad, apierror.Violation{Field: f + ".machineClass", Message: "only a standalone Machine names its MachineClass and NetworkProfile; a pool Machine uses its Pool's"})
+		}
 	}
 	if len(bad) > 0 {
 		return nil, apierror.Invalid("invalid machines", bad...)
@@ -206,6 +209,16 @@ func (a *applier) createMachines(c *roostv1.CreateMachines) ([]*roostv1.ApplyRes
 			if pool.GetSpec().Replicas != nil && !c.GetByController() {
 				return nil, apierror.FailedPrecondition("Pool %s has replicas: %d, so the hub chooses its Servers; change replicas (or remove it for explicit membership) instead of assigning",
 					p, pool.GetSpec().GetReplicas())
+			}
+		}
+		for _, ref := range []struct{ kind, name string }{{"MachineClass", nm.GetMachineClass()}, {"NetworkProfile", nm.GetNetworkProfile()}} {
+			if ref.name == "" {
+				continue
+			}
+			if ok, err := exists(a.txn, ref.kind, ref.name); err != nil {
+				return nil, internal(err)
+			} else if !ok {
+				return nil, apierror.NotFound(ref.kind, ref.name)
 			}
 		}
 		old, aerr := a.getMachine(nm.GetName())
@@ -246,7 +259,8 @@ func (a *applier) createMachines(c *roostv1.CreateMachines) ([]*roostv1.ApplyRes
 		m := &roostv1.Machine{
 			ApiVersion: resource.APIVersion, Kind: kindMachine,
 			Metadata: a.newMeta(nm.GetName(), nm.GetUid(), now),
-			Spec:     &roostv1.MachineSpec{Server: nm.GetServer(), Pool: nm.GetPool(), Hostname: nm.GetHostname()},
+			Spec: &roostv1.MachineSpec{Server: nm.GetServer(), Pool: nm.GetPool(), Hostname: nm.GetHostname(),
+				MachineClass: nm.GetMachineClass(), NetworkProfile: nm.GetNetworkProfile()},
 			Status: &roostv1.MachineStatus{
 				Cluster:    pool.GetSpec().GetCluster(),
 				Conditions: scheduledConditions(nm.GetServer(), pool.GetSpec().GetCluster() == "", now),

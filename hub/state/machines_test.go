@@ -357,3 +357,21 @@ func checkClaimInvariants(t *testing.T, f *FSM) {
 		}
 	}
 }
+
+// A standalone Machine may name its MachineClass and NetworkProfile; a pool
+// Machine may not, and both must exist.
+func TestStandaloneMachineClassAndProfile(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.mustApply(h.objects(machineClassObj("edge"), networkProfileObj("bonded")))
+	availableServer(h, uuidA, "52:54:00:00:00:01")
+	nm := newMachine("edge-1", uuidA, "")
+	nm.MachineClass = "missing"
+	wantCode(t, h.apply(createMachinesCmd(false, nm)).Err, codes.NotFound)
+	nm.MachineClass, nm.NetworkProfile = "edge", "bonded"
+	h.mustApply(createMachinesCmd(false, nm))
+	m := getMachine(t, h.f, "edge-1")
+	if m.GetSpec().GetMachineClass() != "edge" || m.GetSpec().GetNetworkProfile() != "bonded" {
+		t.Errorf("spec = %v", m.GetSpec())
+	}
+	wantCode(t, h.apply(deleteCmd("MachineClass", "edge")).Err, codes.FailedPrecondition)
+}

@@ -44,6 +44,8 @@ func referencesOf(o *roostv1.Object) []reference {
 	case *roostv1.Object_Machine:
 		add("spec.server", "Server", v.Machine.GetSpec().GetServer())
 		add("spec.pool", "Pool", v.Machine.GetSpec().GetPool())
+		add("spec.machineClass", "MachineClass", v.Machine.GetSpec().GetMachineClass())
+		add("spec.networkProfile", "NetworkProfile", v.Machine.GetSpec().GetNetworkProfile())
 	case *roostv1.Object_Revision:
 		add("spec.server", "Server", v.Revision.GetSpec().GetServer())
 		add("spec.imageRelease", "ImageRelease", v.Revision.GetSpec().GetImageRelease())

@@ -682,9 +682,13 @@ type CreateMachineRequest struct {
 	// name of the Machine; empty means the Server's name.
 	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
 	// hostname of the Machine; empty means its name.
-	Hostname      string `protobuf:"bytes,3,opt,name=hostname,proto3" json:"hostname,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Hostname string `protobuf:"bytes,3,opt,name=hostname,proto3" json:"hostname,omitempty"`
+	// machine_class (SSH keys, kernel args, install disk hints) and
+	// network_profile of the standalone Machine; optional, must exist.
+	MachineClass   string `protobuf:"bytes,4,opt,name=machine_class,json=machineClass,proto3" json:"machine_class,omitempty"`
+	NetworkProfile string `protobuf:"bytes,5,opt,name=network_profile,json=networkProfile,proto3" json:"network_profile,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *CreateMachineRequest) Reset() {
@@ -734,6 +738,20 @@ func (x *CreateMachineRequest) GetName() string {
 func (x *CreateMachineRequest) GetHostname() string {
 	if x != nil {
 		return x.Hostname
+	}
+	return ""
+}
+
+func (x *CreateMachineRequest) GetMachineClass() string {
+	if x != nil {
+		return x.MachineClass
+	}
+	return ""
+}
+
+func (x *CreateMachineRequest) GetNetworkProfile() string {
+	if x != nil {
+		return x.NetworkProfile
 	}
 	return ""
 }
@@ -2511,11 +2529,13 @@ const file_roost_v1_hub_proto_rawDesc = "" +
 	"\aservers\x18\x02 \x03(\tR\aservers\"K\n" +
 	"\x17UnassignServersResponse\x12\x1a\n" +
 	"\bmachines\x18\x01 \x03(\tR\bmachines\x12\x14\n" +
-	"\x05index\x18\x02 \x01(\x04R\x05index\"^\n" +
+	"\x05index\x18\x02 \x01(\x04R\x05index\"\xac\x01\n" +
 	"\x14CreateMachineRequest\x12\x16\n" +
 	"\x06server\x18\x01 \x01(\tR\x06server\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1a\n" +
-	"\bhostname\x18\x03 \x01(\tR\bhostname\"Z\n" +
+	"\bhostname\x18\x03 \x01(\tR\bhostname\x12#\n" +
+	"\rmachine_class\x18\x04 \x01(\tR\fmachineClass\x12'\n" +
+	"\x0fnetwork_profile\x18\x05 \x01(\tR\x0enetworkProfile\"Z\n" +
 	"\x15CreateMachineResponse\x12+\n" +
 	"\amachine\x18\x01 \x01(\v2\x11.roost.v1.MachineR\amachine\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x04R\x05index\"\xb9\x02\n" +

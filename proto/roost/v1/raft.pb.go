@@ -1437,9 +1437,12 @@ type NewMachine struct {
 	// pool names the Pool; empty makes a standalone Machine.
 	Pool string `protobuf:"bytes,4,opt,name=pool,proto3" json:"pool,omitempty"`
 	// hostname of the Machine; empty means its name.
-	Hostname      string `protobuf:"bytes,5,opt,name=hostname,proto3" json:"hostname,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Hostname string `protobuf:"bytes,5,opt,name=hostname,proto3" json:"hostname,omitempty"`
+	// machine_class and network_profile of a standalone Machine.
+	MachineClass   string `protobuf:"bytes,6,opt,name=machine_class,json=machineClass,proto3" json:"machine_class,omitempty"`
+	NetworkProfile string `protobuf:"bytes,7,opt,name=network_profile,json=networkProfile,proto3" json:"network_profile,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *NewMachine) Reset() {
@@ -1503,6 +1506,20 @@ func (x *NewMachine) GetPool() string {
 func (x *NewMachine) GetHostname() string {
 	if x != nil {
 		return x.Hostname
+	}
+	return ""
+}
+
+func (x *NewMachine) GetMachineClass() string {
+	if x != nil {
+		return x.MachineClass
+	}
+	return ""
+}
+
+func (x *NewMachine) GetNetworkProfile() string {
+	if x != nil {
+		return x.NetworkProfile
 	}
 	return ""
 }
@@ -2008,14 +2025,16 @@ const file_roost_v1_raft_proto_rawDesc = "" +
 	"\rremove_labels\x18\x05 \x03(\tR\fremoveLabels\x1a<\n" +
 	"\x0eSetLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"z\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc8\x01\n" +
 	"\n" +
 	"NewMachine\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
 	"\x03uid\x18\x02 \x01(\tR\x03uid\x12\x16\n" +
 	"\x06server\x18\x03 \x01(\tR\x06server\x12\x12\n" +
 	"\x04pool\x18\x04 \x01(\tR\x04pool\x12\x1a\n" +
-	"\bhostname\x18\x05 \x01(\tR\bhostname\"g\n" +
+	"\bhostname\x18\x05 \x01(\tR\bhostname\x12#\n" +
+	"\rmachine_class\x18\x06 \x01(\tR\fmachineClass\x12'\n" +
+	"\x0fnetwork_profile\x18\a \x01(\tR\x0enetworkProfile\"g\n" +
 	"\x0eCreateMachines\x120\n" +
 	"\bmachines\x18\x01 \x03(\v2\x14.roost.v1.NewMachineR\bmachines\x12#\n" +
 	"\rby_controller\x18\x02 \x01(\bR\fbyController\"T\n" +

@@ -2221,9 +2221,13 @@ type MachineSpec struct {
 	// pool names the Pool the Machine belongs to; empty for standalone Machines.
 	Pool string `protobuf:"bytes,2,opt,name=pool,proto3" json:"pool,omitempty"`
 	// hostname is the host name the Server gets; empty means the Machine's name.
-	Hostname      string `protobuf:"bytes,3,opt,name=hostname,proto3" json:"hostname,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Hostname string `protobuf:"bytes,3,opt,name=hostname,proto3" json:"hostname,omitempty"`
+	// machine_class and network_profile configure a standalone Machine (a
+	// pool Machine uses its Pool's); both optional.
+	MachineClass   string `protobuf:"bytes,4,opt,name=machine_class,json=machineClass,proto3" json:"machine_class,omitempty"`
+	NetworkProfile string `protobuf:"bytes,5,opt,name=network_profile,json=networkProfile,proto3" json:"network_profile,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *MachineSpec) Reset() {
@@ -2273,6 +2277,20 @@ func (x *MachineSpec) GetPool() string {
 func (x *MachineSpec) GetHostname() string {
 	if x != nil {
 		return x.Hostname
+	}
+	return ""
+}
+
+func (x *MachineSpec) GetMachineClass() string {
+	if x != nil {
+		return x.MachineClass
+	}
+	return ""
+}
+
+func (x *MachineSpec) GetNetworkProfile() string {
+	if x != nil {
+		return x.NetworkProfile
 	}
 	return ""
 }
@@ -3588,11 +3606,13 @@ const file_roost_v1_resources_proto_rawDesc = "" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x120\n" +
 	"\bmetadata\x18\x03 \x01(\v2\x14.roost.v1.ObjectMetaR\bmetadata\x12)\n" +
 	"\x04spec\x18\x04 \x01(\v2\x15.roost.v1.MachineSpecR\x04spec\x12/\n" +
-	"\x06status\x18\x05 \x01(\v2\x17.roost.v1.MachineStatusR\x06status\"U\n" +
+	"\x06status\x18\x05 \x01(\v2\x17.roost.v1.MachineStatusR\x06status\"\xa3\x01\n" +
 	"\vMachineSpec\x12\x16\n" +
 	"\x06server\x18\x01 \x01(\tR\x06server\x12\x12\n" +
 	"\x04pool\x18\x02 \x01(\tR\x04pool\x12\x1a\n" +
-	"\bhostname\x18\x03 \x01(\tR\bhostname\"\xe2\x01\n" +
+	"\bhostname\x18\x03 \x01(\tR\bhostname\x12#\n" +
+	"\rmachine_class\x18\x04 \x01(\tR\fmachineClass\x12'\n" +
+	"\x0fnetwork_profile\x18\x05 \x01(\tR\x0enetworkProfile\"\xe2\x01\n" +
 	"\rMachineStatus\x12\x14\n" +
 	"\x05phase\x18\x01 \x01(\tR\x05phase\x123\n" +
 	"\n" +
