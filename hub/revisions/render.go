@@ -253,7 +253,9 @@ func unmanagedLinks(np *roostv1.NetworkProfile) []ignition.File {
 		names = append(names, l.GetName())
 		var m strings.Builder
 		if v := l.GetMatch().GetMac(); v != "" {
-			fmt.Fprintf(&m, "PermanentMACAddress=%s\n", strings.ToLower(v))
+			// the current address: virtio and other NICs report no
+			// permanent one (a PermanentMACAddress= match would miss them)
+			fmt.Fprintf(&m, "MACAddress=%s\n", strings.ToLower(v))
 		}
 		if v := l.GetMatch().GetName(); v != "" {
 			fmt.Fprintf(&m, "Name=%s\n", v)

@@ -194,7 +194,7 @@ func TestRenderWorker(t *testing.T) {
 	}
 	// networkd keeps off the profile's links, by match and by name.
 	for path, want := range map[string]string{
-		"/etc/systemd/network/10-roost-match-eno1.network": "# Roost: NetworkProfile bonded owns this link.\n[Match]\nPermanentMACAddress=52:54:00:aa:00:01\n[Link]\nUnmanaged=yes\n",
+		"/etc/systemd/network/10-roost-match-eno1.network": "# Roost: NetworkProfile bonded owns this link.\n[Match]\nMACAddress=52:54:00:aa:00:01\n[Link]\nUnmanaged=yes\n",
 		"/etc/systemd/network/10-roost-match-eno2.network": "# Roost: NetworkProfile bonded owns this link.\n[Match]\nName=enp2s0\n[Link]\nUnmanaged=yes\n",
 		"/etc/systemd/network/10-roost-bond0.100.network":  "# Roost: NetworkProfile bonded owns this link.\n[Match]\nName=bond0.100\n[Link]\nUnmanaged=yes\n",
 		"/etc/systemd/network/10-roost-eno1.network":       "# Roost: NetworkProfile bonded owns this link.\n[Match]\nName=eno1\n[Link]\nUnmanaged=yes\n",
