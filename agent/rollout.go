@@ -450,6 +450,11 @@ func (a *Agent) installDisk(ctx context.Context, client roostv1.AgentServiceClie
 	if err := waitForDevice(ctx, a.o.Clock, dev, espPart, statePart); err != nil {
 		return fail("PrepareFailed", err)
 	}
+	// The boot loader went to the disk through dev; the mounts read
+	// through the partition devices.
+	if err := h.Disks.Sync(ctx, dev, espPart, statePart); err != nil {
+		return fail("PrepareFailed", err)
+	}
 	if err := h.Mounter.Mount(statePart, h.StateMountDir, "ext4"); err != nil {
 		return fail("PrepareFailed", err)
 	}

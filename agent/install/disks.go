@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+
+	"golang.org/x/sys/unix"
 	"os/exec"
 	"path/filepath"
 	"sort"
@@ -26,6 +28,11 @@ type Disks interface {
 	// MkfsExt4 makes an ext4 file system labelled label in the bytes
 	// [offset, offset+size) of dev.
 	MkfsExt4(ctx context.Context, dev string, offset, size int64, label string) error
+	// Sync makes what was written through dev visible through its
+	// partition devices: it flushes dev to the disk and drops the
+	// partitions' cached blocks (the kernel caches each block device
+	// separately, so a mount of a partition could read stale blocks).
+	Sync(ctx context.Context, dev string, partitions ...string) error
 }
 
 // OSDisks opens real block devices and runs the mkfs.ext4 of the running
@@ -40,6 +47,27 @@ func (OSDisks) Open(_ context.Context, dev string) (*disk.Disk, error) {
 // MkfsExt4 implements Disks.
 func (OSDisks) MkfsExt4(ctx context.Context, dev string, offset, size int64, label string) error {
 	return mkfsExt4(ctx, dev, offset, size, label)
+}
+
+// Sync implements Disks: fsync and BLKFLSBUF (flush and invalidate the
+// buffer cache, see blockdev(8) --flushbufs) on dev, then BLKFLSBUF on
+// each partition.
+func (OSDisks) Sync(_ context.Context, dev string, partitions ...string) error {
+	for _, p := range append([]string{dev}, partitions...) {
+		f, err := os.OpenFile(p, os.O_RDWR, 0)
+		if err != nil {
+			return fmt.Errorf("sync %s: %w", p, err)
+		}
+		err = f.Sync()
+		if err == nil {
+			err = unix.IoctlSetInt(int(f.Fd()), unix.BLKFLSBUF, 0)
+		}
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("sync %s: %w", p, err)
+		}
+	}
+	return nil
 }
 
 // mkfsExt4 runs mkfs.ext4 on path at a byte offset. It works the same on a
@@ -170,6 +198,14 @@ func (f *FakeDisks) MkfsExt4(ctx context.Context, dev string, offset, size int64
 		return fmt.Errorf("mkfs.ext4 %s: device is open (it would be busy: O_EXCL)", dev)
 	}
 	return mkfsExt4(ctx, f.Path(dev), offset, size, label)
+}
+
+// Sync implements Disks: image files need nothing; it is recorded.
+func (f *FakeDisks) Sync(_ context.Context, dev string, partitions ...string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.record("sync %s %s", strings.TrimPrefix(dev, "/dev/"), strings.Join(partitions, " "))
+	return nil
 }
 
 // Log returns the operations so far, one a line, and clears it.
