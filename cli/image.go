@@ -32,13 +32,13 @@ func newImageCommand(o *options) *cobra.Command {
 		Short:   "Push OS image releases to the hub",
 		Long: `An ImageRelease is one OS image: a kernel, an initrd (the whole OS, run
 from RAM) and the systemd-boot EFI binary, described by a signed
-release.json. 'roost-image build' makes a release bundle (a directory);
+release.json. 'roost-image release' makes a release bundle (a directory);
 'roostctl image push' uploads its artifacts into the hub's content-addressed
 store and records the ImageRelease, which Pools then follow through their
 image channel.
 
 List releases with 'roostctl get imagereleases'.`,
-		Example: `  roost-image build images/flatcar.yaml --key release.key -o _output/bundle
+		Example: `  roost-image release --manifest images/flatcar-stable.yaml --key release.key -o _output/bundle
   roostctl image push _output/bundle --key release.pub
   roostctl get imagereleases`,
 		Args: unknownSubcommand,
@@ -60,7 +60,7 @@ func newImagePushCommand(o *options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "push BUNDLE_DIR",
 		Short: "Upload a release bundle's artifacts and record its ImageRelease",
-		Long: `Push a release bundle (made by 'roost-image build') to the hub: check it
+		Long: `Push a release bundle (made by 'roost-image release') to the hub: check it
 locally (every artifact's sha256, and with --key the signature of
 release.json), upload each artifact the hub member does not hold yet —
 resuming an interrupted upload where it stopped — and create or update the
@@ -170,7 +170,7 @@ func (o *options) loadBundle(dir, keyFile string) (*release.Bundle, []byte, stri
 		return nil, nil, "", usageError{err}
 	}
 	if !b.Signed {
-		return nil, nil, "", usageErrorf("release bundle %s is not signed: %s is missing (build it with 'roost-image build --key KEY')",
+		return nil, nil, "", usageErrorf("release bundle %s is not signed: %s is missing (sign it: roost-image release --manifest DEF --key KEY)",
 			dir, filepath.Join(dir, release.SignatureFile))
 	}
 	if pub == nil {

@@ -77,7 +77,13 @@ var tableColumns = map[string][]column{
 		{header: "POOL", value: func(r Resource, _ time.Time) string { return r.(*roostv1.Machine).GetSpec().GetPool() }},
 		{header: "PHASE", value: func(r Resource, _ time.Time) string { return r.(*roostv1.Machine).GetStatus().GetPhase() }},
 		{header: "REVISION", value: func(r Resource, _ time.Time) string { return MachineRevision(r.(*roostv1.Machine)) }},
-		{header: "HOSTNAME", wide: true, value: func(r Resource, _ time.Time) string { return r.(*roostv1.Machine).GetSpec().GetHostname() }},
+		{header: "HOSTNAME", wide: true, value: func(r Resource, _ time.Time) string {
+			m := r.(*roostv1.Machine)
+			if h := m.GetSpec().GetHostname(); h != "" {
+				return h
+			}
+			return m.GetMetadata().GetName()
+		}},
 		{header: "CLUSTER", wide: true, value: func(r Resource, _ time.Time) string { return r.(*roostv1.Machine).GetStatus().GetCluster() }},
 		{header: "REASON", wide: true, value: func(r Resource, _ time.Time) string { return MachineReason(r.(*roostv1.Machine)) }},
 	},

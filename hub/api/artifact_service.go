@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"encoding/base64"
@@ -253,6 +254,16 @@ func (s *Server) PutImageRelease(ctx context.Context, req *roostv1.PutImageRelea
 	}
 	fwd := &roostv1.PutImageReleaseRequest{Release: ir}
 	return onLeader(ctx, s, func() (*roostv1.PutImageReleaseResponse, error) {
+		// A release is immutable: its manifest, signature and artifacts
+		// never change under the same version (Revisions and agents rely
+		// on them); channels, labels and annotations may.
+		if o, err := s.fsm.Get("ImageRelease", ir.Metadata.Name); err == nil {
+			old := o.GetImageRelease().GetSpec()
+			if !bytes.Equal(old.GetManifest(), ir.GetSpec().GetManifest()) || old.GetSignature() != ir.GetSpec().GetSignature() {
+				return nil, apierror.FailedPrecondition("ImageRelease %s (version %s) exists with another manifest or signature; releases are immutable: make a new version (roost-image release)",
+					ir.Metadata.Name, old.GetVersion())
+			}
+		}
 		res, err := s.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_ApplyObjects{ApplyObjects: &roostv1.ApplyObjects{
 			Objects: []*roostv1.Object{obj}, Uids: newUIDs(1),
 		}}})
@@ -323,7 +334,7 @@ func validateImageRelease(ir *roostv1.ImageRelease) []apierror.Violation {
 		}
 	}
 	if sig, err := base64.StdEncoding.DecodeString(spec.GetSignature()); spec.GetSignature() == "" {
-		add("spec.signature", "is required", "sign the release (roost-image build --key) and send the content of "+release.SignatureFile)
+		add("spec.signature", "is required", "sign the release (roost-image release --manifest DEF --key KEY) and send the content of "+release.SignatureFile)
 	} else if err != nil || len(sig) != ed25519.SignatureSize {
 		add("spec.signature", fmt.Sprintf("not a base64 ed25519 signature (%d bytes decoded, want %d)", len(sig), ed25519.SignatureSize),
 			"send the content of "+release.SignatureFile)

@@ -67,6 +67,10 @@ func (s *Server) Delete(ctx context.Context, req *roostv1.DeleteRequest) (*roost
 	if err != nil {
 		return nil, err
 	}
+	if k.Name == "Revision" {
+		return nil, apierror.FailedPrecondition("Revisions are written by the hub and kept as the Server's boot history; " +
+			"change the Machine, Pool, MachineClass or labels to make a new one, or delete the Machine")
+	}
 	return onLeader(ctx, s, func() (*roostv1.DeleteResponse, error) {
 		res, err := s.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_DeleteObject{DeleteObject: &roostv1.DeleteObject{Kind: k.Name, Name: req.GetName()}}})
 		if err != nil {

@@ -31,11 +31,17 @@ func MachineName(pool string) string {
 	return pool + "-" + string(b)
 }
 
-// checkHostname checks a Machine host name: an RFC 1123 DNS subdomain
-// (lower-case letters, digits, '-' and '.', at most 253 characters).
+// checkHostname checks a Machine host name: dot-separated RFC 1123 labels
+// (lower-case letters, digits and '-', 1-63 characters each), at most 64
+// characters in all (Linux's HOST_NAME_MAX).
 func checkHostname(field, h string) []apierror.Violation {
-	if errs := validation.IsDNS1123Subdomain(h); len(errs) > 0 {
-		return []apierror.Violation{{Field: field, Message: fmt.Sprintf("%q: %s", h, strings.Join(errs, "; "))}}
+	if len(h) > 64 {
+		return []apierror.Violation{{Field: field, Message: fmt.Sprintf("%q is %d characters; a Linux host name has at most 64", h, len(h))}}
+	}
+	for _, label := range strings.Split(h, ".") {
+		if errs := validation.IsDNS1123Label(label); len(errs) > 0 {
+			return []apierror.Violation{{Field: field, Message: fmt.Sprintf("%q: label %q: lower-case letters, digits and '-', starting and ending with a letter or digit, at most 63 characters (RFC 1123)", h, label)}}
+		}
 	}
 	return nil
 }

@@ -446,6 +446,22 @@ func (a *applier) releaseMachine(old *roostv1.Machine, now *timestamppb.Timestam
 	if aerr := a.deleteObjectRow(kindLease, srvName); aerr != nil {
 		return aerr
 	}
+	// the released Machine's Revisions that never booted will not
+	revs, err := revisionsOf(a.txn, srvName)
+	if err != nil {
+		return internal(err)
+	}
+	for _, r := range revs {
+		if r.GetSpec().GetMachine() == name && revisionPhase(r) == RevisionPending {
+			nr := proto.Clone(r).(*roostv1.Revision)
+			nr.Status.Phase = RevisionSuperseded
+			nr.Status.Reason = fmt.Sprintf("Machine %s was released before the Server booted it", name)
+			a.touch(nr.Metadata, false)
+			if aerr := a.put(nr, false); aerr != nil {
+				return aerr
+			}
+		}
+	}
 	srv, aerr := a.getServer(srvName)
 	if aerr != nil || srv == nil {
 		return aerr
