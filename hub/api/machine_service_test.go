@@ -62,3 +62,15 @@ func TestMachineRequestValidation(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckHostname(t *testing.T) {
+	for h, ok := range map[string]bool{
+		"demo-1": true, "node-7.rack-12.example.net": true, strings.Repeat("a", 63): true,
+		strings.Repeat("a", 64): false, "Bad_Name": false, "-x": false, "a..b": false,
+		strings.Repeat("a.", 31) + "a": true, strings.Repeat("a.", 31) + "abc": false,
+	} {
+		if got := len(checkHostname("hostname", h)) == 0; got != ok {
+			t.Errorf("checkHostname(%q) ok = %v, want %v", h, got, ok)
+		}
+	}
+}
