@@ -253,6 +253,9 @@ func TestHealthyBootMakesMachineReady(t *testing.T) {
 
 			// Booted, not assessed yet: Provisioned and Joined, not Ready.
 			res := h.mustApply(bootReport(uuidA, 1, ""))
+			if o, err := h.f.Get("Server", uuidA); err != nil || o.GetServer().GetStatus().GetImageVersion() != "2026.11.0" {
+				t.Errorf("server image version = %q, %v", o.GetServer().GetStatus().GetImageVersion(), err)
+			}
 			r := getRevision(t, h.f, uuidA, 1)
 			if r.GetStatus().GetPhase() != RevisionBooted || r.GetStatus().GetBootedAt().AsTime() != timeAt(res.Index) {
 				t.Errorf("revision status %v", r.GetStatus())

@@ -389,6 +389,11 @@ func (a *applier) updateServerStatus(c *roostv1.UpdateServerStatus) *apierror.Er
 	}
 	if c.GetHasBootedRevision() {
 		st.BootedRevision = c.GetBootedRevision()
+		if raw, err := a.txn.First(kindRevision, indexID, RevisionName(c.GetName(), st.BootedRevision)); err != nil {
+			return internal(err)
+		} else if raw != nil {
+			st.ImageVersion = raw.(*roostv1.Object).GetRevision().GetSpec().GetImageVersion()
+		}
 	}
 	if c.GetHasAppliedGeneration() {
 		st.AppliedGeneration = c.GetAppliedGeneration()
