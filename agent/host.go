@@ -45,6 +45,9 @@ type Host struct {
 	Rebooter boot.Rebooter
 	// Netlink applies network profiles; nil skips them.
 	Netlink netprofiles.Netlink
+	// NewNetlink opens a Netlink of its own for one DHCPv4 client (see
+	// netprofiles.DHCP4); nil runs no DHCP.
+	NewNetlink func() (netprofiles.Netlink, error)
 	// FindPartition returns the device of a GPT partition by name (see
 	// boot.FindPartition).
 	FindPartition func(name string) (string, error)
@@ -81,6 +84,7 @@ func NewHost(stateDir string, booted int64, profiles []string, keys []ed25519.Pu
 		return nil, err
 	}
 	h.Netlink = nl
+	h.NewNetlink = func() (netprofiles.Netlink, error) { return netprofiles.NewKernel(netns.None()) }
 	return h, nil
 }
 

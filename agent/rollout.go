@@ -61,6 +61,8 @@ type hostState struct {
 	// owned by the host loop
 	espMounted bool
 	stateRoot  string
+	// dhcp names the interfaces with a running DHCPv4 client.
+	dhcp map[string]bool
 }
 
 func newHostState() *hostState {
@@ -284,6 +286,7 @@ func (a *Agent) applyProfile(ctx context.Context, path string, data []byte) erro
 		for _, act := range res.Actions {
 			a.log.Info("network", "profile", name, "action", act.String())
 		}
+		a.startDHCP(ctx, np.GetSpec())
 		if err != nil {
 			return fmt.Errorf("network profile %s: %w", name, err)
 		}
@@ -292,6 +295,34 @@ func (a *Agent) applyProfile(ctx context.Context, path string, data []byte) erro
 		}
 	}
 	return nil
+}
+
+// startDHCP runs a DHCPv4 client (lease, default route, renewal) on every
+// dhcp4 interface of spec that has none yet, until ctx ends.
+func (a *Agent) startDHCP(ctx context.Context, spec *roostv1.NetworkProfileSpec) {
+	if a.host.NewNetlink == nil {
+		return
+	}
+	for _, iface := range netprofiles.DHCP4Interfaces(spec) {
+		if a.hs.dhcp[iface] {
+			continue
+		}
+		nl, err := a.host.NewNetlink()
+		if err != nil {
+			a.log.Warn("dhcp4: no netlink", "interface", iface, "err", err)
+			continue
+		}
+		if a.hs.dhcp == nil {
+			a.hs.dhcp = map[string]bool{}
+		}
+		a.hs.dhcp[iface] = true
+		c := &netprofiles.DHCP4{Iface: iface, NL: nl, Logf: func(format string, args ...any) { a.log.Info(fmt.Sprintf(format, args...)) }}
+		go func() {
+			if err := c.Run(ctx); err != nil && ctx.Err() == nil {
+				a.log.Warn("dhcp4 client stopped", "interface", iface, "err", err)
+			}
+		}()
+	}
 }
 
 // roll moves the Server toward desired state d: install disk, artifacts,
