@@ -138,9 +138,8 @@ while :; do
 done
 
 say "Assigning the server to pool demo as demo-1"
-echo "\$ bin/roostctl pool assign demo $server --hostname demo-1 -o json"
+echo "\$ bin/roostctl pool assign demo $server --hostname demo-1"
 out=$(bin/roostctl pool assign demo "$server" --hostname demo-1 -o json)
-echo "$out"
 machine=$(jq -r '[.. | objects | select(.kind? == "Machine") | .metadata.name] | first // empty' <<<"$out" 2>/dev/null || true)
 while [ -z "$machine" ]; do
 	check_alive
@@ -149,7 +148,7 @@ while [ -z "$machine" ]; do
 done
 say "Machine $machine claims Server $server"
 
-seen=" " rev=0 booted=0
+seen=" " rev=0 booted=0 waiting=
 while :; do
 	check_alive
 	m=$(ctl get machine "$machine" -o json 2>/dev/null || true)
@@ -159,6 +158,9 @@ while :; do
 	b=$(jq -r '.status.bootedRevision // 0 | tonumber' <<<"$m")
 	if [ "$r" != "$rev" ] && [ "$r" != 0 ]; then say "Revision $r rendered for $server (the agent installs the disk, stages it and reboots when it holds a Lease)"; rev=$r; fi
 	if [ "$b" != "$booted" ] && [ "$b" != 0 ]; then say "The server booted revision $b from its disk"; booted=$b; fi
+	# what the agent is doing until the Revision boots (the Provisioned condition)
+	w=$(jq -r '.status.conditions[]? | select(.type == "Provisioned" and .status != "True") | "\(.reason): \(.message)"' <<<"$m" 2>/dev/null || true)
+	if [ -n "$w" ] && [ "$w" != "$waiting" ]; then say "  $w"; waiting=$w; fi
 	case "$seen" in *" $phase "*) ;; *)
 		[ -n "$phase" ] && say "Machine $machine: $phase" && seen="$seen$phase "
 	esac
