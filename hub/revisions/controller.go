@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/roostfleet/roost/apierror"
+	"github.com/roostfleet/roost/hub/leader"
 	"github.com/roostfleet/roost/hub/state"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 )
@@ -33,7 +34,8 @@ type Controller struct {
 	Tick time.Duration
 	Log  *slog.Logger
 
-	synced bool
+	// term runs Barrier once per leadership term.
+	term leader.Term
 	// notes holds, per Machine, the last "cannot render" note logged.
 	notes map[string]string
 }
@@ -44,18 +46,7 @@ func (c *Controller) Run(ctx context.Context) {
 	if tick <= 0 {
 		tick = time.Second
 	}
-	t := time.NewTicker(tick)
-	defer t.Stop()
-	for {
-		if err := c.Step(ctx); err != nil && ctx.Err() == nil {
-			c.log().Warn("revision controller: step failed; retrying", "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	leader.RunEvery(ctx, tick, c.Log, "revision controller", c.Step)
 }
 
 func (c *Controller) log() *slog.Logger {
@@ -68,16 +59,10 @@ func (c *Controller) log() *slog.Logger {
 // Step renders what is due, once, when this member leads. The first error
 // is returned after every Machine was tried.
 func (c *Controller) Step(ctx context.Context) error {
-	if !c.IsLeader() {
-		c.synced = false
-		return nil
+	c.term.IsLeader, c.term.Barrier = c.IsLeader, c.Barrier
+	if ok, err := c.term.Ready(ctx); !ok {
+		return err
 	}
-	if !c.synced && c.Barrier != nil {
-		if err := c.Barrier(ctx); err != nil {
-			return fmt.Errorf("barrier: %w", err)
-		}
-	}
-	c.synced = true
 	if c.notes == nil {
 		c.notes = map[string]string{}
 	}

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/roostfleet/roost/hub/leader"
 	"github.com/roostfleet/roost/hub/state"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 	"github.com/roostfleet/roost/resource"
@@ -48,8 +49,8 @@ type Controller struct {
 	// waiting holds, per Pool, the last "cannot do anything" note logged,
 	// so a shortfall is logged once, not every tick.
 	waiting map[string]string
-	// synced says Barrier succeeded in this leadership term.
-	synced bool
+	// term runs Barrier once per leadership term.
+	term leader.Term
 }
 
 // Run reconciles until ctx ends.
@@ -58,18 +59,7 @@ func (c *Controller) Run(ctx context.Context) {
 	if tick <= 0 {
 		tick = 2 * time.Second
 	}
-	t := time.NewTicker(tick)
-	defer t.Stop()
-	for {
-		if err := c.Step(ctx); err != nil && ctx.Err() == nil {
-			c.log().Warn("pool controller: step failed; retrying", "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	leader.RunEvery(ctx, tick, c.Log, "pool controller", c.Step)
 }
 
 func (c *Controller) log() *slog.Logger {
@@ -83,16 +73,10 @@ func (c *Controller) log() *slog.Logger {
 // at most one command; the first error is returned after all Pools were
 // tried.
 func (c *Controller) Step(ctx context.Context) error {
-	if !c.IsLeader() {
-		c.synced = false
-		return nil
+	c.term.IsLeader, c.term.Barrier = c.IsLeader, c.Barrier
+	if ok, err := c.term.Ready(ctx); !ok {
+		return err
 	}
-	if !c.synced && c.Barrier != nil {
-		if err := c.Barrier(ctx); err != nil {
-			return fmt.Errorf("barrier: %w", err)
-		}
-	}
-	c.synced = true
 	snap, err := c.Read()
 	if err != nil {
 		return err
