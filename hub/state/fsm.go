@@ -216,6 +216,14 @@ func (a *applier) run(cmd *roostv1.Command) (results []*roostv1.ApplyResult, com
 		results, err = a.grantLease(c.GrantLease)
 	case *roostv1.Command_ReleaseLeases:
 		results, err = a.releaseLeases(c.ReleaseLeases)
+	case *roostv1.Command_UpdateClusterStatus:
+		err = a.updateClusterStatus(c.UpdateClusterStatus)
+	case *roostv1.Command_UpdateMachineClusterStatus:
+		err = a.updateMachineClusterStatus(c.UpdateMachineClusterStatus)
+	case *roostv1.Command_PutBootstrapToken:
+		err = a.putBootstrapToken(c.PutBootstrapToken)
+	case *roostv1.Command_DeleteBootstrapTokens:
+		err = a.deleteBootstrapTokens(c.DeleteBootstrapTokens)
 	default:
 		err = apierror.Invalid(fmt.Sprintf("command at index %d has no known command set", a.index))
 	}

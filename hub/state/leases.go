@@ -62,12 +62,20 @@ func (a *applier) grantLease(c *roostv1.GrantLease) ([]*roostv1.ApplyResult, *ap
 				pool, maxUnavailable, len(holders), joinTerms(holders))}
 		}
 	}
+	phase := c.GetPhase()
+	switch phase {
+	case "":
+		phase = LeaseGranted
+	case LeaseGranted, LeaseDraining:
+	default:
+		return nil, apierror.Invalid("invalid Lease", apierror.Violation{Field: "phase", Message: fmt.Sprintf("must be %s or %s, got %q", LeaseDraining, LeaseGranted, phase)})
+	}
 	l := &roostv1.Lease{
 		ApiVersion: resource.APIVersion, Kind: kindLease,
 		Metadata: a.newMeta(c.GetServer(), c.GetUid(), now),
 		Spec: &roostv1.LeaseSpec{
 			Server: c.GetServer(), FencingToken: a.index, ExpiresAt: c.GetExpiresAt(),
-			Revision: c.GetRevision(), Pool: pool,
+			Revision: c.GetRevision(), Pool: pool, Phase: phase,
 			Reason: fmt.Sprintf("reboot into Revision %d", c.GetRevision()),
 		},
 	}
@@ -77,6 +85,11 @@ func (a *applier) grantLease(c *roostv1.GrantLease) ([]*roostv1.ApplyResult, *ap
 	if old != nil {
 		l.Metadata = proto.Clone(old.GetMetadata()).(*roostv1.ObjectMeta)
 		a.touch(l.Metadata, true)
+		if held {
+			// The same Lease moves on (Draining → Granted, or renewed):
+			// its fencing token stays.
+			l.Spec.FencingToken = old.GetSpec().GetFencingToken()
+		}
 	}
 	if aerr := a.put(l, old == nil); aerr != nil {
 		return nil, aerr

@@ -72,7 +72,7 @@ func TestGrantLease(t *testing.T) {
 	}
 	l := lease(t, h.f, uuidA)
 	want := &roostv1.LeaseSpec{Server: uuidA, FencingToken: res.Index, ExpiresAt: timestamppb.New(exp), Revision: 1, Pool: "edge",
-		Reason: "reboot into Revision 1 (pool edge)"}
+		Reason: "reboot into Revision 1 (pool edge)", Phase: LeaseGranted}
 	if !proto.Equal(l.GetSpec(), want) {
 		t.Errorf("lease spec %v, want %v", l.GetSpec(), want)
 	}
@@ -96,18 +96,42 @@ func TestGrantLease(t *testing.T) {
 	wantCode(t, h.apply(grantLeaseCmd(uuidC, 1, exp, 2)).Err, codes.ResourceExhausted)
 
 	// Renewal: A asks again (the pool is full) and gets its Lease renewed
-	// with a new fencing token and expiry; the object keeps its identity.
+	// with a new expiry; the Lease keeps its fencing token and identity.
 	exp2 := exp.Add(time.Hour)
 	res = h.mustApply(grantLeaseCmd(uuidA, 1, exp2, 1))
 	if got := actions(res); len(got) != 1 || got[0] != "Lease/"+uuidA+"=configured" {
 		t.Errorf("renewal actions %v", got)
 	}
 	l2 := lease(t, h.f, uuidA)
-	if l2.GetSpec().GetFencingToken() != res.Index || !l2.GetSpec().GetExpiresAt().AsTime().Equal(exp2) ||
+	if l2.GetSpec().GetFencingToken() != l.GetSpec().GetFencingToken() || !l2.GetSpec().GetExpiresAt().AsTime().Equal(exp2) ||
 		l2.GetMetadata().GetUid() != l.GetMetadata().GetUid() || l2.GetMetadata().GetCreateIndex() != l.GetMetadata().GetCreateIndex() ||
 		l2.GetMetadata().GetModifyIndex() != res.Index || l2.GetMetadata().GetGeneration() != l.GetMetadata().GetGeneration()+1 {
 		t.Errorf("renewed lease %v (was %v)", l2, l)
 	}
+}
+
+// A worker's Lease is first held Draining (it counts against the pool
+// while the Node drains), then moves to Granted with the same fencing
+// token; an unknown phase is refused.
+func TestGrantLeaseDrainingThenGranted(t *testing.T) {
+	h := leasePool(t)
+	exp := t0.Add(time.Hour)
+	cmd := grantLeaseCmd(uuidA, 1, exp, 1)
+	cmd.GetGrantLease().Phase = LeaseDraining
+	res := h.mustApply(cmd)
+	l := lease(t, h.f, uuidA)
+	if l.GetSpec().GetPhase() != LeaseDraining || l.GetSpec().GetFencingToken() != res.Index {
+		t.Fatalf("draining lease %v", l.GetSpec())
+	}
+	wantCode(t, h.apply(grantLeaseCmd(uuidB, 1, exp, 1)).Err, codes.ResourceExhausted)
+	h.mustApply(grantLeaseCmd(uuidA, 1, exp, 1))
+	l2 := lease(t, h.f, uuidA)
+	if l2.GetSpec().GetPhase() != LeaseGranted || l2.GetSpec().GetFencingToken() != l.GetSpec().GetFencingToken() {
+		t.Fatalf("granted lease %v (was %v)", l2.GetSpec(), l.GetSpec())
+	}
+	bad := grantLeaseCmd(uuidA, 1, exp, 1)
+	bad.GetGrantLease().Phase = "Sleeping"
+	wantCode(t, h.apply(bad).Err, codes.InvalidArgument)
 }
 
 func TestGrantLeaseRefusals(t *testing.T) {

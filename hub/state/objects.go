@@ -82,7 +82,15 @@ func (a *applier) applyObjects(c *roostv1.ApplyObjects) ([]*roostv1.ApplyResult,
 			}
 			created = now
 		}
-		next, action := merge(it.kind, it.in, oldRes, a.index, created, uid)
+		in := it.in
+		if cl, ok := in.(*roostv1.Cluster); ok {
+			oldCl, _ := oldRes.(*roostv1.Cluster)
+			in = clusterCredentials(cl, oldCl)
+		}
+		next, action := merge(it.kind, in, oldRes, a.index, created, uid)
+		if cl, ok := next.(*roostv1.Cluster); ok && action != ActionUnchanged {
+			markCredentials(cl)
+		}
 		results[i] = &roostv1.ApplyResult{Kind: it.kind.Name, Name: it.name, Action: action}
 		if action == ActionUnchanged {
 			final[i] = old

@@ -264,18 +264,24 @@ func (a *applier) recordBoot(srv *roostv1.Server, failed []*roostv1.FailedRevisi
 //
 //	Provisioned  the Server booted a Revision rendered for m
 //	Joined       standalone (no cluster): as soon as Provisioned; workers
-//	             wait for their Node (Kubernetes integration)
-//	Ready        Provisioned, Joined, the agent's boot assessment holds and
-//	             the Server is reachable
+//	             once a Node with providerID roost://<server> is registered
+//	             (status.node_name, observed by the leader)
+//	Ready        Provisioned, Joined, the agent's boot assessment holds,
+//	             the Server is reachable and, for workers, the Node is Ready
 func (a *applier) refreshMachine(old *roostv1.Machine, srv *roostv1.Server, now *timestamppb.Timestamp) *apierror.Error {
 	if old == nil || srv == nil {
 		return nil
 	}
+	return a.refreshMachineFrom(old, proto.Clone(old).(*roostv1.Machine), srv, now)
+}
+
+// refreshMachineFrom is refreshMachine over m, a changed clone of the
+// stored old; it stores m when it differs from old.
+func (a *applier) refreshMachineFrom(old, m *roostv1.Machine, srv *roostv1.Server, now *timestamppb.Timestamp) *apierror.Error {
 	revs, err := revisionsOf(a.txn, srv.GetMetadata().GetName())
 	if err != nil {
 		return internal(err)
 	}
-	m := proto.Clone(old).(*roostv1.Machine)
 	if m.Status == nil {
 		m.Status = &roostv1.MachineStatus{}
 	}
@@ -323,12 +329,11 @@ func (a *applier) refreshMachine(old *roostv1.Machine, srv *roostv1.Server, now 
 	}
 	joined := false
 	switch {
+	case st.GetCluster() != "" && st.GetNodeName() != "":
+		joined = true
+		conds = setCondition(conds, MachineJoined, "True", "NodeRegistered", fmt.Sprintf("Node %s is registered with Cluster %s", st.GetNodeName(), st.GetCluster()), now)
 	case st.GetCluster() != "":
-		if c := findCondition(conds, MachineJoined); c == nil || c.GetStatus() != "True" {
-			conds = setCondition(conds, MachineJoined, "False", "WaitingForNode", fmt.Sprintf("the kubelet has not registered with Cluster %s", st.GetCluster()), now)
-		} else {
-			joined = true
-		}
+		conds = setCondition(conds, MachineJoined, "False", "WaitingForNode", fmt.Sprintf("no Node with providerID roost://%s is registered with Cluster %s", srv.GetMetadata().GetName(), st.GetCluster()), now)
 	case provisioned:
 		joined = true
 		conds = setCondition(conds, MachineJoined, "True", "Standalone", "joins no cluster", now)
@@ -341,6 +346,12 @@ func (a *applier) refreshMachine(old *roostv1.Machine, srv *roostv1.Server, now 
 		conds = setCondition(conds, MachineReady, "False", ReasonWaitingForMilestone, "waiting for Provisioned and Joined", now)
 	case srv.GetStatus().GetReachability() == Unreachable:
 		conds = setCondition(conds, MachineReady, "False", "ServerUnreachable", "the agent stopped sending heartbeats", now)
+	case st.GetCluster() != "" && !conditionTrue(conds, MachineNodeReady):
+		msg := fmt.Sprintf("Node %s is not Ready", st.GetNodeName())
+		if c := findCondition(conds, MachineNodeReady); c != nil && c.GetMessage() != "" {
+			msg += ": " + c.GetMessage()
+		}
+		conds = setCondition(conds, MachineReady, "False", "NodeNotReady", msg, now)
 	case healthy == nil || healthy.GetStatus() != "True":
 		msg := "the agent has not assessed the boot yet"
 		if healthy != nil {

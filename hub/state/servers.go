@@ -621,6 +621,12 @@ func setCondition(conds []*roostv1.Condition, typ, status, reason, msg string, n
 	return append(append([]*roostv1.Condition(nil), conds...), &roostv1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, LastTransitionTime: now})
 }
 
+// conditionTrue says whether conds has typ with status "True".
+func conditionTrue(conds []*roostv1.Condition, typ string) bool {
+	c := findCondition(conds, typ)
+	return c != nil && c.GetStatus() == "True"
+}
+
 func removeCondition(conds []*roostv1.Condition, typ string) []*roostv1.Condition {
 	var out []*roostv1.Condition
 	for _, c := range conds {

@@ -74,6 +74,13 @@ func marshalSnapshot(txn *memdb.Txn) ([]byte, error) {
 	for raw := it.Next(); raw != nil; raw = it.Next() {
 		snap.JoinTokens = append(snap.JoinTokens, raw.(*roostv1.JoinToken))
 	}
+	it, err = txn.Get(tableBootstrapTokens, indexID)
+	if err != nil {
+		return nil, err
+	}
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		snap.BootstrapTokens = append(snap.BootstrapTokens, raw.(*roostv1.BootstrapToken))
+	}
 	return proto.MarshalOptions{Deterministic: true}.Marshal(snap)
 }
 
@@ -147,6 +154,11 @@ func buildDB(snap *roostv1.Snapshot) (*memdb.MemDB, error) {
 	for i, t := range snap.GetJoinTokens() {
 		if err := insertUnique(txn, tableJoinTokens, t.GetId(), t); err != nil {
 			return nil, fmt.Errorf("joinTokens[%d]: %w", i, err)
+		}
+	}
+	for i, t := range snap.GetBootstrapTokens() {
+		if err := insertUnique(txn, tableBootstrapTokens, t.GetTokenId(), t); err != nil {
+			return nil, fmt.Errorf("bootstrapTokens[%d]: %w", i, err)
 		}
 	}
 	if err := txn.Insert(tableMeta, &metaRow{LastIndex: snap.GetLastIndex()}); err != nil {

@@ -1196,9 +1196,13 @@ type DesiredState struct {
 	Spec *RevisionSpec `protobuf:"bytes,3,opt,name=spec,proto3" json:"spec,omitempty"`
 	// failed says the hub recorded the revision as failed: the agent must
 	// not stage it again (an operator makes a new one).
-	Failed        bool `protobuf:"varint,4,opt,name=failed,proto3" json:"failed,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Failed bool `protobuf:"varint,4,opt,name=failed,proto3" json:"failed,omitempty"`
+	// kubelet_bootstrap lets a worker's kubelet join its cluster (TLS
+	// bootstrap); unset for standalone Machines and once the Node is
+	// registered. Never part of a Revision: tokens are short-lived.
+	KubeletBootstrap *KubeletBootstrap `protobuf:"bytes,5,opt,name=kubelet_bootstrap,json=kubeletBootstrap,proto3" json:"kubelet_bootstrap,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *DesiredState) Reset() {
@@ -1259,6 +1263,77 @@ func (x *DesiredState) GetFailed() bool {
 	return false
 }
 
+func (x *DesiredState) GetKubeletBootstrap() *KubeletBootstrap {
+	if x != nil {
+		return x.KubeletBootstrap
+	}
+	return nil
+}
+
+// KubeletBootstrap is what the agent writes into
+// /etc/kubernetes/bootstrap-kubelet.conf (kubeadm's path) for the kubelet.
+type KubeletBootstrap struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// api_server is the cluster's API URL, e.g. "https://10.0.0.1:6443".
+	ApiServer string `protobuf:"bytes,1,opt,name=api_server,json=apiServer,proto3" json:"api_server,omitempty"`
+	// token is a bootstrap token "<id>.<secret>" ([a-z0-9]{6}.[a-z0-9]{16}).
+	Token         string                 `protobuf:"bytes,2,opt,name=token,proto3" json:"token,omitempty"`
+	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KubeletBootstrap) Reset() {
+	*x = KubeletBootstrap{}
+	mi := &file_roost_v1_agent_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KubeletBootstrap) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KubeletBootstrap) ProtoMessage() {}
+
+func (x *KubeletBootstrap) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_agent_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KubeletBootstrap.ProtoReflect.Descriptor instead.
+func (*KubeletBootstrap) Descriptor() ([]byte, []int) {
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *KubeletBootstrap) GetApiServer() string {
+	if x != nil {
+		return x.ApiServer
+	}
+	return ""
+}
+
+func (x *KubeletBootstrap) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *KubeletBootstrap) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
 // RevisionSpec is one numbered, rendered boot configuration of a Server:
 // what the agent stages on the ESP as a Boot Loader Specification entry.
 // (It lives here, not in resources.proto, because DesiredState carries it.)
@@ -1305,7 +1380,7 @@ type RevisionSpec struct {
 
 func (x *RevisionSpec) Reset() {
 	*x = RevisionSpec{}
-	mi := &file_roost_v1_agent_proto_msgTypes[17]
+	mi := &file_roost_v1_agent_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1317,7 +1392,7 @@ func (x *RevisionSpec) String() string {
 func (*RevisionSpec) ProtoMessage() {}
 
 func (x *RevisionSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[17]
+	mi := &file_roost_v1_agent_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1330,7 +1405,7 @@ func (x *RevisionSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevisionSpec.ProtoReflect.Descriptor instead.
 func (*RevisionSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{17}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *RevisionSpec) GetServer() string {
@@ -1472,7 +1547,7 @@ type Artifact struct {
 
 func (x *Artifact) Reset() {
 	*x = Artifact{}
-	mi := &file_roost_v1_agent_proto_msgTypes[18]
+	mi := &file_roost_v1_agent_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1484,7 +1559,7 @@ func (x *Artifact) String() string {
 func (*Artifact) ProtoMessage() {}
 
 func (x *Artifact) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[18]
+	mi := &file_roost_v1_agent_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1497,7 +1572,7 @@ func (x *Artifact) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Artifact.ProtoReflect.Descriptor instead.
 func (*Artifact) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{18}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Artifact) GetSha256() string {
@@ -1530,7 +1605,7 @@ type InstallDiskHints struct {
 
 func (x *InstallDiskHints) Reset() {
 	*x = InstallDiskHints{}
-	mi := &file_roost_v1_agent_proto_msgTypes[19]
+	mi := &file_roost_v1_agent_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1542,7 +1617,7 @@ func (x *InstallDiskHints) String() string {
 func (*InstallDiskHints) ProtoMessage() {}
 
 func (x *InstallDiskHints) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[19]
+	mi := &file_roost_v1_agent_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1555,7 +1630,7 @@ func (x *InstallDiskHints) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InstallDiskHints.ProtoReflect.Descriptor instead.
 func (*InstallDiskHints) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{19}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *InstallDiskHints) GetSerial() string {
@@ -1605,7 +1680,7 @@ type FetchArtifactRequest struct {
 
 func (x *FetchArtifactRequest) Reset() {
 	*x = FetchArtifactRequest{}
-	mi := &file_roost_v1_agent_proto_msgTypes[20]
+	mi := &file_roost_v1_agent_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1617,7 +1692,7 @@ func (x *FetchArtifactRequest) String() string {
 func (*FetchArtifactRequest) ProtoMessage() {}
 
 func (x *FetchArtifactRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[20]
+	mi := &file_roost_v1_agent_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1630,7 +1705,7 @@ func (x *FetchArtifactRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchArtifactRequest.ProtoReflect.Descriptor instead.
 func (*FetchArtifactRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{20}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *FetchArtifactRequest) GetSha256() string {
@@ -1658,7 +1733,7 @@ type ArtifactChunk struct {
 
 func (x *ArtifactChunk) Reset() {
 	*x = ArtifactChunk{}
-	mi := &file_roost_v1_agent_proto_msgTypes[21]
+	mi := &file_roost_v1_agent_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1670,7 +1745,7 @@ func (x *ArtifactChunk) String() string {
 func (*ArtifactChunk) ProtoMessage() {}
 
 func (x *ArtifactChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[21]
+	mi := &file_roost_v1_agent_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1683,7 +1758,7 @@ func (x *ArtifactChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArtifactChunk.ProtoReflect.Descriptor instead.
 func (*ArtifactChunk) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{21}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ArtifactChunk) GetData() []byte {
@@ -1713,7 +1788,7 @@ type AcquireLeaseRequest struct {
 
 func (x *AcquireLeaseRequest) Reset() {
 	*x = AcquireLeaseRequest{}
-	mi := &file_roost_v1_agent_proto_msgTypes[22]
+	mi := &file_roost_v1_agent_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1725,7 +1800,7 @@ func (x *AcquireLeaseRequest) String() string {
 func (*AcquireLeaseRequest) ProtoMessage() {}
 
 func (x *AcquireLeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[22]
+	mi := &file_roost_v1_agent_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1738,7 +1813,7 @@ func (x *AcquireLeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcquireLeaseRequest.ProtoReflect.Descriptor instead.
 func (*AcquireLeaseRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{22}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *AcquireLeaseRequest) GetRevision() int64 {
@@ -1771,7 +1846,7 @@ type AcquireLeaseResponse struct {
 
 func (x *AcquireLeaseResponse) Reset() {
 	*x = AcquireLeaseResponse{}
-	mi := &file_roost_v1_agent_proto_msgTypes[23]
+	mi := &file_roost_v1_agent_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1783,7 +1858,7 @@ func (x *AcquireLeaseResponse) String() string {
 func (*AcquireLeaseResponse) ProtoMessage() {}
 
 func (x *AcquireLeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[23]
+	mi := &file_roost_v1_agent_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1796,7 +1871,7 @@ func (x *AcquireLeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcquireLeaseResponse.ProtoReflect.Descriptor instead.
 func (*AcquireLeaseResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{23}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *AcquireLeaseResponse) GetGranted() bool {
@@ -1929,14 +2004,21 @@ const file_roost_v1_agent_proto_rawDesc = "" +
 	"HubMessage\x122\n" +
 	"\adesired\x18\x01 \x01(\v2\x16.roost.v1.DesiredStateH\x00R\adesired\x12>\n" +
 	"\x1aheartbeat_interval_seconds\x18\x02 \x01(\x03H\x00R\x18heartbeatIntervalSecondsB\t\n" +
-	"\amessage\"\x8e\x01\n" +
+	"\amessage\"\xd7\x01\n" +
 	"\fDesiredState\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x01 \x01(\x03R\n" +
 	"generation\x12\x1a\n" +
 	"\brevision\x18\x02 \x01(\x03R\brevision\x12*\n" +
 	"\x04spec\x18\x03 \x01(\v2\x16.roost.v1.RevisionSpecR\x04spec\x12\x16\n" +
-	"\x06failed\x18\x04 \x01(\bR\x06failed\"\xc2\x05\n" +
+	"\x06failed\x18\x04 \x01(\bR\x06failed\x12G\n" +
+	"\x11kubelet_bootstrap\x18\x05 \x01(\v2\x1a.roost.v1.KubeletBootstrapR\x10kubeletBootstrap\"\x82\x01\n" +
+	"\x10KubeletBootstrap\x12\x1d\n" +
+	"\n" +
+	"api_server\x18\x01 \x01(\tR\tapiServer\x12\x14\n" +
+	"\x05token\x18\x02 \x01(\tR\x05token\x129\n" +
+	"\n" +
+	"expires_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\xc2\x05\n" +
 	"\fRevisionSpec\x12\x16\n" +
 	"\x06server\x18\x01 \x01(\tR\x06server\x12\x16\n" +
 	"\x06number\x18\x02 \x01(\x03R\x06number\x12\x18\n" +
@@ -2006,7 +2088,7 @@ func file_roost_v1_agent_proto_rawDescGZIP() []byte {
 	return file_roost_v1_agent_proto_rawDescData
 }
 
-var file_roost_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_roost_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_roost_v1_agent_proto_goTypes = []any{
 	(*ServerIdentity)(nil),           // 0: roost.v1.ServerIdentity
 	(*Inventory)(nil),                // 1: roost.v1.Inventory
@@ -2025,15 +2107,16 @@ var file_roost_v1_agent_proto_goTypes = []any{
 	(*Heartbeat)(nil),                // 14: roost.v1.Heartbeat
 	(*HubMessage)(nil),               // 15: roost.v1.HubMessage
 	(*DesiredState)(nil),             // 16: roost.v1.DesiredState
-	(*RevisionSpec)(nil),             // 17: roost.v1.RevisionSpec
-	(*Artifact)(nil),                 // 18: roost.v1.Artifact
-	(*InstallDiskHints)(nil),         // 19: roost.v1.InstallDiskHints
-	(*FetchArtifactRequest)(nil),     // 20: roost.v1.FetchArtifactRequest
-	(*ArtifactChunk)(nil),            // 21: roost.v1.ArtifactChunk
-	(*AcquireLeaseRequest)(nil),      // 22: roost.v1.AcquireLeaseRequest
-	(*AcquireLeaseResponse)(nil),     // 23: roost.v1.AcquireLeaseResponse
-	(*Condition)(nil),                // 24: roost.v1.Condition
-	(*timestamppb.Timestamp)(nil),    // 25: google.protobuf.Timestamp
+	(*KubeletBootstrap)(nil),         // 17: roost.v1.KubeletBootstrap
+	(*RevisionSpec)(nil),             // 18: roost.v1.RevisionSpec
+	(*Artifact)(nil),                 // 19: roost.v1.Artifact
+	(*InstallDiskHints)(nil),         // 20: roost.v1.InstallDiskHints
+	(*FetchArtifactRequest)(nil),     // 21: roost.v1.FetchArtifactRequest
+	(*ArtifactChunk)(nil),            // 22: roost.v1.ArtifactChunk
+	(*AcquireLeaseRequest)(nil),      // 23: roost.v1.AcquireLeaseRequest
+	(*AcquireLeaseResponse)(nil),     // 24: roost.v1.AcquireLeaseResponse
+	(*Condition)(nil),                // 25: roost.v1.Condition
+	(*timestamppb.Timestamp)(nil),    // 26: google.protobuf.Timestamp
 }
 var file_roost_v1_agent_proto_depIdxs = []int32{
 	2,  // 0: roost.v1.Inventory.cpu:type_name -> roost.v1.CPUInfo
@@ -2046,31 +2129,33 @@ var file_roost_v1_agent_proto_depIdxs = []int32{
 	12, // 7: roost.v1.AgentMessage.status:type_name -> roost.v1.AgentStatus
 	14, // 8: roost.v1.AgentMessage.heartbeat:type_name -> roost.v1.Heartbeat
 	1,  // 9: roost.v1.AgentStatus.inventory:type_name -> roost.v1.Inventory
-	24, // 10: roost.v1.AgentStatus.conditions:type_name -> roost.v1.Condition
+	25, // 10: roost.v1.AgentStatus.conditions:type_name -> roost.v1.Condition
 	13, // 11: roost.v1.AgentStatus.failed_revisions:type_name -> roost.v1.FailedRevision
-	25, // 12: roost.v1.Heartbeat.sent_at:type_name -> google.protobuf.Timestamp
+	26, // 12: roost.v1.Heartbeat.sent_at:type_name -> google.protobuf.Timestamp
 	16, // 13: roost.v1.HubMessage.desired:type_name -> roost.v1.DesiredState
-	17, // 14: roost.v1.DesiredState.spec:type_name -> roost.v1.RevisionSpec
-	18, // 15: roost.v1.RevisionSpec.kernel:type_name -> roost.v1.Artifact
-	18, // 16: roost.v1.RevisionSpec.initrd:type_name -> roost.v1.Artifact
-	18, // 17: roost.v1.RevisionSpec.boot_loader:type_name -> roost.v1.Artifact
-	19, // 18: roost.v1.RevisionSpec.install_disk:type_name -> roost.v1.InstallDiskHints
-	25, // 19: roost.v1.AcquireLeaseResponse.expires_at:type_name -> google.protobuf.Timestamp
-	6,  // 20: roost.v1.AgentService.Enroll:input_type -> roost.v1.EnrollRequest
-	8,  // 21: roost.v1.AgentService.RenewCertificate:input_type -> roost.v1.RenewCertificateRequest
-	10, // 22: roost.v1.AgentService.Connect:input_type -> roost.v1.AgentMessage
-	20, // 23: roost.v1.AgentService.FetchArtifact:input_type -> roost.v1.FetchArtifactRequest
-	22, // 24: roost.v1.AgentService.AcquireLease:input_type -> roost.v1.AcquireLeaseRequest
-	7,  // 25: roost.v1.AgentService.Enroll:output_type -> roost.v1.EnrollResponse
-	9,  // 26: roost.v1.AgentService.RenewCertificate:output_type -> roost.v1.RenewCertificateResponse
-	15, // 27: roost.v1.AgentService.Connect:output_type -> roost.v1.HubMessage
-	21, // 28: roost.v1.AgentService.FetchArtifact:output_type -> roost.v1.ArtifactChunk
-	23, // 29: roost.v1.AgentService.AcquireLease:output_type -> roost.v1.AcquireLeaseResponse
-	25, // [25:30] is the sub-list for method output_type
-	20, // [20:25] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	18, // 14: roost.v1.DesiredState.spec:type_name -> roost.v1.RevisionSpec
+	17, // 15: roost.v1.DesiredState.kubelet_bootstrap:type_name -> roost.v1.KubeletBootstrap
+	26, // 16: roost.v1.KubeletBootstrap.expires_at:type_name -> google.protobuf.Timestamp
+	19, // 17: roost.v1.RevisionSpec.kernel:type_name -> roost.v1.Artifact
+	19, // 18: roost.v1.RevisionSpec.initrd:type_name -> roost.v1.Artifact
+	19, // 19: roost.v1.RevisionSpec.boot_loader:type_name -> roost.v1.Artifact
+	20, // 20: roost.v1.RevisionSpec.install_disk:type_name -> roost.v1.InstallDiskHints
+	26, // 21: roost.v1.AcquireLeaseResponse.expires_at:type_name -> google.protobuf.Timestamp
+	6,  // 22: roost.v1.AgentService.Enroll:input_type -> roost.v1.EnrollRequest
+	8,  // 23: roost.v1.AgentService.RenewCertificate:input_type -> roost.v1.RenewCertificateRequest
+	10, // 24: roost.v1.AgentService.Connect:input_type -> roost.v1.AgentMessage
+	21, // 25: roost.v1.AgentService.FetchArtifact:input_type -> roost.v1.FetchArtifactRequest
+	23, // 26: roost.v1.AgentService.AcquireLease:input_type -> roost.v1.AcquireLeaseRequest
+	7,  // 27: roost.v1.AgentService.Enroll:output_type -> roost.v1.EnrollResponse
+	9,  // 28: roost.v1.AgentService.RenewCertificate:output_type -> roost.v1.RenewCertificateResponse
+	15, // 29: roost.v1.AgentService.Connect:output_type -> roost.v1.HubMessage
+	22, // 30: roost.v1.AgentService.FetchArtifact:output_type -> roost.v1.ArtifactChunk
+	24, // 31: roost.v1.AgentService.AcquireLease:output_type -> roost.v1.AcquireLeaseResponse
+	27, // [27:32] is the sub-list for method output_type
+	22, // [22:27] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_roost_v1_agent_proto_init() }
@@ -2088,14 +2173,14 @@ func file_roost_v1_agent_proto_init() {
 		(*HubMessage_Desired)(nil),
 		(*HubMessage_HeartbeatIntervalSeconds)(nil),
 	}
-	file_roost_v1_agent_proto_msgTypes[19].OneofWrappers = []any{}
+	file_roost_v1_agent_proto_msgTypes[20].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_roost_v1_agent_proto_rawDesc), len(file_roost_v1_agent_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   24,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -49,6 +49,10 @@ type Command struct {
 	//	*Command_PutRevision
 	//	*Command_GrantLease
 	//	*Command_ReleaseLeases
+	//	*Command_UpdateClusterStatus
+	//	*Command_UpdateMachineClusterStatus
+	//	*Command_PutBootstrapToken
+	//	*Command_DeleteBootstrapTokens
 	Command       isCommand_Command `protobuf_oneof:"command"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -260,6 +264,42 @@ func (x *Command) GetReleaseLeases() *ReleaseLeases {
 	return nil
 }
 
+func (x *Command) GetUpdateClusterStatus() *UpdateClusterStatus {
+	if x != nil {
+		if x, ok := x.Command.(*Command_UpdateClusterStatus); ok {
+			return x.UpdateClusterStatus
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetUpdateMachineClusterStatus() *UpdateMachineClusterStatus {
+	if x != nil {
+		if x, ok := x.Command.(*Command_UpdateMachineClusterStatus); ok {
+			return x.UpdateMachineClusterStatus
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetPutBootstrapToken() *PutBootstrapToken {
+	if x != nil {
+		if x, ok := x.Command.(*Command_PutBootstrapToken); ok {
+			return x.PutBootstrapToken
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetDeleteBootstrapTokens() *DeleteBootstrapTokens {
+	if x != nil {
+		if x, ok := x.Command.(*Command_DeleteBootstrapTokens); ok {
+			return x.DeleteBootstrapTokens
+		}
+	}
+	return nil
+}
+
 type isCommand_Command interface {
 	isCommand_Command()
 }
@@ -336,6 +376,22 @@ type Command_ReleaseLeases struct {
 	ReleaseLeases *ReleaseLeases `protobuf:"bytes,27,opt,name=release_leases,json=releaseLeases,proto3,oneof"`
 }
 
+type Command_UpdateClusterStatus struct {
+	UpdateClusterStatus *UpdateClusterStatus `protobuf:"bytes,28,opt,name=update_cluster_status,json=updateClusterStatus,proto3,oneof"`
+}
+
+type Command_UpdateMachineClusterStatus struct {
+	UpdateMachineClusterStatus *UpdateMachineClusterStatus `protobuf:"bytes,29,opt,name=update_machine_cluster_status,json=updateMachineClusterStatus,proto3,oneof"`
+}
+
+type Command_PutBootstrapToken struct {
+	PutBootstrapToken *PutBootstrapToken `protobuf:"bytes,30,opt,name=put_bootstrap_token,json=putBootstrapToken,proto3,oneof"`
+}
+
+type Command_DeleteBootstrapTokens struct {
+	DeleteBootstrapTokens *DeleteBootstrapTokens `protobuf:"bytes,31,opt,name=delete_bootstrap_tokens,json=deleteBootstrapTokens,proto3,oneof"`
+}
+
 func (*Command_ApplyObjects) isCommand_Command() {}
 
 func (*Command_DeleteObject) isCommand_Command() {}
@@ -371,6 +427,14 @@ func (*Command_PutRevision) isCommand_Command() {}
 func (*Command_GrantLease) isCommand_Command() {}
 
 func (*Command_ReleaseLeases) isCommand_Command() {}
+
+func (*Command_UpdateClusterStatus) isCommand_Command() {}
+
+func (*Command_UpdateMachineClusterStatus) isCommand_Command() {}
+
+func (*Command_PutBootstrapToken) isCommand_Command() {}
+
+func (*Command_DeleteBootstrapTokens) isCommand_Command() {}
 
 // ApplyObjects creates or replaces objects, all or nothing.
 type ApplyObjects struct {
@@ -1717,8 +1781,11 @@ type GrantLease struct {
 	// max_unavailable is the Pool's bound, resolved by the proposer.
 	MaxUnavailable int32  `protobuf:"varint,4,opt,name=max_unavailable,json=maxUnavailable,proto3" json:"max_unavailable,omitempty"`
 	Uid            string `protobuf:"bytes,5,opt,name=uid,proto3" json:"uid,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// phase is the Lease phase to set: Draining or Granted (empty: Granted).
+	// A held Lease keeps its fencing token when its phase moves on.
+	Phase         string `protobuf:"bytes,6,opt,name=phase,proto3" json:"phase,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GrantLease) Reset() {
@@ -1786,6 +1853,13 @@ func (x *GrantLease) GetUid() string {
 	return ""
 }
 
+func (x *GrantLease) GetPhase() string {
+	if x != nil {
+		return x.Phase
+	}
+	return ""
+}
+
 // ReleaseLeases deletes Leases: each named Server's Lease when its
 // fencing token matches (0 matches any).
 type ReleaseLeases struct {
@@ -1849,9 +1923,10 @@ type Snapshot struct {
 	Members    []*HubMember          `protobuf:"bytes,3,rep,name=members,proto3" json:"members,omitempty"`
 	JoinTokens []*JoinToken          `protobuf:"bytes,4,rep,name=join_tokens,json=joinTokens,proto3" json:"join_tokens,omitempty"`
 	// last_index is the last applied Raft index.
-	LastIndex     uint64 `protobuf:"varint,5,opt,name=last_index,json=lastIndex,proto3" json:"last_index,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	LastIndex       uint64            `protobuf:"varint,5,opt,name=last_index,json=lastIndex,proto3" json:"last_index,omitempty"`
+	BootstrapTokens []*BootstrapToken `protobuf:"bytes,6,rep,name=bootstrap_tokens,json=bootstrapTokens,proto3" json:"bootstrap_tokens,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Snapshot) Reset() {
@@ -1919,11 +1994,306 @@ func (x *Snapshot) GetLastIndex() uint64 {
 	return 0
 }
 
+func (x *Snapshot) GetBootstrapTokens() []*BootstrapToken {
+	if x != nil {
+		return x.BootstrapTokens
+	}
+	return nil
+}
+
+// UpdateClusterStatus replaces a Cluster's observed status (conditions,
+// node counts, server version); credentials_set is kept.
+type UpdateClusterStatus struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Cluster       string                 `protobuf:"bytes,1,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	Status        *ClusterStatus         `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateClusterStatus) Reset() {
+	*x = UpdateClusterStatus{}
+	mi := &file_roost_v1_raft_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateClusterStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateClusterStatus) ProtoMessage() {}
+
+func (x *UpdateClusterStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_raft_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateClusterStatus.ProtoReflect.Descriptor instead.
+func (*UpdateClusterStatus) Descriptor() ([]byte, []int) {
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *UpdateClusterStatus) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
+func (x *UpdateClusterStatus) GetStatus() *ClusterStatus {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+// UpdateMachineClusterStatus records what the leader observed of a worker
+// Machine in its Cluster: the Node's name and the conditions the cluster
+// decides (NodeReady, Drained), merged by type.
+type UpdateMachineClusterStatus struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Machine       string                 `protobuf:"bytes,1,opt,name=machine,proto3" json:"machine,omitempty"`
+	NodeName      string                 `protobuf:"bytes,2,opt,name=node_name,json=nodeName,proto3" json:"node_name,omitempty"`
+	Conditions    []*Condition           `protobuf:"bytes,3,rep,name=conditions,proto3" json:"conditions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateMachineClusterStatus) Reset() {
+	*x = UpdateMachineClusterStatus{}
+	mi := &file_roost_v1_raft_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateMachineClusterStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateMachineClusterStatus) ProtoMessage() {}
+
+func (x *UpdateMachineClusterStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_raft_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateMachineClusterStatus.ProtoReflect.Descriptor instead.
+func (*UpdateMachineClusterStatus) Descriptor() ([]byte, []int) {
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *UpdateMachineClusterStatus) GetMachine() string {
+	if x != nil {
+		return x.Machine
+	}
+	return ""
+}
+
+func (x *UpdateMachineClusterStatus) GetNodeName() string {
+	if x != nil {
+		return x.NodeName
+	}
+	return ""
+}
+
+func (x *UpdateMachineClusterStatus) GetConditions() []*Condition {
+	if x != nil {
+		return x.Conditions
+	}
+	return nil
+}
+
+// BootstrapToken is a kubeadm-style bootstrap token the hub created in a
+// Cluster (Secret kube-system/bootstrap-token-<token_id>) for one worker
+// Machine to join with. Internal: never returned by reads; handed only to
+// the Machine's agent in its DesiredState.
+type BootstrapToken struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Machine string                 `protobuf:"bytes,1,opt,name=machine,proto3" json:"machine,omitempty"`
+	Cluster string                 `protobuf:"bytes,2,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	// token_id is [a-z0-9]{6}; secret is [a-z0-9]{16}.
+	TokenId       string                 `protobuf:"bytes,3,opt,name=token_id,json=tokenId,proto3" json:"token_id,omitempty"`
+	Secret        string                 `protobuf:"bytes,4,opt,name=secret,proto3" json:"secret,omitempty"`
+	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BootstrapToken) Reset() {
+	*x = BootstrapToken{}
+	mi := &file_roost_v1_raft_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BootstrapToken) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BootstrapToken) ProtoMessage() {}
+
+func (x *BootstrapToken) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_raft_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BootstrapToken.ProtoReflect.Descriptor instead.
+func (*BootstrapToken) Descriptor() ([]byte, []int) {
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *BootstrapToken) GetMachine() string {
+	if x != nil {
+		return x.Machine
+	}
+	return ""
+}
+
+func (x *BootstrapToken) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
+func (x *BootstrapToken) GetTokenId() string {
+	if x != nil {
+		return x.TokenId
+	}
+	return ""
+}
+
+func (x *BootstrapToken) GetSecret() string {
+	if x != nil {
+		return x.Secret
+	}
+	return ""
+}
+
+func (x *BootstrapToken) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
+type PutBootstrapToken struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Token         *BootstrapToken        `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutBootstrapToken) Reset() {
+	*x = PutBootstrapToken{}
+	mi := &file_roost_v1_raft_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutBootstrapToken) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutBootstrapToken) ProtoMessage() {}
+
+func (x *PutBootstrapToken) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_raft_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutBootstrapToken.ProtoReflect.Descriptor instead.
+func (*PutBootstrapToken) Descriptor() ([]byte, []int) {
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *PutBootstrapToken) GetToken() *BootstrapToken {
+	if x != nil {
+		return x.Token
+	}
+	return nil
+}
+
+// DeleteBootstrapTokens forgets tokens by id (the leader deleted their
+// Secrets, or is about to).
+type DeleteBootstrapTokens struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TokenIds      []string               `protobuf:"bytes,1,rep,name=token_ids,json=tokenIds,proto3" json:"token_ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteBootstrapTokens) Reset() {
+	*x = DeleteBootstrapTokens{}
+	mi := &file_roost_v1_raft_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteBootstrapTokens) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteBootstrapTokens) ProtoMessage() {}
+
+func (x *DeleteBootstrapTokens) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_raft_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteBootstrapTokens.ProtoReflect.Descriptor instead.
+func (*DeleteBootstrapTokens) Descriptor() ([]byte, []int) {
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *DeleteBootstrapTokens) GetTokenIds() []string {
+	if x != nil {
+		return x.TokenIds
+	}
+	return nil
+}
+
 var File_roost_v1_raft_proto protoreflect.FileDescriptor
 
 const file_roost_v1_raft_proto_rawDesc = "" +
 	"\n" +
-	"\x13roost/v1/raft.proto\x12\broost.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14roost/v1/agent.proto\x1a\x13roost/v1/meta.proto\x1a\x18roost/v1/resources.proto\"\xfd\t\n" +
+	"\x13roost/v1/raft.proto\x12\broost.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14roost/v1/agent.proto\x1a\x13roost/v1/meta.proto\x1a\x18roost/v1/resources.proto\"\xe7\f\n" +
 	"\aCommand\x12.\n" +
 	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12=\n" +
 	"\rapply_objects\x18\n" +
@@ -1946,7 +2316,11 @@ const file_roost_v1_raft_proto_rawDesc = "" +
 	"\fput_revision\x18\x19 \x01(\v2\x15.roost.v1.PutRevisionH\x00R\vputRevision\x127\n" +
 	"\vgrant_lease\x18\x1a \x01(\v2\x14.roost.v1.GrantLeaseH\x00R\n" +
 	"grantLease\x12@\n" +
-	"\x0erelease_leases\x18\x1b \x01(\v2\x17.roost.v1.ReleaseLeasesH\x00R\rreleaseLeasesB\t\n" +
+	"\x0erelease_leases\x18\x1b \x01(\v2\x17.roost.v1.ReleaseLeasesH\x00R\rreleaseLeases\x12S\n" +
+	"\x15update_cluster_status\x18\x1c \x01(\v2\x1d.roost.v1.UpdateClusterStatusH\x00R\x13updateClusterStatus\x12i\n" +
+	"\x1dupdate_machine_cluster_status\x18\x1d \x01(\v2$.roost.v1.UpdateMachineClusterStatusH\x00R\x1aupdateMachineClusterStatus\x12M\n" +
+	"\x13put_bootstrap_token\x18\x1e \x01(\v2\x1b.roost.v1.PutBootstrapTokenH\x00R\x11putBootstrapToken\x12Y\n" +
+	"\x17delete_bootstrap_tokens\x18\x1f \x01(\v2\x1f.roost.v1.DeleteBootstrapTokensH\x00R\x15deleteBootstrapTokensB\t\n" +
 	"\acommand\"g\n" +
 	"\fApplyObjects\x12*\n" +
 	"\aobjects\x18\x01 \x03(\v2\x10.roost.v1.ObjectR\aobjects\x12\x12\n" +
@@ -2044,7 +2418,7 @@ const file_roost_v1_raft_proto_rawDesc = "" +
 	"\x04pool\x18\x03 \x01(\tR\x04pool\"O\n" +
 	"\vPutRevision\x12.\n" +
 	"\brevision\x18\x01 \x01(\v2\x12.roost.v1.RevisionR\brevision\x12\x10\n" +
-	"\x03uid\x18\x02 \x01(\tR\x03uid\"\xb6\x01\n" +
+	"\x03uid\x18\x02 \x01(\tR\x03uid\"\xcc\x01\n" +
 	"\n" +
 	"GrantLease\x12\x16\n" +
 	"\x06server\x18\x01 \x01(\tR\x06server\x12\x1a\n" +
@@ -2052,10 +2426,11 @@ const file_roost_v1_raft_proto_rawDesc = "" +
 	"\n" +
 	"expires_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12'\n" +
 	"\x0fmax_unavailable\x18\x04 \x01(\x05R\x0emaxUnavailable\x12\x10\n" +
-	"\x03uid\x18\x05 \x01(\tR\x03uid\"P\n" +
+	"\x03uid\x18\x05 \x01(\tR\x03uid\x12\x14\n" +
+	"\x05phase\x18\x06 \x01(\tR\x05phase\"P\n" +
 	"\rReleaseLeases\x12\x18\n" +
 	"\aservers\x18\x01 \x03(\tR\aservers\x12%\n" +
-	"\x0efencing_tokens\x18\x02 \x03(\x04R\rfencingTokens\"\xea\x01\n" +
+	"\x0efencing_tokens\x18\x02 \x03(\x04R\rfencingTokens\"\xaf\x02\n" +
 	"\bSnapshot\x12*\n" +
 	"\aobjects\x18\x01 \x03(\v2\x10.roost.v1.ObjectR\aobjects\x12.\n" +
 	"\x02ca\x18\x02 \x01(\v2\x1e.roost.v1.CertificateAuthorityR\x02ca\x12-\n" +
@@ -2063,7 +2438,28 @@ const file_roost_v1_raft_proto_rawDesc = "" +
 	"\vjoin_tokens\x18\x04 \x03(\v2\x13.roost.v1.JoinTokenR\n" +
 	"joinTokens\x12\x1d\n" +
 	"\n" +
-	"last_index\x18\x05 \x01(\x04R\tlastIndexB4Z2github.com/roostfleet/roost/proto/roost/v1;roostv1b\x06proto3"
+	"last_index\x18\x05 \x01(\x04R\tlastIndex\x12C\n" +
+	"\x10bootstrap_tokens\x18\x06 \x03(\v2\x18.roost.v1.BootstrapTokenR\x0fbootstrapTokens\"`\n" +
+	"\x13UpdateClusterStatus\x12\x18\n" +
+	"\acluster\x18\x01 \x01(\tR\acluster\x12/\n" +
+	"\x06status\x18\x02 \x01(\v2\x17.roost.v1.ClusterStatusR\x06status\"\x88\x01\n" +
+	"\x1aUpdateMachineClusterStatus\x12\x18\n" +
+	"\amachine\x18\x01 \x01(\tR\amachine\x12\x1b\n" +
+	"\tnode_name\x18\x02 \x01(\tR\bnodeName\x123\n" +
+	"\n" +
+	"conditions\x18\x03 \x03(\v2\x13.roost.v1.ConditionR\n" +
+	"conditions\"\xb2\x01\n" +
+	"\x0eBootstrapToken\x12\x18\n" +
+	"\amachine\x18\x01 \x01(\tR\amachine\x12\x18\n" +
+	"\acluster\x18\x02 \x01(\tR\acluster\x12\x19\n" +
+	"\btoken_id\x18\x03 \x01(\tR\atokenId\x12\x16\n" +
+	"\x06secret\x18\x04 \x01(\tR\x06secret\x129\n" +
+	"\n" +
+	"expires_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"C\n" +
+	"\x11PutBootstrapToken\x12.\n" +
+	"\x05token\x18\x01 \x01(\v2\x18.roost.v1.BootstrapTokenR\x05token\"4\n" +
+	"\x15DeleteBootstrapTokens\x12\x1b\n" +
+	"\ttoken_ids\x18\x01 \x03(\tR\btokenIdsB4Z2github.com/roostfleet/roost/proto/roost/v1;roostv1b\x06proto3"
 
 var (
 	file_roost_v1_raft_proto_rawDescOnce sync.Once
@@ -2077,46 +2473,52 @@ func file_roost_v1_raft_proto_rawDescGZIP() []byte {
 	return file_roost_v1_raft_proto_rawDescData
 }
 
-var file_roost_v1_raft_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_roost_v1_raft_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
 var file_roost_v1_raft_proto_goTypes = []any{
-	(*Command)(nil),               // 0: roost.v1.Command
-	(*ApplyObjects)(nil),          // 1: roost.v1.ApplyObjects
-	(*DeleteObject)(nil),          // 2: roost.v1.DeleteObject
-	(*CertificateAuthority)(nil),  // 3: roost.v1.CertificateAuthority
-	(*InitCA)(nil),                // 4: roost.v1.InitCA
-	(*HubMember)(nil),             // 5: roost.v1.HubMember
-	(*PutMember)(nil),             // 6: roost.v1.PutMember
-	(*DeleteMember)(nil),          // 7: roost.v1.DeleteMember
-	(*JoinToken)(nil),             // 8: roost.v1.JoinToken
-	(*PutJoinToken)(nil),          // 9: roost.v1.PutJoinToken
-	(*UseJoinToken)(nil),          // 10: roost.v1.UseJoinToken
-	(*PutEnrollmentToken)(nil),    // 11: roost.v1.PutEnrollmentToken
-	(*RevokeEnrollmentToken)(nil), // 12: roost.v1.RevokeEnrollmentToken
-	(*EnrollServer)(nil),          // 13: roost.v1.EnrollServer
-	(*UpdateServerStatus)(nil),    // 14: roost.v1.UpdateServerStatus
-	(*ReachabilityChange)(nil),    // 15: roost.v1.ReachabilityChange
-	(*SetServerReachability)(nil), // 16: roost.v1.SetServerReachability
-	(*ModifyServer)(nil),          // 17: roost.v1.ModifyServer
-	(*NewMachine)(nil),            // 18: roost.v1.NewMachine
-	(*CreateMachines)(nil),        // 19: roost.v1.CreateMachines
-	(*DeleteMachines)(nil),        // 20: roost.v1.DeleteMachines
-	(*PutRevision)(nil),           // 21: roost.v1.PutRevision
-	(*GrantLease)(nil),            // 22: roost.v1.GrantLease
-	(*ReleaseLeases)(nil),         // 23: roost.v1.ReleaseLeases
-	(*Snapshot)(nil),              // 24: roost.v1.Snapshot
-	nil,                           // 25: roost.v1.ModifyServer.SetLabelsEntry
-	(*timestamppb.Timestamp)(nil), // 26: google.protobuf.Timestamp
-	(*Object)(nil),                // 27: roost.v1.Object
-	(*EnrollmentToken)(nil),       // 28: roost.v1.EnrollmentToken
-	(*ServerIdentity)(nil),        // 29: roost.v1.ServerIdentity
-	(*Inventory)(nil),             // 30: roost.v1.Inventory
-	(*Condition)(nil),             // 31: roost.v1.Condition
-	(*FailedRevision)(nil),        // 32: roost.v1.FailedRevision
-	(ServerAction)(0),             // 33: roost.v1.ServerAction
-	(*Revision)(nil),              // 34: roost.v1.Revision
+	(*Command)(nil),                    // 0: roost.v1.Command
+	(*ApplyObjects)(nil),               // 1: roost.v1.ApplyObjects
+	(*DeleteObject)(nil),               // 2: roost.v1.DeleteObject
+	(*CertificateAuthority)(nil),       // 3: roost.v1.CertificateAuthority
+	(*InitCA)(nil),                     // 4: roost.v1.InitCA
+	(*HubMember)(nil),                  // 5: roost.v1.HubMember
+	(*PutMember)(nil),                  // 6: roost.v1.PutMember
+	(*DeleteMember)(nil),               // 7: roost.v1.DeleteMember
+	(*JoinToken)(nil),                  // 8: roost.v1.JoinToken
+	(*PutJoinToken)(nil),               // 9: roost.v1.PutJoinToken
+	(*UseJoinToken)(nil),               // 10: roost.v1.UseJoinToken
+	(*PutEnrollmentToken)(nil),         // 11: roost.v1.PutEnrollmentToken
+	(*RevokeEnrollmentToken)(nil),      // 12: roost.v1.RevokeEnrollmentToken
+	(*EnrollServer)(nil),               // 13: roost.v1.EnrollServer
+	(*UpdateServerStatus)(nil),         // 14: roost.v1.UpdateServerStatus
+	(*ReachabilityChange)(nil),         // 15: roost.v1.ReachabilityChange
+	(*SetServerReachability)(nil),      // 16: roost.v1.SetServerReachability
+	(*ModifyServer)(nil),               // 17: roost.v1.ModifyServer
+	(*NewMachine)(nil),                 // 18: roost.v1.NewMachine
+	(*CreateMachines)(nil),             // 19: roost.v1.CreateMachines
+	(*DeleteMachines)(nil),             // 20: roost.v1.DeleteMachines
+	(*PutRevision)(nil),                // 21: roost.v1.PutRevision
+	(*GrantLease)(nil),                 // 22: roost.v1.GrantLease
+	(*ReleaseLeases)(nil),              // 23: roost.v1.ReleaseLeases
+	(*Snapshot)(nil),                   // 24: roost.v1.Snapshot
+	(*UpdateClusterStatus)(nil),        // 25: roost.v1.UpdateClusterStatus
+	(*UpdateMachineClusterStatus)(nil), // 26: roost.v1.UpdateMachineClusterStatus
+	(*BootstrapToken)(nil),             // 27: roost.v1.BootstrapToken
+	(*PutBootstrapToken)(nil),          // 28: roost.v1.PutBootstrapToken
+	(*DeleteBootstrapTokens)(nil),      // 29: roost.v1.DeleteBootstrapTokens
+	nil,                                // 30: roost.v1.ModifyServer.SetLabelsEntry
+	(*timestamppb.Timestamp)(nil),      // 31: google.protobuf.Timestamp
+	(*Object)(nil),                     // 32: roost.v1.Object
+	(*EnrollmentToken)(nil),            // 33: roost.v1.EnrollmentToken
+	(*ServerIdentity)(nil),             // 34: roost.v1.ServerIdentity
+	(*Inventory)(nil),                  // 35: roost.v1.Inventory
+	(*Condition)(nil),                  // 36: roost.v1.Condition
+	(*FailedRevision)(nil),             // 37: roost.v1.FailedRevision
+	(ServerAction)(0),                  // 38: roost.v1.ServerAction
+	(*Revision)(nil),                   // 39: roost.v1.Revision
+	(*ClusterStatus)(nil),              // 40: roost.v1.ClusterStatus
 }
 var file_roost_v1_raft_proto_depIdxs = []int32{
-	26, // 0: roost.v1.Command.time:type_name -> google.protobuf.Timestamp
+	31, // 0: roost.v1.Command.time:type_name -> google.protobuf.Timestamp
 	1,  // 1: roost.v1.Command.apply_objects:type_name -> roost.v1.ApplyObjects
 	2,  // 2: roost.v1.Command.delete_object:type_name -> roost.v1.DeleteObject
 	4,  // 3: roost.v1.Command.init_ca:type_name -> roost.v1.InitCA
@@ -2135,33 +2537,42 @@ var file_roost_v1_raft_proto_depIdxs = []int32{
 	21, // 16: roost.v1.Command.put_revision:type_name -> roost.v1.PutRevision
 	22, // 17: roost.v1.Command.grant_lease:type_name -> roost.v1.GrantLease
 	23, // 18: roost.v1.Command.release_leases:type_name -> roost.v1.ReleaseLeases
-	27, // 19: roost.v1.ApplyObjects.objects:type_name -> roost.v1.Object
-	3,  // 20: roost.v1.InitCA.ca:type_name -> roost.v1.CertificateAuthority
-	5,  // 21: roost.v1.PutMember.member:type_name -> roost.v1.HubMember
-	26, // 22: roost.v1.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
-	8,  // 23: roost.v1.PutJoinToken.token:type_name -> roost.v1.JoinToken
-	28, // 24: roost.v1.PutEnrollmentToken.token:type_name -> roost.v1.EnrollmentToken
-	29, // 25: roost.v1.EnrollServer.identity:type_name -> roost.v1.ServerIdentity
-	30, // 26: roost.v1.EnrollServer.inventory:type_name -> roost.v1.Inventory
-	30, // 27: roost.v1.UpdateServerStatus.inventory:type_name -> roost.v1.Inventory
-	31, // 28: roost.v1.UpdateServerStatus.conditions:type_name -> roost.v1.Condition
-	32, // 29: roost.v1.UpdateServerStatus.failed_revisions:type_name -> roost.v1.FailedRevision
-	26, // 30: roost.v1.ReachabilityChange.last_seen:type_name -> google.protobuf.Timestamp
-	15, // 31: roost.v1.SetServerReachability.changes:type_name -> roost.v1.ReachabilityChange
-	33, // 32: roost.v1.ModifyServer.action:type_name -> roost.v1.ServerAction
-	25, // 33: roost.v1.ModifyServer.set_labels:type_name -> roost.v1.ModifyServer.SetLabelsEntry
-	18, // 34: roost.v1.CreateMachines.machines:type_name -> roost.v1.NewMachine
-	34, // 35: roost.v1.PutRevision.revision:type_name -> roost.v1.Revision
-	26, // 36: roost.v1.GrantLease.expires_at:type_name -> google.protobuf.Timestamp
-	27, // 37: roost.v1.Snapshot.objects:type_name -> roost.v1.Object
-	3,  // 38: roost.v1.Snapshot.ca:type_name -> roost.v1.CertificateAuthority
-	5,  // 39: roost.v1.Snapshot.members:type_name -> roost.v1.HubMember
-	8,  // 40: roost.v1.Snapshot.join_tokens:type_name -> roost.v1.JoinToken
-	41, // [41:41] is the sub-list for method output_type
-	41, // [41:41] is the sub-list for method input_type
-	41, // [41:41] is the sub-list for extension type_name
-	41, // [41:41] is the sub-list for extension extendee
-	0,  // [0:41] is the sub-list for field type_name
+	25, // 19: roost.v1.Command.update_cluster_status:type_name -> roost.v1.UpdateClusterStatus
+	26, // 20: roost.v1.Command.update_machine_cluster_status:type_name -> roost.v1.UpdateMachineClusterStatus
+	28, // 21: roost.v1.Command.put_bootstrap_token:type_name -> roost.v1.PutBootstrapToken
+	29, // 22: roost.v1.Command.delete_bootstrap_tokens:type_name -> roost.v1.DeleteBootstrapTokens
+	32, // 23: roost.v1.ApplyObjects.objects:type_name -> roost.v1.Object
+	3,  // 24: roost.v1.InitCA.ca:type_name -> roost.v1.CertificateAuthority
+	5,  // 25: roost.v1.PutMember.member:type_name -> roost.v1.HubMember
+	31, // 26: roost.v1.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
+	8,  // 27: roost.v1.PutJoinToken.token:type_name -> roost.v1.JoinToken
+	33, // 28: roost.v1.PutEnrollmentToken.token:type_name -> roost.v1.EnrollmentToken
+	34, // 29: roost.v1.EnrollServer.identity:type_name -> roost.v1.ServerIdentity
+	35, // 30: roost.v1.EnrollServer.inventory:type_name -> roost.v1.Inventory
+	35, // 31: roost.v1.UpdateServerStatus.inventory:type_name -> roost.v1.Inventory
+	36, // 32: roost.v1.UpdateServerStatus.conditions:type_name -> roost.v1.Condition
+	37, // 33: roost.v1.UpdateServerStatus.failed_revisions:type_name -> roost.v1.FailedRevision
+	31, // 34: roost.v1.ReachabilityChange.last_seen:type_name -> google.protobuf.Timestamp
+	15, // 35: roost.v1.SetServerReachability.changes:type_name -> roost.v1.ReachabilityChange
+	38, // 36: roost.v1.ModifyServer.action:type_name -> roost.v1.ServerAction
+	30, // 37: roost.v1.ModifyServer.set_labels:type_name -> roost.v1.ModifyServer.SetLabelsEntry
+	18, // 38: roost.v1.CreateMachines.machines:type_name -> roost.v1.NewMachine
+	39, // 39: roost.v1.PutRevision.revision:type_name -> roost.v1.Revision
+	31, // 40: roost.v1.GrantLease.expires_at:type_name -> google.protobuf.Timestamp
+	32, // 41: roost.v1.Snapshot.objects:type_name -> roost.v1.Object
+	3,  // 42: roost.v1.Snapshot.ca:type_name -> roost.v1.CertificateAuthority
+	5,  // 43: roost.v1.Snapshot.members:type_name -> roost.v1.HubMember
+	8,  // 44: roost.v1.Snapshot.join_tokens:type_name -> roost.v1.JoinToken
+	27, // 45: roost.v1.Snapshot.bootstrap_tokens:type_name -> roost.v1.BootstrapToken
+	40, // 46: roost.v1.UpdateClusterStatus.status:type_name -> roost.v1.ClusterStatus
+	36, // 47: roost.v1.UpdateMachineClusterStatus.conditions:type_name -> roost.v1.Condition
+	31, // 48: roost.v1.BootstrapToken.expires_at:type_name -> google.protobuf.Timestamp
+	27, // 49: roost.v1.PutBootstrapToken.token:type_name -> roost.v1.BootstrapToken
+	50, // [50:50] is the sub-list for method output_type
+	50, // [50:50] is the sub-list for method input_type
+	50, // [50:50] is the sub-list for extension type_name
+	50, // [50:50] is the sub-list for extension extendee
+	0,  // [0:50] is the sub-list for field type_name
 }
 
 func init() { file_roost_v1_raft_proto_init() }
@@ -2191,6 +2602,10 @@ func file_roost_v1_raft_proto_init() {
 		(*Command_PutRevision)(nil),
 		(*Command_GrantLease)(nil),
 		(*Command_ReleaseLeases)(nil),
+		(*Command_UpdateClusterStatus)(nil),
+		(*Command_UpdateMachineClusterStatus)(nil),
+		(*Command_PutBootstrapToken)(nil),
+		(*Command_DeleteBootstrapTokens)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -2198,7 +2613,7 @@ func file_roost_v1_raft_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_roost_v1_raft_proto_rawDesc), len(file_roost_v1_raft_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   26,
+			NumMessages:   31,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -170,17 +170,26 @@ func (x *Cluster) GetStatus() *ClusterStatus {
 
 type ClusterSpec struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// api_endpoint is the cluster's API server URL, e.g. "https://10.0.0.1:6443".
+	// api_endpoint is the cluster's API server URL workers join, e.g.
+	// "https://10.0.0.1:6443".
 	ApiEndpoint string `protobuf:"bytes,1,opt,name=api_endpoint,json=apiEndpoint,proto3" json:"api_endpoint,omitempty"`
 	// ca_bundle is the PEM-encoded CA certificate bundle of the API server.
 	CaBundle string `protobuf:"bytes,2,opt,name=ca_bundle,json=caBundle,proto3" json:"ca_bundle,omitempty"`
 	// kubernetes_version is the version workers run, e.g. "v1.34.4".
 	KubernetesVersion string `protobuf:"bytes,3,opt,name=kubernetes_version,json=kubernetesVersion,proto3" json:"kubernetes_version,omitempty"`
-	// bootstrap_token is the kubeadm bootstrap token ("[a-z0-9]{6}.[a-z0-9]{16}")
-	// workers join with.
-	BootstrapToken string `protobuf:"bytes,4,opt,name=bootstrap_token,json=bootstrapToken,proto3" json:"bootstrap_token,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// kubeconfig is the hub's credentials for the cluster: a kubeconfig
+	// (YAML) whose current context may create bootstrap-token Secrets and
+	// RBAC bindings, read, label, cordon and delete Nodes, and evict Pods.
+	// Write-only: set by apply or "roostctl cluster set-credentials", never
+	// returned by reads (status.credentials_set says whether it is set);
+	// an apply without it keeps the stored one.
+	Kubeconfig string       `protobuf:"bytes,5,opt,name=kubeconfig,proto3" json:"kubeconfig,omitempty"`
+	Join       *ClusterJoin `protobuf:"bytes,6,opt,name=join,proto3" json:"join,omitempty"`
+	// drain_timeout bounds cordon-and-drain of a worker before its reboot
+	// Lease is granted. Default 5m; at most 1h.
+	DrainTimeout  *durationpb.Duration `protobuf:"bytes,7,opt,name=drain_timeout,json=drainTimeout,proto3" json:"drain_timeout,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ClusterSpec) Reset() {
@@ -234,23 +243,115 @@ func (x *ClusterSpec) GetKubernetesVersion() string {
 	return ""
 }
 
-func (x *ClusterSpec) GetBootstrapToken() string {
+func (x *ClusterSpec) GetKubeconfig() string {
 	if x != nil {
-		return x.BootstrapToken
+		return x.Kubeconfig
 	}
 	return ""
 }
 
-type ClusterStatus struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Conditions    []*Condition           `protobuf:"bytes,1,rep,name=conditions,proto3" json:"conditions,omitempty"`
+func (x *ClusterSpec) GetJoin() *ClusterJoin {
+	if x != nil {
+		return x.Join
+	}
+	return nil
+}
+
+func (x *ClusterSpec) GetDrainTimeout() *durationpb.Duration {
+	if x != nil {
+		return x.DrainTimeout
+	}
+	return nil
+}
+
+// ClusterJoin are the settings workers join with (kubeadm's join
+// configuration, reduced to what the hub renders).
+type ClusterJoin struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// bootstrap_token_ttl is the lifetime of each bootstrap token the hub
+	// creates for a joining worker. Default 1h; between 1m and 24h.
+	BootstrapTokenTtl *durationpb.Duration `protobuf:"bytes,1,opt,name=bootstrap_token_ttl,json=bootstrapTokenTtl,proto3" json:"bootstrap_token_ttl,omitempty"`
+	// cluster_dns are the cluster DNS service IPs (KubeletConfiguration
+	// clusterDNS), e.g. ["10.96.0.10"].
+	ClusterDns []string `protobuf:"bytes,2,rep,name=cluster_dns,json=clusterDns,proto3" json:"cluster_dns,omitempty"`
+	// cluster_domain is the DNS domain of the cluster. Default "cluster.local".
+	ClusterDomain string `protobuf:"bytes,3,opt,name=cluster_domain,json=clusterDomain,proto3" json:"cluster_domain,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
+func (x *ClusterJoin) Reset() {
+	*x = ClusterJoin{}
+	mi := &file_roost_v1_resources_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClusterJoin) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClusterJoin) ProtoMessage() {}
+
+func (x *ClusterJoin) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_resources_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClusterJoin.ProtoReflect.Descriptor instead.
+func (*ClusterJoin) Descriptor() ([]byte, []int) {
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ClusterJoin) GetBootstrapTokenTtl() *durationpb.Duration {
+	if x != nil {
+		return x.BootstrapTokenTtl
+	}
+	return nil
+}
+
+func (x *ClusterJoin) GetClusterDns() []string {
+	if x != nil {
+		return x.ClusterDns
+	}
+	return nil
+}
+
+func (x *ClusterJoin) GetClusterDomain() string {
+	if x != nil {
+		return x.ClusterDomain
+	}
+	return ""
+}
+
+// ClusterStatus is observed by the hub leader from the cluster's API;
+// written only when it changes.
+type ClusterStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// conditions: Reachable (the hub's credentials reach the API).
+	Conditions []*Condition `protobuf:"bytes,1,rep,name=conditions,proto3" json:"conditions,omitempty"`
+	// nodes counts the Nodes the hub manages (providerID "roost://…");
+	// ready_nodes those whose Ready condition is True.
+	Nodes      int32 `protobuf:"varint,2,opt,name=nodes,proto3" json:"nodes,omitempty"`
+	ReadyNodes int32 `protobuf:"varint,3,opt,name=ready_nodes,json=readyNodes,proto3" json:"ready_nodes,omitempty"`
+	// server_version is the API server's version, e.g. "v1.34.4".
+	ServerVersion string `protobuf:"bytes,4,opt,name=server_version,json=serverVersion,proto3" json:"server_version,omitempty"`
+	// credentials_set says spec.kubeconfig is stored.
+	CredentialsSet bool `protobuf:"varint,5,opt,name=credentials_set,json=credentialsSet,proto3" json:"credentials_set,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
 func (x *ClusterStatus) Reset() {
 	*x = ClusterStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[2]
+	mi := &file_roost_v1_resources_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -262,7 +363,7 @@ func (x *ClusterStatus) String() string {
 func (*ClusterStatus) ProtoMessage() {}
 
 func (x *ClusterStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[2]
+	mi := &file_roost_v1_resources_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -275,7 +376,7 @@ func (x *ClusterStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatus.ProtoReflect.Descriptor instead.
 func (*ClusterStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{2}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ClusterStatus) GetConditions() []*Condition {
@@ -283,6 +384,34 @@ func (x *ClusterStatus) GetConditions() []*Condition {
 		return x.Conditions
 	}
 	return nil
+}
+
+func (x *ClusterStatus) GetNodes() int32 {
+	if x != nil {
+		return x.Nodes
+	}
+	return 0
+}
+
+func (x *ClusterStatus) GetReadyNodes() int32 {
+	if x != nil {
+		return x.ReadyNodes
+	}
+	return 0
+}
+
+func (x *ClusterStatus) GetServerVersion() string {
+	if x != nil {
+		return x.ServerVersion
+	}
+	return ""
+}
+
+func (x *ClusterStatus) GetCredentialsSet() bool {
+	if x != nil {
+		return x.CredentialsSet
+	}
+	return false
 }
 
 // MachineClass is a template for Machines: which Servers fit, how their
@@ -300,7 +429,7 @@ type MachineClass struct {
 
 func (x *MachineClass) Reset() {
 	*x = MachineClass{}
-	mi := &file_roost_v1_resources_proto_msgTypes[3]
+	mi := &file_roost_v1_resources_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -312,7 +441,7 @@ func (x *MachineClass) String() string {
 func (*MachineClass) ProtoMessage() {}
 
 func (x *MachineClass) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[3]
+	mi := &file_roost_v1_resources_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -325,7 +454,7 @@ func (x *MachineClass) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MachineClass.ProtoReflect.Descriptor instead.
 func (*MachineClass) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{3}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *MachineClass) GetApiVersion() string {
@@ -384,7 +513,7 @@ type MachineClassSpec struct {
 
 func (x *MachineClassSpec) Reset() {
 	*x = MachineClassSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[4]
+	mi := &file_roost_v1_resources_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -396,7 +525,7 @@ func (x *MachineClassSpec) String() string {
 func (*MachineClassSpec) ProtoMessage() {}
 
 func (x *MachineClassSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[4]
+	mi := &file_roost_v1_resources_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -409,7 +538,7 @@ func (x *MachineClassSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MachineClassSpec.ProtoReflect.Descriptor instead.
 func (*MachineClassSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{4}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *MachineClassSpec) GetServerSelector() []string {
@@ -455,7 +584,7 @@ type MachineClassStatus struct {
 
 func (x *MachineClassStatus) Reset() {
 	*x = MachineClassStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[5]
+	mi := &file_roost_v1_resources_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -467,7 +596,7 @@ func (x *MachineClassStatus) String() string {
 func (*MachineClassStatus) ProtoMessage() {}
 
 func (x *MachineClassStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[5]
+	mi := &file_roost_v1_resources_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -480,7 +609,7 @@ func (x *MachineClassStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MachineClassStatus.ProtoReflect.Descriptor instead.
 func (*MachineClassStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{5}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{6}
 }
 
 // NetworkProfile is declarative host networking.
@@ -497,7 +626,7 @@ type NetworkProfile struct {
 
 func (x *NetworkProfile) Reset() {
 	*x = NetworkProfile{}
-	mi := &file_roost_v1_resources_proto_msgTypes[6]
+	mi := &file_roost_v1_resources_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -509,7 +638,7 @@ func (x *NetworkProfile) String() string {
 func (*NetworkProfile) ProtoMessage() {}
 
 func (x *NetworkProfile) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[6]
+	mi := &file_roost_v1_resources_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -522,7 +651,7 @@ func (x *NetworkProfile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkProfile.ProtoReflect.Descriptor instead.
 func (*NetworkProfile) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{6}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *NetworkProfile) GetApiVersion() string {
@@ -573,7 +702,7 @@ type NetworkProfileSpec struct {
 
 func (x *NetworkProfileSpec) Reset() {
 	*x = NetworkProfileSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[7]
+	mi := &file_roost_v1_resources_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -585,7 +714,7 @@ func (x *NetworkProfileSpec) String() string {
 func (*NetworkProfileSpec) ProtoMessage() {}
 
 func (x *NetworkProfileSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[7]
+	mi := &file_roost_v1_resources_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -598,7 +727,7 @@ func (x *NetworkProfileSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkProfileSpec.ProtoReflect.Descriptor instead.
 func (*NetworkProfileSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{7}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *NetworkProfileSpec) GetLinks() []*Link {
@@ -653,7 +782,7 @@ type LinkMatch struct {
 
 func (x *LinkMatch) Reset() {
 	*x = LinkMatch{}
-	mi := &file_roost_v1_resources_proto_msgTypes[8]
+	mi := &file_roost_v1_resources_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -665,7 +794,7 @@ func (x *LinkMatch) String() string {
 func (*LinkMatch) ProtoMessage() {}
 
 func (x *LinkMatch) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[8]
+	mi := &file_roost_v1_resources_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -678,7 +807,7 @@ func (x *LinkMatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LinkMatch.ProtoReflect.Descriptor instead.
 func (*LinkMatch) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{8}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *LinkMatch) GetMac() string {
@@ -724,7 +853,7 @@ type Route struct {
 
 func (x *Route) Reset() {
 	*x = Route{}
-	mi := &file_roost_v1_resources_proto_msgTypes[9]
+	mi := &file_roost_v1_resources_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -736,7 +865,7 @@ func (x *Route) String() string {
 func (*Route) ProtoMessage() {}
 
 func (x *Route) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[9]
+	mi := &file_roost_v1_resources_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -749,7 +878,7 @@ func (x *Route) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Route.ProtoReflect.Descriptor instead.
 func (*Route) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{9}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Route) GetDestination() string {
@@ -798,7 +927,7 @@ type Link struct {
 
 func (x *Link) Reset() {
 	*x = Link{}
-	mi := &file_roost_v1_resources_proto_msgTypes[10]
+	mi := &file_roost_v1_resources_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -810,7 +939,7 @@ func (x *Link) String() string {
 func (*Link) ProtoMessage() {}
 
 func (x *Link) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[10]
+	mi := &file_roost_v1_resources_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -823,7 +952,7 @@ func (x *Link) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Link.ProtoReflect.Descriptor instead.
 func (*Link) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{10}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Link) GetName() string {
@@ -903,7 +1032,7 @@ type Bond struct {
 
 func (x *Bond) Reset() {
 	*x = Bond{}
-	mi := &file_roost_v1_resources_proto_msgTypes[11]
+	mi := &file_roost_v1_resources_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -915,7 +1044,7 @@ func (x *Bond) String() string {
 func (*Bond) ProtoMessage() {}
 
 func (x *Bond) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[11]
+	mi := &file_roost_v1_resources_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -928,7 +1057,7 @@ func (x *Bond) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bond.ProtoReflect.Descriptor instead.
 func (*Bond) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{11}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Bond) GetName() string {
@@ -1034,7 +1163,7 @@ type Vlan struct {
 
 func (x *Vlan) Reset() {
 	*x = Vlan{}
-	mi := &file_roost_v1_resources_proto_msgTypes[12]
+	mi := &file_roost_v1_resources_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1046,7 +1175,7 @@ func (x *Vlan) String() string {
 func (*Vlan) ProtoMessage() {}
 
 func (x *Vlan) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[12]
+	mi := &file_roost_v1_resources_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1059,7 +1188,7 @@ func (x *Vlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Vlan.ProtoReflect.Descriptor instead.
 func (*Vlan) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{12}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Vlan) GetName() string {
@@ -1137,7 +1266,7 @@ type Bridge struct {
 
 func (x *Bridge) Reset() {
 	*x = Bridge{}
-	mi := &file_roost_v1_resources_proto_msgTypes[13]
+	mi := &file_roost_v1_resources_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1149,7 +1278,7 @@ func (x *Bridge) String() string {
 func (*Bridge) ProtoMessage() {}
 
 func (x *Bridge) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[13]
+	mi := &file_roost_v1_resources_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1162,7 +1291,7 @@ func (x *Bridge) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bridge.ProtoReflect.Descriptor instead.
 func (*Bridge) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{13}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Bridge) GetName() string {
@@ -1238,7 +1367,7 @@ type DNS struct {
 
 func (x *DNS) Reset() {
 	*x = DNS{}
-	mi := &file_roost_v1_resources_proto_msgTypes[14]
+	mi := &file_roost_v1_resources_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1250,7 +1379,7 @@ func (x *DNS) String() string {
 func (*DNS) ProtoMessage() {}
 
 func (x *DNS) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[14]
+	mi := &file_roost_v1_resources_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1263,7 +1392,7 @@ func (x *DNS) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DNS.ProtoReflect.Descriptor instead.
 func (*DNS) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{14}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *DNS) GetServers() []string {
@@ -1288,7 +1417,7 @@ type NetworkProfileStatus struct {
 
 func (x *NetworkProfileStatus) Reset() {
 	*x = NetworkProfileStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[15]
+	mi := &file_roost_v1_resources_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1300,7 +1429,7 @@ func (x *NetworkProfileStatus) String() string {
 func (*NetworkProfileStatus) ProtoMessage() {}
 
 func (x *NetworkProfileStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[15]
+	mi := &file_roost_v1_resources_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1313,7 +1442,7 @@ func (x *NetworkProfileStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkProfileStatus.ProtoReflect.Descriptor instead.
 func (*NetworkProfileStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{15}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{16}
 }
 
 // MaintenanceWindow is a recurring window in which disruptive work (image
@@ -1331,7 +1460,7 @@ type MaintenanceWindow struct {
 
 func (x *MaintenanceWindow) Reset() {
 	*x = MaintenanceWindow{}
-	mi := &file_roost_v1_resources_proto_msgTypes[16]
+	mi := &file_roost_v1_resources_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1343,7 +1472,7 @@ func (x *MaintenanceWindow) String() string {
 func (*MaintenanceWindow) ProtoMessage() {}
 
 func (x *MaintenanceWindow) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[16]
+	mi := &file_roost_v1_resources_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1356,7 +1485,7 @@ func (x *MaintenanceWindow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MaintenanceWindow.ProtoReflect.Descriptor instead.
 func (*MaintenanceWindow) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{16}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *MaintenanceWindow) GetApiVersion() string {
@@ -1408,7 +1537,7 @@ type MaintenanceWindowSpec struct {
 
 func (x *MaintenanceWindowSpec) Reset() {
 	*x = MaintenanceWindowSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[17]
+	mi := &file_roost_v1_resources_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1420,7 +1549,7 @@ func (x *MaintenanceWindowSpec) String() string {
 func (*MaintenanceWindowSpec) ProtoMessage() {}
 
 func (x *MaintenanceWindowSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[17]
+	mi := &file_roost_v1_resources_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1433,7 +1562,7 @@ func (x *MaintenanceWindowSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MaintenanceWindowSpec.ProtoReflect.Descriptor instead.
 func (*MaintenanceWindowSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{17}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *MaintenanceWindowSpec) GetRrule() string {
@@ -1465,7 +1594,7 @@ type MaintenanceWindowStatus struct {
 
 func (x *MaintenanceWindowStatus) Reset() {
 	*x = MaintenanceWindowStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[18]
+	mi := &file_roost_v1_resources_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1477,7 +1606,7 @@ func (x *MaintenanceWindowStatus) String() string {
 func (*MaintenanceWindowStatus) ProtoMessage() {}
 
 func (x *MaintenanceWindowStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[18]
+	mi := &file_roost_v1_resources_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1490,7 +1619,7 @@ func (x *MaintenanceWindowStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MaintenanceWindowStatus.ProtoReflect.Descriptor instead.
 func (*MaintenanceWindowStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{18}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{19}
 }
 
 // Pool is a group of Machines of one Cluster sharing a spec; it is the
@@ -1508,7 +1637,7 @@ type Pool struct {
 
 func (x *Pool) Reset() {
 	*x = Pool{}
-	mi := &file_roost_v1_resources_proto_msgTypes[19]
+	mi := &file_roost_v1_resources_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1520,7 +1649,7 @@ func (x *Pool) String() string {
 func (*Pool) ProtoMessage() {}
 
 func (x *Pool) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[19]
+	mi := &file_roost_v1_resources_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1533,7 +1662,7 @@ func (x *Pool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Pool.ProtoReflect.Descriptor instead.
 func (*Pool) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{19}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Pool) GetApiVersion() string {
@@ -1597,7 +1726,7 @@ type PoolSpec struct {
 
 func (x *PoolSpec) Reset() {
 	*x = PoolSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[20]
+	mi := &file_roost_v1_resources_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1609,7 +1738,7 @@ func (x *PoolSpec) String() string {
 func (*PoolSpec) ProtoMessage() {}
 
 func (x *PoolSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[20]
+	mi := &file_roost_v1_resources_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1622,7 +1751,7 @@ func (x *PoolSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PoolSpec.ProtoReflect.Descriptor instead.
 func (*PoolSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{20}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *PoolSpec) GetCluster() string {
@@ -1707,7 +1836,7 @@ type RolloutPolicy struct {
 
 func (x *RolloutPolicy) Reset() {
 	*x = RolloutPolicy{}
-	mi := &file_roost_v1_resources_proto_msgTypes[21]
+	mi := &file_roost_v1_resources_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1719,7 +1848,7 @@ func (x *RolloutPolicy) String() string {
 func (*RolloutPolicy) ProtoMessage() {}
 
 func (x *RolloutPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[21]
+	mi := &file_roost_v1_resources_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1732,7 +1861,7 @@ func (x *RolloutPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutPolicy.ProtoReflect.Descriptor instead.
 func (*RolloutPolicy) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{21}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *RolloutPolicy) GetMaxUnavailable() *IntOrString {
@@ -1774,7 +1903,7 @@ type PoolStatus struct {
 
 func (x *PoolStatus) Reset() {
 	*x = PoolStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[22]
+	mi := &file_roost_v1_resources_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1786,7 +1915,7 @@ func (x *PoolStatus) String() string {
 func (*PoolStatus) ProtoMessage() {}
 
 func (x *PoolStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[22]
+	mi := &file_roost_v1_resources_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1799,7 +1928,7 @@ func (x *PoolStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PoolStatus.ProtoReflect.Descriptor instead.
 func (*PoolStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{22}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PoolStatus) GetMachines() int32 {
@@ -1838,7 +1967,7 @@ type Server struct {
 
 func (x *Server) Reset() {
 	*x = Server{}
-	mi := &file_roost_v1_resources_proto_msgTypes[23]
+	mi := &file_roost_v1_resources_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1850,7 +1979,7 @@ func (x *Server) String() string {
 func (*Server) ProtoMessage() {}
 
 func (x *Server) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[23]
+	mi := &file_roost_v1_resources_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1863,7 +1992,7 @@ func (x *Server) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Server.ProtoReflect.Descriptor instead.
 func (*Server) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{23}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Server) GetApiVersion() string {
@@ -1922,7 +2051,7 @@ type ServerSpec struct {
 
 func (x *ServerSpec) Reset() {
 	*x = ServerSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[24]
+	mi := &file_roost_v1_resources_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1934,7 +2063,7 @@ func (x *ServerSpec) String() string {
 func (*ServerSpec) ProtoMessage() {}
 
 func (x *ServerSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[24]
+	mi := &file_roost_v1_resources_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1947,7 +2076,7 @@ func (x *ServerSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerSpec.ProtoReflect.Descriptor instead.
 func (*ServerSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{24}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ServerSpec) GetSystemUuid() string {
@@ -2018,7 +2147,7 @@ type ServerStatus struct {
 
 func (x *ServerStatus) Reset() {
 	*x = ServerStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[25]
+	mi := &file_roost_v1_resources_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2030,7 +2159,7 @@ func (x *ServerStatus) String() string {
 func (*ServerStatus) ProtoMessage() {}
 
 func (x *ServerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[25]
+	mi := &file_roost_v1_resources_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2043,7 +2172,7 @@ func (x *ServerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerStatus.ProtoReflect.Descriptor instead.
 func (*ServerStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{25}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ServerStatus) GetAgentVersion() string {
@@ -2151,7 +2280,7 @@ type Machine struct {
 
 func (x *Machine) Reset() {
 	*x = Machine{}
-	mi := &file_roost_v1_resources_proto_msgTypes[26]
+	mi := &file_roost_v1_resources_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2163,7 +2292,7 @@ func (x *Machine) String() string {
 func (*Machine) ProtoMessage() {}
 
 func (x *Machine) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[26]
+	mi := &file_roost_v1_resources_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2176,7 +2305,7 @@ func (x *Machine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Machine.ProtoReflect.Descriptor instead.
 func (*Machine) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{26}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Machine) GetApiVersion() string {
@@ -2232,7 +2361,7 @@ type MachineSpec struct {
 
 func (x *MachineSpec) Reset() {
 	*x = MachineSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[27]
+	mi := &file_roost_v1_resources_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2244,7 +2373,7 @@ func (x *MachineSpec) String() string {
 func (*MachineSpec) ProtoMessage() {}
 
 func (x *MachineSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[27]
+	mi := &file_roost_v1_resources_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2257,7 +2386,7 @@ func (x *MachineSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MachineSpec.ProtoReflect.Descriptor instead.
 func (*MachineSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{27}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *MachineSpec) GetServer() string {
@@ -2311,13 +2440,16 @@ type MachineStatus struct {
 	BootedRevision int64 `protobuf:"varint,5,opt,name=booted_revision,json=bootedRevision,proto3" json:"booted_revision,omitempty"`
 	// failed_revision is the newest Revision that failed on the Server (0: none).
 	FailedRevision int64 `protobuf:"varint,6,opt,name=failed_revision,json=failedRevision,proto3" json:"failed_revision,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// node_name is the Kubernetes Node registered with providerID
+	// "roost://<server>"; empty while none is.
+	NodeName      string `protobuf:"bytes,7,opt,name=node_name,json=nodeName,proto3" json:"node_name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *MachineStatus) Reset() {
 	*x = MachineStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[28]
+	mi := &file_roost_v1_resources_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2329,7 +2461,7 @@ func (x *MachineStatus) String() string {
 func (*MachineStatus) ProtoMessage() {}
 
 func (x *MachineStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[28]
+	mi := &file_roost_v1_resources_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2342,7 +2474,7 @@ func (x *MachineStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MachineStatus.ProtoReflect.Descriptor instead.
 func (*MachineStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{28}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *MachineStatus) GetPhase() string {
@@ -2387,6 +2519,13 @@ func (x *MachineStatus) GetFailedRevision() int64 {
 	return 0
 }
 
+func (x *MachineStatus) GetNodeName() string {
+	if x != nil {
+		return x.NodeName
+	}
+	return ""
+}
+
 // ---------------------------------------------------------------- Revision
 // Revision is one numbered boot configuration of a Server, rendered by the
 // hub from its Machine, Pool, MachineClass, NetworkProfile, Cluster and
@@ -2404,7 +2543,7 @@ type Revision struct {
 
 func (x *Revision) Reset() {
 	*x = Revision{}
-	mi := &file_roost_v1_resources_proto_msgTypes[29]
+	mi := &file_roost_v1_resources_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2416,7 +2555,7 @@ func (x *Revision) String() string {
 func (*Revision) ProtoMessage() {}
 
 func (x *Revision) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[29]
+	mi := &file_roost_v1_resources_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2429,7 +2568,7 @@ func (x *Revision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Revision.ProtoReflect.Descriptor instead.
 func (*Revision) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{29}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Revision) GetApiVersion() string {
@@ -2486,7 +2625,7 @@ type RevisionStatus struct {
 
 func (x *RevisionStatus) Reset() {
 	*x = RevisionStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[30]
+	mi := &file_roost_v1_resources_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2498,7 +2637,7 @@ func (x *RevisionStatus) String() string {
 func (*RevisionStatus) ProtoMessage() {}
 
 func (x *RevisionStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[30]
+	mi := &file_roost_v1_resources_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2511,7 +2650,7 @@ func (x *RevisionStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevisionStatus.ProtoReflect.Descriptor instead.
 func (*RevisionStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{30}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *RevisionStatus) GetPhase() string {
@@ -2549,7 +2688,7 @@ type ImageRelease struct {
 
 func (x *ImageRelease) Reset() {
 	*x = ImageRelease{}
-	mi := &file_roost_v1_resources_proto_msgTypes[31]
+	mi := &file_roost_v1_resources_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2561,7 +2700,7 @@ func (x *ImageRelease) String() string {
 func (*ImageRelease) ProtoMessage() {}
 
 func (x *ImageRelease) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[31]
+	mi := &file_roost_v1_resources_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2574,7 +2713,7 @@ func (x *ImageRelease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageRelease.ProtoReflect.Descriptor instead.
 func (*ImageRelease) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{31}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ImageRelease) GetApiVersion() string {
@@ -2633,7 +2772,7 @@ type ImageReleaseSpec struct {
 
 func (x *ImageReleaseSpec) Reset() {
 	*x = ImageReleaseSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[32]
+	mi := &file_roost_v1_resources_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2645,7 +2784,7 @@ func (x *ImageReleaseSpec) String() string {
 func (*ImageReleaseSpec) ProtoMessage() {}
 
 func (x *ImageReleaseSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[32]
+	mi := &file_roost_v1_resources_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2658,7 +2797,7 @@ func (x *ImageReleaseSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageReleaseSpec.ProtoReflect.Descriptor instead.
 func (*ImageReleaseSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{32}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ImageReleaseSpec) GetVersion() string {
@@ -2725,7 +2864,7 @@ type ImageReleaseStatus struct {
 
 func (x *ImageReleaseStatus) Reset() {
 	*x = ImageReleaseStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[33]
+	mi := &file_roost_v1_resources_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2737,7 +2876,7 @@ func (x *ImageReleaseStatus) String() string {
 func (*ImageReleaseStatus) ProtoMessage() {}
 
 func (x *ImageReleaseStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[33]
+	mi := &file_roost_v1_resources_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2750,7 +2889,7 @@ func (x *ImageReleaseStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageReleaseStatus.ProtoReflect.Descriptor instead.
 func (*ImageReleaseStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{33}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{34}
 }
 
 // EnrollmentToken lets new Servers enroll. Only its hash is stored.
@@ -2767,7 +2906,7 @@ type EnrollmentToken struct {
 
 func (x *EnrollmentToken) Reset() {
 	*x = EnrollmentToken{}
-	mi := &file_roost_v1_resources_proto_msgTypes[34]
+	mi := &file_roost_v1_resources_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2779,7 +2918,7 @@ func (x *EnrollmentToken) String() string {
 func (*EnrollmentToken) ProtoMessage() {}
 
 func (x *EnrollmentToken) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[34]
+	mi := &file_roost_v1_resources_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2792,7 +2931,7 @@ func (x *EnrollmentToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnrollmentToken.ProtoReflect.Descriptor instead.
 func (*EnrollmentToken) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{34}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *EnrollmentToken) GetApiVersion() string {
@@ -2849,7 +2988,7 @@ type EnrollmentTokenSpec struct {
 
 func (x *EnrollmentTokenSpec) Reset() {
 	*x = EnrollmentTokenSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[35]
+	mi := &file_roost_v1_resources_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2861,7 +3000,7 @@ func (x *EnrollmentTokenSpec) String() string {
 func (*EnrollmentTokenSpec) ProtoMessage() {}
 
 func (x *EnrollmentTokenSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[35]
+	mi := &file_roost_v1_resources_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2874,7 +3013,7 @@ func (x *EnrollmentTokenSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnrollmentTokenSpec.ProtoReflect.Descriptor instead.
 func (*EnrollmentTokenSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{35}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *EnrollmentTokenSpec) GetSecretSha256() string {
@@ -2932,7 +3071,7 @@ type EnrollmentTokenStatus struct {
 
 func (x *EnrollmentTokenStatus) Reset() {
 	*x = EnrollmentTokenStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[36]
+	mi := &file_roost_v1_resources_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2944,7 +3083,7 @@ func (x *EnrollmentTokenStatus) String() string {
 func (*EnrollmentTokenStatus) ProtoMessage() {}
 
 func (x *EnrollmentTokenStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[36]
+	mi := &file_roost_v1_resources_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2957,7 +3096,7 @@ func (x *EnrollmentTokenStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnrollmentTokenStatus.ProtoReflect.Descriptor instead.
 func (*EnrollmentTokenStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{36}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *EnrollmentTokenStatus) GetUses() int32 {
@@ -3002,7 +3141,7 @@ type Lease struct {
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_roost_v1_resources_proto_msgTypes[37]
+	mi := &file_roost_v1_resources_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3014,7 +3153,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[37]
+	mi := &file_roost_v1_resources_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3027,7 +3166,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{37}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Lease) GetApiVersion() string {
@@ -3077,14 +3216,18 @@ type LeaseSpec struct {
 	// revision is the Revision the Server reboots into.
 	Revision int64 `protobuf:"varint,5,opt,name=revision,proto3" json:"revision,omitempty"`
 	// pool is the Server's Pool when granted; empty for standalone Machines.
-	Pool          string `protobuf:"bytes,6,opt,name=pool,proto3" json:"pool,omitempty"`
+	Pool string `protobuf:"bytes,6,opt,name=pool,proto3" json:"pool,omitempty"`
+	// phase is Draining (the slot is held while the worker's Node is
+	// cordoned and drained; the Server may not reboot yet) or Granted (the
+	// Server may reboot). Empty means Granted.
+	Phase         string `protobuf:"bytes,7,opt,name=phase,proto3" json:"phase,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *LeaseSpec) Reset() {
 	*x = LeaseSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[38]
+	mi := &file_roost_v1_resources_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3096,7 +3239,7 @@ func (x *LeaseSpec) String() string {
 func (*LeaseSpec) ProtoMessage() {}
 
 func (x *LeaseSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[38]
+	mi := &file_roost_v1_resources_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3109,7 +3252,7 @@ func (x *LeaseSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseSpec.ProtoReflect.Descriptor instead.
 func (*LeaseSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{38}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *LeaseSpec) GetServer() string {
@@ -3154,6 +3297,13 @@ func (x *LeaseSpec) GetPool() string {
 	return ""
 }
 
+func (x *LeaseSpec) GetPhase() string {
+	if x != nil {
+		return x.Phase
+	}
+	return ""
+}
+
 type LeaseStatus struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -3162,7 +3312,7 @@ type LeaseStatus struct {
 
 func (x *LeaseStatus) Reset() {
 	*x = LeaseStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[39]
+	mi := &file_roost_v1_resources_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3174,7 +3324,7 @@ func (x *LeaseStatus) String() string {
 func (*LeaseStatus) ProtoMessage() {}
 
 func (x *LeaseStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[39]
+	mi := &file_roost_v1_resources_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3187,7 +3337,7 @@ func (x *LeaseStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseStatus.ProtoReflect.Descriptor instead.
 func (*LeaseStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{39}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{40}
 }
 
 // Object is any one resource, tagged by kind.
@@ -3213,7 +3363,7 @@ type Object struct {
 
 func (x *Object) Reset() {
 	*x = Object{}
-	mi := &file_roost_v1_resources_proto_msgTypes[40]
+	mi := &file_roost_v1_resources_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3225,7 +3375,7 @@ func (x *Object) String() string {
 func (*Object) ProtoMessage() {}
 
 func (x *Object) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[40]
+	mi := &file_roost_v1_resources_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3238,7 +3388,7 @@ func (x *Object) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Object.ProtoReflect.Descriptor instead.
 func (*Object) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{40}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *Object) GetKind() isObject_Kind {
@@ -3428,16 +3578,30 @@ const file_roost_v1_resources_proto_rawDesc = "" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x120\n" +
 	"\bmetadata\x18\x03 \x01(\v2\x14.roost.v1.ObjectMetaR\bmetadata\x12)\n" +
 	"\x04spec\x18\x04 \x01(\v2\x15.roost.v1.ClusterSpecR\x04spec\x12/\n" +
-	"\x06status\x18\x05 \x01(\v2\x17.roost.v1.ClusterStatusR\x06status\"\xa5\x01\n" +
+	"\x06status\x18\x05 \x01(\v2\x17.roost.v1.ClusterStatusR\x06status\"\x9e\x02\n" +
 	"\vClusterSpec\x12!\n" +
 	"\fapi_endpoint\x18\x01 \x01(\tR\vapiEndpoint\x12\x1b\n" +
 	"\tca_bundle\x18\x02 \x01(\tR\bcaBundle\x12-\n" +
-	"\x12kubernetes_version\x18\x03 \x01(\tR\x11kubernetesVersion\x12'\n" +
-	"\x0fbootstrap_token\x18\x04 \x01(\tR\x0ebootstrapToken\"D\n" +
+	"\x12kubernetes_version\x18\x03 \x01(\tR\x11kubernetesVersion\x12\x1e\n" +
+	"\n" +
+	"kubeconfig\x18\x05 \x01(\tR\n" +
+	"kubeconfig\x12)\n" +
+	"\x04join\x18\x06 \x01(\v2\x15.roost.v1.ClusterJoinR\x04join\x12>\n" +
+	"\rdrain_timeout\x18\a \x01(\v2\x19.google.protobuf.DurationR\fdrainTimeoutJ\x04\b\x04\x10\x05R\x0fbootstrap_token\"\xa0\x01\n" +
+	"\vClusterJoin\x12I\n" +
+	"\x13bootstrap_token_ttl\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\x11bootstrapTokenTtl\x12\x1f\n" +
+	"\vcluster_dns\x18\x02 \x03(\tR\n" +
+	"clusterDns\x12%\n" +
+	"\x0ecluster_domain\x18\x03 \x01(\tR\rclusterDomain\"\xcb\x01\n" +
 	"\rClusterStatus\x123\n" +
 	"\n" +
 	"conditions\x18\x01 \x03(\v2\x13.roost.v1.ConditionR\n" +
-	"conditions\"\xdb\x01\n" +
+	"conditions\x12\x14\n" +
+	"\x05nodes\x18\x02 \x01(\x05R\x05nodes\x12\x1f\n" +
+	"\vready_nodes\x18\x03 \x01(\x05R\n" +
+	"readyNodes\x12%\n" +
+	"\x0eserver_version\x18\x04 \x01(\tR\rserverVersion\x12'\n" +
+	"\x0fcredentials_set\x18\x05 \x01(\bR\x0ecredentialsSet\"\xdb\x01\n" +
 	"\fMachineClass\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
@@ -3612,7 +3776,7 @@ const file_roost_v1_resources_proto_rawDesc = "" +
 	"\x04pool\x18\x02 \x01(\tR\x04pool\x12\x1a\n" +
 	"\bhostname\x18\x03 \x01(\tR\bhostname\x12#\n" +
 	"\rmachine_class\x18\x04 \x01(\tR\fmachineClass\x12'\n" +
-	"\x0fnetwork_profile\x18\x05 \x01(\tR\x0enetworkProfile\"\xe2\x01\n" +
+	"\x0fnetwork_profile\x18\x05 \x01(\tR\x0enetworkProfile\"\xff\x01\n" +
 	"\rMachineStatus\x12\x14\n" +
 	"\x05phase\x18\x01 \x01(\tR\x05phase\x123\n" +
 	"\n" +
@@ -3621,7 +3785,8 @@ const file_roost_v1_resources_proto_rawDesc = "" +
 	"\acluster\x18\x03 \x01(\tR\acluster\x12\x1a\n" +
 	"\brevision\x18\x04 \x01(\x03R\brevision\x12'\n" +
 	"\x0fbooted_revision\x18\x05 \x01(\x03R\x0ebootedRevision\x12'\n" +
-	"\x0ffailed_revision\x18\x06 \x01(\x03R\x0efailedRevision\"\xcf\x01\n" +
+	"\x0ffailed_revision\x18\x06 \x01(\x03R\x0efailedRevision\x12\x1b\n" +
+	"\tnode_name\x18\a \x01(\tR\bnodeName\"\xcf\x01\n" +
 	"\bRevision\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
@@ -3687,7 +3852,7 @@ const file_roost_v1_resources_proto_rawDesc = "" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x120\n" +
 	"\bmetadata\x18\x03 \x01(\v2\x14.roost.v1.ObjectMetaR\bmetadata\x12'\n" +
 	"\x04spec\x18\x04 \x01(\v2\x13.roost.v1.LeaseSpecR\x04spec\x12-\n" +
-	"\x06status\x18\x05 \x01(\v2\x15.roost.v1.LeaseStatusR\x06status\"\xcb\x01\n" +
+	"\x06status\x18\x05 \x01(\v2\x15.roost.v1.LeaseStatusR\x06status\"\xe1\x01\n" +
 	"\tLeaseSpec\x12\x16\n" +
 	"\x06server\x18\x01 \x01(\tR\x06server\x12#\n" +
 	"\rfencing_token\x18\x02 \x01(\x04R\ffencingToken\x129\n" +
@@ -3695,7 +3860,8 @@ const file_roost_v1_resources_proto_rawDesc = "" +
 	"expires_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12\x16\n" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x1a\n" +
 	"\brevision\x18\x05 \x01(\x03R\brevision\x12\x12\n" +
-	"\x04pool\x18\x06 \x01(\tR\x04pool\"\r\n" +
+	"\x04pool\x18\x06 \x01(\tR\x04pool\x12\x14\n" +
+	"\x05phase\x18\a \x01(\tR\x05phase\"\r\n" +
 	"\vLeaseStatus\"\xf4\x04\n" +
 	"\x06Object\x12*\n" +
 	"\x06server\x18\x01 \x01(\v2\x10.roost.v1.ServerH\x00R\x06server\x12-\n" +
@@ -3733,147 +3899,151 @@ func file_roost_v1_resources_proto_rawDescGZIP() []byte {
 }
 
 var file_roost_v1_resources_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_roost_v1_resources_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
+var file_roost_v1_resources_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
 var file_roost_v1_resources_proto_goTypes = []any{
 	(ServerAction)(0),               // 0: roost.v1.ServerAction
 	(*Cluster)(nil),                 // 1: roost.v1.Cluster
 	(*ClusterSpec)(nil),             // 2: roost.v1.ClusterSpec
-	(*ClusterStatus)(nil),           // 3: roost.v1.ClusterStatus
-	(*MachineClass)(nil),            // 4: roost.v1.MachineClass
-	(*MachineClassSpec)(nil),        // 5: roost.v1.MachineClassSpec
-	(*MachineClassStatus)(nil),      // 6: roost.v1.MachineClassStatus
-	(*NetworkProfile)(nil),          // 7: roost.v1.NetworkProfile
-	(*NetworkProfileSpec)(nil),      // 8: roost.v1.NetworkProfileSpec
-	(*LinkMatch)(nil),               // 9: roost.v1.LinkMatch
-	(*Route)(nil),                   // 10: roost.v1.Route
-	(*Link)(nil),                    // 11: roost.v1.Link
-	(*Bond)(nil),                    // 12: roost.v1.Bond
-	(*Vlan)(nil),                    // 13: roost.v1.Vlan
-	(*Bridge)(nil),                  // 14: roost.v1.Bridge
-	(*DNS)(nil),                     // 15: roost.v1.DNS
-	(*NetworkProfileStatus)(nil),    // 16: roost.v1.NetworkProfileStatus
-	(*MaintenanceWindow)(nil),       // 17: roost.v1.MaintenanceWindow
-	(*MaintenanceWindowSpec)(nil),   // 18: roost.v1.MaintenanceWindowSpec
-	(*MaintenanceWindowStatus)(nil), // 19: roost.v1.MaintenanceWindowStatus
-	(*Pool)(nil),                    // 20: roost.v1.Pool
-	(*PoolSpec)(nil),                // 21: roost.v1.PoolSpec
-	(*RolloutPolicy)(nil),           // 22: roost.v1.RolloutPolicy
-	(*PoolStatus)(nil),              // 23: roost.v1.PoolStatus
-	(*Server)(nil),                  // 24: roost.v1.Server
-	(*ServerSpec)(nil),              // 25: roost.v1.ServerSpec
-	(*ServerStatus)(nil),            // 26: roost.v1.ServerStatus
-	(*Machine)(nil),                 // 27: roost.v1.Machine
-	(*MachineSpec)(nil),             // 28: roost.v1.MachineSpec
-	(*MachineStatus)(nil),           // 29: roost.v1.MachineStatus
-	(*Revision)(nil),                // 30: roost.v1.Revision
-	(*RevisionStatus)(nil),          // 31: roost.v1.RevisionStatus
-	(*ImageRelease)(nil),            // 32: roost.v1.ImageRelease
-	(*ImageReleaseSpec)(nil),        // 33: roost.v1.ImageReleaseSpec
-	(*ImageReleaseStatus)(nil),      // 34: roost.v1.ImageReleaseStatus
-	(*EnrollmentToken)(nil),         // 35: roost.v1.EnrollmentToken
-	(*EnrollmentTokenSpec)(nil),     // 36: roost.v1.EnrollmentTokenSpec
-	(*EnrollmentTokenStatus)(nil),   // 37: roost.v1.EnrollmentTokenStatus
-	(*Lease)(nil),                   // 38: roost.v1.Lease
-	(*LeaseSpec)(nil),               // 39: roost.v1.LeaseSpec
-	(*LeaseStatus)(nil),             // 40: roost.v1.LeaseStatus
-	(*Object)(nil),                  // 41: roost.v1.Object
-	nil,                             // 42: roost.v1.PoolSpec.NodeLabelsEntry
-	nil,                             // 43: roost.v1.ImageReleaseSpec.ComponentsEntry
-	nil,                             // 44: roost.v1.EnrollmentTokenSpec.ServerLabelsEntry
-	(*ObjectMeta)(nil),              // 45: roost.v1.ObjectMeta
-	(*Condition)(nil),               // 46: roost.v1.Condition
-	(*InstallDiskHints)(nil),        // 47: roost.v1.InstallDiskHints
-	(*durationpb.Duration)(nil),     // 48: google.protobuf.Duration
-	(*IntOrString)(nil),             // 49: roost.v1.IntOrString
-	(*timestamppb.Timestamp)(nil),   // 50: google.protobuf.Timestamp
-	(*Inventory)(nil),               // 51: roost.v1.Inventory
-	(*RevisionSpec)(nil),            // 52: roost.v1.RevisionSpec
-	(*Artifact)(nil),                // 53: roost.v1.Artifact
+	(*ClusterJoin)(nil),             // 3: roost.v1.ClusterJoin
+	(*ClusterStatus)(nil),           // 4: roost.v1.ClusterStatus
+	(*MachineClass)(nil),            // 5: roost.v1.MachineClass
+	(*MachineClassSpec)(nil),        // 6: roost.v1.MachineClassSpec
+	(*MachineClassStatus)(nil),      // 7: roost.v1.MachineClassStatus
+	(*NetworkProfile)(nil),          // 8: roost.v1.NetworkProfile
+	(*NetworkProfileSpec)(nil),      // 9: roost.v1.NetworkProfileSpec
+	(*LinkMatch)(nil),               // 10: roost.v1.LinkMatch
+	(*Route)(nil),                   // 11: roost.v1.Route
+	(*Link)(nil),                    // 12: roost.v1.Link
+	(*Bond)(nil),                    // 13: roost.v1.Bond
+	(*Vlan)(nil),                    // 14: roost.v1.Vlan
+	(*Bridge)(nil),                  // 15: roost.v1.Bridge
+	(*DNS)(nil),                     // 16: roost.v1.DNS
+	(*NetworkProfileStatus)(nil),    // 17: roost.v1.NetworkProfileStatus
+	(*MaintenanceWindow)(nil),       // 18: roost.v1.MaintenanceWindow
+	(*MaintenanceWindowSpec)(nil),   // 19: roost.v1.MaintenanceWindowSpec
+	(*MaintenanceWindowStatus)(nil), // 20: roost.v1.MaintenanceWindowStatus
+	(*Pool)(nil),                    // 21: roost.v1.Pool
+	(*PoolSpec)(nil),                // 22: roost.v1.PoolSpec
+	(*RolloutPolicy)(nil),           // 23: roost.v1.RolloutPolicy
+	(*PoolStatus)(nil),              // 24: roost.v1.PoolStatus
+	(*Server)(nil),                  // 25: roost.v1.Server
+	(*ServerSpec)(nil),              // 26: roost.v1.ServerSpec
+	(*ServerStatus)(nil),            // 27: roost.v1.ServerStatus
+	(*Machine)(nil),                 // 28: roost.v1.Machine
+	(*MachineSpec)(nil),             // 29: roost.v1.MachineSpec
+	(*MachineStatus)(nil),           // 30: roost.v1.MachineStatus
+	(*Revision)(nil),                // 31: roost.v1.Revision
+	(*RevisionStatus)(nil),          // 32: roost.v1.RevisionStatus
+	(*ImageRelease)(nil),            // 33: roost.v1.ImageRelease
+	(*ImageReleaseSpec)(nil),        // 34: roost.v1.ImageReleaseSpec
+	(*ImageReleaseStatus)(nil),      // 35: roost.v1.ImageReleaseStatus
+	(*EnrollmentToken)(nil),         // 36: roost.v1.EnrollmentToken
+	(*EnrollmentTokenSpec)(nil),     // 37: roost.v1.EnrollmentTokenSpec
+	(*EnrollmentTokenStatus)(nil),   // 38: roost.v1.EnrollmentTokenStatus
+	(*Lease)(nil),                   // 39: roost.v1.Lease
+	(*LeaseSpec)(nil),               // 40: roost.v1.LeaseSpec
+	(*LeaseStatus)(nil),             // 41: roost.v1.LeaseStatus
+	(*Object)(nil),                  // 42: roost.v1.Object
+	nil,                             // 43: roost.v1.PoolSpec.NodeLabelsEntry
+	nil,                             // 44: roost.v1.ImageReleaseSpec.ComponentsEntry
+	nil,                             // 45: roost.v1.EnrollmentTokenSpec.ServerLabelsEntry
+	(*ObjectMeta)(nil),              // 46: roost.v1.ObjectMeta
+	(*durationpb.Duration)(nil),     // 47: google.protobuf.Duration
+	(*Condition)(nil),               // 48: roost.v1.Condition
+	(*InstallDiskHints)(nil),        // 49: roost.v1.InstallDiskHints
+	(*IntOrString)(nil),             // 50: roost.v1.IntOrString
+	(*timestamppb.Timestamp)(nil),   // 51: google.protobuf.Timestamp
+	(*Inventory)(nil),               // 52: roost.v1.Inventory
+	(*RevisionSpec)(nil),            // 53: roost.v1.RevisionSpec
+	(*Artifact)(nil),                // 54: roost.v1.Artifact
 }
 var file_roost_v1_resources_proto_depIdxs = []int32{
-	45, // 0: roost.v1.Cluster.metadata:type_name -> roost.v1.ObjectMeta
+	46, // 0: roost.v1.Cluster.metadata:type_name -> roost.v1.ObjectMeta
 	2,  // 1: roost.v1.Cluster.spec:type_name -> roost.v1.ClusterSpec
-	3,  // 2: roost.v1.Cluster.status:type_name -> roost.v1.ClusterStatus
-	46, // 3: roost.v1.ClusterStatus.conditions:type_name -> roost.v1.Condition
-	45, // 4: roost.v1.MachineClass.metadata:type_name -> roost.v1.ObjectMeta
-	5,  // 5: roost.v1.MachineClass.spec:type_name -> roost.v1.MachineClassSpec
-	6,  // 6: roost.v1.MachineClass.status:type_name -> roost.v1.MachineClassStatus
-	47, // 7: roost.v1.MachineClassSpec.install_disk:type_name -> roost.v1.InstallDiskHints
-	45, // 8: roost.v1.NetworkProfile.metadata:type_name -> roost.v1.ObjectMeta
-	8,  // 9: roost.v1.NetworkProfile.spec:type_name -> roost.v1.NetworkProfileSpec
-	16, // 10: roost.v1.NetworkProfile.status:type_name -> roost.v1.NetworkProfileStatus
-	11, // 11: roost.v1.NetworkProfileSpec.links:type_name -> roost.v1.Link
-	12, // 12: roost.v1.NetworkProfileSpec.bonds:type_name -> roost.v1.Bond
-	13, // 13: roost.v1.NetworkProfileSpec.vlans:type_name -> roost.v1.Vlan
-	14, // 14: roost.v1.NetworkProfileSpec.bridges:type_name -> roost.v1.Bridge
-	15, // 15: roost.v1.NetworkProfileSpec.dns:type_name -> roost.v1.DNS
-	9,  // 16: roost.v1.Link.match:type_name -> roost.v1.LinkMatch
-	10, // 17: roost.v1.Link.routes:type_name -> roost.v1.Route
-	10, // 18: roost.v1.Bond.routes:type_name -> roost.v1.Route
-	10, // 19: roost.v1.Vlan.routes:type_name -> roost.v1.Route
-	10, // 20: roost.v1.Bridge.routes:type_name -> roost.v1.Route
-	45, // 21: roost.v1.MaintenanceWindow.metadata:type_name -> roost.v1.ObjectMeta
-	18, // 22: roost.v1.MaintenanceWindow.spec:type_name -> roost.v1.MaintenanceWindowSpec
-	19, // 23: roost.v1.MaintenanceWindow.status:type_name -> roost.v1.MaintenanceWindowStatus
-	48, // 24: roost.v1.MaintenanceWindowSpec.duration:type_name -> google.protobuf.Duration
-	45, // 25: roost.v1.Pool.metadata:type_name -> roost.v1.ObjectMeta
-	21, // 26: roost.v1.Pool.spec:type_name -> roost.v1.PoolSpec
-	23, // 27: roost.v1.Pool.status:type_name -> roost.v1.PoolStatus
-	42, // 28: roost.v1.PoolSpec.node_labels:type_name -> roost.v1.PoolSpec.NodeLabelsEntry
-	22, // 29: roost.v1.PoolSpec.rollout:type_name -> roost.v1.RolloutPolicy
-	49, // 30: roost.v1.RolloutPolicy.max_unavailable:type_name -> roost.v1.IntOrString
-	48, // 31: roost.v1.RolloutPolicy.settle:type_name -> google.protobuf.Duration
-	48, // 32: roost.v1.RolloutPolicy.ready_timeout:type_name -> google.protobuf.Duration
-	46, // 33: roost.v1.PoolStatus.conditions:type_name -> roost.v1.Condition
-	45, // 34: roost.v1.Server.metadata:type_name -> roost.v1.ObjectMeta
-	25, // 35: roost.v1.Server.spec:type_name -> roost.v1.ServerSpec
-	26, // 36: roost.v1.Server.status:type_name -> roost.v1.ServerStatus
-	50, // 37: roost.v1.ServerStatus.last_seen:type_name -> google.protobuf.Timestamp
-	46, // 38: roost.v1.ServerStatus.conditions:type_name -> roost.v1.Condition
-	51, // 39: roost.v1.ServerStatus.inventory:type_name -> roost.v1.Inventory
-	50, // 40: roost.v1.ServerStatus.enrolled_at:type_name -> google.protobuf.Timestamp
-	45, // 41: roost.v1.Machine.metadata:type_name -> roost.v1.ObjectMeta
-	28, // 42: roost.v1.Machine.spec:type_name -> roost.v1.MachineSpec
-	29, // 43: roost.v1.Machine.status:type_name -> roost.v1.MachineStatus
-	46, // 44: roost.v1.MachineStatus.conditions:type_name -> roost.v1.Condition
-	45, // 45: roost.v1.Revision.metadata:type_name -> roost.v1.ObjectMeta
-	52, // 46: roost.v1.Revision.spec:type_name -> roost.v1.RevisionSpec
-	31, // 47: roost.v1.Revision.status:type_name -> roost.v1.RevisionStatus
-	50, // 48: roost.v1.RevisionStatus.booted_at:type_name -> google.protobuf.Timestamp
-	45, // 49: roost.v1.ImageRelease.metadata:type_name -> roost.v1.ObjectMeta
-	33, // 50: roost.v1.ImageRelease.spec:type_name -> roost.v1.ImageReleaseSpec
-	34, // 51: roost.v1.ImageRelease.status:type_name -> roost.v1.ImageReleaseStatus
-	53, // 52: roost.v1.ImageReleaseSpec.kernel:type_name -> roost.v1.Artifact
-	53, // 53: roost.v1.ImageReleaseSpec.initrd:type_name -> roost.v1.Artifact
-	53, // 54: roost.v1.ImageReleaseSpec.boot_loader:type_name -> roost.v1.Artifact
-	43, // 55: roost.v1.ImageReleaseSpec.components:type_name -> roost.v1.ImageReleaseSpec.ComponentsEntry
-	45, // 56: roost.v1.EnrollmentToken.metadata:type_name -> roost.v1.ObjectMeta
-	36, // 57: roost.v1.EnrollmentToken.spec:type_name -> roost.v1.EnrollmentTokenSpec
-	37, // 58: roost.v1.EnrollmentToken.status:type_name -> roost.v1.EnrollmentTokenStatus
-	50, // 59: roost.v1.EnrollmentTokenSpec.expires_at:type_name -> google.protobuf.Timestamp
-	44, // 60: roost.v1.EnrollmentTokenSpec.server_labels:type_name -> roost.v1.EnrollmentTokenSpec.ServerLabelsEntry
-	50, // 61: roost.v1.EnrollmentTokenStatus.revoked_at:type_name -> google.protobuf.Timestamp
-	50, // 62: roost.v1.EnrollmentTokenStatus.last_used_at:type_name -> google.protobuf.Timestamp
-	45, // 63: roost.v1.Lease.metadata:type_name -> roost.v1.ObjectMeta
-	39, // 64: roost.v1.Lease.spec:type_name -> roost.v1.LeaseSpec
-	40, // 65: roost.v1.Lease.status:type_name -> roost.v1.LeaseStatus
-	50, // 66: roost.v1.LeaseSpec.expires_at:type_name -> google.protobuf.Timestamp
-	24, // 67: roost.v1.Object.server:type_name -> roost.v1.Server
-	27, // 68: roost.v1.Object.machine:type_name -> roost.v1.Machine
-	20, // 69: roost.v1.Object.pool:type_name -> roost.v1.Pool
-	1,  // 70: roost.v1.Object.cluster:type_name -> roost.v1.Cluster
-	4,  // 71: roost.v1.Object.machine_class:type_name -> roost.v1.MachineClass
-	7,  // 72: roost.v1.Object.network_profile:type_name -> roost.v1.NetworkProfile
-	17, // 73: roost.v1.Object.maintenance_window:type_name -> roost.v1.MaintenanceWindow
-	32, // 74: roost.v1.Object.image_release:type_name -> roost.v1.ImageRelease
-	35, // 75: roost.v1.Object.enrollment_token:type_name -> roost.v1.EnrollmentToken
-	38, // 76: roost.v1.Object.lease:type_name -> roost.v1.Lease
-	30, // 77: roost.v1.Object.revision:type_name -> roost.v1.Revision
-	78, // [78:78] is the sub-list for method output_type
-	78, // [78:78] is the sub-list for method input_type
-	78, // [78:78] is the sub-list for extension type_name
-	78, // [78:78] is the sub-list for extension extendee
-	0,  // [0:78] is the sub-list for field type_name
+	4,  // 2: roost.v1.Cluster.status:type_name -> roost.v1.ClusterStatus
+	3,  // 3: roost.v1.ClusterSpec.join:type_name -> roost.v1.ClusterJoin
+	47, // 4: roost.v1.ClusterSpec.drain_timeout:type_name -> google.protobuf.Duration
+	47, // 5: roost.v1.ClusterJoin.bootstrap_token_ttl:type_name -> google.protobuf.Duration
+	48, // 6: roost.v1.ClusterStatus.conditions:type_name -> roost.v1.Condition
+	46, // 7: roost.v1.MachineClass.metadata:type_name -> roost.v1.ObjectMeta
+	6,  // 8: roost.v1.MachineClass.spec:type_name -> roost.v1.MachineClassSpec
+	7,  // 9: roost.v1.MachineClass.status:type_name -> roost.v1.MachineClassStatus
+	49, // 10: roost.v1.MachineClassSpec.install_disk:type_name -> roost.v1.InstallDiskHints
+	46, // 11: roost.v1.NetworkProfile.metadata:type_name -> roost.v1.ObjectMeta
+	9,  // 12: roost.v1.NetworkProfile.spec:type_name -> roost.v1.NetworkProfileSpec
+	17, // 13: roost.v1.NetworkProfile.status:type_name -> roost.v1.NetworkProfileStatus
+	12, // 14: roost.v1.NetworkProfileSpec.links:type_name -> roost.v1.Link
+	13, // 15: roost.v1.NetworkProfileSpec.bonds:type_name -> roost.v1.Bond
+	14, // 16: roost.v1.NetworkProfileSpec.vlans:type_name -> roost.v1.Vlan
+	15, // 17: roost.v1.NetworkProfileSpec.bridges:type_name -> roost.v1.Bridge
+	16, // 18: roost.v1.NetworkProfileSpec.dns:type_name -> roost.v1.DNS
+	10, // 19: roost.v1.Link.match:type_name -> roost.v1.LinkMatch
+	11, // 20: roost.v1.Link.routes:type_name -> roost.v1.Route
+	11, // 21: roost.v1.Bond.routes:type_name -> roost.v1.Route
+	11, // 22: roost.v1.Vlan.routes:type_name -> roost.v1.Route
+	11, // 23: roost.v1.Bridge.routes:type_name -> roost.v1.Route
+	46, // 24: roost.v1.MaintenanceWindow.metadata:type_name -> roost.v1.ObjectMeta
+	19, // 25: roost.v1.MaintenanceWindow.spec:type_name -> roost.v1.MaintenanceWindowSpec
+	20, // 26: roost.v1.MaintenanceWindow.status:type_name -> roost.v1.MaintenanceWindowStatus
+	47, // 27: roost.v1.MaintenanceWindowSpec.duration:type_name -> google.protobuf.Duration
+	46, // 28: roost.v1.Pool.metadata:type_name -> roost.v1.ObjectMeta
+	22, // 29: roost.v1.Pool.spec:type_name -> roost.v1.PoolSpec
+	24, // 30: roost.v1.Pool.status:type_name -> roost.v1.PoolStatus
+	43, // 31: roost.v1.PoolSpec.node_labels:type_name -> roost.v1.PoolSpec.NodeLabelsEntry
+	23, // 32: roost.v1.PoolSpec.rollout:type_name -> roost.v1.RolloutPolicy
+	50, // 33: roost.v1.RolloutPolicy.max_unavailable:type_name -> roost.v1.IntOrString
+	47, // 34: roost.v1.RolloutPolicy.settle:type_name -> google.protobuf.Duration
+	47, // 35: roost.v1.RolloutPolicy.ready_timeout:type_name -> google.protobuf.Duration
+	48, // 36: roost.v1.PoolStatus.conditions:type_name -> roost.v1.Condition
+	46, // 37: roost.v1.Server.metadata:type_name -> roost.v1.ObjectMeta
+	26, // 38: roost.v1.Server.spec:type_name -> roost.v1.ServerSpec
+	27, // 39: roost.v1.Server.status:type_name -> roost.v1.ServerStatus
+	51, // 40: roost.v1.ServerStatus.last_seen:type_name -> google.protobuf.Timestamp
+	48, // 41: roost.v1.ServerStatus.conditions:type_name -> roost.v1.Condition
+	52, // 42: roost.v1.ServerStatus.inventory:type_name -> roost.v1.Inventory
+	51, // 43: roost.v1.ServerStatus.enrolled_at:type_name -> google.protobuf.Timestamp
+	46, // 44: roost.v1.Machine.metadata:type_name -> roost.v1.ObjectMeta
+	29, // 45: roost.v1.Machine.spec:type_name -> roost.v1.MachineSpec
+	30, // 46: roost.v1.Machine.status:type_name -> roost.v1.MachineStatus
+	48, // 47: roost.v1.MachineStatus.conditions:type_name -> roost.v1.Condition
+	46, // 48: roost.v1.Revision.metadata:type_name -> roost.v1.ObjectMeta
+	53, // 49: roost.v1.Revision.spec:type_name -> roost.v1.RevisionSpec
+	32, // 50: roost.v1.Revision.status:type_name -> roost.v1.RevisionStatus
+	51, // 51: roost.v1.RevisionStatus.booted_at:type_name -> google.protobuf.Timestamp
+	46, // 52: roost.v1.ImageRelease.metadata:type_name -> roost.v1.ObjectMeta
+	34, // 53: roost.v1.ImageRelease.spec:type_name -> roost.v1.ImageReleaseSpec
+	35, // 54: roost.v1.ImageRelease.status:type_name -> roost.v1.ImageReleaseStatus
+	54, // 55: roost.v1.ImageReleaseSpec.kernel:type_name -> roost.v1.Artifact
+	54, // 56: roost.v1.ImageReleaseSpec.initrd:type_name -> roost.v1.Artifact
+	54, // 57: roost.v1.ImageReleaseSpec.boot_loader:type_name -> roost.v1.Artifact
+	44, // 58: roost.v1.ImageReleaseSpec.components:type_name -> roost.v1.ImageReleaseSpec.ComponentsEntry
+	46, // 59: roost.v1.EnrollmentToken.metadata:type_name -> roost.v1.ObjectMeta
+	37, // 60: roost.v1.EnrollmentToken.spec:type_name -> roost.v1.EnrollmentTokenSpec
+	38, // 61: roost.v1.EnrollmentToken.status:type_name -> roost.v1.EnrollmentTokenStatus
+	51, // 62: roost.v1.EnrollmentTokenSpec.expires_at:type_name -> google.protobuf.Timestamp
+	45, // 63: roost.v1.EnrollmentTokenSpec.server_labels:type_name -> roost.v1.EnrollmentTokenSpec.ServerLabelsEntry
+	51, // 64: roost.v1.EnrollmentTokenStatus.revoked_at:type_name -> google.protobuf.Timestamp
+	51, // 65: roost.v1.EnrollmentTokenStatus.last_used_at:type_name -> google.protobuf.Timestamp
+	46, // 66: roost.v1.Lease.metadata:type_name -> roost.v1.ObjectMeta
+	40, // 67: roost.v1.Lease.spec:type_name -> roost.v1.LeaseSpec
+	41, // 68: roost.v1.Lease.status:type_name -> roost.v1.LeaseStatus
+	51, // 69: roost.v1.LeaseSpec.expires_at:type_name -> google.protobuf.Timestamp
+	25, // 70: roost.v1.Object.server:type_name -> roost.v1.Server
+	28, // 71: roost.v1.Object.machine:type_name -> roost.v1.Machine
+	21, // 72: roost.v1.Object.pool:type_name -> roost.v1.Pool
+	1,  // 73: roost.v1.Object.cluster:type_name -> roost.v1.Cluster
+	5,  // 74: roost.v1.Object.machine_class:type_name -> roost.v1.MachineClass
+	8,  // 75: roost.v1.Object.network_profile:type_name -> roost.v1.NetworkProfile
+	18, // 76: roost.v1.Object.maintenance_window:type_name -> roost.v1.MaintenanceWindow
+	33, // 77: roost.v1.Object.image_release:type_name -> roost.v1.ImageRelease
+	36, // 78: roost.v1.Object.enrollment_token:type_name -> roost.v1.EnrollmentToken
+	39, // 79: roost.v1.Object.lease:type_name -> roost.v1.Lease
+	31, // 80: roost.v1.Object.revision:type_name -> roost.v1.Revision
+	81, // [81:81] is the sub-list for method output_type
+	81, // [81:81] is the sub-list for method input_type
+	81, // [81:81] is the sub-list for extension type_name
+	81, // [81:81] is the sub-list for extension extendee
+	0,  // [0:81] is the sub-list for field type_name
 }
 
 func init() { file_roost_v1_resources_proto_init() }
@@ -3883,8 +4053,8 @@ func file_roost_v1_resources_proto_init() {
 	}
 	file_roost_v1_agent_proto_init()
 	file_roost_v1_meta_proto_init()
-	file_roost_v1_resources_proto_msgTypes[20].OneofWrappers = []any{}
-	file_roost_v1_resources_proto_msgTypes[40].OneofWrappers = []any{
+	file_roost_v1_resources_proto_msgTypes[21].OneofWrappers = []any{}
+	file_roost_v1_resources_proto_msgTypes[41].OneofWrappers = []any{
 		(*Object_Server)(nil),
 		(*Object_Machine)(nil),
 		(*Object_Pool)(nil),
@@ -3903,7 +4073,7 @@ func file_roost_v1_resources_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_roost_v1_resources_proto_rawDesc), len(file_roost_v1_resources_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   44,
+			NumMessages:   45,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
