@@ -26,6 +26,7 @@ import (
 	"github.com/roostfleet/roost/hub/api"
 	"github.com/roostfleet/roost/hub/blobs"
 	"github.com/roostfleet/roost/hub/ca"
+	"github.com/roostfleet/roost/hub/clusters"
 	"github.com/roostfleet/roost/hub/liveness"
 	"github.com/roostfleet/roost/hub/raftnode"
 	"github.com/roostfleet/roost/hub/state"
@@ -72,18 +73,26 @@ type Options struct {
 	// MaxHeartbeatsPerSecond bounds the fleet's heartbeat rate the TTL is
 	// scaled for (default liveness.DefaultMaxHeartbeatsPerSecond).
 	MaxHeartbeatsPerSecond float64
+	// ClusterSyncInterval is how often the leader reconciles each Cluster
+	// (reachability, Nodes, bootstrap tokens); default clusters.DefaultTick.
+	ClusterSyncInterval time.Duration
+	// ClusterClock is the cluster controller's clock (bootstrap token
+	// expiry and rotation); nil means time.Now.
+	ClusterClock func() time.Time
 }
 
 // Hub is one running member.
 type Hub struct {
 	// settled is true while this member leads and leaderLoop's
 	// housekeeping (which starts with a barrier) finished in this term.
-	settled  atomic.Bool
-	opts     Options
-	dir      dataDir
-	log      *slog.Logger
-	id       string
-	fsm      *state.FSM
+	settled atomic.Bool
+	opts    Options
+	dir     dataDir
+	log     *slog.Logger
+	id      string
+	fsm     *state.FSM
+	// clusters is the leader-only Kubernetes integration (hub/clusters).
+	clusters *clusters.Controller
 	node     *raftnode.Node
 	api      *api.Server
 	grpc     *grpc.Server
@@ -123,8 +132,8 @@ func (h *Hub) runLiveness(ctx context.Context, m *liveness.Metrics) {
 	rep := h.api.Reporter()
 	rep.Metrics, rep.Log = m, h.log
 	var n int
-	done := make(chan struct{}, 6)
-	for _, run := range []func(context.Context){ctrl.Run, rep.Run, h.poolController().Run, h.revisionController().Run, h.api.RunDesiredPush, func(ctx context.Context) {
+	done := make(chan struct{}, 7)
+	for _, run := range []func(context.Context){ctrl.Run, rep.Run, h.poolController().Run, h.revisionController().Run, h.clusters.Run, h.api.RunDesiredPush, func(ctx context.Context) {
 		t := time.NewTicker(5 * time.Second)
 		defer t.Stop()
 		for {
@@ -273,6 +282,8 @@ func start(ctx context.Context, opts Options, apiLn, httpLn net.Listener) (*Hub,
 	livecfg := liveness.Config{MinTTL: opts.HeartbeatMinTTL, MaxHeartbeatsPerSecond: opts.MaxHeartbeatsPerSecond}
 	h.api = api.New(api.Config{FSM: h.fsm, Node: node, PeerCredentials: credentials.NewTLS(clientTLS), Logger: h.log,
 		AgentCertLifetime: opts.AgentCertLifetime, Liveness: livecfg, Registry: reg, Blobs: blobStore})
+	h.clusters = h.clusterController()
+	h.api.SetDrainer(h.clusters)
 	liveMetrics := liveness.NewMetrics(reg)
 	h.grpc = grpc.NewServer(append(api.ServerOptions(api.NewMetrics(reg)), grpc.Creds(credentials.NewTLS(serverTLS)))...)
 	h.api.Register(h.grpc)
@@ -309,6 +320,10 @@ func (h *Hub) Node() *raftnode.Node { return h.node }
 
 // FSM returns the member's replicated state (read-only use).
 func (h *Hub) FSM() *state.FSM { return h.fsm }
+
+// DesiredState is what this member would push to Server server's agent
+// now (see api.Server.DesiredState).
+func (h *Hub) DesiredState(server string) *roostv1.DesiredState { return h.api.DesiredState(server) }
 
 // AdminConfigPath returns DIR/admin.conf.
 func (h *Hub) AdminConfigPath() string { return h.dir.adminConfig() }

@@ -6,6 +6,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/roostfleet/roost/hub/api"
+	"github.com/roostfleet/roost/hub/clusters"
 	"github.com/roostfleet/roost/hub/revisions"
 	"github.com/roostfleet/roost/hub/scheduler"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
@@ -17,14 +18,11 @@ func (h *Hub) poolController() *scheduler.Controller {
 	return &scheduler.Controller{
 		IsLeader: h.node.IsLeader,
 		Read:     func() (scheduler.Snapshot, error) { return scheduler.ReadFSM(h.fsm) },
-		Propose: func(ctx context.Context, c *roostv1.Command) error {
-			_, err := h.api.Propose(ctx, c)
-			return err
-		},
-		Barrier: h.termBarrier,
-		NewName: api.MachineName,
-		NewUID:  uuid.NewString,
-		Log:     h.log,
+		Propose:  h.propose,
+		Barrier:  h.termBarrier,
+		NewName:  api.MachineName,
+		NewUID:   uuid.NewString,
+		Log:      h.log,
 	}
 }
 
@@ -34,12 +32,30 @@ func (h *Hub) revisionController() *revisions.Controller {
 	return &revisions.Controller{
 		IsLeader: h.node.IsLeader,
 		FSM:      h.fsm,
-		Propose: func(ctx context.Context, c *roostv1.Command) error {
-			_, err := h.api.Propose(ctx, c)
-			return err
-		},
-		Barrier: h.termBarrier,
-		NewUID:  uuid.NewString,
-		Log:     h.log,
+		Propose:  h.propose,
+		Barrier:  h.termBarrier,
+		NewUID:   uuid.NewString,
+		Log:      h.log,
 	}
+}
+
+// clusterController is the leader-only Kubernetes integration (see
+// hub/clusters); it also drains workers before their reboot Lease.
+func (h *Hub) clusterController() *clusters.Controller {
+	return &clusters.Controller{
+		IsLeader: h.node.IsLeader,
+		FSM:      h.fsm,
+		Propose:  h.propose,
+		Barrier:  h.termBarrier,
+		Now:      h.opts.ClusterClock,
+		Tick:     h.opts.ClusterSyncInterval,
+		Log:      h.log,
+	}
+}
+
+// propose writes c through Raft on this member (the leader), for the
+// leader-only controllers.
+func (h *Hub) propose(ctx context.Context, c *roostv1.Command) error {
+	_, err := h.api.Propose(ctx, c)
+	return err
 }

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/roostfleet/roost/hub/state"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 )
@@ -19,12 +21,11 @@ type desiredStreams struct {
 }
 
 // agentStream serialises sends on one agent stream (gRPC allows one Send
-// at a time) and remembers the last generation sent.
+// at a time) and remembers the last desired state sent.
 type agentStream struct {
 	mu   sync.Mutex
 	send func(*roostv1.HubMessage) error
-	sent bool
-	gen  int64
+	last *roostv1.DesiredState
 }
 
 func (d *desiredStreams) add(name string, as *agentStream) {
@@ -69,7 +70,9 @@ func (as *agentStream) Send(m *roostv1.HubMessage) error {
 
 // DesiredState is what the hub wants Server name to run now: its newest
 // Revision while a Machine holds it (generation = the Raft index of the
-// Revision's last change), else revision 0 and generation 0.
+// Revision's last change), else revision 0 and generation 0; for a worker
+// whose Node is not registered yet, the newest bootstrap token the leader
+// created for its Machine (kubelet_bootstrap).
 func (s *Server) DesiredState(name string) *roostv1.DesiredState {
 	rev, idx := s.fsm.DesiredRevision(name)
 	if rev == nil {
@@ -77,23 +80,50 @@ func (s *Server) DesiredState(name string) *roostv1.DesiredState {
 	}
 	return &roostv1.DesiredState{
 		Generation: int64(idx), Revision: rev.GetSpec().GetNumber(), Spec: rev.GetSpec(),
-		Failed: rev.GetStatus().GetPhase() == state.RevisionFailed,
+		Failed:           rev.GetStatus().GetPhase() == state.RevisionFailed,
+		KubeletBootstrap: s.kubeletBootstrap(name),
 	}
 }
 
-// pushDesired sends Server name's desired state on as unless that
-// generation was sent already.
+// kubeletBootstrap is the bootstrap token of Server name's worker Machine
+// that expires last, with its Cluster's API endpoint; nil for standalone
+// Machines, registered Nodes and when the leader has created none.
+func (s *Server) kubeletBootstrap(name string) *roostv1.KubeletBootstrap {
+	m := s.fsm.MachineOf(name)
+	if m == nil || m.GetStatus().GetCluster() == "" || m.GetStatus().GetNodeName() != "" {
+		return nil
+	}
+	var newest *roostv1.BootstrapToken
+	for _, t := range s.fsm.BootstrapTokens() {
+		if t.GetMachine() == m.GetMetadata().GetName() && t.GetCluster() == m.GetStatus().GetCluster() &&
+			t.GetExpiresAt().AsTime().After(s.now()) {
+			newest = t // sorted by expiry
+		}
+	}
+	if newest == nil {
+		return nil
+	}
+	o, err := s.fsm.Get("Cluster", newest.GetCluster())
+	if err != nil {
+		return nil
+	}
+	return &roostv1.KubeletBootstrap{ApiServer: o.GetCluster().GetSpec().GetApiEndpoint(),
+		Token: newest.GetTokenId() + "." + newest.GetSecret(), ExpiresAt: newest.GetExpiresAt()}
+}
+
+// pushDesired sends Server name's desired state on as unless the same was
+// sent already.
 func (s *Server) pushDesired(name string, as *agentStream) error {
 	d := s.DesiredState(name)
 	as.mu.Lock()
 	defer as.mu.Unlock()
-	if as.sent && as.gen == d.GetGeneration() {
+	if as.last != nil && proto.Equal(as.last, d) {
 		return nil
 	}
 	if err := as.send(&roostv1.HubMessage{Message: &roostv1.HubMessage_Desired{Desired: d}}); err != nil {
 		return err
 	}
-	as.sent, as.gen = true, d.GetGeneration()
+	as.last = d
 	return nil
 }
 

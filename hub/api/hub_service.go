@@ -93,7 +93,7 @@ func (s *Server) Get(ctx context.Context, req *roostv1.GetRequest) (*roostv1.Get
 		if err != nil {
 			return nil, err
 		}
-		return &roostv1.GetResponse{Object: o}, nil
+		return &roostv1.GetResponse{Object: resource.StripWriteOnly(o)}, nil
 	}
 	if req.GetConsistency() == roostv1.Consistency_CONSISTENCY_STALE {
 		return local()
@@ -118,6 +118,9 @@ func (s *Server) List(ctx context.Context, req *roostv1.ListRequest) (*roostv1.L
 		objs, idx, err := s.fsm.List(k.Name, req.GetLabelSelector())
 		if err != nil {
 			return nil, err
+		}
+		for i, o := range objs {
+			objs[i] = resource.StripWriteOnly(o)
 		}
 		return &roostv1.ListResponse{Objects: objs, Index: idx}, nil
 	}
@@ -157,6 +160,10 @@ func (s *Server) Watch(req *roostv1.WatchRequest, stream grpc.ServerStreamingSer
 		case ev, ok := <-sub.Events():
 			if !ok {
 				return sub.Err()
+			}
+			if r := resource.StripWriteOnly(ev.GetObject()); r != ev.GetObject() {
+				ev = proto.Clone(ev).(*roostv1.WatchEvent)
+				ev.Object = r
 			}
 			if err := stream.Send(ev); err != nil {
 				return err

@@ -14,6 +14,7 @@ import (
 
 	"github.com/roostfleet/roost/apierror"
 	"github.com/roostfleet/roost/hub/ca"
+	"github.com/roostfleet/roost/hub/state"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 )
 
@@ -22,8 +23,31 @@ import (
 // fit in it. A Server that booted its Revision healthy releases it early.
 const DefaultLeaseTTL = 30 * time.Minute
 
-// leaseRetryAfter is what a refused agent is told to wait, in seconds.
-const leaseRetryAfter = 15
+// What a refused agent is told to wait, in seconds: a full Pool or an
+// unreachable cluster; a drain in progress; a failed drain.
+const (
+	leaseRetryAfter = 15
+	drainPollAfter  = 5
+	drainRetryAfter = 60
+)
+
+// Drainer prepares worker Machines (status.cluster set) for a reboot
+// (implemented by hub/clusters). Both calls run on the leader in the
+// agent's AcquireLease call.
+type Drainer interface {
+	// CheckCluster returns nil when m's Cluster API answers with the
+	// hub's credentials, else why not (no worker of an unreachable
+	// cluster gets a Lease).
+	CheckCluster(ctx context.Context, m *roostv1.Machine) error
+	// Drain cordons and drains m's Node for the Lease with the fencing
+	// token, without waiting: done once drained; an error when the drain
+	// failed (the Node is schedulable again; the Lease must be released).
+	Drain(ctx context.Context, m *roostv1.Machine, fencing uint64) (done bool, err error)
+}
+
+// SetDrainer makes worker Leases wait for d's drain; nil grants them
+// like any other Lease.
+func (s *Server) SetDrainer(d Drainer) { s.drainer = d }
 
 // AcquireLease grants the calling Server a Lease to reboot into its
 // desired Revision (see AgentService in agent.proto). A member that does
@@ -55,8 +79,9 @@ func (s *Server) grantLease(ctx context.Context, server string, revision int64) 
 	case d.GetFailed():
 		return nil, apierror.FailedPrecondition("Revision %d of Server %s failed; the hub does not retry it", revision, server)
 	}
+	m := s.fsm.MachineOf(server)
 	maxUnavailable, ttl := int32(1), DefaultLeaseTTL
-	if m := s.fsm.MachineOf(server); m != nil && m.GetSpec().GetPool() != "" {
+	if m != nil && m.GetSpec().GetPool() != "" {
 		if o, err := s.fsm.Get("Pool", m.GetSpec().GetPool()); err == nil {
 			p := o.GetPool()
 			maxUnavailable = MaxUnavailable(p)
@@ -65,23 +90,68 @@ func (s *Server) grantLease(ctx context.Context, server string, revision int64) 
 			}
 		}
 	}
-	now := s.now()
-	res, err := s.Propose(ctx, &roostv1.Command{Time: timestamppb.New(now), Command: &roostv1.Command_GrantLease{GrantLease: &roostv1.GrantLease{
-		Server: server, Revision: revision, ExpiresAt: timestamppb.New(now.Add(ttl)), MaxUnavailable: maxUnavailable, Uid: uuid.NewString(),
-	}}})
-	if err != nil {
-		if apierror.Code(err) == codes.ResourceExhausted {
-			return &roostv1.AcquireLeaseResponse{Reason: apierror.FromError(err).Message, RetryAfterSeconds: leaseRetryAfter}, nil
+	worker := m != nil && m.GetStatus().GetCluster() != "" && s.drainer != nil
+	if worker {
+		if err := s.drainer.CheckCluster(ctx, m); err != nil {
+			return &roostv1.AcquireLeaseResponse{Reason: err.Error(), RetryAfterSeconds: leaseRetryAfter}, nil
 		}
+	}
+	phase := state.LeaseGranted
+	if worker {
+		phase = state.LeaseDraining
+		if o, err := s.fsm.Get("Lease", server); err == nil && o.GetLease().GetSpec().GetExpiresAt().AsTime().After(s.now()) {
+			// A held Lease keeps its phase until the drain says otherwise.
+			phase = o.GetLease().GetSpec().GetPhase()
+		}
+	}
+	l, err := s.proposeLease(ctx, server, revision, ttl, maxUnavailable, phase)
+	if err != nil || l == nil {
+		return leaseRefusal(err)
+	}
+	if l.GetSpec().GetPhase() == state.LeaseDraining {
+		done, err := s.drainer.Drain(ctx, m, l.GetSpec().GetFencingToken())
+		switch {
+		case err != nil:
+			// Give the slot back; the Node was uncordoned. Retry later.
+			if _, rerr := s.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_ReleaseLeases{ReleaseLeases: &roostv1.ReleaseLeases{
+				Servers: []string{server}, FencingTokens: []uint64{l.GetSpec().GetFencingToken()}}}}); rerr != nil {
+				return nil, rerr
+			}
+			return &roostv1.AcquireLeaseResponse{Reason: "drain failed, the Lease was released: " + err.Error(), RetryAfterSeconds: drainRetryAfter}, nil
+		case !done:
+			return &roostv1.AcquireLeaseResponse{Reason: fmt.Sprintf("draining Node %s before the reboot", m.GetStatus().GetNodeName()), RetryAfterSeconds: drainPollAfter}, nil
+		}
+		if l, err = s.proposeLease(ctx, server, revision, ttl, maxUnavailable, state.LeaseGranted); err != nil || l == nil {
+			return leaseRefusal(err)
+		}
+	}
+	s.log.Info("lease granted", "server", server, "revision", revision, "fencing", l.GetSpec().GetFencingToken())
+	return &roostv1.AcquireLeaseResponse{Granted: true, FencingToken: l.GetSpec().GetFencingToken(), ExpiresAt: l.GetSpec().GetExpiresAt()}, nil
+}
+
+// proposeLease writes a GrantLease command and returns the stored Lease;
+// a full Pool is (nil, ResourceExhausted error).
+func (s *Server) proposeLease(ctx context.Context, server string, revision int64, ttl time.Duration, maxUnavailable int32, phase string) (*roostv1.Lease, error) {
+	now := s.now()
+	if _, err := s.Propose(ctx, &roostv1.Command{Time: timestamppb.New(now), Command: &roostv1.Command_GrantLease{GrantLease: &roostv1.GrantLease{
+		Server: server, Revision: revision, ExpiresAt: timestamppb.New(now.Add(ttl)), MaxUnavailable: maxUnavailable, Uid: uuid.NewString(), Phase: phase,
+	}}}); err != nil {
 		return nil, err
 	}
 	o, err := s.fsm.Get("Lease", server)
 	if err != nil {
 		return nil, err
 	}
-	l := o.GetLease()
-	s.log.Info("lease granted", "server", server, "revision", revision, "fencing", l.GetSpec().GetFencingToken(), "index", res.Index)
-	return &roostv1.AcquireLeaseResponse{Granted: true, FencingToken: l.GetSpec().GetFencingToken(), ExpiresAt: l.GetSpec().GetExpiresAt()}, nil
+	return o.GetLease(), nil
+}
+
+// leaseRefusal turns a full Pool into a "not granted, retry" answer and
+// passes other errors on.
+func leaseRefusal(err error) (*roostv1.AcquireLeaseResponse, error) {
+	if apierror.Code(err) == codes.ResourceExhausted {
+		return &roostv1.AcquireLeaseResponse{Reason: apierror.FromError(err).Message, RetryAfterSeconds: leaseRetryAfter}, nil
+	}
+	return nil, err
 }
 
 // MaxUnavailable resolves a Pool's rollout.maxUnavailable: a count, or a

@@ -56,6 +56,8 @@ type Server struct {
 	blobs *blobs.Store
 	// desired are the agent streams this member serves, by Server name.
 	desired desiredStreams
+	// drainer drains workers before their reboot Lease; nil: no drain.
+	drainer Drainer
 }
 
 // Config wires a Server.

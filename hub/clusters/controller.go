@@ -1,0 +1,345 @@
+package clusters
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/roostfleet/roost/hub/kube"
+	"github.com/roostfleet/roost/hub/leader"
+	"github.com/roostfleet/roost/hub/state"
+	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+)
+
+// Defaults for Cluster fields left unset.
+const (
+	DefaultBootstrapTokenTTL = time.Hour
+	DefaultDrainTimeout      = 5 * time.Minute
+	// DefaultTick is the reconcile period.
+	DefaultTick = 5 * time.Second
+	// requestTimeout bounds each API request of the controller's clients.
+	requestTimeout = 10 * time.Second
+)
+
+// Controller reconciles Clusters with the hub's state; see the package
+// doc. Set the exported fields, then call Run.
+type Controller struct {
+	IsLeader func() bool
+	// FSM is the replicated state read at each step.
+	FSM *state.FSM
+	// Propose writes a command through Raft (on the leader).
+	Propose func(context.Context, *roostv1.Command) error
+	// Barrier, if set, runs once per leadership term before the first read.
+	Barrier func(context.Context) error
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Tick is the reconcile period; default DefaultTick.
+	Tick time.Duration
+	Log  *slog.Logger
+
+	term leader.Term
+
+	mu      sync.Mutex
+	clients map[string]*clusterClient // by Cluster name
+	drains  map[string]*drainJob      // by Server name
+}
+
+// clusterClient is a client for one kubeconfig, with what was ensured
+// through it.
+type clusterClient struct {
+	kubeconfigSum [32]byte
+	client        *kube.Client
+	rbacEnsured   bool
+}
+
+// Run reconciles until ctx ends.
+func (c *Controller) Run(ctx context.Context) {
+	tick := c.Tick
+	if tick <= 0 {
+		tick = DefaultTick
+	}
+	leader.RunEvery(ctx, tick, c.log(), "cluster controller", c.Step)
+}
+
+func (c *Controller) log() *slog.Logger {
+	if c.Log == nil {
+		return slog.Default()
+	}
+	return c.Log
+}
+
+func (c *Controller) now() time.Time {
+	if c.Now == nil {
+		return time.Now()
+	}
+	return c.Now()
+}
+
+// Step reconciles every Cluster once when this member leads. The first
+// error is returned after every Cluster was tried.
+func (c *Controller) Step(ctx context.Context) error {
+	c.term.IsLeader, c.term.Barrier = c.IsLeader, c.Barrier
+	if ok, err := c.term.Ready(ctx); !ok {
+		if !c.IsLeader() {
+			c.forget()
+		}
+		return err
+	}
+	clusters, _, err := c.FSM.List("Cluster", "")
+	if err != nil {
+		return err
+	}
+	var first error
+	for _, o := range clusters {
+		if err := c.reconcile(ctx, o.GetCluster()); err != nil && first == nil {
+			first = fmt.Errorf("cluster %s: %w", o.GetCluster().GetMetadata().GetName(), err)
+		}
+	}
+	return first
+}
+
+// forget drops clients and drain jobs when this member stops leading.
+func (c *Controller) forget() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.clients = nil
+	for _, j := range c.drains {
+		j.cancel()
+	}
+	c.drains = nil
+}
+
+// client returns the cached client of cl, rebuilt when its kubeconfig
+// changed; nil and an error when it has none or it does not load.
+func (c *Controller) client(cl *roostv1.Cluster) (*clusterClient, error) {
+	kc := cl.GetSpec().GetKubeconfig()
+	if kc == "" {
+		return nil, errNoCredentials
+	}
+	sum := sha256.Sum256([]byte(kc))
+	name := cl.GetMetadata().GetName()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cc := c.clients[name]; cc != nil && cc.kubeconfigSum == sum {
+		return cc, nil
+	}
+	k, err := kube.NewClient([]byte(kc), requestTimeout)
+	if err != nil {
+		return nil, err
+	}
+	if c.clients == nil {
+		c.clients = map[string]*clusterClient{}
+	}
+	cc := &clusterClient{kubeconfigSum: sum, client: k}
+	c.clients[name] = cc
+	return cc, nil
+}
+
+var errNoCredentials = errors.New("no credentials: set them with `roostctl cluster set-credentials`")
+
+// reconcile runs one pass over one Cluster (see the package doc).
+func (c *Controller) reconcile(ctx context.Context, cl *roostv1.Cluster) error {
+	name := cl.GetMetadata().GetName()
+	status := &roostv1.ClusterStatus{}
+	cc, err := c.client(cl)
+	if err != nil {
+		reason := "InvalidCredentials"
+		if errors.Is(err, errNoCredentials) {
+			reason = "NoCredentials"
+		}
+		return c.putClusterStatus(ctx, cl, unreachable(status, reason, err, c.now()))
+	}
+	version, err := cc.client.Probe(ctx)
+	if err != nil {
+		return c.putClusterStatus(ctx, cl, unreachable(status, "Unreachable", err, c.now()))
+	}
+	status.ServerVersion = version
+	if !cc.rbacEnsured {
+		if err := cc.client.EnsureBootstrapRBAC(ctx); err != nil {
+			return c.putClusterStatus(ctx, cl, unreachable(status, "Forbidden", fmt.Errorf("ensuring bootstrap RBAC: %w", err), c.now()))
+		}
+		cc.rbacEnsured = true
+	}
+	nodes, err := cc.client.ListNodes(ctx)
+	if err != nil {
+		return c.putClusterStatus(ctx, cl, unreachable(status, "Unreachable", fmt.Errorf("listing Nodes: %w", err), c.now()))
+	}
+	status.Conditions = []*roostv1.Condition{{Type: state.ClusterReachable, Status: "True", Reason: "Reachable",
+		Message: fmt.Sprintf("API server %s, version %s", cc.client.Host(), version)}}
+	byServer := map[string]kube.Node{}
+	for _, n := range nodes {
+		status.Nodes++
+		if n.Ready {
+			status.ReadyNodes++
+		}
+		byServer[n.Server] = n
+	}
+	if err := c.putClusterStatus(ctx, cl, status); err != nil {
+		return err
+	}
+
+	machines := c.workers(name)
+	var first error
+	keep := func(err error) {
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	for _, m := range machines {
+		keep(c.observeMachine(ctx, m, byServer))
+	}
+	keep(c.collectNodes(ctx, cc.client, machines, nodes))
+	keep(c.uncordon(ctx, cc.client, machines, byServer))
+	keep(c.reconcileTokens(ctx, cl, cc.client, machines))
+	return first
+}
+
+// unreachable fills st for a Cluster the hub cannot use.
+func unreachable(st *roostv1.ClusterStatus, reason string, err error, now time.Time) *roostv1.ClusterStatus {
+	st.Conditions = []*roostv1.Condition{{Type: state.ClusterReachable, Status: "False", Reason: reason, Message: err.Error(),
+		LastTransitionTime: timestamppb.New(now)}}
+	return st
+}
+
+// putClusterStatus proposes st when it differs from cl's (ignoring
+// transition times, which are kept while a condition's status holds).
+func (c *Controller) putClusterStatus(ctx context.Context, cl *roostv1.Cluster, st *roostv1.ClusterStatus) error {
+	old := cl.GetStatus()
+	for _, cond := range st.GetConditions() {
+		if prev := findCondition(old.GetConditions(), cond.GetType()); prev != nil && prev.GetStatus() == cond.GetStatus() {
+			cond.LastTransitionTime = prev.GetLastTransitionTime()
+		} else if cond.LastTransitionTime == nil {
+			cond.LastTransitionTime = timestamppb.New(c.now())
+		}
+	}
+	st.CredentialsSet = old.GetCredentialsSet()
+	if proto.Equal(old, st) {
+		return nil
+	}
+	if prev, cur := findCondition(old.GetConditions(), state.ClusterReachable), st.GetConditions()[0]; prev.GetStatus() != cur.GetStatus() || prev.GetReason() != cur.GetReason() {
+		c.log().Info("cluster reachability changed", "cluster", cl.GetMetadata().GetName(), "reachable", cur.GetStatus(), "reason", cur.GetReason(), "message", cur.GetMessage())
+	}
+	return c.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_UpdateClusterStatus{UpdateClusterStatus: &roostv1.UpdateClusterStatus{
+		Cluster: cl.GetMetadata().GetName(), Status: st}}})
+}
+
+// workers are the Machines joining Cluster name, sorted by name.
+func (c *Controller) workers(name string) []*roostv1.Machine {
+	objs, _, err := c.FSM.List("Machine", "")
+	if err != nil {
+		return nil
+	}
+	var out []*roostv1.Machine
+	for _, o := range objs {
+		if m := o.GetMachine(); m.GetStatus().GetCluster() == name && m.GetSpec().GetServer() != "" {
+			out = append(out, m)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].GetMetadata().GetName() < out[j].GetMetadata().GetName() })
+	return out
+}
+
+// observeMachine records m's Node (name and Ready) when it changed.
+func (c *Controller) observeMachine(ctx context.Context, m *roostv1.Machine, byServer map[string]kube.Node) error {
+	n, ok := byServer[m.GetSpec().GetServer()]
+	var conds []*roostv1.Condition
+	if ok {
+		cond := &roostv1.Condition{Type: state.MachineNodeReady, Status: "False", Reason: "NodeNotReady", Message: n.ReadyMessage}
+		if n.Ready {
+			cond.Status, cond.Reason = "True", "NodeReady"
+		}
+		conds = append(conds, cond)
+	}
+	st := m.GetStatus()
+	prev := findCondition(st.GetConditions(), state.MachineNodeReady)
+	same := st.GetNodeName() == n.Name
+	if ok {
+		same = same && prev != nil && prev.GetStatus() == conds[0].GetStatus() && prev.GetReason() == conds[0].GetReason() && prev.GetMessage() == conds[0].GetMessage()
+	}
+	if same {
+		return nil
+	}
+	return c.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_UpdateMachineClusterStatus{UpdateMachineClusterStatus: &roostv1.UpdateMachineClusterStatus{
+		Machine: m.GetMetadata().GetName(), NodeName: n.Name, Conditions: conds}}})
+}
+
+// setDrained records m's Drained condition when it changed.
+func (c *Controller) setDrained(ctx context.Context, m *roostv1.Machine, status, reason, msg string) error {
+	if prev := findCondition(m.GetStatus().GetConditions(), state.MachineDrained); prev != nil &&
+		prev.GetStatus() == status && prev.GetReason() == reason && prev.GetMessage() == msg {
+		return nil
+	}
+	return c.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_UpdateMachineClusterStatus{UpdateMachineClusterStatus: &roostv1.UpdateMachineClusterStatus{
+		Machine: m.GetMetadata().GetName(), NodeName: m.GetStatus().GetNodeName(),
+		Conditions: []*roostv1.Condition{{Type: state.MachineDrained, Status: status, Reason: reason, Message: msg}}}}})
+}
+
+// collectNodes deletes the Nodes Roost registered whose Machine is gone
+// from this Cluster (the Machine was Destroyed).
+func (c *Controller) collectNodes(ctx context.Context, k *kube.Client, machines []*roostv1.Machine, nodes []kube.Node) error {
+	live := map[string]bool{}
+	for _, m := range machines {
+		live[m.GetSpec().GetServer()] = true
+	}
+	var first error
+	for _, n := range nodes {
+		if live[n.Server] {
+			continue
+		}
+		c.log().Info("deleting the Node of a destroyed Machine", "node", n.Name, "server", n.Server)
+		if err := k.DeleteNode(ctx, n.Name); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// uncordon makes schedulable again the Nodes Roost cordoned whose reboot
+// Lease is settled (the Server booted healthy, its Revision failed, or the
+// Lease was released).
+func (c *Controller) uncordon(ctx context.Context, k *kube.Client, machines []*roostv1.Machine, byServer map[string]kube.Node) error {
+	var first error
+	for _, m := range machines {
+		n, ok := byServer[m.GetSpec().GetServer()]
+		if !ok || !n.CordonedByRoost || c.leaseHeld(m.GetSpec().GetServer()) {
+			continue
+		}
+		if err := k.Uncordon(ctx, n.Name); err != nil {
+			if first == nil {
+				first = err
+			}
+			continue
+		}
+		c.log().Info("uncordoned Node after its reboot", "node", n.Name, "machine", m.GetMetadata().GetName())
+		if err := c.setDrained(ctx, m, "False", "Uncordoned", fmt.Sprintf("the reboot is over; Node %s is schedulable again", n.Name)); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// leaseHeld says whether server holds an unexpired Lease.
+func (c *Controller) leaseHeld(server string) bool {
+	o, err := c.FSM.Get("Lease", server)
+	if err != nil {
+		return false
+	}
+	return o.GetLease().GetSpec().GetExpiresAt().AsTime().After(c.now())
+}
+
+func findCondition(conds []*roostv1.Condition, typ string) *roostv1.Condition {
+	for _, c := range conds {
+		if c.GetType() == typ {
+			return c
+		}
+	}
+	return nil
+}
