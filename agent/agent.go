@@ -767,12 +767,16 @@ func (a *Agent) statusMessage(inv *roostv1.Inventory) *roostv1.AgentMessage {
 	return &roostv1.AgentMessage{Message: &roostv1.AgentMessage_Status{Status: st}}
 }
 
-// applyDesired hands a desired state to the host loop (which installs,
-// stages and reboots into its Revision) and records its generation, so
-// that a reconnecting agent resumes from it (Hello.last_applied_generation).
-// Without a Host only the generation is recorded.
+// applyDesired writes or removes the kubelet's bootstrap kubeconfig, hands
+// a desired state to the host loop (which installs, stages and reboots
+// into its Revision) and records its generation, so that a reconnecting
+// agent resumes from it (Hello.last_applied_generation). Without a Host
+// only the generation is recorded.
 func (a *Agent) applyDesired(d *roostv1.DesiredState, send func(*roostv1.AgentMessage) error) error {
 	if a.hs != nil {
+		// every time, not per generation: the file lives in RAM, and a
+		// token may come and go without a new Revision
+		a.applyKubeletBootstrap(d.GetKubeletBootstrap())
 		a.hs.offer(d)
 	}
 	if d.GetGeneration() <= a.state.LastAppliedGeneration {

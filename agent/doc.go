@@ -9,6 +9,10 @@
 // to one hub member, authenticated by its client certificate alone: Hello
 // (resuming from the last applied generation), status on change,
 // heartbeats at the hub's interval; DesiredState generations are recorded.
+// With a Host (--manage-host) the agent also writes a worker kubelet's
+// bootstrap kubeconfig (/etc/kubernetes/bootstrap-kubelet.conf) while the
+// hub hands it a bootstrap token in its desired state, and removes it once
+// the hub stops (kubelet.go).
 // Failures move it to another member after a full-jitter exponential delay.
 // The certificate is renewed at two thirds of its lifetime for the same key.
 //

@@ -7,6 +7,7 @@ import (
 	"github.com/vishvananda/netns"
 
 	"github.com/roostfleet/roost/agent/boot"
+	"github.com/roostfleet/roost/agent/config"
 	"github.com/roostfleet/roost/agent/install"
 	"github.com/roostfleet/roost/netprofiles"
 )
@@ -69,6 +70,10 @@ type Host struct {
 	TrustedKeys []ed25519.PublicKey
 	// HealthTimeout: see DefaultHealthTimeout. Retry: see DefaultRetry.
 	HealthTimeout, Retry time.Duration
+	// KubeletBootstrapPath is where the kubelet's bootstrap kubeconfig is
+	// written while the hub hands a bootstrap token; default
+	// config.KubeletBootstrapPath.
+	KubeletBootstrapPath string
 }
 
 // NewHost returns the real Host: go-diskfs and mkfs for disks, mount(2),
@@ -104,6 +109,9 @@ func (h *Host) withDefaults() *Host {
 	}
 	if c.FindPartition == nil {
 		c.FindPartition = boot.FindPartition
+	}
+	if c.KubeletBootstrapPath == "" {
+		c.KubeletBootstrapPath = config.KubeletBootstrapPath
 	}
 	return &c
 }

@@ -27,6 +27,10 @@ type State struct {
 	// (they may differ from what the hub advertises, e.g. behind NAT); a
 	// later configuration without hubs (a Revision's) uses them.
 	ConfiguredHubs []string `json:"configuredHubs,omitempty"`
+	// KubeletBootstrapSHA256 is the sha256 of the kubelet bootstrap
+	// kubeconfig the agent last wrote (empty: none); the agent removes the
+	// file only while it holds that content.
+	KubeletBootstrapSHA256 string `json:"kubeletBootstrapSha256,omitempty"`
 }
 
 // Store keeps the agent's identity and progress. Missing items read as

@@ -89,6 +89,18 @@ type AgentConfig struct {
 // Server's NetworkProfile (YAML); the agent applies it at start.
 const NetworkProfilePath = "/etc/roost/network.yaml"
 
+// A worker's kubelet files in kubeadm's layout, shared by the hub (which
+// renders the Revision) and the agent.
+const (
+	// KubeletCAPath holds the cluster CA; a Revision's Ignition config
+	// writes it.
+	KubeletCAPath = "/etc/kubernetes/pki/ca.crt"
+	// KubeletBootstrapPath holds the kubelet's bootstrap kubeconfig (TLS
+	// bootstrap with a short-lived token); the agent writes it from its
+	// desired state, never a Revision.
+	KubeletBootstrapPath = "/etc/kubernetes/bootstrap-kubelet.conf"
+)
+
 // ParseReleaseKey decodes one PEM ed25519 public key (PKIX). Errors say
 // what is wrong with the text.
 func ParseReleaseKey(text string) (ed25519.PublicKey, error) {

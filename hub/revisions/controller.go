@@ -73,7 +73,7 @@ func (c *Controller) Step(ctx context.Context) error {
 	var first error
 	for _, o := range machines {
 		m := o.GetMachine()
-		spec, note, err := c.plan(m)
+		spec, skipped, note, err := c.plan(m)
 		name := m.GetMetadata().GetName()
 		if err != nil {
 			if first == nil {
@@ -100,34 +100,47 @@ func (c *Controller) Step(ctx context.Context) error {
 		}
 		c.log().Info("revision controller: rendered", "machine", name, "server", spec.GetServer(),
 			"revision", spec.GetNumber(), "image", spec.GetImageVersion())
+		for _, k := range sortedKeys(skipped) {
+			c.log().Warn("revision controller: node label left out", "machine", name, "label", k, "reason", skipped[k])
+		}
 	}
 	return first
 }
 
-// plan returns the next Revision for m, or nil and a note saying why none
-// is due.
-func (c *Controller) plan(m *roostv1.Machine) (*roostv1.RevisionSpec, string, error) {
+// plan returns the next Revision for m and the Pool node labels it leaves
+// out (with why), or nil and a note saying why none is due.
+func (c *Controller) plan(m *roostv1.Machine) (*roostv1.RevisionSpec, map[string]string, string, error) {
 	server := m.GetSpec().GetServer()
 	if server == "" || m.GetStatus().GetPhase() == state.PhaseDestroyed {
-		return nil, "", nil
+		return nil, nil, "", nil
 	}
 	in, note, err := c.inputs(m)
 	if err != nil || note != "" {
-		return nil, note, err
+		return nil, nil, note, err
 	}
 	hash := in.Hash()
 	var next int64 = 1
 	if latest := c.FSM.LatestRevision(server); latest != nil {
 		if latest.GetSpec().GetInputsSha256() == hash && latest.GetSpec().GetMachine() == m.GetMetadata().GetName() {
-			return nil, "", nil
+			return nil, nil, "", nil
 		}
 		next = latest.GetSpec().GetNumber() + 1
 	}
 	spec, err := Render(in, next)
 	if err != nil {
-		return nil, "cannot render: " + err.Error(), nil
+		return nil, nil, "cannot render: " + err.Error(), nil
 	}
-	return spec, "", nil
+	return spec, in.SkippedNodeLabels(), "", nil
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // inputs gathers what m's Revision is rendered from; a note says what is
@@ -166,10 +179,17 @@ func (c *Controller) inputs(m *roostv1.Machine) (Inputs, string, error) {
 		return in, "", err
 	}
 	in.NetworkProfile = o.GetNetworkProfile()
-	if o, err = get("Cluster", ps.GetCluster()); err != nil {
-		return in, "", err
+	// A worker joins the Cluster its Machine was claimed for (copied from
+	// the Pool), the one the hub hands it bootstrap tokens of.
+	if cl := m.GetStatus().GetCluster(); cl != "" {
+		if o, err = get("Cluster", cl); err != nil {
+			return in, "", err
+		}
+		if o == nil {
+			return in, fmt.Sprintf("Cluster %s (the Machine's) does not exist", cl), nil
+		}
+		in.Cluster = o.GetCluster()
 	}
-	in.Cluster = o.GetCluster()
 	rels, _, err := c.FSM.List("ImageRelease", "")
 	if err != nil {
 		return in, "", err

@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/raft"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/roostfleet/roost/apierror"
@@ -399,5 +400,62 @@ func TestPickRelease(t *testing.T) {
 	}
 	if pickRelease(nil, "", "") != nil {
 		t.Error("pickRelease of nothing")
+	}
+}
+
+// TestControllerRendersWorker: a Machine claimed for a Pool of a Cluster
+// renders the kubelet; Cluster settings that render nothing do not make a
+// new Revision, those that do make one.
+func TestControllerRendersWorker(t *testing.T) {
+	fl := newFleet(t)
+	cluster := func(mod func(*roostv1.ClusterSpec)) *roostv1.Cluster {
+		s := &roostv1.ClusterSpec{ApiEndpoint: "https://10.0.0.1:6443", CaBundle: "-----BEGIN CERTIFICATE-----\nCA\n-----END CERTIFICATE-----\n"}
+		if mod != nil {
+			mod(s)
+		}
+		return &roostv1.Cluster{Metadata: &roostv1.ObjectMeta{Name: "prod"}, Spec: s}
+	}
+	fl.objects(cluster(nil),
+		&roostv1.Pool{Metadata: &roostv1.ObjectMeta{Name: "workers"}, Spec: &roostv1.PoolSpec{Cluster: "prod", ImageChannel: "stable",
+			NodeLabels: map[string]string{"tier": "gold", "node-role.kubernetes.io/worker": ""}}},
+		testRelease("2026.11.0", nil, "stable"))
+	fl.claim(testServer, "52:54:00:00:00:01", "workers-1", "workers")
+	if c := fl.f.MachineOf(testServer).GetStatus().GetCluster(); c != "prod" {
+		t.Fatalf("Machine status.cluster %q", c)
+	}
+	fl.step()
+	if got := fl.numbers(testServer); len(got) != 1 {
+		t.Fatalf("revisions %v", got)
+	}
+	p := parseIgnition(t, fl.f.LatestRevision(testServer).GetSpec().GetIgnition())
+	unit, ok := p.units[KubeletUnit]
+	if !ok || !strings.Contains(*unit.Contents, "--node-labels=roost.io/arch=amd64,roost.io/cpus=16,roost.io/firmware=uefi,roost.io/machine=workers-1,roost.io/memory-gib=64,roost.io/pool=workers,tier=gold\n") {
+		t.Fatalf("kubelet unit %+v", unit)
+	}
+	if !strings.Contains(p.files[KubeletConfigPath], "providerID: roost://"+testServer+"\n") {
+		t.Errorf("kubelet.yaml:\n%s", p.files[KubeletConfigPath])
+	}
+	if !strings.Contains(fl.log.String(), `node label left out" machine=workers-1 label=node-role.kubernetes.io/worker`) {
+		t.Errorf("log:\n%s", fl.log)
+	}
+
+	// The hub's settings for the Cluster: no new Revision.
+	fl.objects(cluster(func(s *roostv1.ClusterSpec) {
+		s.DrainTimeout = durationpb.New(20 * time.Minute)
+		s.Join = &roostv1.ClusterJoin{BootstrapTokenTtl: durationpb.New(2 * time.Hour)}
+	}))
+	fl.step()
+	if got := fl.numbers(testServer); len(got) != 1 {
+		t.Fatalf("re-rendered for the drain timeout or token TTL: %v", got)
+	}
+	// The cluster DNS: Revision 2 with it.
+	fl.objects(cluster(func(s *roostv1.ClusterSpec) { s.Join = &roostv1.ClusterJoin{ClusterDns: []string{"10.96.0.10"}} }))
+	fl.step()
+	if got := fl.numbers(testServer); len(got) != 2 {
+		t.Fatalf("revisions %v", got)
+	}
+	p = parseIgnition(t, fl.f.LatestRevision(testServer).GetSpec().GetIgnition())
+	if !strings.Contains(p.files[KubeletConfigPath], "clusterDNS:\n- 10.96.0.10\n") {
+		t.Errorf("kubelet.yaml:\n%s", p.files[KubeletConfigPath])
 	}
 }

@@ -1,6 +1,7 @@
 // Package revisions renders each claimed Server's Revision: the image
-// release plus an Ignition config (hostname, labels, network profile,
-// cluster join files, agent config, SSH keys) and the kernel command line,
+// release plus an Ignition config (hostname, labels, network profile, a
+// worker's kubelet (see kubelet.go), agent config, SSH keys) and the
+// kernel command line,
 // numbered per Server. Its Controller runs on the leader only and writes
 // through PutRevision commands; Render is a pure function of its Inputs.
 package revisions
@@ -80,8 +81,9 @@ func (in Inputs) Labels() map[string]string {
 }
 
 // Hash is the hex sha256 of the inputs' parts that a Revision depends on
-// (names, specs and operator labels; not status or metadata bookkeeping).
-// A new Revision is rendered exactly when it changes.
+// (names, specs, operator labels and a worker's Node labels; not status,
+// metadata bookkeeping or spec fields that render nothing). A new
+// Revision is rendered exactly when it changes.
 func (in Inputs) Hash() string {
 	h := sha256.New()
 	write := func(tag string, m proto.Message) {
@@ -116,10 +118,36 @@ func (in Inputs) Hash() string {
 	fmt.Fprintf(h, "profile %s\n", in.NetworkProfile.GetMetadata().GetName())
 	write("profile", in.NetworkProfile.GetSpec())
 	fmt.Fprintf(h, "cluster %s\n", in.Cluster.GetMetadata().GetName())
-	write("cluster", in.Cluster.GetSpec())
+	write("cluster", renderedClusterSpec(in.Cluster))
+	if in.IsWorker() {
+		// the Node labels follow some of the Server's derived labels too
+		labels := in.NodeLabels()
+		for _, k := range sortedKeys(labels) {
+			fmt.Fprintf(h, "node label %q=%q\n", k, labels[k])
+		}
+	}
 	fmt.Fprintf(h, "release %s\n", in.Release.GetMetadata().GetName())
 	write("release", in.Release.GetSpec())
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// renderedClusterSpec is the part of a Cluster's spec a Revision renders:
+// the CA bundle and the kubelet's DNS settings (the domain defaulted).
+// The rest renders into nothing: the hub's credentials, the drain timeout
+// and the bootstrap token lifetime concern the hub; the API endpoint
+// reaches the kubelet with its bootstrap token (KubeletBootstrap), and a
+// joined kubelet keeps the endpoint it joined through; the Kubernetes
+// version is the image's. Changing them must not reboot the Cluster's
+// workers. Nil for nil.
+func renderedClusterSpec(cl *roostv1.Cluster) *roostv1.ClusterSpec {
+	if cl == nil {
+		return nil
+	}
+	s := cl.GetSpec()
+	return &roostv1.ClusterSpec{
+		CaBundle: s.GetCaBundle(),
+		Join:     &roostv1.ClusterJoin{ClusterDns: s.GetJoin().GetClusterDns(), ClusterDomain: clusterDomain(cl)},
+	}
 }
 
 // machineFacts is the content of MachineFactsPath.
@@ -135,8 +163,8 @@ type machineFacts struct {
 }
 
 // Render builds Revision number of in.Server. It fails when the release
-// lacks a kernel or initrd or its manifest, or the Ignition config does
-// not validate.
+// lacks a kernel or initrd or its manifest, a worker's Cluster has no CA
+// bundle, or the Ignition config does not validate.
 func Render(in Inputs, number int64) (*roostv1.RevisionSpec, error) {
 	rel := in.Release.GetSpec()
 	if rel.GetKernel().GetSha256() == "" || rel.GetInitrd().GetSha256() == "" {
@@ -195,8 +223,12 @@ func Render(in Inputs, number int64) (*roostv1.RevisionSpec, error) {
 		p.NetworkProfile, p.NetworkProfilePath = y, NetworkProfilePath
 		p.Files = append(p.Files, unmanagedLinks(np)...)
 	}
-	if cl := in.Cluster; cl != nil {
-		p.Files = append(p.Files, clusterFiles(cl)...)
+	if in.IsWorker() {
+		files, units, err := kubeletFiles(in)
+		if err != nil {
+			return nil, err
+		}
+		p.Files, p.Units = append(p.Files, files...), append(p.Units, units...)
 	}
 	ign, err := ignition.RenderJSON(p)
 	if err != nil {
@@ -283,33 +315,4 @@ func unmanagedLinks(np *roostv1.NetworkProfile) []ignition.File {
 		add(n, "Name="+n+"\n")
 	}
 	return files
-}
-
-// clusterFiles are the worker's join files: the cluster CA and a kubelet
-// bootstrap kubeconfig with the Cluster's bootstrap token (kubeadm's
-// layout under /etc/kubernetes).
-func clusterFiles(cl *roostv1.Cluster) []ignition.File {
-	s := cl.GetSpec()
-	kubeconfig := fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters:
-- name: %[1]s
-  cluster:
-    server: %[2]s
-    certificate-authority: /etc/kubernetes/pki/ca.crt
-users:
-- name: kubelet-bootstrap
-  user:
-    token: %[3]s
-contexts:
-- name: bootstrap
-  context:
-    cluster: %[1]s
-    user: kubelet-bootstrap
-current-context: bootstrap
-`, cl.GetMetadata().GetName(), s.GetApiEndpoint(), s.GetBootstrapToken())
-	return []ignition.File{
-		{Path: "/etc/kubernetes/pki/ca.crt", Mode: 0o644, Contents: []byte(s.GetCaBundle())},
-		{Path: "/etc/kubernetes/bootstrap-kubelet.conf", Mode: 0o600, Contents: []byte(kubeconfig)},
-	}
 }

@@ -7,10 +7,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coreos/ignition/v2/config/v3_3"
 	"github.com/coreos/ignition/v2/config/v3_3/types"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/roostfleet/roost/agent/config"
 	"github.com/roostfleet/roost/imagebuilder/ignition"
@@ -61,7 +63,7 @@ func fullInputs() Inputs {
 				Vlans: []*roostv1.Vlan{{Name: "bond0.100", Id: 100, Link: "bond0", Dhcp4: true}},
 			}},
 		Cluster: &roostv1.Cluster{Metadata: &roostv1.ObjectMeta{Name: "prod"}, Spec: &roostv1.ClusterSpec{
-			ApiEndpoint: "https://10.0.0.1:6443", CaBundle: "-----BEGIN CERTIFICATE-----\nCA\n-----END CERTIFICATE-----\n", BootstrapToken: "abcdef.0123456789abcdef"}},
+			ApiEndpoint: "https://10.0.0.1:6443", CaBundle: "-----BEGIN CERTIFICATE-----\nCA\n-----END CERTIFICATE-----\n"}},
 		Release: testRelease("2026.11.0", []string{"console=ttyS1,115200", "quiet"}, "stable"),
 	}
 }
@@ -119,15 +121,6 @@ func parseIgnition(t *testing.T, data []byte) parsed {
 	return p
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
-
 func TestRenderWorker(t *testing.T) {
 	in := fullInputs()
 	spec := mustRender(t, in, 7)
@@ -152,7 +145,7 @@ func TestRenderWorker(t *testing.T) {
 	p := parseIgnition(t, spec.GetIgnition())
 	wantFiles := []string{
 		"/etc/hostname",
-		"/etc/kubernetes/bootstrap-kubelet.conf",
+		"/etc/kubernetes/kubelet.yaml",
 		"/etc/kubernetes/pki/ca.crt",
 		"/etc/roost/agent.yaml",
 		"/etc/roost/machine.json",
@@ -210,8 +203,9 @@ func TestRenderWorker(t *testing.T) {
 		t.Errorf("agent config %+v (%v):\n%s", ac, err, p.files[ignition.AgentConfigPath])
 	}
 
-	// Units: the STATE mount, enabled, and the agent with its drop-in.
-	if got := sortedKeys(p.units); !slices.Equal(got, []string{ignition.AgentUnitName, StateMountUnit}) {
+	// Units: the STATE mount, enabled, the agent with its drop-in, and
+	// the kubelet's (see TestKubeletUnits).
+	if got := sortedKeys(p.units); !slices.Equal(got, []string{KubeletUnit, ignition.AgentUnitName, KubeletDataDirUnit, KubeletDataMountUnit, StateMountUnit}) {
 		t.Errorf("units %v", got)
 	}
 	mount := p.units[StateMountUnit]
@@ -230,14 +224,16 @@ func TestRenderWorker(t *testing.T) {
 		t.Errorf("users %+v", u)
 	}
 
-	// Cluster join files.
-	if p.files["/etc/kubernetes/pki/ca.crt"] != in.Cluster.Spec.CaBundle {
-		t.Errorf("ca.crt = %q", p.files["/etc/kubernetes/pki/ca.crt"])
+	// Cluster join files: the CA; no bootstrap kubeconfig (the agent
+	// writes it from its desired state) and no token anywhere.
+	if p.files["/etc/kubernetes/pki/ca.crt"] != in.Cluster.Spec.CaBundle || p.modes["/etc/kubernetes/pki/ca.crt"] != 0o644 {
+		t.Errorf("ca.crt = %q (%o)", p.files["/etc/kubernetes/pki/ca.crt"], p.modes["/etc/kubernetes/pki/ca.crt"])
 	}
-	kc := p.files["/etc/kubernetes/bootstrap-kubelet.conf"]
-	if p.modes["/etc/kubernetes/bootstrap-kubelet.conf"] != 0o600 || !strings.Contains(kc, "server: https://10.0.0.1:6443\n") ||
-		!strings.Contains(kc, "token: abcdef.0123456789abcdef\n") || !strings.Contains(kc, "- name: prod\n") {
-		t.Errorf("bootstrap-kubelet.conf (%o):\n%s", p.modes["/etc/kubernetes/bootstrap-kubelet.conf"], kc)
+	if p.modes[KubeletConfigPath] != 0o644 {
+		t.Errorf("%s mode %o", KubeletConfigPath, p.modes[KubeletConfigPath])
+	}
+	if bytes.Contains(spec.GetIgnition(), []byte("bootstrap-kubelet.conf\"")) || bytes.Contains(bytes.ToLower(spec.GetIgnition()), []byte("token:")) {
+		t.Errorf("the Ignition config writes a bootstrap kubeconfig or a token:\n%s", spec.GetIgnition())
 	}
 }
 
@@ -348,20 +344,25 @@ func TestHash(t *testing.T) {
 		t.Fatal("hash not stable")
 	}
 	changes := map[string]func(*Inputs){
-		"hostname":             func(in *Inputs) { in.Machine.Spec.Hostname = "other" },
-		"machine name":         func(in *Inputs) { in.Machine.Metadata.Name = "workers-zzzzz" },
-		"server label":         func(in *Inputs) { in.Server.Metadata.Labels["rack"] = "r13" },
-		"new server label":     func(in *Inputs) { in.Server.Metadata.Labels["gpu"] = "a100" },
-		"pool node label":      func(in *Inputs) { in.Pool.Spec.NodeLabels["zone"] = "a" },
-		"pool name":            func(in *Inputs) { in.Pool.Metadata.Name = "workers2" },
-		"pool channel":         func(in *Inputs) { in.Pool.Spec.ImageChannel = "beta" },
-		"class kernel args":    func(in *Inputs) { in.MachineClass.Spec.KernelArgs = nil },
-		"class ssh keys":       func(in *Inputs) { in.MachineClass.Spec.SshAuthorizedKeys = nil },
-		"profile spec":         func(in *Inputs) { in.NetworkProfile.Spec.Vlans[0].Id = 200 },
-		"profile name":         func(in *Inputs) { in.NetworkProfile.Metadata.Name = "flat" },
-		"no profile":           func(in *Inputs) { in.NetworkProfile = nil },
-		"cluster endpoint":     func(in *Inputs) { in.Cluster.Spec.ApiEndpoint = "https://10.0.0.2:6443" },
-		"cluster token":        func(in *Inputs) { in.Cluster.Spec.BootstrapToken = "ghijkl.0123456789abcdef" },
+		"hostname":          func(in *Inputs) { in.Machine.Spec.Hostname = "other" },
+		"machine name":      func(in *Inputs) { in.Machine.Metadata.Name = "workers-zzzzz" },
+		"server label":      func(in *Inputs) { in.Server.Metadata.Labels["rack"] = "r13" },
+		"new server label":  func(in *Inputs) { in.Server.Metadata.Labels["gpu"] = "a100" },
+		"pool node label":   func(in *Inputs) { in.Pool.Spec.NodeLabels["zone"] = "a" },
+		"pool name":         func(in *Inputs) { in.Pool.Metadata.Name = "workers2" },
+		"pool channel":      func(in *Inputs) { in.Pool.Spec.ImageChannel = "beta" },
+		"class kernel args": func(in *Inputs) { in.MachineClass.Spec.KernelArgs = nil },
+		"class ssh keys":    func(in *Inputs) { in.MachineClass.Spec.SshAuthorizedKeys = nil },
+		"profile spec":      func(in *Inputs) { in.NetworkProfile.Spec.Vlans[0].Id = 200 },
+		"profile name":      func(in *Inputs) { in.NetworkProfile.Metadata.Name = "flat" },
+		"no profile":        func(in *Inputs) { in.NetworkProfile = nil },
+		"cluster CA":        func(in *Inputs) { in.Cluster.Spec.CaBundle += "\n" },
+		"cluster DNS":       func(in *Inputs) { in.Cluster.Spec.Join = &roostv1.ClusterJoin{ClusterDns: []string{"10.96.0.10"}} },
+		"cluster domain":    func(in *Inputs) { in.Cluster.Spec.Join = &roostv1.ClusterJoin{ClusterDomain: "prod.example"} },
+		"cluster name":      func(in *Inputs) { in.Cluster.Metadata.Name = "staging" },
+		// a worker's Node carries some of the derived labels
+		"derived cpus":         func(in *Inputs) { in.Server.Metadata.Labels["roost.io/cpus"] = "32" },
+		"derived memory":       func(in *Inputs) { in.Server.Metadata.Labels["roost.io/memory-gib"] = "64" },
 		"no cluster":           func(in *Inputs) { in.Cluster = nil },
 		"release":              func(in *Inputs) { in.Release = testRelease("2026.12.0", nil, "stable") },
 		"release kernel":       func(in *Inputs) { in.Release.Spec.Kernel.Sha256 = sha('d') },
@@ -379,12 +380,26 @@ func TestHash(t *testing.T) {
 		seen[h] = name
 	}
 	same := map[string]func(*Inputs){
-		"derived label":     func(in *Inputs) { in.Server.Metadata.Labels["roost.io/cpus"] = "32" },
-		"new derived label": func(in *Inputs) { in.Server.Metadata.Labels["roost.io/memory-gib"] = "64" },
-		"label shadowed":    func(in *Inputs) { in.Server.Metadata.Labels["tier"] = "bronze" }, // the pool's node label wins
-		"server status":     func(in *Inputs) { in.Server.Status.BootedRevision = 4; in.Server.Status.State = "Available" },
-		"machine status":    func(in *Inputs) { in.Machine.Status.Phase = "Ready"; in.Machine.Status.Revision = 9 },
-		"pool status":       func(in *Inputs) { in.Pool.Status = &roostv1.PoolStatus{Machines: 3} },
+		// derived labels a Node does not carry
+		"derived label":     func(in *Inputs) { in.Server.Metadata.Labels["roost.io/nics"] = "4" },
+		"new derived label": func(in *Inputs) { in.Server.Metadata.Labels["roost.io/system-vendor"] = "Dell" },
+		// Cluster fields that concern the hub, not the Revision (every
+		// field is classified in TestClusterSpecHashed).
+		"cluster drain timeout": func(in *Inputs) { in.Cluster.Spec.DrainTimeout = durationpb.New(10 * time.Minute) },
+		"cluster token ttl": func(in *Inputs) {
+			in.Cluster.Spec.Join = &roostv1.ClusterJoin{BootstrapTokenTtl: durationpb.New(2 * time.Hour)}
+		},
+		"cluster kubeconfig":     func(in *Inputs) { in.Cluster.Spec.Kubeconfig = "apiVersion: v1\nkind: Config\n" },
+		"cluster endpoint":       func(in *Inputs) { in.Cluster.Spec.ApiEndpoint = "https://10.0.0.2:6443" },
+		"cluster version":        func(in *Inputs) { in.Cluster.Spec.KubernetesVersion = "v1.35.0" },
+		"cluster default domain": func(in *Inputs) { in.Cluster.Spec.Join = &roostv1.ClusterJoin{ClusterDomain: "cluster.local"} },
+		"cluster status": func(in *Inputs) {
+			in.Cluster.Status = &roostv1.ClusterStatus{Nodes: 3, ReadyNodes: 2, ServerVersion: "v1.34.4", CredentialsSet: true}
+		},
+		"label shadowed": func(in *Inputs) { in.Server.Metadata.Labels["tier"] = "bronze" }, // the pool's node label wins
+		"server status":  func(in *Inputs) { in.Server.Status.BootedRevision = 4; in.Server.Status.State = "Available" },
+		"machine status": func(in *Inputs) { in.Machine.Status.Phase = "Ready"; in.Machine.Status.Revision = 9 },
+		"pool status":    func(in *Inputs) { in.Pool.Status = &roostv1.PoolStatus{Machines: 3} },
 		"metadata bookkeeping": func(in *Inputs) {
 			in.Server.Metadata.ModifyIndex, in.Pool.Metadata.Generation, in.Release.Metadata.CreateIndex = 99, 5, 77
 		},

@@ -1,0 +1,321 @@
+package revisions
+
+import (
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/durationpb"
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+	"sigs.k8s.io/yaml"
+
+	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+)
+
+// renderKubelet renders in and returns the parsed Ignition config and the
+// KubeletConfiguration decoded strictly into the kubelet's own type.
+func renderKubelet(t *testing.T, in Inputs) (parsed, *kubeletv1beta1.KubeletConfiguration) {
+	t.Helper()
+	p := parseIgnition(t, mustRender(t, in, 1).GetIgnition())
+	data, ok := p.files[KubeletConfigPath]
+	if !ok {
+		t.Fatalf("no %s rendered; files %v", KubeletConfigPath, sortedKeys(p.files))
+	}
+	var kc kubeletv1beta1.KubeletConfiguration
+	if err := yaml.UnmarshalStrict([]byte(data), &kc); err != nil {
+		t.Fatalf("%s does not decode as a KubeletConfiguration: %v\n%s", KubeletConfigPath, err, data)
+	}
+	return p, &kc
+}
+
+func TestKubeletConfiguration(t *testing.T) {
+	in := fullInputs()
+	in.Cluster.Spec.Join = &roostv1.ClusterJoin{ClusterDns: []string{"10.96.0.10", "fd00::a"}, BootstrapTokenTtl: durationpb.New(time.Hour)}
+	_, kc := renderKubelet(t, in)
+	if kc.APIVersion != "kubelet.config.k8s.io/v1beta1" || kc.Kind != "KubeletConfiguration" {
+		t.Errorf("header %s %s", kc.APIVersion, kc.Kind)
+	}
+	if kc.ProviderID != "roost://"+testServer {
+		t.Errorf("providerID %q", kc.ProviderID)
+	}
+	a := kc.Authentication
+	if a.X509.ClientCAFile != "/etc/kubernetes/pki/ca.crt" || a.Webhook.Enabled == nil || !*a.Webhook.Enabled ||
+		a.Anonymous.Enabled == nil || *a.Anonymous.Enabled {
+		t.Errorf("authentication %+v", a)
+	}
+	if kc.Authorization.Mode != kubeletv1beta1.KubeletAuthorizationModeWebhook {
+		t.Errorf("authorization %+v", kc.Authorization)
+	}
+	if kc.CgroupDriver != "systemd" || !kc.RotateCertificates || kc.StaticPodPath != "" || kc.ReadOnlyPort != 0 ||
+		kc.HealthzBindAddress != "127.0.0.1" || kc.HealthzPort == nil || *kc.HealthzPort != 10248 ||
+		kc.ContainerRuntimeEndpoint != "unix:///run/containerd/containerd.sock" {
+		t.Errorf("kubelet configuration %+v", kc)
+	}
+	if !slices.Equal(kc.ClusterDNS, []string{"10.96.0.10", "fd00::a"}) || kc.ClusterDomain != "cluster.local" {
+		t.Errorf("cluster DNS %v domain %q", kc.ClusterDNS, kc.ClusterDomain)
+	}
+
+	in.Cluster.Spec.Join = &roostv1.ClusterJoin{ClusterDomain: "prod.example"}
+	_, kc = renderKubelet(t, in)
+	if kc.ClusterDNS != nil || kc.ClusterDomain != "prod.example" {
+		t.Errorf("cluster DNS %v domain %q", kc.ClusterDNS, kc.ClusterDomain)
+	}
+
+	// Zero values are left out of the file; what is left decodes to the
+	// same configuration.
+	p, _ := renderKubelet(t, in)
+	for _, zero := range []string{": 0s", ": 0\n", ": \"0\"", ": {}", "staticPodPath"} {
+		if strings.Contains(p.files[KubeletConfigPath], zero) {
+			t.Errorf("kubelet.yaml holds %q:\n%s", zero, p.files[KubeletConfigPath])
+		}
+	}
+}
+
+// TestKubeletUnits pins the kubelet's units: the service (enabled,
+// restarting until the agent wrote the bootstrap kubeconfig), the bind
+// mount of the Machine's data directory on STATE and the helper that
+// creates it.
+func TestKubeletUnits(t *testing.T) {
+	p, _ := renderKubelet(t, fullInputs())
+	want := map[string]string{
+		KubeletUnit: `# Roost: the kubelet of Machine workers-abcde, a worker of Cluster prod.
+[Unit]
+Description=Kubernetes kubelet
+Documentation=https://kubernetes.io/docs/reference/command-line-tools-reference/kubelet/
+Wants=network-online.target containerd.service
+After=network-online.target containerd.service
+Requires=var-lib-kubelet.mount
+After=var-lib-kubelet.mount
+StartLimitIntervalSec=0
+
+[Service]
+ExecStart=/usr/bin/kubelet \
+  --bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf \
+  --kubeconfig=/var/lib/kubelet/kubeconfig \
+  --config=/etc/kubernetes/kubelet.yaml \
+  --node-labels=roost.io/arch=amd64,roost.io/cpus=16,roost.io/machine=workers-abcde,roost.io/pool=workers,tier=gold
+Restart=always
+RestartSec=10
+
+[Install]
+WantedBy=multi-user.target
+`,
+		KubeletDataMountUnit: `# Roost: the kubelet's data (its client certificate and kubeconfig) on the STATE partition, so it survives reboots.
+[Unit]
+Description=Kubelet data on the STATE partition
+Requires=var-lib-roost.mount roost-kubelet-dir.service
+After=var-lib-roost.mount roost-kubelet-dir.service
+
+[Mount]
+What=/var/lib/roost/kubelet/workers-abcde
+Where=/var/lib/kubelet
+Type=none
+Options=bind
+`,
+		KubeletDataDirUnit: `# Roost: the kubelet's data directory on the STATE partition.
+[Unit]
+Description=Kubelet data directory on the STATE partition
+DefaultDependencies=no
+RequiresMountsFor=/var/lib/roost
+Before=var-lib-kubelet.mount
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/usr/bin/mkdir -p -m 0700 /var/lib/roost/kubelet/workers-abcde
+`,
+	}
+	for name, text := range want {
+		u, ok := p.units[name]
+		if !ok || u.Contents == nil {
+			t.Errorf("%s not rendered", name)
+			continue
+		}
+		if *u.Contents != text {
+			t.Errorf("%s =\n%s\nwant\n%s", name, *u.Contents, text)
+		}
+		// Only the kubelet is enabled: it pulls in the mount, the mount
+		// the helper.
+		if enabled := u.Enabled != nil && *u.Enabled; enabled != (name == KubeletUnit) {
+			t.Errorf("%s enabled=%v", name, enabled)
+		}
+	}
+	// The mount unit's name is the escaped mount point, as systemd wants.
+	if KubeletDataMountUnit != strings.ReplaceAll(strings.TrimPrefix(KubeletDataDir, "/"), "/", "-")+".mount" {
+		t.Errorf("mount unit %s does not name %s", KubeletDataMountUnit, KubeletDataDir)
+	}
+}
+
+func TestNodeLabels(t *testing.T) {
+	in := fullInputs()
+	in.Pool.Spec.NodeLabels = map[string]string{
+		"tier":                             "gold",
+		"node.kubernetes.io/lifecycle":     "spot",
+		"topology.kubernetes.io/zone":      "r12",
+		"kubelet.kubernetes.io/x":          "y",
+		"example.com/team":                 "storage",
+		"empty":                            "",
+		"node-role.kubernetes.io/worker":   "",
+		"kubernetes.io/role":               "worker",
+		"example.k8s.io/x":                 "y",
+		"roost.io/pool":                    "other",
+		"roost.io/cpus":                    "128",
+		"roost.io/nics":                    "9",
+		"bad key!":                         "x",
+		"value":                            "not valid!",
+		"node-restriction.kubernetes.io/a": "b",
+	}
+	in.Server.Metadata.Labels = map[string]string{
+		"rack": "r12", "roost.io/cpus": "16", "roost.io/memory-gib": "64", "roost.io/arch": "amd64",
+		"roost.io/firmware": "uefi", "roost.io/nics": "2", "roost.io/system-vendor": "QEMU",
+	}
+	want := map[string]string{
+		"tier": "gold", "node.kubernetes.io/lifecycle": "spot", "topology.kubernetes.io/zone": "r12",
+		"kubelet.kubernetes.io/x": "y", "example.com/team": "storage", "empty": "",
+		"roost.io/pool": "workers", "roost.io/machine": "workers-abcde",
+		"roost.io/cpus": "16", "roost.io/memory-gib": "64", "roost.io/arch": "amd64", "roost.io/firmware": "uefi",
+	}
+	if got := in.NodeLabels(); !maps.Equal(got, want) {
+		t.Errorf("node labels\n got %v\nwant %v", got, want)
+	}
+	skipped := in.SkippedNodeLabels()
+	if got := sortedKeys(skipped); !slices.Equal(got, []string{"bad key!", "example.k8s.io/x", "kubernetes.io/role",
+		"node-restriction.kubernetes.io/a", "node-role.kubernetes.io/worker", "roost.io/cpus", "roost.io/nics", "roost.io/pool", "value"}) {
+		t.Errorf("skipped %v", skipped)
+	}
+	for k, why := range map[string]string{
+		"node-role.kubernetes.io/worker": "a kubelet may not set labels of the kubernetes.io",
+		"roost.io/pool":                  "set by the hub",
+		"bad key!":                       "invalid label key",
+		"value":                          "invalid value",
+	} {
+		if !strings.Contains(skipped[k], why) {
+			t.Errorf("skipped %s: %q, want %q", k, skipped[k], why)
+		}
+	}
+
+	// --node-labels holds exactly NodeLabels, sorted.
+	p, _ := renderKubelet(t, in)
+	unit := *p.units[KubeletUnit].Contents
+	_, flag, ok := strings.Cut(unit, "--node-labels=")
+	flag, _, _ = strings.Cut(flag, "\n")
+	var pairs []string
+	for _, k := range sortedKeys(want) {
+		pairs = append(pairs, k+"="+want[k])
+	}
+	if !ok || flag != strings.Join(pairs, ",") {
+		t.Errorf("--node-labels=%s\nwant %s", flag, strings.Join(pairs, ","))
+	}
+
+	// Not a worker: no Node labels, no kubelet.
+	in = fullInputs()
+	in.Cluster = nil
+	if in.NodeLabels() != nil || in.IsWorker() {
+		t.Errorf("non-worker node labels %v", in.NodeLabels())
+	}
+}
+
+// TestClusterSpecHashed classifies every ClusterSpec and ClusterJoin
+// field: those a Revision renders change the hash, the others must not
+// (a changed drain timeout must not reboot a cluster's workers). A new
+// proto field fails this test until it is classified here.
+func TestClusterSpecHashed(t *testing.T) {
+	type field struct {
+		rendered bool
+		set      func(*roostv1.ClusterSpec)
+	}
+	join := func(s *roostv1.ClusterSpec) *roostv1.ClusterJoin {
+		if s.Join == nil {
+			s.Join = &roostv1.ClusterJoin{}
+		}
+		return s.Join
+	}
+	spec := map[string]field{
+		"api_endpoint": {false, func(s *roostv1.ClusterSpec) { s.ApiEndpoint = "https://10.9.9.9:6443" }},
+		"ca_bundle": {true, func(s *roostv1.ClusterSpec) {
+			s.CaBundle = "-----BEGIN CERTIFICATE-----\nOTHER\n-----END CERTIFICATE-----\n"
+		}},
+		"kubernetes_version": {false, func(s *roostv1.ClusterSpec) { s.KubernetesVersion = "v1.35.1" }},
+		"kubeconfig":         {false, func(s *roostv1.ClusterSpec) { s.Kubeconfig = "apiVersion: v1\nkind: Config\n" }},
+		"join":               {true, func(s *roostv1.ClusterSpec) { join(s).ClusterDns = []string{"10.96.0.10"} }},
+		"drain_timeout":      {false, func(s *roostv1.ClusterSpec) { s.DrainTimeout = durationpb.New(time.Minute) }},
+	}
+	joinFields := map[string]field{
+		"bootstrap_token_ttl": {false, func(s *roostv1.ClusterSpec) { join(s).BootstrapTokenTtl = durationpb.New(3 * time.Hour) }},
+		"cluster_dns":         {true, func(s *roostv1.ClusterSpec) { join(s).ClusterDns = []string{"10.96.0.10"} }},
+		"cluster_domain":      {true, func(s *roostv1.ClusterSpec) { join(s).ClusterDomain = "example.internal" }},
+	}
+	for desc, fields := range map[protoreflect.MessageDescriptor]map[string]field{
+		(&roostv1.ClusterSpec{}).ProtoReflect().Descriptor(): spec,
+		(&roostv1.ClusterJoin{}).ProtoReflect().Descriptor(): joinFields,
+	} {
+		var names []string
+		for i := range desc.Fields().Len() {
+			names = append(names, string(desc.Fields().Get(i).Name()))
+		}
+		slices.Sort(names)
+		if got := sortedKeys(fields); !slices.Equal(got, names) {
+			t.Errorf("%s fields %v, classified %v", desc.Name(), names, got)
+		}
+	}
+	base := fullInputs().Hash()
+	for name, f := range joinFields {
+		spec["join."+name] = f
+	}
+	for name, f := range spec {
+		in := fullInputs()
+		f.set(in.Cluster.Spec)
+		if changed := in.Hash() != base; changed != f.rendered {
+			t.Errorf("ClusterSpec.%s: hash changed=%v, want %v", name, changed, f.rendered)
+		}
+	}
+}
+
+// TestHashWorkerLabels: a worker's hash follows its Node labels, derived
+// ones included; a standalone Machine's does not follow derived labels.
+func TestHashWorkerLabels(t *testing.T) {
+	for name, mk := range map[string]func() Inputs{"standalone": standaloneInputs, "pool without cluster": func() Inputs {
+		in := fullInputs()
+		in.Cluster, in.Pool.Spec.Cluster = nil, ""
+		return in
+	}} {
+		in := mk()
+		base := in.Hash()
+		in.Server.Metadata.Labels["roost.io/cpus"] = "64"
+		in.Server.Metadata.Labels["roost.io/firmware"] = "bios"
+		if in.Hash() != base {
+			t.Errorf("%s: a derived label changed the hash", name)
+		}
+	}
+	in := fullInputs()
+	base := in.Hash()
+	in.Server.Metadata.Labels["roost.io/firmware"] = "uefi"
+	if in.Hash() == base {
+		t.Error("worker: a new derived Node label did not change the hash")
+	}
+}
+
+// TestHashStable pins the hash of non-worker inputs: a hub whose hash
+// function changes renders a new Revision, and so reboots, every Server it
+// runs. Change these only on purpose.
+func TestHashStable(t *testing.T) {
+	if got, want := standaloneInputs().Hash(), "94770d252ea4a3127ea447da3beadc177a5dee357f09343ba62acdccaa536514"; got != want {
+		t.Errorf("standalone hash %s, want %s", got, want)
+	}
+	in := fullInputs()
+	in.Cluster, in.Pool.Spec.Cluster = nil, ""
+	if got, want := in.Hash(), "007b2043e5ed82e77bae9c72cf702142cd4bc22613727370ab3c7490e0492b14"; got != want {
+		t.Errorf("pool without cluster: hash %s, want %s", got, want)
+	}
+}
+
+func TestRenderWorkerWithoutCA(t *testing.T) {
+	in := fullInputs()
+	in.Cluster.Spec.CaBundle = ""
+	if _, err := Render(in, 1); err == nil || !strings.Contains(err.Error(), "Cluster prod has no caBundle") {
+		t.Errorf("Render error %v", err)
+	}
+}
