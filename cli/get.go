@@ -167,8 +167,10 @@ func (o *options) runGet(cmd *cobra.Command, g *getOptions, args []string) error
 	return failed
 }
 
-// printObjects writes objs in an output format of get.
+// printObjects writes objs in an output format of get. Write-only fields
+// (a Cluster's spec.kubeconfig) are never printed, even if a hub sent them.
 func (o *options) printObjects(w io.Writer, objs []*roostv1.Object, format string, asList bool) error {
+	objs = resource.StripWriteOnlyAll(objs)
 	switch format {
 	case outTable, outWide:
 		if len(objs) == 0 {
@@ -282,7 +284,7 @@ func eventName(t roostv1.WatchEvent_Type) string {
 
 func (p *watchPrinter) print(ev *roostv1.WatchEvent) error {
 	w := p.o.Out
-	obj := ev.GetObject()
+	obj := resource.StripWriteOnly(ev.GetObject())
 	switch p.format {
 	case outTable, outWide:
 		header, rows, err := p.o.splitTable([]*roostv1.Object{obj}, p.format == outWide)

@@ -66,14 +66,14 @@ func TestLocateViolations(t *testing.T) {
 	}
 	located, rest := locateViolations(ms, []apierror.Violation{
 		{Field: "objects[2].spec.cluster", Message: `Cluster "prod" does not exist`, Hint: "apply it first"},
-		{Field: "objects[1].spec.bootstrapToken", Message: "is required"}, // not written: its parent
+		{Field: "objects[1].spec.drainTimeout", Message: "is required"}, // not written: its parent
 		{Field: "objects[0]", Message: "whole object"},
 		{Field: "objects[7].spec", Message: "out of range"},
 		{Field: "labelSelector", Message: "not about an object"},
 	})
 	want := []string{
 		b + `:16:3: Pool "workers": spec.cluster: Cluster "prod" does not exist (apply it first)`,
-		b + `:5:1: Cluster "dev": spec.bootstrapToken: is required`,
+		b + `:5:1: Cluster "dev": spec.drainTimeout: is required`,
 		a + `:1:1: Cluster "prod": whole object`,
 	}
 	if len(located) != len(want) {

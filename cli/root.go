@@ -147,7 +147,7 @@ func newRootCommand(o *options) *cobra.Command {
 		c.GroupID = "objects"
 		root.AddCommand(c)
 	}
-	for _, c := range []*cobra.Command{newServerCommand(o), newTokenCommand(o), newNetprofileCommand(o), newPoolCommand(o), newMachineCommand(o), newImageCommand(o)} {
+	for _, c := range []*cobra.Command{newServerCommand(o), newTokenCommand(o), newClusterCommand(o), newNetprofileCommand(o), newPoolCommand(o), newMachineCommand(o), newImageCommand(o)} {
 		c.GroupID = "fleet"
 		root.AddCommand(c)
 	}

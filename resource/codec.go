@@ -482,6 +482,16 @@ func (d *decoder) message(n *yaml.Node, m protoreflect.Message, path string) {
 	}
 }
 
+// removedFields are fields of older versions of the API, per message, with
+// what to do instead: a manifest written for an older hub fails with a
+// message that says how to update it.
+var removedFields = map[protoreflect.FullName]map[string]string{
+	"roost.v1.ClusterSpec": {
+		"bootstrapToken": "remove it: the hub now creates a short-lived bootstrap token for each joining worker; " +
+			"give the hub credentials for the cluster with 'roostctl cluster set-credentials NAME --kubeconfig FILE'",
+	},
+}
+
 // unknownField reports key k, which names no field of the message.
 func (d *decoder) unknownField(k *yaml.Node, fields protoreflect.FieldDescriptors, path, fpath string) {
 	var names []string
@@ -489,6 +499,14 @@ func (d *decoder) unknownField(k *yaml.Node, fields protoreflect.FieldDescriptor
 		names = append(names, fields.Get(i).JSONName())
 	}
 	var hint string
+	var msg protoreflect.FullName
+	if fields.Len() > 0 {
+		msg = fields.Get(0).ContainingMessage().FullName()
+	}
+	if why, ok := removedFields[msg][k.Value]; ok {
+		d.errorf(k, fpath, why, "field %q was removed", k.Value)
+		return
+	}
 	switch s := suggest(k.Value, names); {
 	case s != "":
 		hint = fmt.Sprintf("did you mean %q?", s)

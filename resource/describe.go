@@ -26,7 +26,8 @@ import (
 // names in words ("maxUnavailable" → "Max Unavailable"); lists of scalars
 // and maps of strings put one item per line; lists of objects put "- " before
 // each item; Conditions are a small table; timestamps are RFC 3339 UTC
-// with their age or time left; secrets (a Cluster's bootstrapToken) show as
+// with their age or time left; secrets (a Cluster's kubeconfig, which reads
+// never return anyway, and an EnrollmentToken's secret hash) show as
 // "<redacted>". The output depends only on the arguments.
 // Errors are those of w, or an empty Object envelope.
 func Describe(w io.Writer, obj *roostv1.Object, now time.Time) error {
@@ -79,9 +80,10 @@ func Describe(w io.Writer, obj *roostv1.Object, now time.Time) error {
 	return err
 }
 
-// redacted are the fields Describe does not show: secrets.
+// redacted are the fields Describe does not show: secrets (every
+// write-only field too, see IsWriteOnly).
 var redacted = map[protoreflect.FullName]bool{
-	"roost.v1.ClusterSpec.bootstrap_token":       true,
+	"roost.v1.ClusterSpec.kubeconfig":            true,
 	"roost.v1.EnrollmentTokenSpec.secret_sha256": true,
 }
 
@@ -201,7 +203,7 @@ func (d *describer) message(m protoreflect.Message, prefix string) {
 				d.header(prefix+"  ", k)
 				d.message(vals[k].Message(), prefix+"    ")
 			}
-		case redacted[fd.FullName()]:
+		case redacted[fd.FullName()] || IsWriteOnly(fd):
 			d.kv(prefix, key, "<redacted>")
 		default:
 			if s, ok := d.scalar(fd, v); ok {
@@ -287,7 +289,7 @@ var acronyms = map[string]string{
 	"api": "API", "ca": "CA", "uid": "UID", "uuid": "UUID", "mtu": "MTU", "dns": "DNS", "ssh": "SSH",
 	"pci": "PCI", "mac": "MAC", "id": "ID", "dhcp4": "DHCP4", "dhcp6": "DHCP6", "lacp": "LACP",
 	"stp": "STP", "sha256": "SHA256", "wwn": "WWN", "vlan": "VLAN", "vlans": "VLANs", "rrule": "RRULE", "miimon": "MII Monitor",
-	"cpu": "CPU", "macs": "MACs", "nics": "NICs",
+	"cpu": "CPU", "macs": "MACs", "nics": "NICs", "ttl": "TTL",
 }
 
 // fieldLabel turns a field's JSON name into words: "maxUnavailable" →

@@ -1,11 +1,15 @@
 package resource
 
 import (
+	"bytes"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
+	"gopkg.in/yaml.v3"
 )
 
 const examplesDir = "../examples"
@@ -74,5 +78,47 @@ func TestExamplesAll(t *testing.T) {
 		if !proto.Equal(one[0].Object, all[i].Object) {
 			t.Errorf("all.yaml object %d differs from %s", i, name)
 		}
+	}
+}
+
+// TestRBACExample checks the Kubernetes RBAC example for the hub's
+// credentials: YAML documents with apiVersion, kind and a name each, shown
+// verbatim in docs/operations.md.
+func TestRBACExample(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(examplesDir, "kubernetes", "roost-hub-rbac.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	kinds := map[string]bool{}
+	for {
+		var doc struct {
+			APIVersion string `yaml:"apiVersion"`
+			Kind       string `yaml:"kind"`
+			Metadata   struct {
+				Name string `yaml:"name"`
+			} `yaml:"metadata"`
+		}
+		if err := dec.Decode(&doc); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if doc.APIVersion == "" || doc.Kind == "" || doc.Metadata.Name == "" {
+			t.Errorf("a document lacks apiVersion, kind or metadata.name: %+v", doc)
+		}
+		kinds[doc.Kind] = true
+	}
+	for _, k := range []string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Secret"} {
+		if !kinds[k] {
+			t.Errorf("no %s", k)
+		}
+	}
+	docs, err := os.ReadFile("../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(docs, data) {
+		t.Error("docs/operations.md does not show examples/kubernetes/roost-hub-rbac.yaml as it is: copy it there")
 	}
 }

@@ -52,7 +52,7 @@ func sampleObjects() []*roostv1.Object {
 					System: &roostv1.SystemInfo{Vendor: "Dell Inc.", Product: "PowerEdge R6525", Serial: "7XK2Q93"}}}}),
 		Wrap(&roostv1.Machine{ApiVersion: APIVersion, Kind: "Machine", Metadata: meta("workers-7x2k9", "2026-11-19T12:00:00Z"),
 			Spec:   &roostv1.MachineSpec{Server: "srv-4c4c4544", Pool: "workers"},
-			Status: &roostv1.MachineStatus{Phase: "Ready", Conditions: cond, Cluster: "prod"}}),
+			Status: &roostv1.MachineStatus{Phase: "Ready", Conditions: cond, Cluster: "prod", NodeName: "workers-7x2k9"}}),
 		Wrap(&roostv1.Pool{ApiVersion: APIVersion, Kind: "Pool", Metadata: meta("workers", "2026-11-20T09:30:00Z"),
 			Spec: &roostv1.PoolSpec{Cluster: "prod", MachineClass: "large-worker", NetworkProfile: "lacp-vlan100",
 				MaintenanceWindows: []string{"tuesday-night", "thursday-night"}, ImageChannel: "stable", Replicas: proto.Int32(0),
@@ -63,8 +63,13 @@ func sampleObjects() []*roostv1.Object {
 			Status: &roostv1.PoolStatus{Machines: 3, ReadyMachines: 2, Conditions: cond}}),
 		Wrap(&roostv1.Cluster{ApiVersion: APIVersion, Kind: "Cluster", Metadata: meta("prod", "2025-06-01T00:00:00Z"),
 			Spec: &roostv1.ClusterSpec{ApiEndpoint: "https://10.0.0.1:6443", CaBundle: "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
-				KubernetesVersion: "v1.34.4", BootstrapToken: "abcdef.0123456789abcdef"},
-			Status: &roostv1.ClusterStatus{Conditions: cond}}),
+				KubernetesVersion: "v1.34.4", Kubeconfig: fixtureKubeconfig,
+				Join: &roostv1.ClusterJoin{BootstrapTokenTtl: durationpb.New(2 * time.Hour), ClusterDns: []string{"10.96.0.10", "fd00::a"},
+					ClusterDomain: "cluster.local"},
+				DrainTimeout: durationpb.New(10 * time.Minute)},
+			Status: &roostv1.ClusterStatus{Conditions: []*roostv1.Condition{{Type: "Reachable", Status: "False", Reason: "Unauthorized",
+				Message: "the API server refused the credentials", LastTransitionTime: ts("2026-11-20T11:00:00Z")}},
+				Nodes: 3, ReadyNodes: 2, ServerVersion: "v1.34.2", CredentialsSet: true}}),
 		Wrap(&roostv1.MachineClass{ApiVersion: APIVersion, Kind: "MachineClass", Metadata: meta("large-worker", "2026-11-13T12:00:00Z"),
 			Spec: &roostv1.MachineClassSpec{ServerSelector: []string{"roost.io/cpus>=16", "!gpu"},
 				InstallDisk: &roostv1.InstallDiskHints{Serial: "S4EV", Wwn: "0x5002538e", MinSize: "200Gi", MaxSize: "2Ti", Rotational: proto.Bool(false)},
@@ -95,7 +100,7 @@ func sampleObjects() []*roostv1.Object {
 			Status: &roostv1.EnrollmentTokenStatus{Uses: 3, Revoked: false}}),
 		Wrap(&roostv1.Lease{ApiVersion: APIVersion, Kind: "Lease", Metadata: meta("srv-4c4c4544", "2026-11-20T11:55:00Z"),
 			Spec: &roostv1.LeaseSpec{Server: "srv-4c4c4544", FencingToken: 18446744073709551615, ExpiresAt: ts("2026-11-20T11:50:00Z"),
-				Reason: "rollout of pool workers to revision 7", Revision: 7, Pool: "workers"}}),
+				Reason: "rollout of pool workers to revision 7", Revision: 7, Pool: "workers", Phase: "Draining"}}),
 		Wrap(&roostv1.Revision{ApiVersion: APIVersion, Kind: "Revision", Metadata: meta("srv-4c4c4544-7", "2026-11-20T11:40:00Z"),
 			Spec: &roostv1.RevisionSpec{Server: "srv-4c4c4544", Number: 7, Machine: "workers-srv-4c4c4544", ImageRelease: "v2026-11-0",
 				ImageVersion: "2026.11.0", Hostname: "node-7", NetworkProfile: "rack-r12", KernelArgs: []string{"console=ttyS0"},
@@ -103,5 +108,23 @@ func sampleObjects() []*roostv1.Object {
 			Status: &roostv1.RevisionStatus{Phase: "Failed", Reason: "boot entry roost-rev-7 ran out of tries (3 failed boots); booted revision 6"}}),
 	}
 }
+
+// fixtureKubeconfig is a Cluster's spec.kubeconfig in the fixtures: what
+// describe must never show.
+const fixtureKubeconfig = `apiVersion: v1
+kind: Config
+clusters:
+- name: prod
+  cluster:
+    server: https://10.0.0.1:6443
+contexts:
+- name: roost@prod
+  context: {cluster: prod, user: roost}
+current-context: roost@prod
+users:
+- name: roost
+  user:
+    token: fixture-secret-token-do-not-print
+`
 
 func durationOf(d time.Duration) *durationpb.Duration { return durationpb.New(d) }

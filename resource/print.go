@@ -85,6 +85,7 @@ var tableColumns = map[string][]column{
 			return m.GetMetadata().GetName()
 		}},
 		{header: "CLUSTER", wide: true, value: func(r Resource, _ time.Time) string { return r.(*roostv1.Machine).GetStatus().GetCluster() }},
+		{header: "NODE", wide: true, value: func(r Resource, _ time.Time) string { return r.(*roostv1.Machine).GetStatus().GetNodeName() }},
 		{header: "REASON", wide: true, value: func(r Resource, _ time.Time) string { return MachineReason(r.(*roostv1.Machine)) }},
 	},
 	"Pool": {
@@ -126,14 +127,32 @@ var tableColumns = map[string][]column{
 	"Cluster": {
 		{header: "ENDPOINT", value: func(r Resource, _ time.Time) string { return r.(*roostv1.Cluster).GetSpec().GetApiEndpoint() }},
 		{header: "VERSION", value: func(r Resource, _ time.Time) string { return r.(*roostv1.Cluster).GetSpec().GetKubernetesVersion() }},
-		{header: "TOKEN", wide: true, value: func(r Resource, _ time.Time) string {
-			if r.(*roostv1.Cluster).GetSpec().GetBootstrapToken() != "" {
-				return "<set>"
+		{header: "REACHABLE", value: func(r Resource, _ time.Time) string {
+			if st := conditionCell(r.(*roostv1.Cluster).GetStatus().GetConditions(), "Reachable"); st != "" {
+				return st
+			}
+			return "Unknown"
+		}},
+		{header: "REASON", wide: true, value: func(r Resource, _ time.Time) string {
+			for _, c := range r.(*roostv1.Cluster).GetStatus().GetConditions() {
+				if c.GetType() == "Reachable" && c.GetStatus() != "True" {
+					return c.GetReason()
+				}
 			}
 			return ""
 		}},
-		{header: "READY", wide: true, value: func(r Resource, _ time.Time) string {
-			return conditionCell(r.(*roostv1.Cluster).GetStatus().GetConditions(), "Ready")
+		{header: "NODES", value: func(r Resource, _ time.Time) string {
+			st := r.(*roostv1.Cluster).GetStatus()
+			return fmt.Sprintf("%d/%d", st.GetReadyNodes(), st.GetNodes())
+		}},
+		{header: "SERVER-VERSION", wide: true, value: func(r Resource, _ time.Time) string {
+			return r.(*roostv1.Cluster).GetStatus().GetServerVersion()
+		}},
+		{header: "CREDENTIALS", wide: true, value: func(r Resource, _ time.Time) string {
+			if r.(*roostv1.Cluster).GetStatus().GetCredentialsSet() {
+				return "<set>"
+			}
+			return ""
 		}},
 	},
 	"MachineClass": {
@@ -242,6 +261,12 @@ var tableColumns = map[string][]column{
 		}},
 		{header: "REVISION", value: func(r Resource, _ time.Time) string {
 			return strconv.FormatInt(r.(*roostv1.Lease).GetSpec().GetRevision(), 10)
+		}},
+		{header: "PHASE", value: func(r Resource, _ time.Time) string {
+			if p := r.(*roostv1.Lease).GetSpec().GetPhase(); p != "" {
+				return p
+			}
+			return "Granted"
 		}},
 		{header: "REASON", wide: true, value: func(r Resource, _ time.Time) string { return r.(*roostv1.Lease).GetSpec().GetReason() }},
 	},
@@ -438,11 +463,12 @@ func bytesCell(n int64) string {
 }
 
 // MachineReason is the reason of the first milestone condition
-// (Scheduled, Provisioned, Joined, Ready) that does not hold, or "" when
-// all hold: why the Machine is not further along.
+// (Scheduled, Provisioned, Joined, then NodeReady, the worker's Node's
+// Ready, then Ready) that does not hold, or "" when all hold: why the
+// Machine is not further along.
 func MachineReason(m *roostv1.Machine) string {
 	conds := m.GetStatus().GetConditions()
-	for _, typ := range []string{"Scheduled", "Provisioned", "Joined", "Ready"} {
+	for _, typ := range []string{"Scheduled", "Provisioned", "Joined", "NodeReady", "Ready"} {
 		for _, c := range conds {
 			if c.GetType() == typ && c.GetStatus() != "True" {
 				return c.GetReason()

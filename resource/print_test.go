@@ -76,3 +76,44 @@ func TestDescribe(t *testing.T) {
 		t.Error("empty envelope: want an error")
 	}
 }
+
+func TestClusterTableWithoutStatus(t *testing.T) {
+	c := &roostv1.Cluster{Metadata: &roostv1.ObjectMeta{Name: "new"}, Spec: &roostv1.ClusterSpec{ApiEndpoint: "https://h:6443"}}
+	var buf bytes.Buffer
+	if err := PrintTable(&buf, []*roostv1.Object{Wrap(c)}, true, fixtureNow); err != nil {
+		t.Fatal(err)
+	}
+	want := [][]string{
+		{"NAME", "ENDPOINT", "VERSION", "REACHABLE", "REASON", "NODES", "SERVER-VERSION", "CREDENTIALS", "AGE"},
+		{"new", "https://h:6443", "<none>", "Unknown", "<none>", "0/0", "<none>", "<none>", "<unknown>"},
+	}
+	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	if len(lines) != len(want) {
+		t.Fatalf("got:\n%s", &buf)
+	}
+	for i, l := range lines {
+		if got := strings.Fields(l); strings.Join(got, " ") != strings.Join(want[i], " ") {
+			t.Errorf("line %d: got %q, want %q", i, got, want[i])
+		}
+	}
+}
+
+func TestMachineReason(t *testing.T) {
+	cond := func(typ, status, reason string) *roostv1.Condition {
+		return &roostv1.Condition{Type: typ, Status: status, Reason: reason}
+	}
+	for _, tc := range []struct {
+		conds []*roostv1.Condition
+		want  string
+	}{
+		{nil, ""},
+		{[]*roostv1.Condition{cond("Ready", "False", "NotJoined"), cond("Joined", "False", "WaitingForNode"), cond("Scheduled", "True", "")}, "WaitingForNode"},
+		{[]*roostv1.Condition{cond("Ready", "False", "NotReady"), cond("Joined", "True", ""), cond("NodeReady", "False", "NodeNotReady")}, "NodeNotReady"},
+		{[]*roostv1.Condition{cond("Ready", "True", ""), cond("NodeReady", "True", ""), cond("Drained", "False", "DrainBlocked")}, ""},
+	} {
+		m := &roostv1.Machine{Status: &roostv1.MachineStatus{Conditions: tc.conds}}
+		if got := MachineReason(m); got != tc.want {
+			t.Errorf("%v: got %q, want %q", tc.conds, got, tc.want)
+		}
+	}
+}

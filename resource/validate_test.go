@@ -33,7 +33,9 @@ func validPool() *roostv1.Pool {
 
 func validCluster() *roostv1.Cluster {
 	return &roostv1.Cluster{Metadata: &roostv1.ObjectMeta{Name: "prod"}, Spec: &roostv1.ClusterSpec{
-		ApiEndpoint: "https://10.0.0.1:6443", CaBundle: testCA, BootstrapToken: "abcdef.0123456789abcdef", KubernetesVersion: "v1.34.4"}}
+		ApiEndpoint: "https://10.0.0.1:6443", CaBundle: testCA, KubernetesVersion: "v1.34.4",
+		Kubeconfig: tokenKubeconfig, DrainTimeout: durationpb.New(5 * time.Minute),
+		Join: &roostv1.ClusterJoin{BootstrapTokenTtl: durationpb.New(time.Hour), ClusterDns: []string{"10.96.0.10"}, ClusterDomain: "cluster.local"}}}
 }
 
 func validClass() *roostv1.MachineClass {
@@ -167,6 +169,8 @@ func TestValidate(t *testing.T) {
 			[]want{{"spec.apiEndpoint", "invalid URL"}}},
 		{"credentials", validCluster(), func(m proto.Message) { m.(*roostv1.Cluster).Spec.ApiEndpoint = "https://u:p@h:6443" },
 			[]want{{"spec.apiEndpoint", "must not hold credentials"}}},
+		{"credentials over http", validCluster(), func(m proto.Message) { m.(*roostv1.Cluster).Spec.ApiEndpoint = "http://u:hunter2@h:6443" },
+			[]want{{"spec.apiEndpoint", `must be an https:// URL, got "http://u:xxxxx@h:6443"`}}},
 		{"bad port", validCluster(), func(m proto.Message) { m.(*roostv1.Cluster).Spec.ApiEndpoint = "https://h:64x3" },
 			[]want{{"spec.apiEndpoint", "invalid URL"}}},
 		{"ca not pem", validCluster(), func(m proto.Message) { m.(*roostv1.Cluster).Spec.CaBundle = "hello" },
@@ -179,8 +183,43 @@ func TestValidate(t *testing.T) {
 		}, []want{{"spec.caBundle", "certificate 1 does not parse"}}},
 		{"ca trailing", validCluster(), func(m proto.Message) { m.(*roostv1.Cluster).Spec.CaBundle = testCA + testCA + "junk" },
 			[]want{{"spec.caBundle", "has data after the last PEM certificate"}}},
-		{"bad token", validCluster(), func(m proto.Message) { m.(*roostv1.Cluster).Spec.BootstrapToken = "ABCDEF.0123456789abcdef" },
-			[]want{{"spec.bootstrapToken", "must match [a-z0-9]{6}.[a-z0-9]{16}"}}},
+		{"minimal cluster", validCluster(), func(m proto.Message) {
+			m.(*roostv1.Cluster).Spec = &roostv1.ClusterSpec{ApiEndpoint: "https://k8s.example.com:6443"}
+		}, nil},
+		{"bad kubeconfig", validCluster(), func(m proto.Message) { m.(*roostv1.Cluster).Spec.Kubeconfig = "current-context: x\n" },
+			[]want{{"spec.kubeconfig", `current context "x" is not defined (contexts: none)`}}},
+		{"join ok", validCluster(), func(m proto.Message) {
+			m.(*roostv1.Cluster).Spec.Join = &roostv1.ClusterJoin{BootstrapTokenTtl: durationpb.New(24 * time.Hour),
+				ClusterDns: []string{"10.96.0.10", "fd00:10:96::a"}, ClusterDomain: "k8s.corp.example"}
+		}, nil},
+		{"join ttl short", validCluster(), func(m proto.Message) {
+			m.(*roostv1.Cluster).Spec.Join.BootstrapTokenTtl = durationpb.New(59 * time.Second)
+		}, []want{{"spec.join.bootstrapTokenTtl", "must be at least 1m, got 59s"}}},
+		{"join ttl long", validCluster(), func(m proto.Message) {
+			m.(*roostv1.Cluster).Spec.Join.BootstrapTokenTtl = durationpb.New(25 * time.Hour)
+		}, []want{{"spec.join.bootstrapTokenTtl", "must be at most 24h, got 25h"}}},
+		{"join ttl zero", validCluster(), func(m proto.Message) { m.(*roostv1.Cluster).Spec.Join.BootstrapTokenTtl = durationpb.New(0) },
+			[]want{{"spec.join.bootstrapTokenTtl", "must be > 0, got 0s"}}},
+		{"join ttl invalid", validCluster(), func(m proto.Message) {
+			m.(*roostv1.Cluster).Spec.Join.BootstrapTokenTtl = &durationpb.Duration{Seconds: 1, Nanos: -1}
+		}, []want{{"spec.join.bootstrapTokenTtl", "invalid duration"}}},
+		{"cluster dns", validCluster(), func(m proto.Message) {
+			m.(*roostv1.Cluster).Spec.Join.ClusterDns = []string{"10.96.0.10", "", "kube-dns", "10.96.0.0/12", "::ffff:10.96.0.10", "fe80::1%eth0"}
+		}, []want{{"spec.join.clusterDns[1]", "is empty"}, {"spec.join.clusterDns[2]", `invalid IP address "kube-dns"`},
+			{"spec.join.clusterDns[3]", `invalid IP address "10.96.0.0/12"`}, {"spec.join.clusterDns[4]", "::ffff:10.96.0.10 is listed twice (also at index 0)"},
+			{"spec.join.clusterDns[5]", `invalid IP address "fe80::1%eth0"`}}},
+		{"cluster domain", validCluster(), func(m proto.Message) { m.(*roostv1.Cluster).Spec.Join.ClusterDomain = "Cluster_Local" },
+			[]want{{"spec.join.clusterDomain", `invalid DNS name "Cluster_Local"`}}},
+		{"cluster domain dot", validCluster(), func(m proto.Message) { m.(*roostv1.Cluster).Spec.Join.ClusterDomain = "cluster.local." },
+			[]want{{"spec.join.clusterDomain", `must not end with a dot, got "cluster.local."`}}},
+		{"drain timeout zero", validCluster(), func(m proto.Message) { m.(*roostv1.Cluster).Spec.DrainTimeout = durationpb.New(0) },
+			[]want{{"spec.drainTimeout", "must be > 0, got 0s"}}},
+		{"drain timeout negative", validCluster(), func(m proto.Message) { m.(*roostv1.Cluster).Spec.DrainTimeout = durationpb.New(-time.Minute) },
+			[]want{{"spec.drainTimeout", "must be > 0, got -1m"}}},
+		{"drain timeout long", validCluster(), func(m proto.Message) {
+			m.(*roostv1.Cluster).Spec.DrainTimeout = durationpb.New(time.Hour + time.Second)
+		}, []want{{"spec.drainTimeout", "must be at most 1h, got 1h1s"}}},
+		{"drain timeout max", validCluster(), func(m proto.Message) { m.(*roostv1.Cluster).Spec.DrainTimeout = durationpb.New(time.Hour) }, nil},
 		{"bad version", validCluster(), func(m proto.Message) { m.(*roostv1.Cluster).Spec.KubernetesVersion = "1.34" },
 			[]want{{"spec.kubernetesVersion", `invalid version "1.34"`}}},
 
