@@ -126,7 +126,7 @@ func (x WatchEvent_Type) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use WatchEvent_Type.Descriptor instead.
 func (WatchEvent_Type) EnumDescriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{28, 0}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{38, 0}
 }
 
 type PutImageReleaseRequest struct {
@@ -237,6 +237,477 @@ func (x *PutImageReleaseResponse) GetIndex() uint64 {
 	return 0
 }
 
+type PromoteImageReleaseRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// version, e.g. "2026.11.0".
+	Version string `protobuf:"bytes,1,opt,name=version,proto3" json:"version,omitempty"`
+	// channel, e.g. "stable" (DNS label).
+	Channel string `protobuf:"bytes,2,opt,name=channel,proto3" json:"channel,omitempty"`
+	// remove takes the release off the channel instead.
+	Remove        bool `protobuf:"varint,3,opt,name=remove,proto3" json:"remove,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PromoteImageReleaseRequest) Reset() {
+	*x = PromoteImageReleaseRequest{}
+	mi := &file_roost_v1_hub_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PromoteImageReleaseRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PromoteImageReleaseRequest) ProtoMessage() {}
+
+func (x *PromoteImageReleaseRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_hub_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PromoteImageReleaseRequest.ProtoReflect.Descriptor instead.
+func (*PromoteImageReleaseRequest) Descriptor() ([]byte, []int) {
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *PromoteImageReleaseRequest) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *PromoteImageReleaseRequest) GetChannel() string {
+	if x != nil {
+		return x.Channel
+	}
+	return ""
+}
+
+func (x *PromoteImageReleaseRequest) GetRemove() bool {
+	if x != nil {
+		return x.Remove
+	}
+	return false
+}
+
+type PromoteImageReleaseResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Release       *ImageRelease          `protobuf:"bytes,1,opt,name=release,proto3" json:"release,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PromoteImageReleaseResponse) Reset() {
+	*x = PromoteImageReleaseResponse{}
+	mi := &file_roost_v1_hub_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PromoteImageReleaseResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PromoteImageReleaseResponse) ProtoMessage() {}
+
+func (x *PromoteImageReleaseResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_hub_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PromoteImageReleaseResponse.ProtoReflect.Descriptor instead.
+func (*PromoteImageReleaseResponse) Descriptor() ([]byte, []int) {
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *PromoteImageReleaseResponse) GetRelease() *ImageRelease {
+	if x != nil {
+		return x.Release
+	}
+	return nil
+}
+
+type TrustReleaseKeyRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// public_key_pem is a PKIX PEM ed25519 public key (as roost-image
+	// writes release-key.pub).
+	PublicKeyPem  string `protobuf:"bytes,1,opt,name=public_key_pem,json=publicKeyPem,proto3" json:"public_key_pem,omitempty"`
+	Comment       string `protobuf:"bytes,2,opt,name=comment,proto3" json:"comment,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TrustReleaseKeyRequest) Reset() {
+	*x = TrustReleaseKeyRequest{}
+	mi := &file_roost_v1_hub_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TrustReleaseKeyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TrustReleaseKeyRequest) ProtoMessage() {}
+
+func (x *TrustReleaseKeyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_hub_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TrustReleaseKeyRequest.ProtoReflect.Descriptor instead.
+func (*TrustReleaseKeyRequest) Descriptor() ([]byte, []int) {
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *TrustReleaseKeyRequest) GetPublicKeyPem() string {
+	if x != nil {
+		return x.PublicKeyPem
+	}
+	return ""
+}
+
+func (x *TrustReleaseKeyRequest) GetComment() string {
+	if x != nil {
+		return x.Comment
+	}
+	return ""
+}
+
+type TrustReleaseKeyResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           *TrustedKey            `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TrustReleaseKeyResponse) Reset() {
+	*x = TrustReleaseKeyResponse{}
+	mi := &file_roost_v1_hub_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TrustReleaseKeyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TrustReleaseKeyResponse) ProtoMessage() {}
+
+func (x *TrustReleaseKeyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_hub_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TrustReleaseKeyResponse.ProtoReflect.Descriptor instead.
+func (*TrustReleaseKeyResponse) Descriptor() ([]byte, []int) {
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *TrustReleaseKeyResponse) GetKey() *TrustedKey {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+type UntrustReleaseKeyRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id is the key id (hex sha256 of the raw key) or a unique prefix of it.
+	Id            string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UntrustReleaseKeyRequest) Reset() {
+	*x = UntrustReleaseKeyRequest{}
+	mi := &file_roost_v1_hub_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UntrustReleaseKeyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UntrustReleaseKeyRequest) ProtoMessage() {}
+
+func (x *UntrustReleaseKeyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_hub_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UntrustReleaseKeyRequest.ProtoReflect.Descriptor instead.
+func (*UntrustReleaseKeyRequest) Descriptor() ([]byte, []int) {
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *UntrustReleaseKeyRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type UntrustReleaseKeyResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UntrustReleaseKeyResponse) Reset() {
+	*x = UntrustReleaseKeyResponse{}
+	mi := &file_roost_v1_hub_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UntrustReleaseKeyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UntrustReleaseKeyResponse) ProtoMessage() {}
+
+func (x *UntrustReleaseKeyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_hub_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UntrustReleaseKeyResponse.ProtoReflect.Descriptor instead.
+func (*UntrustReleaseKeyResponse) Descriptor() ([]byte, []int) {
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{7}
+}
+
+type ListTrustedKeysRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTrustedKeysRequest) Reset() {
+	*x = ListTrustedKeysRequest{}
+	mi := &file_roost_v1_hub_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTrustedKeysRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTrustedKeysRequest) ProtoMessage() {}
+
+func (x *ListTrustedKeysRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_hub_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTrustedKeysRequest.ProtoReflect.Descriptor instead.
+func (*ListTrustedKeysRequest) Descriptor() ([]byte, []int) {
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{8}
+}
+
+type ListTrustedKeysResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Keys          []*TrustedKey          `protobuf:"bytes,1,rep,name=keys,proto3" json:"keys,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTrustedKeysResponse) Reset() {
+	*x = ListTrustedKeysResponse{}
+	mi := &file_roost_v1_hub_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTrustedKeysResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTrustedKeysResponse) ProtoMessage() {}
+
+func (x *ListTrustedKeysResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_hub_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTrustedKeysResponse.ProtoReflect.Descriptor instead.
+func (*ListTrustedKeysResponse) Descriptor() ([]byte, []int) {
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ListTrustedKeysResponse) GetKeys() []*TrustedKey {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+type RolloutControlRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Pool   string                 `protobuf:"bytes,1,opt,name=pool,proto3" json:"pool,omitempty"`
+	Action RolloutAction          `protobuf:"varint,2,opt,name=action,proto3,enum=roost.v1.RolloutAction" json:"action,omitempty"`
+	// version is the release version for PIN.
+	Version       string `protobuf:"bytes,3,opt,name=version,proto3" json:"version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RolloutControlRequest) Reset() {
+	*x = RolloutControlRequest{}
+	mi := &file_roost_v1_hub_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RolloutControlRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RolloutControlRequest) ProtoMessage() {}
+
+func (x *RolloutControlRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_hub_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RolloutControlRequest.ProtoReflect.Descriptor instead.
+func (*RolloutControlRequest) Descriptor() ([]byte, []int) {
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *RolloutControlRequest) GetPool() string {
+	if x != nil {
+		return x.Pool
+	}
+	return ""
+}
+
+func (x *RolloutControlRequest) GetAction() RolloutAction {
+	if x != nil {
+		return x.Action
+	}
+	return RolloutAction_ROLLOUT_ACTION_UNSPECIFIED
+}
+
+func (x *RolloutControlRequest) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+type RolloutControlResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Pool          *Pool                  `protobuf:"bytes,1,opt,name=pool,proto3" json:"pool,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RolloutControlResponse) Reset() {
+	*x = RolloutControlResponse{}
+	mi := &file_roost_v1_hub_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RolloutControlResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RolloutControlResponse) ProtoMessage() {}
+
+func (x *RolloutControlResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_hub_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RolloutControlResponse.ProtoReflect.Descriptor instead.
+func (*RolloutControlResponse) Descriptor() ([]byte, []int) {
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *RolloutControlResponse) GetPool() *Pool {
+	if x != nil {
+		return x.Pool
+	}
+	return nil
+}
+
 type PushArtifactRequest struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Sha256 string                 `protobuf:"bytes,1,opt,name=sha256,proto3" json:"sha256,omitempty"`
@@ -251,7 +722,7 @@ type PushArtifactRequest struct {
 
 func (x *PushArtifactRequest) Reset() {
 	*x = PushArtifactRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[2]
+	mi := &file_roost_v1_hub_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -263,7 +734,7 @@ func (x *PushArtifactRequest) String() string {
 func (*PushArtifactRequest) ProtoMessage() {}
 
 func (x *PushArtifactRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[2]
+	mi := &file_roost_v1_hub_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -276,7 +747,7 @@ func (x *PushArtifactRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushArtifactRequest.ProtoReflect.Descriptor instead.
 func (*PushArtifactRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{2}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *PushArtifactRequest) GetSha256() string {
@@ -317,7 +788,7 @@ type PushArtifactResponse struct {
 
 func (x *PushArtifactResponse) Reset() {
 	*x = PushArtifactResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[3]
+	mi := &file_roost_v1_hub_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -329,7 +800,7 @@ func (x *PushArtifactResponse) String() string {
 func (*PushArtifactResponse) ProtoMessage() {}
 
 func (x *PushArtifactResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[3]
+	mi := &file_roost_v1_hub_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -342,7 +813,7 @@ func (x *PushArtifactResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushArtifactResponse.ProtoReflect.Descriptor instead.
 func (*PushArtifactResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{3}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *PushArtifactResponse) GetSha256() string {
@@ -368,7 +839,7 @@ type StatArtifactRequest struct {
 
 func (x *StatArtifactRequest) Reset() {
 	*x = StatArtifactRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[4]
+	mi := &file_roost_v1_hub_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -380,7 +851,7 @@ func (x *StatArtifactRequest) String() string {
 func (*StatArtifactRequest) ProtoMessage() {}
 
 func (x *StatArtifactRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[4]
+	mi := &file_roost_v1_hub_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -393,7 +864,7 @@ func (x *StatArtifactRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatArtifactRequest.ProtoReflect.Descriptor instead.
 func (*StatArtifactRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{4}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *StatArtifactRequest) GetSha256() string {
@@ -415,7 +886,7 @@ type StatArtifactResponse struct {
 
 func (x *StatArtifactResponse) Reset() {
 	*x = StatArtifactResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[5]
+	mi := &file_roost_v1_hub_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -427,7 +898,7 @@ func (x *StatArtifactResponse) String() string {
 func (*StatArtifactResponse) ProtoMessage() {}
 
 func (x *StatArtifactResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[5]
+	mi := &file_roost_v1_hub_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -440,7 +911,7 @@ func (x *StatArtifactResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatArtifactResponse.ProtoReflect.Descriptor instead.
 func (*StatArtifactResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{5}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *StatArtifactResponse) GetComplete() bool {
@@ -469,7 +940,7 @@ type AssignServersRequest struct {
 
 func (x *AssignServersRequest) Reset() {
 	*x = AssignServersRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[6]
+	mi := &file_roost_v1_hub_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -481,7 +952,7 @@ func (x *AssignServersRequest) String() string {
 func (*AssignServersRequest) ProtoMessage() {}
 
 func (x *AssignServersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[6]
+	mi := &file_roost_v1_hub_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -494,7 +965,7 @@ func (x *AssignServersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssignServersRequest.ProtoReflect.Descriptor instead.
 func (*AssignServersRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{6}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *AssignServersRequest) GetPool() string {
@@ -529,7 +1000,7 @@ type AssignServersResponse struct {
 
 func (x *AssignServersResponse) Reset() {
 	*x = AssignServersResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[7]
+	mi := &file_roost_v1_hub_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -541,7 +1012,7 @@ func (x *AssignServersResponse) String() string {
 func (*AssignServersResponse) ProtoMessage() {}
 
 func (x *AssignServersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[7]
+	mi := &file_roost_v1_hub_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -554,7 +1025,7 @@ func (x *AssignServersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssignServersResponse.ProtoReflect.Descriptor instead.
 func (*AssignServersResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{7}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *AssignServersResponse) GetMachines() []*Machine {
@@ -581,7 +1052,7 @@ type UnassignServersRequest struct {
 
 func (x *UnassignServersRequest) Reset() {
 	*x = UnassignServersRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[8]
+	mi := &file_roost_v1_hub_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -593,7 +1064,7 @@ func (x *UnassignServersRequest) String() string {
 func (*UnassignServersRequest) ProtoMessage() {}
 
 func (x *UnassignServersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[8]
+	mi := &file_roost_v1_hub_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -606,7 +1077,7 @@ func (x *UnassignServersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnassignServersRequest.ProtoReflect.Descriptor instead.
 func (*UnassignServersRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{8}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *UnassignServersRequest) GetPool() string {
@@ -634,7 +1105,7 @@ type UnassignServersResponse struct {
 
 func (x *UnassignServersResponse) Reset() {
 	*x = UnassignServersResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[9]
+	mi := &file_roost_v1_hub_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -646,7 +1117,7 @@ func (x *UnassignServersResponse) String() string {
 func (*UnassignServersResponse) ProtoMessage() {}
 
 func (x *UnassignServersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[9]
+	mi := &file_roost_v1_hub_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -659,7 +1130,7 @@ func (x *UnassignServersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnassignServersResponse.ProtoReflect.Descriptor instead.
 func (*UnassignServersResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{9}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *UnassignServersResponse) GetMachines() []string {
@@ -693,7 +1164,7 @@ type CreateMachineRequest struct {
 
 func (x *CreateMachineRequest) Reset() {
 	*x = CreateMachineRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[10]
+	mi := &file_roost_v1_hub_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -705,7 +1176,7 @@ func (x *CreateMachineRequest) String() string {
 func (*CreateMachineRequest) ProtoMessage() {}
 
 func (x *CreateMachineRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[10]
+	mi := &file_roost_v1_hub_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -718,7 +1189,7 @@ func (x *CreateMachineRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateMachineRequest.ProtoReflect.Descriptor instead.
 func (*CreateMachineRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{10}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CreateMachineRequest) GetServer() string {
@@ -766,7 +1237,7 @@ type CreateMachineResponse struct {
 
 func (x *CreateMachineResponse) Reset() {
 	*x = CreateMachineResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[11]
+	mi := &file_roost_v1_hub_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -778,7 +1249,7 @@ func (x *CreateMachineResponse) String() string {
 func (*CreateMachineResponse) ProtoMessage() {}
 
 func (x *CreateMachineResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[11]
+	mi := &file_roost_v1_hub_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -791,7 +1262,7 @@ func (x *CreateMachineResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateMachineResponse.ProtoReflect.Descriptor instead.
 func (*CreateMachineResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{11}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CreateMachineResponse) GetMachine() *Machine {
@@ -826,7 +1297,7 @@ type CreateEnrollmentTokenRequest struct {
 
 func (x *CreateEnrollmentTokenRequest) Reset() {
 	*x = CreateEnrollmentTokenRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[12]
+	mi := &file_roost_v1_hub_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -838,7 +1309,7 @@ func (x *CreateEnrollmentTokenRequest) String() string {
 func (*CreateEnrollmentTokenRequest) ProtoMessage() {}
 
 func (x *CreateEnrollmentTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[12]
+	mi := &file_roost_v1_hub_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -851,7 +1322,7 @@ func (x *CreateEnrollmentTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateEnrollmentTokenRequest.ProtoReflect.Descriptor instead.
 func (*CreateEnrollmentTokenRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{12}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *CreateEnrollmentTokenRequest) GetTtlSeconds() int64 {
@@ -901,7 +1372,7 @@ type CreateEnrollmentTokenResponse struct {
 
 func (x *CreateEnrollmentTokenResponse) Reset() {
 	*x = CreateEnrollmentTokenResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[13]
+	mi := &file_roost_v1_hub_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -913,7 +1384,7 @@ func (x *CreateEnrollmentTokenResponse) String() string {
 func (*CreateEnrollmentTokenResponse) ProtoMessage() {}
 
 func (x *CreateEnrollmentTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[13]
+	mi := &file_roost_v1_hub_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -926,7 +1397,7 @@ func (x *CreateEnrollmentTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateEnrollmentTokenResponse.ProtoReflect.Descriptor instead.
 func (*CreateEnrollmentTokenResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{13}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *CreateEnrollmentTokenResponse) GetToken() string {
@@ -952,7 +1423,7 @@ type RevokeEnrollmentTokenRequest struct {
 
 func (x *RevokeEnrollmentTokenRequest) Reset() {
 	*x = RevokeEnrollmentTokenRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[14]
+	mi := &file_roost_v1_hub_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -964,7 +1435,7 @@ func (x *RevokeEnrollmentTokenRequest) String() string {
 func (*RevokeEnrollmentTokenRequest) ProtoMessage() {}
 
 func (x *RevokeEnrollmentTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[14]
+	mi := &file_roost_v1_hub_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -977,7 +1448,7 @@ func (x *RevokeEnrollmentTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeEnrollmentTokenRequest.ProtoReflect.Descriptor instead.
 func (*RevokeEnrollmentTokenRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{14}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *RevokeEnrollmentTokenRequest) GetName() string {
@@ -996,7 +1467,7 @@ type RevokeEnrollmentTokenResponse struct {
 
 func (x *RevokeEnrollmentTokenResponse) Reset() {
 	*x = RevokeEnrollmentTokenResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[15]
+	mi := &file_roost_v1_hub_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1008,7 +1479,7 @@ func (x *RevokeEnrollmentTokenResponse) String() string {
 func (*RevokeEnrollmentTokenResponse) ProtoMessage() {}
 
 func (x *RevokeEnrollmentTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[15]
+	mi := &file_roost_v1_hub_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1021,7 +1492,7 @@ func (x *RevokeEnrollmentTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeEnrollmentTokenResponse.ProtoReflect.Descriptor instead.
 func (*RevokeEnrollmentTokenResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{15}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RevokeEnrollmentTokenResponse) GetEnrollmentToken() *EnrollmentToken {
@@ -1046,7 +1517,7 @@ type UpdateServerRequest struct {
 
 func (x *UpdateServerRequest) Reset() {
 	*x = UpdateServerRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[16]
+	mi := &file_roost_v1_hub_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1058,7 +1529,7 @@ func (x *UpdateServerRequest) String() string {
 func (*UpdateServerRequest) ProtoMessage() {}
 
 func (x *UpdateServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[16]
+	mi := &file_roost_v1_hub_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1071,7 +1542,7 @@ func (x *UpdateServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateServerRequest.ProtoReflect.Descriptor instead.
 func (*UpdateServerRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{16}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *UpdateServerRequest) GetName() string {
@@ -1118,7 +1589,7 @@ type UpdateServerResponse struct {
 
 func (x *UpdateServerResponse) Reset() {
 	*x = UpdateServerResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[17]
+	mi := &file_roost_v1_hub_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1130,7 +1601,7 @@ func (x *UpdateServerResponse) String() string {
 func (*UpdateServerResponse) ProtoMessage() {}
 
 func (x *UpdateServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[17]
+	mi := &file_roost_v1_hub_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1143,7 +1614,7 @@ func (x *UpdateServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateServerResponse.ProtoReflect.Descriptor instead.
 func (*UpdateServerResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{17}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *UpdateServerResponse) GetServer() *Server {
@@ -1164,7 +1635,7 @@ type ApplyRequest struct {
 
 func (x *ApplyRequest) Reset() {
 	*x = ApplyRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[18]
+	mi := &file_roost_v1_hub_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1176,7 +1647,7 @@ func (x *ApplyRequest) String() string {
 func (*ApplyRequest) ProtoMessage() {}
 
 func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[18]
+	mi := &file_roost_v1_hub_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1189,7 +1660,7 @@ func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyRequest.ProtoReflect.Descriptor instead.
 func (*ApplyRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{18}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ApplyRequest) GetObjects() []*Object {
@@ -1218,7 +1689,7 @@ type ApplyResult struct {
 
 func (x *ApplyResult) Reset() {
 	*x = ApplyResult{}
-	mi := &file_roost_v1_hub_proto_msgTypes[19]
+	mi := &file_roost_v1_hub_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1230,7 +1701,7 @@ func (x *ApplyResult) String() string {
 func (*ApplyResult) ProtoMessage() {}
 
 func (x *ApplyResult) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[19]
+	mi := &file_roost_v1_hub_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1243,7 +1714,7 @@ func (x *ApplyResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResult.ProtoReflect.Descriptor instead.
 func (*ApplyResult) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{19}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ApplyResult) GetKind() string {
@@ -1279,7 +1750,7 @@ type ApplyResponse struct {
 
 func (x *ApplyResponse) Reset() {
 	*x = ApplyResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[20]
+	mi := &file_roost_v1_hub_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1291,7 +1762,7 @@ func (x *ApplyResponse) String() string {
 func (*ApplyResponse) ProtoMessage() {}
 
 func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[20]
+	mi := &file_roost_v1_hub_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1304,7 +1775,7 @@ func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResponse.ProtoReflect.Descriptor instead.
 func (*ApplyResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{20}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ApplyResponse) GetResults() []*ApplyResult {
@@ -1333,7 +1804,7 @@ type GetRequest struct {
 
 func (x *GetRequest) Reset() {
 	*x = GetRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[21]
+	mi := &file_roost_v1_hub_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1345,7 +1816,7 @@ func (x *GetRequest) String() string {
 func (*GetRequest) ProtoMessage() {}
 
 func (x *GetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[21]
+	mi := &file_roost_v1_hub_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1358,7 +1829,7 @@ func (x *GetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRequest.ProtoReflect.Descriptor instead.
 func (*GetRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{21}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *GetRequest) GetKind() string {
@@ -1391,7 +1862,7 @@ type GetResponse struct {
 
 func (x *GetResponse) Reset() {
 	*x = GetResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[22]
+	mi := &file_roost_v1_hub_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1403,7 +1874,7 @@ func (x *GetResponse) String() string {
 func (*GetResponse) ProtoMessage() {}
 
 func (x *GetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[22]
+	mi := &file_roost_v1_hub_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1416,7 +1887,7 @@ func (x *GetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResponse.ProtoReflect.Descriptor instead.
 func (*GetResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{22}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *GetResponse) GetObject() *Object {
@@ -1439,7 +1910,7 @@ type ListRequest struct {
 
 func (x *ListRequest) Reset() {
 	*x = ListRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[23]
+	mi := &file_roost_v1_hub_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1451,7 +1922,7 @@ func (x *ListRequest) String() string {
 func (*ListRequest) ProtoMessage() {}
 
 func (x *ListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[23]
+	mi := &file_roost_v1_hub_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1464,7 +1935,7 @@ func (x *ListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRequest.ProtoReflect.Descriptor instead.
 func (*ListRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{23}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ListRequest) GetKind() string {
@@ -1500,7 +1971,7 @@ type ListResponse struct {
 
 func (x *ListResponse) Reset() {
 	*x = ListResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[24]
+	mi := &file_roost_v1_hub_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1512,7 +1983,7 @@ func (x *ListResponse) String() string {
 func (*ListResponse) ProtoMessage() {}
 
 func (x *ListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[24]
+	mi := &file_roost_v1_hub_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1525,7 +1996,7 @@ func (x *ListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResponse.ProtoReflect.Descriptor instead.
 func (*ListResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{24}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ListResponse) GetObjects() []*Object {
@@ -1552,7 +2023,7 @@ type DeleteRequest struct {
 
 func (x *DeleteRequest) Reset() {
 	*x = DeleteRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[25]
+	mi := &file_roost_v1_hub_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1564,7 +2035,7 @@ func (x *DeleteRequest) String() string {
 func (*DeleteRequest) ProtoMessage() {}
 
 func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[25]
+	mi := &file_roost_v1_hub_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1577,7 +2048,7 @@ func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteRequest.ProtoReflect.Descriptor instead.
 func (*DeleteRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{25}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *DeleteRequest) GetKind() string {
@@ -1603,7 +2074,7 @@ type DeleteResponse struct {
 
 func (x *DeleteResponse) Reset() {
 	*x = DeleteResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[26]
+	mi := &file_roost_v1_hub_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1615,7 +2086,7 @@ func (x *DeleteResponse) String() string {
 func (*DeleteResponse) ProtoMessage() {}
 
 func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[26]
+	mi := &file_roost_v1_hub_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1628,7 +2099,7 @@ func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteResponse.ProtoReflect.Descriptor instead.
 func (*DeleteResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{26}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *DeleteResponse) GetIndex() uint64 {
@@ -1651,7 +2122,7 @@ type WatchRequest struct {
 
 func (x *WatchRequest) Reset() {
 	*x = WatchRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[27]
+	mi := &file_roost_v1_hub_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1663,7 +2134,7 @@ func (x *WatchRequest) String() string {
 func (*WatchRequest) ProtoMessage() {}
 
 func (x *WatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[27]
+	mi := &file_roost_v1_hub_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1676,7 +2147,7 @@ func (x *WatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
 func (*WatchRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{27}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *WatchRequest) GetKind() string {
@@ -1704,7 +2175,7 @@ type WatchEvent struct {
 
 func (x *WatchEvent) Reset() {
 	*x = WatchEvent{}
-	mi := &file_roost_v1_hub_proto_msgTypes[28]
+	mi := &file_roost_v1_hub_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1716,7 +2187,7 @@ func (x *WatchEvent) String() string {
 func (*WatchEvent) ProtoMessage() {}
 
 func (x *WatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[28]
+	mi := &file_roost_v1_hub_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1729,7 +2200,7 @@ func (x *WatchEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEvent.ProtoReflect.Descriptor instead.
 func (*WatchEvent) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{28}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *WatchEvent) GetType() WatchEvent_Type {
@@ -1768,7 +2239,7 @@ type Member struct {
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_roost_v1_hub_proto_msgTypes[29]
+	mi := &file_roost_v1_hub_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1780,7 +2251,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[29]
+	mi := &file_roost_v1_hub_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1793,7 +2264,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{29}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Member) GetId() string {
@@ -1839,7 +2310,7 @@ type ListMembersRequest struct {
 
 func (x *ListMembersRequest) Reset() {
 	*x = ListMembersRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[30]
+	mi := &file_roost_v1_hub_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1851,7 +2322,7 @@ func (x *ListMembersRequest) String() string {
 func (*ListMembersRequest) ProtoMessage() {}
 
 func (x *ListMembersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[30]
+	mi := &file_roost_v1_hub_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1864,7 +2335,7 @@ func (x *ListMembersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMembersRequest.ProtoReflect.Descriptor instead.
 func (*ListMembersRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{30}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{40}
 }
 
 type ListMembersResponse struct {
@@ -1878,7 +2349,7 @@ type ListMembersResponse struct {
 
 func (x *ListMembersResponse) Reset() {
 	*x = ListMembersResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[31]
+	mi := &file_roost_v1_hub_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1890,7 +2361,7 @@ func (x *ListMembersResponse) String() string {
 func (*ListMembersResponse) ProtoMessage() {}
 
 func (x *ListMembersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[31]
+	mi := &file_roost_v1_hub_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1903,7 +2374,7 @@ func (x *ListMembersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMembersResponse.ProtoReflect.Descriptor instead.
 func (*ListMembersResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{31}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ListMembersResponse) GetMembers() []*Member {
@@ -1932,7 +2403,7 @@ type CreateJoinTokenRequest struct {
 
 func (x *CreateJoinTokenRequest) Reset() {
 	*x = CreateJoinTokenRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[32]
+	mi := &file_roost_v1_hub_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1944,7 +2415,7 @@ func (x *CreateJoinTokenRequest) String() string {
 func (*CreateJoinTokenRequest) ProtoMessage() {}
 
 func (x *CreateJoinTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[32]
+	mi := &file_roost_v1_hub_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1957,7 +2428,7 @@ func (x *CreateJoinTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateJoinTokenRequest.ProtoReflect.Descriptor instead.
 func (*CreateJoinTokenRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{32}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *CreateJoinTokenRequest) GetTtlSeconds() int64 {
@@ -1987,7 +2458,7 @@ type CreateJoinTokenResponse struct {
 
 func (x *CreateJoinTokenResponse) Reset() {
 	*x = CreateJoinTokenResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[33]
+	mi := &file_roost_v1_hub_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1999,7 +2470,7 @@ func (x *CreateJoinTokenResponse) String() string {
 func (*CreateJoinTokenResponse) ProtoMessage() {}
 
 func (x *CreateJoinTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[33]
+	mi := &file_roost_v1_hub_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2012,7 +2483,7 @@ func (x *CreateJoinTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateJoinTokenResponse.ProtoReflect.Descriptor instead.
 func (*CreateJoinTokenResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{33}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *CreateJoinTokenResponse) GetToken() string {
@@ -2045,7 +2516,7 @@ type RemoveMemberRequest struct {
 
 func (x *RemoveMemberRequest) Reset() {
 	*x = RemoveMemberRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[34]
+	mi := &file_roost_v1_hub_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2057,7 +2528,7 @@ func (x *RemoveMemberRequest) String() string {
 func (*RemoveMemberRequest) ProtoMessage() {}
 
 func (x *RemoveMemberRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[34]
+	mi := &file_roost_v1_hub_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2070,7 +2541,7 @@ func (x *RemoveMemberRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMemberRequest.ProtoReflect.Descriptor instead.
 func (*RemoveMemberRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{34}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *RemoveMemberRequest) GetId() string {
@@ -2088,7 +2559,7 @@ type RemoveMemberResponse struct {
 
 func (x *RemoveMemberResponse) Reset() {
 	*x = RemoveMemberResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[35]
+	mi := &file_roost_v1_hub_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2100,7 +2571,7 @@ func (x *RemoveMemberResponse) String() string {
 func (*RemoveMemberResponse) ProtoMessage() {}
 
 func (x *RemoveMemberResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[35]
+	mi := &file_roost_v1_hub_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2113,7 +2584,7 @@ func (x *RemoveMemberResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMemberResponse.ProtoReflect.Descriptor instead.
 func (*RemoveMemberResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{35}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{45}
 }
 
 type ReportSeenRequest struct {
@@ -2125,7 +2596,7 @@ type ReportSeenRequest struct {
 
 func (x *ReportSeenRequest) Reset() {
 	*x = ReportSeenRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[36]
+	mi := &file_roost_v1_hub_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2137,7 +2608,7 @@ func (x *ReportSeenRequest) String() string {
 func (*ReportSeenRequest) ProtoMessage() {}
 
 func (x *ReportSeenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[36]
+	mi := &file_roost_v1_hub_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2150,7 +2621,7 @@ func (x *ReportSeenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportSeenRequest.ProtoReflect.Descriptor instead.
 func (*ReportSeenRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{36}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ReportSeenRequest) GetServers() []string {
@@ -2168,7 +2639,7 @@ type ReportSeenResponse struct {
 
 func (x *ReportSeenResponse) Reset() {
 	*x = ReportSeenResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[37]
+	mi := &file_roost_v1_hub_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2180,7 +2651,7 @@ func (x *ReportSeenResponse) String() string {
 func (*ReportSeenResponse) ProtoMessage() {}
 
 func (x *ReportSeenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[37]
+	mi := &file_roost_v1_hub_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2193,7 +2664,7 @@ func (x *ReportSeenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportSeenResponse.ProtoReflect.Descriptor instead.
 func (*ReportSeenResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{37}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{47}
 }
 
 type ForwardServerStatusRequest struct {
@@ -2205,7 +2676,7 @@ type ForwardServerStatusRequest struct {
 
 func (x *ForwardServerStatusRequest) Reset() {
 	*x = ForwardServerStatusRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[38]
+	mi := &file_roost_v1_hub_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2217,7 +2688,7 @@ func (x *ForwardServerStatusRequest) String() string {
 func (*ForwardServerStatusRequest) ProtoMessage() {}
 
 func (x *ForwardServerStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[38]
+	mi := &file_roost_v1_hub_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2230,7 +2701,7 @@ func (x *ForwardServerStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForwardServerStatusRequest.ProtoReflect.Descriptor instead.
 func (*ForwardServerStatusRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{38}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ForwardServerStatusRequest) GetUpdate() *UpdateServerStatus {
@@ -2249,7 +2720,7 @@ type ForwardServerStatusResponse struct {
 
 func (x *ForwardServerStatusResponse) Reset() {
 	*x = ForwardServerStatusResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[39]
+	mi := &file_roost_v1_hub_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2261,7 +2732,7 @@ func (x *ForwardServerStatusResponse) String() string {
 func (*ForwardServerStatusResponse) ProtoMessage() {}
 
 func (x *ForwardServerStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[39]
+	mi := &file_roost_v1_hub_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2274,7 +2745,7 @@ func (x *ForwardServerStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForwardServerStatusResponse.ProtoReflect.Descriptor instead.
 func (*ForwardServerStatusResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{39}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ForwardServerStatusResponse) GetIndex() uint64 {
@@ -2296,7 +2767,7 @@ type JoinRequest struct {
 
 func (x *JoinRequest) Reset() {
 	*x = JoinRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[40]
+	mi := &file_roost_v1_hub_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2308,7 +2779,7 @@ func (x *JoinRequest) String() string {
 func (*JoinRequest) ProtoMessage() {}
 
 func (x *JoinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[40]
+	mi := &file_roost_v1_hub_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2321,7 +2792,7 @@ func (x *JoinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
 func (*JoinRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{40}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *JoinRequest) GetToken() string {
@@ -2355,7 +2826,7 @@ type JoinResponse struct {
 
 func (x *JoinResponse) Reset() {
 	*x = JoinResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[41]
+	mi := &file_roost_v1_hub_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2367,7 +2838,7 @@ func (x *JoinResponse) String() string {
 func (*JoinResponse) ProtoMessage() {}
 
 func (x *JoinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[41]
+	mi := &file_roost_v1_hub_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2380,7 +2851,7 @@ func (x *JoinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
 func (*JoinResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{41}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *JoinResponse) GetCertificatePem() []byte {
@@ -2408,7 +2879,7 @@ type AddVoterRequest struct {
 
 func (x *AddVoterRequest) Reset() {
 	*x = AddVoterRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[42]
+	mi := &file_roost_v1_hub_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2420,7 +2891,7 @@ func (x *AddVoterRequest) String() string {
 func (*AddVoterRequest) ProtoMessage() {}
 
 func (x *AddVoterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[42]
+	mi := &file_roost_v1_hub_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2433,7 +2904,7 @@ func (x *AddVoterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddVoterRequest.ProtoReflect.Descriptor instead.
 func (*AddVoterRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{42}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *AddVoterRequest) GetNodeId() string {
@@ -2465,7 +2936,7 @@ type AddVoterResponse struct {
 
 func (x *AddVoterResponse) Reset() {
 	*x = AddVoterResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[43]
+	mi := &file_roost_v1_hub_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2477,7 +2948,7 @@ func (x *AddVoterResponse) String() string {
 func (*AddVoterResponse) ProtoMessage() {}
 
 func (x *AddVoterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[43]
+	mi := &file_roost_v1_hub_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2490,20 +2961,43 @@ func (x *AddVoterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddVoterResponse.ProtoReflect.Descriptor instead.
 func (*AddVoterResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{43}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{53}
 }
 
 var File_roost_v1_hub_proto protoreflect.FileDescriptor
 
 const file_roost_v1_hub_proto_rawDesc = "" +
 	"\n" +
-	"\x12roost/v1/hub.proto\x12\broost.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x13roost/v1/raft.proto\x1a\x18roost/v1/resources.proto\"J\n" +
+	"\x12roost/v1/hub.proto\x12\broost.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14roost/v1/agent.proto\x1a\x13roost/v1/raft.proto\x1a\x18roost/v1/resources.proto\"J\n" +
 	"\x16PutImageReleaseRequest\x120\n" +
 	"\arelease\x18\x01 \x01(\v2\x16.roost.v1.ImageReleaseR\arelease\"y\n" +
 	"\x17PutImageReleaseResponse\x120\n" +
 	"\arelease\x18\x01 \x01(\v2\x16.roost.v1.ImageReleaseR\arelease\x12\x16\n" +
 	"\x06action\x18\x02 \x01(\tR\x06action\x12\x14\n" +
-	"\x05index\x18\x03 \x01(\x04R\x05index\"m\n" +
+	"\x05index\x18\x03 \x01(\x04R\x05index\"h\n" +
+	"\x1aPromoteImageReleaseRequest\x12\x18\n" +
+	"\aversion\x18\x01 \x01(\tR\aversion\x12\x18\n" +
+	"\achannel\x18\x02 \x01(\tR\achannel\x12\x16\n" +
+	"\x06remove\x18\x03 \x01(\bR\x06remove\"O\n" +
+	"\x1bPromoteImageReleaseResponse\x120\n" +
+	"\arelease\x18\x01 \x01(\v2\x16.roost.v1.ImageReleaseR\arelease\"X\n" +
+	"\x16TrustReleaseKeyRequest\x12$\n" +
+	"\x0epublic_key_pem\x18\x01 \x01(\tR\fpublicKeyPem\x12\x18\n" +
+	"\acomment\x18\x02 \x01(\tR\acomment\"A\n" +
+	"\x17TrustReleaseKeyResponse\x12&\n" +
+	"\x03key\x18\x01 \x01(\v2\x14.roost.v1.TrustedKeyR\x03key\"*\n" +
+	"\x18UntrustReleaseKeyRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"\x1b\n" +
+	"\x19UntrustReleaseKeyResponse\"\x18\n" +
+	"\x16ListTrustedKeysRequest\"C\n" +
+	"\x17ListTrustedKeysResponse\x12(\n" +
+	"\x04keys\x18\x01 \x03(\v2\x14.roost.v1.TrustedKeyR\x04keys\"v\n" +
+	"\x15RolloutControlRequest\x12\x12\n" +
+	"\x04pool\x18\x01 \x01(\tR\x04pool\x12/\n" +
+	"\x06action\x18\x02 \x01(\x0e2\x17.roost.v1.RolloutActionR\x06action\x12\x18\n" +
+	"\aversion\x18\x03 \x01(\tR\aversion\"<\n" +
+	"\x16RolloutControlResponse\x12\"\n" +
+	"\x04pool\x18\x01 \x01(\v2\x0e.roost.v1.PoolR\x04pool\"m\n" +
 	"\x13PushArtifactRequest\x12\x16\n" +
 	"\x06sha256\x18\x01 \x01(\tR\x06sha256\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x16\n" +
@@ -2658,8 +3152,7 @@ const file_roost_v1_hub_proto_rawDesc = "" +
 	"\vConsistency\x12\x1b\n" +
 	"\x17CONSISTENCY_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18CONSISTENCY_LINEARIZABLE\x10\x01\x12\x15\n" +
-	"\x11CONSISTENCY_STALE\x10\x022\xb1\n" +
-	"\n" +
+	"\x11CONSISTENCY_STALE\x10\x022\xf8\r\n" +
 	"\n" +
 	"HubService\x128\n" +
 	"\x05Apply\x12\x16.roost.v1.ApplyRequest\x1a\x17.roost.v1.ApplyResponse\x122\n" +
@@ -2678,13 +3171,19 @@ const file_roost_v1_hub_proto_rawDesc = "" +
 	"\rCreateMachine\x12\x1e.roost.v1.CreateMachineRequest\x1a\x1f.roost.v1.CreateMachineResponse\x12O\n" +
 	"\fPushArtifact\x12\x1d.roost.v1.PushArtifactRequest\x1a\x1e.roost.v1.PushArtifactResponse(\x01\x12M\n" +
 	"\fStatArtifact\x12\x1d.roost.v1.StatArtifactRequest\x1a\x1e.roost.v1.StatArtifactResponse\x12V\n" +
-	"\x0fPutImageRelease\x12 .roost.v1.PutImageReleaseRequest\x1a!.roost.v1.PutImageReleaseResponse2\xb6\x02\n" +
+	"\x0fPutImageRelease\x12 .roost.v1.PutImageReleaseRequest\x1a!.roost.v1.PutImageReleaseResponse\x12b\n" +
+	"\x13PromoteImageRelease\x12$.roost.v1.PromoteImageReleaseRequest\x1a%.roost.v1.PromoteImageReleaseResponse\x12V\n" +
+	"\x0fTrustReleaseKey\x12 .roost.v1.TrustReleaseKeyRequest\x1a!.roost.v1.TrustReleaseKeyResponse\x12\\\n" +
+	"\x11UntrustReleaseKey\x12\".roost.v1.UntrustReleaseKeyRequest\x1a#.roost.v1.UntrustReleaseKeyResponse\x12V\n" +
+	"\x0fListTrustedKeys\x12 .roost.v1.ListTrustedKeysRequest\x1a!.roost.v1.ListTrustedKeysResponse\x12S\n" +
+	"\x0eRolloutControl\x12\x1f.roost.v1.RolloutControlRequest\x1a .roost.v1.RolloutControlResponse2\xfe\x02\n" +
 	"\rMemberService\x125\n" +
 	"\x04Join\x12\x15.roost.v1.JoinRequest\x1a\x16.roost.v1.JoinResponse\x12A\n" +
 	"\bAddVoter\x12\x19.roost.v1.AddVoterRequest\x1a\x1a.roost.v1.AddVoterResponse\x12G\n" +
 	"\n" +
 	"ReportSeen\x12\x1b.roost.v1.ReportSeenRequest\x1a\x1c.roost.v1.ReportSeenResponse\x12b\n" +
-	"\x13ForwardServerStatus\x12$.roost.v1.ForwardServerStatusRequest\x1a%.roost.v1.ForwardServerStatusResponseB4Z2github.com/roostfleet/roost/proto/roost/v1;roostv1b\x06proto3"
+	"\x13ForwardServerStatus\x12$.roost.v1.ForwardServerStatusRequest\x1a%.roost.v1.ForwardServerStatusResponse\x12F\n" +
+	"\tFetchBlob\x12\x1e.roost.v1.FetchArtifactRequest\x1a\x17.roost.v1.ArtifactChunk0\x01B4Z2github.com/roostfleet/roost/proto/roost/v1;roostv1b\x06proto3"
 
 var (
 	file_roost_v1_hub_proto_rawDescOnce sync.Once
@@ -2699,134 +3198,166 @@ func file_roost_v1_hub_proto_rawDescGZIP() []byte {
 }
 
 var file_roost_v1_hub_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_roost_v1_hub_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
+var file_roost_v1_hub_proto_msgTypes = make([]protoimpl.MessageInfo, 56)
 var file_roost_v1_hub_proto_goTypes = []any{
 	(Consistency)(0),                      // 0: roost.v1.Consistency
 	(WatchEvent_Type)(0),                  // 1: roost.v1.WatchEvent.Type
 	(*PutImageReleaseRequest)(nil),        // 2: roost.v1.PutImageReleaseRequest
 	(*PutImageReleaseResponse)(nil),       // 3: roost.v1.PutImageReleaseResponse
-	(*PushArtifactRequest)(nil),           // 4: roost.v1.PushArtifactRequest
-	(*PushArtifactResponse)(nil),          // 5: roost.v1.PushArtifactResponse
-	(*StatArtifactRequest)(nil),           // 6: roost.v1.StatArtifactRequest
-	(*StatArtifactResponse)(nil),          // 7: roost.v1.StatArtifactResponse
-	(*AssignServersRequest)(nil),          // 8: roost.v1.AssignServersRequest
-	(*AssignServersResponse)(nil),         // 9: roost.v1.AssignServersResponse
-	(*UnassignServersRequest)(nil),        // 10: roost.v1.UnassignServersRequest
-	(*UnassignServersResponse)(nil),       // 11: roost.v1.UnassignServersResponse
-	(*CreateMachineRequest)(nil),          // 12: roost.v1.CreateMachineRequest
-	(*CreateMachineResponse)(nil),         // 13: roost.v1.CreateMachineResponse
-	(*CreateEnrollmentTokenRequest)(nil),  // 14: roost.v1.CreateEnrollmentTokenRequest
-	(*CreateEnrollmentTokenResponse)(nil), // 15: roost.v1.CreateEnrollmentTokenResponse
-	(*RevokeEnrollmentTokenRequest)(nil),  // 16: roost.v1.RevokeEnrollmentTokenRequest
-	(*RevokeEnrollmentTokenResponse)(nil), // 17: roost.v1.RevokeEnrollmentTokenResponse
-	(*UpdateServerRequest)(nil),           // 18: roost.v1.UpdateServerRequest
-	(*UpdateServerResponse)(nil),          // 19: roost.v1.UpdateServerResponse
-	(*ApplyRequest)(nil),                  // 20: roost.v1.ApplyRequest
-	(*ApplyResult)(nil),                   // 21: roost.v1.ApplyResult
-	(*ApplyResponse)(nil),                 // 22: roost.v1.ApplyResponse
-	(*GetRequest)(nil),                    // 23: roost.v1.GetRequest
-	(*GetResponse)(nil),                   // 24: roost.v1.GetResponse
-	(*ListRequest)(nil),                   // 25: roost.v1.ListRequest
-	(*ListResponse)(nil),                  // 26: roost.v1.ListResponse
-	(*DeleteRequest)(nil),                 // 27: roost.v1.DeleteRequest
-	(*DeleteResponse)(nil),                // 28: roost.v1.DeleteResponse
-	(*WatchRequest)(nil),                  // 29: roost.v1.WatchRequest
-	(*WatchEvent)(nil),                    // 30: roost.v1.WatchEvent
-	(*Member)(nil),                        // 31: roost.v1.Member
-	(*ListMembersRequest)(nil),            // 32: roost.v1.ListMembersRequest
-	(*ListMembersResponse)(nil),           // 33: roost.v1.ListMembersResponse
-	(*CreateJoinTokenRequest)(nil),        // 34: roost.v1.CreateJoinTokenRequest
-	(*CreateJoinTokenResponse)(nil),       // 35: roost.v1.CreateJoinTokenResponse
-	(*RemoveMemberRequest)(nil),           // 36: roost.v1.RemoveMemberRequest
-	(*RemoveMemberResponse)(nil),          // 37: roost.v1.RemoveMemberResponse
-	(*ReportSeenRequest)(nil),             // 38: roost.v1.ReportSeenRequest
-	(*ReportSeenResponse)(nil),            // 39: roost.v1.ReportSeenResponse
-	(*ForwardServerStatusRequest)(nil),    // 40: roost.v1.ForwardServerStatusRequest
-	(*ForwardServerStatusResponse)(nil),   // 41: roost.v1.ForwardServerStatusResponse
-	(*JoinRequest)(nil),                   // 42: roost.v1.JoinRequest
-	(*JoinResponse)(nil),                  // 43: roost.v1.JoinResponse
-	(*AddVoterRequest)(nil),               // 44: roost.v1.AddVoterRequest
-	(*AddVoterResponse)(nil),              // 45: roost.v1.AddVoterResponse
-	nil,                                   // 46: roost.v1.CreateEnrollmentTokenRequest.ServerLabelsEntry
-	nil,                                   // 47: roost.v1.UpdateServerRequest.SetLabelsEntry
-	(*ImageRelease)(nil),                  // 48: roost.v1.ImageRelease
-	(*Machine)(nil),                       // 49: roost.v1.Machine
-	(*EnrollmentToken)(nil),               // 50: roost.v1.EnrollmentToken
-	(ServerAction)(0),                     // 51: roost.v1.ServerAction
-	(*Server)(nil),                        // 52: roost.v1.Server
-	(*Object)(nil),                        // 53: roost.v1.Object
-	(*timestamppb.Timestamp)(nil),         // 54: google.protobuf.Timestamp
-	(*UpdateServerStatus)(nil),            // 55: roost.v1.UpdateServerStatus
+	(*PromoteImageReleaseRequest)(nil),    // 4: roost.v1.PromoteImageReleaseRequest
+	(*PromoteImageReleaseResponse)(nil),   // 5: roost.v1.PromoteImageReleaseResponse
+	(*TrustReleaseKeyRequest)(nil),        // 6: roost.v1.TrustReleaseKeyRequest
+	(*TrustReleaseKeyResponse)(nil),       // 7: roost.v1.TrustReleaseKeyResponse
+	(*UntrustReleaseKeyRequest)(nil),      // 8: roost.v1.UntrustReleaseKeyRequest
+	(*UntrustReleaseKeyResponse)(nil),     // 9: roost.v1.UntrustReleaseKeyResponse
+	(*ListTrustedKeysRequest)(nil),        // 10: roost.v1.ListTrustedKeysRequest
+	(*ListTrustedKeysResponse)(nil),       // 11: roost.v1.ListTrustedKeysResponse
+	(*RolloutControlRequest)(nil),         // 12: roost.v1.RolloutControlRequest
+	(*RolloutControlResponse)(nil),        // 13: roost.v1.RolloutControlResponse
+	(*PushArtifactRequest)(nil),           // 14: roost.v1.PushArtifactRequest
+	(*PushArtifactResponse)(nil),          // 15: roost.v1.PushArtifactResponse
+	(*StatArtifactRequest)(nil),           // 16: roost.v1.StatArtifactRequest
+	(*StatArtifactResponse)(nil),          // 17: roost.v1.StatArtifactResponse
+	(*AssignServersRequest)(nil),          // 18: roost.v1.AssignServersRequest
+	(*AssignServersResponse)(nil),         // 19: roost.v1.AssignServersResponse
+	(*UnassignServersRequest)(nil),        // 20: roost.v1.UnassignServersRequest
+	(*UnassignServersResponse)(nil),       // 21: roost.v1.UnassignServersResponse
+	(*CreateMachineRequest)(nil),          // 22: roost.v1.CreateMachineRequest
+	(*CreateMachineResponse)(nil),         // 23: roost.v1.CreateMachineResponse
+	(*CreateEnrollmentTokenRequest)(nil),  // 24: roost.v1.CreateEnrollmentTokenRequest
+	(*CreateEnrollmentTokenResponse)(nil), // 25: roost.v1.CreateEnrollmentTokenResponse
+	(*RevokeEnrollmentTokenRequest)(nil),  // 26: roost.v1.RevokeEnrollmentTokenRequest
+	(*RevokeEnrollmentTokenResponse)(nil), // 27: roost.v1.RevokeEnrollmentTokenResponse
+	(*UpdateServerRequest)(nil),           // 28: roost.v1.UpdateServerRequest
+	(*UpdateServerResponse)(nil),          // 29: roost.v1.UpdateServerResponse
+	(*ApplyRequest)(nil),                  // 30: roost.v1.ApplyRequest
+	(*ApplyResult)(nil),                   // 31: roost.v1.ApplyResult
+	(*ApplyResponse)(nil),                 // 32: roost.v1.ApplyResponse
+	(*GetRequest)(nil),                    // 33: roost.v1.GetRequest
+	(*GetResponse)(nil),                   // 34: roost.v1.GetResponse
+	(*ListRequest)(nil),                   // 35: roost.v1.ListRequest
+	(*ListResponse)(nil),                  // 36: roost.v1.ListResponse
+	(*DeleteRequest)(nil),                 // 37: roost.v1.DeleteRequest
+	(*DeleteResponse)(nil),                // 38: roost.v1.DeleteResponse
+	(*WatchRequest)(nil),                  // 39: roost.v1.WatchRequest
+	(*WatchEvent)(nil),                    // 40: roost.v1.WatchEvent
+	(*Member)(nil),                        // 41: roost.v1.Member
+	(*ListMembersRequest)(nil),            // 42: roost.v1.ListMembersRequest
+	(*ListMembersResponse)(nil),           // 43: roost.v1.ListMembersResponse
+	(*CreateJoinTokenRequest)(nil),        // 44: roost.v1.CreateJoinTokenRequest
+	(*CreateJoinTokenResponse)(nil),       // 45: roost.v1.CreateJoinTokenResponse
+	(*RemoveMemberRequest)(nil),           // 46: roost.v1.RemoveMemberRequest
+	(*RemoveMemberResponse)(nil),          // 47: roost.v1.RemoveMemberResponse
+	(*ReportSeenRequest)(nil),             // 48: roost.v1.ReportSeenRequest
+	(*ReportSeenResponse)(nil),            // 49: roost.v1.ReportSeenResponse
+	(*ForwardServerStatusRequest)(nil),    // 50: roost.v1.ForwardServerStatusRequest
+	(*ForwardServerStatusResponse)(nil),   // 51: roost.v1.ForwardServerStatusResponse
+	(*JoinRequest)(nil),                   // 52: roost.v1.JoinRequest
+	(*JoinResponse)(nil),                  // 53: roost.v1.JoinResponse
+	(*AddVoterRequest)(nil),               // 54: roost.v1.AddVoterRequest
+	(*AddVoterResponse)(nil),              // 55: roost.v1.AddVoterResponse
+	nil,                                   // 56: roost.v1.CreateEnrollmentTokenRequest.ServerLabelsEntry
+	nil,                                   // 57: roost.v1.UpdateServerRequest.SetLabelsEntry
+	(*ImageRelease)(nil),                  // 58: roost.v1.ImageRelease
+	(*TrustedKey)(nil),                    // 59: roost.v1.TrustedKey
+	(RolloutAction)(0),                    // 60: roost.v1.RolloutAction
+	(*Pool)(nil),                          // 61: roost.v1.Pool
+	(*Machine)(nil),                       // 62: roost.v1.Machine
+	(*EnrollmentToken)(nil),               // 63: roost.v1.EnrollmentToken
+	(ServerAction)(0),                     // 64: roost.v1.ServerAction
+	(*Server)(nil),                        // 65: roost.v1.Server
+	(*Object)(nil),                        // 66: roost.v1.Object
+	(*timestamppb.Timestamp)(nil),         // 67: google.protobuf.Timestamp
+	(*UpdateServerStatus)(nil),            // 68: roost.v1.UpdateServerStatus
+	(*FetchArtifactRequest)(nil),          // 69: roost.v1.FetchArtifactRequest
+	(*ArtifactChunk)(nil),                 // 70: roost.v1.ArtifactChunk
 }
 var file_roost_v1_hub_proto_depIdxs = []int32{
-	48, // 0: roost.v1.PutImageReleaseRequest.release:type_name -> roost.v1.ImageRelease
-	48, // 1: roost.v1.PutImageReleaseResponse.release:type_name -> roost.v1.ImageRelease
-	49, // 2: roost.v1.AssignServersResponse.machines:type_name -> roost.v1.Machine
-	49, // 3: roost.v1.CreateMachineResponse.machine:type_name -> roost.v1.Machine
-	46, // 4: roost.v1.CreateEnrollmentTokenRequest.server_labels:type_name -> roost.v1.CreateEnrollmentTokenRequest.ServerLabelsEntry
-	50, // 5: roost.v1.CreateEnrollmentTokenResponse.enrollment_token:type_name -> roost.v1.EnrollmentToken
-	50, // 6: roost.v1.RevokeEnrollmentTokenResponse.enrollment_token:type_name -> roost.v1.EnrollmentToken
-	51, // 7: roost.v1.UpdateServerRequest.action:type_name -> roost.v1.ServerAction
-	47, // 8: roost.v1.UpdateServerRequest.set_labels:type_name -> roost.v1.UpdateServerRequest.SetLabelsEntry
-	52, // 9: roost.v1.UpdateServerResponse.server:type_name -> roost.v1.Server
-	53, // 10: roost.v1.ApplyRequest.objects:type_name -> roost.v1.Object
-	21, // 11: roost.v1.ApplyResponse.results:type_name -> roost.v1.ApplyResult
-	0,  // 12: roost.v1.GetRequest.consistency:type_name -> roost.v1.Consistency
-	53, // 13: roost.v1.GetResponse.object:type_name -> roost.v1.Object
-	0,  // 14: roost.v1.ListRequest.consistency:type_name -> roost.v1.Consistency
-	53, // 15: roost.v1.ListResponse.objects:type_name -> roost.v1.Object
-	1,  // 16: roost.v1.WatchEvent.type:type_name -> roost.v1.WatchEvent.Type
-	53, // 17: roost.v1.WatchEvent.object:type_name -> roost.v1.Object
-	31, // 18: roost.v1.ListMembersResponse.members:type_name -> roost.v1.Member
-	54, // 19: roost.v1.CreateJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
-	55, // 20: roost.v1.ForwardServerStatusRequest.update:type_name -> roost.v1.UpdateServerStatus
-	20, // 21: roost.v1.HubService.Apply:input_type -> roost.v1.ApplyRequest
-	23, // 22: roost.v1.HubService.Get:input_type -> roost.v1.GetRequest
-	25, // 23: roost.v1.HubService.List:input_type -> roost.v1.ListRequest
-	27, // 24: roost.v1.HubService.Delete:input_type -> roost.v1.DeleteRequest
-	29, // 25: roost.v1.HubService.Watch:input_type -> roost.v1.WatchRequest
-	32, // 26: roost.v1.HubService.ListMembers:input_type -> roost.v1.ListMembersRequest
-	34, // 27: roost.v1.HubService.CreateJoinToken:input_type -> roost.v1.CreateJoinTokenRequest
-	36, // 28: roost.v1.HubService.RemoveMember:input_type -> roost.v1.RemoveMemberRequest
-	14, // 29: roost.v1.HubService.CreateEnrollmentToken:input_type -> roost.v1.CreateEnrollmentTokenRequest
-	16, // 30: roost.v1.HubService.RevokeEnrollmentToken:input_type -> roost.v1.RevokeEnrollmentTokenRequest
-	18, // 31: roost.v1.HubService.UpdateServer:input_type -> roost.v1.UpdateServerRequest
-	8,  // 32: roost.v1.HubService.AssignServers:input_type -> roost.v1.AssignServersRequest
-	10, // 33: roost.v1.HubService.UnassignServers:input_type -> roost.v1.UnassignServersRequest
-	12, // 34: roost.v1.HubService.CreateMachine:input_type -> roost.v1.CreateMachineRequest
-	4,  // 35: roost.v1.HubService.PushArtifact:input_type -> roost.v1.PushArtifactRequest
-	6,  // 36: roost.v1.HubService.StatArtifact:input_type -> roost.v1.StatArtifactRequest
-	2,  // 37: roost.v1.HubService.PutImageRelease:input_type -> roost.v1.PutImageReleaseRequest
-	42, // 38: roost.v1.MemberService.Join:input_type -> roost.v1.JoinRequest
-	44, // 39: roost.v1.MemberService.AddVoter:input_type -> roost.v1.AddVoterRequest
-	38, // 40: roost.v1.MemberService.ReportSeen:input_type -> roost.v1.ReportSeenRequest
-	40, // 41: roost.v1.MemberService.ForwardServerStatus:input_type -> roost.v1.ForwardServerStatusRequest
-	22, // 42: roost.v1.HubService.Apply:output_type -> roost.v1.ApplyResponse
-	24, // 43: roost.v1.HubService.Get:output_type -> roost.v1.GetResponse
-	26, // 44: roost.v1.HubService.List:output_type -> roost.v1.ListResponse
-	28, // 45: roost.v1.HubService.Delete:output_type -> roost.v1.DeleteResponse
-	30, // 46: roost.v1.HubService.Watch:output_type -> roost.v1.WatchEvent
-	33, // 47: roost.v1.HubService.ListMembers:output_type -> roost.v1.ListMembersResponse
-	35, // 48: roost.v1.HubService.CreateJoinToken:output_type -> roost.v1.CreateJoinTokenResponse
-	37, // 49: roost.v1.HubService.RemoveMember:output_type -> roost.v1.RemoveMemberResponse
-	15, // 50: roost.v1.HubService.CreateEnrollmentToken:output_type -> roost.v1.CreateEnrollmentTokenResponse
-	17, // 51: roost.v1.HubService.RevokeEnrollmentToken:output_type -> roost.v1.RevokeEnrollmentTokenResponse
-	19, // 52: roost.v1.HubService.UpdateServer:output_type -> roost.v1.UpdateServerResponse
-	9,  // 53: roost.v1.HubService.AssignServers:output_type -> roost.v1.AssignServersResponse
-	11, // 54: roost.v1.HubService.UnassignServers:output_type -> roost.v1.UnassignServersResponse
-	13, // 55: roost.v1.HubService.CreateMachine:output_type -> roost.v1.CreateMachineResponse
-	5,  // 56: roost.v1.HubService.PushArtifact:output_type -> roost.v1.PushArtifactResponse
-	7,  // 57: roost.v1.HubService.StatArtifact:output_type -> roost.v1.StatArtifactResponse
-	3,  // 58: roost.v1.HubService.PutImageRelease:output_type -> roost.v1.PutImageReleaseResponse
-	43, // 59: roost.v1.MemberService.Join:output_type -> roost.v1.JoinResponse
-	45, // 60: roost.v1.MemberService.AddVoter:output_type -> roost.v1.AddVoterResponse
-	39, // 61: roost.v1.MemberService.ReportSeen:output_type -> roost.v1.ReportSeenResponse
-	41, // 62: roost.v1.MemberService.ForwardServerStatus:output_type -> roost.v1.ForwardServerStatusResponse
-	42, // [42:63] is the sub-list for method output_type
-	21, // [21:42] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	58, // 0: roost.v1.PutImageReleaseRequest.release:type_name -> roost.v1.ImageRelease
+	58, // 1: roost.v1.PutImageReleaseResponse.release:type_name -> roost.v1.ImageRelease
+	58, // 2: roost.v1.PromoteImageReleaseResponse.release:type_name -> roost.v1.ImageRelease
+	59, // 3: roost.v1.TrustReleaseKeyResponse.key:type_name -> roost.v1.TrustedKey
+	59, // 4: roost.v1.ListTrustedKeysResponse.keys:type_name -> roost.v1.TrustedKey
+	60, // 5: roost.v1.RolloutControlRequest.action:type_name -> roost.v1.RolloutAction
+	61, // 6: roost.v1.RolloutControlResponse.pool:type_name -> roost.v1.Pool
+	62, // 7: roost.v1.AssignServersResponse.machines:type_name -> roost.v1.Machine
+	62, // 8: roost.v1.CreateMachineResponse.machine:type_name -> roost.v1.Machine
+	56, // 9: roost.v1.CreateEnrollmentTokenRequest.server_labels:type_name -> roost.v1.CreateEnrollmentTokenRequest.ServerLabelsEntry
+	63, // 10: roost.v1.CreateEnrollmentTokenResponse.enrollment_token:type_name -> roost.v1.EnrollmentToken
+	63, // 11: roost.v1.RevokeEnrollmentTokenResponse.enrollment_token:type_name -> roost.v1.EnrollmentToken
+	64, // 12: roost.v1.UpdateServerRequest.action:type_name -> roost.v1.ServerAction
+	57, // 13: roost.v1.UpdateServerRequest.set_labels:type_name -> roost.v1.UpdateServerRequest.SetLabelsEntry
+	65, // 14: roost.v1.UpdateServerResponse.server:type_name -> roost.v1.Server
+	66, // 15: roost.v1.ApplyRequest.objects:type_name -> roost.v1.Object
+	31, // 16: roost.v1.ApplyResponse.results:type_name -> roost.v1.ApplyResult
+	0,  // 17: roost.v1.GetRequest.consistency:type_name -> roost.v1.Consistency
+	66, // 18: roost.v1.GetResponse.object:type_name -> roost.v1.Object
+	0,  // 19: roost.v1.ListRequest.consistency:type_name -> roost.v1.Consistency
+	66, // 20: roost.v1.ListResponse.objects:type_name -> roost.v1.Object
+	1,  // 21: roost.v1.WatchEvent.type:type_name -> roost.v1.WatchEvent.Type
+	66, // 22: roost.v1.WatchEvent.object:type_name -> roost.v1.Object
+	41, // 23: roost.v1.ListMembersResponse.members:type_name -> roost.v1.Member
+	67, // 24: roost.v1.CreateJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
+	68, // 25: roost.v1.ForwardServerStatusRequest.update:type_name -> roost.v1.UpdateServerStatus
+	30, // 26: roost.v1.HubService.Apply:input_type -> roost.v1.ApplyRequest
+	33, // 27: roost.v1.HubService.Get:input_type -> roost.v1.GetRequest
+	35, // 28: roost.v1.HubService.List:input_type -> roost.v1.ListRequest
+	37, // 29: roost.v1.HubService.Delete:input_type -> roost.v1.DeleteRequest
+	39, // 30: roost.v1.HubService.Watch:input_type -> roost.v1.WatchRequest
+	42, // 31: roost.v1.HubService.ListMembers:input_type -> roost.v1.ListMembersRequest
+	44, // 32: roost.v1.HubService.CreateJoinToken:input_type -> roost.v1.CreateJoinTokenRequest
+	46, // 33: roost.v1.HubService.RemoveMember:input_type -> roost.v1.RemoveMemberRequest
+	24, // 34: roost.v1.HubService.CreateEnrollmentToken:input_type -> roost.v1.CreateEnrollmentTokenRequest
+	26, // 35: roost.v1.HubService.RevokeEnrollmentToken:input_type -> roost.v1.RevokeEnrollmentTokenRequest
+	28, // 36: roost.v1.HubService.UpdateServer:input_type -> roost.v1.UpdateServerRequest
+	18, // 37: roost.v1.HubService.AssignServers:input_type -> roost.v1.AssignServersRequest
+	20, // 38: roost.v1.HubService.UnassignServers:input_type -> roost.v1.UnassignServersRequest
+	22, // 39: roost.v1.HubService.CreateMachine:input_type -> roost.v1.CreateMachineRequest
+	14, // 40: roost.v1.HubService.PushArtifact:input_type -> roost.v1.PushArtifactRequest
+	16, // 41: roost.v1.HubService.StatArtifact:input_type -> roost.v1.StatArtifactRequest
+	2,  // 42: roost.v1.HubService.PutImageRelease:input_type -> roost.v1.PutImageReleaseRequest
+	4,  // 43: roost.v1.HubService.PromoteImageRelease:input_type -> roost.v1.PromoteImageReleaseRequest
+	6,  // 44: roost.v1.HubService.TrustReleaseKey:input_type -> roost.v1.TrustReleaseKeyRequest
+	8,  // 45: roost.v1.HubService.UntrustReleaseKey:input_type -> roost.v1.UntrustReleaseKeyRequest
+	10, // 46: roost.v1.HubService.ListTrustedKeys:input_type -> roost.v1.ListTrustedKeysRequest
+	12, // 47: roost.v1.HubService.RolloutControl:input_type -> roost.v1.RolloutControlRequest
+	52, // 48: roost.v1.MemberService.Join:input_type -> roost.v1.JoinRequest
+	54, // 49: roost.v1.MemberService.AddVoter:input_type -> roost.v1.AddVoterRequest
+	48, // 50: roost.v1.MemberService.ReportSeen:input_type -> roost.v1.ReportSeenRequest
+	50, // 51: roost.v1.MemberService.ForwardServerStatus:input_type -> roost.v1.ForwardServerStatusRequest
+	69, // 52: roost.v1.MemberService.FetchBlob:input_type -> roost.v1.FetchArtifactRequest
+	32, // 53: roost.v1.HubService.Apply:output_type -> roost.v1.ApplyResponse
+	34, // 54: roost.v1.HubService.Get:output_type -> roost.v1.GetResponse
+	36, // 55: roost.v1.HubService.List:output_type -> roost.v1.ListResponse
+	38, // 56: roost.v1.HubService.Delete:output_type -> roost.v1.DeleteResponse
+	40, // 57: roost.v1.HubService.Watch:output_type -> roost.v1.WatchEvent
+	43, // 58: roost.v1.HubService.ListMembers:output_type -> roost.v1.ListMembersResponse
+	45, // 59: roost.v1.HubService.CreateJoinToken:output_type -> roost.v1.CreateJoinTokenResponse
+	47, // 60: roost.v1.HubService.RemoveMember:output_type -> roost.v1.RemoveMemberResponse
+	25, // 61: roost.v1.HubService.CreateEnrollmentToken:output_type -> roost.v1.CreateEnrollmentTokenResponse
+	27, // 62: roost.v1.HubService.RevokeEnrollmentToken:output_type -> roost.v1.RevokeEnrollmentTokenResponse
+	29, // 63: roost.v1.HubService.UpdateServer:output_type -> roost.v1.UpdateServerResponse
+	19, // 64: roost.v1.HubService.AssignServers:output_type -> roost.v1.AssignServersResponse
+	21, // 65: roost.v1.HubService.UnassignServers:output_type -> roost.v1.UnassignServersResponse
+	23, // 66: roost.v1.HubService.CreateMachine:output_type -> roost.v1.CreateMachineResponse
+	15, // 67: roost.v1.HubService.PushArtifact:output_type -> roost.v1.PushArtifactResponse
+	17, // 68: roost.v1.HubService.StatArtifact:output_type -> roost.v1.StatArtifactResponse
+	3,  // 69: roost.v1.HubService.PutImageRelease:output_type -> roost.v1.PutImageReleaseResponse
+	5,  // 70: roost.v1.HubService.PromoteImageRelease:output_type -> roost.v1.PromoteImageReleaseResponse
+	7,  // 71: roost.v1.HubService.TrustReleaseKey:output_type -> roost.v1.TrustReleaseKeyResponse
+	9,  // 72: roost.v1.HubService.UntrustReleaseKey:output_type -> roost.v1.UntrustReleaseKeyResponse
+	11, // 73: roost.v1.HubService.ListTrustedKeys:output_type -> roost.v1.ListTrustedKeysResponse
+	13, // 74: roost.v1.HubService.RolloutControl:output_type -> roost.v1.RolloutControlResponse
+	53, // 75: roost.v1.MemberService.Join:output_type -> roost.v1.JoinResponse
+	55, // 76: roost.v1.MemberService.AddVoter:output_type -> roost.v1.AddVoterResponse
+	49, // 77: roost.v1.MemberService.ReportSeen:output_type -> roost.v1.ReportSeenResponse
+	51, // 78: roost.v1.MemberService.ForwardServerStatus:output_type -> roost.v1.ForwardServerStatusResponse
+	70, // 79: roost.v1.MemberService.FetchBlob:output_type -> roost.v1.ArtifactChunk
+	53, // [53:80] is the sub-list for method output_type
+	26, // [26:53] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_roost_v1_hub_proto_init() }
@@ -2834,6 +3365,7 @@ func file_roost_v1_hub_proto_init() {
 	if File_roost_v1_hub_proto != nil {
 		return
 	}
+	file_roost_v1_agent_proto_init()
 	file_roost_v1_raft_proto_init()
 	file_roost_v1_resources_proto_init()
 	type x struct{}
@@ -2842,7 +3374,7 @@ func file_roost_v1_hub_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_roost_v1_hub_proto_rawDesc), len(file_roost_v1_hub_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   46,
+			NumMessages:   56,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -36,6 +36,11 @@ const (
 	HubService_PushArtifact_FullMethodName          = "/roost.v1.HubService/PushArtifact"
 	HubService_StatArtifact_FullMethodName          = "/roost.v1.HubService/StatArtifact"
 	HubService_PutImageRelease_FullMethodName       = "/roost.v1.HubService/PutImageRelease"
+	HubService_PromoteImageRelease_FullMethodName   = "/roost.v1.HubService/PromoteImageRelease"
+	HubService_TrustReleaseKey_FullMethodName       = "/roost.v1.HubService/TrustReleaseKey"
+	HubService_UntrustReleaseKey_FullMethodName     = "/roost.v1.HubService/UntrustReleaseKey"
+	HubService_ListTrustedKeys_FullMethodName       = "/roost.v1.HubService/ListTrustedKeys"
+	HubService_RolloutControl_FullMethodName        = "/roost.v1.HubService/RolloutControl"
 )
 
 // HubServiceClient is the client API for HubService service.
@@ -107,6 +112,20 @@ type HubServiceClient interface {
 	// Errors: InvalidArgument (field violations), FailedPrecondition (an
 	// artifact not stored on this member; the message names its digest).
 	PutImageRelease(ctx context.Context, in *PutImageReleaseRequest, opts ...grpc.CallOption) (*PutImageReleaseResponse, error)
+	// PromoteImageRelease adds a channel to a release (or removes it).
+	// Errors: NotFound (no such version), InvalidArgument (bad channel).
+	PromoteImageRelease(ctx context.Context, in *PromoteImageReleaseRequest, opts ...grpc.CallOption) (*PromoteImageReleaseResponse, error)
+	// TrustReleaseKey adds an ed25519 public key whose release signatures
+	// the hub accepts; PutImageRelease refuses a release no trusted key
+	// signed once any key is trusted. UntrustReleaseKey removes one;
+	// ListTrustedKeys lists them.
+	TrustReleaseKey(ctx context.Context, in *TrustReleaseKeyRequest, opts ...grpc.CallOption) (*TrustReleaseKeyResponse, error)
+	UntrustReleaseKey(ctx context.Context, in *UntrustReleaseKeyRequest, opts ...grpc.CallOption) (*UntrustReleaseKeyResponse, error)
+	ListTrustedKeys(ctx context.Context, in *ListTrustedKeysRequest, opts ...grpc.CallOption) (*ListTrustedKeysResponse, error)
+	// RolloutControl pauses, resumes, aborts, undoes or pins a Pool's
+	// rollout. Errors: NotFound (no such Pool or version),
+	// FailedPrecondition (undo with no previous version).
+	RolloutControl(ctx context.Context, in *RolloutControlRequest, opts ...grpc.CallOption) (*RolloutControlResponse, error)
 }
 
 type hubServiceClient struct {
@@ -299,6 +318,56 @@ func (c *hubServiceClient) PutImageRelease(ctx context.Context, in *PutImageRele
 	return out, nil
 }
 
+func (c *hubServiceClient) PromoteImageRelease(ctx context.Context, in *PromoteImageReleaseRequest, opts ...grpc.CallOption) (*PromoteImageReleaseResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PromoteImageReleaseResponse)
+	err := c.cc.Invoke(ctx, HubService_PromoteImageRelease_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *hubServiceClient) TrustReleaseKey(ctx context.Context, in *TrustReleaseKeyRequest, opts ...grpc.CallOption) (*TrustReleaseKeyResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TrustReleaseKeyResponse)
+	err := c.cc.Invoke(ctx, HubService_TrustReleaseKey_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *hubServiceClient) UntrustReleaseKey(ctx context.Context, in *UntrustReleaseKeyRequest, opts ...grpc.CallOption) (*UntrustReleaseKeyResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UntrustReleaseKeyResponse)
+	err := c.cc.Invoke(ctx, HubService_UntrustReleaseKey_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *hubServiceClient) ListTrustedKeys(ctx context.Context, in *ListTrustedKeysRequest, opts ...grpc.CallOption) (*ListTrustedKeysResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListTrustedKeysResponse)
+	err := c.cc.Invoke(ctx, HubService_ListTrustedKeys_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *hubServiceClient) RolloutControl(ctx context.Context, in *RolloutControlRequest, opts ...grpc.CallOption) (*RolloutControlResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RolloutControlResponse)
+	err := c.cc.Invoke(ctx, HubService_RolloutControl_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // HubServiceServer is the server API for HubService service.
 // All implementations must embed UnimplementedHubServiceServer
 // for forward compatibility.
@@ -368,6 +437,20 @@ type HubServiceServer interface {
 	// Errors: InvalidArgument (field violations), FailedPrecondition (an
 	// artifact not stored on this member; the message names its digest).
 	PutImageRelease(context.Context, *PutImageReleaseRequest) (*PutImageReleaseResponse, error)
+	// PromoteImageRelease adds a channel to a release (or removes it).
+	// Errors: NotFound (no such version), InvalidArgument (bad channel).
+	PromoteImageRelease(context.Context, *PromoteImageReleaseRequest) (*PromoteImageReleaseResponse, error)
+	// TrustReleaseKey adds an ed25519 public key whose release signatures
+	// the hub accepts; PutImageRelease refuses a release no trusted key
+	// signed once any key is trusted. UntrustReleaseKey removes one;
+	// ListTrustedKeys lists them.
+	TrustReleaseKey(context.Context, *TrustReleaseKeyRequest) (*TrustReleaseKeyResponse, error)
+	UntrustReleaseKey(context.Context, *UntrustReleaseKeyRequest) (*UntrustReleaseKeyResponse, error)
+	ListTrustedKeys(context.Context, *ListTrustedKeysRequest) (*ListTrustedKeysResponse, error)
+	// RolloutControl pauses, resumes, aborts, undoes or pins a Pool's
+	// rollout. Errors: NotFound (no such Pool or version),
+	// FailedPrecondition (undo with no previous version).
+	RolloutControl(context.Context, *RolloutControlRequest) (*RolloutControlResponse, error)
 	mustEmbedUnimplementedHubServiceServer()
 }
 
@@ -428,6 +511,21 @@ func (UnimplementedHubServiceServer) StatArtifact(context.Context, *StatArtifact
 }
 func (UnimplementedHubServiceServer) PutImageRelease(context.Context, *PutImageReleaseRequest) (*PutImageReleaseResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method PutImageRelease not implemented")
+}
+func (UnimplementedHubServiceServer) PromoteImageRelease(context.Context, *PromoteImageReleaseRequest) (*PromoteImageReleaseResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PromoteImageRelease not implemented")
+}
+func (UnimplementedHubServiceServer) TrustReleaseKey(context.Context, *TrustReleaseKeyRequest) (*TrustReleaseKeyResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method TrustReleaseKey not implemented")
+}
+func (UnimplementedHubServiceServer) UntrustReleaseKey(context.Context, *UntrustReleaseKeyRequest) (*UntrustReleaseKeyResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UntrustReleaseKey not implemented")
+}
+func (UnimplementedHubServiceServer) ListTrustedKeys(context.Context, *ListTrustedKeysRequest) (*ListTrustedKeysResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListTrustedKeys not implemented")
+}
+func (UnimplementedHubServiceServer) RolloutControl(context.Context, *RolloutControlRequest) (*RolloutControlResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RolloutControl not implemented")
 }
 func (UnimplementedHubServiceServer) mustEmbedUnimplementedHubServiceServer() {}
 func (UnimplementedHubServiceServer) testEmbeddedByValue()                    {}
@@ -738,6 +836,96 @@ func _HubService_PutImageRelease_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _HubService_PromoteImageRelease_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PromoteImageReleaseRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HubServiceServer).PromoteImageRelease(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: HubService_PromoteImageRelease_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HubServiceServer).PromoteImageRelease(ctx, req.(*PromoteImageReleaseRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _HubService_TrustReleaseKey_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TrustReleaseKeyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HubServiceServer).TrustReleaseKey(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: HubService_TrustReleaseKey_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HubServiceServer).TrustReleaseKey(ctx, req.(*TrustReleaseKeyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _HubService_UntrustReleaseKey_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UntrustReleaseKeyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HubServiceServer).UntrustReleaseKey(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: HubService_UntrustReleaseKey_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HubServiceServer).UntrustReleaseKey(ctx, req.(*UntrustReleaseKeyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _HubService_ListTrustedKeys_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListTrustedKeysRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HubServiceServer).ListTrustedKeys(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: HubService_ListTrustedKeys_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HubServiceServer).ListTrustedKeys(ctx, req.(*ListTrustedKeysRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _HubService_RolloutControl_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RolloutControlRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HubServiceServer).RolloutControl(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: HubService_RolloutControl_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HubServiceServer).RolloutControl(ctx, req.(*RolloutControlRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // HubService_ServiceDesc is the grpc.ServiceDesc for HubService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -805,6 +993,26 @@ var HubService_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "PutImageRelease",
 			Handler:    _HubService_PutImageRelease_Handler,
 		},
+		{
+			MethodName: "PromoteImageRelease",
+			Handler:    _HubService_PromoteImageRelease_Handler,
+		},
+		{
+			MethodName: "TrustReleaseKey",
+			Handler:    _HubService_TrustReleaseKey_Handler,
+		},
+		{
+			MethodName: "UntrustReleaseKey",
+			Handler:    _HubService_UntrustReleaseKey_Handler,
+		},
+		{
+			MethodName: "ListTrustedKeys",
+			Handler:    _HubService_ListTrustedKeys_Handler,
+		},
+		{
+			MethodName: "RolloutControl",
+			Handler:    _HubService_RolloutControl_Handler,
+		},
 	},
 	Streams: []grpc.StreamDesc{
 		{
@@ -826,6 +1034,7 @@ const (
 	MemberService_AddVoter_FullMethodName            = "/roost.v1.MemberService/AddVoter"
 	MemberService_ReportSeen_FullMethodName          = "/roost.v1.MemberService/ReportSeen"
 	MemberService_ForwardServerStatus_FullMethodName = "/roost.v1.MemberService/ForwardServerStatus"
+	MemberService_FetchBlob_FullMethodName           = "/roost.v1.MemberService/FetchBlob"
 )
 
 // MemberServiceClient is the client API for MemberService service.
@@ -847,6 +1056,10 @@ type MemberServiceClient interface {
 	// ForwardServerStatus proposes an agent's status change on the leader
 	// for a member that holds the agent's stream.
 	ForwardServerStatus(ctx context.Context, in *ForwardServerStatusRequest, opts ...grpc.CallOption) (*ForwardServerStatusResponse, error)
+	// FetchBlob streams a blob of this member's artifact store to another
+	// member that misses it (members fetch missing blobs from peers by
+	// digest). Errors: NotFound (not stored completely here).
+	FetchBlob(ctx context.Context, in *FetchArtifactRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ArtifactChunk], error)
 }
 
 type memberServiceClient struct {
@@ -897,6 +1110,25 @@ func (c *memberServiceClient) ForwardServerStatus(ctx context.Context, in *Forwa
 	return out, nil
 }
 
+func (c *memberServiceClient) FetchBlob(ctx context.Context, in *FetchArtifactRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ArtifactChunk], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &MemberService_ServiceDesc.Streams[0], MemberService_FetchBlob_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[FetchArtifactRequest, ArtifactChunk]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type MemberService_FetchBlobClient = grpc.ServerStreamingClient[ArtifactChunk]
+
 // MemberServiceServer is the server API for MemberService service.
 // All implementations must embed UnimplementedMemberServiceServer
 // for forward compatibility.
@@ -916,6 +1148,10 @@ type MemberServiceServer interface {
 	// ForwardServerStatus proposes an agent's status change on the leader
 	// for a member that holds the agent's stream.
 	ForwardServerStatus(context.Context, *ForwardServerStatusRequest) (*ForwardServerStatusResponse, error)
+	// FetchBlob streams a blob of this member's artifact store to another
+	// member that misses it (members fetch missing blobs from peers by
+	// digest). Errors: NotFound (not stored completely here).
+	FetchBlob(*FetchArtifactRequest, grpc.ServerStreamingServer[ArtifactChunk]) error
 	mustEmbedUnimplementedMemberServiceServer()
 }
 
@@ -937,6 +1173,9 @@ func (UnimplementedMemberServiceServer) ReportSeen(context.Context, *ReportSeenR
 }
 func (UnimplementedMemberServiceServer) ForwardServerStatus(context.Context, *ForwardServerStatusRequest) (*ForwardServerStatusResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ForwardServerStatus not implemented")
+}
+func (UnimplementedMemberServiceServer) FetchBlob(*FetchArtifactRequest, grpc.ServerStreamingServer[ArtifactChunk]) error {
+	return status.Error(codes.Unimplemented, "method FetchBlob not implemented")
 }
 func (UnimplementedMemberServiceServer) mustEmbedUnimplementedMemberServiceServer() {}
 func (UnimplementedMemberServiceServer) testEmbeddedByValue()                       {}
@@ -1031,6 +1270,17 @@ func _MemberService_ForwardServerStatus_Handler(srv interface{}, ctx context.Con
 	return interceptor(ctx, in, info, handler)
 }
 
+func _MemberService_FetchBlob_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(FetchArtifactRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(MemberServiceServer).FetchBlob(m, &grpc.GenericServerStream[FetchArtifactRequest, ArtifactChunk]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type MemberService_FetchBlobServer = grpc.ServerStreamingServer[ArtifactChunk]
+
 // MemberService_ServiceDesc is the grpc.ServiceDesc for MemberService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1055,6 +1305,12 @@ var MemberService_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _MemberService_ForwardServerStatus_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "FetchBlob",
+			Handler:       _MemberService_FetchBlob_Handler,
+			ServerStreams: true,
+		},
+	},
 	Metadata: "roost/v1/hub.proto",
 }

@@ -22,6 +22,75 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// RolloutAction is an operator's action on a Pool's rollout.
+type RolloutAction int32
+
+const (
+	RolloutAction_ROLLOUT_ACTION_UNSPECIFIED RolloutAction = 0
+	// PAUSE sets spec.rollout.paused; reboots already running finish.
+	RolloutAction_ROLLOUT_ACTION_PAUSE RolloutAction = 1
+	// RESUME clears paused and a halt, acknowledging the failed Machines
+	// (they are not retried; their Revisions stay Failed).
+	RolloutAction_ROLLOUT_ACTION_RESUME RolloutAction = 2
+	// ABORT halts the rollout where it is (Halted, reason "aborted").
+	RolloutAction_ROLLOUT_ACTION_ABORT RolloutAction = 3
+	// UNDO pins the pool to status.rollout.previous_version.
+	RolloutAction_ROLLOUT_ACTION_UNDO RolloutAction = 4
+	// PIN pins the pool to version (spec.image_version).
+	RolloutAction_ROLLOUT_ACTION_PIN RolloutAction = 5
+	// UNPIN clears spec.image_version (the pool follows its channel).
+	RolloutAction_ROLLOUT_ACTION_UNPIN RolloutAction = 6
+)
+
+// Enum value maps for RolloutAction.
+var (
+	RolloutAction_name = map[int32]string{
+		0: "ROLLOUT_ACTION_UNSPECIFIED",
+		1: "ROLLOUT_ACTION_PAUSE",
+		2: "ROLLOUT_ACTION_RESUME",
+		3: "ROLLOUT_ACTION_ABORT",
+		4: "ROLLOUT_ACTION_UNDO",
+		5: "ROLLOUT_ACTION_PIN",
+		6: "ROLLOUT_ACTION_UNPIN",
+	}
+	RolloutAction_value = map[string]int32{
+		"ROLLOUT_ACTION_UNSPECIFIED": 0,
+		"ROLLOUT_ACTION_PAUSE":       1,
+		"ROLLOUT_ACTION_RESUME":      2,
+		"ROLLOUT_ACTION_ABORT":       3,
+		"ROLLOUT_ACTION_UNDO":        4,
+		"ROLLOUT_ACTION_PIN":         5,
+		"ROLLOUT_ACTION_UNPIN":       6,
+	}
+)
+
+func (x RolloutAction) Enum() *RolloutAction {
+	p := new(RolloutAction)
+	*p = x
+	return p
+}
+
+func (x RolloutAction) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (RolloutAction) Descriptor() protoreflect.EnumDescriptor {
+	return file_roost_v1_raft_proto_enumTypes[0].Descriptor()
+}
+
+func (RolloutAction) Type() protoreflect.EnumType {
+	return &file_roost_v1_raft_proto_enumTypes[0]
+}
+
+func (x RolloutAction) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use RolloutAction.Descriptor instead.
+func (RolloutAction) EnumDescriptor() ([]byte, []int) {
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{0}
+}
+
 // Command is one entry of the hub's Raft log. Everything the FSM needs that
 // is not in its state (time, fresh IDs) comes in the command, so applying a
 // log is deterministic. Field numbers are append-only.
@@ -53,6 +122,11 @@ type Command struct {
 	//	*Command_UpdateMachineClusterStatus
 	//	*Command_PutBootstrapToken
 	//	*Command_DeleteBootstrapTokens
+	//	*Command_ControlRollout
+	//	*Command_UpdatePoolRollout
+	//	*Command_PutTrustedKey
+	//	*Command_DeleteTrustedKey
+	//	*Command_PromoteImageRelease
 	Command       isCommand_Command `protobuf_oneof:"command"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -300,6 +374,51 @@ func (x *Command) GetDeleteBootstrapTokens() *DeleteBootstrapTokens {
 	return nil
 }
 
+func (x *Command) GetControlRollout() *ControlRollout {
+	if x != nil {
+		if x, ok := x.Command.(*Command_ControlRollout); ok {
+			return x.ControlRollout
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetUpdatePoolRollout() *UpdatePoolRollout {
+	if x != nil {
+		if x, ok := x.Command.(*Command_UpdatePoolRollout); ok {
+			return x.UpdatePoolRollout
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetPutTrustedKey() *PutTrustedKey {
+	if x != nil {
+		if x, ok := x.Command.(*Command_PutTrustedKey); ok {
+			return x.PutTrustedKey
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetDeleteTrustedKey() *DeleteTrustedKey {
+	if x != nil {
+		if x, ok := x.Command.(*Command_DeleteTrustedKey); ok {
+			return x.DeleteTrustedKey
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetPromoteImageRelease() *PromoteImageRelease {
+	if x != nil {
+		if x, ok := x.Command.(*Command_PromoteImageRelease); ok {
+			return x.PromoteImageRelease
+		}
+	}
+	return nil
+}
+
 type isCommand_Command interface {
 	isCommand_Command()
 }
@@ -392,6 +511,26 @@ type Command_DeleteBootstrapTokens struct {
 	DeleteBootstrapTokens *DeleteBootstrapTokens `protobuf:"bytes,31,opt,name=delete_bootstrap_tokens,json=deleteBootstrapTokens,proto3,oneof"`
 }
 
+type Command_ControlRollout struct {
+	ControlRollout *ControlRollout `protobuf:"bytes,32,opt,name=control_rollout,json=controlRollout,proto3,oneof"`
+}
+
+type Command_UpdatePoolRollout struct {
+	UpdatePoolRollout *UpdatePoolRollout `protobuf:"bytes,33,opt,name=update_pool_rollout,json=updatePoolRollout,proto3,oneof"`
+}
+
+type Command_PutTrustedKey struct {
+	PutTrustedKey *PutTrustedKey `protobuf:"bytes,34,opt,name=put_trusted_key,json=putTrustedKey,proto3,oneof"`
+}
+
+type Command_DeleteTrustedKey struct {
+	DeleteTrustedKey *DeleteTrustedKey `protobuf:"bytes,35,opt,name=delete_trusted_key,json=deleteTrustedKey,proto3,oneof"`
+}
+
+type Command_PromoteImageRelease struct {
+	PromoteImageRelease *PromoteImageRelease `protobuf:"bytes,36,opt,name=promote_image_release,json=promoteImageRelease,proto3,oneof"`
+}
+
 func (*Command_ApplyObjects) isCommand_Command() {}
 
 func (*Command_DeleteObject) isCommand_Command() {}
@@ -435,6 +574,16 @@ func (*Command_UpdateMachineClusterStatus) isCommand_Command() {}
 func (*Command_PutBootstrapToken) isCommand_Command() {}
 
 func (*Command_DeleteBootstrapTokens) isCommand_Command() {}
+
+func (*Command_ControlRollout) isCommand_Command() {}
+
+func (*Command_UpdatePoolRollout) isCommand_Command() {}
+
+func (*Command_PutTrustedKey) isCommand_Command() {}
+
+func (*Command_DeleteTrustedKey) isCommand_Command() {}
+
+func (*Command_PromoteImageRelease) isCommand_Command() {}
 
 // ApplyObjects creates or replaces objects, all or nothing.
 type ApplyObjects struct {
@@ -1925,6 +2074,7 @@ type Snapshot struct {
 	// last_index is the last applied Raft index.
 	LastIndex       uint64            `protobuf:"varint,5,opt,name=last_index,json=lastIndex,proto3" json:"last_index,omitempty"`
 	BootstrapTokens []*BootstrapToken `protobuf:"bytes,6,rep,name=bootstrap_tokens,json=bootstrapTokens,proto3" json:"bootstrap_tokens,omitempty"`
+	TrustedKeys     []*TrustedKey     `protobuf:"bytes,7,rep,name=trusted_keys,json=trustedKeys,proto3" json:"trusted_keys,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -2001,6 +2151,353 @@ func (x *Snapshot) GetBootstrapTokens() []*BootstrapToken {
 	return nil
 }
 
+func (x *Snapshot) GetTrustedKeys() []*TrustedKey {
+	if x != nil {
+		return x.TrustedKeys
+	}
+	return nil
+}
+
+// ControlRollout is an operator's action on a Pool's rollout (see
+// RolloutControlRequest).
+type ControlRollout struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Pool   string                 `protobuf:"bytes,1,opt,name=pool,proto3" json:"pool,omitempty"`
+	Action RolloutAction          `protobuf:"varint,2,opt,name=action,proto3,enum=roost.v1.RolloutAction" json:"action,omitempty"`
+	// version is the release to pin (PIN); for UNDO the proposer resolves it.
+	Version       string `protobuf:"bytes,3,opt,name=version,proto3" json:"version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ControlRollout) Reset() {
+	*x = ControlRollout{}
+	mi := &file_roost_v1_raft_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ControlRollout) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ControlRollout) ProtoMessage() {}
+
+func (x *ControlRollout) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_raft_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ControlRollout.ProtoReflect.Descriptor instead.
+func (*ControlRollout) Descriptor() ([]byte, []int) {
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *ControlRollout) GetPool() string {
+	if x != nil {
+		return x.Pool
+	}
+	return ""
+}
+
+func (x *ControlRollout) GetAction() RolloutAction {
+	if x != nil {
+		return x.Action
+	}
+	return RolloutAction_ROLLOUT_ACTION_UNSPECIFIED
+}
+
+func (x *ControlRollout) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+// UpdatePoolRollout replaces a Pool's status.rollout (the rollout
+// controller's view); a Halted phase already stored is kept unless the
+// command's phase is Halted too (only ControlRollout RESUME clears it).
+type UpdatePoolRollout struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Pool          string                 `protobuf:"bytes,1,opt,name=pool,proto3" json:"pool,omitempty"`
+	Status        *RolloutStatus         `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdatePoolRollout) Reset() {
+	*x = UpdatePoolRollout{}
+	mi := &file_roost_v1_raft_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdatePoolRollout) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdatePoolRollout) ProtoMessage() {}
+
+func (x *UpdatePoolRollout) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_raft_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdatePoolRollout.ProtoReflect.Descriptor instead.
+func (*UpdatePoolRollout) Descriptor() ([]byte, []int) {
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *UpdatePoolRollout) GetPool() string {
+	if x != nil {
+		return x.Pool
+	}
+	return ""
+}
+
+func (x *UpdatePoolRollout) GetStatus() *RolloutStatus {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+// TrustedKey is an ed25519 public key whose release signatures the hub
+// accepts (roostctl image trust add).
+type TrustedKey struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id is the lower-case hex sha256 of the raw 32-byte public key.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// public_key_pem is the PKIX PEM encoding.
+	PublicKeyPem  string                 `protobuf:"bytes,2,opt,name=public_key_pem,json=publicKeyPem,proto3" json:"public_key_pem,omitempty"`
+	Comment       string                 `protobuf:"bytes,3,opt,name=comment,proto3" json:"comment,omitempty"`
+	AddedAt       *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=added_at,json=addedAt,proto3" json:"added_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TrustedKey) Reset() {
+	*x = TrustedKey{}
+	mi := &file_roost_v1_raft_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TrustedKey) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TrustedKey) ProtoMessage() {}
+
+func (x *TrustedKey) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_raft_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TrustedKey.ProtoReflect.Descriptor instead.
+func (*TrustedKey) Descriptor() ([]byte, []int) {
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *TrustedKey) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *TrustedKey) GetPublicKeyPem() string {
+	if x != nil {
+		return x.PublicKeyPem
+	}
+	return ""
+}
+
+func (x *TrustedKey) GetComment() string {
+	if x != nil {
+		return x.Comment
+	}
+	return ""
+}
+
+func (x *TrustedKey) GetAddedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.AddedAt
+	}
+	return nil
+}
+
+type PutTrustedKey struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           *TrustedKey            `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutTrustedKey) Reset() {
+	*x = PutTrustedKey{}
+	mi := &file_roost_v1_raft_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutTrustedKey) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutTrustedKey) ProtoMessage() {}
+
+func (x *PutTrustedKey) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_raft_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutTrustedKey.ProtoReflect.Descriptor instead.
+func (*PutTrustedKey) Descriptor() ([]byte, []int) {
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *PutTrustedKey) GetKey() *TrustedKey {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+type DeleteTrustedKey struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteTrustedKey) Reset() {
+	*x = DeleteTrustedKey{}
+	mi := &file_roost_v1_raft_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteTrustedKey) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteTrustedKey) ProtoMessage() {}
+
+func (x *DeleteTrustedKey) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_raft_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteTrustedKey.ProtoReflect.Descriptor instead.
+func (*DeleteTrustedKey) Descriptor() ([]byte, []int) {
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *DeleteTrustedKey) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+// PromoteImageRelease adds channel to (or, with remove, removes it from)
+// the ImageRelease of version.
+type PromoteImageRelease struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Version       string                 `protobuf:"bytes,1,opt,name=version,proto3" json:"version,omitempty"`
+	Channel       string                 `protobuf:"bytes,2,opt,name=channel,proto3" json:"channel,omitempty"`
+	Remove        bool                   `protobuf:"varint,3,opt,name=remove,proto3" json:"remove,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PromoteImageRelease) Reset() {
+	*x = PromoteImageRelease{}
+	mi := &file_roost_v1_raft_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PromoteImageRelease) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PromoteImageRelease) ProtoMessage() {}
+
+func (x *PromoteImageRelease) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_raft_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PromoteImageRelease.ProtoReflect.Descriptor instead.
+func (*PromoteImageRelease) Descriptor() ([]byte, []int) {
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *PromoteImageRelease) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *PromoteImageRelease) GetChannel() string {
+	if x != nil {
+		return x.Channel
+	}
+	return ""
+}
+
+func (x *PromoteImageRelease) GetRemove() bool {
+	if x != nil {
+		return x.Remove
+	}
+	return false
+}
+
 // UpdateClusterStatus replaces a Cluster's observed status (conditions,
 // node counts, server version); credentials_set is kept.
 type UpdateClusterStatus struct {
@@ -2013,7 +2510,7 @@ type UpdateClusterStatus struct {
 
 func (x *UpdateClusterStatus) Reset() {
 	*x = UpdateClusterStatus{}
-	mi := &file_roost_v1_raft_proto_msgTypes[25]
+	mi := &file_roost_v1_raft_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2025,7 +2522,7 @@ func (x *UpdateClusterStatus) String() string {
 func (*UpdateClusterStatus) ProtoMessage() {}
 
 func (x *UpdateClusterStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[25]
+	mi := &file_roost_v1_raft_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2038,7 +2535,7 @@ func (x *UpdateClusterStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateClusterStatus.ProtoReflect.Descriptor instead.
 func (*UpdateClusterStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{25}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *UpdateClusterStatus) GetCluster() string {
@@ -2069,7 +2566,7 @@ type UpdateMachineClusterStatus struct {
 
 func (x *UpdateMachineClusterStatus) Reset() {
 	*x = UpdateMachineClusterStatus{}
-	mi := &file_roost_v1_raft_proto_msgTypes[26]
+	mi := &file_roost_v1_raft_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2081,7 +2578,7 @@ func (x *UpdateMachineClusterStatus) String() string {
 func (*UpdateMachineClusterStatus) ProtoMessage() {}
 
 func (x *UpdateMachineClusterStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[26]
+	mi := &file_roost_v1_raft_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2094,7 +2591,7 @@ func (x *UpdateMachineClusterStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateMachineClusterStatus.ProtoReflect.Descriptor instead.
 func (*UpdateMachineClusterStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{26}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *UpdateMachineClusterStatus) GetMachine() string {
@@ -2136,7 +2633,7 @@ type BootstrapToken struct {
 
 func (x *BootstrapToken) Reset() {
 	*x = BootstrapToken{}
-	mi := &file_roost_v1_raft_proto_msgTypes[27]
+	mi := &file_roost_v1_raft_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2148,7 +2645,7 @@ func (x *BootstrapToken) String() string {
 func (*BootstrapToken) ProtoMessage() {}
 
 func (x *BootstrapToken) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[27]
+	mi := &file_roost_v1_raft_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2161,7 +2658,7 @@ func (x *BootstrapToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BootstrapToken.ProtoReflect.Descriptor instead.
 func (*BootstrapToken) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{27}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *BootstrapToken) GetMachine() string {
@@ -2208,7 +2705,7 @@ type PutBootstrapToken struct {
 
 func (x *PutBootstrapToken) Reset() {
 	*x = PutBootstrapToken{}
-	mi := &file_roost_v1_raft_proto_msgTypes[28]
+	mi := &file_roost_v1_raft_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2220,7 +2717,7 @@ func (x *PutBootstrapToken) String() string {
 func (*PutBootstrapToken) ProtoMessage() {}
 
 func (x *PutBootstrapToken) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[28]
+	mi := &file_roost_v1_raft_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2233,7 +2730,7 @@ func (x *PutBootstrapToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutBootstrapToken.ProtoReflect.Descriptor instead.
 func (*PutBootstrapToken) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{28}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *PutBootstrapToken) GetToken() *BootstrapToken {
@@ -2254,7 +2751,7 @@ type DeleteBootstrapTokens struct {
 
 func (x *DeleteBootstrapTokens) Reset() {
 	*x = DeleteBootstrapTokens{}
-	mi := &file_roost_v1_raft_proto_msgTypes[29]
+	mi := &file_roost_v1_raft_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2266,7 +2763,7 @@ func (x *DeleteBootstrapTokens) String() string {
 func (*DeleteBootstrapTokens) ProtoMessage() {}
 
 func (x *DeleteBootstrapTokens) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[29]
+	mi := &file_roost_v1_raft_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2279,7 +2776,7 @@ func (x *DeleteBootstrapTokens) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteBootstrapTokens.ProtoReflect.Descriptor instead.
 func (*DeleteBootstrapTokens) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{29}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *DeleteBootstrapTokens) GetTokenIds() []string {
@@ -2293,7 +2790,7 @@ var File_roost_v1_raft_proto protoreflect.FileDescriptor
 
 const file_roost_v1_raft_proto_rawDesc = "" +
 	"\n" +
-	"\x13roost/v1/raft.proto\x12\broost.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14roost/v1/agent.proto\x1a\x13roost/v1/meta.proto\x1a\x18roost/v1/resources.proto\"\xe7\f\n" +
+	"\x13roost/v1/raft.proto\x12\broost.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14roost/v1/agent.proto\x1a\x13roost/v1/meta.proto\x1a\x18roost/v1/resources.proto\"\xdf\x0f\n" +
 	"\aCommand\x12.\n" +
 	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12=\n" +
 	"\rapply_objects\x18\n" +
@@ -2320,7 +2817,12 @@ const file_roost_v1_raft_proto_rawDesc = "" +
 	"\x15update_cluster_status\x18\x1c \x01(\v2\x1d.roost.v1.UpdateClusterStatusH\x00R\x13updateClusterStatus\x12i\n" +
 	"\x1dupdate_machine_cluster_status\x18\x1d \x01(\v2$.roost.v1.UpdateMachineClusterStatusH\x00R\x1aupdateMachineClusterStatus\x12M\n" +
 	"\x13put_bootstrap_token\x18\x1e \x01(\v2\x1b.roost.v1.PutBootstrapTokenH\x00R\x11putBootstrapToken\x12Y\n" +
-	"\x17delete_bootstrap_tokens\x18\x1f \x01(\v2\x1f.roost.v1.DeleteBootstrapTokensH\x00R\x15deleteBootstrapTokensB\t\n" +
+	"\x17delete_bootstrap_tokens\x18\x1f \x01(\v2\x1f.roost.v1.DeleteBootstrapTokensH\x00R\x15deleteBootstrapTokens\x12C\n" +
+	"\x0fcontrol_rollout\x18  \x01(\v2\x18.roost.v1.ControlRolloutH\x00R\x0econtrolRollout\x12M\n" +
+	"\x13update_pool_rollout\x18! \x01(\v2\x1b.roost.v1.UpdatePoolRolloutH\x00R\x11updatePoolRollout\x12A\n" +
+	"\x0fput_trusted_key\x18\" \x01(\v2\x17.roost.v1.PutTrustedKeyH\x00R\rputTrustedKey\x12J\n" +
+	"\x12delete_trusted_key\x18# \x01(\v2\x1a.roost.v1.DeleteTrustedKeyH\x00R\x10deleteTrustedKey\x12S\n" +
+	"\x15promote_image_release\x18$ \x01(\v2\x1d.roost.v1.PromoteImageReleaseH\x00R\x13promoteImageReleaseB\t\n" +
 	"\acommand\"g\n" +
 	"\fApplyObjects\x12*\n" +
 	"\aobjects\x18\x01 \x03(\v2\x10.roost.v1.ObjectR\aobjects\x12\x12\n" +
@@ -2430,7 +2932,7 @@ const file_roost_v1_raft_proto_rawDesc = "" +
 	"\x05phase\x18\x06 \x01(\tR\x05phase\"P\n" +
 	"\rReleaseLeases\x12\x18\n" +
 	"\aservers\x18\x01 \x03(\tR\aservers\x12%\n" +
-	"\x0efencing_tokens\x18\x02 \x03(\x04R\rfencingTokens\"\xaf\x02\n" +
+	"\x0efencing_tokens\x18\x02 \x03(\x04R\rfencingTokens\"\xe8\x02\n" +
 	"\bSnapshot\x12*\n" +
 	"\aobjects\x18\x01 \x03(\v2\x10.roost.v1.ObjectR\aobjects\x12.\n" +
 	"\x02ca\x18\x02 \x01(\v2\x1e.roost.v1.CertificateAuthorityR\x02ca\x12-\n" +
@@ -2439,7 +2941,29 @@ const file_roost_v1_raft_proto_rawDesc = "" +
 	"joinTokens\x12\x1d\n" +
 	"\n" +
 	"last_index\x18\x05 \x01(\x04R\tlastIndex\x12C\n" +
-	"\x10bootstrap_tokens\x18\x06 \x03(\v2\x18.roost.v1.BootstrapTokenR\x0fbootstrapTokens\"`\n" +
+	"\x10bootstrap_tokens\x18\x06 \x03(\v2\x18.roost.v1.BootstrapTokenR\x0fbootstrapTokens\x127\n" +
+	"\ftrusted_keys\x18\a \x03(\v2\x14.roost.v1.TrustedKeyR\vtrustedKeys\"o\n" +
+	"\x0eControlRollout\x12\x12\n" +
+	"\x04pool\x18\x01 \x01(\tR\x04pool\x12/\n" +
+	"\x06action\x18\x02 \x01(\x0e2\x17.roost.v1.RolloutActionR\x06action\x12\x18\n" +
+	"\aversion\x18\x03 \x01(\tR\aversion\"X\n" +
+	"\x11UpdatePoolRollout\x12\x12\n" +
+	"\x04pool\x18\x01 \x01(\tR\x04pool\x12/\n" +
+	"\x06status\x18\x02 \x01(\v2\x17.roost.v1.RolloutStatusR\x06status\"\x93\x01\n" +
+	"\n" +
+	"TrustedKey\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12$\n" +
+	"\x0epublic_key_pem\x18\x02 \x01(\tR\fpublicKeyPem\x12\x18\n" +
+	"\acomment\x18\x03 \x01(\tR\acomment\x125\n" +
+	"\badded_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\aaddedAt\"7\n" +
+	"\rPutTrustedKey\x12&\n" +
+	"\x03key\x18\x01 \x01(\v2\x14.roost.v1.TrustedKeyR\x03key\"\"\n" +
+	"\x10DeleteTrustedKey\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"a\n" +
+	"\x13PromoteImageRelease\x12\x18\n" +
+	"\aversion\x18\x01 \x01(\tR\aversion\x12\x18\n" +
+	"\achannel\x18\x02 \x01(\tR\achannel\x12\x16\n" +
+	"\x06remove\x18\x03 \x01(\bR\x06remove\"`\n" +
 	"\x13UpdateClusterStatus\x12\x18\n" +
 	"\acluster\x18\x01 \x01(\tR\acluster\x12/\n" +
 	"\x06status\x18\x02 \x01(\v2\x17.roost.v1.ClusterStatusR\x06status\"\x88\x01\n" +
@@ -2459,7 +2983,15 @@ const file_roost_v1_raft_proto_rawDesc = "" +
 	"\x11PutBootstrapToken\x12.\n" +
 	"\x05token\x18\x01 \x01(\v2\x18.roost.v1.BootstrapTokenR\x05token\"4\n" +
 	"\x15DeleteBootstrapTokens\x12\x1b\n" +
-	"\ttoken_ids\x18\x01 \x03(\tR\btokenIdsB4Z2github.com/roostfleet/roost/proto/roost/v1;roostv1b\x06proto3"
+	"\ttoken_ids\x18\x01 \x03(\tR\btokenIds*\xc9\x01\n" +
+	"\rRolloutAction\x12\x1e\n" +
+	"\x1aROLLOUT_ACTION_UNSPECIFIED\x10\x00\x12\x18\n" +
+	"\x14ROLLOUT_ACTION_PAUSE\x10\x01\x12\x19\n" +
+	"\x15ROLLOUT_ACTION_RESUME\x10\x02\x12\x18\n" +
+	"\x14ROLLOUT_ACTION_ABORT\x10\x03\x12\x17\n" +
+	"\x13ROLLOUT_ACTION_UNDO\x10\x04\x12\x16\n" +
+	"\x12ROLLOUT_ACTION_PIN\x10\x05\x12\x18\n" +
+	"\x14ROLLOUT_ACTION_UNPIN\x10\x06B4Z2github.com/roostfleet/roost/proto/roost/v1;roostv1b\x06proto3"
 
 var (
 	file_roost_v1_raft_proto_rawDescOnce sync.Once
@@ -2473,106 +3005,125 @@ func file_roost_v1_raft_proto_rawDescGZIP() []byte {
 	return file_roost_v1_raft_proto_rawDescData
 }
 
-var file_roost_v1_raft_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
+var file_roost_v1_raft_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_roost_v1_raft_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
 var file_roost_v1_raft_proto_goTypes = []any{
-	(*Command)(nil),                    // 0: roost.v1.Command
-	(*ApplyObjects)(nil),               // 1: roost.v1.ApplyObjects
-	(*DeleteObject)(nil),               // 2: roost.v1.DeleteObject
-	(*CertificateAuthority)(nil),       // 3: roost.v1.CertificateAuthority
-	(*InitCA)(nil),                     // 4: roost.v1.InitCA
-	(*HubMember)(nil),                  // 5: roost.v1.HubMember
-	(*PutMember)(nil),                  // 6: roost.v1.PutMember
-	(*DeleteMember)(nil),               // 7: roost.v1.DeleteMember
-	(*JoinToken)(nil),                  // 8: roost.v1.JoinToken
-	(*PutJoinToken)(nil),               // 9: roost.v1.PutJoinToken
-	(*UseJoinToken)(nil),               // 10: roost.v1.UseJoinToken
-	(*PutEnrollmentToken)(nil),         // 11: roost.v1.PutEnrollmentToken
-	(*RevokeEnrollmentToken)(nil),      // 12: roost.v1.RevokeEnrollmentToken
-	(*EnrollServer)(nil),               // 13: roost.v1.EnrollServer
-	(*UpdateServerStatus)(nil),         // 14: roost.v1.UpdateServerStatus
-	(*ReachabilityChange)(nil),         // 15: roost.v1.ReachabilityChange
-	(*SetServerReachability)(nil),      // 16: roost.v1.SetServerReachability
-	(*ModifyServer)(nil),               // 17: roost.v1.ModifyServer
-	(*NewMachine)(nil),                 // 18: roost.v1.NewMachine
-	(*CreateMachines)(nil),             // 19: roost.v1.CreateMachines
-	(*DeleteMachines)(nil),             // 20: roost.v1.DeleteMachines
-	(*PutRevision)(nil),                // 21: roost.v1.PutRevision
-	(*GrantLease)(nil),                 // 22: roost.v1.GrantLease
-	(*ReleaseLeases)(nil),              // 23: roost.v1.ReleaseLeases
-	(*Snapshot)(nil),                   // 24: roost.v1.Snapshot
-	(*UpdateClusterStatus)(nil),        // 25: roost.v1.UpdateClusterStatus
-	(*UpdateMachineClusterStatus)(nil), // 26: roost.v1.UpdateMachineClusterStatus
-	(*BootstrapToken)(nil),             // 27: roost.v1.BootstrapToken
-	(*PutBootstrapToken)(nil),          // 28: roost.v1.PutBootstrapToken
-	(*DeleteBootstrapTokens)(nil),      // 29: roost.v1.DeleteBootstrapTokens
-	nil,                                // 30: roost.v1.ModifyServer.SetLabelsEntry
-	(*timestamppb.Timestamp)(nil),      // 31: google.protobuf.Timestamp
-	(*Object)(nil),                     // 32: roost.v1.Object
-	(*EnrollmentToken)(nil),            // 33: roost.v1.EnrollmentToken
-	(*ServerIdentity)(nil),             // 34: roost.v1.ServerIdentity
-	(*Inventory)(nil),                  // 35: roost.v1.Inventory
-	(*Condition)(nil),                  // 36: roost.v1.Condition
-	(*FailedRevision)(nil),             // 37: roost.v1.FailedRevision
-	(ServerAction)(0),                  // 38: roost.v1.ServerAction
-	(*Revision)(nil),                   // 39: roost.v1.Revision
-	(*ClusterStatus)(nil),              // 40: roost.v1.ClusterStatus
+	(RolloutAction)(0),                 // 0: roost.v1.RolloutAction
+	(*Command)(nil),                    // 1: roost.v1.Command
+	(*ApplyObjects)(nil),               // 2: roost.v1.ApplyObjects
+	(*DeleteObject)(nil),               // 3: roost.v1.DeleteObject
+	(*CertificateAuthority)(nil),       // 4: roost.v1.CertificateAuthority
+	(*InitCA)(nil),                     // 5: roost.v1.InitCA
+	(*HubMember)(nil),                  // 6: roost.v1.HubMember
+	(*PutMember)(nil),                  // 7: roost.v1.PutMember
+	(*DeleteMember)(nil),               // 8: roost.v1.DeleteMember
+	(*JoinToken)(nil),                  // 9: roost.v1.JoinToken
+	(*PutJoinToken)(nil),               // 10: roost.v1.PutJoinToken
+	(*UseJoinToken)(nil),               // 11: roost.v1.UseJoinToken
+	(*PutEnrollmentToken)(nil),         // 12: roost.v1.PutEnrollmentToken
+	(*RevokeEnrollmentToken)(nil),      // 13: roost.v1.RevokeEnrollmentToken
+	(*EnrollServer)(nil),               // 14: roost.v1.EnrollServer
+	(*UpdateServerStatus)(nil),         // 15: roost.v1.UpdateServerStatus
+	(*ReachabilityChange)(nil),         // 16: roost.v1.ReachabilityChange
+	(*SetServerReachability)(nil),      // 17: roost.v1.SetServerReachability
+	(*ModifyServer)(nil),               // 18: roost.v1.ModifyServer
+	(*NewMachine)(nil),                 // 19: roost.v1.NewMachine
+	(*CreateMachines)(nil),             // 20: roost.v1.CreateMachines
+	(*DeleteMachines)(nil),             // 21: roost.v1.DeleteMachines
+	(*PutRevision)(nil),                // 22: roost.v1.PutRevision
+	(*GrantLease)(nil),                 // 23: roost.v1.GrantLease
+	(*ReleaseLeases)(nil),              // 24: roost.v1.ReleaseLeases
+	(*Snapshot)(nil),                   // 25: roost.v1.Snapshot
+	(*ControlRollout)(nil),             // 26: roost.v1.ControlRollout
+	(*UpdatePoolRollout)(nil),          // 27: roost.v1.UpdatePoolRollout
+	(*TrustedKey)(nil),                 // 28: roost.v1.TrustedKey
+	(*PutTrustedKey)(nil),              // 29: roost.v1.PutTrustedKey
+	(*DeleteTrustedKey)(nil),           // 30: roost.v1.DeleteTrustedKey
+	(*PromoteImageRelease)(nil),        // 31: roost.v1.PromoteImageRelease
+	(*UpdateClusterStatus)(nil),        // 32: roost.v1.UpdateClusterStatus
+	(*UpdateMachineClusterStatus)(nil), // 33: roost.v1.UpdateMachineClusterStatus
+	(*BootstrapToken)(nil),             // 34: roost.v1.BootstrapToken
+	(*PutBootstrapToken)(nil),          // 35: roost.v1.PutBootstrapToken
+	(*DeleteBootstrapTokens)(nil),      // 36: roost.v1.DeleteBootstrapTokens
+	nil,                                // 37: roost.v1.ModifyServer.SetLabelsEntry
+	(*timestamppb.Timestamp)(nil),      // 38: google.protobuf.Timestamp
+	(*Object)(nil),                     // 39: roost.v1.Object
+	(*EnrollmentToken)(nil),            // 40: roost.v1.EnrollmentToken
+	(*ServerIdentity)(nil),             // 41: roost.v1.ServerIdentity
+	(*Inventory)(nil),                  // 42: roost.v1.Inventory
+	(*Condition)(nil),                  // 43: roost.v1.Condition
+	(*FailedRevision)(nil),             // 44: roost.v1.FailedRevision
+	(ServerAction)(0),                  // 45: roost.v1.ServerAction
+	(*Revision)(nil),                   // 46: roost.v1.Revision
+	(*RolloutStatus)(nil),              // 47: roost.v1.RolloutStatus
+	(*ClusterStatus)(nil),              // 48: roost.v1.ClusterStatus
 }
 var file_roost_v1_raft_proto_depIdxs = []int32{
-	31, // 0: roost.v1.Command.time:type_name -> google.protobuf.Timestamp
-	1,  // 1: roost.v1.Command.apply_objects:type_name -> roost.v1.ApplyObjects
-	2,  // 2: roost.v1.Command.delete_object:type_name -> roost.v1.DeleteObject
-	4,  // 3: roost.v1.Command.init_ca:type_name -> roost.v1.InitCA
-	6,  // 4: roost.v1.Command.put_member:type_name -> roost.v1.PutMember
-	7,  // 5: roost.v1.Command.delete_member:type_name -> roost.v1.DeleteMember
-	9,  // 6: roost.v1.Command.put_join_token:type_name -> roost.v1.PutJoinToken
-	10, // 7: roost.v1.Command.use_join_token:type_name -> roost.v1.UseJoinToken
-	11, // 8: roost.v1.Command.put_enrollment_token:type_name -> roost.v1.PutEnrollmentToken
-	12, // 9: roost.v1.Command.revoke_enrollment_token:type_name -> roost.v1.RevokeEnrollmentToken
-	13, // 10: roost.v1.Command.enroll_server:type_name -> roost.v1.EnrollServer
-	14, // 11: roost.v1.Command.update_server_status:type_name -> roost.v1.UpdateServerStatus
-	16, // 12: roost.v1.Command.set_server_reachability:type_name -> roost.v1.SetServerReachability
-	17, // 13: roost.v1.Command.modify_server:type_name -> roost.v1.ModifyServer
-	19, // 14: roost.v1.Command.create_machines:type_name -> roost.v1.CreateMachines
-	20, // 15: roost.v1.Command.delete_machines:type_name -> roost.v1.DeleteMachines
-	21, // 16: roost.v1.Command.put_revision:type_name -> roost.v1.PutRevision
-	22, // 17: roost.v1.Command.grant_lease:type_name -> roost.v1.GrantLease
-	23, // 18: roost.v1.Command.release_leases:type_name -> roost.v1.ReleaseLeases
-	25, // 19: roost.v1.Command.update_cluster_status:type_name -> roost.v1.UpdateClusterStatus
-	26, // 20: roost.v1.Command.update_machine_cluster_status:type_name -> roost.v1.UpdateMachineClusterStatus
-	28, // 21: roost.v1.Command.put_bootstrap_token:type_name -> roost.v1.PutBootstrapToken
-	29, // 22: roost.v1.Command.delete_bootstrap_tokens:type_name -> roost.v1.DeleteBootstrapTokens
-	32, // 23: roost.v1.ApplyObjects.objects:type_name -> roost.v1.Object
-	3,  // 24: roost.v1.InitCA.ca:type_name -> roost.v1.CertificateAuthority
-	5,  // 25: roost.v1.PutMember.member:type_name -> roost.v1.HubMember
-	31, // 26: roost.v1.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
-	8,  // 27: roost.v1.PutJoinToken.token:type_name -> roost.v1.JoinToken
-	33, // 28: roost.v1.PutEnrollmentToken.token:type_name -> roost.v1.EnrollmentToken
-	34, // 29: roost.v1.EnrollServer.identity:type_name -> roost.v1.ServerIdentity
-	35, // 30: roost.v1.EnrollServer.inventory:type_name -> roost.v1.Inventory
-	35, // 31: roost.v1.UpdateServerStatus.inventory:type_name -> roost.v1.Inventory
-	36, // 32: roost.v1.UpdateServerStatus.conditions:type_name -> roost.v1.Condition
-	37, // 33: roost.v1.UpdateServerStatus.failed_revisions:type_name -> roost.v1.FailedRevision
-	31, // 34: roost.v1.ReachabilityChange.last_seen:type_name -> google.protobuf.Timestamp
-	15, // 35: roost.v1.SetServerReachability.changes:type_name -> roost.v1.ReachabilityChange
-	38, // 36: roost.v1.ModifyServer.action:type_name -> roost.v1.ServerAction
-	30, // 37: roost.v1.ModifyServer.set_labels:type_name -> roost.v1.ModifyServer.SetLabelsEntry
-	18, // 38: roost.v1.CreateMachines.machines:type_name -> roost.v1.NewMachine
-	39, // 39: roost.v1.PutRevision.revision:type_name -> roost.v1.Revision
-	31, // 40: roost.v1.GrantLease.expires_at:type_name -> google.protobuf.Timestamp
-	32, // 41: roost.v1.Snapshot.objects:type_name -> roost.v1.Object
-	3,  // 42: roost.v1.Snapshot.ca:type_name -> roost.v1.CertificateAuthority
-	5,  // 43: roost.v1.Snapshot.members:type_name -> roost.v1.HubMember
-	8,  // 44: roost.v1.Snapshot.join_tokens:type_name -> roost.v1.JoinToken
-	27, // 45: roost.v1.Snapshot.bootstrap_tokens:type_name -> roost.v1.BootstrapToken
-	40, // 46: roost.v1.UpdateClusterStatus.status:type_name -> roost.v1.ClusterStatus
-	36, // 47: roost.v1.UpdateMachineClusterStatus.conditions:type_name -> roost.v1.Condition
-	31, // 48: roost.v1.BootstrapToken.expires_at:type_name -> google.protobuf.Timestamp
-	27, // 49: roost.v1.PutBootstrapToken.token:type_name -> roost.v1.BootstrapToken
-	50, // [50:50] is the sub-list for method output_type
-	50, // [50:50] is the sub-list for method input_type
-	50, // [50:50] is the sub-list for extension type_name
-	50, // [50:50] is the sub-list for extension extendee
-	0,  // [0:50] is the sub-list for field type_name
+	38, // 0: roost.v1.Command.time:type_name -> google.protobuf.Timestamp
+	2,  // 1: roost.v1.Command.apply_objects:type_name -> roost.v1.ApplyObjects
+	3,  // 2: roost.v1.Command.delete_object:type_name -> roost.v1.DeleteObject
+	5,  // 3: roost.v1.Command.init_ca:type_name -> roost.v1.InitCA
+	7,  // 4: roost.v1.Command.put_member:type_name -> roost.v1.PutMember
+	8,  // 5: roost.v1.Command.delete_member:type_name -> roost.v1.DeleteMember
+	10, // 6: roost.v1.Command.put_join_token:type_name -> roost.v1.PutJoinToken
+	11, // 7: roost.v1.Command.use_join_token:type_name -> roost.v1.UseJoinToken
+	12, // 8: roost.v1.Command.put_enrollment_token:type_name -> roost.v1.PutEnrollmentToken
+	13, // 9: roost.v1.Command.revoke_enrollment_token:type_name -> roost.v1.RevokeEnrollmentToken
+	14, // 10: roost.v1.Command.enroll_server:type_name -> roost.v1.EnrollServer
+	15, // 11: roost.v1.Command.update_server_status:type_name -> roost.v1.UpdateServerStatus
+	17, // 12: roost.v1.Command.set_server_reachability:type_name -> roost.v1.SetServerReachability
+	18, // 13: roost.v1.Command.modify_server:type_name -> roost.v1.ModifyServer
+	20, // 14: roost.v1.Command.create_machines:type_name -> roost.v1.CreateMachines
+	21, // 15: roost.v1.Command.delete_machines:type_name -> roost.v1.DeleteMachines
+	22, // 16: roost.v1.Command.put_revision:type_name -> roost.v1.PutRevision
+	23, // 17: roost.v1.Command.grant_lease:type_name -> roost.v1.GrantLease
+	24, // 18: roost.v1.Command.release_leases:type_name -> roost.v1.ReleaseLeases
+	32, // 19: roost.v1.Command.update_cluster_status:type_name -> roost.v1.UpdateClusterStatus
+	33, // 20: roost.v1.Command.update_machine_cluster_status:type_name -> roost.v1.UpdateMachineClusterStatus
+	35, // 21: roost.v1.Command.put_bootstrap_token:type_name -> roost.v1.PutBootstrapToken
+	36, // 22: roost.v1.Command.delete_bootstrap_tokens:type_name -> roost.v1.DeleteBootstrapTokens
+	26, // 23: roost.v1.Command.control_rollout:type_name -> roost.v1.ControlRollout
+	27, // 24: roost.v1.Command.update_pool_rollout:type_name -> roost.v1.UpdatePoolRollout
+	29, // 25: roost.v1.Command.put_trusted_key:type_name -> roost.v1.PutTrustedKey
+	30, // 26: roost.v1.Command.delete_trusted_key:type_name -> roost.v1.DeleteTrustedKey
+	31, // 27: roost.v1.Command.promote_image_release:type_name -> roost.v1.PromoteImageRelease
+	39, // 28: roost.v1.ApplyObjects.objects:type_name -> roost.v1.Object
+	4,  // 29: roost.v1.InitCA.ca:type_name -> roost.v1.CertificateAuthority
+	6,  // 30: roost.v1.PutMember.member:type_name -> roost.v1.HubMember
+	38, // 31: roost.v1.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
+	9,  // 32: roost.v1.PutJoinToken.token:type_name -> roost.v1.JoinToken
+	40, // 33: roost.v1.PutEnrollmentToken.token:type_name -> roost.v1.EnrollmentToken
+	41, // 34: roost.v1.EnrollServer.identity:type_name -> roost.v1.ServerIdentity
+	42, // 35: roost.v1.EnrollServer.inventory:type_name -> roost.v1.Inventory
+	42, // 36: roost.v1.UpdateServerStatus.inventory:type_name -> roost.v1.Inventory
+	43, // 37: roost.v1.UpdateServerStatus.conditions:type_name -> roost.v1.Condition
+	44, // 38: roost.v1.UpdateServerStatus.failed_revisions:type_name -> roost.v1.FailedRevision
+	38, // 39: roost.v1.ReachabilityChange.last_seen:type_name -> google.protobuf.Timestamp
+	16, // 40: roost.v1.SetServerReachability.changes:type_name -> roost.v1.ReachabilityChange
+	45, // 41: roost.v1.ModifyServer.action:type_name -> roost.v1.ServerAction
+	37, // 42: roost.v1.ModifyServer.set_labels:type_name -> roost.v1.ModifyServer.SetLabelsEntry
+	19, // 43: roost.v1.CreateMachines.machines:type_name -> roost.v1.NewMachine
+	46, // 44: roost.v1.PutRevision.revision:type_name -> roost.v1.Revision
+	38, // 45: roost.v1.GrantLease.expires_at:type_name -> google.protobuf.Timestamp
+	39, // 46: roost.v1.Snapshot.objects:type_name -> roost.v1.Object
+	4,  // 47: roost.v1.Snapshot.ca:type_name -> roost.v1.CertificateAuthority
+	6,  // 48: roost.v1.Snapshot.members:type_name -> roost.v1.HubMember
+	9,  // 49: roost.v1.Snapshot.join_tokens:type_name -> roost.v1.JoinToken
+	34, // 50: roost.v1.Snapshot.bootstrap_tokens:type_name -> roost.v1.BootstrapToken
+	28, // 51: roost.v1.Snapshot.trusted_keys:type_name -> roost.v1.TrustedKey
+	0,  // 52: roost.v1.ControlRollout.action:type_name -> roost.v1.RolloutAction
+	47, // 53: roost.v1.UpdatePoolRollout.status:type_name -> roost.v1.RolloutStatus
+	38, // 54: roost.v1.TrustedKey.added_at:type_name -> google.protobuf.Timestamp
+	28, // 55: roost.v1.PutTrustedKey.key:type_name -> roost.v1.TrustedKey
+	48, // 56: roost.v1.UpdateClusterStatus.status:type_name -> roost.v1.ClusterStatus
+	43, // 57: roost.v1.UpdateMachineClusterStatus.conditions:type_name -> roost.v1.Condition
+	38, // 58: roost.v1.BootstrapToken.expires_at:type_name -> google.protobuf.Timestamp
+	34, // 59: roost.v1.PutBootstrapToken.token:type_name -> roost.v1.BootstrapToken
+	60, // [60:60] is the sub-list for method output_type
+	60, // [60:60] is the sub-list for method input_type
+	60, // [60:60] is the sub-list for extension type_name
+	60, // [60:60] is the sub-list for extension extendee
+	0,  // [0:60] is the sub-list for field type_name
 }
 
 func init() { file_roost_v1_raft_proto_init() }
@@ -2606,19 +3157,25 @@ func file_roost_v1_raft_proto_init() {
 		(*Command_UpdateMachineClusterStatus)(nil),
 		(*Command_PutBootstrapToken)(nil),
 		(*Command_DeleteBootstrapTokens)(nil),
+		(*Command_ControlRollout)(nil),
+		(*Command_UpdatePoolRollout)(nil),
+		(*Command_PutTrustedKey)(nil),
+		(*Command_DeleteTrustedKey)(nil),
+		(*Command_PromoteImageRelease)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_roost_v1_raft_proto_rawDesc), len(file_roost_v1_raft_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   31,
+			NumEnums:      1,
+			NumMessages:   37,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
 		GoTypes:           file_roost_v1_raft_proto_goTypes,
 		DependencyIndexes: file_roost_v1_raft_proto_depIdxs,
+		EnumInfos:         file_roost_v1_raft_proto_enumTypes,
 		MessageInfos:      file_roost_v1_raft_proto_msgTypes,
 	}.Build()
 	File_roost_v1_raft_proto = out.File

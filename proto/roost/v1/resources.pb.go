@@ -1830,6 +1830,9 @@ type RolloutPolicy struct {
 	ReadyTimeout *durationpb.Duration `protobuf:"bytes,3,opt,name=ready_timeout,json=readyTimeout,proto3" json:"ready_timeout,omitempty"`
 	// failure_budget is how many Machines may fail before the pool halts. Default 0.
 	FailureBudget int32 `protobuf:"varint,4,opt,name=failure_budget,json=failureBudget,proto3" json:"failure_budget,omitempty"`
+	// paused stops new reboots of the pool (reboots already running finish);
+	// set by "roostctl rollout pause|resume".
+	Paused        bool `protobuf:"varint,5,opt,name=paused,proto3" json:"paused,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1892,11 +1895,20 @@ func (x *RolloutPolicy) GetFailureBudget() int32 {
 	return 0
 }
 
+func (x *RolloutPolicy) GetPaused() bool {
+	if x != nil {
+		return x.Paused
+	}
+	return false
+}
+
 type PoolStatus struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Machines      int32                  `protobuf:"varint,1,opt,name=machines,proto3" json:"machines,omitempty"`
 	ReadyMachines int32                  `protobuf:"varint,2,opt,name=ready_machines,json=readyMachines,proto3" json:"ready_machines,omitempty"`
 	Conditions    []*Condition           `protobuf:"bytes,3,rep,name=conditions,proto3" json:"conditions,omitempty"`
+	// rollout is the leader's view of the pool's move to its target release.
+	Rollout       *RolloutStatus `protobuf:"bytes,4,opt,name=rollout,proto3" json:"rollout,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1952,6 +1964,157 @@ func (x *PoolStatus) GetConditions() []*Condition {
 	return nil
 }
 
+func (x *PoolStatus) GetRollout() *RolloutStatus {
+	if x != nil {
+		return x.Rollout
+	}
+	return nil
+}
+
+// RolloutStatus is written by the leader's rollout controller when it
+// changes; halts are cleared only by an operator (ControlRollout resume).
+type RolloutStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// phase is Idle (every Machine runs the target release), Waiting (no
+	// maintenance window is open), Progressing (reboots may start), Settling
+	// (the settle delay after a wave runs), Paused (spec.rollout.paused) or
+	// Halted (failures exceeded the budget, or an operator aborted).
+	Phase string `protobuf:"bytes,1,opt,name=phase,proto3" json:"phase,omitempty"`
+	// target_version is the ImageRelease version the pool moves to;
+	// previous_version the one most of its Machines ran before (undo goes
+	// back to it).
+	TargetVersion   string `protobuf:"bytes,2,opt,name=target_version,json=targetVersion,proto3" json:"target_version,omitempty"`
+	PreviousVersion string `protobuf:"bytes,3,opt,name=previous_version,json=previousVersion,proto3" json:"previous_version,omitempty"`
+	// updated counts Machines Ready on a Revision of the target version;
+	// total the pool's Machines; unavailable those not Ready or holding a
+	// reboot Lease.
+	Updated     int32 `protobuf:"varint,4,opt,name=updated,proto3" json:"updated,omitempty"`
+	Total       int32 `protobuf:"varint,5,opt,name=total,proto3" json:"total,omitempty"`
+	Unavailable int32 `protobuf:"varint,6,opt,name=unavailable,proto3" json:"unavailable,omitempty"`
+	// failed_machines failed on the target (Revision failed, came back on the
+	// old Revision, or not Ready within readyTimeout) and are not
+	// acknowledged; acknowledged_machines are failures an operator accepted
+	// by resuming (never retried blindly: their Revision stays Failed).
+	FailedMachines       []string `protobuf:"bytes,7,rep,name=failed_machines,json=failedMachines,proto3" json:"failed_machines,omitempty"`
+	AcknowledgedMachines []string `protobuf:"bytes,8,rep,name=acknowledged_machines,json=acknowledgedMachines,proto3" json:"acknowledged_machines,omitempty"`
+	// reason says why the pool waits or halted, for people.
+	Reason string `protobuf:"bytes,9,opt,name=reason,proto3" json:"reason,omitempty"`
+	// settle_until is the end of the settle delay after the last wave.
+	SettleUntil *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=settle_until,json=settleUntil,proto3" json:"settle_until,omitempty"`
+	// next_window_start is the next opening of one of the pool's windows
+	// (unset while one is open, or when the pool has no windows).
+	NextWindowStart *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=next_window_start,json=nextWindowStart,proto3" json:"next_window_start,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *RolloutStatus) Reset() {
+	*x = RolloutStatus{}
+	mi := &file_roost_v1_resources_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RolloutStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RolloutStatus) ProtoMessage() {}
+
+func (x *RolloutStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_resources_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RolloutStatus.ProtoReflect.Descriptor instead.
+func (*RolloutStatus) Descriptor() ([]byte, []int) {
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *RolloutStatus) GetPhase() string {
+	if x != nil {
+		return x.Phase
+	}
+	return ""
+}
+
+func (x *RolloutStatus) GetTargetVersion() string {
+	if x != nil {
+		return x.TargetVersion
+	}
+	return ""
+}
+
+func (x *RolloutStatus) GetPreviousVersion() string {
+	if x != nil {
+		return x.PreviousVersion
+	}
+	return ""
+}
+
+func (x *RolloutStatus) GetUpdated() int32 {
+	if x != nil {
+		return x.Updated
+	}
+	return 0
+}
+
+func (x *RolloutStatus) GetTotal() int32 {
+	if x != nil {
+		return x.Total
+	}
+	return 0
+}
+
+func (x *RolloutStatus) GetUnavailable() int32 {
+	if x != nil {
+		return x.Unavailable
+	}
+	return 0
+}
+
+func (x *RolloutStatus) GetFailedMachines() []string {
+	if x != nil {
+		return x.FailedMachines
+	}
+	return nil
+}
+
+func (x *RolloutStatus) GetAcknowledgedMachines() []string {
+	if x != nil {
+		return x.AcknowledgedMachines
+	}
+	return nil
+}
+
+func (x *RolloutStatus) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *RolloutStatus) GetSettleUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.SettleUntil
+	}
+	return nil
+}
+
+func (x *RolloutStatus) GetNextWindowStart() *timestamppb.Timestamp {
+	if x != nil {
+		return x.NextWindowStart
+	}
+	return nil
+}
+
 // Server is one physical or virtual host, registered once at enrollment.
 // Its name is derived from its identity.
 type Server struct {
@@ -1967,7 +2130,7 @@ type Server struct {
 
 func (x *Server) Reset() {
 	*x = Server{}
-	mi := &file_roost_v1_resources_proto_msgTypes[24]
+	mi := &file_roost_v1_resources_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1979,7 +2142,7 @@ func (x *Server) String() string {
 func (*Server) ProtoMessage() {}
 
 func (x *Server) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[24]
+	mi := &file_roost_v1_resources_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1992,7 +2155,7 @@ func (x *Server) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Server.ProtoReflect.Descriptor instead.
 func (*Server) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{24}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Server) GetApiVersion() string {
@@ -2051,7 +2214,7 @@ type ServerSpec struct {
 
 func (x *ServerSpec) Reset() {
 	*x = ServerSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[25]
+	mi := &file_roost_v1_resources_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2063,7 +2226,7 @@ func (x *ServerSpec) String() string {
 func (*ServerSpec) ProtoMessage() {}
 
 func (x *ServerSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[25]
+	mi := &file_roost_v1_resources_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2076,7 +2239,7 @@ func (x *ServerSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerSpec.ProtoReflect.Descriptor instead.
 func (*ServerSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{25}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ServerSpec) GetSystemUuid() string {
@@ -2147,7 +2310,7 @@ type ServerStatus struct {
 
 func (x *ServerStatus) Reset() {
 	*x = ServerStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[26]
+	mi := &file_roost_v1_resources_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2159,7 +2322,7 @@ func (x *ServerStatus) String() string {
 func (*ServerStatus) ProtoMessage() {}
 
 func (x *ServerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[26]
+	mi := &file_roost_v1_resources_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2172,7 +2335,7 @@ func (x *ServerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerStatus.ProtoReflect.Descriptor instead.
 func (*ServerStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{26}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ServerStatus) GetAgentVersion() string {
@@ -2280,7 +2443,7 @@ type Machine struct {
 
 func (x *Machine) Reset() {
 	*x = Machine{}
-	mi := &file_roost_v1_resources_proto_msgTypes[27]
+	mi := &file_roost_v1_resources_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2292,7 +2455,7 @@ func (x *Machine) String() string {
 func (*Machine) ProtoMessage() {}
 
 func (x *Machine) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[27]
+	mi := &file_roost_v1_resources_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2305,7 +2468,7 @@ func (x *Machine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Machine.ProtoReflect.Descriptor instead.
 func (*Machine) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{27}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Machine) GetApiVersion() string {
@@ -2361,7 +2524,7 @@ type MachineSpec struct {
 
 func (x *MachineSpec) Reset() {
 	*x = MachineSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[28]
+	mi := &file_roost_v1_resources_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2373,7 +2536,7 @@ func (x *MachineSpec) String() string {
 func (*MachineSpec) ProtoMessage() {}
 
 func (x *MachineSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[28]
+	mi := &file_roost_v1_resources_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2386,7 +2549,7 @@ func (x *MachineSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MachineSpec.ProtoReflect.Descriptor instead.
 func (*MachineSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{28}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *MachineSpec) GetServer() string {
@@ -2449,7 +2612,7 @@ type MachineStatus struct {
 
 func (x *MachineStatus) Reset() {
 	*x = MachineStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[29]
+	mi := &file_roost_v1_resources_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2461,7 +2624,7 @@ func (x *MachineStatus) String() string {
 func (*MachineStatus) ProtoMessage() {}
 
 func (x *MachineStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[29]
+	mi := &file_roost_v1_resources_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2474,7 +2637,7 @@ func (x *MachineStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MachineStatus.ProtoReflect.Descriptor instead.
 func (*MachineStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{29}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *MachineStatus) GetPhase() string {
@@ -2543,7 +2706,7 @@ type Revision struct {
 
 func (x *Revision) Reset() {
 	*x = Revision{}
-	mi := &file_roost_v1_resources_proto_msgTypes[30]
+	mi := &file_roost_v1_resources_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2555,7 +2718,7 @@ func (x *Revision) String() string {
 func (*Revision) ProtoMessage() {}
 
 func (x *Revision) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[30]
+	mi := &file_roost_v1_resources_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2568,7 +2731,7 @@ func (x *Revision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Revision.ProtoReflect.Descriptor instead.
 func (*Revision) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{30}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Revision) GetApiVersion() string {
@@ -2625,7 +2788,7 @@ type RevisionStatus struct {
 
 func (x *RevisionStatus) Reset() {
 	*x = RevisionStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[31]
+	mi := &file_roost_v1_resources_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2637,7 +2800,7 @@ func (x *RevisionStatus) String() string {
 func (*RevisionStatus) ProtoMessage() {}
 
 func (x *RevisionStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[31]
+	mi := &file_roost_v1_resources_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2650,7 +2813,7 @@ func (x *RevisionStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevisionStatus.ProtoReflect.Descriptor instead.
 func (*RevisionStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{31}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *RevisionStatus) GetPhase() string {
@@ -2688,7 +2851,7 @@ type ImageRelease struct {
 
 func (x *ImageRelease) Reset() {
 	*x = ImageRelease{}
-	mi := &file_roost_v1_resources_proto_msgTypes[32]
+	mi := &file_roost_v1_resources_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2700,7 +2863,7 @@ func (x *ImageRelease) String() string {
 func (*ImageRelease) ProtoMessage() {}
 
 func (x *ImageRelease) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[32]
+	mi := &file_roost_v1_resources_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2713,7 +2876,7 @@ func (x *ImageRelease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageRelease.ProtoReflect.Descriptor instead.
 func (*ImageRelease) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{32}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ImageRelease) GetApiVersion() string {
@@ -2772,7 +2935,7 @@ type ImageReleaseSpec struct {
 
 func (x *ImageReleaseSpec) Reset() {
 	*x = ImageReleaseSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[33]
+	mi := &file_roost_v1_resources_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2784,7 +2947,7 @@ func (x *ImageReleaseSpec) String() string {
 func (*ImageReleaseSpec) ProtoMessage() {}
 
 func (x *ImageReleaseSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[33]
+	mi := &file_roost_v1_resources_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2797,7 +2960,7 @@ func (x *ImageReleaseSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageReleaseSpec.ProtoReflect.Descriptor instead.
 func (*ImageReleaseSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{33}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ImageReleaseSpec) GetVersion() string {
@@ -2864,7 +3027,7 @@ type ImageReleaseStatus struct {
 
 func (x *ImageReleaseStatus) Reset() {
 	*x = ImageReleaseStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[34]
+	mi := &file_roost_v1_resources_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2876,7 +3039,7 @@ func (x *ImageReleaseStatus) String() string {
 func (*ImageReleaseStatus) ProtoMessage() {}
 
 func (x *ImageReleaseStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[34]
+	mi := &file_roost_v1_resources_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2889,7 +3052,7 @@ func (x *ImageReleaseStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageReleaseStatus.ProtoReflect.Descriptor instead.
 func (*ImageReleaseStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{34}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{35}
 }
 
 // EnrollmentToken lets new Servers enroll. Only its hash is stored.
@@ -2906,7 +3069,7 @@ type EnrollmentToken struct {
 
 func (x *EnrollmentToken) Reset() {
 	*x = EnrollmentToken{}
-	mi := &file_roost_v1_resources_proto_msgTypes[35]
+	mi := &file_roost_v1_resources_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2918,7 +3081,7 @@ func (x *EnrollmentToken) String() string {
 func (*EnrollmentToken) ProtoMessage() {}
 
 func (x *EnrollmentToken) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[35]
+	mi := &file_roost_v1_resources_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2931,7 +3094,7 @@ func (x *EnrollmentToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnrollmentToken.ProtoReflect.Descriptor instead.
 func (*EnrollmentToken) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{35}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *EnrollmentToken) GetApiVersion() string {
@@ -2988,7 +3151,7 @@ type EnrollmentTokenSpec struct {
 
 func (x *EnrollmentTokenSpec) Reset() {
 	*x = EnrollmentTokenSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[36]
+	mi := &file_roost_v1_resources_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3000,7 +3163,7 @@ func (x *EnrollmentTokenSpec) String() string {
 func (*EnrollmentTokenSpec) ProtoMessage() {}
 
 func (x *EnrollmentTokenSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[36]
+	mi := &file_roost_v1_resources_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3013,7 +3176,7 @@ func (x *EnrollmentTokenSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnrollmentTokenSpec.ProtoReflect.Descriptor instead.
 func (*EnrollmentTokenSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{36}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *EnrollmentTokenSpec) GetSecretSha256() string {
@@ -3071,7 +3234,7 @@ type EnrollmentTokenStatus struct {
 
 func (x *EnrollmentTokenStatus) Reset() {
 	*x = EnrollmentTokenStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[37]
+	mi := &file_roost_v1_resources_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3083,7 +3246,7 @@ func (x *EnrollmentTokenStatus) String() string {
 func (*EnrollmentTokenStatus) ProtoMessage() {}
 
 func (x *EnrollmentTokenStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[37]
+	mi := &file_roost_v1_resources_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3096,7 +3259,7 @@ func (x *EnrollmentTokenStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnrollmentTokenStatus.ProtoReflect.Descriptor instead.
 func (*EnrollmentTokenStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{37}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *EnrollmentTokenStatus) GetUses() int32 {
@@ -3141,7 +3304,7 @@ type Lease struct {
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_roost_v1_resources_proto_msgTypes[38]
+	mi := &file_roost_v1_resources_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3153,7 +3316,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[38]
+	mi := &file_roost_v1_resources_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3166,7 +3329,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{38}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Lease) GetApiVersion() string {
@@ -3227,7 +3390,7 @@ type LeaseSpec struct {
 
 func (x *LeaseSpec) Reset() {
 	*x = LeaseSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[39]
+	mi := &file_roost_v1_resources_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3239,7 +3402,7 @@ func (x *LeaseSpec) String() string {
 func (*LeaseSpec) ProtoMessage() {}
 
 func (x *LeaseSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[39]
+	mi := &file_roost_v1_resources_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3252,7 +3415,7 @@ func (x *LeaseSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseSpec.ProtoReflect.Descriptor instead.
 func (*LeaseSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{39}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *LeaseSpec) GetServer() string {
@@ -3312,7 +3475,7 @@ type LeaseStatus struct {
 
 func (x *LeaseStatus) Reset() {
 	*x = LeaseStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[40]
+	mi := &file_roost_v1_resources_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3324,7 +3487,7 @@ func (x *LeaseStatus) String() string {
 func (*LeaseStatus) ProtoMessage() {}
 
 func (x *LeaseStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[40]
+	mi := &file_roost_v1_resources_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3337,7 +3500,7 @@ func (x *LeaseStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseStatus.ProtoReflect.Descriptor instead.
 func (*LeaseStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{40}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{41}
 }
 
 // Object is any one resource, tagged by kind.
@@ -3363,7 +3526,7 @@ type Object struct {
 
 func (x *Object) Reset() {
 	*x = Object{}
-	mi := &file_roost_v1_resources_proto_msgTypes[41]
+	mi := &file_roost_v1_resources_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3375,7 +3538,7 @@ func (x *Object) String() string {
 func (*Object) ProtoMessage() {}
 
 func (x *Object) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[41]
+	mi := &file_roost_v1_resources_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3388,7 +3551,7 @@ func (x *Object) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Object.ProtoReflect.Descriptor instead.
 func (*Object) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{41}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *Object) GetKind() isObject_Kind {
@@ -3718,19 +3881,34 @@ const file_roost_v1_resources_proto_rawDesc = "" +
 	"\x0fNodeLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\v\n" +
-	"\t_replicas\"\xe9\x01\n" +
+	"\t_replicas\"\x81\x02\n" +
 	"\rRolloutPolicy\x12>\n" +
 	"\x0fmax_unavailable\x18\x01 \x01(\v2\x15.roost.v1.IntOrStringR\x0emaxUnavailable\x121\n" +
 	"\x06settle\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x06settle\x12>\n" +
 	"\rready_timeout\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\freadyTimeout\x12%\n" +
-	"\x0efailure_budget\x18\x04 \x01(\x05R\rfailureBudget\"\x84\x01\n" +
+	"\x0efailure_budget\x18\x04 \x01(\x05R\rfailureBudget\x12\x16\n" +
+	"\x06paused\x18\x05 \x01(\bR\x06paused\"\xb7\x01\n" +
 	"\n" +
 	"PoolStatus\x12\x1a\n" +
 	"\bmachines\x18\x01 \x01(\x05R\bmachines\x12%\n" +
 	"\x0eready_machines\x18\x02 \x01(\x05R\rreadyMachines\x123\n" +
 	"\n" +
 	"conditions\x18\x03 \x03(\v2\x13.roost.v1.ConditionR\n" +
-	"conditions\"\xc9\x01\n" +
+	"conditions\x121\n" +
+	"\arollout\x18\x04 \x01(\v2\x17.roost.v1.RolloutStatusR\arollout\"\xc6\x03\n" +
+	"\rRolloutStatus\x12\x14\n" +
+	"\x05phase\x18\x01 \x01(\tR\x05phase\x12%\n" +
+	"\x0etarget_version\x18\x02 \x01(\tR\rtargetVersion\x12)\n" +
+	"\x10previous_version\x18\x03 \x01(\tR\x0fpreviousVersion\x12\x18\n" +
+	"\aupdated\x18\x04 \x01(\x05R\aupdated\x12\x14\n" +
+	"\x05total\x18\x05 \x01(\x05R\x05total\x12 \n" +
+	"\vunavailable\x18\x06 \x01(\x05R\vunavailable\x12'\n" +
+	"\x0ffailed_machines\x18\a \x03(\tR\x0efailedMachines\x123\n" +
+	"\x15acknowledged_machines\x18\b \x03(\tR\x14acknowledgedMachines\x12\x16\n" +
+	"\x06reason\x18\t \x01(\tR\x06reason\x12=\n" +
+	"\fsettle_until\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\vsettleUntil\x12F\n" +
+	"\x11next_window_start\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\x0fnextWindowStart\"\xc9\x01\n" +
 	"\x06Server\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
@@ -3899,7 +4077,7 @@ func file_roost_v1_resources_proto_rawDescGZIP() []byte {
 }
 
 var file_roost_v1_resources_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_roost_v1_resources_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
+var file_roost_v1_resources_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
 var file_roost_v1_resources_proto_goTypes = []any{
 	(ServerAction)(0),               // 0: roost.v1.ServerAction
 	(*Cluster)(nil),                 // 1: roost.v1.Cluster
@@ -3926,50 +4104,51 @@ var file_roost_v1_resources_proto_goTypes = []any{
 	(*PoolSpec)(nil),                // 22: roost.v1.PoolSpec
 	(*RolloutPolicy)(nil),           // 23: roost.v1.RolloutPolicy
 	(*PoolStatus)(nil),              // 24: roost.v1.PoolStatus
-	(*Server)(nil),                  // 25: roost.v1.Server
-	(*ServerSpec)(nil),              // 26: roost.v1.ServerSpec
-	(*ServerStatus)(nil),            // 27: roost.v1.ServerStatus
-	(*Machine)(nil),                 // 28: roost.v1.Machine
-	(*MachineSpec)(nil),             // 29: roost.v1.MachineSpec
-	(*MachineStatus)(nil),           // 30: roost.v1.MachineStatus
-	(*Revision)(nil),                // 31: roost.v1.Revision
-	(*RevisionStatus)(nil),          // 32: roost.v1.RevisionStatus
-	(*ImageRelease)(nil),            // 33: roost.v1.ImageRelease
-	(*ImageReleaseSpec)(nil),        // 34: roost.v1.ImageReleaseSpec
-	(*ImageReleaseStatus)(nil),      // 35: roost.v1.ImageReleaseStatus
-	(*EnrollmentToken)(nil),         // 36: roost.v1.EnrollmentToken
-	(*EnrollmentTokenSpec)(nil),     // 37: roost.v1.EnrollmentTokenSpec
-	(*EnrollmentTokenStatus)(nil),   // 38: roost.v1.EnrollmentTokenStatus
-	(*Lease)(nil),                   // 39: roost.v1.Lease
-	(*LeaseSpec)(nil),               // 40: roost.v1.LeaseSpec
-	(*LeaseStatus)(nil),             // 41: roost.v1.LeaseStatus
-	(*Object)(nil),                  // 42: roost.v1.Object
-	nil,                             // 43: roost.v1.PoolSpec.NodeLabelsEntry
-	nil,                             // 44: roost.v1.ImageReleaseSpec.ComponentsEntry
-	nil,                             // 45: roost.v1.EnrollmentTokenSpec.ServerLabelsEntry
-	(*ObjectMeta)(nil),              // 46: roost.v1.ObjectMeta
-	(*durationpb.Duration)(nil),     // 47: google.protobuf.Duration
-	(*Condition)(nil),               // 48: roost.v1.Condition
-	(*InstallDiskHints)(nil),        // 49: roost.v1.InstallDiskHints
-	(*IntOrString)(nil),             // 50: roost.v1.IntOrString
-	(*timestamppb.Timestamp)(nil),   // 51: google.protobuf.Timestamp
-	(*Inventory)(nil),               // 52: roost.v1.Inventory
-	(*RevisionSpec)(nil),            // 53: roost.v1.RevisionSpec
-	(*Artifact)(nil),                // 54: roost.v1.Artifact
+	(*RolloutStatus)(nil),           // 25: roost.v1.RolloutStatus
+	(*Server)(nil),                  // 26: roost.v1.Server
+	(*ServerSpec)(nil),              // 27: roost.v1.ServerSpec
+	(*ServerStatus)(nil),            // 28: roost.v1.ServerStatus
+	(*Machine)(nil),                 // 29: roost.v1.Machine
+	(*MachineSpec)(nil),             // 30: roost.v1.MachineSpec
+	(*MachineStatus)(nil),           // 31: roost.v1.MachineStatus
+	(*Revision)(nil),                // 32: roost.v1.Revision
+	(*RevisionStatus)(nil),          // 33: roost.v1.RevisionStatus
+	(*ImageRelease)(nil),            // 34: roost.v1.ImageRelease
+	(*ImageReleaseSpec)(nil),        // 35: roost.v1.ImageReleaseSpec
+	(*ImageReleaseStatus)(nil),      // 36: roost.v1.ImageReleaseStatus
+	(*EnrollmentToken)(nil),         // 37: roost.v1.EnrollmentToken
+	(*EnrollmentTokenSpec)(nil),     // 38: roost.v1.EnrollmentTokenSpec
+	(*EnrollmentTokenStatus)(nil),   // 39: roost.v1.EnrollmentTokenStatus
+	(*Lease)(nil),                   // 40: roost.v1.Lease
+	(*LeaseSpec)(nil),               // 41: roost.v1.LeaseSpec
+	(*LeaseStatus)(nil),             // 42: roost.v1.LeaseStatus
+	(*Object)(nil),                  // 43: roost.v1.Object
+	nil,                             // 44: roost.v1.PoolSpec.NodeLabelsEntry
+	nil,                             // 45: roost.v1.ImageReleaseSpec.ComponentsEntry
+	nil,                             // 46: roost.v1.EnrollmentTokenSpec.ServerLabelsEntry
+	(*ObjectMeta)(nil),              // 47: roost.v1.ObjectMeta
+	(*durationpb.Duration)(nil),     // 48: google.protobuf.Duration
+	(*Condition)(nil),               // 49: roost.v1.Condition
+	(*InstallDiskHints)(nil),        // 50: roost.v1.InstallDiskHints
+	(*IntOrString)(nil),             // 51: roost.v1.IntOrString
+	(*timestamppb.Timestamp)(nil),   // 52: google.protobuf.Timestamp
+	(*Inventory)(nil),               // 53: roost.v1.Inventory
+	(*RevisionSpec)(nil),            // 54: roost.v1.RevisionSpec
+	(*Artifact)(nil),                // 55: roost.v1.Artifact
 }
 var file_roost_v1_resources_proto_depIdxs = []int32{
-	46, // 0: roost.v1.Cluster.metadata:type_name -> roost.v1.ObjectMeta
+	47, // 0: roost.v1.Cluster.metadata:type_name -> roost.v1.ObjectMeta
 	2,  // 1: roost.v1.Cluster.spec:type_name -> roost.v1.ClusterSpec
 	4,  // 2: roost.v1.Cluster.status:type_name -> roost.v1.ClusterStatus
 	3,  // 3: roost.v1.ClusterSpec.join:type_name -> roost.v1.ClusterJoin
-	47, // 4: roost.v1.ClusterSpec.drain_timeout:type_name -> google.protobuf.Duration
-	47, // 5: roost.v1.ClusterJoin.bootstrap_token_ttl:type_name -> google.protobuf.Duration
-	48, // 6: roost.v1.ClusterStatus.conditions:type_name -> roost.v1.Condition
-	46, // 7: roost.v1.MachineClass.metadata:type_name -> roost.v1.ObjectMeta
+	48, // 4: roost.v1.ClusterSpec.drain_timeout:type_name -> google.protobuf.Duration
+	48, // 5: roost.v1.ClusterJoin.bootstrap_token_ttl:type_name -> google.protobuf.Duration
+	49, // 6: roost.v1.ClusterStatus.conditions:type_name -> roost.v1.Condition
+	47, // 7: roost.v1.MachineClass.metadata:type_name -> roost.v1.ObjectMeta
 	6,  // 8: roost.v1.MachineClass.spec:type_name -> roost.v1.MachineClassSpec
 	7,  // 9: roost.v1.MachineClass.status:type_name -> roost.v1.MachineClassStatus
-	49, // 10: roost.v1.MachineClassSpec.install_disk:type_name -> roost.v1.InstallDiskHints
-	46, // 11: roost.v1.NetworkProfile.metadata:type_name -> roost.v1.ObjectMeta
+	50, // 10: roost.v1.MachineClassSpec.install_disk:type_name -> roost.v1.InstallDiskHints
+	47, // 11: roost.v1.NetworkProfile.metadata:type_name -> roost.v1.ObjectMeta
 	9,  // 12: roost.v1.NetworkProfile.spec:type_name -> roost.v1.NetworkProfileSpec
 	17, // 13: roost.v1.NetworkProfile.status:type_name -> roost.v1.NetworkProfileStatus
 	12, // 14: roost.v1.NetworkProfileSpec.links:type_name -> roost.v1.Link
@@ -3982,68 +4161,71 @@ var file_roost_v1_resources_proto_depIdxs = []int32{
 	11, // 21: roost.v1.Bond.routes:type_name -> roost.v1.Route
 	11, // 22: roost.v1.Vlan.routes:type_name -> roost.v1.Route
 	11, // 23: roost.v1.Bridge.routes:type_name -> roost.v1.Route
-	46, // 24: roost.v1.MaintenanceWindow.metadata:type_name -> roost.v1.ObjectMeta
+	47, // 24: roost.v1.MaintenanceWindow.metadata:type_name -> roost.v1.ObjectMeta
 	19, // 25: roost.v1.MaintenanceWindow.spec:type_name -> roost.v1.MaintenanceWindowSpec
 	20, // 26: roost.v1.MaintenanceWindow.status:type_name -> roost.v1.MaintenanceWindowStatus
-	47, // 27: roost.v1.MaintenanceWindowSpec.duration:type_name -> google.protobuf.Duration
-	46, // 28: roost.v1.Pool.metadata:type_name -> roost.v1.ObjectMeta
+	48, // 27: roost.v1.MaintenanceWindowSpec.duration:type_name -> google.protobuf.Duration
+	47, // 28: roost.v1.Pool.metadata:type_name -> roost.v1.ObjectMeta
 	22, // 29: roost.v1.Pool.spec:type_name -> roost.v1.PoolSpec
 	24, // 30: roost.v1.Pool.status:type_name -> roost.v1.PoolStatus
-	43, // 31: roost.v1.PoolSpec.node_labels:type_name -> roost.v1.PoolSpec.NodeLabelsEntry
+	44, // 31: roost.v1.PoolSpec.node_labels:type_name -> roost.v1.PoolSpec.NodeLabelsEntry
 	23, // 32: roost.v1.PoolSpec.rollout:type_name -> roost.v1.RolloutPolicy
-	50, // 33: roost.v1.RolloutPolicy.max_unavailable:type_name -> roost.v1.IntOrString
-	47, // 34: roost.v1.RolloutPolicy.settle:type_name -> google.protobuf.Duration
-	47, // 35: roost.v1.RolloutPolicy.ready_timeout:type_name -> google.protobuf.Duration
-	48, // 36: roost.v1.PoolStatus.conditions:type_name -> roost.v1.Condition
-	46, // 37: roost.v1.Server.metadata:type_name -> roost.v1.ObjectMeta
-	26, // 38: roost.v1.Server.spec:type_name -> roost.v1.ServerSpec
-	27, // 39: roost.v1.Server.status:type_name -> roost.v1.ServerStatus
-	51, // 40: roost.v1.ServerStatus.last_seen:type_name -> google.protobuf.Timestamp
-	48, // 41: roost.v1.ServerStatus.conditions:type_name -> roost.v1.Condition
-	52, // 42: roost.v1.ServerStatus.inventory:type_name -> roost.v1.Inventory
-	51, // 43: roost.v1.ServerStatus.enrolled_at:type_name -> google.protobuf.Timestamp
-	46, // 44: roost.v1.Machine.metadata:type_name -> roost.v1.ObjectMeta
-	29, // 45: roost.v1.Machine.spec:type_name -> roost.v1.MachineSpec
-	30, // 46: roost.v1.Machine.status:type_name -> roost.v1.MachineStatus
-	48, // 47: roost.v1.MachineStatus.conditions:type_name -> roost.v1.Condition
-	46, // 48: roost.v1.Revision.metadata:type_name -> roost.v1.ObjectMeta
-	53, // 49: roost.v1.Revision.spec:type_name -> roost.v1.RevisionSpec
-	32, // 50: roost.v1.Revision.status:type_name -> roost.v1.RevisionStatus
-	51, // 51: roost.v1.RevisionStatus.booted_at:type_name -> google.protobuf.Timestamp
-	46, // 52: roost.v1.ImageRelease.metadata:type_name -> roost.v1.ObjectMeta
-	34, // 53: roost.v1.ImageRelease.spec:type_name -> roost.v1.ImageReleaseSpec
-	35, // 54: roost.v1.ImageRelease.status:type_name -> roost.v1.ImageReleaseStatus
-	54, // 55: roost.v1.ImageReleaseSpec.kernel:type_name -> roost.v1.Artifact
-	54, // 56: roost.v1.ImageReleaseSpec.initrd:type_name -> roost.v1.Artifact
-	54, // 57: roost.v1.ImageReleaseSpec.boot_loader:type_name -> roost.v1.Artifact
-	44, // 58: roost.v1.ImageReleaseSpec.components:type_name -> roost.v1.ImageReleaseSpec.ComponentsEntry
-	46, // 59: roost.v1.EnrollmentToken.metadata:type_name -> roost.v1.ObjectMeta
-	37, // 60: roost.v1.EnrollmentToken.spec:type_name -> roost.v1.EnrollmentTokenSpec
-	38, // 61: roost.v1.EnrollmentToken.status:type_name -> roost.v1.EnrollmentTokenStatus
-	51, // 62: roost.v1.EnrollmentTokenSpec.expires_at:type_name -> google.protobuf.Timestamp
-	45, // 63: roost.v1.EnrollmentTokenSpec.server_labels:type_name -> roost.v1.EnrollmentTokenSpec.ServerLabelsEntry
-	51, // 64: roost.v1.EnrollmentTokenStatus.revoked_at:type_name -> google.protobuf.Timestamp
-	51, // 65: roost.v1.EnrollmentTokenStatus.last_used_at:type_name -> google.protobuf.Timestamp
-	46, // 66: roost.v1.Lease.metadata:type_name -> roost.v1.ObjectMeta
-	40, // 67: roost.v1.Lease.spec:type_name -> roost.v1.LeaseSpec
-	41, // 68: roost.v1.Lease.status:type_name -> roost.v1.LeaseStatus
-	51, // 69: roost.v1.LeaseSpec.expires_at:type_name -> google.protobuf.Timestamp
-	25, // 70: roost.v1.Object.server:type_name -> roost.v1.Server
-	28, // 71: roost.v1.Object.machine:type_name -> roost.v1.Machine
-	21, // 72: roost.v1.Object.pool:type_name -> roost.v1.Pool
-	1,  // 73: roost.v1.Object.cluster:type_name -> roost.v1.Cluster
-	5,  // 74: roost.v1.Object.machine_class:type_name -> roost.v1.MachineClass
-	8,  // 75: roost.v1.Object.network_profile:type_name -> roost.v1.NetworkProfile
-	18, // 76: roost.v1.Object.maintenance_window:type_name -> roost.v1.MaintenanceWindow
-	33, // 77: roost.v1.Object.image_release:type_name -> roost.v1.ImageRelease
-	36, // 78: roost.v1.Object.enrollment_token:type_name -> roost.v1.EnrollmentToken
-	39, // 79: roost.v1.Object.lease:type_name -> roost.v1.Lease
-	31, // 80: roost.v1.Object.revision:type_name -> roost.v1.Revision
-	81, // [81:81] is the sub-list for method output_type
-	81, // [81:81] is the sub-list for method input_type
-	81, // [81:81] is the sub-list for extension type_name
-	81, // [81:81] is the sub-list for extension extendee
-	0,  // [0:81] is the sub-list for field type_name
+	51, // 33: roost.v1.RolloutPolicy.max_unavailable:type_name -> roost.v1.IntOrString
+	48, // 34: roost.v1.RolloutPolicy.settle:type_name -> google.protobuf.Duration
+	48, // 35: roost.v1.RolloutPolicy.ready_timeout:type_name -> google.protobuf.Duration
+	49, // 36: roost.v1.PoolStatus.conditions:type_name -> roost.v1.Condition
+	25, // 37: roost.v1.PoolStatus.rollout:type_name -> roost.v1.RolloutStatus
+	52, // 38: roost.v1.RolloutStatus.settle_until:type_name -> google.protobuf.Timestamp
+	52, // 39: roost.v1.RolloutStatus.next_window_start:type_name -> google.protobuf.Timestamp
+	47, // 40: roost.v1.Server.metadata:type_name -> roost.v1.ObjectMeta
+	27, // 41: roost.v1.Server.spec:type_name -> roost.v1.ServerSpec
+	28, // 42: roost.v1.Server.status:type_name -> roost.v1.ServerStatus
+	52, // 43: roost.v1.ServerStatus.last_seen:type_name -> google.protobuf.Timestamp
+	49, // 44: roost.v1.ServerStatus.conditions:type_name -> roost.v1.Condition
+	53, // 45: roost.v1.ServerStatus.inventory:type_name -> roost.v1.Inventory
+	52, // 46: roost.v1.ServerStatus.enrolled_at:type_name -> google.protobuf.Timestamp
+	47, // 47: roost.v1.Machine.metadata:type_name -> roost.v1.ObjectMeta
+	30, // 48: roost.v1.Machine.spec:type_name -> roost.v1.MachineSpec
+	31, // 49: roost.v1.Machine.status:type_name -> roost.v1.MachineStatus
+	49, // 50: roost.v1.MachineStatus.conditions:type_name -> roost.v1.Condition
+	47, // 51: roost.v1.Revision.metadata:type_name -> roost.v1.ObjectMeta
+	54, // 52: roost.v1.Revision.spec:type_name -> roost.v1.RevisionSpec
+	33, // 53: roost.v1.Revision.status:type_name -> roost.v1.RevisionStatus
+	52, // 54: roost.v1.RevisionStatus.booted_at:type_name -> google.protobuf.Timestamp
+	47, // 55: roost.v1.ImageRelease.metadata:type_name -> roost.v1.ObjectMeta
+	35, // 56: roost.v1.ImageRelease.spec:type_name -> roost.v1.ImageReleaseSpec
+	36, // 57: roost.v1.ImageRelease.status:type_name -> roost.v1.ImageReleaseStatus
+	55, // 58: roost.v1.ImageReleaseSpec.kernel:type_name -> roost.v1.Artifact
+	55, // 59: roost.v1.ImageReleaseSpec.initrd:type_name -> roost.v1.Artifact
+	55, // 60: roost.v1.ImageReleaseSpec.boot_loader:type_name -> roost.v1.Artifact
+	45, // 61: roost.v1.ImageReleaseSpec.components:type_name -> roost.v1.ImageReleaseSpec.ComponentsEntry
+	47, // 62: roost.v1.EnrollmentToken.metadata:type_name -> roost.v1.ObjectMeta
+	38, // 63: roost.v1.EnrollmentToken.spec:type_name -> roost.v1.EnrollmentTokenSpec
+	39, // 64: roost.v1.EnrollmentToken.status:type_name -> roost.v1.EnrollmentTokenStatus
+	52, // 65: roost.v1.EnrollmentTokenSpec.expires_at:type_name -> google.protobuf.Timestamp
+	46, // 66: roost.v1.EnrollmentTokenSpec.server_labels:type_name -> roost.v1.EnrollmentTokenSpec.ServerLabelsEntry
+	52, // 67: roost.v1.EnrollmentTokenStatus.revoked_at:type_name -> google.protobuf.Timestamp
+	52, // 68: roost.v1.EnrollmentTokenStatus.last_used_at:type_name -> google.protobuf.Timestamp
+	47, // 69: roost.v1.Lease.metadata:type_name -> roost.v1.ObjectMeta
+	41, // 70: roost.v1.Lease.spec:type_name -> roost.v1.LeaseSpec
+	42, // 71: roost.v1.Lease.status:type_name -> roost.v1.LeaseStatus
+	52, // 72: roost.v1.LeaseSpec.expires_at:type_name -> google.protobuf.Timestamp
+	26, // 73: roost.v1.Object.server:type_name -> roost.v1.Server
+	29, // 74: roost.v1.Object.machine:type_name -> roost.v1.Machine
+	21, // 75: roost.v1.Object.pool:type_name -> roost.v1.Pool
+	1,  // 76: roost.v1.Object.cluster:type_name -> roost.v1.Cluster
+	5,  // 77: roost.v1.Object.machine_class:type_name -> roost.v1.MachineClass
+	8,  // 78: roost.v1.Object.network_profile:type_name -> roost.v1.NetworkProfile
+	18, // 79: roost.v1.Object.maintenance_window:type_name -> roost.v1.MaintenanceWindow
+	34, // 80: roost.v1.Object.image_release:type_name -> roost.v1.ImageRelease
+	37, // 81: roost.v1.Object.enrollment_token:type_name -> roost.v1.EnrollmentToken
+	40, // 82: roost.v1.Object.lease:type_name -> roost.v1.Lease
+	32, // 83: roost.v1.Object.revision:type_name -> roost.v1.Revision
+	84, // [84:84] is the sub-list for method output_type
+	84, // [84:84] is the sub-list for method input_type
+	84, // [84:84] is the sub-list for extension type_name
+	84, // [84:84] is the sub-list for extension extendee
+	0,  // [0:84] is the sub-list for field type_name
 }
 
 func init() { file_roost_v1_resources_proto_init() }
@@ -4054,7 +4236,7 @@ func file_roost_v1_resources_proto_init() {
 	file_roost_v1_agent_proto_init()
 	file_roost_v1_meta_proto_init()
 	file_roost_v1_resources_proto_msgTypes[21].OneofWrappers = []any{}
-	file_roost_v1_resources_proto_msgTypes[41].OneofWrappers = []any{
+	file_roost_v1_resources_proto_msgTypes[42].OneofWrappers = []any{
 		(*Object_Server)(nil),
 		(*Object_Machine)(nil),
 		(*Object_Pool)(nil),
@@ -4073,7 +4255,7 @@ func file_roost_v1_resources_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_roost_v1_resources_proto_rawDesc), len(file_roost_v1_resources_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   45,
+			NumMessages:   46,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
