@@ -183,7 +183,7 @@ func (a *applier) run(cmd *roostv1.Command) (results []*roostv1.ApplyResult, com
 		results, err = a.applyObjects(c.ApplyObjects)
 		return results, !c.ApplyObjects.GetDryRun(), err
 	case *roostv1.Command_DeleteObject:
-		results, err = a.deleteObject(c.DeleteObject)
+		results, err = a.deleteObjectChecked(c.DeleteObject) // deleteObject + the image catalog's in-use rule
 	case *roostv1.Command_InitCa:
 		err = a.initCA(c.InitCa)
 	case *roostv1.Command_PutMember:
@@ -224,6 +224,16 @@ func (a *applier) run(cmd *roostv1.Command) (results []*roostv1.ApplyResult, com
 		err = a.putBootstrapToken(c.PutBootstrapToken)
 	case *roostv1.Command_DeleteBootstrapTokens:
 		err = a.deleteBootstrapTokens(c.DeleteBootstrapTokens)
+	case *roostv1.Command_ControlRollout:
+		results, err = a.controlRollout(c.ControlRollout)
+	case *roostv1.Command_UpdatePoolRollout:
+		err = a.updatePoolRollout(c.UpdatePoolRollout)
+	case *roostv1.Command_PutTrustedKey:
+		err = a.putTrustedKey(c.PutTrustedKey)
+	case *roostv1.Command_DeleteTrustedKey:
+		err = a.deleteTrustedKey(c.DeleteTrustedKey)
+	case *roostv1.Command_PromoteImageRelease:
+		results, err = a.promoteImageRelease(c.PromoteImageRelease)
 	default:
 		err = apierror.Invalid(fmt.Sprintf("command at index %d has no known command set", a.index))
 	}

@@ -81,6 +81,13 @@ func marshalSnapshot(txn *memdb.Txn) ([]byte, error) {
 	for raw := it.Next(); raw != nil; raw = it.Next() {
 		snap.BootstrapTokens = append(snap.BootstrapTokens, raw.(*roostv1.BootstrapToken))
 	}
+	it, err = txn.Get(tableTrustedKeys, indexID)
+	if err != nil {
+		return nil, err
+	}
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		snap.TrustedKeys = append(snap.TrustedKeys, raw.(*roostv1.TrustedKey))
+	}
 	return proto.MarshalOptions{Deterministic: true}.Marshal(snap)
 }
 
@@ -159,6 +166,14 @@ func buildDB(snap *roostv1.Snapshot) (*memdb.MemDB, error) {
 	for i, t := range snap.GetBootstrapTokens() {
 		if err := insertUnique(txn, tableBootstrapTokens, t.GetTokenId(), t); err != nil {
 			return nil, fmt.Errorf("bootstrapTokens[%d]: %w", i, err)
+		}
+	}
+	for i, k := range snap.GetTrustedKeys() {
+		if vs := checkTrustedKey(k, fmt.Sprintf("trustedKeys[%d]", i)); len(vs) > 0 {
+			return nil, fmt.Errorf("%s: %s", vs[0].Field, vs[0].Message)
+		}
+		if err := insertUnique(txn, tableTrustedKeys, k.GetId(), k); err != nil {
+			return nil, fmt.Errorf("trustedKeys[%d]: %w", i, err)
 		}
 	}
 	if err := txn.Insert(tableMeta, &metaRow{LastIndex: snap.GetLastIndex()}); err != nil {

@@ -1,0 +1,157 @@
+package state
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/roostfleet/roost/apierror"
+	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+)
+
+// Rollout phases (RolloutStatus.phase).
+const (
+	RolloutIdle        = "Idle"
+	RolloutWaiting     = "Waiting"
+	RolloutProgressing = "Progressing"
+	RolloutSettling    = "Settling"
+	RolloutPaused      = "Paused"
+	RolloutHalted      = "Halted"
+)
+
+// controlRollout applies an operator's action on a Pool's rollout (see
+// roostv1.RolloutAction). PIN and UNDO need an ImageRelease of the
+// version (NotFound otherwise); UNDO's version is resolved by the
+// proposer from status.rollout.previous_version.
+func (a *applier) controlRollout(c *roostv1.ControlRollout) ([]*roostv1.ApplyResult, *apierror.Error) {
+	old, aerr := a.getPool(c.GetPool())
+	if aerr != nil {
+		return nil, aerr
+	}
+	if old == nil {
+		return nil, apierror.NotFound(kindPool, c.GetPool())
+	}
+	p := proto.Clone(old).(*roostv1.Pool)
+	if p.Spec == nil {
+		p.Spec = &roostv1.PoolSpec{}
+	}
+	if p.Status == nil {
+		p.Status = &roostv1.PoolStatus{}
+	}
+	if p.Status.Rollout == nil {
+		p.Status.Rollout = &roostv1.RolloutStatus{}
+	}
+	ro := p.Status.Rollout
+	rollout := func() *roostv1.RolloutPolicy {
+		if p.Spec.Rollout == nil {
+			p.Spec.Rollout = &roostv1.RolloutPolicy{}
+		}
+		return p.Spec.Rollout
+	}
+	specChanged := false
+	switch c.GetAction() {
+	case roostv1.RolloutAction_ROLLOUT_ACTION_PAUSE:
+		specChanged = !rollout().GetPaused()
+		rollout().Paused = true
+	case roostv1.RolloutAction_ROLLOUT_ACTION_RESUME:
+		specChanged = rollout().GetPaused()
+		rollout().Paused = false
+		for _, m := range ro.GetFailedMachines() {
+			if !slices.Contains(ro.AcknowledgedMachines, m) {
+				ro.AcknowledgedMachines = append(ro.AcknowledgedMachines, m)
+			}
+		}
+		slices.Sort(ro.AcknowledgedMachines)
+		ro.FailedMachines = nil
+		if ro.GetPhase() == RolloutHalted || ro.GetPhase() == RolloutPaused {
+			ro.Phase, ro.Reason = RolloutProgressing, "resumed by an operator"
+		}
+	case roostv1.RolloutAction_ROLLOUT_ACTION_ABORT:
+		ro.Phase, ro.Reason = RolloutHalted, "aborted by an operator (roostctl rollout resume "+c.GetPool()+" continues it; rollout undo goes back)"
+	case roostv1.RolloutAction_ROLLOUT_ACTION_PIN, roostv1.RolloutAction_ROLLOUT_ACTION_UNDO:
+		if c.GetVersion() == "" {
+			return nil, apierror.Invalid("invalid rollout action", apierror.Violation{Field: "version", Message: "is required"})
+		}
+		found, aerr := a.releaseExists(c.GetVersion())
+		if aerr != nil {
+			return nil, aerr
+		}
+		if !found {
+			return nil, apierror.NotFound("ImageRelease", c.GetVersion())
+		}
+		specChanged = p.Spec.ImageVersion != c.GetVersion()
+		p.Spec.ImageVersion = c.GetVersion()
+	case roostv1.RolloutAction_ROLLOUT_ACTION_UNPIN:
+		specChanged = p.Spec.ImageVersion != ""
+		p.Spec.ImageVersion = ""
+	default:
+		return nil, apierror.Invalid("invalid rollout action", apierror.Violation{Field: "action", Message: fmt.Sprintf("unknown action %v", c.GetAction())})
+	}
+	if proto.Equal(p, old) {
+		return []*roostv1.ApplyResult{{Kind: kindPool, Name: c.GetPool(), Action: ActionUnchanged}}, nil
+	}
+	a.touch(p.Metadata, specChanged)
+	if aerr := a.put(p, false); aerr != nil {
+		return nil, aerr
+	}
+	return []*roostv1.ApplyResult{{Kind: kindPool, Name: c.GetPool(), Action: ActionConfigured}}, nil
+}
+
+// releaseExists says whether an ImageRelease has version.
+func (a *applier) releaseExists(version string) (bool, *apierror.Error) {
+	it, err := a.txn.Get("ImageRelease", indexID)
+	if err != nil {
+		return false, internal(err)
+	}
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		if raw.(*roostv1.Object).GetImageRelease().GetSpec().GetVersion() == version {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// updatePoolRollout stores the rollout controller's view of a Pool. A
+// stored halt and the acknowledged Machines are kept: only an operator
+// (ControlRollout) clears them. NotFound when the Pool is gone.
+func (a *applier) updatePoolRollout(c *roostv1.UpdatePoolRollout) *apierror.Error {
+	old, aerr := a.getPool(c.GetPool())
+	if aerr != nil {
+		return aerr
+	}
+	if old == nil {
+		return apierror.NotFound(kindPool, c.GetPool())
+	}
+	p := proto.Clone(old).(*roostv1.Pool)
+	if p.Status == nil {
+		p.Status = &roostv1.PoolStatus{}
+	}
+	next := proto.Clone(c.GetStatus()).(*roostv1.RolloutStatus)
+	if next == nil {
+		next = &roostv1.RolloutStatus{}
+	}
+	prev := old.GetStatus().GetRollout()
+	next.AcknowledgedMachines = prev.GetAcknowledgedMachines()
+	if prev.GetPhase() == RolloutHalted && next.GetPhase() != RolloutHalted {
+		next.Phase, next.Reason = RolloutHalted, prev.GetReason()
+	}
+	p.Status.Rollout = next
+	if proto.Equal(p, old) {
+		return nil
+	}
+	a.touch(p.Metadata, false)
+	return a.put(p, false)
+}
+
+// RevisionSummary is what rollouts read of a Revision: no Ignition.
+type RevisionSummary struct {
+	Number       int64
+	Machine      string
+	ImageVersion string
+	// Phase and Reason are status.phase and status.reason.
+	Phase, Reason string
+	// BootedAt is status.booted_at (zero when not booted).
+	BootedAt time.Time
+}
