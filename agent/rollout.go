@@ -3,8 +3,6 @@ package agent
 import (
 	"context"
 	"crypto/ed25519"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -24,6 +22,7 @@ import (
 	"github.com/roostfleet/roost/agent/install"
 	"github.com/roostfleet/roost/netprofiles"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+	"github.com/roostfleet/roost/releasesig"
 	"github.com/roostfleet/roost/resource"
 )
 
@@ -540,45 +539,15 @@ func (a *Agent) fetchVerified(ctx context.Context, client roostv1.AgentServiceCl
 
 // VerifyRelease checks that spec's release manifest is signed by one of
 // keys (ed25519 over the manifest bytes, signature base64) and lists the
-// kernel, initrd and boot loader digests spec names. Errors say which
-// check failed.
+// kernel, initrd and boot loader digests spec names; the check is
+// releasesig.Verify, the same the hub runs on trusted keys. Errors say
+// which check failed.
 func VerifyRelease(spec *roostv1.RevisionSpec, keys []ed25519.PublicKey) error {
 	if len(keys) == 0 {
 		return errors.New("no trusted release keys: add releaseKeys to the agent config (roost-image enroll --release-key)")
 	}
-	sig, err := base64.StdEncoding.DecodeString(strings.TrimSpace(spec.GetReleaseSignature()))
-	if err != nil || len(sig) != ed25519.SignatureSize {
-		return fmt.Errorf("release %s: malformed signature", spec.GetImageVersion())
-	}
-	ok := false
-	for _, k := range keys {
-		ok = ok || ed25519.Verify(k, spec.GetReleaseManifest(), sig)
-	}
-	if !ok {
-		return fmt.Errorf("release %s: the manifest is not signed by a trusted key", spec.GetImageVersion())
-	}
-	var m struct {
-		Artifacts []struct {
-			SHA256 string `json:"sha256"`
-			Size   int64  `json:"size"`
-		} `json:"artifacts"`
-	}
-	if err := json.Unmarshal(spec.GetReleaseManifest(), &m); err != nil {
-		return fmt.Errorf("release %s: manifest: %w", spec.GetImageVersion(), err)
-	}
-	listed := map[string]int64{}
-	for _, art := range m.Artifacts {
-		listed[strings.ToLower(art.SHA256)] = art.Size
-	}
-	for name, art := range map[string]*roostv1.Artifact{"kernel": spec.GetKernel(), "initrd": spec.GetInitrd(), "boot loader": spec.GetBootLoader()} {
-		if art.GetSha256() == "" && name == "boot loader" {
-			continue
-		}
-		if size, ok := listed[strings.ToLower(art.GetSha256())]; !ok || size != art.GetSize() {
-			return fmt.Errorf("release %s: the signed manifest does not list the %s %s (%d bytes)", spec.GetImageVersion(), name, art.GetSha256(), art.GetSize())
-		}
-	}
-	return nil
+	_, err := releasesig.Verify(releasesig.FromRevision(spec), keys)
+	return err
 }
 
 // workerClient dials the first reachable hub for the host loop's calls

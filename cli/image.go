@@ -15,11 +15,14 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/roostfleet/roost/apierror"
 	"github.com/roostfleet/roost/imagebuilder/release"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+	"github.com/roostfleet/roost/releasesig"
 )
 
 // pushChunkSize is the data size in bytes of each PushArtifact message.
@@ -29,22 +32,28 @@ func newImageCommand(o *options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "image",
 		Aliases: []string{"images"},
-		Short:   "Push OS image releases to the hub",
+		Short:   "Push, list, promote and delete OS image releases; trust release keys",
 		Long: `An ImageRelease is one OS image: a kernel, an initrd (the whole OS, run
 from RAM) and the systemd-boot EFI binary, described by a signed
 release.json. 'roost-image release' makes a release bundle (a directory);
 'roostctl image push' uploads its artifacts into the hub's content-addressed
-store and records the ImageRelease, which Pools then follow through their
-image channel.
+store and records the ImageRelease. Releases are immutable; only their
+channels change: 'roostctl image promote' puts a release on a channel, and
+Pools that follow the channel move to its newest release.
 
-List releases with 'roostctl get imagereleases'.`,
+Once a release key is trusted ('roostctl image trust add KEY.pub'), the hub
+records only releases a trusted key signed. A release that a Revision still
+boots cannot be deleted.`,
 		Example: `  roost-image release --manifest images/flatcar-stable.yaml --key release.key -o _output/bundle
-  roostctl image push _output/bundle --key release.pub
-  roostctl get imagereleases`,
+  roostctl image trust add release.pub
+  roostctl image push _output/bundle
+  roostctl image promote 2026.11.0 --channel stable
+  roostctl image list`,
 		Args: unknownSubcommand,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newImagePushCommand(o))
+	cmd.AddCommand(newImagePushCommand(o), newImageListCommand(o), newImageDescribeCommand(o), newImagePromoteCommand(o),
+		newImageDeleteCommand(o), newImageTrustCommand(o))
 	return cmd
 }
 
@@ -66,14 +75,18 @@ release.json), upload each artifact the hub member does not hold yet —
 resuming an interrupted upload where it stopped — and create or update the
 ImageRelease named after the version (2026.11.0 → v2026-11-0).
 
-Without --key the bundle must still be signed (release.json.sig), but the
-signature is not checked locally. Pushing the same bundle again uploads
-nothing and leaves the ImageRelease unchanged; channels the release was
-promoted to are kept.
+Without --key the bundle must still be signed (release.json.sig). Either
+way, the signature is also checked locally against the hub's trusted
+release keys before anything is uploaded, so a release the hub would refuse
+is not sent. While the hub trusts no key (and without --key), the signature
+is not checked at all and both roostctl and the hub warn. Pushing the same bundle again uploads nothing and
+leaves the ImageRelease unchanged; channels the release was promoted to are
+kept.
 
-Artifacts are stored on the hub member that answers; agents fetch them
-from that member. A progress bar is shown on a terminal. --timeout bounds
-each call but not the uploads themselves.`,
+Artifacts are stored on the hub member that answers; other members copy
+them from it when an agent or a release needs them there. A progress bar
+is shown on a terminal. --timeout bounds each call but not the uploads
+themselves.`,
 		Example: `  roostctl image push _output/bundle --key release.pub
   roostctl image push _output/bundle -o yaml`,
 		Args: exactArgs(1, "a BUNDLE_DIR"),
@@ -93,6 +106,9 @@ each call but not the uploads themselves.`,
 			}
 			defer conn.Close()
 			ctx := cmd.Context()
+			if err := o.checkTrusted(ctx, conn, args[0], b, manifest, sig, keyFile != ""); err != nil {
+				return err
+			}
 			showBar := output == "" && isTerminal(o.Err)
 
 			var pushed []pushedArtifact
@@ -114,10 +130,12 @@ each call but not the uploads themselves.`,
 			}
 			cctx, cancel := o.withTimeout(ctx)
 			defer cancel()
-			resp, err := conn.hub.PutImageRelease(cctx, &roostv1.PutImageReleaseRequest{Release: ir})
+			var hdr metadata.MD
+			resp, err := conn.hub.PutImageRelease(cctx, &roostv1.PutImageReleaseRequest{Release: ir}, grpc.Header(&hdr))
 			if err != nil {
 				return o.wrapCallError(err)
 			}
+			printWarnings(o.Err, hdr)
 			obj := &roostv1.Object{Kind: &roostv1.Object_ImageRelease{ImageRelease: resp.GetRelease()}}
 			switch output {
 			case outJSON, outYAML:
@@ -172,9 +190,6 @@ func (o *options) loadBundle(dir, keyFile string) (*release.Bundle, []byte, stri
 	if !b.Signed {
 		return nil, nil, "", usageErrorf("release bundle %s is not signed: %s is missing (sign it: roost-image release --manifest DEF --key KEY)",
 			dir, filepath.Join(dir, release.SignatureFile))
-	}
-	if pub == nil {
-		fmt.Fprintf(o.Err, "warning: the signature of %s was not checked locally (pass --key PUBKEY_FILE to check it)\n", filepath.Join(dir, release.ManifestFile))
 	}
 	manifest, err := os.ReadFile(filepath.Join(dir, release.ManifestFile))
 	if err != nil {
@@ -306,6 +321,57 @@ func (o *options) pushArtifact(ctx context.Context, conn *hubConn, path string, 
 	}
 	p.uploaded = a.Size - offset
 	return p, nil
+}
+
+// checkTrusted checks the signature of bundle b (in dir) against the
+// hub's trusted release keys before anything is uploaded; with no key
+// trusted it warns that nothing checks it, unless checkedLocally (--key).
+func (o *options) checkTrusted(ctx context.Context, conn *hubConn, dir string, b *release.Bundle, manifest []byte, sig string, checkedLocally bool) error {
+	cctx, cancel := o.withTimeout(ctx)
+	defer cancel()
+	resp, err := conn.hub.ListTrustedKeys(cctx, &roostv1.ListTrustedKeysRequest{})
+	if err != nil {
+		return o.wrapCallError(err)
+	}
+	if len(resp.GetKeys()) == 0 {
+		if checkedLocally {
+			return nil
+		}
+		fmt.Fprintf(o.Err, "warning: the signature of %s was not checked locally: the hub trusts no release key "+
+			"(pass --key PUBKEY_FILE, or trust one with 'roostctl image trust add KEY.pub')\n", filepath.Join(dir, release.ManifestFile))
+		return nil
+	}
+	var keys []ed25519.PublicKey
+	for _, k := range resp.GetKeys() {
+		if pub, err := releasesig.ParsePublicKeyPEM([]byte(k.GetPublicKeyPem())); err == nil {
+			keys = append(keys, pub)
+		}
+	}
+	rel := releasesig.Release{Version: b.Manifest.Version, Manifest: manifest, Signature: sig}
+	for name, dst := range map[string]**roostv1.Artifact{"kernel": &rel.Kernel, "initrd": &rel.Initrd, "bootloader": &rel.BootLoader} {
+		if a, ok := b.Manifest.Artifact(name); ok {
+			*dst = &roostv1.Artifact{Sha256: a.SHA256, Size: a.Size}
+		}
+	}
+	if _, err := releasesig.Verify(rel, keys); err != nil {
+		signer := "an unknown key"
+		if b.Manifest.KeyID != "" {
+			signer = "key " + b.Manifest.KeyID
+		}
+		return fmt.Errorf("%s: %w; it is signed by %s, which the hub does not trust (see 'roostctl image trust list'): "+
+			"trust it with 'roostctl image trust add KEY.pub' or sign the release with a trusted key; nothing was uploaded",
+			filepath.Join(dir, release.ManifestFile), err, signer)
+	}
+	o.debugf("%s: signed by a key the hub trusts", filepath.Join(dir, release.ManifestFile))
+	return nil
+}
+
+// printWarnings prints the hub's warnings (api.WarningHeader) from a
+// response header.
+func printWarnings(w io.Writer, hdr metadata.MD) {
+	for _, msg := range hdr.Get("roost-warning") {
+		fmt.Fprintf(w, "Warning from hub: %s\n", msg)
+	}
 }
 
 // isTerminal says whether w is a terminal.

@@ -13,6 +13,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -29,11 +30,13 @@ const ArtifactChunkSize = 1 << 20
 
 // Artifacts (PushArtifact, StatArtifact, FetchArtifact) live in the
 // content-addressed store of the member that received them (hub/blobs);
-// they are not replicated. FetchArtifact on a member that does not hold a
-// blob fails with NotFound naming the digest and the member; fetching
-// missing blobs from peers is not implemented yet, so push a release to
-// every member agents may reach, or point agents at the member that holds
-// it.
+// Raft does not replicate them. A member that misses a blob when an agent
+// fetches it (FetchArtifact) or a release names it (PutImageRelease)
+// copies it from the other members by digest (MemberService.FetchBlob,
+// resumed and sha256-verified like an upload) and then serves it; only
+// when no member holds it does the call fail (NotFound, or
+// FailedPrecondition for PutImageRelease). StatArtifact answers for this
+// member alone.
 
 // PushArtifact receives one blob: the first message names the digest, the
 // total size in bytes and the offset to resume from (StatArtifact's size),
@@ -117,16 +120,27 @@ func (s *Server) StatArtifact(_ context.Context, req *roostv1.StatArtifactReques
 
 // FetchArtifact streams a blob from offset (bytes) in chunks of
 // ArtifactChunkSize; the first chunk carries the total size, and an offset
-// equal to the size yields one empty chunk. Errors: InvalidArgument
+// equal to the size yields one empty chunk. A blob this member misses is
+// first copied from another member (see above). Errors: InvalidArgument
 // (malformed digest, negative offset or an offset past the end), NotFound
-// (the blob is not stored completely on this member; see the note on
-// multi-member hubs above), FailedPrecondition (no blob store).
+// (no member stores the blob completely), Aborted (an upload of the blob
+// to this member is running), FailedPrecondition (no blob store).
 func (s *Server) FetchArtifact(req *roostv1.FetchArtifactRequest, stream grpc.ServerStreamingServer[roostv1.ArtifactChunk]) error {
 	if err := s.checkBlobs(); err != nil {
 		return err
 	}
 	digest := req.GetSha256()
 	f, size, err := s.blobs.Open(digest)
+	if errors.Is(err, blobs.ErrNotFound) {
+		if ferr := s.fillBlob(stream.Context(), digest); ferr != nil {
+			if errors.Is(ferr, blobs.ErrNotFound) {
+				return &apierror.Error{Code: codes.NotFound, Message: fmt.Sprintf("artifact sha256 %s is stored on no hub member "+
+					"(asked %s first; %s): push it with 'roostctl image push'", digest, s.memberID(), strings.TrimPrefix(ferr.Error(), blobs.ErrNotFound.Error()+": "))}
+			}
+			return blobError(ferr, "sha256", digest)
+		}
+		f, size, err = s.blobs.Open(digest)
+	}
 	if err != nil {
 		return blobError(err, "sha256", digest)
 	}
@@ -136,6 +150,12 @@ func (s *Server) FetchArtifact(req *roostv1.FetchArtifactRequest, stream grpc.Se
 		return apierror.Invalid("offset out of range", apierror.Violation{Field: "offset",
 			Message: fmt.Sprintf("offset %d is outside the blob of %d bytes", off, size), Hint: fmt.Sprintf("use 0 to %d", size)})
 	}
+	return sendBlob(f, digest, off, size, stream)
+}
+
+// sendBlob streams f (blob digest of size bytes) from off in chunks of
+// ArtifactChunkSize; the first chunk carries the size.
+func sendBlob(f io.ReadSeeker, digest string, off, size int64, stream grpc.ServerStreamingServer[roostv1.ArtifactChunk]) error {
 	if _, err := f.Seek(off, io.SeekStart); err != nil {
 		return err
 	}
@@ -195,8 +215,8 @@ func blobError(err error, field, digest string) error {
 	case errors.Is(err, blobs.ErrBusy):
 		return &apierror.Error{Code: codes.Aborted, Message: err.Error()}
 	case errors.Is(err, blobs.ErrNotFound):
-		return &apierror.Error{Code: codes.NotFound, Message: fmt.Sprintf("artifact sha256 %s is not stored on the hub member that answered "+
-			"(artifacts live on the member they were pushed to): push it with 'roostctl image push'", digest)}
+		return &apierror.Error{Code: codes.NotFound, Message: fmt.Sprintf("artifact sha256 %s is not stored on the hub member that answered: "+
+			"push it with 'roostctl image push'", digest)}
 	}
 	return err
 }
@@ -219,10 +239,15 @@ func ImageReleaseName(version string) string {
 
 // PutImageRelease validates an ImageRelease and creates or updates it
 // through the same Raft command as Apply. The member that receives the call
-// checks that it stores every artifact completely; the leader, when the
-// call is forwarded to it, trusts that check. Errors: InvalidArgument (field
-// violations under "release."), FailedPrecondition (an artifact not stored
-// on this member, named by its digest), Unavailable (no leader).
+// checks that it stores every artifact completely, copying missing ones
+// from the other members; the leader, when the call is forwarded to it,
+// trusts that check. Once at least one release key is trusted
+// (TrustReleaseKey), the leader also checks that a trusted key signed the
+// manifest; while none is, it records the release unchecked and says so in
+// a WarningHeader. Errors: InvalidArgument (field violations under
+// "release."), FailedPrecondition (an artifact no member stores, named by
+// its digest; a release no trusted key signed; another manifest under the
+// same version), Unavailable (no leader).
 func (s *Server) PutImageRelease(ctx context.Context, req *roostv1.PutImageReleaseRequest) (*roostv1.PutImageReleaseResponse, error) {
 	if req.GetRelease() == nil {
 		return nil, apierror.Invalid("no release", apierror.Violation{Field: "release", Message: "is required"})
@@ -248,7 +273,7 @@ func (s *Server) PutImageRelease(ctx context.Context, req *roostv1.PutImageRelea
 		return nil, apierror.Invalid("invalid ImageRelease", vs...)
 	}
 	if !isForwarded(ctx) {
-		if err := s.checkArtifactsStored(ir.GetSpec()); err != nil {
+		if err := s.checkArtifactsStored(ctx, ir.GetSpec()); err != nil {
 			return nil, err
 		}
 	}
@@ -264,6 +289,11 @@ func (s *Server) PutImageRelease(ctx context.Context, req *roostv1.PutImageRelea
 					ir.Metadata.Name, old.GetVersion())
 			}
 		}
+		warning, err := s.checkReleaseSignature(ir.GetSpec())
+		if err != nil {
+			return nil, err
+		}
+		setWarning(ctx, warning)
 		res, err := s.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_ApplyObjects{ApplyObjects: &roostv1.ApplyObjects{
 			Objects: []*roostv1.Object{obj}, Uids: newUIDs(1),
 		}}})
@@ -280,7 +310,12 @@ func (s *Server) PutImageRelease(ctx context.Context, req *roostv1.PutImageRelea
 		}
 		return &roostv1.PutImageReleaseResponse{Release: stored.GetImageRelease(), Action: action, Index: res.Index}, nil
 	}, func(c *grpc.ClientConn, fctx context.Context) (*roostv1.PutImageReleaseResponse, error) {
-		return roostv1.NewHubServiceClient(c).PutImageRelease(fctx, fwd)
+		var hdr metadata.MD
+		resp, err := roostv1.NewHubServiceClient(c).PutImageRelease(fctx, fwd, grpc.Header(&hdr))
+		for _, w := range hdr.Get(WarningHeader) {
+			setWarning(ctx, w) // pass the leader's warnings on
+		}
+		return resp, err
 	})
 }
 
@@ -371,9 +406,10 @@ func validateImageRelease(ir *roostv1.ImageRelease) []apierror.Violation {
 }
 
 // checkArtifactsStored fails with FailedPrecondition naming the first
-// artifact of spec this member does not store completely, or whose stored
-// size differs from the spec's.
-func (s *Server) checkArtifactsStored(spec *roostv1.ImageReleaseSpec) error {
+// artifact of spec this member does not store completely (after trying to
+// copy it from the other members), or whose stored size differs from the
+// spec's.
+func (s *Server) checkArtifactsStored(ctx context.Context, spec *roostv1.ImageReleaseSpec) error {
 	if err := s.checkBlobs(); err != nil {
 		return err
 	}
@@ -381,12 +417,15 @@ func (s *Server) checkArtifactsStored(spec *roostv1.ImageReleaseSpec) error {
 		if ra.a == nil {
 			continue
 		}
+		if err := s.fillBlob(ctx, ra.a.GetSha256()); err != nil && !errors.Is(err, blobs.ErrNotFound) {
+			return blobError(err, "release.spec."+ra.field+".sha256", ra.a.GetSha256())
+		}
 		complete, size, err := s.blobs.Stat(ra.a.GetSha256())
 		if err != nil {
 			return blobError(err, "release.spec."+ra.field+".sha256", ra.a.GetSha256())
 		}
 		if !complete {
-			return apierror.FailedPrecondition("%s artifact sha256 %s is not stored on hub member %s (%d of %d bytes received): push it first ('roostctl image push')",
+			return apierror.FailedPrecondition("%s artifact sha256 %s is stored on no hub member (hub member %s has %d of %d bytes): push it first ('roostctl image push')",
 				ra.name, ra.a.GetSha256(), s.memberID(), size, ra.a.GetSize())
 		}
 		if size != ra.a.GetSize() {

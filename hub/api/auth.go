@@ -24,6 +24,7 @@ var allowedRoles = map[string][]string{
 	"/roost.v1.AgentService/FetchArtifact":        {ca.RoleAgent, ca.RoleAdmin},
 	"/roost.v1.MemberService/ReportSeen":          {ca.RoleMember},
 	"/roost.v1.MemberService/ForwardServerStatus": {ca.RoleMember},
+	"/roost.v1.MemberService/FetchBlob":           {ca.RoleMember},
 }
 
 func authorize(ctx context.Context, method string) error {

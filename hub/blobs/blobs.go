@@ -14,8 +14,10 @@
 // verified. Content that does not hash to its digest is discarded.
 //
 // The store is local to one member and is not replicated by Raft: a blob
-// exists only on the member that received it. Store is safe for concurrent
-// use; one upload per digest runs at a time.
+// lives on the member that received it until another member needs it and
+// copies it (Fill fetches missing blobs from peers by digest, resuming and
+// verifying like an upload). Store is safe for concurrent use; one upload
+// or fill per digest runs at a time.
 package blobs
 
 import (
@@ -27,6 +29,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 )
 
 // Errors returned by Store; test with errors.Is.
@@ -55,8 +58,11 @@ var (
 type Store struct {
 	dir string
 
-	mu   sync.Mutex
-	busy map[string]bool // digests with an Append running
+	mu    sync.Mutex
+	busy  map[string]bool      // digests with an Append or a fill running
+	fills map[string]*fillCall // Fill calls in flight, by digest
+	// fillTimeout bounds one fetch from the sources (see Fill).
+	fillTimeout time.Duration
 }
 
 // Open opens (creating if needed, mode 0700) the store rooted at dir.
@@ -66,7 +72,7 @@ func Open(dir string) (*Store, error) {
 			return nil, fmt.Errorf("blob store: %w", err)
 		}
 	}
-	return &Store{dir: dir, busy: map[string]bool{}}, nil
+	return &Store{dir: dir, busy: map[string]bool{}, fills: map[string]*fillCall{}, fillTimeout: DefaultFillTimeout}, nil
 }
 
 // Dir returns the store's root directory.
@@ -164,7 +170,11 @@ func (s *Store) Append(digest string, size, offset int64, r io.Reader) (stored i
 		return 0, fmt.Errorf("%w: sha256 %s; retry when it ends", ErrBusy, digest)
 	}
 	defer s.unlock(digest)
+	return s.appendLocked(digest, size, offset, r)
+}
 
+// appendLocked is Append for a caller that holds the digest's lock.
+func (s *Store) appendLocked(digest string, size, offset int64, r io.Reader) (stored int64, err error) {
 	complete, have, err := s.Stat(digest)
 	if err != nil {
 		return 0, err

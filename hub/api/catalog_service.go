@@ -1,0 +1,385 @@
+package api
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+	"unicode"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/roostfleet/roost/apierror"
+	"github.com/roostfleet/roost/hub/blobs"
+	"github.com/roostfleet/roost/hub/state"
+	"github.com/roostfleet/roost/imagebuilder/release"
+	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+	"github.com/roostfleet/roost/releasesig"
+)
+
+// The image catalog: trusted release keys, promotion to channels, and
+// fetching missing artifacts from peer members.
+
+// WarningHeader is the response header (gRPC metadata) in which the hub
+// sends warnings about a request that succeeded, e.g. a release recorded
+// without a signature check because no release key is trusted. roostctl
+// prints each value as "Warning: …".
+const WarningHeader = "roost-warning"
+
+// maxKeyComment is the longest comment TrustReleaseKey accepts, in bytes.
+const maxKeyComment = 256
+
+// noTrustedKeyWarning is sent with PutImageRelease while no release key
+// is trusted.
+const noTrustedKeyWarning = "no release key is trusted, so the hub recorded the release without checking its signature " +
+	"(agents still check it with their own keys): trust the signing key with 'roostctl image trust add KEY.pub'"
+
+// TrustReleaseKey adds an ed25519 public key (PKIX PEM) whose release
+// signatures the hub accepts. Trusting a key that is already trusted
+// succeeds (a new non-empty comment replaces the old one). Errors:
+// InvalidArgument (not a PEM ed25519 public key, comment too long).
+func (s *Server) TrustReleaseKey(ctx context.Context, req *roostv1.TrustReleaseKeyRequest) (*roostv1.TrustReleaseKeyResponse, error) {
+	var vs []apierror.Violation
+	pub, err := releasesig.ParsePublicKeyPEM([]byte(req.GetPublicKeyPem()))
+	if err != nil {
+		vs = append(vs, apierror.Violation{Field: "publicKeyPem", Message: err.Error(), Hint: "give the KEY.pub that 'roost-image keygen' wrote"})
+	}
+	if c := req.GetComment(); len(c) > maxKeyComment {
+		vs = append(vs, apierror.Violation{Field: "comment", Message: fmt.Sprintf("is %d bytes, more than %d", len(c), maxKeyComment)})
+	} else if strings.IndexFunc(c, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+		vs = append(vs, apierror.Violation{Field: "comment", Message: "holds control characters", Hint: "write one line of text"})
+	}
+	if len(vs) > 0 {
+		return nil, apierror.Invalid("invalid release key", vs...)
+	}
+	id := releasesig.KeyID(pub)
+	key := &roostv1.TrustedKey{Id: id, PublicKeyPem: string(releasesig.MarshalPublicKeyPEM(pub)), Comment: req.GetComment()}
+	return onLeader(ctx, s, func() (*roostv1.TrustReleaseKeyResponse, error) {
+		if _, err := s.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_PutTrustedKey{PutTrustedKey: &roostv1.PutTrustedKey{Key: key}}}); err != nil {
+			return nil, err
+		}
+		for _, k := range s.fsm.TrustedKeys() {
+			if k.GetId() == id {
+				return &roostv1.TrustReleaseKeyResponse{Key: k}, nil
+			}
+		}
+		return nil, apierror.Unavailable("release key %s was removed meanwhile; retry", id)
+	}, func(c *grpc.ClientConn, fctx context.Context) (*roostv1.TrustReleaseKeyResponse, error) {
+		return roostv1.NewHubServiceClient(c).TrustReleaseKey(fctx, req)
+	})
+}
+
+// UntrustReleaseKey removes a trusted key by id or a unique prefix of it
+// (at least 4 hex digits). Releases recorded while it was trusted stay.
+// Errors: InvalidArgument (not hex, or a prefix of several keys, which the
+// message names), NotFound.
+func (s *Server) UntrustReleaseKey(ctx context.Context, req *roostv1.UntrustReleaseKeyRequest) (*roostv1.UntrustReleaseKeyResponse, error) {
+	id := strings.ToLower(strings.TrimSpace(req.GetId()))
+	switch {
+	case !state.IsKeyID(id):
+		return nil, apierror.Invalid("invalid key id", apierror.Violation{Field: "id", Message: fmt.Sprintf("%q is not a key id or a prefix of one (hex digits)", req.GetId()),
+			Hint: "give at least 4 hex digits of an ID that 'roostctl image trust list' shows"})
+	case len(id) < 4:
+		return nil, apierror.Invalid("key id prefix too short", apierror.Violation{Field: "id", Message: fmt.Sprintf("%q is shorter than 4 hex digits", req.GetId()),
+			Hint: "give at least 4 hex digits of an ID that 'roostctl image trust list' shows"})
+	}
+	return onLeader(ctx, s, func() (*roostv1.UntrustReleaseKeyResponse, error) {
+		full, err := resolveKeyID(s.fsm.TrustedKeys(), id)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := s.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_DeleteTrustedKey{DeleteTrustedKey: &roostv1.DeleteTrustedKey{Id: full}}}); err != nil {
+			return nil, err
+		}
+		return &roostv1.UntrustReleaseKeyResponse{}, nil
+	}, func(c *grpc.ClientConn, fctx context.Context) (*roostv1.UntrustReleaseKeyResponse, error) {
+		return roostv1.NewHubServiceClient(c).UntrustReleaseKey(fctx, req)
+	})
+}
+
+// resolveKeyID finds the one key whose id is id or starts with it.
+func resolveKeyID(keys []*roostv1.TrustedKey, id string) (string, error) {
+	var matches []string
+	for _, k := range keys {
+		if k.GetId() == id {
+			return id, nil
+		}
+		if strings.HasPrefix(k.GetId(), id) {
+			matches = append(matches, k.GetId())
+		}
+	}
+	switch len(matches) {
+	case 0:
+		return "", apierror.NotFound("TrustedKey", id)
+	case 1:
+		return matches[0], nil
+	}
+	sort.Strings(matches)
+	for i, m := range matches {
+		matches[i] = m[:16]
+	}
+	return "", apierror.Invalid("ambiguous key id", apierror.Violation{Field: "id",
+		Message: fmt.Sprintf("%q is the start of %d trusted keys: %s", id, len(matches), strings.Join(matches, ", ")),
+		Hint:    "give more digits of the id"})
+}
+
+// ListTrustedKeys lists the trusted release keys, sorted by id, as the
+// leader sees them.
+func (s *Server) ListTrustedKeys(ctx context.Context, req *roostv1.ListTrustedKeysRequest) (*roostv1.ListTrustedKeysResponse, error) {
+	return onLeader(ctx, s, func() (*roostv1.ListTrustedKeysResponse, error) {
+		if err := s.node.Barrier(ctx); err != nil {
+			return nil, err
+		}
+		return &roostv1.ListTrustedKeysResponse{Keys: s.fsm.TrustedKeys()}, nil
+	}, func(c *grpc.ClientConn, fctx context.Context) (*roostv1.ListTrustedKeysResponse, error) {
+		return roostv1.NewHubServiceClient(c).ListTrustedKeys(fctx, req)
+	})
+}
+
+// PromoteImageRelease adds a channel to the release of a version (or
+// removes it); nothing else of a release ever changes. Pools following a
+// channel take the newest release on it. Errors: InvalidArgument (no
+// version, channel not a DNS label), NotFound.
+func (s *Server) PromoteImageRelease(ctx context.Context, req *roostv1.PromoteImageReleaseRequest) (*roostv1.PromoteImageReleaseResponse, error) {
+	vs := state.ValidateChannel("channel", req.GetChannel())
+	if req.GetVersion() == "" {
+		vs = append([]apierror.Violation{{Field: "version", Message: "is required", Hint: `give the release's version, e.g. "2026.11.0"`}}, vs...)
+	}
+	if len(vs) > 0 {
+		return nil, apierror.Invalid("invalid promotion", vs...)
+	}
+	return onLeader(ctx, s, func() (*roostv1.PromoteImageReleaseResponse, error) {
+		res, err := s.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_PromoteImageRelease{PromoteImageRelease: &roostv1.PromoteImageRelease{
+			Version: req.GetVersion(), Channel: req.GetChannel(), Remove: req.GetRemove()}}})
+		if err != nil {
+			return nil, err
+		}
+		if len(res.Results) != 1 {
+			return nil, fmt.Errorf("promote: %d results, want 1", len(res.Results))
+		}
+		o, err := s.fsm.Get("ImageRelease", res.Results[0].GetName())
+		if err != nil {
+			return nil, err
+		}
+		return &roostv1.PromoteImageReleaseResponse{Release: o.GetImageRelease()}, nil
+	}, func(c *grpc.ClientConn, fctx context.Context) (*roostv1.PromoteImageReleaseResponse, error) {
+		return roostv1.NewHubServiceClient(c).PromoteImageRelease(fctx, req)
+	})
+}
+
+// checkReleaseSignature checks, on the leader, that a release is signed by
+// a trusted key. With no key trusted it returns a warning instead (the
+// release is accepted). Errors: FailedPrecondition (no trusted key signed
+// it; the message names the manifest's key id and how to trust a key),
+// InvalidArgument (malformed signature, or the signed manifest does not
+// list the artifacts).
+func (s *Server) checkReleaseSignature(spec *roostv1.ImageReleaseSpec) (warning string, err error) {
+	trusted := s.fsm.TrustedKeys()
+	if len(trusted) == 0 {
+		return noTrustedKeyWarning, nil
+	}
+	keys := make([]ed25519.PublicKey, 0, len(trusted))
+	for _, k := range trusted {
+		pub, err := releasesig.ParsePublicKeyPEM([]byte(k.GetPublicKeyPem()))
+		if err != nil {
+			return "", fmt.Errorf("trusted key %s: %w", k.GetId(), err) // the FSM checked it
+		}
+		keys = append(keys, pub)
+	}
+	_, verr := releasesig.Verify(releasesig.FromImageRelease(spec), keys)
+	switch {
+	case verr == nil:
+		return "", nil
+	case errors.Is(verr, releasesig.ErrUntrusted):
+		signer := "a key the hub does not trust"
+		if id := manifestKeyID(spec.GetManifest()); id != "" {
+			signer = "key " + id + " (the keyID in its manifest), which the hub does not trust"
+			for _, k := range trusted {
+				if strings.HasPrefix(k.GetId(), id) {
+					signer = "key " + id + " (the keyID in its manifest), which is trusted, but the signature does not verify: the manifest or the signature was altered"
+				}
+			}
+		}
+		return "", apierror.FailedPrecondition("release %s is signed by %s; trusted keys: %s. Trust the signing key with 'roostctl image trust add KEY.pub', "+
+			"or sign the release with a trusted key (roost-image release --key)", spec.GetVersion(), signer, shortIDs(trusted))
+	case errors.Is(verr, releasesig.ErrMalformedSignature):
+		return "", apierror.Invalid("invalid ImageRelease", apierror.Violation{Field: "release.spec.signature", Message: verr.Error(),
+			Hint: "send the content of " + release.SignatureFile})
+	default:
+		return "", apierror.Invalid("invalid ImageRelease", apierror.Violation{Field: "release.spec.manifest", Message: verr.Error(),
+			Hint: "take the artifacts from the signed manifest"})
+	}
+}
+
+// manifestKeyID returns the keyID field of a release manifest, or "".
+func manifestKeyID(manifest []byte) string {
+	var m release.Manifest
+	if err := json.Unmarshal(manifest, &m); err != nil || !state.IsKeyID(m.KeyID) {
+		return ""
+	}
+	return m.KeyID
+}
+
+func shortIDs(keys []*roostv1.TrustedKey) string {
+	var ids []string
+	for _, k := range keys {
+		ids = append(ids, k.GetId()[:16])
+	}
+	return strings.Join(ids, ", ")
+}
+
+// setWarning adds a warning header to the response of the call in ctx.
+func setWarning(ctx context.Context, warning string) {
+	if warning != "" {
+		_ = grpc.SetHeader(ctx, metadata.Pairs(WarningHeader, warning))
+	}
+}
+
+// ---- peer blob fetch
+
+// FetchBlob streams a blob this member stores completely to another
+// member (MemberService; member certificates only), from offset, like
+// FetchArtifact but never asking further peers. An offset past the end
+// yields one chunk with the size and no data, so the caller can drop a
+// bad partial copy. Errors: NotFound (not stored completely here),
+// PermissionDenied (not a member), InvalidArgument (bad digest or
+// negative offset).
+func (s *Server) FetchBlob(req *roostv1.FetchArtifactRequest, stream grpc.ServerStreamingServer[roostv1.ArtifactChunk]) error {
+	if err := s.checkBlobs(); err != nil {
+		return err
+	}
+	digest := req.GetSha256()
+	f, size, err := s.blobs.Open(digest)
+	if err != nil {
+		if errors.Is(err, blobs.ErrNotFound) {
+			return &apierror.Error{Code: codes.NotFound, Message: fmt.Sprintf("artifact sha256 %s is not stored on hub member %s", digest, s.memberID())}
+		}
+		return blobError(err, "sha256", digest)
+	}
+	defer f.Close()
+	off := req.GetOffset()
+	if off < 0 {
+		return apierror.Invalid("offset out of range", apierror.Violation{Field: "offset", Message: fmt.Sprintf("%d is negative", off)})
+	}
+	if off > size {
+		return stream.Send(&roostv1.ArtifactChunk{Size: size})
+	}
+	return sendBlob(f, digest, off, size, stream)
+}
+
+// peerAnswerTimeout bounds the wait for a peer's first FetchBlob chunk.
+const peerAnswerTimeout = 30 * time.Second
+
+// peerSource fetches blobs from one other member with FetchBlob.
+type peerSource struct {
+	s       *Server
+	id, api string
+}
+
+func (p peerSource) String() string { return "hub member " + p.id }
+
+// Open implements blobs.Source.
+func (p peerSource) Open(ctx context.Context, digest string, offset int64) (int64, io.ReadCloser, error) {
+	conn, err := p.s.peerConn(p.api)
+	if err != nil {
+		return 0, nil, err
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	// A member that does not answer at all must not hold up the others.
+	stall := time.AfterFunc(peerAnswerTimeout, cancel)
+	stream, err := roostv1.NewMemberServiceClient(conn).FetchBlob(sctx, &roostv1.FetchArtifactRequest{Sha256: digest, Offset: offset})
+	var first *roostv1.ArtifactChunk
+	if err == nil {
+		first, err = stream.Recv()
+	}
+	if !stall.Stop() && err != nil {
+		cancel()
+		return 0, nil, fmt.Errorf("no answer within %s", peerAnswerTimeout)
+	}
+	if err != nil {
+		cancel()
+		if apierror.Code(err) == codes.NotFound {
+			return 0, nil, fmt.Errorf("%w here", blobs.ErrNotFound)
+		}
+		return 0, nil, fmt.Errorf("%s", apierror.FromError(err).Message)
+	}
+	return first.GetSize(), &chunkReader{buf: first.GetData(), recv: stream.Recv, cancel: cancel}, nil
+}
+
+// chunkReader reads the data of an ArtifactChunk stream.
+type chunkReader struct {
+	buf    []byte
+	recv   func() (*roostv1.ArtifactChunk, error)
+	err    error
+	cancel context.CancelFunc
+}
+
+func (r *chunkReader) Read(p []byte) (int, error) {
+	for len(r.buf) == 0 {
+		if r.err != nil {
+			return 0, r.err
+		}
+		c, err := r.recv()
+		if err != nil {
+			r.err = err
+			continue
+		}
+		r.buf = c.GetData()
+	}
+	n := copy(p, r.buf)
+	r.buf = r.buf[n:]
+	return n, nil
+}
+
+func (r *chunkReader) Close() error { r.cancel(); return nil }
+
+// peerSources are the other members that have an API address, by id.
+func (s *Server) peerSources() []blobs.Source {
+	var out []blobs.Source
+	for _, m := range s.fsm.Members() {
+		if m.GetId() == s.memberID() || m.GetApiAddress() == "" {
+			continue
+		}
+		out = append(out, peerSource{s: s, id: m.GetId(), api: m.GetApiAddress()})
+	}
+	return out
+}
+
+// fillBlob makes sure this member stores blob digest completely, fetching
+// it from the other members when it does not (see blobs.Store.Fill).
+func (s *Server) fillBlob(ctx context.Context, digest string) error {
+	if complete, _, err := s.blobs.Stat(digest); err != nil || complete {
+		return err
+	}
+	s.log.Info("fetching artifact from peer members", "sha256", digest)
+	size, err := s.blobs.Fill(ctx, digest, s.peerSources())
+	if err != nil {
+		s.log.Info("artifact not fetched from peers", "sha256", digest, "err", err)
+		return err
+	}
+	s.log.Info("artifact fetched from a peer member", "sha256", digest, "size", size)
+	return nil
+}
+
+// peerConn returns a connection to another member's API, authenticated
+// with this member's certificate; connections are shared with forwarding.
+func (s *Server) peerConn(addr string) (*grpc.ClientConn, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.conns[addr]; ok {
+		return c, nil
+	}
+	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(s.peerCreds))
+	if err != nil {
+		return nil, err
+	}
+	s.conns[addr] = c
+	return c, nil
+}
