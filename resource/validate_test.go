@@ -48,7 +48,7 @@ func validClass() *roostv1.MachineClass {
 
 func validWindow() *roostv1.MaintenanceWindow {
 	return &roostv1.MaintenanceWindow{Metadata: &roostv1.ObjectMeta{Name: "w"}, Spec: &roostv1.MaintenanceWindowSpec{
-		Rrule: "FREQ=WEEKLY;BYDAY=TU,-1FR;BYHOUR=2;BYMINUTE=0;WKST=MO", Duration: durationpb.New(4 * time.Hour), TimeZone: "Europe/Berlin"}}
+		Rrule: "FREQ=MONTHLY;BYDAY=2TU,-1FR;BYHOUR=2;BYMINUTE=0;WKST=MO", Duration: durationpb.New(4 * time.Hour), TimeZone: "Europe/Berlin"}}
 }
 
 func validProfile() *roostv1.NetworkProfile {
@@ -259,8 +259,19 @@ func TestValidate(t *testing.T) {
 			[]want{{"spec.rrule", `unknown part "BYHUOR": did you mean "BYHOUR"?`}}},
 		{"rrule not kv", validWindow(), func(m proto.Message) { m.(*roostv1.MaintenanceWindow).Spec.Rrule = "FREQ=DAILY;weekly" },
 			[]want{{"spec.rrule", `part "weekly" is not KEY=VALUE`}}},
+		{"rrule lower case", validWindow(), func(m proto.Message) { m.(*roostv1.MaintenanceWindow).Spec.Rrule = "freq=daily;byhour=2" }, nil},
+		{"rrule weekly ordinal", validWindow(), func(m proto.Message) { m.(*roostv1.MaintenanceWindow).Spec.Rrule = "FREQ=WEEKLY;BYDAY=-1FR" },
+			[]want{{"spec.rrule", "an ordinal (-1FR) is only allowed with FREQ=MONTHLY or FREQ=YEARLY"}}},
+		{"rrule never", validWindow(), func(m proto.Message) {
+			m.(*roostv1.MaintenanceWindow).Spec.Rrule = "FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=30"
+		}, []want{{"spec.rrule", "never matches any date"}}},
+		{"rrule count without dtstart", validWindow(), func(m proto.Message) { m.(*roostv1.MaintenanceWindow).Spec.Rrule = "FREQ=DAILY;COUNT=3" },
+			[]want{{"spec.rrule", "COUNT counts openings from DTSTART, which the rule does not set (add DTSTART=YYYYMMDDTHHMMSS"}}},
+		{"rrule count with dtstart", validWindow(), func(m proto.Message) {
+			m.(*roostv1.MaintenanceWindow).Spec.Rrule = "FREQ=DAILY;COUNT=3;DTSTART=20261201T020000"
+		}, nil},
 		{"rrule ranges", validWindow(), func(m proto.Message) { m.(*roostv1.MaintenanceWindow).Spec.Rrule = "FREQ=DAILY;BYHOUR=24" },
-			[]want{{"spec.rrule", "BYHOUR=24: each value must be an integer from 0 to 23"}}},
+			[]want{{"spec.rrule", "BYHOUR=24: byhour must be between 0 and 23 (integers from 0 to 23"}}},
 		{"rrule day", validWindow(), func(m proto.Message) { m.(*roostv1.MaintenanceWindow).Spec.Rrule = "FREQ=WEEKLY;BYDAY=TUE" },
 			[]want{{"spec.rrule", `"TUE" is not a weekday`}}},
 		{"rrule twice", validWindow(), func(m proto.Message) { m.(*roostv1.MaintenanceWindow).Spec.Rrule = "FREQ=DAILY;FREQ=WEEKLY" },
@@ -274,13 +285,21 @@ func TestValidate(t *testing.T) {
 			[]want{{"spec.duration", "is required"}}},
 		{"zero duration", validWindow(), func(m proto.Message) { m.(*roostv1.MaintenanceWindow).Spec.Duration = durationpb.New(0) },
 			[]want{{"spec.duration", "must be > 0, got 0s"}}},
+		{"day-long duration", validWindow(), func(m proto.Message) { m.(*roostv1.MaintenanceWindow).Spec.Duration = durationpb.New(24 * time.Hour) }, nil},
 		{"long duration", validWindow(), func(m proto.Message) {
+			m.(*roostv1.MaintenanceWindow).Spec.Duration = durationpb.New(36 * time.Hour)
+		}, []want{{"spec.duration", "must be at most 24h, got 36h (split it into two windows)"}}},
+		{"week-long duration", validWindow(), func(m proto.Message) {
 			m.(*roostv1.MaintenanceWindow).Spec.Duration = durationpb.New(169 * time.Hour)
-		}, []want{{"spec.duration", "must be at most 168h (7 days), got 169h0m0s"}}},
+		}, []want{{"spec.duration", "must be at most 24h, got 169h (split it into 8 windows)"}}},
+		{"every problem", validWindow(), func(m proto.Message) {
+			s := m.(*roostv1.MaintenanceWindow).Spec
+			s.Rrule, s.Duration, s.TimeZone = "FREQ=DAILY;BYHOUR=2;BYHOUR=3", durationpb.New(-time.Hour), "Berlin"
+		}, []want{{"spec.rrule", "BYHOUR is given twice"}, {"spec.duration", "must be > 0, got -1h"}, {"spec.timeZone", `unknown time zone "Berlin"`}}},
 		{"bad zone", validWindow(), func(m proto.Message) { m.(*roostv1.MaintenanceWindow).Spec.TimeZone = "Mars/Olympus" },
 			[]want{{"spec.timeZone", `unknown time zone "Mars/Olympus"`}}},
 		{"local zone", validWindow(), func(m proto.Message) { m.(*roostv1.MaintenanceWindow).Spec.TimeZone = "Local" },
-			[]want{{"spec.timeZone", `"Local" is the hub's own zone`}}},
+			[]want{{"spec.timeZone", `"Local" is the zone of whoever reads the window`}}},
 
 		// NetworkProfile.
 		{"valid profile", validProfile(), nil, nil},
