@@ -19,7 +19,7 @@ help: ## show this help
 build: ## build roost-hub, roostctl, roost-agent and roost-image into bin/
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...
 
-test: test-unit test-root e2e ## run every test tier CI runs (unit, root/integration, e2e)
+test: test-unit test-root test-kube test-sim e2e ## run every test tier CI runs (unit, root/integration, Kubernetes API, rollout simulation, e2e)
 
 test-unit: ## fast unit tests (no root, no processes, no VMs)
 	$(GO) test -short -count=1 ./...
@@ -34,11 +34,21 @@ e2e: testbed ## QEMU end-to-end tests (no KVM needed; ~30-45 min): the ISO enrol
 testbed: build ## build the testbed OS release bundle from Debian packages (cached in _output/testbed; installs debootstrap etc.)
 	ROOST_BIN=$(BIN) ./images/testbed/build.sh
 
-testbin: build ## build the binaries tests use (alias of build for now)
+testbin: ## build kube-apiserver, kube-controller-manager and etcd for the tests into a cache folder (hack/testbin; cold ~15 min, then seconds)
+	./hack/testbin/build.sh
 
-bench: build ## benchmarks: Raft commit throughput and latency for 1 and 3 voters, both log stores; FSM apply; ISO write throughput vs xorriso
+# Packages whose tests start a real kube-apiserver: those importing hub/kube/kubetest.
+KUBE_TEST_PKGS = $(GO) list -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | awk '/ github.com\/roostfleet\/roost\/hub\/kube\/kubetest( |$$)/ {print $$1}'
+
+test-kube: testbin ## tests against a real kube-apiserver and etcd (envtest; every package importing hub/kube/kubetest)
+	KUBEBUILDER_ASSETS=$$(./hack/testbin/build.sh) $(GO) test -v -count=1 -timeout 20m $$($(KUBE_TEST_PKGS))
+
+test-sim: ## rollout simulation: 2,000 servers in 40 pools, three time zones, a DST change, injected failures, 20 seeds (fake clock, real FSM and rollout controller)
+	$(GO) test -v -count=1 -timeout 60m -run TestRolloutSimulation ./hub/rollout/
+
+bench: build ## benchmarks: Raft commit throughput and latency for 1 and 3 voters, both log stores; FSM apply; ISO write throughput vs xorriso; rollout planning for 10,000 servers
 	./images/deps.sh --bench
-	ROOST_BIN=$(BIN) $(GO) test -run '^$$' -bench . -benchtime 3s -timeout 60m ./hub/state/ ./test/bench/ ./imagebuilder/iso/
+	ROOST_BIN=$(BIN) $(GO) test -run '^$$' -bench . -benchtime 3s -timeout 60m ./hub/state/ ./hub/rollout/ ./test/bench/ ./imagebuilder/iso/
 
 lint: ## go vet, gofmt and buf lint
 	$(GO) vet ./...
@@ -66,4 +76,4 @@ check-generated: generate ## fail when committed generated code differs from `ma
 demo: ## the main job, narrated: a hub, the testbed image, a QEMU server that enrolls, is assigned to pool demo and boots from disk (hack/demo.sh)
 	./hack/demo.sh
 
-.PHONY: help build test test-unit test-root e2e testbed testbin bench lint tools generate check-generated demo
+.PHONY: help build test test-unit test-root test-kube test-sim e2e testbed testbin bench lint tools generate check-generated demo

@@ -36,7 +36,7 @@ with 'roostctl apply -f pool.yaml'; list their Machines with
 		Args: unknownSubcommand,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newPoolAssignCommand(o), newPoolUnassignCommand(o))
+	cmd.AddCommand(newPoolAssignCommand(o), newPoolUnassignCommand(o), newPoolPinCommand(o), newPoolUnpinCommand(o))
 	return cmd
 }
 

@@ -147,10 +147,11 @@ func newRootCommand(o *options) *cobra.Command {
 		c.GroupID = "objects"
 		root.AddCommand(c)
 	}
-	for _, c := range []*cobra.Command{newServerCommand(o), newTokenCommand(o), newClusterCommand(o), newNetprofileCommand(o), newPoolCommand(o), newMachineCommand(o), newImageCommand(o)} {
+	for _, c := range []*cobra.Command{newServerCommand(o), newTokenCommand(o), newClusterCommand(o), newNetprofileCommand(o), newPoolCommand(o), newRolloutCommand(o), newMachineCommand(o), newImageCommand(o)} {
 		c.GroupID = "fleet"
 		root.AddCommand(c)
 	}
+	root.AddCommand(newWindowCommand(o)) // in the "fleet" group
 	hub := newHubCommand(o)
 	hub.GroupID = "hub"
 	root.AddCommand(hub)

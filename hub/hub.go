@@ -29,6 +29,7 @@ import (
 	"github.com/roostfleet/roost/hub/clusters"
 	"github.com/roostfleet/roost/hub/liveness"
 	"github.com/roostfleet/roost/hub/raftnode"
+	"github.com/roostfleet/roost/hub/rollout"
 	"github.com/roostfleet/roost/hub/state"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 )
@@ -76,9 +77,10 @@ type Options struct {
 	// ClusterSyncInterval is how often the leader reconciles each Cluster
 	// (reachability, Nodes, bootstrap tokens); default clusters.DefaultTick.
 	ClusterSyncInterval time.Duration
-	// ClusterClock is the cluster controller's clock (bootstrap token
-	// expiry and rotation); nil means time.Now.
-	ClusterClock func() time.Time
+	// ControllerClock is the clock of the cluster and rollout controllers
+	// (bootstrap token expiry and rotation, maintenance windows); nil
+	// means time.Now.
+	ControllerClock func() time.Time
 }
 
 // Hub is one running member.
@@ -93,6 +95,8 @@ type Hub struct {
 	fsm     *state.FSM
 	// clusters is the leader-only Kubernetes integration (hub/clusters).
 	clusters *clusters.Controller
+	// rollouts is the leader-only rollout controller (hub/rollout).
+	rollouts *rollout.Controller
 	node     *raftnode.Node
 	api      *api.Server
 	grpc     *grpc.Server
@@ -132,8 +136,8 @@ func (h *Hub) runLiveness(ctx context.Context, m *liveness.Metrics) {
 	rep := h.api.Reporter()
 	rep.Metrics, rep.Log = m, h.log
 	var n int
-	done := make(chan struct{}, 7)
-	for _, run := range []func(context.Context){ctrl.Run, rep.Run, h.poolController().Run, h.revisionController().Run, h.clusters.Run, h.api.RunDesiredPush, func(ctx context.Context) {
+	done := make(chan struct{}, 8)
+	for _, run := range []func(context.Context){ctrl.Run, rep.Run, h.poolController().Run, h.revisionController().Run, h.clusters.Run, h.rollouts.Run, h.api.RunDesiredPush, func(ctx context.Context) {
 		t := time.NewTicker(5 * time.Second)
 		defer t.Stop()
 		for {
@@ -284,6 +288,8 @@ func start(ctx context.Context, opts Options, apiLn, httpLn net.Listener) (*Hub,
 		AgentCertLifetime: opts.AgentCertLifetime, Liveness: livecfg, Registry: reg, Blobs: blobStore})
 	h.clusters = h.clusterController()
 	h.api.SetDrainer(h.clusters)
+	h.rollouts = h.rolloutController()
+	h.api.SetAdmitter(h.rollouts)
 	liveMetrics := liveness.NewMetrics(reg)
 	h.grpc = grpc.NewServer(append(api.ServerOptions(api.NewMetrics(reg)), grpc.Creds(credentials.NewTLS(serverTLS)))...)
 	h.api.Register(h.grpc)

@@ -50,7 +50,7 @@ func newKubeFixture(t *testing.T) *kubeFixture {
 	env := kubetest.Start(t, kubetest.WithDisruptionController())
 	kf := &kubeFixture{env: env, cs: env.Clientset()}
 	h := startHub(t, t.TempDir(), hub.Options{ClusterSyncInterval: 200 * time.Millisecond,
-		ClusterClock: func() time.Time { return time.Now().Add(time.Duration(kf.offset.Load())) }})
+		ControllerClock: func() time.Time { return time.Now().Add(time.Duration(kf.offset.Load())) }})
 	waitFor(t, "admin.conf", func() bool { _, err := client.LoadConfig(h.AdminConfigPath()); return err == nil })
 	cfg, _ := client.LoadConfig(h.AdminConfigPath())
 	kf.agentFixture = &agentFixture{t: t, h: h, admin: dial(t, h.AdminConfigPath()), cfg: cfg}

@@ -8,6 +8,7 @@ import (
 	"github.com/roostfleet/roost/hub/api"
 	"github.com/roostfleet/roost/hub/clusters"
 	"github.com/roostfleet/roost/hub/revisions"
+	"github.com/roostfleet/roost/hub/rollout"
 	"github.com/roostfleet/roost/hub/scheduler"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 )
@@ -47,9 +48,23 @@ func (h *Hub) clusterController() *clusters.Controller {
 		FSM:      h.fsm,
 		Propose:  h.propose,
 		Barrier:  h.termBarrier,
-		Now:      h.opts.ClusterClock,
+		Now:      h.opts.ControllerClock,
 		Tick:     h.opts.ClusterSyncInterval,
 		Log:      h.log,
+	}
+}
+
+// rolloutController is the leader-only rollout controller (see
+// hub/rollout); it also admits reboots before their Lease.
+func (h *Hub) rolloutController() *rollout.Controller {
+	return &rollout.Controller{
+		IsLeader:       h.node.IsLeader,
+		FSM:            h.fsm,
+		Propose:        h.propose,
+		Barrier:        h.termBarrier,
+		Now:            h.opts.ControllerClock,
+		MaxUnavailable: api.MaxUnavailable,
+		Log:            h.log,
 	}
 }
 

@@ -29,7 +29,22 @@ const (
 	leaseRetryAfter = 15
 	drainPollAfter  = 5
 	drainRetryAfter = 60
+	// admitRetryAfter: the rollout does not admit the reboot now
+	// (outside windows, paused, halted, settling, pool full).
+	admitRetryAfter = 30
 )
+
+// Admitter decides whether a Machine of a Pool may start a reboot now
+// (implemented by hub/rollout: maintenance windows, maxUnavailable
+// counting Machines down for any reason, settle, halts). It runs on the
+// leader before a Lease is granted (not for a Lease already held).
+type Admitter interface {
+	Admit(ctx context.Context, m *roostv1.Machine) (ok bool, reason string)
+}
+
+// SetAdmitter makes new Leases wait for a's admission; nil admits all
+// (the Lease's own maxUnavailable check still holds).
+func (s *Server) SetAdmitter(a Admitter) { s.admitter = a }
 
 // Drainer prepares worker Machines (status.cluster set) for a reboot
 // (implemented by hub/clusters). Both calls run on the leader in the
@@ -90,6 +105,15 @@ func (s *Server) grantLease(ctx context.Context, server string, revision int64) 
 			}
 		}
 	}
+	var held *roostv1.Lease
+	if o, err := s.fsm.Get("Lease", server); err == nil && o.GetLease().GetSpec().GetExpiresAt().AsTime().After(s.now()) {
+		held = o.GetLease()
+	}
+	if held == nil && m != nil && s.admitter != nil {
+		if ok, reason := s.admitter.Admit(ctx, m); !ok {
+			return &roostv1.AcquireLeaseResponse{Reason: reason, RetryAfterSeconds: admitRetryAfter}, nil
+		}
+	}
 	worker := m != nil && m.GetStatus().GetCluster() != "" && s.drainer != nil
 	if worker {
 		if err := s.drainer.CheckCluster(ctx, m); err != nil {
@@ -99,9 +123,9 @@ func (s *Server) grantLease(ctx context.Context, server string, revision int64) 
 	phase := state.LeaseGranted
 	if worker {
 		phase = state.LeaseDraining
-		if o, err := s.fsm.Get("Lease", server); err == nil && o.GetLease().GetSpec().GetExpiresAt().AsTime().After(s.now()) {
+		if held != nil {
 			// A held Lease keeps its phase until the drain says otherwise.
-			phase = o.GetLease().GetSpec().GetPhase()
+			phase = held.GetSpec().GetPhase()
 		}
 	}
 	l, err := s.proposeLease(ctx, server, revision, ttl, maxUnavailable, phase)

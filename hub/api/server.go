@@ -58,6 +58,8 @@ type Server struct {
 	desired desiredStreams
 	// drainer drains workers before their reboot Lease; nil: no drain.
 	drainer Drainer
+	// admitter admits reboots by the Pools' rollout rules; nil: all.
+	admitter Admitter
 }
 
 // Config wires a Server.
@@ -141,8 +143,22 @@ func (s *Server) HeartbeatInterval() time.Duration {
 	return s.liveness.Interval(int(s.fleetSize.Load()))
 }
 
-// connBufferSize is the read and write buffer size of each connection.
-const connBufferSize = 4 << 10
+// Connection buffers. Every agent holds a connection to the hub, so what a
+// connection pins while idle is paid ten thousand times over.
+//
+//   - No read buffer of gRPC's own (0): the connection is TLS, and
+//     crypto/tls already buffers a whole record and hands out its plaintext
+//     from memory, so a bufio.Reader on top (gRPC's default 32 KiB, pinned
+//     for the life of the connection) only copies twice. Large uploads
+//     (PushArtifact) read DATA frames straight into pooled buffers either
+//     way.
+//   - A write buffer as large as gRPC's default, returned to a shared pool
+//     after every flush (SharedWriteBuffer), so an idle connection holds
+//     none and large downloads (FetchArtifact) still write full TLS records.
+const (
+	readBufferSize  = 0
+	writeBufferSize = 32 << 10
+)
 
 // ServerOptions returns the interceptors every hub gRPC server needs:
 // metrics, authorization and the error mapping.
@@ -152,11 +168,10 @@ func ServerOptions(m *Metrics) []grpc.ServerOption {
 		grpc.ChainStreamInterceptor(m.stream, streamErrors, streamAuth),
 		// Clients (client.Dial) ping every 30 s; allow it, even without streams.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 15 * time.Second, PermitWithoutStream: true}),
-		// Every agent holds a connection: keep the per-connection buffers
-		// small (gRPC's defaults are 32 KiB each way) and return the write
-		// buffer to a pool while a connection is idle.
-		grpc.ReadBufferSize(connBufferSize),
-		grpc.WriteBufferSize(connBufferSize),
+		// Every agent holds a connection: pin no buffers while it is idle
+		// (see readBufferSize).
+		grpc.ReadBufferSize(readBufferSize),
+		grpc.WriteBufferSize(writeBufferSize),
 		grpc.SharedWriteBuffer(true),
 	}
 }

@@ -194,7 +194,7 @@ func (c *Controller) inputs(m *roostv1.Machine) (Inputs, string, error) {
 	if err != nil {
 		return in, "", err
 	}
-	in.Release = pickRelease(rels, ps.GetImageVersion(), ps.GetImageChannel())
+	in.Release = PickRelease(rels, ps.GetImageVersion(), ps.GetImageChannel())
 	if in.Release == nil {
 		switch {
 		case ps.GetImageVersion() != "":
@@ -208,9 +208,9 @@ func (c *Controller) inputs(m *roostv1.Machine) (Inputs, string, error) {
 	return in, "", nil
 }
 
-// pickRelease chooses the ImageRelease with version, else the newest (by
+// PickRelease chooses the ImageRelease with version, else the newest (by
 // create index) in channel, else the newest of all.
-func pickRelease(objs []*roostv1.Object, version, channel string) *roostv1.ImageRelease {
+func PickRelease(objs []*roostv1.Object, version, channel string) *roostv1.ImageRelease {
 	var rels []*roostv1.ImageRelease
 	for _, o := range objs {
 		r := o.GetImageRelease()

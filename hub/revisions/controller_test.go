@@ -393,12 +393,12 @@ func TestPickRelease(t *testing.T) {
 		{"2026.09.0", "beta", "2026.09.0"}, // a pin wins over the channel
 		{"2026.07.0", "stable", ""},
 	} {
-		got := pickRelease(objs, tc.version, tc.channel).GetMetadata().GetName()
+		got := PickRelease(objs, tc.version, tc.channel).GetMetadata().GetName()
 		if got != tc.want {
-			t.Errorf("pickRelease(%q, %q) = %q, want %q", tc.version, tc.channel, got, tc.want)
+			t.Errorf("PickRelease(%q, %q) = %q, want %q", tc.version, tc.channel, got, tc.want)
 		}
 	}
-	if pickRelease(nil, "", "") != nil {
+	if PickRelease(nil, "", "") != nil {
 		t.Error("pickRelease of nothing")
 	}
 }

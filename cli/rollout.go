@@ -1,0 +1,223 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/duration"
+
+	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+)
+
+func newRolloutCommand(o *options) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "rollout",
+		Short: "Follow and steer pools' moves to new releases",
+		Long: `Each Pool follows an image channel (or is pinned to one version). When a
+new release reaches the channel, the hub renders a new Revision for every
+Machine, and the agents download it at once (pre-staging); the reboots
+then happen pool by pool, inside the pool's maintenance windows:
+
+  - a reboot starts only while one of the pool's windows is open (one
+    that started may finish after the window closes);
+  - at most rollout.maxUnavailable Machines are down at once, counting
+    Machines down for any reason;
+  - after a Machine came up, the pool settles for rollout.settle;
+  - a Machine that came back on its old Revision, or was not Ready within
+    rollout.readyTimeout, failed; more failures than rollout.failureBudget
+    halt the pool until an operator resumes it. Other pools go on.
+
+Workers of a Cluster are cordoned and drained before their reboot.`,
+		Example: `  roostctl rollout status
+  roostctl rollout pause workers
+  roostctl rollout resume workers
+  roostctl rollout undo workers
+  roostctl pool pin workers 2026.11.0`,
+		Args: unknownSubcommand,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(newRolloutStatusCommand(o),
+		newRolloutActionCommand(o, "pause", roostv1.RolloutAction_ROLLOUT_ACTION_PAUSE, "Stop starting reboots in a pool",
+			"Pause the pool's rollout: no new reboot starts; reboots already running\nfinish. 'rollout resume' continues."),
+		newRolloutActionCommand(o, "resume", roostv1.RolloutAction_ROLLOUT_ACTION_RESUME, "Continue a paused or halted rollout",
+			"Resume the pool's rollout after a pause or a halt. The Machines that\nfailed are acknowledged: they are not retried (their Revision stays\nFailed until its inputs change), and they no longer count against the\nfailure budget."),
+		newRolloutActionCommand(o, "abort", roostv1.RolloutAction_ROLLOUT_ACTION_ABORT, "Halt a pool's rollout where it is",
+			"Halt the pool's rollout: no new reboot starts until 'rollout resume'.\nMachines already updated stay on the new release; 'rollout undo' moves\nthe pool back to the previous release."),
+		newRolloutActionCommand(o, "undo", roostv1.RolloutAction_ROLLOUT_ACTION_UNDO, "Pin a pool to its previous release",
+			"Pin the pool to the release it ran before the current rollout\n(status.rollout.previousVersion). The Machines move back under the same\nrules: windows, maxUnavailable, settle, failure budget. 'pool unpin'\nfollows the channel again."),
+	)
+	return cmd
+}
+
+func newRolloutActionCommand(o *options, verb string, action roostv1.RolloutAction, short, long string) *cobra.Command {
+	return &cobra.Command{
+		Use:     verb + " POOL",
+		Short:   short,
+		Long:    long,
+		Example: fmt.Sprintf("  roostctl rollout %s workers", verb),
+		Args:    exactArgs(1, "a POOL"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.rolloutControl(cmd, &roostv1.RolloutControlRequest{Pool: trimKindPrefix(args[0], "pool/", "pools/"), Action: action}, verb)
+		},
+	}
+}
+
+// rolloutControl sends req and prints the pool's rollout after it.
+func (o *options) rolloutControl(cmd *cobra.Command, req *roostv1.RolloutControlRequest, verb string) error {
+	ctx, conn, done, err := o.open(cmd.Context())
+	if err != nil {
+		return err
+	}
+	defer done()
+	resp, err := conn.hub.RolloutControl(ctx, req)
+	if err != nil {
+		return o.wrapCallError(err)
+	}
+	p := resp.GetPool()
+	msg := fmt.Sprintf("pool/%s %s", p.GetMetadata().GetName(), pastTense(verb))
+	switch req.GetAction() {
+	case roostv1.RolloutAction_ROLLOUT_ACTION_PIN, roostv1.RolloutAction_ROLLOUT_ACTION_UNDO:
+		msg += " to " + p.GetSpec().GetImageVersion()
+	}
+	fmt.Fprintln(o.Out, msg)
+	return nil
+}
+
+func pastTense(verb string) string {
+	switch verb {
+	case "pin":
+		return "pinned"
+	case "unpin":
+		return "unpinned"
+	case "undo":
+		return "pinned back"
+	case "abort":
+		return "halted"
+	}
+	return strings.TrimSuffix(verb, "e") + "ed"
+}
+
+func newRolloutStatusCommand(o *options) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "status [POOL]",
+		Short: "Show each pool's rollout: phase, progress, blocker, next window",
+		Long: `Show the rollout of every pool (or one): its phase, the release it moves
+to, how many Machines run it, how many are down, the failed Machines, the
+next window when none is open, and what it waits for.
+
+Phases: Idle (nothing to do), Waiting (no window open), Progressing,
+Settling (the settle delay after a reboot), Paused, Halted (more failures
+than the budget, or aborted; 'rollout resume' continues).`,
+		Example: `  roostctl rollout status
+  roostctl rollout status workers -o yaml`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch output {
+			case "", outJSON, outYAML:
+			default:
+				return usageErrorf("--output %q: use json or yaml (or nothing for a table)", output)
+			}
+			ctx, conn, done, err := o.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer done()
+			var pools []*roostv1.Object
+			if len(args) == 1 {
+				resp, err := conn.hub.Get(ctx, &roostv1.GetRequest{Kind: "Pool", Name: trimKindPrefix(args[0], "pool/", "pools/")})
+				if err != nil {
+					return o.wrapCallError(err)
+				}
+				pools = []*roostv1.Object{resp.GetObject()}
+			} else {
+				resp, err := conn.hub.List(ctx, &roostv1.ListRequest{Kind: "Pool"})
+				if err != nil {
+					return o.wrapCallError(err)
+				}
+				pools = resp.GetObjects()
+			}
+			if output != "" {
+				return o.printObjects(o.Out, pools, output, len(args) == 0)
+			}
+			return printRolloutTable(o, pools, time.Now())
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "", "output `FORMAT`: json or yaml (the Pools, with status.rollout)")
+	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletions(outJSON, outYAML))
+	return cmd
+}
+
+func printRolloutTable(o *options, pools []*roostv1.Object, now time.Time) error {
+	if len(pools) == 0 {
+		fmt.Fprintln(o.Out, "No pools.")
+		return nil
+	}
+	tw := tabwriter.NewWriter(o.Out, 0, 8, 3, ' ', 0)
+	fmt.Fprintln(tw, "POOL\tPHASE\tTARGET\tUPDATED\tDOWN\tFAILED\tNEXT WINDOW\tREASON")
+	for _, obj := range pools {
+		p := obj.GetPool()
+		ro := p.GetStatus().GetRollout()
+		phase := ro.GetPhase()
+		if phase == "" {
+			phase = "Unknown"
+		}
+		next := "<none>"
+		if t := ro.GetNextWindowStart(); t != nil {
+			next = t.AsTime().Local().Format("2006-01-02 15:04 MST") + " (in " + duration.HumanDuration(t.AsTime().Sub(now)) + ")"
+		}
+		failed := "0"
+		if n := len(ro.GetFailedMachines()); n > 0 {
+			failed = fmt.Sprintf("%d (%s)", n, strings.Join(ro.GetFailedMachines(), ","))
+		}
+		target := ro.GetTargetVersion()
+		if target == "" {
+			target = "<none>"
+		}
+		if v := p.GetSpec().GetImageVersion(); v != "" {
+			target += " (pinned)"
+		}
+		reason := ro.GetReason()
+		if reason == "" {
+			reason = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%d\t%s\t%s\t%s\n", p.GetMetadata().GetName(), phase, target, ro.GetUpdated(), ro.GetTotal(), ro.GetUnavailable(), failed, next, reason)
+	}
+	return tw.Flush()
+}
+
+func newPoolPinCommand(o *options) *cobra.Command {
+	return &cobra.Command{
+		Use:   "pin POOL VERSION",
+		Short: "Pin a pool to one image release",
+		Long: `Pin the pool to one ImageRelease version (spec.imageVersion) instead of
+following its channel. The Machines move to it like any rollout: inside
+the pool's windows, within maxUnavailable, with drains for workers.`,
+		Example: `  roostctl pool pin workers 2026.11.0
+  roostctl pool unpin workers`,
+		Args: exactArgs(2, "a POOL and a VERSION"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.rolloutControl(cmd, &roostv1.RolloutControlRequest{Pool: trimKindPrefix(args[0], "pool/", "pools/"),
+				Action: roostv1.RolloutAction_ROLLOUT_ACTION_PIN, Version: args[1]}, "pin")
+		},
+	}
+}
+
+func newPoolUnpinCommand(o *options) *cobra.Command {
+	return &cobra.Command{
+		Use:   "unpin POOL",
+		Short: "Let a pool follow its image channel again",
+		Long: `Clear the pool's pinned version (spec.imageVersion): the pool follows its
+image channel again, and moves to the channel's newest release like any
+rollout.`,
+		Example: `  roostctl pool unpin workers`,
+		Args:    exactArgs(1, "a POOL"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.rolloutControl(cmd, &roostv1.RolloutControlRequest{Pool: trimKindPrefix(args[0], "pool/", "pools/"),
+				Action: roostv1.RolloutAction_ROLLOUT_ACTION_UNPIN}, "unpin")
+		},
+	}
+}

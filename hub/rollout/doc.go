@@ -1,0 +1,28 @@
+// Package rollout moves each Pool to its newest Revisions safely: the
+// leader-only Controller records every Pool's rollout status (target
+// release, progress, failures, halts, the next window), and Admit decides
+// whether a Server of a Pool may start a reboot now. Both use one planner
+// (Plan) over one snapshot of the state, so what `roostctl rollout status`
+// shows is what the lease path enforces:
+//
+//   - a reboot starts only inside one of the Pool's maintenance windows
+//     (a Pool without windows is always open); one that started may finish
+//     after the window closes (its Lease lasts readyTimeout);
+//   - at most maxUnavailable Machines of the Pool are down at once,
+//     counting Machines down for any reason (not Ready after having been
+//     provisioned, or holding a reboot Lease), not only reboots Roost
+//     started;
+//   - after a Machine came up on its new Revision the Pool settles for
+//     rollout.settle before the next reboot starts;
+//   - a Machine whose new Revision failed (it came back on its old one) or
+//     that was not Ready on it within readyTimeout counts as failed; more
+//     failures than rollout.failureBudget halt the Pool until an operator
+//     resumes it (`roostctl rollout resume`), which acknowledges them; a
+//     failed Revision is never retried (the hub renders a new one only
+//     when its inputs change). Other Pools continue;
+//   - a Machine never provisioned yet (first install) reboots at any time:
+//     nothing runs on it.
+//
+// Leases carry fencing tokens and expire (see hub/state), so a Lease of a
+// Server that vanished stops counting at its expiry.
+package rollout

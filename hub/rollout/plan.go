@@ -1,0 +1,216 @@
+package rollout
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/roostfleet/roost/hub/state"
+	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+)
+
+// Schedule is a Pool's maintenance windows; nil means always open.
+type Schedule interface {
+	// OpenAt says whether a window is open at t.
+	OpenAt(t time.Time) bool
+	// NextStart is the start of the next opening after t; false when
+	// there is none (the rules ended).
+	NextStart(t time.Time) (time.Time, bool)
+}
+
+// MachineView is what the planner needs of one Machine of a Pool.
+type MachineView struct {
+	Name, Server string
+	// Ready is the Machine's Ready condition; ReadySince when it last
+	// became Ready (zero when not Ready): the settle delay counts from it.
+	Ready      bool
+	ReadySince time.Time
+	// Provisioned says the Server booted a Revision of this Machine once
+	// (booted_revision > 0): a Machine never provisioned is not "down".
+	Provisioned bool
+	// Desired and Booted are Revision numbers; DesiredFailed says the
+	// desired Revision failed (the Server came back on an older one), with
+	// DesiredFailReason; BootedVersion is the image version the Server
+	// runs.
+	Desired, Booted   int64
+	DesiredFailed     bool
+	DesiredFailReason string
+	BootedVersion     string
+	// Lease is the Server's Lease, nil when none.
+	Lease *roostv1.LeaseSpec
+}
+
+// PoolView is one Pool and its Machines at one instant.
+type PoolView struct {
+	Pool     *roostv1.Pool
+	Machines []MachineView
+	// Target is the image version the Pool's Revisions render ("" when no
+	// ImageRelease fits).
+	Target   string
+	Schedule Schedule
+	// MaxUnavailable is the resolved rollout.maxUnavailable (≥ 1).
+	MaxUnavailable int32
+	// ScheduleErr is why the Pool's windows could not be read; the Pool
+	// then never opens.
+	ScheduleErr error
+}
+
+// Plan computes the Pool's rollout status at now. It is pure: the same
+// view gives the same status.
+func Plan(v *PoolView, now time.Time) *roostv1.RolloutStatus {
+	p := v.Pool
+	prev := p.GetStatus().GetRollout()
+	st := &roostv1.RolloutStatus{TargetVersion: v.Target, Total: int32(len(v.Machines)), PreviousVersion: prev.GetPreviousVersion()}
+	if v.Target != prev.GetTargetVersion() && prev.GetTargetVersion() != "" {
+		st.PreviousVersion = prev.GetTargetVersion()
+	}
+	if st.PreviousVersion == "" {
+		st.PreviousVersion = majorityBooted(v.Machines, v.Target)
+	}
+	acked := map[string]bool{}
+	for _, m := range prev.GetAcknowledgedMachines() {
+		acked[m] = true
+	}
+	failed := map[string]string{}
+	for _, m := range prev.GetFailedMachines() {
+		failed[m] = "failed earlier"
+	}
+	pending := 0
+	var settleFrom time.Time
+	for _, m := range v.Machines {
+		if m.Ready && m.BootedVersion == v.Target && m.Booted == m.Desired {
+			st.Updated++
+		}
+		if down(m, now) {
+			st.Unavailable++
+		}
+		if m.Desired != 0 && m.Desired != m.Booted && !m.DesiredFailed {
+			pending++
+		}
+		if m.ReadySince.After(settleFrom) && m.Provisioned {
+			settleFrom = m.ReadySince
+		}
+		if acked[m.Name] {
+			continue
+		}
+		switch {
+		case m.DesiredFailed:
+			failed[m.Name] = fmt.Sprintf("Revision %d failed: %s", m.Desired, m.DesiredFailReason)
+		case m.Lease != nil && !m.Lease.GetExpiresAt().AsTime().After(now) && m.Lease.GetPhase() != state.LeaseDraining &&
+			!(m.Booted == m.Lease.GetRevision() && m.Ready):
+			failed[m.Name] = fmt.Sprintf("not Ready on Revision %d within its Lease", m.Lease.GetRevision())
+		}
+	}
+	for name := range failed {
+		st.FailedMachines = append(st.FailedMachines, name)
+	}
+	sort.Strings(st.FailedMachines)
+	if settle := p.GetSpec().GetRollout().GetSettle().AsDuration(); settle > 0 && !settleFrom.IsZero() && now.Before(settleFrom.Add(settle)) {
+		st.SettleUntil = timestamppb.New(settleFrom.Add(settle))
+	}
+	open := v.ScheduleErr == nil && (v.Schedule == nil || v.Schedule.OpenAt(now))
+	if !open && v.Schedule != nil && v.ScheduleErr == nil {
+		if t, ok := v.Schedule.NextStart(now); ok {
+			st.NextWindowStart = timestamppb.New(t)
+		}
+	}
+	budget := p.GetSpec().GetRollout().GetFailureBudget()
+	switch {
+	case prev.GetPhase() == state.RolloutHalted:
+		st.Phase, st.Reason = state.RolloutHalted, prev.GetReason()
+	case int32(len(st.FailedMachines)) > budget:
+		var parts []string
+		for _, n := range st.FailedMachines {
+			parts = append(parts, n+" ("+failed[n]+")")
+		}
+		st.Phase = state.RolloutHalted
+		st.Reason = fmt.Sprintf("%d Machine(s) failed, more than the failure budget %d: %s; fix the cause, then roostctl rollout resume %s (failed Machines are not retried) or rollout undo %s",
+			len(st.FailedMachines), budget, strings.Join(parts, "; "), p.GetMetadata().GetName(), p.GetMetadata().GetName())
+	case pending == 0:
+		st.Phase = state.RolloutIdle
+		if v.Target == "" {
+			st.Reason = "no ImageRelease fits the pool"
+		}
+	case p.GetSpec().GetRollout().GetPaused():
+		st.Phase, st.Reason = state.RolloutPaused, "paused by an operator (roostctl rollout resume "+p.GetMetadata().GetName()+")"
+	case v.ScheduleErr != nil:
+		st.Phase, st.Reason = state.RolloutWaiting, "maintenance windows unreadable: "+v.ScheduleErr.Error()
+	case !open:
+		st.Phase, st.Reason = state.RolloutWaiting, "no maintenance window of the pool is open"
+		if st.NextWindowStart != nil {
+			st.Reason += "; the next opens at " + st.NextWindowStart.AsTime().UTC().Format(time.RFC3339)
+		}
+	case st.SettleUntil != nil:
+		st.Phase, st.Reason = state.RolloutSettling, "settling after the last reboot until "+st.SettleUntil.AsTime().UTC().Format(time.RFC3339)
+	default:
+		st.Phase = state.RolloutProgressing
+		st.Reason = fmt.Sprintf("%d of %d Machines to reboot; %d unavailable of %d allowed", pending, len(v.Machines), st.Unavailable, v.MaxUnavailable)
+	}
+	return st
+}
+
+// down says whether m counts against maxUnavailable: it holds an
+// unexpired Lease, or it is not Ready after having been provisioned.
+func down(m MachineView, now time.Time) bool {
+	if m.Lease != nil && m.Lease.GetExpiresAt().AsTime().After(now) {
+		return true
+	}
+	return m.Provisioned && !m.Ready
+}
+
+// majorityBooted is the image version most Machines booted, other than
+// target ("" when none).
+func majorityBooted(ms []MachineView, target string) string {
+	count := map[string]int{}
+	best, n := "", 0
+	for _, m := range ms {
+		if m.BootedVersion == "" || m.BootedVersion == target {
+			continue
+		}
+		count[m.BootedVersion]++
+		if c := count[m.BootedVersion]; c > n || (c == n && m.BootedVersion < best) {
+			best, n = m.BootedVersion, c
+		}
+	}
+	return best
+}
+
+// Admit says whether Machine name of the Pool may start a reboot now
+// (take a Lease), and if not, why. status is Plan's result for the same
+// view and instant.
+func Admit(v *PoolView, status *roostv1.RolloutStatus, name string, now time.Time) (bool, string) {
+	var self *MachineView
+	var others []string
+	for i := range v.Machines {
+		m := &v.Machines[i]
+		if m.Name == name {
+			self = m
+			continue
+		}
+		if down(*m, now) {
+			others = append(others, m.Name)
+		}
+	}
+	pool := v.Pool.GetMetadata().GetName()
+	if self == nil {
+		return false, fmt.Sprintf("Machine %s is not in pool %s", name, pool)
+	}
+	if !self.Provisioned {
+		return true, "first install"
+	}
+	switch status.GetPhase() {
+	case state.RolloutHalted, state.RolloutPaused, state.RolloutWaiting, state.RolloutSettling:
+		return false, fmt.Sprintf("pool %s is %s: %s", pool, status.GetPhase(), status.GetReason())
+	}
+	if n := len(others); int32(n) >= v.MaxUnavailable {
+		sort.Strings(others)
+		if n > 5 {
+			others = append(others[:5], "…")
+		}
+		return false, fmt.Sprintf("pool %s allows %d unavailable Machine(s) and %d are (%s)", pool, v.MaxUnavailable, n, strings.Join(others, ", "))
+	}
+	return true, ""
+}
