@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	policyv1client "k8s.io/client-go/kubernetes/typed/policy/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/kubectl/pkg/drain"
 )
@@ -43,7 +44,7 @@ const drainSlack = time.Second
 type DrainError struct {
 	Node     string
 	Pods     []BlockedPod  // sorted by namespace and name; empty when Err says it all
-	TimedOut bool          // the drain timeout ran out
+	TimedOut bool          // the drain timeout (or the caller's deadline) ran out
 	Timeout  time.Duration // the timeout given to Drain
 	Err      error         // kubectl drain's error, or the context's
 	// Output is what kubectl's drain printed (evictions, refusals and
@@ -68,7 +69,9 @@ func (e *DrainError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "kube: draining node %s: ", e.Node)
 	if len(e.Pods) == 0 {
-		b.WriteString(e.Err.Error())
+		// kubectl's drain says "cannot delete cannot delete Pods that
+		// declare no controller ...": say it once.
+		b.WriteString(strings.Replace(e.Err.Error(), "cannot delete cannot delete ", "cannot delete ", 1))
 	}
 	for i, p := range e.Pods {
 		if i > 0 {
@@ -160,7 +163,7 @@ func (c *Client) Drain(ctx context.Context, node string, timeout time.Duration, 
 	de := &DrainError{
 		Node:     node,
 		Pods:     rec.blocked(),
-		TimedOut: ctx.Err() != nil,
+		TimedOut: errors.Is(ctx.Err(), context.DeadlineExceeded),
 		Timeout:  timeout,
 		Err:      err,
 		Output:   out.String(),
@@ -314,7 +317,7 @@ func (r *evictionRecorder) blocked() []BlockedPod {
 }
 
 // recordingClient is the clientset kubectl's drain uses: the Client's, with
-// policy/v1 evictions recorded.
+// policy/v1 evictions recorded (and not retried by client-go).
 type recordingClient struct {
 	kubernetes.Interface
 	rec *evictionRecorder
@@ -330,18 +333,32 @@ type recordingPolicy struct {
 }
 
 func (p recordingPolicy) Evictions(namespace string) policyv1client.EvictionInterface {
-	return recordingEvictions{EvictionInterface: p.PolicyV1Interface.Evictions(namespace), namespace: namespace, rec: p.rec}
+	return recordingEvictions{EvictionInterface: p.PolicyV1Interface.Evictions(namespace), rest: p.RESTClient(), rec: p.rec}
 }
 
 type recordingEvictions struct {
 	policyv1client.EvictionInterface
-	namespace string
-	rec       *evictionRecorder
+	rest rest.Interface
+	rec  *evictionRecorder
 }
 
+// Evict is client-go's Evict without client-go's own retries: when the
+// budget's status is stale the API server answers 429 with Retry-After 10,
+// which client-go would retry silently up to 10 times (100 s), hiding the
+// refusal from kubectl's drain (which retries refused evictions itself,
+// every 5 s) and from the DrainError.
 func (e recordingEvictions) Evict(ctx context.Context, eviction *policyv1.Eviction) error {
-	err := e.EvictionInterface.Evict(ctx, eviction)
-	e.rec.evict(e.namespace, eviction.Name, err)
+	err := e.rest.Post().
+		AbsPath("/api/v1").
+		Namespace(eviction.Namespace).
+		Resource("pods").
+		Name(eviction.Name).
+		SubResource("eviction").
+		Body(eviction).
+		MaxRetries(0).
+		Do(ctx).
+		Error()
+	e.rec.evict(eviction.Namespace, eviction.Name, err)
 	return err
 }
 

@@ -107,8 +107,10 @@ func (c *Client) CreateBootstrapToken(ctx context.Context, id, secret string, ex
 }
 
 // DeleteBootstrapToken deletes Secret kube-system/bootstrap-token-<id>; the
-// API server refuses the token from then on. A token that does not exist is
-// not an error.
+// API server refuses the token from then on, except that it caches
+// successful token authentications for 10 s (kube-apiserver's default), so
+// a token used in the last 10 s may work that much longer. A token that
+// does not exist is not an error.
 func (c *Client) DeleteBootstrapToken(ctx context.Context, id string) error {
 	if !bootstraputil.IsValidBootstrapTokenID(id) {
 		return fmt.Errorf("kube: invalid bootstrap token id %q", id)
