@@ -144,7 +144,9 @@ func TestRolloutSurvivesLeaderLoss(t *testing.T) {
 		agents = append(agents, &agent{id: id, c: fx.agentClient(resp.GetCertificatePem(), key)})
 	}
 	for _, a := range agents {
-		waitFor(t, "Server "+a.id+" Available", func() bool { return first.FSM().Count("Server") == servers && serverState(first, a.id) == state.ServerAvailable })
+		waitFor(t, "Server "+a.id+" Available", func() bool {
+			return first.FSM().Count("Server") == servers && serverState(first, a.id) == state.ServerAvailable
+		})
 		ar, err := admin.AssignServers(ctx, &roostv1.AssignServersRequest{Pool: "workers", Servers: []string{a.id}})
 		if err != nil {
 			t.Fatal(err)
