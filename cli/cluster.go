@@ -82,10 +82,10 @@ and Role: examples/kubernetes/roost-hub-rbac.yaml, docs/operations.md):
     …:certificatesigningrequests:nodeclient and …:selfnodeclient
   secrets in kube-system                   get, list, create, update, delete
 
-Prefer a dedicated identity for the hub: a ServiceAccount token or a client
-certificate. A user that gets its credentials from an exec plugin (for
-example 'aws eks get-token') runs that command on the hub members, so it
-must be installed there.
+Give the hub a dedicated identity: a ServiceAccount token or a client
+certificate. Users that get their credentials from an exec plugin (for
+example 'aws eks get-token') are refused: the plugin would run as a command
+on every hub member.
 
 Exit codes: 0 stored (or unchanged), 1 the hub refused (e.g. no such
 Cluster), 2 the kubeconfig or the arguments have a problem, 3 hub
@@ -223,12 +223,6 @@ func (o *options) readKubeconfig(path, ctxName string) ([]byte, error) {
 	}
 	if vs := resource.CheckKubeconfig(out); len(vs) > 0 {
 		return nil, kubeconfigError(source, ctxName, vs)
-	}
-	for name, u := range cfg.AuthInfos {
-		if u.Exec != nil {
-			fmt.Fprintf(o.Err, "note: user %q gets its credentials by running %q; it runs on the hub members and must be installed there\n",
-				name, u.Exec.Command)
-		}
 	}
 	return out, nil
 }

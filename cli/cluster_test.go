@@ -263,7 +263,7 @@ func TestClusterSetCredentialsHubErrors(t *testing.T) {
 	}
 }
 
-func TestClusterSetCredentialsExecNote(t *testing.T) {
+func TestClusterSetCredentialsRefusesExec(t *testing.T) {
 	f := newFakeHub()
 	f.put(prodCluster())
 	config, _ := startFakeHub(t, f)
@@ -282,7 +282,7 @@ users:
     exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: aws, args: [eks, get-token]}
 `)
 	r := runCLI(t, "", "--config", config, "cluster", "set-credentials", "prod", "--kubeconfig", kc)
-	if r.code != 0 || !strings.Contains(r.err, `note: user "u" gets its credentials by running "aws"; it runs on the hub members`) {
+	if r.code != 2 || !strings.Contains(r.err, `user "u" uses an exec credential plugin, which would run a command on every hub member`) {
 		t.Errorf("exit %d, stderr:\n%s", r.code, r.err)
 	}
 }

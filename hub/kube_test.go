@@ -251,6 +251,29 @@ func TestKubeBootstrapTokenJoinAndNodeLifecycle(t *testing.T) {
 		o, _ := kf.h.FSM().Get("Cluster", "prod")
 		return o.GetCluster().GetStatus().GetNodes() == 1 && o.GetCluster().GetStatus().GetReadyNodes() == 1
 	})
+	// A second Cluster object naming the same API, and a Node Roost does
+	// not know, change nothing: no Node or token of another Cluster is
+	// collected.
+	if _, err := kf.admin.Apply(ctx, &roostv1.ApplyRequest{Objects: []*roostv1.Object{
+		resource.Wrap(&roostv1.Cluster{Metadata: &roostv1.ObjectMeta{Name: "prod-alias"}, Spec: &roostv1.ClusterSpec{
+			ApiEndpoint: kf.env.URL, CaBundle: string(kf.env.CAPEM), Kubeconfig: string(kf.env.Kubeconfig)}})}}); err != nil {
+		t.Fatal(err)
+	}
+	kf.registerNode("stray", "4c4c4544-0042-3510-8052-0000000000ff", true)
+	waitFor(t, "Cluster prod-alias Reachable", func() bool {
+		o, err := kf.h.FSM().Get("Cluster", "prod-alias")
+		return err == nil && machineCondOfCluster(o.GetCluster()) == "True"
+	})
+	time.Sleep(2 * time.Second) // ten passes of both Clusters
+	for _, n := range []string{"w1", "stray"} {
+		if _, err := kf.cs.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{}); err != nil {
+			t.Errorf("Node %s: %v", n, err)
+		}
+	}
+	if got := kf.machine(m); got.GetStatus().GetNodeName() != "w1" {
+		t.Errorf("machine status after the alias Cluster %v", got.GetStatus())
+	}
+
 	// Reads never return the credentials.
 	got, err := kf.admin.Get(ctx, &roostv1.GetRequest{Kind: "Cluster", Name: "prod"})
 	if err != nil || got.GetObject().GetCluster().GetSpec().GetKubeconfig() != "" || !got.GetObject().GetCluster().GetStatus().GetCredentialsSet() {

@@ -141,7 +141,8 @@ func durationText(d time.Duration) string { return formatDuration(durationpb.New
 // credentials for the cluster: at most MaxKubeconfigBytes; it parses with
 // clientcmd.Load; its current context exists and names a cluster with an
 // https server URL and a user with a credential the hub can use on its
-// own — a client certificate and key, a bearer token, or an exec plugin —
+// own — a client certificate and key, or a bearer token (exec plugins are
+// refused: they would run commands on the hub) —
 // with every certificate and key inline (the hub cannot read files named
 // by a kubeconfig written on another machine). Violations name the field
 // "spec.kubeconfig" and never repeat a secret (tokens, keys, certificate
@@ -238,10 +239,10 @@ func checkKubeconfigUser(e *violations, name string, u *clientcmdapi.AuthInfo) {
 		}
 	}
 	if u.Username != "" || u.Password != "" {
-		e.addf(f, "use a client certificate, a token or an exec plugin", "user %q uses basic authentication (username/password), which Kubernetes no longer supports", name)
+		e.addf(f, "use a client certificate or a token", "user %q uses basic authentication (username/password), which Kubernetes no longer supports", name)
 	}
 	if u.AuthProvider != nil {
-		e.addf(f, "use a client certificate, a token or an exec plugin such as the cloud's kubectl credential plugin",
+		e.addf(f, "use a client certificate or a token (e.g. a ServiceAccount token)",
 			"user %q uses the auth-provider %q, which the hub does not support", name, u.AuthProvider.Name)
 	}
 	hasCert, hasKey := len(u.ClientCertificateData) > 0, len(u.ClientKeyData) > 0
@@ -258,13 +259,14 @@ func checkKubeconfigUser(e *violations, name string, u *clientcmdapi.AuthInfo) {
 				"user %q: client-certificate-data and client-key-data are not a usable key pair: %s", name, keyPairProblem(err))
 		}
 	}
-	if u.Exec != nil && u.Exec.Command == "" {
-		e.addf(f, "name the credential plugin to run", "user %q: exec has no command", name)
+	if u.Exec != nil {
+		e.addf(f, "give the hub a ServiceAccount token or a client certificate instead (see docs/operations.md, Connecting a cluster)",
+			"user %q uses an exec credential plugin, which would run a command on every hub member; the hub refuses it", name)
 	}
 	tried := hasCert || hasKey || u.Token != "" || u.Exec != nil || u.AuthProvider != nil ||
 		u.ClientCertificate != "" || u.ClientKey != "" || u.TokenFile != "" || u.Username != "" || u.Password != ""
 	if !tried {
-		e.addf(f, "give the user a client certificate and key, a token or an exec plugin",
+		e.addf(f, "give the user a client certificate and key, or a token",
 			"user %q has no credentials", name)
 	}
 }

@@ -12,7 +12,7 @@ etcd=$(awk '$1=="go.etcd.io/etcd/server/v3"{print $2}' "$here/go.mod")
 out=${ROOST_TESTBIN_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/roost/testbin/kubernetes-${version}-etcd-${etcd}}
 mkdir -p "$out"
 stamp="$out/.stamp"
-want="$(sha256sum "$here/go.mod" "$here/go.sum" | sha256sum | cut -d' ' -f1)"
+want="$(cd "$here" && sha256sum go.mod go.sum build.sh | sha256sum | cut -d' ' -f1)"
 if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" && -x "$out/kube-apiserver" && -x "$out/kube-controller-manager" && -x "$out/etcd" ]]; then
 	echo "$out"
 	exit 0
@@ -20,8 +20,12 @@ fi
 cd "$here"
 export GOFLAGS=-mod=readonly CGO_ENABLED=0
 echo "testbin: building kube-apiserver and kube-controller-manager ${version}, etcd ${etcd} into $out (cold: ~15 min)" >&2
-go build -trimpath -o "$out/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
-go build -trimpath -o "$out/kube-controller-manager" k8s.io/kubernetes/cmd/kube-controller-manager
+# Stamp the version /version reports (kube's own build does this with
+# hack/lib/version.sh), so a probe says v1.34.4, not v0.0.0-master.
+minor=${version#v1.}; minor=${minor%%.*}
+ldflags="-X k8s.io/component-base/version.gitVersion=${version} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=${minor} -X k8s.io/component-base/version.gitTreeState=clean"
+go build -trimpath -ldflags "$ldflags" -o "$out/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
+go build -trimpath -ldflags "$ldflags" -o "$out/kube-controller-manager" k8s.io/kubernetes/cmd/kube-controller-manager
 go build -trimpath -o "$out/etcd" go.etcd.io/etcd/server/v3
 echo "$want" > "$stamp"
 echo "$out"

@@ -27,6 +27,8 @@ const (
 	DefaultTick = 5 * time.Second
 	// requestTimeout bounds each API request of the controller's clients.
 	requestTimeout = 10 * time.Second
+	// reconcileTimeout bounds one pass over one Cluster.
+	reconcileTimeout = 60 * time.Second
 )
 
 // Controller reconciles Clusters with the hub's state; see the package
@@ -50,6 +52,8 @@ type Controller struct {
 	mu      sync.Mutex
 	clients map[string]*clusterClient // by Cluster name
 	drains  map[string]*drainJob      // by Server name
+	busy    map[string]bool           // Clusters whose reconcile runs
+	orphans map[string]time.Time      // unknown token Secrets: first seen
 }
 
 // clusterClient is a client for one kubeconfig, with what was ensured
@@ -97,13 +101,66 @@ func (c *Controller) Step(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var first error
+	// Each Cluster reconciles in its own goroutine, bounded by
+	// reconcileTimeout, so one that hangs (an API that accepts and never
+	// answers) holds up neither the others nor the next tick; a Cluster
+	// whose last pass still runs is skipped.
+	var (
+		wg    sync.WaitGroup
+		errMu sync.Mutex
+		first error
+	)
 	for _, o := range clusters {
-		if err := c.reconcile(ctx, o.GetCluster()); err != nil && first == nil {
-			first = fmt.Errorf("cluster %s: %w", o.GetCluster().GetMetadata().GetName(), err)
+		cl := o.GetCluster()
+		name := cl.GetMetadata().GetName()
+		if !c.begin(name) {
+			continue
 		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer c.end(name)
+			rctx, cancel := context.WithTimeout(ctx, reconcileTimeout)
+			defer cancel()
+			if err := c.reconcile(rctx, cl); err != nil {
+				errMu.Lock()
+				if first == nil {
+					first = fmt.Errorf("cluster %s: %w", name, err)
+				}
+				errMu.Unlock()
+			}
+		}()
 	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(reconcileTimeout + time.Second):
+		c.log().Warn("cluster controller: a cluster's reconcile outlived its bound; it runs on, the others go on")
+	}
+	errMu.Lock()
+	defer errMu.Unlock()
 	return first
+}
+
+// begin marks Cluster name busy; false when its last pass still runs.
+func (c *Controller) begin(name string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.busy == nil {
+		c.busy = map[string]bool{}
+	}
+	if c.busy[name] {
+		return false
+	}
+	c.busy[name] = true
+	return true
+}
+
+func (c *Controller) end(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.busy, name)
 }
 
 // forget drops clients and drain jobs when this member stops leading.
@@ -196,7 +253,7 @@ func (c *Controller) reconcile(ctx context.Context, cl *roostv1.Cluster) error {
 	for _, m := range machines {
 		keep(c.observeMachine(ctx, m, byServer))
 	}
-	keep(c.collectNodes(ctx, cc.client, machines, nodes))
+	keep(c.collectNodes(ctx, cc.client, nodes))
 	keep(c.uncordon(ctx, cc.client, machines, byServer))
 	keep(c.reconcileTokens(ctx, cl, cc.client, machines))
 	return first
@@ -282,16 +339,18 @@ func (c *Controller) setDrained(ctx context.Context, m *roostv1.Machine, status,
 		Conditions: []*roostv1.Condition{{Type: state.MachineDrained, Status: status, Reason: reason, Message: msg}}}}})
 }
 
-// collectNodes deletes the Nodes Roost registered whose Machine is gone
-// from this Cluster (the Machine was Destroyed).
-func (c *Controller) collectNodes(ctx context.Context, k *kube.Client, machines []*roostv1.Machine, nodes []kube.Node) error {
-	live := map[string]bool{}
-	for _, m := range machines {
-		live[m.GetSpec().GetServer()] = true
-	}
+// collectNodes deletes the Nodes of Servers the hub knows that no worker
+// Machine holds any more (their Machine was Destroyed). A Node of a
+// Server the hub does not know, or of a Server another Cluster object's
+// worker holds (two Cluster objects may name one API), is left alone.
+func (c *Controller) collectNodes(ctx context.Context, k *kube.Client, nodes []kube.Node) error {
+	r := c.FSM.Reader()
 	var first error
 	for _, n := range nodes {
-		if live[n.Server] {
+		if r.Get("Server", n.Server) == nil {
+			continue
+		}
+		if m := c.FSM.MachineOf(n.Server); m != nil && m.GetStatus().GetCluster() != "" {
 			continue
 		}
 		c.log().Info("deleting the Node of a destroyed Machine", "node", n.Name, "server", n.Server)

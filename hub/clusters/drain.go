@@ -63,10 +63,18 @@ func (c *Controller) checkCluster(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
+	// The probe runs aside so that a credential that never answers (or a
+	// hung connection) cannot hold the caller past probeTimeout.
 	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	_, err = cc.client.Probe(pctx)
-	return err
+	res := make(chan error, 1)
+	go func() { _, err := cc.client.Probe(pctx); res <- err }()
+	select {
+	case err := <-res:
+		return err
+	case <-pctx.Done():
+		return fmt.Errorf("no answer within %s: %w", probeTimeout, pctx.Err())
+	}
 }
 
 // Drain cordons and drains worker Machine m's Node for the reboot Lease

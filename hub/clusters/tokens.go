@@ -35,19 +35,22 @@ func (c *Controller) reconcileTokens(ctx context.Context, cl *roostv1.Cluster, k
 			joining[m.GetMetadata().GetName()] = true
 		}
 	}
+	// known holds every token the hub holds, for any Cluster: two Cluster
+	// objects may name one API, and neither deletes the other's tokens.
 	known := map[string]bool{}
 	fresh := map[string]bool{} // Machines with a token not due for rotation
 	var stale []string
 	for _, t := range c.FSM.BootstrapTokens() {
+		known[t.GetTokenId()] = true
 		if t.GetCluster() != name {
 			continue
 		}
 		exp := t.GetExpiresAt().AsTime()
 		if !now.Before(exp) || !joining[t.GetMachine()] {
 			stale = append(stale, t.GetTokenId())
+			delete(known, t.GetTokenId())
 			continue
 		}
-		known[t.GetTokenId()] = true
 		if exp.Sub(now) > ttl/3 {
 			fresh[t.GetMachine()] = true
 		}
@@ -87,14 +90,39 @@ func (c *Controller) reconcileTokens(ctx context.Context, cl *roostv1.Cluster, k
 	if err != nil {
 		return err
 	}
+	// A token another pass just created is in the cluster before it is in
+	// the state: only a token unknown for orphanGrace is deleted.
+	for _, t := range c.FSM.BootstrapTokens() {
+		known[t.GetTokenId()] = true
+	}
+	c.mu.Lock()
+	if c.orphans == nil {
+		c.orphans = map[string]time.Time{}
+	}
+	var orphans []string
 	for _, t := range inCluster {
 		if known[t.ID] {
+			delete(c.orphans, t.ID)
 			continue
 		}
-		c.log().Info("deleting a bootstrap token the hub does not hold", "cluster", name, "token", t.ID)
-		if err := k.DeleteBootstrapToken(ctx, t.ID); err != nil {
+		first, seen := c.orphans[t.ID]
+		if !seen {
+			c.orphans[t.ID] = now
+		} else if now.Sub(first) >= orphanGrace {
+			orphans = append(orphans, t.ID)
+			delete(c.orphans, t.ID)
+		}
+	}
+	c.mu.Unlock()
+	for _, id := range orphans {
+		c.log().Info("deleting a bootstrap token the hub does not hold", "cluster", name, "token", id)
+		if err := k.DeleteBootstrapToken(ctx, id); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// orphanGrace is how long a Roost-labelled token Secret the hub does not
+// hold is left alone before it is deleted.
+const orphanGrace = time.Minute
