@@ -402,10 +402,13 @@ func (a *Agent) dial(addr string, anon bool) (*grpc.ClientConn, error) {
 			Backoff:           backoff.Config{BaseDelay: time.Second, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 15 * time.Second},
 			MinConnectTimeout: 10 * time.Second,
 		}),
-		// Lean connections: the agent's messages are small, and the
-		// simulator runs thousands of them in one process.
-		grpc.WithReadBufferSize(8 << 10),
-		grpc.WithWriteBufferSize(8 << 10),
+		// Lean connections, as on the hub (hub/api ServerOptions): the
+		// simulator runs thousands of agents in one process. No read buffer
+		// of gRPC's own (crypto/tls already buffers a whole record; DATA
+		// frames of artifact downloads go to pooled buffers), and a write
+		// buffer held only while writing.
+		grpc.WithReadBufferSize(0),
+		grpc.WithWriteBufferSize(32 << 10),
 		grpc.WithSharedWriteBuffer(true),
 		grpc.WithInitialWindowSize(64 << 10),
 		grpc.WithInitialConnWindowSize(64 << 10),

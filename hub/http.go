@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
+	"os"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,11 +16,23 @@ import (
 	"github.com/roostfleet/roost/hub/state"
 )
 
+// EnvPprof, when set to 1 in the hub's environment, also serves Go's
+// profiles (net/http/pprof) under /debug/pprof/ on the metrics listener.
+// Off by default: profiles reveal internals and cost CPU.
+const EnvPprof = "ROOST_HUB_PPROF"
+
 // serveHTTP serves /metrics (Prometheus text format) and /healthz (200 "ok"
 // when this member is a leader or a follower that knows its leader, 503
-// with the reason otherwise).
+// with the reason otherwise); with $ROOST_HUB_PPROF=1 also /debug/pprof/.
 func (h *Hub) serveHTTP(ln net.Listener) {
 	mux := http.NewServeMux()
+	if os.Getenv(EnvPprof) == "1" {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	mux.Handle("/metrics", promhttp.HandlerFor(h.registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		if err := h.healthy(); err != nil {

@@ -187,26 +187,24 @@ func selectorOf(snap Snapshot, pool *roostv1.Pool) (resource.Selector, error) {
 	return nil, fmt.Errorf("MachineClass %s does not exist", mc)
 }
 
-// ReadFSM reads a Snapshot from the hub's state.
+// ReadFSM reads a Snapshot from one consistent read of the hub's state,
+// without copying: the Snapshot shares messages with the store and Plan
+// only reads them. (Copying every Server each tick was most of the hub's
+// allocation at thousands of agents.) The error is always nil.
 func ReadFSM(f *state.FSM) (Snapshot, error) {
 	var snap Snapshot
-	for _, kind := range []string{"Pool", "MachineClass", "Server", "Machine"} {
-		objs, _, err := f.List(kind, "")
-		if err != nil {
-			return Snapshot{}, err
-		}
-		for _, o := range objs {
-			switch kind {
-			case "Pool":
-				snap.Pools = append(snap.Pools, o.GetPool())
-			case "MachineClass":
-				snap.MachineClasses = append(snap.MachineClasses, o.GetMachineClass())
-			case "Server":
-				snap.Servers = append(snap.Servers, o.GetServer())
-			case "Machine":
-				snap.Machines = append(snap.Machines, o.GetMachine())
-			}
-		}
+	r := f.Reader()
+	for _, o := range r.List("Pool") {
+		snap.Pools = append(snap.Pools, o.GetPool())
+	}
+	for _, o := range r.List("MachineClass") {
+		snap.MachineClasses = append(snap.MachineClasses, o.GetMachineClass())
+	}
+	for _, o := range r.List("Server") {
+		snap.Servers = append(snap.Servers, o.GetServer())
+	}
+	for _, o := range r.List("Machine") {
+		snap.Machines = append(snap.Machines, o.GetMachine())
 	}
 	return snap, nil
 }

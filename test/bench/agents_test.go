@@ -2,6 +2,9 @@ package bench
 
 import (
 	"fmt"
+	"io"
+	"math"
+	"net/http"
 	"os"
 	"regexp"
 	"strconv"
@@ -9,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/roostfleet/roost/hub"
 	"github.com/roostfleet/roost/test/harness"
 )
 
@@ -21,9 +25,17 @@ import (
 //   - fleet: hub RSS per connected agent with $ROOST_BENCH_AGENTS agents
 //     (default 10,000) on 10 s heartbeats (goal ≤ 40 KB/agent), measured
 //     from /proc/PID/status of the hub process before the agents start and
-//     once all are connected and settled; and Raft entries per second in
-//     steady state from roost_raft_last_log_index over 30 s (goal ≤ 1 per
-//     100 agents).
+//     once all are connected and settled; the hub heap per agent as the
+//     process holds it and, after a forced collection, as live heap, heap
+//     in partly used spans and goroutine stacks; the same once the agents
+//     are gone, which splits the enrolled Servers' state from what the
+//     connections cost; Raft entries per second in steady state from
+//     roost_raft_last_log_index over 30 s (goal ≤ 1 per 100 agents) and the
+//     hub's CPU in that window.
+//
+// The hub runs with $ROOST_HUB_PPROF=1 so the benchmark can force a
+// collection (/debug/pprof/heap?gc=1); profile it while it runs with
+// `go tool pprof http://HTTP_ADDR/debug/pprof/heap`.
 //
 // Each part runs once on a fresh single-member hub, whatever b.N is.
 func BenchmarkAgents(b *testing.B) {
@@ -49,6 +61,9 @@ func BenchmarkAgents(b *testing.B) {
 		n = v
 	}
 	b.Run(fmt.Sprintf("fleet=%d", n), func(b *testing.B) {
+		// /debug/pprof/heap?gc=1 lets the benchmark force a collection in
+		// the hub, so live heap and stacks are measured, not garbage.
+		b.Setenv(hub.EnvPprof, "1")
 		m, ca, token := agentHub(b, n)
 		time.Sleep(3 * time.Second)
 		rss0, err := harness.RSSBytes(m.PID())
@@ -56,7 +71,7 @@ func BenchmarkAgents(b *testing.B) {
 			b.Fatal(err)
 		}
 		heap0, _ := m.Metric("go_memstats_heap_inuse_bytes")
-		gor0, _ := m.Metric("go_goroutines")
+		idle := hubMem(b, m)
 		start := time.Now()
 		sim := harness.StartProc(b, "simulate", harness.AgentBinary(b), "simulate", "--count", fmt.Sprint(n),
 			"--hub", m.APIAddr, "--ca", ca, "--token", token, "--seed", "12", "--heartbeat", "10s", "--log-level", "warn")
@@ -75,29 +90,86 @@ func BenchmarkAgents(b *testing.B) {
 		}
 		simRSS, _ := harness.RSSBytes(sim.PID())
 		heap1, _ := m.Metric("go_memstats_heap_inuse_bytes")
-		gor1, _ := m.Metric("go_goroutines")
 		connected, _ = sim.Counter("connected")
+		full := hubMem(b, m) // after a forced collection
+		per := func(a, b float64) float64 { return (a - b) / float64(connected) / 1024 }
 		perAgent := float64(rss1-rss0) / float64(connected)
 		idx0, err := m.Metric("roost_raft_last_log_index")
 		if err != nil {
 			b.Fatal(err)
 		}
+		cpu0 := cpuSeconds(b, m.PID())
 		const window = 30 * time.Second
 		time.Sleep(window)
 		idx1, _ := m.Metric("roost_raft_last_log_index")
+		cpu := (cpuSeconds(b, m.PID()) - cpu0) / window.Seconds()
 		rate := (idx1 - idx0) / window.Seconds()
 		sim.Stop()
+		// What stays once every agent is gone is the enrolled Servers'
+		// state (FSM, Raft log); the rest was the connections.
+		deadline := time.Now().Add(30 * time.Second)
+		for v, err := m.Metric("roost_agent_streams"); (err != nil || v > 0) && time.Now().Before(deadline); v, err = m.Metric("roost_agent_streams") {
+			time.Sleep(200 * time.Millisecond)
+		}
+		time.Sleep(2 * time.Second)
+		gone := hubMem(b, m)
 		b.ReportMetric(perAgent/1024, "hub-KiB-RSS/agent")
 		b.ReportMetric((heap1-heap0)/float64(connected)/1024, "hub-KiB-heap/agent")
+		b.ReportMetric(per(full.live, idle.live), "hub-KiB-live-heap/agent")
+		b.ReportMetric(per(full.stack, idle.stack), "hub-KiB-stack/agent")
 		b.ReportMetric(rate, "raft-entries/s")
 		b.ReportMetric(rate/float64(connected)*100, "raft-entries/s-per-100-agents")
-		report(b, "hub RSS %.1f MiB idle → %.1f MiB with %d agents: %.1f KiB per agent (goal ≤ 40 KB); simulator RSS %.1f KiB per agent",
+		report(b, "hub RSS %.1f MiB idle → %.1f MiB with %d agents: hub RSS per agent %.1f KiB (goal ≤ 40 KB = 39.1 KiB); simulator RSS %.1f KiB per agent",
 			mib(rss0), mib(rss1), connected, perAgent/1024, float64(simRSS)/float64(connected)/1024)
-		report(b, "hub Go heap in use %.1f KiB per agent, %.1f goroutines per agent",
-			(heap1-heap0)/float64(connected)/1024, (gor1-gor0)/float64(connected))
-		report(b, "raft entries in steady state: %.0f in %v = %.2f/s = %.3f per 100 agents per s (goal ≤ 1)",
-			idx1-idx0, window, rate, rate/float64(connected)*100)
+		report(b, "hub heap per agent: %.1f KiB in use (live and not yet collected); after a forced GC %.1f KiB live, %.1f KiB in partly used spans; goroutine stacks %.1f KiB per agent, %.1f goroutines per agent (GOGC %.0f, GOMEMLIMIT %s)",
+			(heap1-heap0)/float64(connected)/1024, per(full.live, idle.live), per(full.spans, idle.spans), per(full.stack, idle.stack),
+			(full.goroutines-idle.goroutines)/float64(connected), full.gogc, memLimit(full.memLimit))
+		report(b, "after the agents disconnected: live heap %.1f KiB per enrolled Server stays (Server records, Raft log, watch history); so the connections held %.1f KiB live heap + %.1f KiB stacks per agent",
+			per(gone.live, idle.live), per(full.live, gone.live), per(full.stack, gone.stack))
+		report(b, "raft entries in steady state: %.0f in %v = %.2f/s = %.3f per 100 agents per s (goal ≤ 1); hub CPU %.1f%% of one core",
+			idx1-idx0, window, rate, rate/float64(connected)*100, cpu*100)
+		b.ReportMetric(cpu*100, "hub-cpu-%")
 	})
+}
+
+// memSample is the hub's memory right after a forced garbage collection.
+type memSample struct {
+	live, spans, stack, goroutines, gogc, memLimit float64
+}
+
+// hubMem forces a collection in the hub (GET /debug/pprof/heap?gc=1, served
+// with $ROOST_HUB_PPROF=1) and reads its Go memory metrics: the heap
+// allocated right after a collection is the live heap; the heap in use then
+// adds the free slots of partly used spans (fragmentation).
+func hubMem(b *testing.B, m *harness.Member) memSample {
+	b.Helper()
+	hc := &http.Client{Timeout: 2 * time.Minute}
+	resp, err := hc.Get("http://" + m.HTTPAddr + "/debug/pprof/heap?gc=1")
+	if err != nil {
+		b.Fatalf("force a GC in the hub: %v", err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b.Fatalf("force a GC in the hub: %s (is $%s honoured?)", resp.Status, hub.EnvPprof)
+	}
+	var s memSample
+	for name, p := range map[string]*float64{"go_memstats_heap_alloc_bytes": &s.live, "go_memstats_heap_inuse_bytes": &s.spans, "go_memstats_stack_inuse_bytes": &s.stack,
+		"go_goroutines": &s.goroutines, "go_gc_gogc_percent": &s.gogc, "go_gc_gomemlimit_bytes": &s.memLimit} {
+		v, err := m.Metric(name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		*p = v
+	}
+	return s
+}
+
+func memLimit(v float64) string {
+	if v >= math.MaxInt64/2 {
+		return "off"
+	}
+	return fmt.Sprintf("%.0f MiB", mib(int64(v)))
 }
 
 // agentHub starts a single roost-hub process and returns it, the CA file
