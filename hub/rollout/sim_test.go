@@ -194,6 +194,9 @@ func newSim(t testing.TB, seed int64, cfg simConfig) *sim {
 	// more than one down.
 	for k := 0; k < cfg.outages; k++ {
 		sp := s.pools[s.rng.Intn(len(s.pools))]
+		if o, _ := s.f.Get("Pool", sp.name); api.MaxUnavailable(o.GetPool()) < 2 {
+			continue
+		}
 		srv := sp.servers[s.rng.Intn(len(sp.servers))]
 		srv.outageStart = cfg.start.Add(time.Duration(s.rng.Intn(cfg.days*24)) * time.Hour)
 		srv.outageEnd = srv.outageStart.Add(3 * time.Hour)
@@ -300,10 +303,14 @@ func (s *sim) step(ctx context.Context) {
 			switch {
 			case srv.rebooting && !s.now.Before(srv.rebootEnd):
 				srv.rebooting = false
+				healthy := "True"
+				if srv.inOutage { // came back, but still broken
+					healthy = "False"
+				}
 				if srv.fail {
-					s.report(srv, 1, "True", []*roostv1.FailedRevision{{Number: 2, Reason: "boot entry roost-rev-2 ran out of tries (3 failed boots); booted revision 1"}})
+					s.report(srv, 1, healthy, []*roostv1.FailedRevision{{Number: 2, Reason: "boot entry roost-rev-2 ran out of tries (3 failed boots); booted revision 1"}})
 				} else {
-					s.report(srv, 2, "True", nil)
+					s.report(srv, 2, healthy, nil)
 				}
 			case !srv.inOutage && !srv.outageStart.IsZero() && !s.now.Before(srv.outageStart) && s.now.Before(srv.outageEnd):
 				srv.inOutage = true
@@ -334,6 +341,17 @@ func (s *sim) step(ctx context.Context) {
 				break
 			}
 			o, _ := s.f.Get("Pool", sp.name)
+			// A reboot may start only while fewer than maxUnavailable other
+			// Machines are down, for any reason.
+			var others []string
+			for _, x := range sp.servers {
+				if x != srv && (x.rebooting || x.inOutage) {
+					others = append(others, x.machine)
+				}
+			}
+			if int32(len(others)) >= api.MaxUnavailable(o.GetPool()) {
+				s.violate("pool %s: %s admitted while %d were down (%s), maxUnavailable %d", sp.name, srv.machine, len(others), strings.Join(others, ","), api.MaxUnavailable(o.GetPool()))
+			}
 			res := s.apply(&roostv1.Command{Command: &roostv1.Command_GrantLease{GrantLease: &roostv1.GrantLease{Server: srv.name, Revision: m.GetStatus().GetRevision(),
 				ExpiresAt: timestamppb.New(s.now.Add(30 * time.Minute)), MaxUnavailable: api.MaxUnavailable(o.GetPool()), Uid: fmt.Sprintf("lease-%d", s.idx)}}})
 			if res.Err != nil {
@@ -367,20 +385,20 @@ func (s *sim) machine(name string) *roostv1.Machine {
 	return o.GetMachine()
 }
 
-// checkCapacity: never more than maxUnavailable Machines down in a pool.
+// checkCapacity: never more reboots in flight in a pool than
+// maxUnavailable. (Servers down on their own may add to them: the
+// rollout cannot stop an outage, it only counts it before a reboot.)
 func (s *sim) checkCapacity(sp *simPool) {
 	o, _ := s.f.Get("Pool", sp.name)
 	maxU := api.MaxUnavailable(o.GetPool())
-	down := 0
 	var names []string
 	for _, srv := range sp.servers {
-		if srv.rebooting || srv.inOutage {
-			down++
+		if srv.rebooting {
 			names = append(names, srv.machine)
 		}
 	}
-	if int32(down) > maxU {
-		s.violate("pool %s: %d down (%s), maxUnavailable %d", sp.name, down, strings.Join(names, ","), maxU)
+	if int32(len(names)) > maxU {
+		s.violate("pool %s: %d rebooting (%s), maxUnavailable %d", sp.name, len(names), strings.Join(names, ","), maxU)
 	}
 }
 
