@@ -1,11 +1,13 @@
 package test
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/roostfleet/roost/test/harness"
 )
@@ -37,7 +39,9 @@ func TestRestartKeepsObjects(t *testing.T) {
 	r := harness.MustCtl(t, cfg, "apply", "-f", manifest)
 	harness.Report(t, "applied %s in %s: %s", filepath.Base(manifest), r.Duration.Round(1e6), strings.Join(strings.Fields(r.Stdout), " "))
 
-	before := getAll(t, cfg)
+	// The hub's controllers write status after an apply (a Pool's rollout,
+	// a Cluster's reachability): compare once the state has settled.
+	before := settledAll(t, cfg)
 	for _, k := range appliableKinds {
 		out := before[k.Kind]
 		if !strings.Contains(out, "kind: "+k.Kind+"\n") || !strings.Contains(out, "\nspec:") {
@@ -63,6 +67,22 @@ func TestRestartKeepsObjects(t *testing.T) {
 			harness.Report(t, "after %s: `get -o yaml` of all %d kinds byte-identical", stop.name, len(appliableKinds))
 		}
 	}
+}
+
+// settledAll is getAll once two reads a second apart agree (within 30 s).
+func settledAll(t *testing.T, cfg string) map[string]string {
+	t.Helper()
+	prev := getAll(t, cfg)
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+		time.Sleep(time.Second)
+		cur := getAll(t, cfg)
+		if maps.Equal(prev, cur) {
+			return cur
+		}
+		prev = cur
+	}
+	t.Fatalf("the hub's objects kept changing for 30 s after apply")
+	return nil
 }
 
 // getAll returns `roostctl get KIND -o yaml` for every appliable kind.
