@@ -15,7 +15,7 @@
 //   - after a Machine came up on its new Revision the Pool settles for
 //     rollout.settle before the next reboot starts;
 //   - a Machine whose new Revision failed (it came back on its old one) or
-//     that was not Ready on it within readyTimeout counts as failed; more
+//     that did not boot it within readyTimeout counts as failed; more
 //     failures than rollout.failureBudget halt the Pool until an operator
 //     resumes it (`roostctl rollout resume`), which acknowledges them; a
 //     failed Revision is never retried (the hub renders a new one only

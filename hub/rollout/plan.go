@@ -100,8 +100,12 @@ func Plan(v *PoolView, now time.Time) *roostv1.RolloutStatus {
 		case m.DesiredFailed:
 			failed[m.Name] = fmt.Sprintf("Revision %d failed: %s", m.Desired, m.DesiredFailReason)
 		case m.Lease != nil && !m.Lease.GetExpiresAt().AsTime().After(now) && m.Lease.GetPhase() != state.LeaseDraining &&
-			!(m.Booted == m.Lease.GetRevision() && m.Ready):
-			failed[m.Name] = fmt.Sprintf("not Ready on Revision %d within its Lease", m.Lease.GetRevision())
+			m.Booted != m.Lease.GetRevision():
+			// It never came up on the new Revision within readyTimeout.
+			// (One that booted it but is not healthy is judged by the
+			// agent's boot assessment: it falls back, and the Revision
+			// fails.)
+			failed[m.Name] = fmt.Sprintf("did not boot Revision %d within its Lease (readyTimeout)", m.Lease.GetRevision())
 		}
 	}
 	for name := range failed {
