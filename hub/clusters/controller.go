@@ -271,7 +271,7 @@ func unreachable(st *roostv1.ClusterStatus, reason string, err error, now time.T
 func (c *Controller) putClusterStatus(ctx context.Context, cl *roostv1.Cluster, st *roostv1.ClusterStatus) error {
 	old := cl.GetStatus()
 	for _, cond := range st.GetConditions() {
-		if prev := findCondition(old.GetConditions(), cond.GetType()); prev != nil && prev.GetStatus() == cond.GetStatus() {
+		if prev := state.FindCondition(old.GetConditions(), cond.GetType()); prev != nil && prev.GetStatus() == cond.GetStatus() {
 			cond.LastTransitionTime = prev.GetLastTransitionTime()
 		} else if cond.LastTransitionTime == nil {
 			cond.LastTransitionTime = timestamppb.New(c.now())
@@ -281,7 +281,7 @@ func (c *Controller) putClusterStatus(ctx context.Context, cl *roostv1.Cluster, 
 	if proto.Equal(old, st) {
 		return nil
 	}
-	if prev, cur := findCondition(old.GetConditions(), state.ClusterReachable), st.GetConditions()[0]; prev.GetStatus() != cur.GetStatus() || prev.GetReason() != cur.GetReason() {
+	if prev, cur := state.FindCondition(old.GetConditions(), state.ClusterReachable), st.GetConditions()[0]; prev.GetStatus() != cur.GetStatus() || prev.GetReason() != cur.GetReason() {
 		c.log().Info("cluster reachability changed", "cluster", cl.GetMetadata().GetName(), "reachable", cur.GetStatus(), "reason", cur.GetReason(), "message", cur.GetMessage())
 	}
 	return c.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_UpdateClusterStatus{UpdateClusterStatus: &roostv1.UpdateClusterStatus{
@@ -316,7 +316,7 @@ func (c *Controller) observeMachine(ctx context.Context, m *roostv1.Machine, byS
 		conds = append(conds, cond)
 	}
 	st := m.GetStatus()
-	prev := findCondition(st.GetConditions(), state.MachineNodeReady)
+	prev := state.FindCondition(st.GetConditions(), state.MachineNodeReady)
 	same := st.GetNodeName() == n.Name
 	if ok {
 		same = same && prev != nil && prev.GetStatus() == conds[0].GetStatus() && prev.GetReason() == conds[0].GetReason() && prev.GetMessage() == conds[0].GetMessage()
@@ -330,7 +330,7 @@ func (c *Controller) observeMachine(ctx context.Context, m *roostv1.Machine, byS
 
 // setDrained records m's Drained condition when it changed.
 func (c *Controller) setDrained(ctx context.Context, m *roostv1.Machine, status, reason, msg string) error {
-	if prev := findCondition(m.GetStatus().GetConditions(), state.MachineDrained); prev != nil &&
+	if prev := state.FindCondition(m.GetStatus().GetConditions(), state.MachineDrained); prev != nil &&
 		prev.GetStatus() == status && prev.GetReason() == reason && prev.GetMessage() == msg {
 		return nil
 	}
@@ -392,13 +392,4 @@ func (c *Controller) leaseHeld(server string) bool {
 		return false
 	}
 	return o.GetLease().GetSpec().GetExpiresAt().AsTime().After(c.now())
-}
-
-func findCondition(conds []*roostv1.Condition, typ string) *roostv1.Condition {
-	for _, c := range conds {
-		if c.GetType() == typ {
-			return c
-		}
-	}
-	return nil
 }

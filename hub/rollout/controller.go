@@ -194,12 +194,10 @@ func machineView(r *state.Reader, m *roostv1.Machine) MachineView {
 	mv := MachineView{Name: m.GetMetadata().GetName(), Server: m.GetSpec().GetServer(), Desired: st.GetRevision(), Booted: st.GetBootedRevision()}
 	mv.Provisioned = mv.Booted > 0
 	mv.DesiredFailed = mv.Desired != 0 && st.GetFailedRevision() == mv.Desired
-	for _, cond := range st.GetConditions() {
-		if cond.GetType() == state.MachineReady {
-			mv.Ready = cond.GetStatus() == "True"
-			if mv.Ready && cond.GetLastTransitionTime() != nil {
-				mv.ReadySince = cond.GetLastTransitionTime().AsTime()
-			}
+	if cond := state.FindCondition(st.GetConditions(), state.MachineReady); cond.GetStatus() == "True" {
+		mv.Ready = true
+		if t := cond.GetLastTransitionTime(); t != nil {
+			mv.ReadySince = t.AsTime()
 		}
 	}
 	if o := r.Get("Server", mv.Server); o != nil {

@@ -621,6 +621,12 @@ func setCondition(conds []*roostv1.Condition, typ, status, reason, msg string, n
 	return append(append([]*roostv1.Condition(nil), conds...), &roostv1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, LastTransitionTime: now})
 }
 
+// FindCondition returns the condition of type typ in conds, or nil; for
+// controllers outside this package that read conditions.
+func FindCondition(conds []*roostv1.Condition, typ string) *roostv1.Condition {
+	return findCondition(conds, typ)
+}
+
 // conditionTrue says whether conds has typ with status "True".
 func conditionTrue(conds []*roostv1.Condition, typ string) bool {
 	c := findCondition(conds, typ)
