@@ -169,6 +169,7 @@ type Server struct {
 		State          string      `json:"state"`
 		StateReason    string      `json:"stateReason"`
 		BootedRevision Int64       `json:"bootedRevision"`
+		ImageVersion   string      `json:"imageVersion"`
 		Conditions     []Condition `json:"conditions"`
 		Reachability   string      `json:"reachability"`
 	} `json:"status"`

@@ -35,6 +35,7 @@ type VMConfig struct {
 	SSHPort   int    // host port on 127.0.0.1 forwarded to the guest's port 22
 	DiskBytes int64  // size of the sparse raw disk; default 10 GiB
 	MemoryMiB int    // default 1536
+	BondNICs  bool   // add four isolated NICs with the fixed BondMACs
 }
 
 // VM is a QEMU server: UEFI only, an empty disk that boots first, the ISO
@@ -113,13 +114,13 @@ func NewVM(t testing.TB, cfg VMConfig) *VM {
 func (v *VM) args() []string {
 	c := v.cfg
 	a := []string{
-		"-name", "roost-e2e-" + c.UUID[:8],
+		"-name", "roost-e2e-" + c.UUID[len(c.UUID)-8:],
 		"-machine", "pc", "-m", fmt.Sprint(c.MemoryMiB), "-smp", "1",
 		"-display", "none", "-monitor", "none", "-nodefaults",
 		"-vga", "std",
 		"-drive", "if=pflash,format=raw,unit=0,readonly=on,file=" + ovmfCode,
 		"-drive", "if=pflash,format=raw,unit=1,file=" + v.Vars,
-		"-smbios", "type=1,manufacturer=Roost,product=e2e,serial=e2e-" + c.UUID[:8] + ",uuid=" + c.UUID,
+		"-smbios", "type=1,manufacturer=Roost,product=e2e,serial=e2e-" + c.UUID[len(c.UUID)-8:] + ",uuid=" + c.UUID,
 		// serial console, appended across power cycles
 		"-chardev", "file,id=con0,path=" + v.Console + ",append=on",
 		"-serial", "chardev:con0",
@@ -137,6 +138,9 @@ func (v *VM) args() []string {
 	// to the hub (10.0.2.0/24) exists only on the management NIC even while
 	// the testbed still runs DHCP on every NIC.
 	for i, mac := range BondMACs {
+		if !c.BondNICs {
+			break
+		}
 		id := fmt.Sprintf("n%d", i+1)
 		a = append(a,
 			"-netdev", fmt.Sprintf("user,id=%s,restrict=on,net=10.0.%d.0/24", id, 11+i),
