@@ -26,10 +26,11 @@ test-unit: ## fast unit tests (no root, no processes, no VMs)
 
 test-root: build ## integration tests: real hub processes and Raft clusters on loopback; network-namespace tests need root
 	ROOST_BIN=$(BIN) $(GO) test -v -count=1 -timeout 30m -run . ./test/... ./netprofiles/
+	$(GO) test -v -count=1 -timeout 10m -run 'TestRolloutSurvivesLeaderLoss' ./hub/
 
-e2e: testbed ## QEMU end-to-end tests (no KVM needed; ~30-45 min): the ISO enrolls under SeaBIOS and OVMF; the main job on a UEFI server (test/e2e)
+e2e: testbed ## QEMU end-to-end tests (no KVM needed; ~30-45 min): the ISO enrolls under SeaBIOS and OVMF; the main job on a UEFI server; a v1 → v2 rollout on two (test/e2e)
 	./images/deps.sh --e2e
-	ROOST_E2E=1 ROOST_BIN=$(BIN) $(GO) test -v -count=1 -p 1 -timeout 60m ./imagebuilder/e2e/ ./test/e2e/
+	ROOST_E2E=1 ROOST_BIN=$(BIN) $(GO) test -v -count=1 -p 1 -timeout 80m ./imagebuilder/e2e/ ./test/e2e/
 
 testbed: build ## build the testbed OS release bundle from Debian packages (cached in _output/testbed; installs debootstrap etc.)
 	ROOST_BIN=$(BIN) ./images/testbed/build.sh
