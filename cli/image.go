@@ -163,7 +163,16 @@ themselves.`,
 			if err := tw.Flush(); err != nil {
 				return err
 			}
-			fmt.Fprintf(o.Out, "%s %s (version %s)\n", objectRef(obj), resp.GetAction(), resp.GetRelease().GetSpec().GetVersion())
+			rel := resp.GetRelease()
+			fmt.Fprintf(o.Out, "%s %s (version %s)\n", objectRef(obj), resp.GetAction(), rel.GetSpec().GetVersion())
+			if len(rel.GetSpec().GetChannels()) == 0 {
+				ch := b.Manifest.Channel
+				if ch == "" {
+					ch = "CHANNEL"
+				}
+				fmt.Fprintf(o.Out, "on no channel yet: Pools that follow a channel move to it after 'roostctl image promote %s --channel %s'\n",
+					rel.GetSpec().GetVersion(), ch)
+			}
 			return nil
 		},
 	}

@@ -108,7 +108,8 @@ func TestImagePush(t *testing.T) {
 	if strings.Contains(r.err, "warning") {
 		t.Errorf("push with --key warns: %s", r.err)
 	}
-	for _, want := range []string{"kernel", "initrd", "bootloader", "uploaded 3.0 MiB", "imagerelease/v2026-11-0 created (version 2026.11.0)"} {
+	for _, want := range []string{"kernel", "initrd", "bootloader", "uploaded 3.0 MiB", "imagerelease/v2026-11-0 created (version 2026.11.0)",
+		"on no channel yet: Pools that follow a channel move to it after 'roostctl image promote 2026.11.0 --channel"} {
 		if !strings.Contains(r.out, want) {
 			t.Errorf("push output lacks %q:\n%s", want, r.out)
 		}
