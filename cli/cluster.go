@@ -113,6 +113,9 @@ func newClusterSetCredentialsCommand(o *options) *cobra.Command {
 		Args:    exactArgs(1, "a cluster NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := trimKindPrefix(args[0], "cluster/", "clusters/", "cl/")
+			if err := checkNameArg("the cluster NAME", name); err != nil {
+				return err
+			}
 			kubeconfig, err := o.readKubeconfig(file, context)
 			if err != nil {
 				return err
@@ -139,6 +142,9 @@ const maxKubeconfigInput = 4 << 20
 // Every problem is a usage error that names the file; none repeats a
 // secret.
 func (o *options) readKubeconfig(path, ctxName string) ([]byte, error) {
+	if path == "" {
+		return nil, usageErrorf("--kubeconfig: empty file name; give the kubeconfig FILE, or - for standard input")
+	}
 	source := path
 	var (
 		data []byte

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 	"github.com/roostfleet/roost/resource"
@@ -155,6 +156,20 @@ func exactArgs(n int, names string) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// checkNameArg checks that name, given as an argument for what (e.g. "a
+// cluster NAME"), can name an object (a DNS-1123 label) before it is sent
+// to the hub, which would only answer that no such object exists. The
+// error is a usage error.
+func checkNameArg(what, name string) error {
+	if name == "" {
+		return usageErrorf("%s is empty", what)
+	}
+	if msgs := validation.IsDNS1123Label(name); len(msgs) > 0 {
+		return usageErrorf("%s %q cannot name an object: %s", what, name, msgs[0])
+	}
+	return nil
 }
 
 // minArgs requires at least n positional arguments.

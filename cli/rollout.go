@@ -41,7 +41,7 @@ Workers of a Cluster are cordoned and drained before their reboot.`,
 	}
 	cmd.AddCommand(newRolloutStatusCommand(o),
 		newRolloutActionCommand(o, "pause", roostv1.RolloutAction_ROLLOUT_ACTION_PAUSE, "Stop starting reboots in a pool",
-			"Pause the pool's rollout: no new reboot starts; reboots already running\nfinish. 'rollout resume' continues."),
+			"Pause the pool's rollout: no new reboot starts; reboots already running\nfinish. 'rollout resume' continues. A halted pool stays halted: the pause\nis recorded, and 'rollout resume' lifts both."),
 		newRolloutActionCommand(o, "resume", roostv1.RolloutAction_ROLLOUT_ACTION_RESUME, "Continue a paused or halted rollout",
 			"Resume the pool's rollout after a pause or a halt. The Machines that\nfailed are acknowledged: they are not retried (their Revision stays\nFailed until its inputs change), and they no longer count against the\nfailure budget."),
 		newRolloutActionCommand(o, "abort", roostv1.RolloutAction_ROLLOUT_ACTION_ABORT, "Halt a pool's rollout where it is",
@@ -76,14 +76,34 @@ func (o *options) rolloutControl(cmd *cobra.Command, req *roostv1.RolloutControl
 	if err != nil {
 		return o.wrapCallError(err)
 	}
-	p := resp.GetPool()
-	msg := fmt.Sprintf("pool/%s %s", p.GetMetadata().GetName(), pastTense(verb))
-	switch req.GetAction() {
+	fmt.Fprintln(o.Out, rolloutControlMessage(req.GetAction(), verb, resp.GetPool()))
+	return nil
+}
+
+// rolloutHalted is the phase of a halted rollout (state.RolloutHalted; the
+// CLI does not import the hub).
+const rolloutHalted = "Halted"
+
+// rolloutControlMessage says what holds for pool p after action (verb)
+// succeeded. A pause of a halted pool is recorded (spec.rollout.paused)
+// but the pool stays halted: the message says so, and that resume lifts
+// both.
+func rolloutControlMessage(action roostv1.RolloutAction, verb string, p *roostv1.Pool) string {
+	name := p.GetMetadata().GetName()
+	ro := p.GetStatus().GetRollout()
+	if action == roostv1.RolloutAction_ROLLOUT_ACTION_PAUSE && ro.GetPhase() == rolloutHalted {
+		msg := fmt.Sprintf("pool/%s pause recorded; its rollout is halted and stays halted: no reboot starts until 'roostctl rollout resume %s', which lifts the halt and the pause", name, name)
+		if r := ro.GetReason(); r != "" {
+			msg += "\n  halted: " + r
+		}
+		return msg
+	}
+	msg := fmt.Sprintf("pool/%s %s", name, pastTense(verb))
+	switch action {
 	case roostv1.RolloutAction_ROLLOUT_ACTION_PIN, roostv1.RolloutAction_ROLLOUT_ACTION_UNDO:
 		msg += " to " + p.GetSpec().GetImageVersion()
 	}
-	fmt.Fprintln(o.Out, msg)
-	return nil
+	return msg
 }
 
 func pastTense(verb string) string {

@@ -35,10 +35,12 @@ func TestRolloutControlAndHalts(t *testing.T) {
 	if ro := getPool(t, h.f, "edge").GetStatus().GetRollout(); ro.GetPhase() != RolloutHalted || ro.GetReason() != "1 failed" || ro.GetUpdated() != 3 {
 		t.Fatalf("after controller update: %v", ro)
 	}
-	// Pause is a spec change.
+	// Pause is a spec change; a halted pool stays halted (roostctl rollout
+	// pause says so).
 	gen := getPool(t, h.f, "edge").GetMetadata().GetGeneration()
 	h.mustApply(controlCmd("edge", roostv1.RolloutAction_ROLLOUT_ACTION_PAUSE, ""))
-	if p := getPool(t, h.f, "edge"); !p.GetSpec().GetRollout().GetPaused() || p.GetMetadata().GetGeneration() != gen+1 {
+	if p := getPool(t, h.f, "edge"); !p.GetSpec().GetRollout().GetPaused() || p.GetMetadata().GetGeneration() != gen+1 ||
+		p.GetStatus().GetRollout().GetPhase() != RolloutHalted || p.GetStatus().GetRollout().GetReason() != "1 failed" {
 		t.Fatalf("after pause: %v", p)
 	}
 	res := h.mustApply(controlCmd("edge", roostv1.RolloutAction_ROLLOUT_ACTION_PAUSE, ""))
