@@ -75,6 +75,9 @@ func Epoch(rel *release.Bundle) (time.Time, error) {
 }
 
 // Enroll writes an enrollment image to out. On error, no file is left at out.
+// With a release bundle and ReleaseKeys, one of the keys must verify the
+// bundle's signature (errors wrap ErrReleaseKeys): the image's agent would
+// refuse the release otherwise.
 func Enroll(o EnrollOptions, out string) error {
 	if out == "" {
 		return errors.New("no output file (-o)")
@@ -138,6 +141,11 @@ func prepare(o EnrollOptions) (iso.Spec, error) {
 		var err error
 		if rel, err = release.Load(o.Release, nil); err != nil {
 			return iso.Spec{}, err
+		}
+		if len(o.ReleaseKeys) > 0 {
+			if err := checkReleaseKeys(rel, o.ReleaseKeys); err != nil {
+				return iso.Spec{}, err
+			}
 		}
 		if kernel == "" {
 			kernel = rel.Path("kernel")

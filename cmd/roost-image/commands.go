@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	agentconfig "github.com/roostfleet/roost/agent/config"
 	"github.com/roostfleet/roost/client"
 	"github.com/roostfleet/roost/imagebuilder"
 	"github.com/roostfleet/roost/imagebuilder/ignition"
@@ -35,13 +36,28 @@ isolinux + UEFI GRUB, for BMC virtual media or a CD) or a raw GPT disk image
 Ignition config that starts roost-agent with the hub endpoints, the pinned hub
 CA and an enrollment token.
 
-Images are reproducible: the same inputs give the same bytes.`,
+Images are reproducible: the same inputs give the same bytes.
+
+Exit codes (as roostctl's): 0 success, 1 failure, 2 bad usage (unknown
+commands or flags, wrong arguments, missing or invalid flag values, release
+keys that do not verify the release).`,
 		Version:       version.Version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Args:          cobra.ArbitraryArgs,
+		RunE:          unknownCommand,
+		// cobra checks required flags only after this hook; check them
+		// here so that a missing one is a usage error.
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if err := cmd.ValidateRequiredFlags(); err != nil {
+				return usageError{err: err, help: true}
+			}
+			return nil
+		},
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err: err, help: true} })
 	root.AddCommand(newEnrollCmd(), newInspectCmd(), newReleaseCmd(), newKeygenCmd())
 	return root
 }
@@ -83,7 +99,11 @@ for one. --expires records when the token expires; an expired token is refused.
 User configs (--user-config, repeatable) are Ignition v3 JSON (merged with
 Ignition's merge rules) or Container Linux Config YAML (translated: files,
 directories, links, units, drop-ins and users; anything else is refused).
-Roost's own files and the agent unit cannot be overridden (drop-ins can).`,
+Roost's own files and the agent unit cannot be overridden (drop-ins can).
+
+With --release and --release-key, one of the keys must verify the bundle's
+signature (release.json.sig), as the agent checks before it installs a
+release: an image whose agent would refuse its own release is not written.`,
 		Example: `  # ISO from a release bundle, hubs and CA from admin.conf, a fresh token
   roost-image enroll --release _output/testbed/bundle --config /tmp/roost-hub/admin.conf \
       --create-token --expires 72h -o enroll.iso
@@ -92,7 +112,7 @@ Roost's own files and the agent unit cannot be overridden (drop-ins can).`,
   roost-image enroll --kernel vmlinuz --initrd initrd.img --hub 10.0.0.1:7443 --ca ca.pem \
       --token abcdef.0123456789abcdef --network-profile bond.yaml --ssh-key ~/.ssh/id_ed25519.pub \
       --format raw -o enroll.img`,
-		Args: cobra.NoArgs,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error { return runEnroll(cmd, f) },
 	}
 	fl := cmd.Flags()
@@ -136,23 +156,46 @@ func parseExpires(s string, t time.Time) (time.Time, error) {
 	if at, err := time.Parse("2006-01-02", s); err == nil {
 		return at, nil
 	}
-	return time.Time{}, fmt.Errorf("--expires %q: want a duration (72h) or a time (2026-12-01T00:00:00Z)", s)
+	return time.Time{}, usageErrorf("--expires %q: want a duration (72h) or a time (2026-12-01T00:00:00Z)", s)
+}
+
+// checkEnrollFlags checks the flags of enroll that need no file, at time t,
+// and returns the token expiry. Every error is a usage error.
+func checkEnrollFlags(f enrollFlags, t time.Time) (time.Time, error) {
+	expires, err := parseExpires(f.expires, t)
+	if err != nil {
+		return time.Time{}, err
+	}
+	switch {
+	case !expires.IsZero() && !expires.After(t):
+		return time.Time{}, usageErrorf("--expires %s is in the past: the token would be expired", expires.UTC().Format(time.RFC3339))
+	case f.token != "" && f.createToken:
+		return time.Time{}, usageErrorf("give --token or --create-token, not both")
+	case f.token == "" && !f.createToken:
+		return time.Time{}, usageErrorf("no enrollment token: give --token or --create-token")
+	case f.token != "" && !agentconfig.ValidToken(f.token):
+		return time.Time{}, usageErrorf("--token: not an enrollment token (want abcdef.0123456789abcdef, from 'roostctl token create')")
+	case !f.createToken && (f.maxUses != 0 || f.pool != ""):
+		return time.Time{}, usageErrorf("--max-uses and --pool go with --create-token (a --token has its own)")
+	case f.release == "" && (f.kernel == "" || f.initrd == ""):
+		return time.Time{}, usageErrorf("no kernel and initrd: give a release bundle (--release) or --kernel and --initrd")
+	}
+	if format := iso.Format(f.format); format != iso.FormatISO && format != iso.FormatRaw {
+		return time.Time{}, usageErrorf("--format %q: want iso or raw", f.format)
+	}
+	if len(f.hubs) > 0 {
+		if err := agentconfig.ValidateHubs(f.hubs); err != nil {
+			return time.Time{}, usageErrorf("--hub: %v", err)
+		}
+	}
+	return expires, nil
 }
 
 func runEnroll(cmd *cobra.Command, f enrollFlags) error {
 	t := now()
-	expires, err := parseExpires(f.expires, t)
+	expires, err := checkEnrollFlags(f, t)
 	if err != nil {
 		return err
-	}
-	if !expires.IsZero() && !expires.After(t) {
-		return fmt.Errorf("--expires %s is in the past: the token would be expired", expires.UTC().Format(time.RFC3339))
-	}
-	if f.token != "" && f.createToken {
-		return errors.New("give --token or --create-token, not both")
-	}
-	if f.token == "" && !f.createToken {
-		return errors.New("no enrollment token: give --token or --create-token")
 	}
 	var cfg *client.Config
 	cfgPath := f.config
@@ -162,7 +205,7 @@ func runEnroll(cmd *cobra.Command, f enrollFlags) error {
 	if cfgPath != "" {
 		if cfg, err = client.LoadConfig(cfgPath); err != nil {
 			if f.config == "" && errors.Is(err, os.ErrNotExist) {
-				return fmt.Errorf("no hub endpoints: give --config admin.conf, or --hub and --ca (%v)", err)
+				return usageErrorf("no hub endpoints: give --config admin.conf, or --hub and --ca (%v)", err)
 			}
 			return err
 		}
@@ -205,14 +248,16 @@ func runEnroll(cmd *cobra.Command, f enrollFlags) error {
 	if err != nil {
 		return err
 	}
+	for i, k := range releaseKeys {
+		if _, err := agentconfig.ParseReleaseKey(string(k)); err != nil {
+			return usageErrorf("--release-key %s: %v", f.releaseKeys[i], err)
+		}
+	}
 	confs, err := readAll("user config", f.userConfigs)
 	if err != nil {
 		return err
 	}
 	format := iso.Format(f.format)
-	if format != iso.FormatISO && format != iso.FormatRaw {
-		return fmt.Errorf("--format %q: want iso or raw", f.format)
-	}
 	o := imagebuilder.EnrollOptions{
 		Release: f.release, Kernel: f.kernel, Initrd: f.initrd,
 		Hubs: hubs, CA: ca, Token: f.token, TokenExpires: expires,
@@ -298,7 +343,7 @@ func newInspectCmd() *cobra.Command {
 		Short: "Show an image's boot entries, files, release and embedded config (secrets masked)",
 		Example: `  roost-image inspect enroll.iso
   roost-image inspect enroll.img`,
-		Args: cobra.ExactArgs(1),
+		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			t := now()
 			r, err := imagebuilder.Inspect(args[0], t)
@@ -323,7 +368,7 @@ versions, sha256 of every artifact) signed with an ed25519 key
 (release.json.sig). Artifacts given by URL are downloaded only with --fetch.`,
 		Example: `  roost-image keygen -o _output/release
   roost-image release --manifest images/testbed.yaml --key _output/release.key -o _output/testbed/bundle`,
-		Args: cobra.NoArgs,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			d, err := release.LoadDefinition(def)
 			if err != nil {
@@ -367,7 +412,7 @@ func newKeygenCmd() *cobra.Command {
 		Use:     "keygen -o PREFIX",
 		Short:   "Make an ed25519 key pair for signing releases (PREFIX.key, PREFIX.pub)",
 		Example: `  roost-image keygen -o ~/.roost/release`,
-		Args:    cobra.NoArgs,
+		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := os.MkdirAll(filepath.Dir(out), 0o700); err != nil {
 				return err

@@ -1,17 +1,11 @@
 // Command roost-image bakes Roost enrollment images (hybrid ISO or raw GPT
 // disk), inspects them, builds signed release bundles and makes signing
-// keys. See `roost-image --help`.
+// keys. See `roost-image --help`. It exits 0 on success, 1 on failure and
+// 2 on bad usage (as roostctl).
 package main
 
-import (
-	"fmt"
-	"os"
-)
+import "os"
 
 func main() {
-	cmd := newRootCmd(os.Stdout, os.Stderr)
-	if err := cmd.Execute(); err != nil {
-		fmt.Fprintf(os.Stderr, "roost-image: %v\n", err)
-		os.Exit(1)
-	}
+	os.Exit(execute(os.Args[1:], os.Stdout, os.Stderr))
 }
