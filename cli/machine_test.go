@@ -84,6 +84,10 @@ spec: {cluster: prod}
 	if r := run("pool", "assign", "workers", srvA); r.code != ExitFailed || !strings.Contains(r.err, "already claimed by Machine "+machine) {
 		t.Errorf("assign twice: exit %d %s", r.code, r.err)
 	}
+	want := `Error from hub: spec.hostname: "` + machine + `" is already used by Machine ` + machine + ` in pool workers`
+	if r := run("pool", "assign", "workers", srvB, "--hostname", machine); r.code != ExitFailed || !strings.Contains(r.err, want) {
+		t.Errorf("assign a host name the pool uses: exit %d %s", r.code, r.err)
+	}
 	if r := run("pool", "assign", "workers"); r.code != ExitUsage {
 		t.Errorf("assign without servers: exit %d", r.code)
 	}

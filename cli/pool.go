@@ -88,7 +88,7 @@ change replicas instead.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&hostname, "hostname", "", "host name of the Machine (`NAME`, an RFC 1123 DNS name; only with one SERVER; default: the Machine's name)")
+	cmd.Flags().StringVar(&hostname, "hostname", "", "host name of the Machine (`NAME`, an RFC 1123 DNS name, unique in the pool;\nonly with one SERVER; default: the Machine's name)")
 	addCreateOutputFlag(cmd, &output)
 	return cmd
 }

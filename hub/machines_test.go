@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -95,6 +96,8 @@ func TestAssignUnassignAndStandalone(t *testing.T) {
 	// Refusals.
 	_, err = f.admin.AssignServers(ctx, &roostv1.AssignServersRequest{Pool: "workers", Servers: []string{srvA}})
 	wantStatus(t, err, codes.FailedPrecondition, "already claimed by Machine "+m.GetMetadata().GetName())
+	_, err = f.admin.AssignServers(ctx, &roostv1.AssignServersRequest{Pool: "workers", Servers: []string{srvB}, Hostname: m.GetMetadata().GetName()})
+	wantStatus(t, err, codes.AlreadyExists, fmt.Sprintf("spec.hostname: %q is already used by Machine %s in pool workers", m.GetMetadata().GetName(), m.GetMetadata().GetName()))
 	_, err = f.admin.AssignServers(ctx, &roostv1.AssignServersRequest{Pool: "workers", Servers: []string{"nope"}})
 	wantStatus(t, err, codes.NotFound, "nope")
 	_, err = f.admin.AssignServers(ctx, &roostv1.AssignServersRequest{Pool: "ghost", Servers: []string{srvB}})

@@ -66,6 +66,10 @@ func checkNames(field string, names []string) []apierror.Violation {
 }
 
 // AssignServers claims Servers for a Pool with explicit membership.
+// Errors: InvalidArgument (no pool or servers, a bad host name, a host name
+// for several servers), NotFound (no such Pool or Server), AlreadyExists
+// (the host name is used by another Machine of the pool), FailedPrecondition
+// (a Pool with replicas, a Server that cannot be claimed).
 func (s *Server) AssignServers(ctx context.Context, req *roostv1.AssignServersRequest) (*roostv1.AssignServersResponse, error) {
 	var vs []apierror.Violation
 	if req.GetPool() == "" {

@@ -57,13 +57,9 @@ type Inputs struct {
 	Release        *roostv1.ImageRelease
 }
 
-// Hostname is the Machine's host name: spec.hostname, else its name.
-func (in Inputs) Hostname() string {
-	if h := in.Machine.GetSpec().GetHostname(); h != "" {
-		return h
-	}
-	return in.Machine.GetMetadata().GetName()
-}
+// Hostname is the Machine's host name: spec.hostname, else its name
+// (state.MachineHostname, which the hub keeps unique within a Pool).
+func (in Inputs) Hostname() string { return state.MachineHostname(in.Machine) }
 
 // Labels are the Server's operator labels (not the derived roost.io/
 // ones, which follow inventory) overlaid with the Pool's node labels.

@@ -157,7 +157,12 @@ func orUnknown(s string) string {
 	return s
 }
 
-// createMachines claims Servers, all or nothing.
+// createMachines claims Servers, all or nothing. Errors: InvalidArgument
+// (malformed machines), NotFound (Pool, Server, MachineClass or
+// NetworkProfile), AlreadyExists (a Machine of that name, or a Machine of
+// the same Pool with the same host name: see MachineHostname),
+// FailedPrecondition (a Pool with replicas, Servers that cannot be
+// claimed).
 func (a *applier) createMachines(c *roostv1.CreateMachines) ([]*roostv1.ApplyResult, *apierror.Error) {
 	now, aerr := a.now()
 	if aerr != nil {
@@ -196,6 +201,7 @@ func (a *applier) createMachines(c *roostv1.CreateMachines) ([]*roostv1.ApplyRes
 
 	var results []*roostv1.ApplyResult
 	var refusals []apierror.Violation
+	hosts := poolHostnames{}
 	for i, nm := range c.GetMachines() {
 		f := fmt.Sprintf("machines[%d]", i)
 		var pool *roostv1.Pool
@@ -227,6 +233,14 @@ func (a *applier) createMachines(c *roostv1.CreateMachines) ([]*roostv1.ApplyRes
 		}
 		if old != nil {
 			return nil, apierror.AlreadyExists(kindMachine, nm.GetName())
+		}
+		if pool != nil {
+			host := newMachineHostname(nm)
+			if holder, aerr := hosts.holder(a, nm.GetPool(), host); aerr != nil {
+				return nil, aerr
+			} else if holder != nil {
+				return nil, hostnameTaken(nm, host, holder)
+			}
 		}
 		srv, aerr := a.getServer(nm.GetServer())
 		if aerr != nil {
@@ -270,6 +284,7 @@ func (a *applier) createMachines(c *roostv1.CreateMachines) ([]*roostv1.ApplyRes
 		if aerr := a.put(m, true); aerr != nil {
 			return nil, aerr
 		}
+		hosts.add(m)
 		s := proto.Clone(srv).(*roostv1.Server)
 		if s.Spec == nil {
 			s.Spec = &roostv1.ServerSpec{}
