@@ -81,6 +81,17 @@ type Options struct {
 	// (bootstrap token expiry and rotation, maintenance windows); nil
 	// means time.Now.
 	ControllerClock func() time.Time
+	// BlobGCInterval is the time between two passes of the member's blob
+	// garbage collection, which removes from DATA_DIR/blobs the artifacts
+	// no ImageRelease names any more (see blobgc.go); the first pass runs
+	// a minute after start, or after the interval if shorter. Zero means
+	// DefaultBlobGCInterval (5 min); negative disables it.
+	BlobGCInterval time.Duration
+	// BlobGCGrace is how long an artifact that no release names stays
+	// after it was stored or last checked; zero or negative means
+	// DefaultBlobGCGrace (1 h). Partial uploads stay 24 h after their last
+	// bytes (blobs.DefaultPartialGrace).
+	BlobGCGrace time.Duration
 }
 
 // Hub is one running member.
@@ -107,11 +118,20 @@ type Hub struct {
 	liveDone chan struct{}
 	registry *prometheus.Registry
 	unlock   func()
+
+	// startIndex is the last index of the Raft log when the member
+	// started; blob garbage collection waits until it is applied.
+	startIndex uint64
+	// blobs is the member's artifact store; blobGC* belong to runBlobGC.
+	blobs       *blobs.Store
+	blobGC      *blobGCMetrics
+	blobGCReady bool
+	blobGCSeen  bool
 }
 
 // runLiveness starts the liveness controller and the pool controller (both
-// act only while this member leads), the heartbeat reporter and the
-// fleet-size refresher.
+// act only while this member leads), the heartbeat reporter, the
+// fleet-size refresher and the blob garbage collection (every member).
 func (h *Hub) runLiveness(ctx context.Context, m *liveness.Metrics) {
 	ctrl := &liveness.Controller{
 		Tracker:  h.api.Tracker(),
@@ -137,7 +157,7 @@ func (h *Hub) runLiveness(ctx context.Context, m *liveness.Metrics) {
 	rep.Metrics, rep.Log = m, h.log
 	var n int
 	done := make(chan struct{}, 8)
-	for _, run := range []func(context.Context){ctrl.Run, rep.Run, h.poolController().Run, h.revisionController().Run, h.clusters.Run, h.rollouts.Run, h.api.RunDesiredPush, func(ctx context.Context) {
+	for _, run := range []func(context.Context){ctrl.Run, rep.Run, h.poolController().Run, h.revisionController().Run, h.clusters.Run, h.rollouts.Run, h.api.RunDesiredPush, h.runBlobGC, func(ctx context.Context) {
 		t := time.NewTicker(5 * time.Second)
 		defer t.Stop()
 		for {
@@ -274,6 +294,8 @@ func start(ctx context.Context, opts Options, apiLn, httpLn net.Listener) (*Hub,
 		return nil, err
 	}
 	h.node = node
+	h.startIndex = node.LastIndex()
+	h.blobs = blobStore
 	if bootstrap {
 		if err := node.Bootstrap(); err != nil {
 			node.Shutdown()
@@ -282,6 +304,7 @@ func start(ctx context.Context, opts Options, apiLn, httpLn net.Listener) (*Hub,
 		h.log.Info("bootstrapped a new single-member cluster")
 	}
 	reg.MustRegister(newRaftCollector(node, h.fsm))
+	h.blobGC = newBlobGCMetrics(reg)
 
 	livecfg := liveness.Config{MinTTL: opts.HeartbeatMinTTL, MaxHeartbeatsPerSecond: opts.MaxHeartbeatsPerSecond}
 	h.api = api.New(api.Config{FSM: h.fsm, Node: node, PeerCredentials: credentials.NewTLS(clientTLS), Logger: h.log,

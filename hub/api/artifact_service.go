@@ -105,11 +105,17 @@ func (r *pushReader) Read(p []byte) (int, error) {
 }
 
 // StatArtifact says whether a blob is stored completely on this member, or
-// how many bytes of an upload it holds. Errors: InvalidArgument (bad
-// digest), FailedPrecondition (the member has no blob store).
+// how many bytes of an upload it holds. A complete blob is marked used
+// (blobs.Store.Touch): a client that skips its upload because of the
+// answer records the release naming it within the blob garbage
+// collection's grace. Errors: InvalidArgument (bad digest),
+// FailedPrecondition (the member has no blob store).
 func (s *Server) StatArtifact(_ context.Context, req *roostv1.StatArtifactRequest) (*roostv1.StatArtifactResponse, error) {
 	if err := s.checkBlobs(); err != nil {
 		return nil, err
+	}
+	if size, err := s.blobs.Touch(req.GetSha256()); err == nil {
+		return &roostv1.StatArtifactResponse{Complete: true, Size: size}, nil
 	}
 	complete, size, err := s.blobs.Stat(req.GetSha256())
 	if err != nil {
@@ -408,7 +414,8 @@ func validateImageRelease(ir *roostv1.ImageRelease) []apierror.Violation {
 // checkArtifactsStored fails with FailedPrecondition naming the first
 // artifact of spec this member does not store completely (after trying to
 // copy it from the other members), or whose stored size differs from the
-// spec's.
+// spec's. It marks the artifacts used (blobs.Store.Touch), so the blob
+// garbage collection spares them until the release reaches every member.
 func (s *Server) checkArtifactsStored(ctx context.Context, spec *roostv1.ImageReleaseSpec) error {
 	if err := s.checkBlobs(); err != nil {
 		return err
@@ -420,7 +427,11 @@ func (s *Server) checkArtifactsStored(ctx context.Context, spec *roostv1.ImageRe
 		if err := s.fillBlob(ctx, ra.a.GetSha256()); err != nil && !errors.Is(err, blobs.ErrNotFound) {
 			return blobError(err, "release.spec."+ra.field+".sha256", ra.a.GetSha256())
 		}
-		complete, size, err := s.blobs.Stat(ra.a.GetSha256())
+		complete := true
+		size, err := s.blobs.Touch(ra.a.GetSha256())
+		if errors.Is(err, blobs.ErrNotFound) {
+			complete, size, err = s.blobs.Stat(ra.a.GetSha256())
+		}
 		if err != nil {
 			return blobError(err, "release.spec."+ra.field+".sha256", ra.a.GetSha256())
 		}

@@ -18,6 +18,12 @@
 // copies it (Fill fetches missing blobs from peers by digest, resuming and
 // verifying like an upload). Store is safe for concurrent use; one upload
 // or fill per digest runs at a time.
+//
+// Nothing is removed except by Collect: the member calls it periodically
+// with the digests its releases still name, and it removes the other
+// complete blobs once they are older than a grace period (by modification
+// time, which Touch and a repeated Append refresh) and partial uploads
+// left untouched for longer than another.
 package blobs
 
 import (
@@ -63,6 +69,12 @@ type Store struct {
 	fills map[string]*fillCall // Fill calls in flight, by digest
 	// fillTimeout bounds one fetch from the sources (see Fill).
 	fillTimeout time.Duration
+	// sweeping is the digest whose files Collect is removing ("" when
+	// none); lock and Touch wait on swept until it changes.
+	sweeping string
+	swept    *sync.Cond
+	// collectMu runs one Collect at a time.
+	collectMu sync.Mutex
 }
 
 // Open opens (creating if needed, mode 0700) the store rooted at dir.
@@ -72,7 +84,9 @@ func Open(dir string) (*Store, error) {
 			return nil, fmt.Errorf("blob store: %w", err)
 		}
 	}
-	return &Store{dir: dir, busy: map[string]bool{}, fills: map[string]*fillCall{}, fillTimeout: DefaultFillTimeout}, nil
+	s := &Store{dir: dir, busy: map[string]bool{}, fills: map[string]*fillCall{}, fillTimeout: DefaultFillTimeout}
+	s.swept = sync.NewCond(&s.mu)
+	return s, nil
 }
 
 // Dir returns the store's root directory.
@@ -151,7 +165,7 @@ func (s *Store) Open(digest string) (*os.File, int64, error) {
 // far (see Stat). It returns the bytes stored after the call. When the
 // upload reaches size, the content is verified against digest, fsynced and
 // made visible atomically; a blob already complete is not written again
-// (r is not read) and Append returns its size.
+// (r is not read): Append marks it used (see Touch) and returns its size.
 //
 // An error reading r keeps the bytes written before it (the upload can be
 // resumed) and is returned as is. Other errors: ErrInvalidDigest, ErrOffset
@@ -180,7 +194,10 @@ func (s *Store) appendLocked(digest string, size, offset int64, r io.Reader) (st
 		return 0, err
 	}
 	if complete {
-		return have, nil
+		// Pushed again: spare it from a Collect until its release is
+		// recorded. Collect skips the digest while the lock is held.
+		_, err := touch(s.blobPath(digest), digest)
+		return have, err
 	}
 	if offset != have {
 		return have, fmt.Errorf("%w: sha256 %s: offset %d, but %d bytes are stored; resume at %d", ErrOffset, digest, offset, have, have)
@@ -266,6 +283,7 @@ func syncDir(dir string) error {
 func (s *Store) lock(digest string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.waitSweepLocked(digest)
 	if s.busy[digest] {
 		return false
 	}

@@ -225,6 +225,14 @@ func (n *Node) Stats() map[string]string { return n.raft.Stats() }
 // AppliedIndex returns the last index applied to the FSM.
 func (n *Node) AppliedIndex() uint64 { return n.raft.AppliedIndex() }
 
+// LastIndex returns the index of the last entry in the local log (or of
+// the last snapshot), committed or not.
+func (n *Node) LastIndex() uint64 { return n.raft.LastIndex() }
+
+// CommitIndex returns the highest index this member knows to be committed
+// (on a follower, as far as the leader has told it).
+func (n *Node) CommitIndex() uint64 { return n.raft.CommitIndex() }
+
 // Shutdown stops Raft, then closes the transport and the log store.
 func (n *Node) Shutdown() error {
 	err := n.raft.Shutdown().Error()
