@@ -7,9 +7,6 @@ import (
 	"sort"
 	"time"
 
-	"google.golang.org/grpc/codes"
-
-	"github.com/roostfleet/roost/apierror"
 	"github.com/roostfleet/roost/hub/leader"
 	"github.com/roostfleet/roost/hub/state"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
@@ -20,7 +17,10 @@ import (
 // PutRevision commands, so a render that races with another write fails
 // and is redone on the next step from fresh state. A Server whose newest
 // Revision failed gets no new one until its inputs change (the hub never
-// retries a failed Revision by itself).
+// retries a failed Revision by itself). Each step reads one snapshot
+// without copying and skips, without hashing, every Machine whose inputs
+// are the very stored objects its last plan found nothing to write for
+// (see memo); a new leadership term starts from an empty memo.
 type Controller struct {
 	IsLeader func() bool
 	// FSM is the replicated state read at each step.
@@ -38,6 +38,65 @@ type Controller struct {
 	term leader.Term
 	// notes holds, per Machine, the last "cannot render" note logged.
 	notes map[string]string
+	// memo is what the last Step found; nil before the first Step of a
+	// leadership term.
+	memo *memo
+	// evaluated counts the Machines the last Step planned (not skipped).
+	evaluated int
+}
+
+// memo lets a Step skip what cannot have changed since the last one.
+type memo struct {
+	// machines holds, per Machine, the inputs its last plan read when that
+	// plan wrote nothing (no Revision due, or a note): while they are the
+	// same stored objects the plan would come out the same, so the Machine
+	// is skipped without hashing. Every entry was checked against the
+	// last Step's snapshot.
+	machines map[string]memoKey
+	// watch holds the last Step's snapshot's Reader.Watch channel of each
+	// of watchedKinds: an unchanged channel means no object of the kind
+	// was written since.
+	watch [len(watchedKinds)]<-chan struct{}
+	// complete: the last Step memoized every Machine (it wrote nothing
+	// and nothing failed).
+	complete bool
+}
+
+// watchedKinds are the kinds a Revision is rendered from.
+var watchedKinds = [...]string{"Machine", "Server", "Pool", "MachineClass", "NetworkProfile", "Cluster", "ImageRelease", "Revision"}
+
+const (
+	watchServer   = 1
+	watchRevision = 7
+)
+
+// memoKey identifies the inputs one plan of a Machine read: each stored
+// object (nil when absent or not read) and its modify index. The state
+// never modifies a stored message (a write stores a new one, so a
+// deleted and re-created object, or a restored snapshot, is a different
+// message), and every write sets the modify index: a key is equal only
+// for the same object versions.
+type memoKey struct {
+	machine *roostv1.Machine
+	server  *roostv1.Server
+	pool    *roostv1.Pool
+	class   *roostv1.MachineClass
+	profile *roostv1.NetworkProfile
+	cluster *roostv1.Cluster
+	release *roostv1.ImageRelease
+	// latest is the Server's newest Revision, if latestRead.
+	latest     *roostv1.Revision
+	latestRead bool
+	indexes    [8]uint64
+}
+
+func newMemoKey(in Inputs, latest *roostv1.Revision, latestRead bool) memoKey {
+	return memoKey{machine: in.Machine, server: in.Server, pool: in.Pool, class: in.MachineClass,
+		profile: in.NetworkProfile, cluster: in.Cluster, release: in.Release, latest: latest, latestRead: latestRead,
+		indexes: [8]uint64{in.Machine.GetMetadata().GetModifyIndex(), in.Server.GetMetadata().GetModifyIndex(),
+			in.Pool.GetMetadata().GetModifyIndex(), in.MachineClass.GetMetadata().GetModifyIndex(),
+			in.NetworkProfile.GetMetadata().GetModifyIndex(), in.Cluster.GetMetadata().GetModifyIndex(),
+			in.Release.GetMetadata().GetModifyIndex(), latest.GetMetadata().GetModifyIndex()}}
 }
 
 // Run reconciles until ctx ends.
@@ -56,39 +115,81 @@ func (c *Controller) log() *slog.Logger {
 	return c.Log
 }
 
+// newTerm is the Barrier leader.Term runs once per leadership term: it
+// forgets the memo, then runs c.Barrier.
+func (c *Controller) newTerm(ctx context.Context) error {
+	c.memo = nil
+	if c.Barrier != nil {
+		return c.Barrier(ctx)
+	}
+	return nil
+}
+
 // Step renders what is due, once, when this member leads. The first error
-// is returned after every Machine was tried.
+// is returned after every Machine was tried. It reads one snapshot of the
+// state without copying (state.Reader) and skips a Machine whose inputs
+// are the very objects of its last plan that wrote nothing.
 func (c *Controller) Step(ctx context.Context) error {
-	c.term.IsLeader, c.term.Barrier = c.IsLeader, c.Barrier
+	c.term.IsLeader, c.term.Barrier = c.IsLeader, c.newTerm
 	if ok, err := c.term.Ready(ctx); !ok {
+		c.memo = nil
 		return err
 	}
 	if c.notes == nil {
 		c.notes = map[string]string{}
 	}
-	machines, _, err := c.FSM.List("Machine", "")
-	if err != nil {
-		return err
+	c.evaluated = 0
+	v := newView(c.FSM.Reader())
+	var watch [len(watchedKinds)]<-chan struct{}
+	for i, k := range watchedKinds {
+		watch[i] = v.r.Watch(k)
 	}
+	mm := c.memo
+	if mm == nil {
+		mm = &memo{machines: map[string]memoKey{}}
+		c.memo = mm
+	} else {
+		if mm.complete && mm.watch == watch {
+			return nil // nothing a Revision is rendered from was written
+		}
+		// The memo's Servers (Revisions) are the current ones when no
+		// Server (Revision) was written since the last Step.
+		v.sameServers = mm.watch[watchServer] == watch[watchServer]
+		v.sameRevisions = mm.watch[watchRevision] == watch[watchRevision]
+	}
+	mm.watch, mm.complete = watch, false
+	machines := v.r.List("Machine")
 	var first error
+	kept := 0
 	for _, o := range machines {
 		m := o.GetMachine()
-		spec, skipped, note, err := c.plan(m)
 		name := m.GetMetadata().GetName()
-		if err != nil {
-			if first == nil {
-				first = fmt.Errorf("machine %s: %w", name, err)
-			}
+		old, ok := mm.machines[name]
+		var prev *memoKey
+		if ok && old.machine == m && old.indexes[0] == m.GetMetadata().GetModifyIndex() {
+			prev = &old
+		}
+		in, latest, latestRead, note := v.gather(m, prev)
+		key := newMemoKey(in, latest, latestRead)
+		if ok && old == key {
+			kept++
 			continue
 		}
+		c.evaluated++
+		spec, skipped, note := plan(in, latest, note)
 		if spec == nil {
 			if note != "" && c.notes[name] != note {
 				c.log().Info("revision controller: "+note, "machine", name)
 			}
 			c.notes[name] = note
+			mm.machines[name] = key
+			kept++
 			continue
 		}
 		delete(c.notes, name)
+		// Not memoized: the next Step reads the Revision written (or
+		// renders again when the write failed).
+		delete(mm.machines, name)
 		cmd := &roostv1.Command{Command: &roostv1.Command_PutRevision{PutRevision: &roostv1.PutRevision{
 			Revision: &roostv1.Revision{Spec: spec}, Uid: c.NewUID(),
 		}}}
@@ -104,33 +205,42 @@ func (c *Controller) Step(ctx context.Context) error {
 			c.log().Warn("revision controller: node label left out", "machine", name, "label", k, "reason", skipped[k])
 		}
 	}
+	if len(mm.machines) > kept { // Machines that are gone
+		live := make(map[string]bool, len(machines))
+		for _, o := range machines {
+			live[o.GetMachine().GetMetadata().GetName()] = true
+		}
+		for name := range mm.machines {
+			if !live[name] {
+				delete(mm.machines, name)
+			}
+		}
+	}
+	mm.complete = first == nil && kept == len(machines)
 	return first
 }
 
-// plan returns the next Revision for m and the Pool node labels it leaves
-// out (with why), or nil and a note saying why none is due.
-func (c *Controller) plan(m *roostv1.Machine) (*roostv1.RevisionSpec, map[string]string, string, error) {
-	server := m.GetSpec().GetServer()
-	if server == "" || m.GetStatus().GetPhase() == state.PhaseDestroyed {
-		return nil, nil, "", nil
-	}
-	in, note, err := c.inputs(m)
-	if err != nil || note != "" {
-		return nil, nil, note, err
+// plan returns the next Revision for in.Machine and the Pool node labels
+// it leaves out (with why), or nil and a note saying why none is due.
+// latest is the Server's newest Revision; note is gather's.
+func plan(in Inputs, latest *roostv1.Revision, note string) (*roostv1.RevisionSpec, map[string]string, string) {
+	m := in.Machine
+	if m.GetSpec().GetServer() == "" || m.GetStatus().GetPhase() == state.PhaseDestroyed || note != "" {
+		return nil, nil, note
 	}
 	hash := in.Hash()
 	var next int64 = 1
-	if latest := c.FSM.LatestRevision(server); latest != nil {
+	if latest != nil {
 		if latest.GetSpec().GetInputsSha256() == hash && latest.GetSpec().GetMachine() == m.GetMetadata().GetName() {
-			return nil, nil, "", nil
+			return nil, nil, ""
 		}
 		next = latest.GetSpec().GetNumber() + 1
 	}
 	spec, err := Render(in, next)
 	if err != nil {
-		return nil, nil, "cannot render: " + err.Error(), nil
+		return nil, nil, "cannot render: " + err.Error()
 	}
-	return spec, in.SkippedNodeLabels(), "", nil
+	return spec, in.SkippedNodeLabels(), ""
 }
 
 // sortedKeys returns m's keys in order.
@@ -143,69 +253,118 @@ func sortedKeys[V any](m map[string]V) []string {
 	return out
 }
 
+// view reads one snapshot of the state for one Step, looking each shared
+// object (Pool, MachineClass, NetworkProfile, Cluster) up once and
+// picking the release once per (version, channel). What it returns is
+// shared with the store and must not be modified.
+type view struct {
+	r      *state.Reader
+	objs   map[kindName]*roostv1.Object
+	rels   []*roostv1.Object
+	listed bool
+	picked map[kindName]*roostv1.ImageRelease
+	// sameServers (sameRevisions): no Server (Revision) was written since
+	// the snapshot the memo was checked against.
+	sameServers, sameRevisions bool
+}
+
+// kindName keys view's caches: a kind and a name, or a pinned version
+// and a channel.
+type kindName struct{ kind, name string }
+
+func newView(r *state.Reader) *view {
+	return &view{r: r, objs: map[kindName]*roostv1.Object{}, picked: map[kindName]*roostv1.ImageRelease{}}
+}
+
+// get returns the object kind/name, or nil (also for name "").
+func (v *view) get(kind, name string) *roostv1.Object {
+	if name == "" {
+		return nil
+	}
+	k := kindName{kind, name}
+	o, ok := v.objs[k]
+	if !ok {
+		o = v.r.Get(kind, name)
+		v.objs[k] = o
+	}
+	return o
+}
+
+// release is PickRelease over every ImageRelease.
+func (v *view) release(version, channel string) *roostv1.ImageRelease {
+	k := kindName{version, channel}
+	r, ok := v.picked[k]
+	if !ok {
+		if !v.listed {
+			v.rels, v.listed = v.r.List("ImageRelease"), true
+		}
+		r = PickRelease(v.rels, version, channel)
+		v.picked[k] = r
+	}
+	return r
+}
+
+// gather returns what m's Revision is rendered from, as far as it read
+// it, and (latestRead) the Server's newest Revision when a plan needs it;
+// a note says what is missing. prev, if not nil, is m's memo entry (of
+// this very m): its Server and newest Revision are taken from it instead
+// of the state when no object of their kind was written since.
+func (v *view) gather(m *roostv1.Machine, prev *memoKey) (in Inputs, latest *roostv1.Revision, latestRead bool, note string) {
+	server := m.GetSpec().GetServer()
+	if server == "" || m.GetStatus().GetPhase() == state.PhaseDestroyed {
+		return Inputs{Machine: m}, nil, false, ""
+	}
+	in, note = v.inputs(m, prev)
+	if note != "" {
+		return in, nil, false, note
+	}
+	if prev != nil && prev.latestRead && v.sameRevisions {
+		return in, prev.latest, true, ""
+	}
+	return in, v.r.LatestRevision(server), true, ""
+}
+
 // inputs gathers what m's Revision is rendered from; a note says what is
-// missing.
-func (c *Controller) inputs(m *roostv1.Machine) (Inputs, string, error) {
+// missing (also when m's Server does not exist: only in.Machine is set
+// then). prev is as for gather.
+func (v *view) inputs(m *roostv1.Machine, prev *memoKey) (Inputs, string) {
 	in := Inputs{Machine: m}
-	get := func(kind, name string) (*roostv1.Object, error) {
-		if name == "" {
-			return nil, nil
-		}
-		o, err := c.FSM.Get(kind, name)
-		if apierror.Code(err) == codes.NotFound {
-			return nil, nil
-		}
-		return o, err
+	if prev != nil && v.sameServers {
+		in.Server = prev.server
+	} else {
+		in.Server = v.r.Get("Server", m.GetSpec().GetServer()).GetServer()
 	}
-	o, err := get("Server", m.GetSpec().GetServer())
-	if err != nil || o == nil {
-		return in, "", err
+	if in.Server == nil {
+		return in, fmt.Sprintf("Server %s (the Machine's) does not exist", m.GetSpec().GetServer())
 	}
-	in.Server = o.GetServer()
-	if o, err = get("Pool", m.GetSpec().GetPool()); err != nil {
-		return in, "", err
-	}
-	in.Pool = o.GetPool()
+	in.Pool = v.get("Pool", m.GetSpec().GetPool()).GetPool()
 	ps := in.Pool.GetSpec()
 	class, profile := ps.GetMachineClass(), ps.GetNetworkProfile()
 	if in.Pool == nil { // standalone: the Machine names its own
 		class, profile = m.GetSpec().GetMachineClass(), m.GetSpec().GetNetworkProfile()
 	}
-	if o, err = get("MachineClass", class); err != nil {
-		return in, "", err
-	}
-	in.MachineClass = o.GetMachineClass()
-	if o, err = get("NetworkProfile", profile); err != nil {
-		return in, "", err
-	}
-	in.NetworkProfile = o.GetNetworkProfile()
+	in.MachineClass = v.get("MachineClass", class).GetMachineClass()
+	in.NetworkProfile = v.get("NetworkProfile", profile).GetNetworkProfile()
 	// A worker joins the Cluster its Machine was claimed for (copied from
 	// the Pool), the one the hub hands it bootstrap tokens of.
 	if cl := m.GetStatus().GetCluster(); cl != "" {
-		if o, err = get("Cluster", cl); err != nil {
-			return in, "", err
+		in.Cluster = v.get("Cluster", cl).GetCluster()
+		if in.Cluster == nil {
+			return in, fmt.Sprintf("Cluster %s (the Machine's) does not exist", cl)
 		}
-		if o == nil {
-			return in, fmt.Sprintf("Cluster %s (the Machine's) does not exist", cl), nil
-		}
-		in.Cluster = o.GetCluster()
 	}
-	rels, _, err := c.FSM.List("ImageRelease", "")
-	if err != nil {
-		return in, "", err
-	}
-	in.Release = PickRelease(rels, ps.GetImageVersion(), ps.GetImageChannel())
+	in.Release = v.release(ps.GetImageVersion(), ps.GetImageChannel())
 	if in.Release == nil {
 		switch {
 		case ps.GetImageVersion() != "":
-			return in, fmt.Sprintf("no ImageRelease has version %s (pool %s pins it)", ps.GetImageVersion(), in.Pool.GetMetadata().GetName()), nil
+			return in, fmt.Sprintf("no ImageRelease has version %s (pool %s pins it)", ps.GetImageVersion(), in.Pool.GetMetadata().GetName())
 		case ps.GetImageChannel() != "":
-			return in, fmt.Sprintf("no ImageRelease is in channel %s (pool %s follows it)", ps.GetImageChannel(), in.Pool.GetMetadata().GetName()), nil
+			return in, fmt.Sprintf("no ImageRelease is in channel %s (pool %s follows it)", ps.GetImageChannel(), in.Pool.GetMetadata().GetName())
 		default:
-			return in, "no ImageRelease yet (roostctl image push BUNDLE_DIR)", nil
+			return in, "no ImageRelease yet (roostctl image push BUNDLE_DIR)"
 		}
 	}
-	return in, "", nil
+	return in, ""
 }
 
 // PickRelease chooses the ImageRelease with version, else the newest (by

@@ -70,6 +70,36 @@ func (r *Reader) RevisionSummaries(server string) []RevisionSummary {
 	return out
 }
 
+// LatestRevision returns Server server's newest Revision (the one
+// FSM.LatestRevision copies), or nil when it has none.
+func (r *Reader) LatestRevision(server string) *roostv1.Revision {
+	it, err := r.txn.Get(kindRevision, indexRefs, refKey(kindServer, server))
+	if err != nil {
+		return nil
+	}
+	var latest *roostv1.Revision
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		rv := raw.(*roostv1.Object).GetRevision()
+		if rv.GetSpec().GetServer() == server && (latest == nil || rv.GetSpec().GetNumber() > latest.GetSpec().GetNumber()) {
+			latest = rv
+		}
+	}
+	return latest
+}
+
+// Watch returns a channel that is closed when an object of kind
+// (CamelCase) is written after this snapshot (nil for an unknown kind).
+// Every write of kind makes a new one, so two Readers return the same
+// channel only if no object of kind was written between them (a
+// restored state has new channels throughout).
+func (r *Reader) Watch(kind string) <-chan struct{} {
+	it, err := r.txn.Get(kind, indexID)
+	if err != nil {
+		return nil
+	}
+	return it.WatchCh()
+}
+
 // LastIndex is the last Raft index applied in this snapshot.
 func (r *Reader) LastIndex() uint64 { return lastIndex(r.txn) }
 
