@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -39,7 +40,10 @@ release.json. 'roost-image release' makes a release bundle (a directory);
 'roostctl image push' uploads its artifacts into the hub's content-addressed
 store and records the ImageRelease. Releases are immutable; only their
 channels change: 'roostctl image promote' puts a release on a channel, and
-Pools that follow the channel move to its newest release.
+Pools that follow the channel move to its newest release. A Pool that names
+neither a channel nor a version (spec.imageChannel, spec.imageVersion)
+follows the newest release recorded, promoted or not: fine for a lab;
+production Pools should follow a channel.
 
 Once a release key is trusted ('roostctl image trust add KEY.pub'), the hub
 records only releases a trusted key signed. A release that a Revision still
@@ -73,7 +77,16 @@ func newImagePushCommand(o *options) *cobra.Command {
 locally (every artifact's sha256, and with --key the signature of
 release.json), upload each artifact the hub member does not hold yet —
 resuming an interrupted upload where it stopped — and create or update the
-ImageRelease named after the version (2026.11.0 → v2026-11-0).
+ImageRelease named after the version (2026.11.0 → v2026-11-0). A version is
+1–64 characters of lower-case letters, digits and . + _ -, starting with a
+digit, ending with a letter or digit, with no two of . + _ - in a row
+(2026.11.0, 2026.11.0-rc.1); a bundle with another version is refused before
+anything is uploaded (exit code 2). Two versions that differ only in their
+separators (2026.11.0, 2026-11-0) share a name: the hub refuses the second.
+
+A new release is on no channel. Pools that follow a channel move to it
+once it is promoted ('roostctl image promote'); Pools that name no channel
+and no version move to it right away, and the summary names them.
 
 Without --key the bundle must still be signed (release.json.sig). Either
 way, the signature is also checked locally against the hub's trusted
@@ -99,6 +112,10 @@ themselves.`,
 			b, manifest, sig, err := o.loadBundle(args[0], keyFile)
 			if err != nil {
 				return err
+			}
+			if err := release.ValidateVersion(b.Manifest.Version); err != nil {
+				return usageErrorf("%s: version %w; the hub refuses it, so nothing was uploaded: make the release again with a valid version (roost-image release)",
+					filepath.Join(args[0], release.ManifestFile), err)
 			}
 			conn, err := o.connect(cmd.Context())
 			if err != nil {
@@ -172,6 +189,12 @@ themselves.`,
 				}
 				fmt.Fprintf(o.Out, "on no channel yet: Pools that follow a channel move to it after 'roostctl image promote %s --channel %s'\n",
 					rel.GetSpec().GetVersion(), ch)
+				if pools := o.channelLessPools(ctx, conn, rel, resp.GetAction() == "created"); len(pools) > 0 {
+					fmt.Fprintf(o.Out, "but %s %s %s no channel and no version: %s to %s right away, promoted or not "+
+						"(set spec.imageChannel to make %s wait for a promotion)\n",
+						pluralWord(len(pools), "Pool", "Pools"), shortList(pools, maxPoolsShown), pluralWord(len(pools), "names", "name"),
+						pluralWord(len(pools), "it moves", "they move"), rel.GetSpec().GetVersion(), pluralWord(len(pools), "it", "them"))
+				}
 			}
 			return nil
 		},
@@ -180,6 +203,61 @@ themselves.`,
 	cmd.Flags().StringVarP(&output, "output", "o", "", "print the ImageRelease as json, yaml or name instead of the summary")
 	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletions(outJSON, outYAML, outName))
 	return cmd
+}
+
+// maxPoolsShown is how many Pool names the push hint lists.
+const maxPoolsShown = 5
+
+// channelLessPools returns the names of the Pools that name neither an
+// image channel nor a version and so target the newest release of all,
+// when that is rel (created: rel was just recorded, so it is the newest).
+// A failed List leaves them out: the hint is a courtesy.
+func (o *options) channelLessPools(ctx context.Context, conn *hubConn, rel *roostv1.ImageRelease, created bool) []string {
+	cctx, cancel := o.withTimeout(ctx)
+	defer cancel()
+	resp, err := conn.hub.List(cctx, &roostv1.ListRequest{Kind: "Pool"})
+	if err != nil {
+		o.debugf("list Pools for the push hint: %v", err)
+		return nil
+	}
+	var names []string
+	for _, ob := range resp.GetObjects() {
+		if s := ob.GetPool().GetSpec(); s.GetImageChannel() == "" && s.GetImageVersion() == "" {
+			names = append(names, ob.GetPool().GetMetadata().GetName())
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	if !created {
+		rels, err := conn.hub.List(cctx, &roostv1.ListRequest{Kind: "ImageRelease"})
+		if err != nil {
+			o.debugf("list ImageReleases for the push hint: %v", err)
+			return nil
+		}
+		if newestRelease(releasesOf(rels.GetObjects()), "").GetMetadata().GetName() != rel.GetMetadata().GetName() {
+			return nil
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// shortList joins the first limit names with ", " and says how many more
+// there are.
+func shortList(names []string, limit int) string {
+	if len(names) <= limit {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:limit], ", "), len(names)-limit)
+}
+
+// pluralWord picks the singular or plural form for n.
+func pluralWord(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // loadBundle reads and checks the bundle in dir and returns it with the
@@ -243,19 +321,8 @@ func (o *options) releaseObject(ctx context.Context, conn *hubConn, b *release.B
 
 // imageReleaseName is the hub's naming rule for ImageReleases (the hub
 // checks it): "v" and the lower-cased version, every character that is not
-// a letter or digit replaced by "-".
-func imageReleaseName(version string) string {
-	var b strings.Builder
-	b.WriteByte('v')
-	for _, c := range strings.ToLower(version) {
-		if (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') {
-			b.WriteRune(c)
-		} else {
-			b.WriteByte('-')
-		}
-	}
-	return b.String()
-}
+// a letter or digit replaced by "-" (release.Name).
+func imageReleaseName(version string) string { return release.Name(version) }
 
 // pushArtifact uploads the part of artifact a (file path) the hub member
 // does not hold yet.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -224,11 +225,63 @@ Removing the last key turns signature checks off.`,
 // ---- image list, describe
 
 // releaseUsage counts the Revisions that boot each release (by name, or
-// by version for Revisions that name none) and the Pools that pin it.
+// by version for Revisions that name none) and holds the Pools and the
+// releases, to tell which release each Pool targets.
 type releaseUsage struct {
 	revisions map[string][]string // release name → Revision names
-	pinned    map[string][]string // release version → Pool names
-	following map[string][]string // channel → Pool names
+	pools     []*roostv1.Pool
+	releases  []*roostv1.ImageRelease
+}
+
+// releasesOf returns the ImageReleases among objs.
+func releasesOf(objs []*roostv1.Object) []*roostv1.ImageRelease {
+	var rels []*roostv1.ImageRelease
+	for _, o := range objs {
+		if r := o.GetImageRelease(); r != nil {
+			rels = append(rels, r)
+		}
+	}
+	return rels
+}
+
+// newestRelease is the release a Pool that follows channel targets — or,
+// with channel "", a Pool that names neither a channel nor a version: the
+// newest (highest create index) on the channel, or of all, promoted or
+// not. It is the hub's rule (hub/revisions.PickRelease); nil when there is
+// none.
+func newestRelease(rels []*roostv1.ImageRelease, channel string) *roostv1.ImageRelease {
+	var newest *roostv1.ImageRelease
+	for _, r := range rels {
+		if channel != "" && !slices.Contains(r.GetSpec().GetChannels(), channel) {
+			continue
+		}
+		if newest == nil || r.GetMetadata().GetCreateIndex() > newest.GetMetadata().GetCreateIndex() {
+			newest = r
+		}
+	}
+	return newest
+}
+
+// poolTarget says how Pool p targets release r now ("pinned", "follows
+// stable", …), or "" when p's current target is another release (rels
+// are all the releases).
+func poolTarget(p *roostv1.Pool, r *roostv1.ImageRelease, rels []*roostv1.ImageRelease) string {
+	s := p.GetSpec()
+	switch {
+	case s.GetImageVersion() != "":
+		if s.GetImageVersion() == r.GetSpec().GetVersion() {
+			return "pinned"
+		}
+	case s.GetImageChannel() != "":
+		if newestRelease(rels, s.GetImageChannel()).GetMetadata().GetName() == r.GetMetadata().GetName() {
+			return "follows " + s.GetImageChannel()
+		}
+	default:
+		if newestRelease(rels, "").GetMetadata().GetName() == r.GetMetadata().GetName() {
+			return "no channel or version: the newest release"
+		}
+	}
+	return ""
 }
 
 func (u releaseUsage) revisionsOf(ir *roostv1.ImageRelease) []string {
@@ -237,7 +290,7 @@ func (u releaseUsage) revisionsOf(ir *roostv1.ImageRelease) []string {
 
 // usage reads Revisions and Pools and indexes them by release.
 func (o *options) usage(ctx context.Context, conn *hubConn, rels []*roostv1.Object, stale bool) (releaseUsage, error) {
-	u := releaseUsage{revisions: map[string][]string{}, pinned: map[string][]string{}, following: map[string][]string{}}
+	u := releaseUsage{revisions: map[string][]string{}, releases: releasesOf(rels)}
 	byVersion := map[string]string{}
 	for _, r := range rels {
 		byVersion[r.GetImageRelease().GetSpec().GetVersion()] = r.GetImageRelease().GetMetadata().GetName()
@@ -259,11 +312,8 @@ func (o *options) usage(ctx context.Context, conn *hubConn, rels []*roostv1.Obje
 		return u, o.wrapCallError(err)
 	}
 	for _, ob := range pools.GetObjects() {
-		p := ob.GetPool()
-		if v := p.GetSpec().GetImageVersion(); v != "" {
-			u.pinned[v] = append(u.pinned[v], p.GetMetadata().GetName())
-		} else if ch := p.GetSpec().GetImageChannel(); ch != "" {
-			u.following[ch] = append(u.following[ch], p.GetMetadata().GetName())
+		if p := ob.GetPool(); p != nil {
+			u.pools = append(u.pools, p)
 		}
 	}
 	return u, nil
@@ -379,10 +429,12 @@ func newImageDescribeCommand(o *options) *cobra.Command {
 		Short: "Show one ImageRelease: artifacts, signer, channels and users",
 		Long: `Show one ImageRelease for humans: version, channels, components, each
 artifact's digest and size, the key that signed it (and whether the hub
-trusts it), the Pools that pin it or follow one of its channels, and the
-Revisions that boot it. VERSION is the release's version (2026.11.0) or its
-name (v2026-11-0). Use 'roostctl get imagerelease NAME -o yaml' for a
-machine-readable form.`,
+trusts it), the Pools whose current target it is — pinned to it
+(spec.imageVersion), following a channel whose newest release it is
+(spec.imageChannel), or naming neither while it is the newest release of
+all, promoted or not — and the Revisions that boot it. VERSION is the
+release's version (2026.11.0) or its name (v2026-11-0). Use 'roostctl get
+imagerelease NAME -o yaml' for a machine-readable form.`,
 		Example: `  roostctl image describe 2026.11.0`,
 		Args:    exactArgs(1, "a VERSION"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -395,7 +447,12 @@ machine-readable form.`,
 			if err != nil {
 				return err
 			}
-			u, err := o.usage(ctx, conn, []*roostv1.Object{{Kind: &roostv1.Object_ImageRelease{ImageRelease: r}}}, stale)
+			// Every release: which one a Pool targets depends on the others.
+			rels, err := conn.hub.List(ctx, &roostv1.ListRequest{Kind: "ImageRelease", Consistency: consistency(stale)})
+			if err != nil {
+				return o.wrapCallError(err)
+			}
+			u, err := o.usage(ctx, conn, rels.GetObjects(), stale)
 			if err != nil {
 				return err
 			}
@@ -456,15 +513,17 @@ func (o *options) describeRelease(r *roostv1.ImageRelease, u releaseUsage, keys 
 		}
 	}
 	fmt.Fprintf(o.Out, "Signed by:  %s, %s\n", orNone(signer), trust)
-	var pools []string
-	for _, p := range u.pinned[spec.GetVersion()] {
-		pools = append(pools, p+" (pinned)")
+	rels := u.releases
+	if !slices.ContainsFunc(rels, func(x *roostv1.ImageRelease) bool { return x.GetMetadata().GetName() == md.GetName() }) {
+		rels = append(slices.Clip(rels), r) // listed before it was recorded
 	}
-	for _, ch := range spec.GetChannels() {
-		for _, p := range u.following[ch] {
-			pools = append(pools, p+" (follows "+ch+")")
+	var pools []string
+	for _, p := range u.pools {
+		if how := poolTarget(p, r, rels); how != "" {
+			pools = append(pools, p.GetMetadata().GetName()+" ("+how+")")
 		}
 	}
+	sort.Strings(pools)
 	fmt.Fprintf(o.Out, "Pools:      %s\n", orNone(strings.Join(pools, ", ")))
 	revs := u.revisionsOf(r)
 	sort.Strings(revs)

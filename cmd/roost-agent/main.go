@@ -199,7 +199,16 @@ synthetic identity and inventory each; the same seed gives the same
 Servers) against a real hub, reusing the agent's own code. It prints the
 enrolled/connected counts once a second on standard output, until stopped
 (SIGTERM/SIGINT) or --duration passes. Failed enrollments are counted; run
-with --log-level info to see why.`,
+with --log-level info to see why.
+
+Simulated agents have no host adapters: they enroll, connect, send Hello,
+their inventory and heartbeats, receive desired state and acknowledge its
+generation — and that is all. They never download, install or stage a
+Revision, never take a reboot Lease and never report a boot. So the
+Machines of simulated Servers stay Scheduled (never Provisioned, Joined or
+Ready), and a rollout over a Pool of them never progresses: do not wait for
+one. simulate measures enrollment and connection load on the hub; 'make
+test-sim' simulates rollouts.`,
 		Example: `  # 500 agents against a local hub, 50 started per second, for two minutes
   roostctl token create --ttl 1h -o json | jq -r .token > /tmp/token
   roost-agent simulate --count 500 --rate 50 --duration 2m \

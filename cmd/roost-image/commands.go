@@ -365,9 +365,19 @@ func newReleaseCmd() *cobra.Command {
 and the systemd-boot EFI binary (Debian package systemd-boot-efi unless the
 definition names another), and write release.json (version, component
 versions, sha256 of every artifact) signed with an ed25519 key
-(release.json.sig). Artifacts given by URL are downloaded only with --fetch.`,
+(release.json.sig). Artifacts given by URL are downloaded only with --fetch.
+
+The definition's version is 1–64 characters of lower-case letters, digits
+and . + _ -, starting with a digit, ending with a letter or digit, with no
+two of . + _ - in a row (2026.11.0, 2026.11.0-rc.1): the hub records the
+release as "v" and the version with separators turned into "-"
+(v2026-11-0). Its date is an RFC 3339 date and time (2026-11-01T00:00:00Z).
+images/README.md describes the fields; images/flatcar-stable.yaml is a
+template to fill in, and 'make testbed' (images/testbed/build.sh) writes
+the testbed's definition and builds its bundle.`,
 		Example: `  roost-image keygen -o _output/release
-  roost-image release --manifest images/testbed.yaml --key _output/release.key -o _output/testbed/bundle`,
+  # after filling in the version and digests of images/flatcar-stable.yaml
+  roost-image release --manifest images/flatcar-stable.yaml --fetch --key _output/release.key -o _output/flatcar-stable`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			d, err := release.LoadDefinition(def)

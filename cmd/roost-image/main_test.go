@@ -191,3 +191,48 @@ func TestHelpHasExamples(t *testing.T) {
 		t.Fatal(err, msg)
 	}
 }
+
+// TestReleaseHelpExamplesExist: every images/… path the release help
+// names exists in the repository.
+func TestReleaseHelpExamplesExist(t *testing.T) {
+	msg, err := run(t, "release", "--help")
+	if err != nil {
+		t.Fatal(err, msg)
+	}
+	n := 0
+	for _, f := range strings.Fields(msg) {
+		f = strings.TrimRight(f, ".,;:)'")
+		if !strings.HasPrefix(f, "images/") || strings.Contains(f, "NAME") {
+			continue
+		}
+		n++
+		if _, err := os.Stat(filepath.Join("..", "..", f)); err != nil {
+			t.Errorf("release --help names %s: %v", f, err)
+		}
+	}
+	if n == 0 {
+		t.Fatalf("release --help names no example definition:\n%s", msg)
+	}
+}
+
+func TestReleaseBadVersionAndDate(t *testing.T) {
+	d := t.TempDir()
+	write(t, d, "vmlinuz", "k")
+	write(t, d, "initrd", "i")
+	write(t, d, "boot.efi", "b")
+	for _, tc := range []struct{ version, date, want string }{
+		{"bad version", "2026-11-01T00:00:00Z", `version "bad version" holds " "`},
+		{"V2026.11.0", "2026-11-01T00:00:00Z", `version "V2026.11.0" starts with "V"`},
+		{"2026.11.0", "2026-11-01", `date: "2026-11-01" is not a valid time: want an RFC 3339 date and time such as 2026-11-01T00:00:00Z`},
+	} {
+		def := write(t, d, "img.yaml", "apiVersion: roost.io/v1\nkind: ImageDefinition\nname: t\nversion: "+tc.version+"\ndate: "+tc.date+
+			"\nkernel: {path: vmlinuz}\ninitrd: {path: initrd}\nbootloader: {path: boot.efi}\n")
+		msg, err := run(t, "release", "--manifest", def, "-o", filepath.Join(d, "bundle"))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("version %q date %q: err = %v, want %q\n%s", tc.version, tc.date, err, tc.want, msg)
+		}
+		if _, serr := os.Stat(filepath.Join(d, "bundle")); serr == nil {
+			t.Errorf("version %q date %q: a bundle was written", tc.version, tc.date)
+		}
+	}
+}

@@ -229,19 +229,8 @@ func blobError(err error, field, digest string) error {
 
 // ImageReleaseName is the name of the ImageRelease of version: "v" and the
 // lower-cased version, with every character that is not a letter or a
-// digit replaced by "-" ("2026.11.0" → "v2026-11-0").
-func ImageReleaseName(version string) string {
-	var b strings.Builder
-	b.WriteByte('v')
-	for _, c := range strings.ToLower(version) {
-		if (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') {
-			b.WriteRune(c)
-		} else {
-			b.WriteByte('-')
-		}
-	}
-	return b.String()
-}
+// digit replaced by "-" ("2026.11.0" → "v2026-11-0"); see release.Name.
+func ImageReleaseName(version string) string { return release.Name(version) }
 
 // PutImageRelease validates an ImageRelease and creates or updates it
 // through the same Raft command as Apply. The member that receives the call
@@ -290,6 +279,11 @@ func (s *Server) PutImageRelease(ctx context.Context, req *roostv1.PutImageRelea
 		// on them); channels, labels and annotations may.
 		if o, err := s.fsm.Get("ImageRelease", ir.Metadata.Name); err == nil {
 			old := o.GetImageRelease().GetSpec()
+			if old.GetVersion() != ir.GetSpec().GetVersion() {
+				return nil, apierror.FailedPrecondition("versions %s and %s map to the same ImageRelease name %s, and %s is recorded under it: "+
+					"give the new release a version that differs in more than its separators (. + _ -)",
+					old.GetVersion(), ir.GetSpec().GetVersion(), ir.Metadata.Name, old.GetVersion())
+			}
 			if !bytes.Equal(old.GetManifest(), ir.GetSpec().GetManifest()) || old.GetSignature() != ir.GetSpec().GetSignature() {
 				return nil, apierror.FailedPrecondition("ImageRelease %s (version %s) exists with another manifest or signature; releases are immutable: make a new version (roost-image release)",
 					ir.Metadata.Name, old.GetVersion())
@@ -351,6 +345,8 @@ func validateImageRelease(ir *roostv1.ImageRelease) []apierror.Violation {
 	version := spec.GetVersion()
 	if version == "" {
 		add("spec.version", "is required", `set the release's version, e.g. "2026.11.0"`)
+	} else if err := release.ValidateVersion(version); err != nil {
+		add("spec.version", "invalid version "+err.Error(), "make the release again with a valid version in the image definition (roost-image release)")
 	} else if want := ImageReleaseName(version); ir.GetMetadata().GetName() != want {
 		add("metadata.name", fmt.Sprintf("%q does not match version %q", ir.GetMetadata().GetName(), version),
 			fmt.Sprintf("name it %q, or leave the name empty", want))

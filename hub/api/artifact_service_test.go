@@ -44,6 +44,8 @@ func TestValidateImageRelease(t *testing.T) {
 		field string
 	}{
 		"no version":     {func(r *roostv1.ImageRelease) { r.Spec.Version = "" }, "release.spec.version"},
+		"bad version":    {func(r *roostv1.ImageRelease) { r.Spec.Version, r.Metadata.Name = "a/b", "va-b" }, "release.spec.version"},
+		"double dots":    {func(r *roostv1.ImageRelease) { r.Spec.Version, r.Metadata.Name = "2026..1", "v2026--1" }, "release.spec.version"},
 		"wrong name":     {func(r *roostv1.ImageRelease) { r.Metadata.Name = "latest" }, "release.metadata.name"},
 		"bad digest":     {func(r *roostv1.ImageRelease) { r.Spec.Kernel.Sha256 = "AA" }, "release.spec.kernel.sha256"},
 		"no initrd":      {func(r *roostv1.ImageRelease) { r.Spec.Initrd = nil }, "release.spec.initrd"},

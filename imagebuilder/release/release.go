@@ -17,6 +17,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -117,6 +118,11 @@ func LoadDefinition(p string) (*Definition, error) {
 	}
 	var d Definition
 	if err := yaml.UnmarshalStrict(data, &d); err != nil {
+		var perr *time.ParseError
+		if errors.As(err, &perr) || strings.Contains(err.Error(), "Time.UnmarshalJSON") {
+			return nil, fmt.Errorf("image definition %s: date: %s: want an RFC 3339 date and time such as 2026-11-01T00:00:00Z "+
+				"(a date alone is not enough)", p, dateValue(data, perr))
+		}
 		return nil, fmt.Errorf("image definition %s: %w", p, err)
 	}
 	if d.APIVersion != APIVersion || d.Kind != DefinitionKind {
@@ -151,7 +157,25 @@ func LoadDefinition(p string) (*Definition, error) {
 			s.Path = filepath.Join(base, s.Path)
 		}
 	}
+	if err := ValidateVersion(d.Version); err != nil {
+		return nil, fmt.Errorf("image definition %s: version %w", p, err)
+	}
 	return &d, nil
+}
+
+// dateValue describes the date a definition gave, for an error: the value
+// the parse error quotes, else "invalid value".
+func dateValue(data []byte, perr *time.ParseError) string {
+	if perr != nil {
+		return fmt.Sprintf("%q is not a valid time", perr.Value)
+	}
+	var raw struct {
+		Date any `json:"date"`
+	}
+	if yaml.Unmarshal(data, &raw) == nil && raw.Date != nil {
+		return fmt.Sprintf("%v is not a valid time", raw.Date)
+	}
+	return "not a valid time"
 }
 
 // Options tune Build.
