@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/roostfleet/roost/apierror"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
@@ -27,6 +29,13 @@ For every object roostctl prints what happened:
   pool/workers created       the object did not exist
   pool/workers configured    its spec, labels or annotations changed
   pool/workers unchanged     it already looked like this
+
+An apply replaces an object's spec, with one exception: a Pool paused with
+'roostctl rollout pause' stays paused when its manifest does not set
+spec.rollout.paused (only 'roostctl rollout resume' lifts a pause). The hub
+then warns ("Warning from hub: ..." on standard error), as it does when the
+manifest drops a Pool's pin (spec.imageVersion): the pool is unpinned and
+follows its channel again.
 
 Only desired-state kinds can be applied: Cluster, Pool, MachineClass,
 NetworkProfile and MaintenanceWindow. The hub and the agents write the others.`
@@ -111,10 +120,14 @@ func (o *options) runApply(cmd *cobra.Command, a *applyOptions) error {
 	}
 	defer done()
 	o.debugf("applying %d objects (dry run: %t)", len(ms), a.dryRun)
-	resp, err := conn.hub.Apply(ctx, &roostv1.ApplyRequest{Objects: objectsOf(ms), DryRun: a.dryRun})
+	var hdr metadata.MD
+	resp, err := conn.hub.Apply(ctx, &roostv1.ApplyRequest{Objects: objectsOf(ms), DryRun: a.dryRun}, grpc.Header(&hdr))
 	if err != nil {
 		return o.reportApplyError(ms, o.wrapCallError(err))
 	}
+	// The hub's warnings (a Pool's pause kept, a pin dropped) go to
+	// standard error after what was applied, also with -o.
+	defer printWarnings(o.Err, hdr)
 
 	if a.output != "" {
 		out := applyOutput{DryRun: a.dryRun, Index: resp.GetIndex(), Results: []applyResultJSON{}}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+	"github.com/roostfleet/roost/resource"
 )
 
 func newRolloutCommand(o *options) *cobra.Command {
@@ -41,7 +42,7 @@ Workers of a Cluster are cordoned and drained before their reboot.`,
 	}
 	cmd.AddCommand(newRolloutStatusCommand(o),
 		newRolloutActionCommand(o, "pause", roostv1.RolloutAction_ROLLOUT_ACTION_PAUSE, "Stop starting reboots in a pool",
-			"Pause the pool's rollout: no new reboot starts; reboots already running\nfinish. 'rollout resume' continues. A halted pool stays halted: the pause\nis recorded, and 'rollout resume' lifts both."),
+			"Pause the pool's rollout: no new reboot starts; reboots already running\nfinish. 'rollout resume' continues. A halted pool stays halted: the pause\nis recorded, and 'rollout resume' lifts both.\n\nThe pause (spec.rollout.paused) survives 'roostctl apply' of the pool's\nmanifest when the manifest does not pause the pool (the hub warns that\nit kept the pause): only 'rollout resume' lifts it."),
 		newRolloutActionCommand(o, "resume", roostv1.RolloutAction_ROLLOUT_ACTION_RESUME, "Continue a paused or halted rollout",
 			"Resume the pool's rollout after a pause or a halt. The Machines that\nfailed are acknowledged: they are not retried (their Revision stays\nFailed until its inputs change), and they no longer count against the\nfailure budget."),
 		newRolloutActionCommand(o, "abort", roostv1.RolloutAction_ROLLOUT_ACTION_ABORT, "Halt a pool's rollout where it is",
@@ -131,7 +132,13 @@ next window when none is open, and what it waits for.
 
 Phases: Idle (nothing to do), Waiting (no window open), Progressing,
 Settling (the settle delay after a reboot), Paused, Halted (more failures
-than the budget, or aborted; 'rollout resume' continues).`,
+than the budget, or aborted; 'rollout resume' continues). A pool the
+rollout controller has not evaluated yet shows Pending (a new pool, until
+the leader's next step, a few seconds).
+
+Machines never provisioned (first install) are not held by windows, the
+settle delay, a pause or a halt, only by maxUnavailable: the reason counts
+them apart ("N awaiting first install") from the Machines to reboot.`,
 		Example: `  roostctl rollout status
   roostctl rollout status workers -o yaml`,
 		Args: cobra.MaximumNArgs(1),
@@ -171,6 +178,13 @@ than the budget, or aborted; 'rollout resume' continues).`,
 	return cmd
 }
 
+// rolloutPending is the phase shown for a pool without status.rollout:
+// the rollout controller (on the leader) has not evaluated it yet.
+const (
+	rolloutPending       = "Pending"
+	rolloutPendingReason = "the rollout controller has not evaluated this pool yet"
+)
+
 func printRolloutTable(o *options, pools []*roostv1.Object, now time.Time) error {
 	if len(pools) == 0 {
 		fmt.Fprintln(o.Out, "No pools.")
@@ -181,10 +195,17 @@ func printRolloutTable(o *options, pools []*roostv1.Object, now time.Time) error
 	for _, obj := range pools {
 		p := obj.GetPool()
 		ro := p.GetStatus().GetRollout()
-		phase := ro.GetPhase()
-		if phase == "" {
-			phase = "Unknown"
+		if ro.GetPhase() == "" {
+			// No status.rollout yet: the controller writes it at its
+			// next step (every few seconds on the leader).
+			target := "-"
+			if v := p.GetSpec().GetImageVersion(); v != "" {
+				target = v + " (pinned)"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t-\t-\t-\t-\t%s\n", p.GetMetadata().GetName(), rolloutPending, target, rolloutPendingReason)
+			continue
 		}
+		phase := ro.GetPhase()
 		next := "<none>"
 		if t := ro.GetNextWindowStart(); t != nil {
 			next = t.AsTime().Local().Format("2006-01-02 15:04 MST") + " (in " + duration.HumanDuration(t.AsTime().Sub(now)) + ")"
@@ -213,13 +234,24 @@ func newPoolPinCommand(o *options) *cobra.Command {
 	return &cobra.Command{
 		Use:   "pin POOL VERSION",
 		Short: "Pin a pool to one image release",
-		Long: `Pin the pool to one ImageRelease version (spec.imageVersion) instead of
-following its channel. The Machines move to it like any rollout: inside
-the pool's windows, within maxUnavailable, with drains for workers.`,
+		Long: `Pin the pool to one ImageRelease version (spec.imageVersion). A pin wins
+over the pool's channel (spec.imageChannel), which stays set: 'pool unpin'
+clears spec.imageVersion and the pool follows its channel again. The
+Machines move to the pinned release like any rollout: inside the pool's
+windows, within maxUnavailable, with drains for workers.
+
+VERSION must be the version of an ImageRelease ('roostctl image list')
+and is checked like spec.imageVersion in a manifest. A pinned pool's
+manifest ('roostctl get pool POOL -o yaml') holds both fields and can be
+applied again; applying a manifest without spec.imageVersion unpins the
+pool (the hub warns).`,
 		Example: `  roostctl pool pin workers 2026.11.0
   roostctl pool unpin workers`,
 		Args: exactArgs(2, "a POOL and a VERSION"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if vs := resource.ValidateImageVersion("VERSION", args[1]); len(vs) > 0 {
+				return usageErrorf("%s", vs[0].String())
+			}
 			return o.rolloutControl(cmd, &roostv1.RolloutControlRequest{Pool: trimKindPrefix(args[0], "pool/", "pools/"),
 				Action: roostv1.RolloutAction_ROLLOUT_ACTION_PIN, Version: args[1]}, "pin")
 		},

@@ -69,3 +69,56 @@ func TestRolloutPauseHalted(t *testing.T) {
 		t.Errorf("resume: exit %d, stdout %q, stderr %q", r.code, r.out, r.err)
 	}
 }
+
+// TestRolloutStatusPending: a pool without status.rollout (the rollout
+// controller has not evaluated it yet) shows Pending with that reason,
+// not an undocumented "Unknown" phase and "-"; evaluated pools show
+// their status.
+func TestRolloutStatusPending(t *testing.T) {
+	f := newFakeHub()
+	f.put(resource.Wrap(&roostv1.Pool{ApiVersion: resource.APIVersion, Kind: "Pool", Metadata: &roostv1.ObjectMeta{Name: "fresh"},
+		Spec: &roostv1.PoolSpec{Cluster: "prod"}}))
+	f.put(resource.Wrap(&roostv1.Pool{ApiVersion: resource.APIVersion, Kind: "Pool", Metadata: &roostv1.ObjectMeta{Name: "pinned"},
+		Spec: &roostv1.PoolSpec{Cluster: "prod", ImageVersion: "2027.03.0"}, Status: &roostv1.PoolStatus{Machines: 3}}))
+	f.put(rolloutPool("workers", "Progressing", "2 awaiting first install; 4 of 6 to reboot; 0 unavailable of 2 allowed"))
+	config, _ := startFakeHub(t, f)
+
+	r := runCLI(t, "", "--config", config, "rollout", "status")
+	if r.code != ExitOK || r.err != "" {
+		t.Fatalf("rollout status: exit %d, stderr %q", r.code, r.err)
+	}
+	lines := strings.Split(strings.TrimRight(r.out, "\n"), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("want a header and 3 pools, got:\n%s", r.out)
+	}
+	want := map[string][]string{
+		"fresh":   {"fresh", "Pending", "-", "-", "-", "-", "-", "the rollout controller has not evaluated this pool yet"},
+		"pinned":  {"pinned", "Pending", "2027.03.0 (pinned)", "-", "-", "-", "-", "the rollout controller has not evaluated this pool yet"},
+		"workers": {"workers", "Progressing", "<none>", "0/0", "0", "0", "<none>", "2 awaiting first install; 4 of 6 to reboot; 0 unavailable of 2 allowed"},
+	}
+	for _, l := range lines[1:] {
+		name := strings.Fields(l)[0]
+		w, ok := want[name]
+		if !ok {
+			t.Errorf("unexpected line %q", l)
+			continue
+		}
+		// Columns are separated by at least 3 spaces.
+		var cols []string
+		for _, c := range strings.Split(l, "   ") {
+			if c = strings.TrimSpace(c); c != "" {
+				cols = append(cols, c)
+			}
+		}
+		if strings.Join(cols, "|") != strings.Join(w, "|") {
+			t.Errorf("pool %s:\ngot  %q\nwant %q", name, cols, w)
+		}
+	}
+	if strings.Contains(r.out, "Unknown") {
+		t.Errorf("output shows Unknown:\n%s", r.out)
+	}
+	r = runCLI(t, "", "--config", config, "rollout", "status", "pool/fresh")
+	if r.code != ExitOK || !strings.Contains(r.out, "fresh   Pending") {
+		t.Errorf("rollout status fresh: exit %d, stdout %q, stderr %q", r.code, r.out, r.err)
+	}
+}

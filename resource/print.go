@@ -99,8 +99,13 @@ var tableColumns = map[string][]column{
 			return strconv.Itoa(int(s.GetReplicas()))
 		}},
 		{header: "CHANNEL", value: func(r Resource, _ time.Time) string {
+			// A pin wins over the channel, which the pool follows again
+			// when unpinned: "=2026.11.0 (stable)".
 			s := r.(*roostv1.Pool).GetSpec()
-			if v := s.GetImageVersion(); v != "" && s.GetImageChannel() == "" {
+			if v := s.GetImageVersion(); v != "" {
+				if ch := s.GetImageChannel(); ch != "" {
+					return "=" + v + " (" + ch + ")"
+				}
 				return "=" + v
 			}
 			return s.GetImageChannel()

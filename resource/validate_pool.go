@@ -4,14 +4,18 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/roostfleet/roost/apierror"
+	"github.com/roostfleet/roost/imagebuilder/release"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 )
 
 // validatePool: cluster is optional (a Pool without one holds standalone
 // hosts: Joined holds once provisioned); references are DNS-1123 labels;
-// maintenance windows are not repeated; imageChannel and imageVersion
-// exclude each other; replicas and failureBudget are ≥ 0; maxUnavailable
-// is an integer ≥ 1 or a percentage from 1% to 100%; durations are ≥ 0.
+// maintenance windows are not repeated; imageVersion, when set, is a
+// valid version (ValidateImageVersion) and wins over imageChannel (a pin
+// over the channel the pool returns to when unpinned); replicas and
+// failureBudget are ≥ 0; maxUnavailable is an integer ≥ 1 or a percentage
+// from 1% to 100%; durations are ≥ 0.
 func validatePool(e *violations, s *roostv1.PoolSpec) {
 	checkRef(e, "spec.cluster", s.GetCluster())
 	checkRef(e, "spec.machineClass", s.GetMachineClass())
@@ -31,12 +35,8 @@ func validatePool(e *violations, s *roostv1.PoolSpec) {
 		}
 	}
 	checkRef(e, "spec.imageChannel", s.GetImageChannel())
-	if s.GetImageChannel() != "" && s.GetImageVersion() != "" {
-		e.add("spec.imageVersion", "imageChannel and imageVersion are mutually exclusive",
-			"keep imageChannel to follow a channel, or imageVersion to pin one release")
-	}
-	if v := s.GetImageVersion(); v != "" && strings.ContainsAny(v, " \t\n/") {
-		e.addf("spec.imageVersion", `e.g. "2026.11.0"`, "invalid version %q", v)
+	if v := s.GetImageVersion(); v != "" {
+		e.list = append(e.list, ValidateImageVersion("spec.imageVersion", v)...)
 	}
 	if s != nil && s.Replicas != nil && s.GetReplicas() < 0 {
 		e.addf("spec.replicas", "leave replicas out for explicit membership", "must be ≥ 0, got %d", s.GetReplicas())
@@ -61,6 +61,20 @@ func validatePool(e *violations, s *roostv1.PoolSpec) {
 	if ro.GetFailureBudget() < 0 {
 		e.addf("spec.rollout.failureBudget", "0 halts the pool on the first failure", "must be ≥ 0, got %d", ro.GetFailureBudget())
 	}
+}
+
+// ValidateImageVersion checks an image release version given as field
+// (a Pool's spec.imageVersion, the VERSION of 'roostctl pool pin'): it is
+// required and follows release.ValidateVersion, the rule every release
+// version follows. Whether a release has it is the hub's business.
+func ValidateImageVersion(field, v string) []apierror.Violation {
+	if v == "" {
+		return []apierror.Violation{{Field: field, Message: "is required", Hint: `give a release's version, e.g. "2026.11.0"`}}
+	}
+	if err := release.ValidateVersion(v); err != nil {
+		return []apierror.Violation{{Field: field, Message: err.Error()}}
+	}
+	return nil
 }
 
 // checkPercent checks a maxUnavailable string: "N%" with N from 1 to 100.

@@ -125,10 +125,17 @@ func TestValidate(t *testing.T) {
 			m.(*roostv1.Pool).Spec.MaintenanceWindows = []string{"a", "", "b", "a", "B"}
 		}, []want{{"spec.maintenanceWindows[1]", "is empty"}, {"spec.maintenanceWindows[3]", `window "a" is listed twice (also at index 0)`},
 			{"spec.maintenanceWindows[4]", `invalid name "B"`}}},
-		{"channel and version", validPool(), func(m proto.Message) {
+		// A pin (imageVersion) wins over the channel, which stays set for
+		// 'pool unpin': a pinned pool's 'get -o yaml' must apply again.
+		{"channel and version (a pin over a channel)", validPool(), func(m proto.Message) {
 			m.(*roostv1.Pool).Spec.ImageChannel, m.(*roostv1.Pool).Spec.ImageVersion = "stable", "2026.11.0"
-		}, []want{{"spec.imageVersion", "imageChannel and imageVersion are mutually exclusive"}}},
+		}, nil},
 		{"version only", validPool(), func(m proto.Message) { m.(*roostv1.Pool).Spec.ImageVersion = "2026.11.0" }, nil},
+		{"version with a slash", validPool(), func(m proto.Message) {
+			m.(*roostv1.Pool).Spec.ImageChannel, m.(*roostv1.Pool).Spec.ImageVersion = "stable", "a/b"
+		}, []want{{"spec.imageVersion", `"a/b" holds "/" at byte 1`}}},
+		{"version with a blank", validPool(), func(m proto.Message) { m.(*roostv1.Pool).Spec.ImageVersion = "2026 11" },
+			[]want{{"spec.imageVersion", `"2026 11" holds " " at byte 4`}}},
 		{"negative replicas", validPool(), func(m proto.Message) { m.(*roostv1.Pool).Spec.Replicas = proto.Int32(-1) },
 			[]want{{"spec.replicas", "must be ≥ 0, got -1"}}},
 		{"zero replicas", validPool(), func(m proto.Message) { m.(*roostv1.Pool).Spec.Replicas = proto.Int32(0) }, nil},
@@ -366,6 +373,37 @@ func TestValidate(t *testing.T) {
 			}
 			checkViolations(t, Validate(Wrap(tc.obj.(Resource))), tc.want)
 		})
+	}
+}
+
+// TestValidateImageVersion: the check 'roostctl pool pin' (and the hub's
+// RolloutControl PIN) shares with a Pool's spec.imageVersion.
+func TestValidateImageVersion(t *testing.T) {
+	for v, want := range map[string]string{
+		"2026.11.0":      "",
+		"2026.11.0-rc.1": "",
+		"":               "version: is required",
+		"a/b":            `version: "a/b" holds "/"`,
+		"a b":            `version: "a b" holds " "`,
+		"a\tb":           `version: "a\tb" holds "\t"`,
+		"a\nb":           `version: "a\nb" holds "\n"`,
+	} {
+		vs := ValidateImageVersion("version", v)
+		switch {
+		case want == "" && len(vs) > 0:
+			t.Errorf("%q: %v, want no violation", v, vs)
+		case want != "" && (len(vs) != 1 || !strings.HasPrefix(vs[0].String(), want)):
+			t.Errorf("%q: %v, want one starting with %q", v, vs, want)
+		}
+		// A Pool manifest refuses exactly what pin refuses (an empty
+		// imageVersion is no pin).
+		if v != "" {
+			p := validPool()
+			p.Spec.ImageVersion = v
+			if got := len(Validate(Wrap(p))) > 0; got != (want != "") {
+				t.Errorf("Pool with imageVersion %q: refused %t, pin refuses it: %t", v, got, want != "")
+			}
+		}
 	}
 }
 

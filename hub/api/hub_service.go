@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/roostfleet/roost/apierror"
@@ -17,7 +18,9 @@ import (
 const MaxObjectBytes = 256 << 10
 
 // Apply validates every object (static checks at the edge) and applies them
-// all or nothing through one Raft command on the leader.
+// all or nothing through one Raft command on the leader. The FSM's
+// warnings (state.ApplyResult.Warnings: a Pool's pause kept, a pin a
+// manifest dropped) are sent as WarningHeader values, also for dry runs.
 func (s *Server) Apply(ctx context.Context, req *roostv1.ApplyRequest) (*roostv1.ApplyResponse, error) {
 	if len(req.GetObjects()) == 0 {
 		return nil, apierror.Invalid("nothing to apply", apierror.Violation{Field: "objects", Message: "must hold at least one object"})
@@ -54,9 +57,17 @@ func (s *Server) Apply(ctx context.Context, req *roostv1.ApplyRequest) (*roostv1
 		if err != nil {
 			return nil, err
 		}
+		for _, w := range res.Warnings {
+			setWarning(ctx, w)
+		}
 		return &roostv1.ApplyResponse{Results: res.Results, Index: res.Index}, nil
 	}, func(c *grpc.ClientConn, fctx context.Context) (*roostv1.ApplyResponse, error) {
-		return roostv1.NewHubServiceClient(c).Apply(fctx, req)
+		var hdr metadata.MD
+		resp, err := roostv1.NewHubServiceClient(c).Apply(fctx, req, grpc.Header(&hdr))
+		for _, w := range hdr.Get(WarningHeader) {
+			setWarning(ctx, w) // pass the leader's warnings on
+		}
+		return resp, err
 	})
 }
 

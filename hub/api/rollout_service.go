@@ -8,13 +8,15 @@ import (
 
 	"github.com/roostfleet/roost/apierror"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+	"github.com/roostfleet/roost/resource"
 )
 
 // RolloutControl applies an operator's action to a Pool's rollout (see
 // HubService in hub.proto): pause, resume (acknowledging failed Machines),
 // abort (halt), undo (pin status.rollout.previousVersion), pin VERSION,
 // unpin. Errors: InvalidArgument (no pool, unknown action, PIN without a
-// version), NotFound (no such Pool or release), FailedPrecondition (UNDO
+// version or with one a Pool manifest could not hold, see
+// resource.ValidateImageVersion), NotFound (no such Pool or release), FailedPrecondition (UNDO
 // with no previous version).
 func (s *Server) RolloutControl(ctx context.Context, req *roostv1.RolloutControlRequest) (*roostv1.RolloutControlResponse, error) {
 	var vs []apierror.Violation
@@ -25,6 +27,9 @@ func (s *Server) RolloutControl(ctx context.Context, req *roostv1.RolloutControl
 	case roostv1.RolloutAction_ROLLOUT_ACTION_PIN:
 		if req.GetVersion() == "" {
 			vs = append(vs, apierror.Violation{Field: "version", Message: "is required to pin a pool"})
+		} else {
+			// The same check as a manifest's spec.imageVersion.
+			vs = append(vs, resource.ValidateImageVersion("version", req.GetVersion())...)
 		}
 	case roostv1.RolloutAction_ROLLOUT_ACTION_PAUSE, roostv1.RolloutAction_ROLLOUT_ACTION_RESUME, roostv1.RolloutAction_ROLLOUT_ACTION_ABORT,
 		roostv1.RolloutAction_ROLLOUT_ACTION_UNDO, roostv1.RolloutAction_ROLLOUT_ACTION_UNPIN:

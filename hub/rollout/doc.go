@@ -21,7 +21,11 @@
 //     failed Revision is never retried (the hub renders a new one only
 //     when its inputs change). Other Pools continue;
 //   - a Machine never provisioned yet (first install) reboots at any time:
-//     nothing runs on it.
+//     nothing runs on it. Windows, the settle delay, a pause or a halt do
+//     not hold it (its Lease still counts against maxUnavailable in the
+//     FSM). The status counts first installs apart from reboots and says
+//     what holds only the reboots; a Pool with only first installs left
+//     is Progressing, not Waiting.
 //
 // Leases carry fencing tokens and expire (see hub/state), so a Lease of a
 // Server that vanished stops counting at its expiry.

@@ -78,7 +78,9 @@ func Plan(v *PoolView, now time.Time) *roostv1.RolloutStatus {
 	for _, m := range prev.GetFailedMachines() {
 		failed[m] = "failed earlier"
 	}
-	pending := 0
+	// Machines still to move: reboots of provisioned Machines (gated by
+	// the rules) and first installs (not gated: see Admit).
+	reboots, firstInstalls := 0, 0
 	var settleFrom time.Time
 	for _, m := range v.Machines {
 		if m.Ready && m.BootedVersion == v.Target && m.Booted == m.Desired {
@@ -88,7 +90,11 @@ func Plan(v *PoolView, now time.Time) *roostv1.RolloutStatus {
 			st.Unavailable++
 		}
 		if m.Desired != 0 && m.Desired != m.Booted && !m.DesiredFailed {
-			pending++
+			if m.Provisioned {
+				reboots++
+			} else {
+				firstInstalls++
+			}
 		}
 		if m.ReadySince.After(settleFrom) && m.Provisioned {
 			settleFrom = m.ReadySince
@@ -122,6 +128,33 @@ func Plan(v *PoolView, now time.Time) *roostv1.RolloutStatus {
 		}
 	}
 	budget := p.GetSpec().GetRollout().GetFailureBudget()
+	total := len(v.Machines)
+	// installs says how many Machines await their first install, and that
+	// gate (what holds the reboots) does not hold them; "" when none.
+	installs := func(gate string) string {
+		if firstInstalls == 0 {
+			return ""
+		}
+		s := fmt.Sprintf("%d awaiting first install", firstInstalls)
+		if gate != "" {
+			s += " (not gated by " + gate + ")"
+		}
+		return s + "; "
+	}
+	toReboot := fmt.Sprintf("%d of %d Machines to reboot", reboots, total)
+	if firstInstalls > 0 {
+		toReboot = fmt.Sprintf("%d of %d to reboot", reboots, total)
+	}
+	windowGate := ""
+	switch {
+	case v.ScheduleErr != nil:
+		windowGate = "maintenance windows unreadable: " + v.ScheduleErr.Error()
+	case !open:
+		windowGate = "no maintenance window of the pool is open"
+		if st.NextWindowStart != nil {
+			windowGate += "; the next opens at " + st.NextWindowStart.AsTime().UTC().Format(time.RFC3339)
+		}
+	}
 	switch {
 	case prev.GetPhase() == state.RolloutHalted:
 		st.Phase, st.Reason = state.RolloutHalted, prev.GetReason()
@@ -133,25 +166,49 @@ func Plan(v *PoolView, now time.Time) *roostv1.RolloutStatus {
 		st.Phase = state.RolloutHalted
 		st.Reason = fmt.Sprintf("%d Machine(s) failed, more than the failure budget %d: %s; fix the cause, then roostctl rollout resume %s (failed Machines are not retried) or rollout undo %s",
 			len(st.FailedMachines), budget, strings.Join(parts, "; "), p.GetMetadata().GetName(), p.GetMetadata().GetName())
-	case pending == 0:
+	case reboots+firstInstalls == 0:
 		st.Phase = state.RolloutIdle
 		if v.Target == "" {
 			st.Reason = "no ImageRelease fits the pool"
 		}
 	case p.GetSpec().GetRollout().GetPaused():
 		st.Phase, st.Reason = state.RolloutPaused, "paused by an operator (roostctl rollout resume "+p.GetMetadata().GetName()+")"
-	case v.ScheduleErr != nil:
-		st.Phase, st.Reason = state.RolloutWaiting, "maintenance windows unreadable: "+v.ScheduleErr.Error()
-	case !open:
-		st.Phase, st.Reason = state.RolloutWaiting, "no maintenance window of the pool is open"
-		if st.NextWindowStart != nil {
-			st.Reason += "; the next opens at " + st.NextWindowStart.AsTime().UTC().Format(time.RFC3339)
+		if firstInstalls > 0 {
+			st.Reason = installs("the pause") + st.Reason
+		}
+	case reboots == 0:
+		// Only first installs are left: they may start now, whatever the
+		// windows or the settle delay say (within maxUnavailable).
+		gate := ""
+		switch {
+		case windowGate != "":
+			gate = "windows"
+		case st.SettleUntil != nil:
+			gate = "the settle delay"
+		}
+		st.Phase = state.RolloutProgressing
+		st.Reason = fmt.Sprintf("%d of %d Machines awaiting first install", firstInstalls, total)
+		if gate != "" {
+			st.Reason += " (not gated by " + gate + ")"
+		}
+		st.Reason += fmt.Sprintf("; %d unavailable of %d allowed", st.Unavailable, v.MaxUnavailable)
+		if v.ScheduleErr != nil {
+			st.Reason += "; " + windowGate
+		}
+	case windowGate != "":
+		st.Phase = state.RolloutWaiting
+		st.Reason = windowGate
+		if firstInstalls > 0 {
+			st.Reason = installs("windows") + toReboot + ": " + windowGate
 		}
 	case st.SettleUntil != nil:
 		st.Phase, st.Reason = state.RolloutSettling, "settling after the last reboot until "+st.SettleUntil.AsTime().UTC().Format(time.RFC3339)
+		if firstInstalls > 0 {
+			st.Reason = installs("the settle delay") + toReboot + ": " + st.Reason
+		}
 	default:
 		st.Phase = state.RolloutProgressing
-		st.Reason = fmt.Sprintf("%d of %d Machines to reboot; %d unavailable of %d allowed", pending, len(v.Machines), st.Unavailable, v.MaxUnavailable)
+		st.Reason = fmt.Sprintf("%s%s; %d unavailable of %d allowed", installs(""), toReboot, st.Unavailable, v.MaxUnavailable)
 	}
 	return st
 }

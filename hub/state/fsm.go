@@ -96,6 +96,12 @@ type ApplyResult struct {
 	// one "deleted" entry for DeleteObject. Other commands, and rejected
 	// commands, have none.
 	Results []*roostv1.ApplyResult
+	// Warnings are messages for the person who sent the command about a
+	// command that succeeded (also a dry run), e.g. a Pool's pause kept
+	// over an apply; the API sends them as roost-warning headers. They
+	// are computed in Apply from the command and the state, so every
+	// member computes the same ones.
+	Warnings []string
 	// Err is nil or an *apierror.Error. A command with Err set changed
 	// nothing.
 	Err error
@@ -132,7 +138,7 @@ func (f *FSM) Apply(l *raft.Log) interface{} {
 		if aerr != nil {
 			res.Err = aerr
 		} else {
-			res.Results = results
+			res.Results, res.Warnings = results, a.warnings
 		}
 		return res
 	}
@@ -143,7 +149,7 @@ func (f *FSM) Apply(l *raft.Log) interface{} {
 		return res
 	}
 	txn.Commit()
-	res.Results = results
+	res.Results, res.Warnings = results, a.warnings
 	f.watch.publish(a.events)
 	return res
 }
@@ -166,6 +172,8 @@ type applier struct {
 	time *timestamppb.Timestamp
 	// events are published when the transaction commits.
 	events []event
+	// warnings become ApplyResult.Warnings when the command succeeds.
+	warnings []string
 }
 
 // run dispatches cmd. commit is false for dry runs. A panic (a bug, or a

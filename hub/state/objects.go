@@ -18,7 +18,9 @@ const missingRefHint = "create it first, or apply it in the same file"
 
 // applyObjects creates or replaces c.Objects, all or nothing. Violations
 // name fields as "objects[I]...." (I indexes c.Objects). It returns one
-// result per object in command order.
+// result per object in command order. A Pool keeps a stored pause its
+// manifest does not set, and a dropped pin is warned about (see
+// applyPoolOver; the warnings go to ApplyResult.Warnings).
 func (a *applier) applyObjects(c *roostv1.ApplyObjects) ([]*roostv1.ApplyResult, *apierror.Error) {
 	type item struct {
 		kind *resource.Kind
@@ -86,6 +88,12 @@ func (a *applier) applyObjects(c *roostv1.ApplyObjects) ([]*roostv1.ApplyResult,
 		if cl, ok := in.(*roostv1.Cluster); ok {
 			oldCl, _ := oldRes.(*roostv1.Cluster)
 			in = clusterCredentials(cl, oldCl)
+		}
+		if pl, ok := in.(*roostv1.Pool); ok {
+			oldPl, _ := oldRes.(*roostv1.Pool)
+			var warnings []string
+			in, warnings = applyPoolOver(pl, oldPl)
+			a.warnings = append(a.warnings, warnings...)
 		}
 		next, action := merge(it.kind, in, oldRes, a.index, created, uid)
 		if cl, ok := next.(*roostv1.Cluster); ok && action != ActionUnchanged {

@@ -99,6 +99,46 @@ func (a *applier) controlRollout(c *roostv1.ControlRollout) ([]*roostv1.ApplyRes
 	return []*roostv1.ApplyResult{{Kind: kindPool, Name: c.GetPool(), Action: ActionConfigured}}, nil
 }
 
+// applyPoolOver returns the Pool to store when in (a manifest) is
+// applied over old (nil for a create), and warnings for the person who
+// applied it:
+//
+//   - a stored pause (spec.rollout.paused, set by 'roostctl rollout pause'
+//     or an earlier manifest) is kept when in does not pause the pool, with
+//     a warning: re-applying a manifest from Git during an incident must
+//     not resume the rollout; only 'roostctl rollout resume' lifts a
+//     pause. The warning comes also when nothing else changed. in is
+//     copied, never changed.
+//   - a pin (spec.imageVersion) that in drops is dropped (apply is
+//     declarative), with a warning naming what the pool follows now.
+func applyPoolOver(in, old *roostv1.Pool) (*roostv1.Pool, []string) {
+	if old == nil {
+		return in, nil
+	}
+	name := in.GetMetadata().GetName()
+	var warnings []string
+	if old.GetSpec().GetRollout().GetPaused() && !in.GetSpec().GetRollout().GetPaused() {
+		in = proto.Clone(in).(*roostv1.Pool)
+		if in.Spec == nil {
+			in.Spec = &roostv1.PoolSpec{}
+		}
+		if in.Spec.Rollout == nil {
+			in.Spec.Rollout = &roostv1.RolloutPolicy{}
+		}
+		in.Spec.Rollout.Paused = true
+		warnings = append(warnings, fmt.Sprintf("pool/%s: spec.rollout.paused kept (paused by 'roostctl rollout pause' or an earlier manifest); "+
+			"'roostctl rollout resume %s' lifts it", name, name))
+	}
+	if v := old.GetSpec().GetImageVersion(); v != "" && in.GetSpec().GetImageVersion() == "" {
+		follows := "it takes the newest release again (the manifest sets no spec.imageChannel either)"
+		if ch := in.GetSpec().GetImageChannel(); ch != "" {
+			follows = "it follows channel " + ch + " again"
+		}
+		warnings = append(warnings, fmt.Sprintf("pool/%s: unpinned from %s (the manifest sets no spec.imageVersion); %s", name, v, follows))
+	}
+	return in, warnings
+}
+
 // releaseExists says whether an ImageRelease has version.
 func (a *applier) releaseExists(version string) (bool, *apierror.Error) {
 	it, err := a.txn.Get("ImageRelease", indexID)

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"slices"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -79,4 +80,75 @@ func TestRolloutControlAndHalts(t *testing.T) {
 	wantCode(t, h.apply(controlCmd("nope", roostv1.RolloutAction_ROLLOUT_ACTION_PAUSE, "")).Err, codes.NotFound)
 	wantCode(t, h.apply(controlCmd("edge", roostv1.RolloutAction_ROLLOUT_ACTION_UNSPECIFIED, "")).Err, codes.InvalidArgument)
 	wantCode(t, h.apply(rolloutCmd("nope", &roostv1.RolloutStatus{})).Err, codes.NotFound)
+}
+
+// An apply keeps a stored pause that its manifest does not set, and says
+// so in ApplyResult.Warnings (also for a dry run and when nothing else
+// changed); only resume lifts it. A manifest that drops a pin unpins the
+// pool, with a warning. Every member computes the same warnings.
+func TestApplyKeepsPauseAndWarnsOnUnpin(t *testing.T) {
+	h := newHarness(t, Options{})
+	standalonePool(h)
+	h.mustApply(h.objects(resource.Wrap(&roostv1.ImageRelease{Metadata: meta("v2026-11-0", nil), Spec: &roostv1.ImageReleaseSpec{Version: "2026.11.0"}})))
+	manifest := func(mods ...func(*roostv1.PoolSpec)) *roostv1.Command {
+		return h.objects(poolObj("edge", "", append([]func(*roostv1.PoolSpec){func(s *roostv1.PoolSpec) { s.Replicas = nil }}, mods...)...))
+	}
+	dryRun := func(c *roostv1.Command) *roostv1.Command { c.GetApplyObjects().DryRun = true; return c }
+	const kept = "pool/edge: spec.rollout.paused kept (paused by 'roostctl rollout pause' or an earlier manifest); 'roostctl rollout resume edge' lifts it"
+	check := func(what string, res *ApplyResult, action string, warnings ...string) {
+		t.Helper()
+		if got := actions(res); len(got) != 1 || got[0] != "Pool/edge="+action {
+			t.Errorf("%s: results %v, want Pool/edge=%s", what, got, action)
+		}
+		if !slices.Equal(res.Warnings, warnings) {
+			t.Errorf("%s: warnings %q, want %q", what, res.Warnings, warnings)
+		}
+	}
+
+	check("apply", h.mustApply(manifest()), ActionUnchanged)
+	h.mustApply(controlCmd("edge", roostv1.RolloutAction_ROLLOUT_ACTION_PAUSE, ""))
+	gen := getPool(t, h.f, "edge").GetMetadata().GetGeneration()
+	check("dry run over a pause", h.mustApply(dryRun(manifest())), ActionUnchanged, kept)
+	check("apply over a pause", h.mustApply(manifest()), ActionUnchanged, kept)
+	if p := getPool(t, h.f, "edge"); !p.GetSpec().GetRollout().GetPaused() || p.GetMetadata().GetGeneration() != gen {
+		t.Fatalf("after apply: %v", p)
+	}
+	// Another change applies; the pause stays.
+	check("change over a pause", h.mustApply(manifest(func(s *roostv1.PoolSpec) {
+		s.Rollout = &roostv1.RolloutPolicy{FailureBudget: 2}
+	})), ActionConfigured, kept)
+	if ro := getPool(t, h.f, "edge").GetSpec().GetRollout(); !ro.GetPaused() || ro.GetFailureBudget() != 2 {
+		t.Fatalf("after change: %v", ro)
+	}
+	// A manifest that pauses: no warning.
+	check("paused manifest", h.mustApply(manifest(func(s *roostv1.PoolSpec) {
+		s.Rollout = &roostv1.RolloutPolicy{FailureBudget: 2, Paused: true}
+	})), ActionUnchanged)
+	// A refused command carries no warnings.
+	bad := h.apply(h.objects(poolObj("edge", "nowhere", func(s *roostv1.PoolSpec) { s.Replicas = nil })))
+	wantCode(t, bad.Err, codes.FailedPrecondition)
+	if len(bad.Warnings) != 0 {
+		t.Errorf("refused apply: warnings %q", bad.Warnings)
+	}
+	// Resume lifts it; the manifest applies as it is.
+	h.mustApply(controlCmd("edge", roostv1.RolloutAction_ROLLOUT_ACTION_RESUME, ""))
+	check("apply after resume", h.mustApply(manifest()), ActionConfigured)
+	if getPool(t, h.f, "edge").GetSpec().GetRollout().GetPaused() {
+		t.Fatal("paused after resume and apply")
+	}
+
+	// A pin over the channel applies as it is stored (both fields).
+	h.mustApply(controlCmd("edge", roostv1.RolloutAction_ROLLOUT_ACTION_PIN, "2026.11.0"))
+	check("apply of the pinned spec", h.mustApply(manifest(func(s *roostv1.PoolSpec) { s.ImageVersion = "2026.11.0" })), ActionUnchanged)
+	// Dropping the pin unpins, with a warning naming what the pool follows.
+	unpinned := "pool/edge: unpinned from 2026.11.0 (the manifest sets no spec.imageVersion); it follows channel stable again"
+	check("dry run without the pin", h.mustApply(dryRun(manifest())), ActionConfigured, unpinned)
+	check("apply without the pin", h.mustApply(manifest()), ActionConfigured, unpinned)
+	if s := getPool(t, h.f, "edge").GetSpec(); s.GetImageVersion() != "" || s.GetImageChannel() != "stable" {
+		t.Fatalf("after unpin: %v", s)
+	}
+	h.mustApply(controlCmd("edge", roostv1.RolloutAction_ROLLOUT_ACTION_PIN, "2026.11.0"))
+	h.mustApply(controlCmd("edge", roostv1.RolloutAction_ROLLOUT_ACTION_PAUSE, ""))
+	check("apply without pin, pause and channel", h.mustApply(manifest(func(s *roostv1.PoolSpec) { s.ImageChannel = "" })), ActionConfigured, kept,
+		"pool/edge: unpinned from 2026.11.0 (the manifest sets no spec.imageVersion); it takes the newest release again (the manifest sets no spec.imageChannel either)")
 }
