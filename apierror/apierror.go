@@ -79,6 +79,14 @@ func FailedPreconditionFields(message string, v ...Violation) *Error {
 	return &Error{Code: codes.FailedPrecondition, Message: message, Violations: v}
 }
 
+// Aborted reports a write whose precondition failed because the state
+// changed concurrently, e.g. an apply whose metadata.modifyIndex or
+// metadata.uid no longer matches the stored object (Kubernetes' 409
+// Conflict). Read the object again and retry the read-modify-write.
+func Aborted(message string, v ...Violation) *Error {
+	return &Error{Code: codes.Aborted, Message: message, Violations: v}
+}
+
 // AlreadyExists reports a create of an existing object.
 func AlreadyExists(kind, name string) *Error {
 	return &Error{Code: codes.AlreadyExists, Message: fmt.Sprintf("%s %q already exists", kind, name)}

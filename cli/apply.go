@@ -37,8 +37,29 @@ then warns ("Warning from hub: ..." on standard error), as it does when the
 manifest drops a Pool's pin (spec.imageVersion): the pool is unpinned and
 follows its channel again.
 
+What 'roostctl get KIND NAME -o yaml' prints applies again as it is: an
+apply ignores a status section and the hub-set metadata generation,
+createIndex and creationTimestamp. Two hub-set fields are preconditions, as
+resourceVersion and uid are for kubectl, checked by the hub in the same
+all-or-nothing write:
+
+  metadata.modifyIndex   the object must not have changed since it was read
+                         (if it was deleted since, the apply fails too)
+  metadata.uid           the object must not have been deleted and created
+                         again since it was read (ignored when creating)
+
+If one fails, nothing is applied and roostctl exits with code 1:
+  Error from hub: pool/workers: modified since it was read (modifyIndex 42,
+  now 57): get it again and re-apply your change, or remove
+  metadata.modifyIndex to overwrite; nothing was applied:
+A manifest without them overwrites what is stored. --dry-run checks them too.
+
 Only desired-state kinds can be applied: Cluster, Pool, MachineClass,
-NetworkProfile and MaintenanceWindow. The hub and the agents write the others.`
+NetworkProfile and MaintenanceWindow. The hub and the agents write the others.
+
+Exit codes: 0 applied (or unchanged), 1 the hub refused (a reference to a
+missing object, a conflict with a concurrent change, …), 2 a manifest has a
+problem, 3 hub unreachable.`
 
 const applyExample = `  # Apply one manifest
   roostctl apply -f pool.yaml
@@ -50,7 +71,11 @@ const applyExample = `  # Apply one manifest
   roostctl apply -f manifests/ --dry-run
 
   # Read a manifest from standard input
-  cat pool.yaml | roostctl apply -f -`
+  cat pool.yaml | roostctl apply -f -
+
+  # Change an object as it is stored; fails if it changes meanwhile
+  roostctl get pool workers -o yaml > workers.yaml   # then edit workers.yaml
+  roostctl apply -f workers.yaml`
 
 type applyOptions struct {
 	files  []string

@@ -63,6 +63,9 @@ the certificate, key and token files they name (the hub cannot read your
 files), checks the result and stores it in the Cluster's spec.kubeconfig
 through the same all-or-nothing apply as 'roostctl apply'. The rest of the
 Cluster stays as it is. Nothing is sent when the kubeconfig has a problem.
+The apply carries the Cluster's metadata.modifyIndex as read, so a change
+made in between (another apply) is not overwritten: roostctl then reads the
+Cluster again and retries, up to 3 times in all, before it fails.
 
 The credentials are write-only: no read returns them. 'roostctl get
 clusters -o wide' shows CREDENTIALS <set>, and REACHABLE says whether they
@@ -88,8 +91,8 @@ example 'aws eks get-token') are refused: the plugin would run as a command
 on every hub member.
 
 Exit codes: 0 stored (or unchanged), 1 the hub refused (e.g. no such
-Cluster), 2 the kubeconfig or the arguments have a problem, 3 hub
-unreachable.`
+Cluster, or it kept changing concurrently), 2 the kubeconfig or the
+arguments have a problem, 3 hub unreachable.`
 
 const setCredentialsExample = `  # Use the current context of a kubeconfig made for the hub
   roostctl cluster set-credentials prod --kubeconfig roost-hub.kubeconfig
@@ -304,54 +307,83 @@ func readLimited(path string, limit int64) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(f, limit))
 }
 
+// setCredentialsAttempts bounds set-credentials' read-modify-write when a
+// concurrent change of the Cluster makes the hub refuse the apply with
+// Aborted.
+const setCredentialsAttempts = 3
+
 // setClusterCredentials reads Cluster name, sets its spec.kubeconfig and
-// applies it, keeping the rest of the spec, the labels and annotations.
+// applies it, keeping the rest of the spec, the labels and annotations. The
+// apply carries the uid and modifyIndex it read as preconditions, so that a
+// change made in between is not overwritten: on a conflict (Aborted) it
+// reads the Cluster again and retries, up to setCredentialsAttempts times.
 func (o *options) setClusterCredentials(cmd *cobra.Command, name string, kubeconfig []byte, dryRun bool) error {
 	ctx, conn, done, err := o.open(cmd.Context())
 	if err != nil {
 		return err
 	}
 	defer done()
-	resp, err := conn.hub.Get(ctx, &roostv1.GetRequest{Kind: "Cluster", Name: name, Consistency: roostv1.Consistency_CONSISTENCY_LINEARIZABLE})
-	if err != nil {
-		err = o.wrapCallError(err)
-		if statusCode(err) == codes.NotFound {
-			printError(o.Err, err)
-			fmt.Fprintf(o.Err, "  create it first (roostctl apply -f cluster.yaml), then set its credentials\n")
-			return reportedError{exitCode(err)}
+	for attempt := 1; ; attempt++ {
+		resp, err := conn.hub.Get(ctx, &roostv1.GetRequest{Kind: "Cluster", Name: name, Consistency: roostv1.Consistency_CONSISTENCY_LINEARIZABLE})
+		if err != nil {
+			err = o.wrapCallError(err)
+			if statusCode(err) == codes.NotFound {
+				printError(o.Err, err)
+				fmt.Fprintf(o.Err, "  create it first (roostctl apply -f cluster.yaml), then set its credentials\n")
+				return reportedError{exitCode(err)}
+			}
+			return err
 		}
-		return err
+		cur := resp.GetObject().GetCluster()
+		if cur == nil {
+			return fmt.Errorf("the hub answered the Get of Cluster %q with another kind", name)
+		}
+		// The object as its manifest would hold it: no status, of the
+		// hub-set metadata only the preconditions (uid, modifyIndex); the
+		// spec as stored plus the credentials.
+		spec := proto.Clone(cur.GetSpec()).(*roostv1.ClusterSpec)
+		if spec == nil {
+			spec = &roostv1.ClusterSpec{}
+		}
+		spec.Kubeconfig = string(kubeconfig)
+		md := cur.GetMetadata()
+		obj := resource.Wrap(&roostv1.Cluster{ApiVersion: resource.APIVersion, Kind: "Cluster",
+			Metadata: &roostv1.ObjectMeta{Name: md.GetName(), Labels: md.GetLabels(), Annotations: md.GetAnnotations(),
+				Uid: md.GetUid(), ModifyIndex: md.GetModifyIndex()},
+			Spec: spec})
+		o.debugf("applying Cluster %q (modifyIndex %d) with new credentials (dry run: %t)", name, md.GetModifyIndex(), dryRun)
+		ar, err := conn.hub.Apply(ctx, &roostv1.ApplyRequest{Objects: []*roostv1.Object{obj}, DryRun: dryRun})
+		if err != nil {
+			err = o.wrapCallError(err)
+			if statusCode(err) == codes.Aborted && isHubError(err) {
+				if attempt < setCredentialsAttempts {
+					o.debugf("Cluster %q changed while setting its credentials (%v); reading it again", name, err)
+					continue
+				}
+				// The hint about metadata.modifyIndex is for manifests.
+				e := apierror.FromError(err)
+				what := e.Message
+				if len(e.Violations) == 1 {
+					what = e.Violations[0].Message
+				}
+				fmt.Fprintf(o.Err, "Error from hub: cluster/%s: %s\n", name, strings.TrimPrefix(what, "cluster/"+name+": "))
+				fmt.Fprintf(o.Err, "  the Cluster changed each time its credentials were about to be stored (%d attempts); nothing was stored: run the command again\n",
+					setCredentialsAttempts)
+				return reportedError{exitCodeOf(e.Code)}
+			}
+			return o.reportObjectError("cluster/"+name, err)
+		}
+		what := "set"
+		if rs := ar.GetResults(); len(rs) == 1 && rs[0].GetAction() == "unchanged" {
+			what = "unchanged"
+		}
+		suffix := ""
+		if dryRun {
+			suffix = " (dry run)"
+		}
+		fmt.Fprintf(o.Out, "cluster/%s credentials %s%s\n", name, what, suffix)
+		return nil
 	}
-	cur := resp.GetObject().GetCluster()
-	if cur == nil {
-		return fmt.Errorf("the hub answered the Get of Cluster %q with another kind", name)
-	}
-	// The object as its manifest would hold it: no status, no hub-set
-	// metadata; the spec as stored plus the credentials.
-	spec := proto.Clone(cur.GetSpec()).(*roostv1.ClusterSpec)
-	if spec == nil {
-		spec = &roostv1.ClusterSpec{}
-	}
-	spec.Kubeconfig = string(kubeconfig)
-	md := cur.GetMetadata()
-	obj := resource.Wrap(&roostv1.Cluster{ApiVersion: resource.APIVersion, Kind: "Cluster",
-		Metadata: &roostv1.ObjectMeta{Name: md.GetName(), Labels: md.GetLabels(), Annotations: md.GetAnnotations()},
-		Spec:     spec})
-	o.debugf("applying Cluster %q with new credentials (dry run: %t)", name, dryRun)
-	ar, err := conn.hub.Apply(ctx, &roostv1.ApplyRequest{Objects: []*roostv1.Object{obj}, DryRun: dryRun})
-	if err != nil {
-		return o.reportObjectError("cluster/"+name, o.wrapCallError(err))
-	}
-	what := "set"
-	if rs := ar.GetResults(); len(rs) == 1 && rs[0].GetAction() == "unchanged" {
-		what = "unchanged"
-	}
-	suffix := ""
-	if dryRun {
-		suffix = " (dry run)"
-	}
-	fmt.Fprintf(o.Out, "cluster/%s credentials %s%s\n", name, what, suffix)
-	return nil
 }
 
 // reportObjectError prints a hub refusal of an apply of one object, with
@@ -362,7 +394,8 @@ func (o *options) reportObjectError(ref string, err error) error {
 		return err
 	}
 	e := apierror.FromError(err)
-	fmt.Fprintf(o.Err, "Error from hub: %s: %s\n", ref, e.Message)
+	// Conflicts (Aborted) name the object already.
+	fmt.Fprintf(o.Err, "Error from hub: %s: %s\n", ref, strings.TrimPrefix(e.Message, ref+": "))
 	for _, v := range e.Violations {
 		v.Field = strings.TrimPrefix(strings.TrimPrefix(v.Field, "objects[0]"), ".")
 		fmt.Fprintf(o.Err, "  %s\n", v.String())

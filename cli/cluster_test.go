@@ -102,15 +102,19 @@ func TestClusterSetCredentials(t *testing.T) {
 		t.Fatalf("applies: %v", f.applies)
 	}
 	got := f.applies[0].GetObjects()[0].GetCluster()
-	// The rest of the Cluster is kept; hub-set metadata and status are not sent.
+	// The rest of the Cluster is kept; status and hub-set metadata are not
+	// sent, but for the preconditions: the uid and modifyIndex read.
 	want := prodCluster().GetCluster()
 	if got.GetSpec().GetApiEndpoint() != want.GetSpec().GetApiEndpoint() || got.GetSpec().GetDrainTimeout().AsDuration() != 7*time.Minute ||
 		got.GetSpec().GetJoin().GetClusterDns()[0] != "10.96.0.10" || got.GetMetadata().GetLabels()["env"] != "prod" ||
 		got.GetMetadata().GetAnnotations()["a"] != "b" {
 		t.Errorf("the apply lost parts of the Cluster: %v", got)
 	}
-	if got.GetStatus() != nil || got.GetMetadata().GetUid() != "" || got.GetMetadata().GetGeneration() != 0 {
+	if got.GetStatus() != nil || got.GetMetadata().GetGeneration() != 0 || got.GetMetadata().GetCreateIndex() != 0 {
 		t.Errorf("the apply holds hub-set fields: %v", got)
+	}
+	if got.GetMetadata().GetUid() != "u-1" || got.GetMetadata().GetModifyIndex() != 9 {
+		t.Errorf("the apply does not carry the uid and modifyIndex read as preconditions: %v", got.GetMetadata())
 	}
 	// One context, its files inlined, valid.
 	kubeconfig := got.GetSpec().GetKubeconfig()
@@ -237,6 +241,38 @@ func TestClusterSetCredentialsBadInput(t *testing.T) {
 	}
 	if len(f.applies) != 0 || len(f.gets) != 0 {
 		t.Errorf("bad input reached the hub: %d applies, %d gets", len(f.applies), len(f.gets))
+	}
+}
+
+// TestClusterSetCredentialsConflict checks that set-credentials reads the
+// Cluster again when the hub refuses its apply because the Cluster changed
+// since it was read (Aborted), and gives up after setCredentialsAttempts.
+func TestClusterSetCredentialsConflict(t *testing.T) {
+	f := newFakeHub()
+	f.put(prodCluster())
+	config, _ := startFakeHub(t, f)
+	kc := laptopKubeconfig(t, t.TempDir())
+	args := []string{"--config", config, "cluster", "set-credentials", "prod", "--kubeconfig", kc, "--context", "sa@prod"}
+
+	f.conflicts = setCredentialsAttempts - 1
+	r := runCLI(t, "", args...)
+	if r.code != ExitOK || r.out != "cluster/prod credentials set\n" || r.err != "" {
+		t.Fatalf("after %d conflicts: exit %d\nstdout %q\nstderr %q", setCredentialsAttempts-1, r.code, r.out, r.err)
+	}
+	if len(f.gets) != setCredentialsAttempts || len(f.applies) != setCredentialsAttempts {
+		t.Errorf("%d gets and %d applies, want %d of each (read again after each conflict)", len(f.gets), len(f.applies), setCredentialsAttempts)
+	}
+
+	f.gets, f.applies = nil, nil
+	f.conflicts = setCredentialsAttempts
+	r = runCLI(t, "", args...)
+	want := "Error from hub: cluster/prod: modified since it was read (modifyIndex 9, now 106)\n" +
+		"  the Cluster changed each time its credentials were about to be stored (3 attempts); nothing was stored: run the command again\n"
+	if r.code != ExitFailed || r.out != "" || r.err != want {
+		t.Errorf("after %d conflicts: exit %d\nstdout %q\nstderr %q\nwant   %q", setCredentialsAttempts, r.code, r.out, r.err, want)
+	}
+	if len(f.applies) != setCredentialsAttempts {
+		t.Errorf("%d applies, want %d", len(f.applies), setCredentialsAttempts)
 	}
 }
 

@@ -65,6 +65,10 @@ func exitCodeOf(c codes.Code) int {
 		return ExitUsage
 	case codes.Unavailable, codes.DeadlineExceeded:
 		return ExitUnreachable
+	case codes.Aborted:
+		// A conflict (apply's metadata.modifyIndex or uid precondition):
+		// the hub refused the request as the state is now.
+		return ExitFailed
 	default:
 		return ExitFailed
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -137,13 +138,16 @@ type fakeHub struct {
 	index   uint64
 	// applyErr, when set, is returned by Apply.
 	applyErr error
-	applies  []*roostv1.ApplyRequest
-	deletes  []string
-	gets     []*roostv1.GetRequest
-	lists    []*roostv1.ListRequest
-	members  []*roostv1.Member
-	removed  []string
-	updated  []string // names given to UpdateServer and RevokeEnrollmentToken
+	// conflicts makes the next so many Applies fail with Aborted, as the
+	// hub does when an object changed since it was read.
+	conflicts int
+	applies   []*roostv1.ApplyRequest
+	deletes   []string
+	gets      []*roostv1.GetRequest
+	lists     []*roostv1.ListRequest
+	members   []*roostv1.Member
+	removed   []string
+	updated   []string // names given to UpdateServer and RevokeEnrollmentToken
 	// events are sent on every Watch after the current objects.
 	events []*roostv1.WatchEvent
 	// watches counts Watch calls; watchFail makes the first ones fail.
@@ -167,6 +171,14 @@ func (f *fakeHub) Apply(_ context.Context, req *roostv1.ApplyRequest) (*roostv1.
 	f.applies = append(f.applies, req)
 	if f.applyErr != nil {
 		return nil, f.applyErr
+	}
+	if f.conflicts > 0 {
+		f.conflicts--
+		f.index++
+		msg := fmt.Sprintf("modified since it was read (modifyIndex 9, now %d)", f.index+100)
+		return nil, apierror.Aborted("cluster/prod: "+msg+": get it again and re-apply your change, or remove metadata.modifyIndex to overwrite",
+			apierror.Violation{Field: "objects[0].metadata.modifyIndex", Message: msg,
+				Hint: "get it again and re-apply your change, or remove metadata.modifyIndex to overwrite"})
 	}
 	resp := &roostv1.ApplyResponse{}
 	for _, o := range req.GetObjects() {

@@ -24,7 +24,9 @@ const (
 	// ExitOK means the command did what it was asked.
 	ExitOK = 0
 	// ExitFailed means a request reached the hub and the hub refused it
-	// (NotFound, FailedPrecondition, AlreadyExists, PermissionDenied, …).
+	// (NotFound, FailedPrecondition, AlreadyExists, PermissionDenied,
+	// Aborted: an apply whose metadata.modifyIndex or uid no longer
+	// matches, …).
 	ExitFailed = 1
 	// ExitUsage means bad usage or invalid input: unknown flags or kinds,
 	// wrong arguments, unreadable or invalid manifests (found locally, or
@@ -74,7 +76,8 @@ Configuration:
 
 Exit codes (stable, for scripts):
   0  success
-  1  the hub refused the request (not found, failed precondition, in use, …)
+  1  the hub refused the request (not found, failed precondition, in use,
+     changed since it was read, …)
   2  bad usage or invalid input: flags, arguments, unknown kinds, manifests
      that fail validation (locally or at the hub), no usable configuration
   3  hub unreachable: no member answered (unavailable or timed out)

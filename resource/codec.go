@@ -67,9 +67,16 @@ type decodeConfig struct {
 
 // ForApply makes Decode read manifests as input to `roostctl apply`: it
 // refuses kinds that are not appliable (Server, Machine, ImageRelease,
-// EnrollmentToken, Lease are written by the hub), a status section, and the
-// metadata fields the hub sets (uid, generation, createIndex, modifyIndex,
-// creationTimestamp). Without it Decode reads anything Encode writes.
+// EnrollmentToken, Lease are written by the hub). What the hub writes of an
+// appliable object, so that the output of `roostctl get -o yaml` applies
+// as it is: a status section and the metadata fields generation,
+// createIndex and creationTimestamp are checked like any field (types,
+// unknown fields) and then dropped from the decoded object. metadata.uid
+// and metadata.modifyIndex are kept: when set, the hub applies the object
+// only if the stored object still has them (modifyIndex: not changed since
+// it was read, like Kubernetes' resourceVersion; uid: not deleted and
+// created again since; a uid is ignored for a create). Without ForApply
+// Decode reads anything Encode writes and keeps all of it.
 func ForApply() DecodeOption { return func(c *decodeConfig) { c.apply = true } }
 
 // NamesOnly makes Decode read only what identifies each object: apiVersion,
@@ -79,9 +86,17 @@ func ForApply() DecodeOption { return func(c *decodeConfig) { c.apply = true } }
 // spec no longer validates still names what to delete.
 func NamesOnly() DecodeOption { return func(c *decodeConfig) { c.namesOnly = true } }
 
-// serverSetMeta are the metadata fields only the hub writes.
-var serverSetMeta = map[string]bool{
-	"uid": true, "generation": true, "createIndex": true, "modifyIndex": true, "creationTimestamp": true,
+// dropIgnoredOnApply clears what an apply ignores in r: its status and the
+// metadata only the hub writes that are not preconditions (generation,
+// createIndex, creationTimestamp).
+func dropIgnoredOnApply(r Resource) {
+	m := r.ProtoReflect()
+	m.Clear(m.Descriptor().Fields().ByName("status"))
+	if md := r.GetMetadata(); md != nil {
+		md.Generation = 0
+		md.CreateIndex = 0
+		md.CreationTimestamp = nil
+	}
 }
 
 // maxDecodeNodes bounds the YAML nodes one document may expand to through
@@ -391,6 +406,9 @@ func (d *decoder) object(root *yaml.Node) *Manifest {
 	if len(d.diags) > before {
 		return nil
 	}
+	if d.cfg.apply && !d.cfg.namesOnly {
+		dropIgnoredOnApply(r)
+	}
 	return &Manifest{Object: kind.Wrap(r), Kind: kind, Source: d.source, Doc: d.doc, Positions: d.pos}
 }
 
@@ -468,16 +486,8 @@ func (d *decoder) message(n *yaml.Node, m protoreflect.Message, path string) {
 			continue
 		}
 		d.pos[fpath] = posOf(k)
-		if d.cfg.apply {
-			if path == "" && k.Value == "status" {
-				d.errorf(k, fpath, "remove the status section from the manifest", "status is set by the hub")
-				continue
-			}
-			if path == "metadata" && serverSetMeta[k.Value] {
-				d.errorf(k, fpath, "remove it from the manifest", "%s is set by the hub", k.Value)
-				continue
-			}
-		}
+		// With ForApply, status and the hub-set metadata are read (and
+		// checked) like the rest; object drops what an apply ignores.
 		d.field(m, fd, v, fpath)
 	}
 }

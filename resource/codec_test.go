@@ -243,9 +243,17 @@ func TestDecodeList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A List as `roostctl get KIND -o json` prints it applies (kubectl's
+	// get, edit, apply): status and the hub-set metadata are read.
 	ms, err := Decode(data, "list.json", ForApply())
-	if err == nil {
-		t.Fatal("ForApply must refuse the status and hub-set metadata of the listed objects")
+	if err != nil || len(ms) != 3 {
+		t.Fatalf("ForApply: got %d manifests, %v", len(ms), err)
+	}
+	for _, m := range ms {
+		r, _ := Unwrap(m.Object)
+		if r.ProtoReflect().Has(r.ProtoReflect().Descriptor().Fields().ByName("status")) || r.GetMetadata().GetGeneration() != 0 {
+			t.Errorf("ForApply kept the status or generation of %s %s", m.Kind.Name, m.Name())
+		}
 	}
 	ms, err = Decode(data, "list.json")
 	if err != nil || len(ms) != 3 {
@@ -315,12 +323,17 @@ func TestDecodeDiagnostics(t *testing.T) {
 		{"wrong apiVersion and unknown field", "apiVersion: v1\nkind: Cluster\nmetadata: {name: c}\nspce: {}\n", false,
 			"x.yaml:1:13: Cluster \"c\": apiVersion: unsupported apiVersion \"v1\" (use \"roost.io/v1\")\n" +
 				`x.yaml:4:1: Cluster "c": spce: unknown field "spce" (did you mean "spec"?)`},
-		{"status for apply", head + "status:\n  machines: 3\n", true,
-			`x.yaml:5:1: Pool "p": status: status is set by the hub (remove the status section from the manifest)`},
+		{"status for apply", head + "status:\n  machines: 3\n", true, ``},
 		{"status without apply", head + "status:\n  machines: 3\n", false, ``},
-		{"generation for apply", head + "  generation: 3\n  modifyIndex: 4\n", true,
-			"x.yaml:5:3: Pool \"p\": metadata.generation: generation is set by the hub (remove it from the manifest)\n" +
-				`x.yaml:6:3: Pool "p": metadata.modifyIndex: modifyIndex is set by the hub (remove it from the manifest)`},
+		{"status not a map for apply", head + "status: ready\n", true,
+			`x.yaml:5:9: Pool "p": status: expected object, got string "ready"`},
+		{"unknown status field for apply", head + "status:\n  machnes: 3\n", true,
+			`x.yaml:6:3: Pool "p": status.machnes: unknown field "machnes" (did you mean "machines"?)`},
+		{"hub-set metadata for apply", head + "  uid: u-1\n  generation: 3\n  createIndex: 2\n  modifyIndex: 4\n  creationTimestamp: \"2026-11-20T09:30:00Z\"\n", true, ``},
+		{"modifyIndex not an integer for apply", head + "  modifyIndex: latest\n", true,
+			`x.yaml:5:16: Pool "p": metadata.modifyIndex: expected integer, got string "latest"`},
+		{"negative modifyIndex for apply", head + "  modifyIndex: -1\n", true,
+			`x.yaml:5:16: Pool "p": metadata.modifyIndex: -1 is out of range for uint64 (0 to 18446744073709551615)`},
 		{"not appliable", "apiVersion: roost.io/v1\nkind: Lease\nmetadata: {name: l}\n", true,
 			`x.yaml:2:7: Lease "l": kind: Lease objects are written by the hub and cannot be applied (appliable kinds: Pool, Cluster, MachineClass, NetworkProfile, MaintenanceWindow)`},
 		{"syntax error after a good document", head + "---\nkind: [\n", false,
@@ -382,5 +395,50 @@ func TestDecodeAliasBomb(t *testing.T) {
 	_, err := Decode([]byte(b.String()), "bomb.yaml")
 	if err == nil {
 		t.Fatal("want an error")
+	}
+}
+
+// TestDecodeForApplyWhatGetPrints checks that what `roostctl get -o yaml`
+// prints of every appliable kind decodes for apply (kubectl's get, edit,
+// apply), and that the decoded object keeps its name, labels, annotations,
+// spec and the preconditions (uid, modifyIndex) and drops the status and
+// the other hub-set metadata.
+func TestDecodeForApplyWhatGetPrints(t *testing.T) {
+	n := 0
+	for _, o := range sampleObjects() {
+		_, k := Unwrap(o)
+		if !k.Appliable {
+			continue
+		}
+		n++
+		t.Run(k.Name, func(t *testing.T) {
+			data, err := Encode([]*roostv1.Object{StripWriteOnly(o)}, "yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ms, err := Decode(data, "get.yaml", ForApply())
+			if err != nil {
+				t.Fatalf("%v\n%s", err, data)
+			}
+			if len(ms) != 1 {
+				t.Fatalf("%d manifests", len(ms))
+			}
+			got, _ := Unwrap(ms[0].Object)
+			sr, _ := Unwrap(StripWriteOnly(o))
+			want := proto.Clone(sr).(Resource)
+			wm := want.ProtoReflect()
+			wm.Clear(wm.Descriptor().Fields().ByName("status"))
+			md := want.GetMetadata()
+			if md.GetUid() == "" || md.GetModifyIndex() == 0 {
+				t.Fatalf("the sample %s has no uid or modifyIndex", k.Name)
+			}
+			md.Generation, md.CreateIndex, md.CreationTimestamp = 0, 0, nil
+			if !proto.Equal(got, want) {
+				t.Errorf("decoded for apply:\n%v\nwant:\n%v", got, want)
+			}
+		})
+	}
+	if n < 5 {
+		t.Errorf("only %d appliable samples", n)
 	}
 }

@@ -16,7 +16,10 @@ import (
 // errors that guarantee the command never entered the log are Unavailable,
 // which clients retry on another member. Leadership lost after the command
 // was appended is Unknown: it may or may not commit, so only the caller can
-// decide whether to retry. Everything else goes through apierror.ToStatus.
+// decide whether to retry. Everything else goes through apierror.ToStatus,
+// which keeps the code of an *apierror.Error (e.g. Aborted for an apply
+// whose metadata.modifyIndex or uid precondition failed) and its field
+// violations.
 func toStatus(err error) error {
 	if err == nil {
 		return nil

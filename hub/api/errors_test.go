@@ -24,6 +24,8 @@ func TestToStatusMapsEveryErrorOnce(t *testing.T) {
 		{apierror.NotFound("Pool", "x"), codes.NotFound},
 		{apierror.Invalid("bad", apierror.Violation{Field: "objects[0].metadata.name", Message: "required"}), codes.InvalidArgument},
 		{apierror.FailedPrecondition("in use"), codes.FailedPrecondition},
+		{apierror.Aborted("pool/workers: modified since it was read (modifyIndex 4, now 7): ...",
+			apierror.Violation{Field: "objects[0].metadata.modifyIndex", Message: "modified since it was read (modifyIndex 4, now 7)"}), codes.Aborted},
 		{context.DeadlineExceeded, codes.DeadlineExceeded},
 		{context.Canceled, codes.Canceled},
 		{status.Error(codes.PermissionDenied, "no"), codes.PermissionDenied},

@@ -21,6 +21,10 @@ const MaxObjectBytes = 256 << 10
 // all or nothing through one Raft command on the leader. The FSM's
 // warnings (state.ApplyResult.Warnings: a Pool's pause kept, a pin a
 // manifest dropped) are sent as WarningHeader values, also for dry runs.
+// An object's metadata.modifyIndex and metadata.uid reach the FSM as they
+// are: when set they are preconditions, and a mismatch fails the whole
+// apply with Aborted (state.applyObjects); status and the other hub-set
+// metadata are ignored.
 func (s *Server) Apply(ctx context.Context, req *roostv1.ApplyRequest) (*roostv1.ApplyResponse, error) {
 	if len(req.GetObjects()) == 0 {
 		return nil, apierror.Invalid("nothing to apply", apierror.Violation{Field: "objects", Message: "must hold at least one object"})

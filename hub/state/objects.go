@@ -3,6 +3,7 @@ package state
 import (
 	"fmt"
 	"maps"
+	"strings"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -21,6 +22,12 @@ const missingRefHint = "create it first, or apply it in the same file"
 // result per object in command order. A Pool keeps a stored pause its
 // manifest does not set, and a dropped pin is warned about (see
 // applyPoolOver; the warnings go to ApplyResult.Warnings).
+//
+// An appliable object's metadata.modifyIndex and metadata.uid, when set,
+// are preconditions checked against the stored object in this
+// transaction (see checkPreconditions); when any fails, nothing is applied
+// and the error is Aborted. The other hub-set metadata and status are
+// ignored (see merge).
 func (a *applier) applyObjects(c *roostv1.ApplyObjects) ([]*roostv1.ApplyResult, *apierror.Error) {
 	type item struct {
 		kind *resource.Kind
@@ -57,6 +64,7 @@ func (a *applier) applyObjects(c *roostv1.ApplyObjects) ([]*roostv1.ApplyResult,
 
 	results := make([]*roostv1.ApplyResult, len(items))
 	final := make([]*roostv1.Object, len(items))
+	var conflicts []conflict
 	for i, it := range items {
 		raw, err := a.txn.First(it.kind.Name, indexID, it.name)
 		if err != nil {
@@ -67,6 +75,15 @@ func (a *applier) applyObjects(c *roostv1.ApplyObjects) ([]*roostv1.ApplyResult,
 		if raw != nil {
 			old = raw.(*roostv1.Object)
 			oldRes, _ = resource.Unwrap(old)
+		}
+		if it.kind.Appliable {
+			if c, ok := checkPreconditions(i, it.kind, it.name, it.in.GetMetadata(), oldRes); !ok {
+				conflicts = append(conflicts, c)
+				continue
+			}
+		}
+		if len(conflicts) > 0 {
+			continue // the command fails; only the remaining conflicts matter
 		}
 		var uid string
 		var created *timestamppb.Timestamp
@@ -115,6 +132,9 @@ func (a *applier) applyObjects(c *roostv1.ApplyObjects) ([]*roostv1.ApplyResult,
 		}
 		a.events = append(a.events, newEvent(typ, it.kind.Name, obj, a.index))
 	}
+	if len(conflicts) > 0 {
+		return nil, conflictError(conflicts)
+	}
 	if len(bad) > 0 {
 		return nil, apierror.Invalid("invalid command", bad...)
 	}
@@ -144,6 +164,78 @@ func (a *applier) applyObjects(c *roostv1.ApplyObjects) ([]*roostv1.ApplyResult,
 		return nil, apierror.FailedPreconditionFields(msg, bad...)
 	}
 	return results, nil
+}
+
+// conflict is a failed precondition of one object of an apply.
+type conflict struct {
+	ref       string // "pool/workers"
+	violation apierror.Violation
+}
+
+// Hints of the conflicts: what to do about a failed precondition.
+const (
+	modifyIndexHint = "get it again and re-apply your change, or remove metadata.modifyIndex to overwrite"
+	uidHint         = "get it again and re-apply your change, or remove metadata.uid and metadata.modifyIndex to overwrite"
+	deletedHint     = "remove metadata.modifyIndex to create it again"
+)
+
+// checkPreconditions checks the preconditions in md, the metadata of
+// object i of an apply (kind k, name), against old, the stored object (nil
+// if there is none). Like Kubernetes' resourceVersion and uid
+// preconditions:
+//
+//   - metadata.modifyIndex, when not 0, must equal the stored object's
+//     modify index: the object has not changed since it was read. When no
+//     object is stored it fails too: the object was deleted since it was
+//     read (or the manifest is from another hub).
+//   - metadata.uid, when set, must equal the stored object's uid: the
+//     object was not deleted and created again since it was read. For a
+//     create it is ignored (the new object gets a fresh uid), as in
+//     Kubernetes.
+//
+// It is deterministic and runs inside the apply's transaction, so nothing
+// can change the object between the check and the write.
+func checkPreconditions(i int, k *resource.Kind, name string, md *roostv1.ObjectMeta, old resource.Resource) (conflict, bool) {
+	ref := k.Singular + "/" + name
+	field := fmt.Sprintf("objects[%d].metadata.", i)
+	want := md.GetModifyIndex()
+	if old == nil {
+		if want != 0 {
+			return conflict{ref, apierror.Violation{Field: field + "modifyIndex", Hint: deletedHint,
+				Message: fmt.Sprintf("deleted since it was read (modifyIndex %d): %s %q does not exist", want, k.Name, name)}}, false
+		}
+		return conflict{}, true
+	}
+	om := old.GetMetadata()
+	if uid := md.GetUid(); uid != "" && uid != om.GetUid() {
+		return conflict{ref, apierror.Violation{Field: field + "uid", Hint: uidHint,
+			Message: fmt.Sprintf("deleted and created again since it was read (uid %s, now %s)", uid, om.GetUid())}}, false
+	}
+	if want != 0 && want != om.GetModifyIndex() {
+		return conflict{ref, apierror.Violation{Field: field + "modifyIndex", Hint: modifyIndexHint,
+			Message: fmt.Sprintf("modified since it was read (modifyIndex %d, now %d)", want, om.GetModifyIndex())}}, false
+	}
+	return conflict{}, true
+}
+
+// conflictError is the Aborted error of an apply whose preconditions
+// failed: one violation per conflict, and a message that names the object
+// and says what to do when there is one.
+func conflictError(cs []conflict) *apierror.Error {
+	vs := make([]apierror.Violation, len(cs))
+	for i, c := range cs {
+		vs[i] = c.violation
+	}
+	if len(cs) == 1 {
+		v := cs[0].violation
+		return apierror.Aborted(fmt.Sprintf("%s: %s: %s", cs[0].ref, v.Message, v.Hint), vs...)
+	}
+	refs := make([]string, len(cs))
+	for i, c := range cs {
+		refs[i] = c.ref
+	}
+	return apierror.Aborted(fmt.Sprintf("%d objects changed since they were read (%s): get them again and re-apply your changes, "+
+		"or remove their metadata.modifyIndex and metadata.uid to overwrite", len(cs), strings.Join(refs, ", ")), vs...)
 }
 
 // merge computes the object to store when in is applied over old (nil for

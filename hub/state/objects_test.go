@@ -1,6 +1,7 @@
 package state
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -52,8 +53,9 @@ func TestApplyObjectsLifecycle(t *testing.T) {
 	withLabels.GetPool().Metadata.Labels = map[string]string{"env": "prod"}
 	withSpec := proto.Clone(withLabels).(*roostv1.Object)
 	withSpec.GetPool().Spec.Replicas = proto.Int32(5)
-	sneaky := proto.Clone(withSpec).(*roostv1.Object) // server-owned fields and status are ignored
-	sneaky.GetPool().Metadata.Uid = "forged"
+	// Server-owned fields and status are ignored (a uid or modifyIndex
+	// would be a precondition: TestApplyObjectsPreconditions).
+	sneaky := proto.Clone(withSpec).(*roostv1.Object)
 	sneaky.GetPool().Metadata.Generation = 99
 	sneaky.GetPool().Metadata.CreateIndex = 1234
 	sneaky.GetPool().ApiVersion = "other/v9"
@@ -102,6 +104,133 @@ func TestApplyObjectsLifecycle(t *testing.T) {
 	}
 	if st := getPool(t, h.f, "workers").GetStatus(); st != nil {
 		t.Errorf("status = %v, want none (incoming status is ignored)", st)
+	}
+}
+
+// TestApplyObjectsPreconditions checks metadata.modifyIndex and
+// metadata.uid as preconditions of an apply: checked against the stored
+// object inside the command, all or nothing, Aborted on a mismatch, also
+// in a dry run.
+func TestApplyObjectsPreconditions(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.mustApply(h.objects(append(baseObjects(), poolObj("workers", "prod"))...))
+	read := getPool(t, h.f, "workers").GetMetadata() // as `get -o yaml` shows it
+	uid, readIndex := read.GetUid(), read.GetModifyIndex()
+	pool := func(modifyIndex uint64, uid string, replicas int32) *roostv1.Object {
+		o := poolObj("workers", "prod", func(s *roostv1.PoolSpec) { s.Replicas = proto.Int32(replicas) })
+		o.GetPool().Metadata.ModifyIndex = modifyIndex
+		o.GetPool().Metadata.Uid = uid
+		// What get -o yaml also shows; ignored.
+		o.GetPool().Metadata.Generation, o.GetPool().Metadata.CreateIndex = 7, 3
+		o.GetPool().Status = &roostv1.PoolStatus{Machines: 9}
+		return o
+	}
+	unchanged := func(what string, f func()) {
+		t.Helper()
+		before := snapshotBytes(t, h.f)
+		f()
+		b := &roostv1.Snapshot{}
+		_ = proto.Unmarshal(before, b)
+		b.LastIndex = h.idx
+		if !slices.Equal(snapshotBytes(t, h.f), mustMarshalDet(t, b)) {
+			t.Errorf("%s changed the state", what)
+		}
+	}
+
+	// The index read matches: applied, with the uid too.
+	res := h.mustApply(h.objects(pool(readIndex, uid, 2)))
+	if got := actions(res); !slices.Equal(got, []string{"Pool/workers=configured"}) {
+		t.Fatalf("actions = %v", got)
+	}
+	p := getPool(t, h.f, "workers")
+	if p.GetSpec().GetReplicas() != 2 || p.GetMetadata().GetModifyIndex() != h.idx || p.GetMetadata().GetGeneration() != 2 || p.GetStatus() != nil {
+		t.Fatalf("after a matching precondition: %v", p)
+	}
+	now := h.idx
+
+	// The same manifest again: the Pool changed since readIndex. Nothing
+	// of the command is applied, not even the Cluster before it.
+	unchanged("a stale modifyIndex", func() {
+		e := wantCode(t, h.apply(h.objects(clusterObj("prod", map[string]string{"env": "x"}), pool(readIndex, uid, 3))).Err, codes.Aborted)
+		want := fmt.Sprintf("pool/workers: modified since it was read (modifyIndex %d, now %d): "+
+			"get it again and re-apply your change, or remove metadata.modifyIndex to overwrite", readIndex, now)
+		if e.Message != want {
+			t.Errorf("message = %q\nwant      %q", e.Message, want)
+		}
+		if len(e.Violations) != 1 || e.Violations[0].Field != "objects[1].metadata.modifyIndex" {
+			t.Errorf("violations = %v", e.Violations)
+		}
+	})
+	// A dry run checks it too.
+	unchanged("a dry run with a stale modifyIndex", func() {
+		c := h.objects(pool(readIndex, "", 3))
+		c.GetApplyObjects().DryRun = true
+		wantCode(t, h.apply(c).Err, codes.Aborted)
+		c = h.objects(pool(now, "", 3))
+		c.GetApplyObjects().DryRun = true
+		if got := actions(h.mustApply(c)); !slices.Equal(got, []string{"Pool/workers=configured"}) {
+			t.Errorf("dry run with the current modifyIndex: %v", got)
+		}
+	})
+	// An unchanged object with a stale index is a conflict as well.
+	unchanged("a stale modifyIndex of an unchanged object", func() {
+		wantCode(t, h.apply(h.objects(pool(readIndex, "", 2))).Err, codes.Aborted)
+	})
+	// Another uid: the Pool was deleted and created again since.
+	unchanged("another uid", func() {
+		e := wantCode(t, h.apply(h.objects(pool(0, "0b6f3c2e-9a41-4c1e-8a57-3f0d2b9c1e01", 3))).Err, codes.Aborted)
+		if !strings.HasPrefix(e.Message, "pool/workers: deleted and created again since it was read (uid 0b6f3c2e-9a41-4c1e-8a57-3f0d2b9c1e01, now "+uid+")") ||
+			len(e.Violations) != 1 || e.Violations[0].Field != "objects[0].metadata.uid" {
+			t.Errorf("uid mismatch: %v", e)
+		}
+	})
+	// Several conflicts are all reported.
+	unchanged("two conflicts", func() {
+		cl := clusterObj("prod", nil)
+		cl.GetCluster().Metadata.ModifyIndex = 99
+		e := wantCode(t, h.apply(h.objects(cl, pool(readIndex, "", 3))).Err, codes.Aborted)
+		if len(e.Violations) != 2 || !strings.HasPrefix(e.Message, "2 objects changed since they were read (cluster/prod, pool/workers)") {
+			t.Errorf("two conflicts: %v", e)
+		}
+	})
+	// Without preconditions an apply overwrites.
+	if got := actions(h.mustApply(h.objects(pool(0, "", 4)))); !slices.Equal(got, []string{"Pool/workers=configured"}) {
+		t.Errorf("no precondition: %v", got)
+	}
+	// The current index and uid: applied.
+	h.mustApply(h.objects(pool(h.idx, uid, 5)))
+	if r := getPool(t, h.f, "workers").GetSpec().GetReplicas(); r != 5 {
+		t.Errorf("replicas = %d, want 5", r)
+	}
+
+	// A create with a modifyIndex: the object was deleted since it was
+	// read (Aborted, in a dry run too).
+	unchanged("a create with a modifyIndex", func() {
+		o := poolObj("gone", "prod")
+		o.GetPool().Metadata.ModifyIndex = 12
+		e := wantCode(t, h.apply(h.objects(o)).Err, codes.Aborted)
+		if e.Message != `pool/gone: deleted since it was read (modifyIndex 12): Pool "gone" does not exist: remove metadata.modifyIndex to create it again` {
+			t.Errorf("message = %q", e.Message)
+		}
+		c := h.objects(o)
+		c.GetApplyObjects().DryRun = true
+		wantCode(t, h.apply(c).Err, codes.Aborted)
+	})
+	// A create ignores a uid, as in Kubernetes: the object gets its own.
+	o := poolObj("fresh", "prod")
+	o.GetPool().Metadata.Uid = "0b6f3c2e-9a41-4c1e-8a57-3f0d2b9c1e01"
+	c := h.objects(o)
+	h.mustApply(c)
+	if got := getPool(t, h.f, "fresh").GetMetadata().GetUid(); got != c.GetApplyObjects().GetUids()[0] {
+		t.Errorf("uid of a create = %q, want the command's %q", got, c.GetApplyObjects().GetUids()[0])
+	}
+
+	// A Pool paused by `rollout pause` stays paused through an apply with
+	// a matching precondition (applyPoolOver still applies).
+	h.mustApply(controlCmd("workers", roostv1.RolloutAction_ROLLOUT_ACTION_PAUSE, ""))
+	res = h.mustApply(h.objects(pool(getPool(t, h.f, "workers").GetMetadata().GetModifyIndex(), uid, 6)))
+	if !getPool(t, h.f, "workers").GetSpec().GetRollout().GetPaused() || len(res.Warnings) == 0 {
+		t.Errorf("pause not kept (warnings %q): %v", res.Warnings, getPool(t, h.f, "workers").GetSpec())
 	}
 }
 

@@ -51,10 +51,15 @@ const (
 // certificate from the hub CA. Errors use the standard gRPC codes:
 // InvalidArgument (with google.rpc.BadRequest field violations whose field
 // is "objects[I].<path>"), NotFound, FailedPrecondition (dangling references,
-// object in use), Unavailable (no leader yet; retry on another member).
+// object in use), Aborted (a precondition of Apply failed: the object's
+// metadata.modifyIndex or metadata.uid is not the stored one), Unavailable
+// (no leader yet; retry on another member).
 type HubServiceClient interface {
 	// Apply creates or replaces the spec, labels and annotations of every
-	// object, all or nothing, in one Raft command.
+	// object, all or nothing, in one Raft command. status and the other
+	// hub-set metadata are ignored, but a metadata.modifyIndex or
+	// metadata.uid that is given must match the stored object (Aborted
+	// otherwise), as Kubernetes' resourceVersion and uid preconditions.
 	Apply(ctx context.Context, in *ApplyRequest, opts ...grpc.CallOption) (*ApplyResponse, error)
 	Get(ctx context.Context, in *GetRequest, opts ...grpc.CallOption) (*GetResponse, error)
 	List(ctx context.Context, in *ListRequest, opts ...grpc.CallOption) (*ListResponse, error)
@@ -376,10 +381,15 @@ func (c *hubServiceClient) RolloutControl(ctx context.Context, in *RolloutContro
 // certificate from the hub CA. Errors use the standard gRPC codes:
 // InvalidArgument (with google.rpc.BadRequest field violations whose field
 // is "objects[I].<path>"), NotFound, FailedPrecondition (dangling references,
-// object in use), Unavailable (no leader yet; retry on another member).
+// object in use), Aborted (a precondition of Apply failed: the object's
+// metadata.modifyIndex or metadata.uid is not the stored one), Unavailable
+// (no leader yet; retry on another member).
 type HubServiceServer interface {
 	// Apply creates or replaces the spec, labels and annotations of every
-	// object, all or nothing, in one Raft command.
+	// object, all or nothing, in one Raft command. status and the other
+	// hub-set metadata are ignored, but a metadata.modifyIndex or
+	// metadata.uid that is given must match the stored object (Aborted
+	// otherwise), as Kubernetes' resourceVersion and uid preconditions.
 	Apply(context.Context, *ApplyRequest) (*ApplyResponse, error)
 	Get(context.Context, *GetRequest) (*GetResponse, error)
 	List(context.Context, *ListRequest) (*ListResponse, error)
