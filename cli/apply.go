@@ -38,13 +38,16 @@ manifest drops a Pool's pin (spec.imageVersion): the pool is unpinned and
 follows its channel again.
 
 What 'roostctl get KIND NAME -o yaml' prints applies again as it is: an
-apply ignores a status section and the hub-set metadata generation,
-createIndex and creationTimestamp. Two hub-set fields are preconditions, as
+apply ignores a status section and the hub-set metadata createIndex and
+creationTimestamp. modifyIndex, generation and uid are preconditions, as
 resourceVersion and uid are for kubectl, checked by the hub in the same
 all-or-nothing write:
 
-  metadata.modifyIndex   the object must not have changed since it was read
-                         (if it was deleted since, the apply fails too)
+  metadata.modifyIndex   nobody may have changed the object since it was
+                         read (if it was deleted since, the apply fails
+                         too); the hub's own status writes do not count
+                         while generation (spec changes), labels and
+                         annotations are the stored ones
   metadata.uid           the object must not have been deleted and created
                          again since it was read (ignored when creating)
 

@@ -87,13 +87,13 @@ func ForApply() DecodeOption { return func(c *decodeConfig) { c.apply = true } }
 func NamesOnly() DecodeOption { return func(c *decodeConfig) { c.namesOnly = true } }
 
 // dropIgnoredOnApply clears what an apply ignores in r: its status and the
-// metadata only the hub writes that are not preconditions (generation,
-// createIndex, creationTimestamp).
+// metadata only the hub writes that plays no part in the preconditions
+// (createIndex, creationTimestamp). uid, modifyIndex and generation stay:
+// the hub checks them (see hub/state checkPreconditions).
 func dropIgnoredOnApply(r Resource) {
 	m := r.ProtoReflect()
 	m.Clear(m.Descriptor().Fields().ByName("status"))
 	if md := r.GetMetadata(); md != nil {
-		md.Generation = 0
 		md.CreateIndex = 0
 		md.CreationTimestamp = nil
 	}

@@ -87,6 +87,10 @@ func (a *applier) applyObjects(c *roostv1.ApplyObjects) ([]*roostv1.ApplyResult,
 		}
 		var uid string
 		var created *timestamppb.Timestamp
+		if old == nil && it.kind.Appliable && it.in.GetMetadata().GetUid() != "" {
+			a.warnings = append(a.warnings, fmt.Sprintf("%s/%s: created with a new uid; the manifest's metadata.uid %s is ignored "+
+				"(remove it: applying this file again would be refused as a copy of a deleted object)", it.kind.Singular, it.name, it.in.GetMetadata().GetUid()))
+		}
 		if old == nil {
 			if i < len(c.GetUids()) {
 				uid = c.GetUids()[i]
@@ -185,9 +189,11 @@ const (
 // preconditions:
 //
 //   - metadata.modifyIndex, when not 0, must equal the stored object's
-//     modify index: the object has not changed since it was read. When no
-//     object is stored it fails too: the object was deleted since it was
-//     read (or the manifest is from another hub).
+//     modify index: the object has not changed since it was read, unless
+//     only the hub wrote it since (see onlyHubWrites: the spec generation
+//     and the labels and annotations are the ones read). When no object
+//     is stored it fails too: the object was deleted since it was read
+//     (or the manifest is from another hub).
 //   - metadata.uid, when set, must equal the stored object's uid: the
 //     object was not deleted and created again since it was read. For a
 //     create it is ignored (the new object gets a fresh uid), as in
@@ -211,11 +217,25 @@ func checkPreconditions(i int, k *resource.Kind, name string, md *roostv1.Object
 		return conflict{ref, apierror.Violation{Field: field + "uid", Hint: uidHint,
 			Message: fmt.Sprintf("deleted and created again since it was read (uid %s, now %s)", uid, om.GetUid())}}, false
 	}
-	if want != 0 && want != om.GetModifyIndex() {
+	if want != 0 && want != om.GetModifyIndex() && !onlyHubWrites(md, om) {
 		return conflict{ref, apierror.Violation{Field: field + "modifyIndex", Hint: modifyIndexHint,
 			Message: fmt.Sprintf("modified since it was read (modifyIndex %d, now %d)", want, om.GetModifyIndex())}}, false
 	}
 	return conflict{}, true
+}
+
+// onlyHubWrites says whether the writes to the stored object (metadata
+// om) since the manifest (metadata md) was read can only have been the
+// hub's own (status, such as a Pool's rollout progress): the manifest
+// carries the spec generation it was read at and it is still the stored
+// one (every spec change bumps it), and its labels and annotations are
+// the stored ones. The apply then overwrites nobody's change, so a
+// modifyIndex that moved on does not refuse it; without a generation the
+// modifyIndex alone decides.
+func onlyHubWrites(md, om *roostv1.ObjectMeta) bool {
+	g := md.GetGeneration()
+	return g != 0 && g == om.GetGeneration() &&
+		maps.Equal(md.GetLabels(), om.GetLabels()) && maps.Equal(md.GetAnnotations(), om.GetAnnotations())
 }
 
 // conflictError is the Aborted error of an apply whose preconditions

@@ -537,3 +537,68 @@ func TestMalformedCommands(t *testing.T) {
 		}
 	})
 }
+
+// TestApplyObjectsPreconditionsHubWrites: a manifest read before the hub
+// wrote only the object's status (its modifyIndex moved on, its spec
+// generation, labels and annotations did not) applies; once anyone changed
+// the spec or the labels, or without a generation, the stale modifyIndex
+// refuses it. A create warns that the manifest's uid is ignored.
+func TestApplyObjectsPreconditionsHubWrites(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.mustApply(h.objects(append(baseObjects(), poolObj("workers", "prod"))...))
+	read := proto.Clone(getPool(t, h.f, "workers").GetMetadata()).(*roostv1.ObjectMeta)
+	writes := 0
+	statusWrite := func() { // what the rollout controller writes
+		t.Helper()
+		before := getPool(t, h.f, "workers").GetMetadata()
+		writes++
+		h.mustApply(&roostv1.Command{Command: &roostv1.Command_UpdatePoolRollout{UpdatePoolRollout: &roostv1.UpdatePoolRollout{
+			Pool: "workers", Status: &roostv1.RolloutStatus{Phase: "Progressing", Reason: fmt.Sprintf("write %d", writes)}}}})
+		after := getPool(t, h.f, "workers").GetMetadata()
+		if after.GetModifyIndex() == before.GetModifyIndex() || after.GetGeneration() != before.GetGeneration() {
+			t.Fatalf("status write: metadata %v → %v, want a new modifyIndex only", before, after)
+		}
+	}
+	edit := func(md *roostv1.ObjectMeta, replicas int32, labels map[string]string) *roostv1.Command {
+		o := poolObj("workers", "prod", func(s *roostv1.PoolSpec) { s.Replicas = proto.Int32(replicas) })
+		m := proto.Clone(md).(*roostv1.ObjectMeta)
+		if labels != nil {
+			m.Labels = labels
+		}
+		o.GetPool().Metadata = m
+		return h.objects(o)
+	}
+
+	statusWrite()
+	if got := actions(h.mustApply(edit(read, 4, nil))); !slices.Equal(got, []string{"Pool/workers=configured"}) {
+		t.Fatalf("after a status-only write: %v, want configured", got)
+	}
+	if r := getPool(t, h.f, "workers").GetSpec().GetReplicas(); r != 4 {
+		t.Fatalf("replicas = %d, want 4", r)
+	}
+	// the copy read before that apply: the spec generation moved on
+	wantCode(t, h.apply(edit(read, 5, nil)).Err, codes.Aborted)
+
+	read = proto.Clone(getPool(t, h.f, "workers").GetMetadata()).(*roostv1.ObjectMeta)
+	statusWrite()
+	noGen := proto.Clone(read).(*roostv1.ObjectMeta)
+	noGen.Generation = 0
+	wantCode(t, h.apply(edit(noGen, 6, nil)).Err, codes.Aborted)
+	// labels that are not the stored ones: someone else's label change
+	// cannot be told from the manifest's own
+	wantCode(t, h.apply(edit(read, 6, map[string]string{"team": "a"})).Err, codes.Aborted)
+	if got := actions(h.mustApply(edit(read, 6, nil))); !slices.Equal(got, []string{"Pool/workers=configured"}) {
+		t.Fatalf("same generation and labels: %v", got)
+	}
+
+	// a create ignores the manifest's uid and says so
+	o := poolObj("spare", "prod")
+	o.GetPool().Metadata.Uid = "0b6f3c2e-0000-4000-8000-000000000001"
+	res := h.mustApply(h.objects(o))
+	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "pool/spare: created with a new uid") {
+		t.Fatalf("warnings = %q", res.Warnings)
+	}
+	if u := getPool(t, h.f, "spare").GetMetadata().GetUid(); u == o.GetPool().Metadata.Uid {
+		t.Fatalf("the manifest's uid was stored")
+	}
+}

@@ -59,7 +59,9 @@ type HubServiceClient interface {
 	// object, all or nothing, in one Raft command. status and the other
 	// hub-set metadata are ignored, but a metadata.modifyIndex or
 	// metadata.uid that is given must match the stored object (Aborted
-	// otherwise), as Kubernetes' resourceVersion and uid preconditions.
+	// otherwise), as Kubernetes' resourceVersion and uid preconditions; a
+	// modifyIndex moved on only by the hub's status writes (metadata.generation,
+	// labels and annotations still the stored ones) does not refuse it.
 	Apply(ctx context.Context, in *ApplyRequest, opts ...grpc.CallOption) (*ApplyResponse, error)
 	Get(ctx context.Context, in *GetRequest, opts ...grpc.CallOption) (*GetResponse, error)
 	List(ctx context.Context, in *ListRequest, opts ...grpc.CallOption) (*ListResponse, error)
@@ -389,7 +391,9 @@ type HubServiceServer interface {
 	// object, all or nothing, in one Raft command. status and the other
 	// hub-set metadata are ignored, but a metadata.modifyIndex or
 	// metadata.uid that is given must match the stored object (Aborted
-	// otherwise), as Kubernetes' resourceVersion and uid preconditions.
+	// otherwise), as Kubernetes' resourceVersion and uid preconditions; a
+	// modifyIndex moved on only by the hub's status writes (metadata.generation,
+	// labels and annotations still the stored ones) does not refuse it.
 	Apply(context.Context, *ApplyRequest) (*ApplyResponse, error)
 	Get(context.Context, *GetRequest) (*GetResponse, error)
 	List(context.Context, *ListRequest) (*ListResponse, error)
