@@ -12,13 +12,7 @@ import (
 // metadata.modifyIndex makes the apply fail (exit 1, nothing applied)
 // when the object changed in between; without it the apply overwrites.
 func TestApplyWhatGetPrints(t *testing.T) {
-	h := startRealHub(t, t.TempDir(), freeAddr(t), freeAddr(t))
-	defer h.Close()
-	config := h.AdminConfigPath()
-	run := func(args ...string) result {
-		t.Helper()
-		return runCLI(t, "", append([]string{"--config", config}, args...)...)
-	}
+	_, _, run := realHubCLI(t)
 	dir := t.TempDir()
 	manifest := writeFile(t, dir, "manifest.yaml", clusterYAML+"---\n"+poolYAML)
 	if r := run("apply", "-f", manifest); r.code != 0 {

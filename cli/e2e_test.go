@@ -17,6 +17,24 @@ import (
 // end-to-end test restarts a hub on the same addresses.
 func freeAddr(t *testing.T) string { return closedAddr(t) }
 
+// cliWith returns a runner of roostctl with --config config.
+func cliWith(t *testing.T, config string) func(args ...string) result {
+	return func(args ...string) result {
+		t.Helper()
+		return runCLI(t, "", append([]string{"--config", config}, args...)...)
+	}
+}
+
+// realHubCLI starts one hub member (closed in cleanup) and returns it,
+// its admin.conf and a runner of roostctl against it.
+func realHubCLI(t *testing.T) (*hub.Hub, string, func(args ...string) result) {
+	t.Helper()
+	h := startRealHub(t, t.TempDir(), freeAddr(t), freeAddr(t))
+	t.Cleanup(func() { h.Close() })
+	config := h.AdminConfigPath()
+	return h, config, cliWith(t, config)
+}
+
 // startRealHub starts one hub member in dir and waits until it leads and
 // has written admin.conf.
 func startRealHub(t *testing.T, dir, apiAddr, raftAddr string) *hub.Hub {
@@ -59,10 +77,7 @@ func TestEndToEnd(t *testing.T) {
 	defer func() { h.Close() }()
 	config := h.AdminConfigPath()
 	examples := filepath.Join("..", "examples", "all.yaml")
-	run := func(args ...string) result {
-		t.Helper()
-		return runCLI(t, "", append([]string{"--config", config}, args...)...)
-	}
+	run := cliWith(t, config)
 
 	// Apply the examples: everything created, then unchanged.
 	r := run("apply", "-f", examples)

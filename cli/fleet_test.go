@@ -14,13 +14,7 @@ import (
 // TestTokenAndServerCommands runs the token and server commands against a
 // real hub, with one server enrolled through AgentService.
 func TestTokenAndServerCommands(t *testing.T) {
-	h := startRealHub(t, t.TempDir(), freeAddr(t), freeAddr(t))
-	defer h.Close()
-	config := h.AdminConfigPath()
-	run := func(args ...string) result {
-		t.Helper()
-		return runCLI(t, "", append([]string{"--config", config}, args...)...)
-	}
+	_, config, run := realHubCLI(t)
 
 	r := run("token", "create", "--uses", "2", "--label", "rack=r12", "--require-approval")
 	if r.code != 0 || !strings.Contains(r.out, "secret, shown once; 2 uses") || !strings.Contains(r.out, "label rack=r12, held for approval") {

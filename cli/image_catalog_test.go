@@ -20,13 +20,7 @@ import (
 // TestImageCatalog drives the catalog verbs against a real hub: trusted
 // keys, pushes checked against them, list, describe, promote and delete.
 func TestImageCatalog(t *testing.T) {
-	h := startRealHub(t, t.TempDir(), freeAddr(t), freeAddr(t))
-	defer h.Close()
-	config := h.AdminConfigPath()
-	run := func(args ...string) result {
-		t.Helper()
-		return runCLI(t, "", append([]string{"--config", config}, args...)...)
-	}
+	h, config, run := realHubCLI(t)
 	bundle, pub := makeBundle(t, "2026.11.0", 2000, 1000, 10)
 	other, otherPub := makeBundle(t, "2026.12.0", 10, 10, 10)
 

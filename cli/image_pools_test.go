@@ -36,13 +36,7 @@ spec: {cluster: prod, replicas: 1, imageVersion: 2026.11.0}
 // release at once (they name no channel and no version), and describe
 // lists exactly the Pools whose current target the release is.
 func TestImagePoolsTargeting(t *testing.T) {
-	h := startRealHub(t, t.TempDir(), freeAddr(t), freeAddr(t))
-	defer h.Close()
-	config := h.AdminConfigPath()
-	run := func(args ...string) result {
-		t.Helper()
-		return runCLI(t, "", append([]string{"--config", config}, args...)...)
-	}
+	_, _, run := realHubCLI(t)
 	if r := run("apply", "-f", writeFile(t, t.TempDir(), "pools.yaml", poolsYAML)); r.code != 0 {
 		t.Fatalf("apply: %d\n%s%s", r.code, r.out, r.err)
 	}

@@ -92,13 +92,7 @@ func pushRaw(ctx context.Context, hub roostv1.HubServiceClient, digest string, s
 // TestImagePush pushes a bundle to a real hub, reads it back, fetches an
 // artifact as an agent would, and checks the artifact RPCs' errors.
 func TestImagePush(t *testing.T) {
-	h := startRealHub(t, t.TempDir(), freeAddr(t), freeAddr(t))
-	defer h.Close()
-	config := h.AdminConfigPath()
-	run := func(args ...string) result {
-		t.Helper()
-		return runCLI(t, "", append([]string{"--config", config}, args...)...)
-	}
+	_, config, run := realHubCLI(t)
 	bundle, pub := makeBundle(t, "2026.11.0", 3<<20, 1000, 10)
 
 	r := run("image", "push", bundle, "--key", pub)
@@ -250,10 +244,7 @@ func TestImagePush(t *testing.T) {
 func TestImagePushRefusesBadBundles(t *testing.T) {
 	bundle, pub := makeBundle(t, "2026.11.0", 10, 10, 10)
 	config := newTestPKI(t).writeConfig(t, "127.0.0.1:1")
-	run := func(args ...string) result {
-		t.Helper()
-		return runCLI(t, "", append([]string{"--config", config}, args...)...)
-	}
+	run := cliWith(t, config)
 	// Unsigned.
 	if err := os.Remove(filepath.Join(bundle, release.SignatureFile)); err != nil {
 		t.Fatal(err)

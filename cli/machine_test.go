@@ -47,13 +47,7 @@ func availableServerCLI(t *testing.T, h *hub.Hub, config, token, uuid, mac strin
 // TestPoolAndMachineCommands assigns, describes and releases Machines
 // against a real hub.
 func TestPoolAndMachineCommands(t *testing.T) {
-	h := startRealHub(t, t.TempDir(), freeAddr(t), freeAddr(t))
-	defer h.Close()
-	config := h.AdminConfigPath()
-	run := func(args ...string) result {
-		t.Helper()
-		return runCLI(t, "", append([]string{"--config", config}, args...)...)
-	}
+	h, config, run := realHubCLI(t)
 	r := run("token", "create")
 	if r.code != 0 {
 		t.Fatalf("token create: %d %s", r.code, r.err)

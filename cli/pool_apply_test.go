@@ -58,13 +58,7 @@ func stripServerFields(t *testing.T, y string) string {
 // 'get -o yaml' applies again; a manifest without imageVersion unpins the
 // pool, with a warning.
 func TestApplyKeepsPauseAndWarnsOnUnpin(t *testing.T) {
-	h := startRealHub(t, t.TempDir(), freeAddr(t), freeAddr(t))
-	defer h.Close()
-	config := h.AdminConfigPath()
-	run := func(args ...string) result {
-		t.Helper()
-		return runCLI(t, "", append([]string{"--config", config}, args...)...)
-	}
+	h, config, run := realHubCLI(t)
 	getPool := func() *roostv1.Pool {
 		t.Helper()
 		o, err := h.FSM().Get("Pool", "workers")
