@@ -72,57 +72,65 @@ func (s *Store) Collect(opts CollectOptions) (CollectStats, error) {
 	defer s.collectMu.Unlock()
 	var errs []error
 	if !opts.BlobsBefore.IsZero() {
-		entries, err := os.ReadDir(filepath.Join(s.dir, "sha256"))
-		if err != nil {
-			return st, fmt.Errorf("blob store: collect: %w", err)
+		blob := func(name string) string {
+			if opts.Keep(name) {
+				return ""
+			}
+			return name
 		}
-		for _, e := range entries {
-			digest := e.Name()
-			if !e.Type().IsRegular() || ValidateDigest(digest) != nil || opts.Keep(digest) {
-				continue
-			}
-			// A cheap look first; sweep looks again under the lock.
-			if info, err := e.Info(); err != nil || !info.ModTime().Before(opts.BlobsBefore) {
-				continue
-			}
-			size, removed, err := s.sweep(digest, s.blobPath(digest), opts.BlobsBefore)
-			switch {
-			case err != nil:
-				errs = append(errs, err)
-			case removed:
-				st.Blobs++
-				st.BlobBytes += size
-			case size < 0:
-				st.Busy++
-			}
+		if err := s.sweepDir("sha256", blob, s.blobPath, opts.BlobsBefore, &st.Blobs, &st.BlobBytes, &st.Busy, &errs); err != nil {
+			return st, err
 		}
 	}
 	if !opts.PartialsBefore.IsZero() {
-		entries, err := os.ReadDir(filepath.Join(s.dir, "uploads"))
-		if err != nil {
-			return st, errors.Join(append(errs, fmt.Errorf("blob store: collect: %w", err))...)
+		partial := func(name string) string {
+			digest, _ := strings.CutSuffix(name, ".partial")
+			if digest == name {
+				return ""
+			}
+			return digest
 		}
-		for _, e := range entries {
-			digest, ok := strings.CutSuffix(e.Name(), ".partial")
-			if !ok || !e.Type().IsRegular() || ValidateDigest(digest) != nil {
-				continue
-			}
-			if info, err := e.Info(); err != nil || !info.ModTime().Before(opts.PartialsBefore) {
-				continue
-			}
-			size, removed, err := s.sweep(digest, s.partialPath(digest), opts.PartialsBefore)
-			switch {
-			case err != nil:
-				errs = append(errs, err)
-			case removed:
-				st.Partials++
-				st.PartialBytes += size
-			case size < 0:
-				st.Busy++
-			}
+		if err := s.sweepDir("uploads", partial, s.partialPath, opts.PartialsBefore, &st.Partials, &st.PartialBytes, &st.Busy, &errs); err != nil {
+			return st, errors.Join(append(errs, err)...)
 		}
 	}
 	return st, errors.Join(errs...)
+}
+
+// sweepDir removes the files of the store's subdirectory dir last
+// modified before before: candidate maps a file name to its digest ("" to
+// leave the file alone; names that are not digests are left alone too),
+// path gives a digest's file. It adds what it removed to *n (files) and
+// *bytes, the digests busy with an upload or fill to *busy, and the
+// failures on single files to *errs; it fails only when dir cannot be
+// read.
+func (s *Store) sweepDir(dir string, candidate func(name string) string, path func(digest string) string, before time.Time,
+	n *int, bytes *int64, busy *int, errs *[]error) error {
+	entries, err := os.ReadDir(filepath.Join(s.dir, dir))
+	if err != nil {
+		return fmt.Errorf("blob store: collect: %w", err)
+	}
+	for _, e := range entries {
+		digest := candidate(e.Name())
+		if digest == "" || !e.Type().IsRegular() || ValidateDigest(digest) != nil {
+			continue
+		}
+		// A cheap look first; sweep looks again under the lock.
+		if info, err := e.Info(); err != nil || !info.ModTime().Before(before) {
+			continue
+		}
+		size, removed, err := s.sweep(digest, path(digest), before)
+		switch {
+		case err != nil:
+			*errs = append(*errs, err)
+		case removed:
+			*n++
+			*bytes += size
+		case size < 0:
+			*busy++
+		}
+	}
+	return nil
 }
 
 // sweep removes path (the blob or partial upload of digest) if it was
