@@ -46,8 +46,9 @@ follows the newest release recorded, promoted or not: fine for a lab;
 production Pools should follow a channel.
 
 Once a release key is trusted ('roostctl image trust add KEY.pub'), the hub
-records only releases a trusted key signed. A release that a Revision still
-boots cannot be deleted.`,
+records only releases a trusted key signed. A release that a Revision names
+(booted, staged or in a Server's boot history) or a Pool pins cannot be
+deleted.`,
 		Example: `  roost-image release --manifest images/flatcar-stable.yaml --key release.key -o _output/bundle
   roostctl image trust add release.pub
   roostctl image push _output/bundle

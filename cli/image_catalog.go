@@ -328,7 +328,8 @@ func newImageListCommand(o *options) *cobra.Command {
 		Short:   "List the ImageReleases with their channels and users",
 		Long: `List the ImageReleases, newest first: VERSION, CHANNELS, KERNEL (its size),
 CREATED (how long ago the release was recorded) and USED BY (how many
-Revisions boot it). -o wide adds the name, KUBELET and the key that signed
+Revisions name it: booted, staged or kept in the Servers' boot history; a
+release they name cannot be deleted). -o wide adds the name, KUBELET and the key that signed
 it. -o json|yaml|name print the ImageRelease objects as 'roostctl get
 imagereleases' does.`,
 		Example: `  roostctl image list

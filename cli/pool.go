@@ -14,7 +14,8 @@ func newPoolCommand(o *options) *cobra.Command {
 		Use:     "pool",
 		Aliases: []string{"pools", "pl"},
 		Short:   "Assign servers to pools and release them",
-		Long: `A Pool groups the Machines of one Cluster that share a spec. Its members
+		Long: `A Pool groups Machines that share a spec: the workers of one Cluster, or
+standalone hosts when it names no Cluster. Its members
 are claims on Servers, called Machines: each assigned Server gets one
 Machine, which goes Requested → Scheduled → Provisioned → Joined → Ready.
 

@@ -327,7 +327,8 @@ func fieldOrEmpty(m protoreflect.Message, fd protoreflect.FieldDescriptor) proto
 }
 
 // deleteObject deletes one object. It fails with NotFound when the object
-// does not exist and FailedPrecondition while other objects refer to it.
+// does not exist and FailedPrecondition while other objects refer to it
+// (naming them and how to free it, see freeHint).
 func (a *applier) deleteObject(c *roostv1.DeleteObject) ([]*roostv1.ApplyResult, *apierror.Error) {
 	k, aerr := lookupKind(c.GetKind())
 	if aerr != nil {
@@ -353,7 +354,7 @@ func (a *applier) deleteObject(c *roostv1.DeleteObject) ([]*roostv1.ApplyResult,
 		return nil, internal(err)
 	}
 	if len(users) > 0 {
-		return nil, apierror.FailedPrecondition("%s %q is used by %s", k.Name, name, joinUsers(users))
+		return nil, apierror.FailedPrecondition("%s %q is used by %s: %s", k.Name, name, joinUsers(users), freeHint(k.Name, name, users))
 	}
 	if err := a.txn.Delete(k.Name, raw); err != nil {
 		return nil, internal(err)

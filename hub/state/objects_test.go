@@ -437,8 +437,8 @@ func TestDeleteObject(t *testing.T) {
 		{"missing", "Pool", "nope", codes.NotFound, `Pool "nope" not found`},
 		{"unknown kind", "Gizmo", "x", codes.InvalidArgument, "unknown kind"},
 		{"no name", "Pool", "", codes.InvalidArgument, "no name"},
-		{"cluster in use", "Cluster", "prod", codes.FailedPrecondition, `Cluster "prod" is used by Pool "a", Pool "workers"`},
-		{"window in use", "mw", "tue", codes.FailedPrecondition, `MaintenanceWindow "tue" is used by Pool "workers"`},
+		{"cluster in use", "Cluster", "prod", codes.FailedPrecondition, `Cluster "prod" is used by Pool "a", Pool "workers": take it out of those Pools' specs (roostctl apply), or delete those Pools first`},
+		{"window in use", "mw", "tue", codes.FailedPrecondition, `MaintenanceWindow "tue" is used by Pool "workers": take it out of those Pools' specs (roostctl apply), or delete those Pools first`},
 		{"unused", "clusters", "dev", codes.OK, ""},
 		{"pool by alias", "pl", "workers", codes.OK, ""},
 	}
@@ -600,5 +600,24 @@ func TestApplyObjectsPreconditionsHubWrites(t *testing.T) {
 	}
 	if u := getPool(t, h.f, "spare").GetMetadata().GetUid(); u == o.GetPool().Metadata.Uid {
 		t.Fatalf("the manifest's uid was stored")
+	}
+}
+
+// TestFreeHint: a refused delete says how to free the object.
+func TestFreeHint(t *testing.T) {
+	for _, tc := range []struct {
+		kind  string
+		users []string
+		want  string
+	}{
+		{"Pool", []string{`Machine "workers-abc12"`}, "release its servers first ('roostctl pool unassign workers SERVER...'"},
+		{"MachineClass", []string{`Pool "workers"`, `Machine "host-1"`}, "take it out of those Pools' and Machines' specs"},
+		{"MaintenanceWindow", []string{`Pool "workers"`}, "take it out of those Pools' specs (roostctl apply), or delete those Pools first"},
+		{"NetworkProfile", []string{`Machine "host-1"`}, "delete or release those Machines first"},
+		{"Server", []string{`Lease "x"`}, "delete or change them first"},
+	} {
+		if got := freeHint(tc.kind, "workers", tc.users); !strings.HasPrefix(got, tc.want) {
+			t.Errorf("freeHint(%s, %v) = %q, want it to start with %q", tc.kind, tc.users, got, tc.want)
+		}
 	}
 }

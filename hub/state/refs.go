@@ -79,3 +79,25 @@ func usersOf(txn *memdb.Txn, kind, name string) ([]string, error) {
 }
 
 func joinUsers(users []string) string { return strings.Join(users, ", ") }
+
+// freeHint says how to free kind/name of users (as usersOf lists them)
+// before deleting it: release a Pool's Machines, or take the name out of
+// the Pools (and standalone Machines) that refer to it.
+func freeHint(kind, name string, users []string) string {
+	machines, pools := false, false
+	for _, u := range users {
+		machines = machines || strings.HasPrefix(u, kindMachine+" ")
+		pools = pools || strings.HasPrefix(u, kindPool+" ")
+	}
+	switch {
+	case kind == kindPool && machines:
+		return fmt.Sprintf("release its servers first ('roostctl pool unassign %s SERVER...'; with replicas, set spec.replicas to 0)", name)
+	case pools && machines:
+		return "take it out of those Pools' and Machines' specs (roostctl apply), or delete them first"
+	case pools:
+		return "take it out of those Pools' specs (roostctl apply), or delete those Pools first"
+	case machines:
+		return "delete or release those Machines first"
+	}
+	return "delete or change them first"
+}
