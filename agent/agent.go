@@ -51,6 +51,24 @@ const (
 	KeepaliveTimeout = 10 * time.Second
 )
 
+// TransportDialOptions returns the agent's connection settings: keepalive
+// pings every KeepaliveTime (dead after KeepaliveTimeout), and lean buffers
+// as on the hub (hub/api TransportOptions), since the simulator runs
+// thousands of agents in one process: no read buffer of gRPC's own
+// (crypto/tls already buffers a whole record; DATA frames of artifact
+// downloads go to pooled buffers), a 32 KiB write buffer held only while
+// writing, and 64 KiB flow-control windows.
+func TransportDialOptions() []grpc.DialOption {
+	return []grpc.DialOption{
+		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: KeepaliveTime, Timeout: KeepaliveTimeout}),
+		grpc.WithReadBufferSize(0),
+		grpc.WithWriteBufferSize(32 << 10),
+		grpc.WithSharedWriteBuffer(true),
+		grpc.WithInitialWindowSize(64 << 10),
+		grpc.WithInitialConnWindowSize(64 << 10),
+	}
+}
+
 // Options configure an Agent. Identity, Inventory and Store are the OS
 // adapters: the real ones read sysfs and the state dir, the simulator's are
 // fakes; everything else is the same code.
@@ -397,22 +415,12 @@ func (a *Agent) dial(addr string, anon bool) (*grpc.ClientConn, error) {
 		grpc.WithTransportCredentials(credentials.NewTLS(cfg)),
 		grpc.WithUserAgent("roost-agent/" + a.o.Version),
 		grpc.WithDisableServiceConfig(),
-		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: KeepaliveTime, Timeout: KeepaliveTimeout}),
 		grpc.WithConnectParams(grpc.ConnectParams{
 			Backoff:           backoff.Config{BaseDelay: time.Second, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 15 * time.Second},
 			MinConnectTimeout: 10 * time.Second,
 		}),
-		// Lean connections, as on the hub (hub/api ServerOptions): the
-		// simulator runs thousands of agents in one process. No read buffer
-		// of gRPC's own (crypto/tls already buffers a whole record; DATA
-		// frames of artifact downloads go to pooled buffers), and a write
-		// buffer held only while writing.
-		grpc.WithReadBufferSize(0),
-		grpc.WithWriteBufferSize(32 << 10),
-		grpc.WithSharedWriteBuffer(true),
-		grpc.WithInitialWindowSize(64 << 10),
-		grpc.WithInitialConnWindowSize(64 << 10),
 	}
+	opts = append(opts, TransportDialOptions()...)
 	opts = append(opts, a.o.DialOptions...)
 	conn, err := grpc.NewClient("passthrough:///"+addr, opts...)
 	if err != nil {

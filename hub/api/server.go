@@ -161,11 +161,21 @@ const (
 )
 
 // ServerOptions returns the interceptors every hub gRPC server needs:
-// metrics, authorization and the error mapping.
+// metrics, authorization and the error mapping, and TransportOptions.
 func ServerOptions(m *Metrics) []grpc.ServerOption {
-	return []grpc.ServerOption{
+	return append([]grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(m.unary, unaryErrors, unaryAuth),
 		grpc.ChainStreamInterceptor(m.stream, streamErrors, streamAuth),
+	}, TransportOptions()...)
+}
+
+// TransportOptions returns the hub's connection settings: the keepalive
+// policy clients must follow and the lean buffers of an idle connection
+// (see readBufferSize). BenchmarkAgents measures a bare gRPC server with
+// them, to tell what a connection costs in gRPC and TLS from what Roost
+// adds.
+func TransportOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{
 		// Clients (client.Dial) ping every 30 s; allow it, even without streams.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 15 * time.Second, PermitWithoutStream: true}),
 		// Every agent holds a connection: pin no buffers while it is idle
