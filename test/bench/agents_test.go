@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -31,11 +32,18 @@ import (
 //     are gone, which splits the enrolled Servers' state from what the
 //     connections cost; Raft entries per second in steady state from
 //     roost_raft_last_log_index over 30 s (goal ≤ 1 per 100 agents) and the
-//     hub's CPU in that window.
+//     hub's CPU in that window;
+//   - grpc-floor (run before fleet): the same number of agent connections
+//     to a bare gRPC server in its own process (grpcFloor), so the fleet
+//     part can say how much of the hub's memory per agent is gRPC and TLS
+//     and how much is Roost.
 //
 // The hub runs with $ROOST_HUB_PPROF=1 so the benchmark can force a
 // collection (/debug/pprof/heap?gc=1); profile it while it runs with
-// `go tool pprof http://HTTP_ADDR/debug/pprof/heap`.
+// `go tool pprof http://HTTP_ADDR/debug/pprof/heap`, or set
+// $ROOST_BENCH_PROFILES=DIR to have the fleet part save the hub's heap and
+// goroutine profiles (DIR/heap.pb.gz, DIR/goroutine.txt) once every agent
+// is connected.
 //
 // Each part runs once on a fresh single-member hub, whatever b.N is.
 func BenchmarkAgents(b *testing.B) {
@@ -60,6 +68,16 @@ func BenchmarkAgents(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("ROOST_BENCH_AGENTS")); err == nil && v > 0 {
 		n = v
 	}
+	var floor *floorResult
+	b.Run(fmt.Sprintf("grpc-floor=%d", n), func(b *testing.B) {
+		r := grpcFloor(b, n)
+		floor = &r
+		b.ReportMetric(r.rss, "KiB-RSS/conn")
+		b.ReportMetric(r.live, "KiB-live-heap/conn")
+		b.ReportMetric(r.stack, "KiB-stack/conn")
+		report(b, "a bare gRPC server (AgentService.Connect reading and dropping messages; the hub's transport options, TLS and GOGC) with %d agent connections: RSS %.1f KiB per connection; heap in use %.1f KiB, live heap %.1f KiB, goroutine stacks %.1f KiB, %.1f goroutines per connection",
+			n, r.rss, r.heap, r.live, r.stack, r.goroutines)
+	})
 	b.Run(fmt.Sprintf("fleet=%d", n), func(b *testing.B) {
 		// /debug/pprof/heap?gc=1 lets the benchmark force a collection in
 		// the hub, so live heap and stacks are measured, not garbage.
@@ -92,6 +110,7 @@ func BenchmarkAgents(b *testing.B) {
 		heap1, _ := m.Metric("go_memstats_heap_inuse_bytes")
 		connected, _ = sim.Counter("connected")
 		full := hubMem(b, m) // after a forced collection
+		saveProfiles(b, m)
 		per := func(a, b float64) float64 { return (a - b) / float64(connected) / 1024 }
 		perAgent := float64(rss1-rss0) / float64(connected)
 		idx0, err := m.Metric("roost_raft_last_log_index")
@@ -126,6 +145,10 @@ func BenchmarkAgents(b *testing.B) {
 			(full.goroutines-idle.goroutines)/float64(connected), full.gogc, memLimit(full.memLimit))
 		report(b, "after the agents disconnected: live heap %.1f KiB per enrolled Server stays (Server records, Raft log, watch history); so the connections held %.1f KiB live heap + %.1f KiB stacks per agent",
 			per(gone.live, idle.live), per(full.live, gone.live), per(full.stack, gone.stack))
+		if floor != nil {
+			report(b, "of the hub's %.1f KiB RSS per agent, a bare gRPC server with TLS takes %.1f KiB per connection (grpc-floor); Roost adds %.1f KiB (live heap %.1f, stacks %.1f)",
+				perAgent/1024, floor.rss, perAgent/1024-floor.rss, per(full.live, idle.live)-floor.live, per(full.stack, idle.stack)-floor.stack)
+		}
 		report(b, "raft entries in steady state: %.0f in %v = %.2f/s = %.3f per 100 agents per s (goal ≤ 1); hub CPU %.1f%% of one core",
 			idx1-idx0, window, rate, rate/float64(connected)*100, cpu*100)
 		b.ReportMetric(cpu*100, "hub-cpu-%")
@@ -163,6 +186,35 @@ func hubMem(b *testing.B, m *harness.Member) memSample {
 		*p = v
 	}
 	return s
+}
+
+// saveProfiles saves the hub's heap profile and goroutine dump into
+// $ROOST_BENCH_PROFILES, when it is set.
+func saveProfiles(b *testing.B, m *harness.Member) {
+	b.Helper()
+	dir := os.Getenv("ROOST_BENCH_PROFILES")
+	if dir == "" {
+		return
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	hc := &http.Client{Timeout: 2 * time.Minute}
+	for file, path := range map[string]string{"heap.pb.gz": "heap", "goroutine.txt": "goroutine?debug=1"} {
+		resp, err := hc.Get("http://" + m.HTTPAddr + "/debug/pprof/" + path)
+		if err != nil {
+			b.Fatalf("profile %s: %v", path, err)
+		}
+		data, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			b.Fatalf("profile %s: %s %v", path, resp.Status, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, file), data, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	report(b, "hub profiles saved in %s", dir)
 }
 
 func memLimit(v float64) string {

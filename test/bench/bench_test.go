@@ -139,9 +139,13 @@ func cluster(name string) *roostv1.Object {
 	}}}
 }
 
-// TestMain runs the benchmarks, then prints a summary table of
+// TestMain runs the benchmarks (or, with $ROOST_BENCH_GRPC_FLOOR_SERVER,
+// the bare gRPC server of BenchmarkAgents), then prints a summary table of
 // BenchmarkCommit and, per configuration, how the two log stores compare.
 func TestMain(m *testing.M) {
+	if dir := os.Getenv(envFloorServer); dir != "" {
+		os.Exit(runFloorServer(dir))
+	}
 	code := m.Run()
 	if s := summary(); s != "" {
 		fmt.Print(s)
