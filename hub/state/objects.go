@@ -21,7 +21,8 @@ const missingRefHint = "create it first, or apply it in the same file"
 // name fields as "objects[I]...." (I indexes c.Objects). It returns one
 // result per object in command order. A Pool keeps a stored pause its
 // manifest does not set, and a dropped pin is warned about (see
-// applyPoolOver; the warnings go to ApplyResult.Warnings).
+// applyPoolOver), as is an object that cannot do its job yet (see
+// referenceWarnings); the warnings go to ApplyResult.Warnings.
 //
 // An appliable object's metadata.modifyIndex and metadata.uid, when set,
 // are preconditions checked against the stored object in this
@@ -166,6 +167,13 @@ func (a *applier) applyObjects(c *roostv1.ApplyObjects) ([]*roostv1.ApplyResult,
 			msg = bad[0].Message
 		}
 		return nil, apierror.FailedPreconditionFields(msg, bad...)
+	}
+	for _, o := range final {
+		warnings, aerr := a.referenceWarnings(o)
+		if aerr != nil {
+			return nil, aerr
+		}
+		a.warnings = append(a.warnings, warnings...)
 	}
 	return results, nil
 }

@@ -89,7 +89,7 @@ func TestRolloutControlAndHalts(t *testing.T) {
 func TestApplyKeepsPauseAndWarnsOnUnpin(t *testing.T) {
 	h := newHarness(t, Options{})
 	standalonePool(h)
-	h.mustApply(h.objects(resource.Wrap(&roostv1.ImageRelease{Metadata: meta("v2026-11-0", nil), Spec: &roostv1.ImageReleaseSpec{Version: "2026.11.0"}})))
+	h.mustApply(h.objects(resource.Wrap(&roostv1.ImageRelease{Metadata: meta("v2026-11-0", nil), Spec: &roostv1.ImageReleaseSpec{Version: "2026.11.0", Channels: []string{"stable"}}})))
 	manifest := func(mods ...func(*roostv1.PoolSpec)) *roostv1.Command {
 		return h.objects(poolObj("edge", "", append([]func(*roostv1.PoolSpec){func(s *roostv1.PoolSpec) { s.Replicas = nil }}, mods...)...))
 	}

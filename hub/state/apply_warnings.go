@@ -1,0 +1,113 @@
+package state
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/roostfleet/roost/apierror"
+	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+	"github.com/roostfleet/roost/window"
+)
+
+// referenceWarnings returns warnings about an applied object that is valid
+// but cannot do what it is for yet, as kubectl warns about a Service
+// selecting no pods: a Pool pinned to a version no ImageRelease has, or
+// following a channel no release is on (it waits until one is pushed or
+// promoted); a MaintenanceWindow whose rule never opens again after the
+// command's time (UNTIL or COUNT passed); a Pool all of whose windows never
+// open again (its rollouts would wait forever). They are read from the
+// transaction, so objects of the same command count, and they change
+// nothing (the apply succeeds either way).
+func (a *applier) referenceWarnings(obj *roostv1.Object) ([]string, *apierror.Error) {
+	switch {
+	case obj.GetPool() != nil:
+		return a.poolWarnings(obj.GetPool())
+	case obj.GetMaintenanceWindow() != nil:
+		mw := obj.GetMaintenanceWindow()
+		if ok, aerr := a.opensAgain(mw); aerr != nil || ok {
+			return nil, aerr
+		}
+		return []string{fmt.Sprintf("maintenancewindow/%s: never opens again after %s: spec.rrule ends (UNTIL or COUNT); "+
+			"Pools listing only this window will not upgrade (extend the rule, or list another window in the Pools)",
+			mw.GetMetadata().GetName(), a.time.AsTime().UTC().Format(time.RFC3339))}, nil
+	}
+	return nil, nil
+}
+
+func (a *applier) poolWarnings(p *roostv1.Pool) ([]string, *apierror.Error) {
+	name, spec := p.GetMetadata().GetName(), p.GetSpec()
+	var warnings []string
+	switch v, ch := spec.GetImageVersion(), spec.GetImageChannel(); {
+	case v != "": // a pin wins over a channel
+		ok, aerr := a.releaseExists(v)
+		if aerr != nil {
+			return nil, aerr
+		}
+		if !ok {
+			warnings = append(warnings, fmt.Sprintf("pool/%s: no ImageRelease has version %s yet: its Machines install nothing until it is pushed ('roostctl image push')", name, v))
+		}
+	case ch != "":
+		ok, aerr := a.channelHasRelease(ch)
+		if aerr != nil {
+			return nil, aerr
+		}
+		if !ok {
+			warnings = append(warnings, fmt.Sprintf("pool/%s: no ImageRelease is on channel %s yet: its Machines install nothing until one is promoted ('roostctl image promote VERSION %s')", name, ch, ch))
+		}
+	}
+	if ws := spec.GetMaintenanceWindows(); len(ws) > 0 {
+		opens := false
+		for _, w := range ws {
+			raw, err := a.txn.First("MaintenanceWindow", indexID, w)
+			if err != nil {
+				return nil, internal(err)
+			}
+			if raw == nil {
+				return warnings, nil // refused as a missing reference
+			}
+			var aerr *apierror.Error
+			if opens, aerr = a.opensAgain(raw.(*roostv1.Object).GetMaintenanceWindow()); aerr != nil || opens {
+				return warnings, aerr
+			}
+		}
+		warnings = append(warnings, fmt.Sprintf("pool/%s: none of its maintenance windows (%s) opens again: its rollouts will wait forever "+
+			"(list a window that opens again in spec.maintenanceWindows)", name, strings.Join(ws, ", ")))
+	}
+	return warnings, nil
+}
+
+// opensAgain says whether mw opens at or after the command's time. A spec
+// window.Parse refuses (validated at the edge, so not expected) counts as
+// opening: its problems are reported elsewhere.
+func (a *applier) opensAgain(mw *roostv1.MaintenanceWindow) (bool, *apierror.Error) {
+	now, aerr := a.now()
+	if aerr != nil {
+		return false, aerr
+	}
+	w, err := window.Parse(mw.GetSpec())
+	if err != nil {
+		return true, nil
+	}
+	t := now.AsTime()
+	if _, open := w.OpenAt(t); open {
+		return true, nil
+	}
+	return len(w.Next(t, 1)) > 0, nil
+}
+
+// channelHasRelease says whether any ImageRelease is on channel ch.
+func (a *applier) channelHasRelease(ch string) (bool, *apierror.Error) {
+	it, err := a.txn.Get("ImageRelease", indexID)
+	if err != nil {
+		return false, internal(err)
+	}
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		for _, c := range raw.(*roostv1.Object).GetImageRelease().GetSpec().GetChannels() {
+			if c == ch {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}
