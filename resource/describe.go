@@ -64,6 +64,9 @@ func Describe(w io.Writer, obj *roostv1.Object, now time.Time) error {
 		d.header("", fieldLabel(fd))
 		d.message(sub, "  ")
 	}
+	if mw, ok := r.(*roostv1.MaintenanceWindow); ok {
+		d.kv("", "Next Opening", windowNextLine(mw, now))
+	}
 	var buf bytes.Buffer
 	tw := tabwriter.NewWriter(&buf, 0, 8, 2, ' ', 0)
 	for _, l := range d.lines {

@@ -209,6 +209,7 @@ var tableColumns = map[string][]column{
 			}
 			return "UTC"
 		}},
+		{header: "NEXT OPENING", value: windowNextCell},
 	},
 	"ImageRelease": {
 		{header: "VERSION", value: func(r Resource, _ time.Time) string { return r.(*roostv1.ImageRelease).GetSpec().GetVersion() }},
