@@ -24,6 +24,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/google/uuid"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/roostfleet/roost/client"
@@ -335,26 +337,7 @@ func TestKubeDrainBeforeLeaseAndClusterDown(t *testing.T) {
 
 	// One Running and Ready pod on the Node, covered by a budget that
 	// allows no disruption.
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: "default", Labels: map[string]string{"app": "web"},
-		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web", UID: types.UID(newUID()), Controller: ptrTrue()}}},
-		Spec: corev1.PodSpec{NodeName: "w2", Containers: []corev1.Container{{Name: "web", Image: "registry.invalid/web:1"}}}}
-	pod, err := kf.cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
-	if _, err := kf.cs.CoreV1().Pods("default").UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	one := intstr.FromInt32(1)
-	if _, err := kf.cs.PolicyV1().PodDisruptionBudgets("default").Create(ctx, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "web-pdb", Namespace: "default"},
-		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the budget's status", func() bool {
-		p, err := kf.cs.PolicyV1().PodDisruptionBudgets("default").Get(ctx, "web-pdb", metav1.GetOptions{})
-		return err == nil && p.Status.CurrentHealthy == 1 && p.Status.ObservedGeneration == p.Generation
-	})
+	kf.guardedPod("web", "w2")
 
 	// Revision 2 is due: the Lease waits for the drain, which the budget
 	// blocks; it fails within the drain timeout (8 s) plus slack, naming
@@ -383,19 +366,7 @@ func TestKubeDrainBeforeLeaseAndClusterDown(t *testing.T) {
 	// kubelet would finish the evicted pod's termination; without one the
 	// test does (DESIGN.md §5: evicted pods never finish terminating).
 	fakeKubelet(t, kf.cs, "w2")
-	zero := intstr.FromInt32(0)
-	p, err := kf.cs.PolicyV1().PodDisruptionBudgets("default").Get(ctx, "web-pdb", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Spec.MinAvailable = &zero
-	if _, err := kf.cs.PolicyV1().PodDisruptionBudgets("default").Update(ctx, p, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the budget allows a disruption", func() bool {
-		p, err := kf.cs.PolicyV1().PodDisruptionBudgets("default").Get(ctx, "web-pdb", metav1.GetOptions{})
-		return err == nil && p.Status.DisruptionsAllowed == 1 && p.Status.ObservedGeneration == p.Generation
-	})
+	kf.allowDisruption("web")
 	begin = time.Now()
 	resp = acquire(t, ag, 2, 30*time.Second, func(r *roostv1.AcquireLeaseResponse) bool { return r.GetGranted() })
 	t.Logf("TIMING drain and Lease after %v", time.Since(begin).Round(100*time.Millisecond))
@@ -439,6 +410,127 @@ func TestKubeDrainBeforeLeaseAndClusterDown(t *testing.T) {
 		t.Errorf("describe machine does not say why:\n%s", out.String())
 	}
 	t.Logf("describe machine:\n%s", out.String())
+}
+
+// guardedPod creates pod APP-0 on node, Running and Ready, and budget
+// APP-pdb (minAvailable 1) that allows no disruption of it.
+func (kf *kubeFixture) guardedPod(app, node string) {
+	t, ctx := kf.t, context.Background()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: app + "-0", Namespace: "default", Labels: map[string]string{"app": app},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: app, UID: types.UID(newUID()), Controller: ptrTrue()}}},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: app, Image: "registry.invalid/" + app + ":1"}}}}
+	pod, err := kf.cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
+	if _, err := kf.cs.CoreV1().Pods("default").UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	one := intstr.FromInt32(1)
+	if _, err := kf.cs.PolicyV1().PodDisruptionBudgets("default").Create(ctx, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: app + "-pdb", Namespace: "default"},
+		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the budget's status", func() bool {
+		p, err := kf.cs.PolicyV1().PodDisruptionBudgets("default").Get(ctx, app+"-pdb", metav1.GetOptions{})
+		return err == nil && p.Status.CurrentHealthy == 1 && p.Status.ObservedGeneration == p.Generation
+	})
+}
+
+// allowDisruption sets budget APP-pdb to minAvailable 0 and waits until
+// the disruption controller allows one.
+func (kf *kubeFixture) allowDisruption(app string) {
+	t, ctx := kf.t, context.Background()
+	zero := intstr.FromInt32(0)
+	p, err := kf.cs.PolicyV1().PodDisruptionBudgets("default").Get(ctx, app+"-pdb", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Spec.MinAvailable = &zero
+	if _, err := kf.cs.PolicyV1().PodDisruptionBudgets("default").Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the budget allows a disruption", func() bool {
+		p, err := kf.cs.PolicyV1().PodDisruptionBudgets("default").Get(ctx, app+"-pdb", metav1.GetOptions{})
+		return err == nil && p.Status.DisruptionsAllowed == 1 && p.Status.ObservedGeneration == p.Generation
+	})
+}
+
+// podExists says whether pod NAME exists in namespace default.
+func (kf *kubeFixture) podExists(name string) bool {
+	_, err := kf.cs.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		kf.t.Fatal(err)
+	}
+	return err == nil
+}
+
+// A worker's Node is cordoned and drained before its Machine is released:
+// a budget that blocks the drain makes the unassign fail within the
+// Cluster's drainTimeout, naming the budget, with the Machine kept and the
+// Node schedulable again; once the budget allows it the pod is evicted
+// and the Machine released (and the Node deleted). A forced delete
+// releases at once, evicting nothing.
+func TestKubeDrainBeforeRelease(t *testing.T) {
+	kf := newKubeFixture(t)
+	ctx := context.Background()
+	const srv, srv2 = "4c4c4544-0042-3510-8052-00000000000c", "4c4c4544-0042-3510-8052-00000000000d"
+	_, m := kf.worker(srv, "52:54:00:00:00:0c")
+	_, m2 := kf.worker(srv2, "52:54:00:00:00:0d")
+	kf.registerNode("w3", srv, true)
+	kf.registerNode("w4", srv2, true)
+	waitFor(t, "Machines Ready", func() bool {
+		return kf.machine(m).GetStatus().GetPhase() == state.PhaseReady && kf.machine(m2).GetStatus().GetPhase() == state.PhaseReady
+	})
+	kf.guardedPod("api", "w3")
+	kf.guardedPod("db", "w4")
+
+	begin := time.Now()
+	_, err := kf.admin.UnassignServers(ctx, &roostv1.UnassignServersRequest{Pool: "workers", Servers: []string{srv}})
+	took := time.Since(begin)
+	t.Logf("TIMING blocked release refused after %v: %v", took.Round(100*time.Millisecond), err)
+	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "api-pdb") || !strings.Contains(err.Error(), "nothing was released") || took > 25*time.Second {
+		t.Fatalf("blocked release: %v after %v", err, took)
+	}
+	if _, err := kf.h.FSM().Get("Machine", m); err != nil {
+		t.Fatalf("Machine released although its drain failed: %v", err)
+	}
+	if c := machineCond(kf.machine(m), "Drained"); c.GetReason() != "DrainBlocked" || !strings.Contains(c.GetMessage(), "api-pdb") {
+		t.Errorf("Drained = %v", c)
+	}
+	waitFor(t, "Node w3 schedulable again", func() bool {
+		n, err := kf.cs.CoreV1().Nodes().Get(ctx, "w3", metav1.GetOptions{})
+		return err == nil && !n.Spec.Unschedulable
+	})
+
+	fakeKubelet(t, kf.cs, "w3")
+	kf.allowDisruption("api")
+	begin = time.Now()
+	resp, err := kf.admin.UnassignServers(ctx, &roostv1.UnassignServersRequest{Pool: "workers", Servers: []string{srv}})
+	t.Logf("TIMING drain and release after %v", time.Since(begin).Round(100*time.Millisecond))
+	if err != nil || len(resp.GetMachines()) != 1 {
+		t.Fatalf("release after the budget allowed the drain: %v, %v", resp, err)
+	}
+	if kf.podExists("api-0") {
+		t.Errorf("pod api-0 not evicted before the release")
+	}
+	waitFor(t, "Node w3 deleted", func() bool {
+		_, err := kf.cs.CoreV1().Nodes().Get(ctx, "w3", metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+
+	// --force: released at once, the guarded pod untouched.
+	begin = time.Now()
+	if _, err := kf.admin.Delete(ctx, &roostv1.DeleteRequest{Kind: "Machine", Name: m2, Force: true}); err != nil {
+		t.Fatalf("forced delete: %v", err)
+	}
+	if took := time.Since(begin); took > 5*time.Second {
+		t.Errorf("forced delete took %v", took)
+	}
+	if !kf.podExists("db-0") {
+		t.Errorf("a forced delete evicted pod db-0")
+	}
 }
 
 // fakeKubelet does the one thing of a kubelet drains wait for: pods on

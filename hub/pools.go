@@ -23,7 +23,14 @@ func (h *Hub) poolController() *scheduler.Controller {
 		Barrier:  h.termBarrier,
 		NewName:  api.MachineName,
 		NewUID:   uuid.NewString,
-		Log:      h.log,
+		// Workers' Nodes are drained before a scale-down releases them.
+		PrepareRelease: func(ctx context.Context, ms []*roostv1.Machine) (bool, error) {
+			if h.clusters == nil {
+				return true, nil
+			}
+			return h.clusters.PrepareRelease(ctx, ms)
+		},
+		Log: h.log,
 	}
 }
 

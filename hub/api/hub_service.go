@@ -76,7 +76,8 @@ func (s *Server) Apply(ctx context.Context, req *roostv1.ApplyRequest) (*roostv1
 }
 
 // Delete removes one object; it fails with NotFound, or FailedPrecondition
-// while other objects reference it.
+// while other objects reference it. A worker Machine's Node is cordoned
+// and drained first unless req.force (see drainForRelease).
 func (s *Server) Delete(ctx context.Context, req *roostv1.DeleteRequest) (*roostv1.DeleteResponse, error) {
 	k, err := lookupKind(req.GetKind())
 	if err != nil {
@@ -87,6 +88,13 @@ func (s *Server) Delete(ctx context.Context, req *roostv1.DeleteRequest) (*roost
 			"change the Machine, Pool, MachineClass or labels to make a new one, or delete the Machine")
 	}
 	return onLeader(ctx, s, func() (*roostv1.DeleteResponse, error) {
+		if k.Name == "Machine" && !req.GetForce() {
+			if o, err := s.fsm.Get("Machine", req.GetName()); err == nil {
+				if err := s.drainForRelease(ctx, []*roostv1.Machine{o.GetMachine()}); err != nil {
+					return nil, err
+				}
+			}
+		}
 		res, err := s.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_DeleteObject{DeleteObject: &roostv1.DeleteObject{Kind: k.Name, Name: req.GetName()}}})
 		if err != nil {
 			return nil, err

@@ -47,8 +47,9 @@ type Admitter interface {
 func (s *Server) SetAdmitter(a Admitter) { s.admitter = a }
 
 // Drainer prepares worker Machines (status.cluster set) for a reboot
-// (implemented by hub/clusters). Both calls run on the leader in the
-// agent's AcquireLease call.
+// (implemented by hub/clusters; CheckCluster and Drain run on the leader
+// in the agent's AcquireLease call) and for their release (PrepareRelease
+// and CancelRelease, in the calls that release Machines).
 type Drainer interface {
 	// CheckCluster returns nil when m's Cluster API answers with the
 	// hub's credentials, else why not (no worker of an unreachable
@@ -58,6 +59,13 @@ type Drainer interface {
 	// token, without waiting: done once drained; an error when the drain
 	// failed (the Node is schedulable again; the Lease must be released).
 	Drain(ctx context.Context, m *roostv1.Machine, fencing uint64) (done bool, err error)
+	// PrepareRelease cordons and drains the Nodes of worker Machines ms
+	// before they are released, without waiting: done once every Node is
+	// drained; an error names the drain that failed.
+	PrepareRelease(ctx context.Context, ms []*roostv1.Machine) (done bool, err error)
+	// CancelRelease gives the release of ms up: their Nodes become
+	// schedulable again.
+	CancelRelease(ms []*roostv1.Machine)
 }
 
 // SetDrainer makes worker Leases wait for d's drain; nil grants them

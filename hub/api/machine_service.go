@@ -108,7 +108,10 @@ func (s *Server) AssignServers(ctx context.Context, req *roostv1.AssignServersRe
 	})
 }
 
-// UnassignServers releases the Pool's Machines on the given Servers.
+// UnassignServers releases the Pool's Machines on the given Servers. Unless
+// req.force, the Nodes of worker Machines are cordoned and drained first
+// (drainForRelease: the call waits, and releases nothing when a drain
+// fails).
 func (s *Server) UnassignServers(ctx context.Context, req *roostv1.UnassignServersRequest) (*roostv1.UnassignServersResponse, error) {
 	var vs []apierror.Violation
 	if req.GetPool() == "" {
@@ -119,6 +122,15 @@ func (s *Server) UnassignServers(ctx context.Context, req *roostv1.UnassignServe
 		return nil, apierror.Invalid("invalid unassignment", vs...)
 	}
 	return onLeader(ctx, s, func() (*roostv1.UnassignServersResponse, error) {
+		if !req.GetForce() {
+			ms, err := s.machinesOfServers(req.GetPool(), req.GetServers())
+			if err != nil {
+				return nil, err
+			}
+			if err := s.drainForRelease(ctx, ms); err != nil {
+				return nil, err
+			}
+		}
 		res, err := s.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_DeleteMachines{DeleteMachines: &roostv1.DeleteMachines{
 			Pool: req.GetPool(), Servers: req.GetServers()}}})
 		if err != nil {

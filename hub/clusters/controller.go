@@ -51,9 +51,11 @@ type Controller struct {
 
 	mu      sync.Mutex
 	clients map[string]*clusterClient // by Cluster name
-	drains  map[string]*drainJob      // by Server name
-	busy    map[string]bool           // Clusters whose reconcile runs
-	orphans map[string]time.Time      // unknown token Secrets: first seen
+	drains  map[string]*drainJob      // by Server name: drains for reboot Leases
+	// releases are drains before Machines are released, by Machine name.
+	releases map[string]*drainJob
+	busy     map[string]bool      // Clusters whose reconcile runs
+	orphans  map[string]time.Time // unknown token Secrets: first seen
 }
 
 // clusterClient is a client for one kubeconfig, with what was ensured
@@ -97,6 +99,7 @@ func (c *Controller) Step(ctx context.Context) error {
 		}
 		return err
 	}
+	c.forgetReleases()
 	clusters, _, err := c.FSM.List("Cluster", "")
 	if err != nil {
 		return err
@@ -172,6 +175,10 @@ func (c *Controller) forget() {
 		j.cancel()
 	}
 	c.drains = nil
+	for _, j := range c.releases {
+		j.cancel()
+	}
+	c.releases = nil
 }
 
 // client returns the cached client of cl, rebuilt when its kubeconfig
@@ -363,12 +370,13 @@ func (c *Controller) collectNodes(ctx context.Context, k *kube.Client, nodes []k
 
 // uncordon makes schedulable again the Nodes Roost cordoned whose reboot
 // Lease is settled (the Server booted healthy, its Revision failed, or the
-// Lease was released).
+// Lease was released) and that are not held for their Machine's release
+// (see PrepareRelease).
 func (c *Controller) uncordon(ctx context.Context, k *kube.Client, machines []*roostv1.Machine, byServer map[string]kube.Node) error {
 	var first error
 	for _, m := range machines {
 		n, ok := byServer[m.GetSpec().GetServer()]
-		if !ok || !n.CordonedByRoost || c.leaseHeld(m.GetSpec().GetServer()) {
+		if !ok || !n.CordonedByRoost || c.leaseHeld(m.GetSpec().GetServer()) || c.releasing(m.GetMetadata().GetName()) {
 			continue
 		}
 		if err := k.Uncordon(ctx, n.Name); err != nil {

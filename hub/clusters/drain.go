@@ -12,14 +12,16 @@ import (
 // probeTimeout bounds CheckCluster's probe.
 const probeTimeout = 5 * time.Second
 
-// drainJob is one cordon-and-drain of a worker's Node for the Lease with
-// fencing token fencing; it runs in its own goroutine.
+// drainJob is one cordon-and-drain of a worker's Node, for the Lease with
+// fencing token fencing or (fencing 0) before the Machine's release; it
+// runs in its own goroutine.
 type drainJob struct {
-	fencing uint64
-	node    string
-	cancel  context.CancelFunc
-	done    chan struct{}
-	err     error // set before done closes
+	fencing  uint64
+	node     string
+	cancel   context.CancelFunc
+	done     chan struct{}
+	err      error     // set before done closes
+	finished time.Time // set before done closes
 }
 
 // drainTimeout is cl's spec.drainTimeout, default DefaultDrainTimeout.
@@ -103,7 +105,8 @@ func (c *Controller) Drain(ctx context.Context, m *roostv1.Machine, fencing uint
 		if j != nil {
 			j.cancel()
 		}
-		j = c.startDrain(cc.client, node, fencing, drainTimeout(cl))
+		j = c.startDrain(cc.client, node, fmt.Sprintf("reboot lease %d", fencing), drainTimeout(cl))
+		j.fencing = fencing
 		if c.drains == nil {
 			c.drains = map[string]*drainJob{}
 		}
@@ -133,14 +136,15 @@ func (c *Controller) Drain(ctx context.Context, m *roostv1.Machine, fencing uint
 	return true, c.setDrained(ctx, m, "True", "Drained", fmt.Sprintf("Node %s is cordoned and drained for the reboot", node))
 }
 
-// startDrain runs a drain in the background; on failure it uncordons the
-// Node, so a Lease that is given up leaves the Node schedulable.
-func (c *Controller) startDrain(k *kube.Client, node string, fencing uint64, timeout time.Duration) *drainJob {
+// startDrain runs a drain in the background, cordoning node with reason
+// (kube.CordonAnnotation); on failure it uncordons the Node, so a Lease or
+// a release that is given up leaves the Node schedulable.
+func (c *Controller) startDrain(k *kube.Client, node, reason string, timeout time.Duration) *drainJob {
 	ctx, cancel := context.WithCancel(context.Background())
-	j := &drainJob{fencing: fencing, node: node, cancel: cancel, done: make(chan struct{})}
+	j := &drainJob{node: node, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(j.done)
-		err := k.Drain(ctx, node, timeout, fmt.Sprintf("reboot lease %d", fencing))
+		err := k.Drain(ctx, node, timeout, reason)
 		if err != nil {
 			uctx, ucancel := context.WithTimeout(context.Background(), requestTimeout)
 			if uerr := k.Uncordon(uctx, node); uerr != nil {
@@ -148,7 +152,7 @@ func (c *Controller) startDrain(k *kube.Client, node string, fencing uint64, tim
 			}
 			ucancel()
 		}
-		j.err = err
+		j.err, j.finished = err, c.now()
 	}()
 	return j
 }

@@ -42,6 +42,13 @@ type Controller struct {
 	// NewName returns a fresh Machine name for pool; NewUID a fresh UID.
 	NewName func(pool string) string
 	NewUID  func() string
+	// PrepareRelease, if set, is asked before surplus Machines are
+	// released: it cordons and drains worker Machines' Nodes without
+	// waiting (hub/clusters Controller.PrepareRelease), and the release is
+	// proposed only once it says done; an error (a drain blocked by a
+	// PodDisruptionBudget, a Cluster API down) postpones the release to a
+	// later tick.
+	PrepareRelease func(context.Context, []*roostv1.Machine) (done bool, err error)
 	// Tick is the reconcile period; default 2s.
 	Tick time.Duration
 	Log  *slog.Logger
@@ -86,13 +93,11 @@ func (c *Controller) Step(ctx context.Context) error {
 		cmd, note := Plan(snap, p, c.NewName, c.NewUID)
 		pname := p.GetMetadata().GetName()
 		if cmd == nil {
-			if note != "" && c.waiting[pname] != note {
-				c.log().Info("pool controller: "+note, "pool", pname)
-			}
-			if c.waiting == nil {
-				c.waiting = map[string]string{}
-			}
-			c.waiting[pname] = note
+			c.note(pname, note)
+			continue
+		}
+		if wait := c.drainFirst(ctx, snap, cmd); wait != "" {
+			c.note(pname, wait)
 			continue
 		}
 		delete(c.waiting, pname)
@@ -105,6 +110,42 @@ func (c *Controller) Step(ctx context.Context) error {
 		c.log().Info("pool controller: "+note, "pool", p.GetMetadata().GetName())
 	}
 	return first
+}
+
+// note logs why pool waits, once per reason.
+func (c *Controller) note(pool, note string) {
+	if note != "" && c.waiting[pool] != note {
+		c.log().Info("pool controller: "+note, "pool", pool)
+	}
+	if c.waiting == nil {
+		c.waiting = map[string]string{}
+	}
+	c.waiting[pool] = note
+}
+
+// drainFirst asks PrepareRelease about the Machines a DeleteMachines cmd
+// releases; it returns why the release must wait, or "" to go ahead.
+func (c *Controller) drainFirst(ctx context.Context, snap Snapshot, cmd *roostv1.Command) string {
+	dm := cmd.GetDeleteMachines()
+	if dm == nil || c.PrepareRelease == nil {
+		return ""
+	}
+	var ms []*roostv1.Machine
+	for _, m := range snap.Machines {
+		for _, n := range dm.GetNames() {
+			if m.GetMetadata().GetName() == n {
+				ms = append(ms, m)
+			}
+		}
+	}
+	done, err := c.PrepareRelease(ctx, ms)
+	switch {
+	case err != nil:
+		return "surplus Machines wait for their release: " + err.Error()
+	case !done:
+		return fmt.Sprintf("draining the Nodes of %d surplus Machines before releasing them", len(ms))
+	}
+	return ""
 }
 
 // Plan returns the one command that moves pool toward its replicas (nil

@@ -246,3 +246,54 @@ func TestPlanDeterministic(t *testing.T) {
 		t.Errorf("claims %v", got)
 	}
 }
+
+// A scale-down asks PrepareRelease about the surplus Machines first and
+// releases them only once it says they are drained; a failed drain
+// postpones the release to a later step.
+func TestScaleDownWaitsForDrains(t *testing.T) {
+	h := newFakeHub(t)
+	h.pool(proto.Int32(2))
+	h.server(uuidN(1), 16)
+	h.server(uuidN(2), 16)
+	c := h.controller()
+	ctx := context.Background()
+	if err := c.Step(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var asked [][]string
+	answer := struct {
+		done bool
+		err  error
+	}{}
+	c.PrepareRelease = func(_ context.Context, ms []*roostv1.Machine) (bool, error) {
+		var names []string
+		for _, m := range ms {
+			names = append(names, m.GetMetadata().GetName())
+		}
+		asked = append(asked, names)
+		return answer.done, answer.err
+	}
+	h.setReplicas(1)
+	for _, a := range []struct {
+		done bool
+		err  error
+	}{{false, nil}, {false, errors.New("draining Node w2 before the release of Machine workers-2 failed")}} {
+		answer.done, answer.err = a.done, a.err
+		if err := c.Step(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(h.members()); got != "[workers-1=01 workers-2=02]" {
+			t.Fatalf("released before the drain (%v): %s", a, got)
+		}
+	}
+	answer.done, answer.err = true, nil
+	if err := c.Step(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(h.members()); got != "[workers-1=01]" {
+		t.Fatalf("members after the drain %s", got)
+	}
+	if fmt.Sprint(asked) != "[[workers-2] [workers-2] [workers-2]]" {
+		t.Errorf("PrepareRelease asked about %v", asked)
+	}
+}

@@ -1043,9 +1043,13 @@ func (x *AssignServersResponse) GetIndex() uint64 {
 }
 
 type UnassignServersRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Pool          string                 `protobuf:"bytes,1,opt,name=pool,proto3" json:"pool,omitempty"`
-	Servers       []string               `protobuf:"bytes,2,rep,name=servers,proto3" json:"servers,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Pool    string                 `protobuf:"bytes,1,opt,name=pool,proto3" json:"pool,omitempty"`
+	Servers []string               `protobuf:"bytes,2,rep,name=servers,proto3" json:"servers,omitempty"`
+	// force releases worker Machines without cordoning and draining their
+	// Nodes first (by default the hub drains them, bounded by the Cluster's
+	// drainTimeout, and releases nothing when a drain fails).
+	Force         bool `protobuf:"varint,3,opt,name=force,proto3" json:"force,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1092,6 +1096,13 @@ func (x *UnassignServersRequest) GetServers() []string {
 		return x.Servers
 	}
 	return nil
+}
+
+func (x *UnassignServersRequest) GetForce() bool {
+	if x != nil {
+		return x.Force
+	}
+	return false
 }
 
 type UnassignServersResponse struct {
@@ -2014,9 +2025,12 @@ func (x *ListResponse) GetIndex() uint64 {
 }
 
 type DeleteRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Kind          string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
-	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Kind  string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	Name  string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// force deletes a worker Machine without cordoning and draining its
+	// Node first (see UnassignServersRequest.force); other kinds ignore it.
+	Force         bool `protobuf:"varint,3,opt,name=force,proto3" json:"force,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2063,6 +2077,13 @@ func (x *DeleteRequest) GetName() string {
 		return x.Name
 	}
 	return ""
+}
+
+func (x *DeleteRequest) GetForce() bool {
+	if x != nil {
+		return x.Force
+	}
+	return false
 }
 
 type DeleteResponse struct {
@@ -3017,10 +3038,11 @@ const file_roost_v1_hub_proto_rawDesc = "" +
 	"\bhostname\x18\x03 \x01(\tR\bhostname\"\\\n" +
 	"\x15AssignServersResponse\x12-\n" +
 	"\bmachines\x18\x01 \x03(\v2\x11.roost.v1.MachineR\bmachines\x12\x14\n" +
-	"\x05index\x18\x02 \x01(\x04R\x05index\"F\n" +
+	"\x05index\x18\x02 \x01(\x04R\x05index\"\\\n" +
 	"\x16UnassignServersRequest\x12\x12\n" +
 	"\x04pool\x18\x01 \x01(\tR\x04pool\x12\x18\n" +
-	"\aservers\x18\x02 \x03(\tR\aservers\"K\n" +
+	"\aservers\x18\x02 \x03(\tR\aservers\x12\x14\n" +
+	"\x05force\x18\x03 \x01(\bR\x05force\"K\n" +
 	"\x17UnassignServersResponse\x12\x1a\n" +
 	"\bmachines\x18\x01 \x03(\tR\bmachines\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x04R\x05index\"\xac\x01\n" +
@@ -3085,10 +3107,11 @@ const file_roost_v1_hub_proto_rawDesc = "" +
 	"\vconsistency\x18\x03 \x01(\x0e2\x15.roost.v1.ConsistencyR\vconsistency\"P\n" +
 	"\fListResponse\x12*\n" +
 	"\aobjects\x18\x01 \x03(\v2\x10.roost.v1.ObjectR\aobjects\x12\x14\n" +
-	"\x05index\x18\x02 \x01(\x04R\x05index\"7\n" +
+	"\x05index\x18\x02 \x01(\x04R\x05index\"M\n" +
 	"\rDeleteRequest\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\"&\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x14\n" +
+	"\x05force\x18\x03 \x01(\bR\x05force\"&\n" +
 	"\x0eDeleteResponse\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\"A\n" +
 	"\fWatchRequest\x12\x12\n" +
