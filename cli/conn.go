@@ -125,7 +125,12 @@ func (o *options) connect(ctx context.Context) (*hubConn, error) {
 // open bounds parent by --timeout and connects to the hub; done closes the
 // connection and releases the timeout. On error nothing needs releasing.
 func (o *options) open(parent context.Context) (ctx context.Context, conn *hubConn, done func(), err error) {
-	ctx, cancel := o.withTimeout(parent)
+	return o.openWithin(parent, o.timeout)
+}
+
+// openWithin is open bounded by timeout instead of --timeout.
+func (o *options) openWithin(parent context.Context, timeout time.Duration) (ctx context.Context, conn *hubConn, done func(), err error) {
+	ctx, cancel := context.WithTimeout(parent, timeout)
 	conn, err = o.connect(ctx)
 	if err != nil {
 		cancel()

@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"context"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/spf13/cobra"
@@ -23,6 +25,7 @@ const deleteExample = `  # Delete two pools
 type deleteOptions struct {
 	files          []string
 	ignoreNotFound bool
+	force          bool
 }
 
 // deleteTarget is one object to delete.
@@ -45,7 +48,10 @@ they reference (a Pool before its Cluster). The hub refuses to delete an object 
 others still reference (exit code 1): delete the referring objects first.
 
 Each object is deleted on its own, not all or nothing: roostctl goes on after
-a failure, prints every failure, and exits non-zero when any occurred.`,
+a failure, prints every failure, and exits non-zero when any occurred.
+
+Deleting a worker Machine cordons and drains its Node first (see 'roostctl
+pool unassign --help'); --force deletes it at once.`,
 		Example:           deleteExample,
 		ValidArgsFunction: kindCompletions(false),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -55,6 +61,7 @@ a failure, prints every failure, and exits non-zero when any occurred.`,
 	f := cmd.Flags()
 	f.StringSliceVarP(&d.files, "filename", "f", nil, "manifest `FILE`, directory or - (standard input) naming the objects to\ndelete; repeatable")
 	f.BoolVar(&d.ignoreNotFound, "ignore-not-found", false, "treat objects that do not exist as deleted (exit code 0)")
+	f.BoolVar(&d.force, "force", false, "Machines: "+forceFlagHelp)
 	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
 	return cmd
 }
@@ -104,7 +111,11 @@ func (o *options) runDelete(cmd *cobra.Command, d *deleteOptions, args []string)
 	if err != nil {
 		return err
 	}
-	ctx, conn, done, err := o.open(cmd.Context())
+	open := o.open
+	if slices.ContainsFunc(targets, func(t deleteTarget) bool { return t.kind.Name == "Machine" }) {
+		open = func(context.Context) (context.Context, *hubConn, func(), error) { return o.openRelease(cmd, d.force) }
+	}
+	ctx, conn, done, err := open(cmd.Context())
 	if err != nil {
 		return err
 	}
@@ -112,7 +123,7 @@ func (o *options) runDelete(cmd *cobra.Command, d *deleteOptions, args []string)
 	var failed error
 	for _, t := range targets {
 		ref := t.kind.Singular + "/" + t.name
-		_, err := conn.hub.Delete(ctx, &roostv1.DeleteRequest{Kind: t.kind.Name, Name: t.name})
+		_, err := conn.hub.Delete(ctx, &roostv1.DeleteRequest{Kind: t.kind.Name, Name: t.name, Force: d.force})
 		if err != nil {
 			err = o.wrapCallError(err)
 			if d.ignoreNotFound && statusCode(err) == codes.NotFound {

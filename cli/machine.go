@@ -101,18 +101,24 @@ with the class's keys.`,
 }
 
 func newMachineDeleteCommand(o *options) *cobra.Command {
-	return &cobra.Command{
+	var force bool
+	cmd := &cobra.Command{
 		Use:   "delete NAME...",
 		Short: "Delete machines, releasing their servers",
 		Long: `Delete Machines: each becomes Destroyed and is removed, and its server
 becomes Available again. Works for pool and standalone Machines alike (the
 same as 'roostctl delete machine NAME'); a pool with replicas claims a
-replacement.`,
+replacement.
+
+A worker's Node is cordoned and drained first (see 'roostctl pool unassign
+--help'); the command waits for that, and a Machine whose drain fails is not
+deleted. --force deletes at once, without draining.`,
 		Example: `  roostctl machine delete edge-1
-  roostctl machine delete workers-7x2k9 workers-b4mzq`,
+  roostctl machine delete workers-7x2k9 workers-b4mzq
+  roostctl machine delete workers-7x2k9 --force`,
 		Args: minArgs(1, "a machine NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, conn, done, err := o.open(cmd.Context())
+			ctx, conn, done, err := o.openRelease(cmd, force)
 			if err != nil {
 				return err
 			}
@@ -122,7 +128,7 @@ replacement.`,
 			var failed error
 			for _, a := range args {
 				name := trimKindPrefix(a, "machine/", "machines/", "m/")
-				if _, err := conn.hub.Delete(ctx, &roostv1.DeleteRequest{Kind: "Machine", Name: name}); err != nil {
+				if _, err := conn.hub.Delete(ctx, &roostv1.DeleteRequest{Kind: "Machine", Name: name, Force: force}); err != nil {
 					err = o.wrapCallError(err)
 					if !isHubError(err) {
 						return err
@@ -138,4 +144,6 @@ replacement.`,
 			return failed
 		},
 	}
+	cmd.Flags().BoolVar(&force, "force", false, forceFlagHelp)
+	return cmd
 }

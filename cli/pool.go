@@ -95,24 +95,34 @@ change replicas instead.`,
 }
 
 func newPoolUnassignCommand(o *options) *cobra.Command {
-	return &cobra.Command{
+	var force bool
+	cmd := &cobra.Command{
 		Use:   "unassign POOL SERVER...",
 		Short: "Release servers from a pool: their Machines are destroyed",
 		Long: `Release servers from a pool: each server's Machine is Destroyed and
 removed, and the server becomes Available again. All or nothing: every
 server must be claimed by a Machine of POOL.
 
+Workers of a Cluster are cordoned and drained first, as for a reboot (pods
+evicted through the Eviction API, PodDisruptionBudgets honoured, at most the
+Cluster's drainTimeout); the command waits for that. When a drain fails,
+nothing is released and the Nodes are schedulable again. --force releases
+at once, without draining.
+
 In a pool with replicas the hub claims a replacement; cordon the server
 first ('roostctl server cordon') to keep it from being claimed again.`,
-		Example: `  roostctl pool unassign workers 4c4c4544-0042-3510-8052-b4c04f4d4e31`,
-		Args:    minArgs(2, "a POOL and at least one SERVER"),
+		Example: `  roostctl pool unassign workers 4c4c4544-0042-3510-8052-b4c04f4d4e31
+
+  # Release without draining the Node (its pods stop with the host)
+  roostctl pool unassign workers 4c4c4544-0042-3510-8052-b4c04f4d4e31 --force`,
+		Args: minArgs(2, "a POOL and at least one SERVER"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, conn, done, err := o.open(cmd.Context())
+			ctx, conn, done, err := o.openRelease(cmd, force)
 			if err != nil {
 				return err
 			}
 			defer done()
-			resp, err := conn.hub.UnassignServers(ctx, &roostv1.UnassignServersRequest{Pool: args[0], Servers: serverNames(args[1:])})
+			resp, err := conn.hub.UnassignServers(ctx, &roostv1.UnassignServersRequest{Pool: args[0], Servers: serverNames(args[1:]), Force: force})
 			if err != nil {
 				return o.wrapCallError(err)
 			}
@@ -122,6 +132,8 @@ first ('roostctl server cordon') to keep it from being claimed again.`,
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&force, "force", false, forceFlagHelp)
+	return cmd
 }
 
 // serverNames accepts "NAME" and "server/NAME" (the -o name form).
