@@ -133,7 +133,8 @@ func (c *Controller) releasing(name string) bool {
 }
 
 // forgetReleases drops the release drains of Machines that are gone (the
-// release happened) or whose hold ran out.
+// release happened) and those that finished releaseHold ago (the release
+// was given up, or its failure was never asked about).
 func (c *Controller) forgetReleases() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -145,7 +146,8 @@ func (c *Controller) forgetReleases() {
 		}
 		select {
 		case <-j.done:
-			if j.err != nil || c.now().Sub(j.finished) >= releaseHold {
+			// A failed drain stays until PrepareRelease reports it.
+			if c.now().Sub(j.finished) >= releaseHold {
 				delete(c.releases, name)
 			}
 		default:
