@@ -146,8 +146,13 @@ var tableColumns = map[string][]column{
 			}
 			return ""
 		}},
+		// READY/TOTAL Nodes Roost manages, counted while the API answers;
+		// "?" while it does not (the hub cannot see them).
 		{header: "NODES", value: func(r Resource, _ time.Time) string {
 			st := r.(*roostv1.Cluster).GetStatus()
+			if conditionCell(st.GetConditions(), "Reachable") != "True" {
+				return "?"
+			}
 			return fmt.Sprintf("%d/%d", st.GetReadyNodes(), st.GetNodes())
 		}},
 		{header: "SERVER-VERSION", wide: true, value: func(r Resource, _ time.Time) string {

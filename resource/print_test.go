@@ -85,7 +85,7 @@ func TestClusterTableWithoutStatus(t *testing.T) {
 	}
 	want := [][]string{
 		{"NAME", "ENDPOINT", "VERSION", "REACHABLE", "REASON", "NODES", "SERVER-VERSION", "CREDENTIALS", "AGE"},
-		{"new", "https://h:6443", "<none>", "Unknown", "<none>", "0/0", "<none>", "<none>", "<unknown>"},
+		{"new", "https://h:6443", "<none>", "Unknown", "<none>", "?", "<none>", "<none>", "<unknown>"},
 	}
 	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
 	if len(lines) != len(want) {
