@@ -132,7 +132,7 @@ func newRootCommand(o *options) *cobra.Command {
 	root.SetErr(o.Err)
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.DisableAutoGenTag = true // generated docs stay byte-identical between runs
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{flagError(err)} })
 
 	pf := root.PersistentFlags()
 	pf.StringVar(&o.configPath, "config", "", "client configuration `FILE` (hub addresses, CA, client certificate)\n(default $ROOST_CONFIG, then ~/.roost/config)")
