@@ -1,6 +1,7 @@
 package raftnode
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -218,6 +219,18 @@ func (n *Node) RemoveServer(ctx context.Context, id string) error {
 
 // Snapshot forces a snapshot now (tests and operators).
 func (n *Node) Snapshot() error { return n.raft.Snapshot().Error() }
+
+// Restore replaces the FSM's state with state (bytes as the FSM's
+// snapshots hold them) through Raft's user restore (raft.Raft.Restore):
+// the leader installs them as a snapshot at an index past its last one,
+// keeping the current Raft configuration, and followers receive that
+// snapshot. On the leader only; it blocks until the restore is done or
+// timeout passes, and returns raft's error (ErrNotLeader and the like) or
+// the FSM's.
+func (n *Node) Restore(state []byte, timeout time.Duration) error {
+	meta := &raft.SnapshotMeta{Version: raft.SnapshotVersionMax, Size: int64(len(state))}
+	return n.raft.Restore(meta, bytes.NewReader(state), timeout)
+}
 
 // Stats returns Raft's diagnostic counters (see raft.Raft.Stats).
 func (n *Node) Stats() map[string]string { return n.raft.Stats() }

@@ -2985,6 +2985,302 @@ func (*AddVoterResponse) Descriptor() ([]byte, []int) {
 	return file_roost_v1_hub_proto_rawDescGZIP(), []int{53}
 }
 
+type SaveSnapshotRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SaveSnapshotRequest) Reset() {
+	*x = SaveSnapshotRequest{}
+	mi := &file_roost_v1_hub_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SaveSnapshotRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SaveSnapshotRequest) ProtoMessage() {}
+
+func (x *SaveSnapshotRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_hub_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SaveSnapshotRequest.ProtoReflect.Descriptor instead.
+func (*SaveSnapshotRequest) Descriptor() ([]byte, []int) {
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{54}
+}
+
+// SnapshotInfo describes a saved state.
+type SnapshotInfo struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// index is the last Raft index applied to the state.
+	Index   uint64                 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	TakenAt *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=taken_at,json=takenAt,proto3" json:"taken_at,omitempty"`
+	// hub_version is the roost-hub version that took it.
+	HubVersion string `protobuf:"bytes,3,opt,name=hub_version,json=hubVersion,proto3" json:"hub_version,omitempty"`
+	// sha256 is the hex SHA-256 of the state bytes; size_bytes their length.
+	Sha256    string `protobuf:"bytes,4,opt,name=sha256,proto3" json:"sha256,omitempty"`
+	SizeBytes uint64 `protobuf:"varint,5,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
+	// ca_fingerprint is the SHA-256 fingerprint of the hub CA certificate.
+	CaFingerprint string `protobuf:"bytes,6,opt,name=ca_fingerprint,json=caFingerprint,proto3" json:"ca_fingerprint,omitempty"`
+	// objects counts the objects of each kind, e.g. {"Server": 120}.
+	Objects       map[string]int64 `protobuf:"bytes,7,rep,name=objects,proto3" json:"objects,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SnapshotInfo) Reset() {
+	*x = SnapshotInfo{}
+	mi := &file_roost_v1_hub_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SnapshotInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SnapshotInfo) ProtoMessage() {}
+
+func (x *SnapshotInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_hub_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SnapshotInfo.ProtoReflect.Descriptor instead.
+func (*SnapshotInfo) Descriptor() ([]byte, []int) {
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *SnapshotInfo) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *SnapshotInfo) GetTakenAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.TakenAt
+	}
+	return nil
+}
+
+func (x *SnapshotInfo) GetHubVersion() string {
+	if x != nil {
+		return x.HubVersion
+	}
+	return ""
+}
+
+func (x *SnapshotInfo) GetSha256() string {
+	if x != nil {
+		return x.Sha256
+	}
+	return ""
+}
+
+func (x *SnapshotInfo) GetSizeBytes() uint64 {
+	if x != nil {
+		return x.SizeBytes
+	}
+	return 0
+}
+
+func (x *SnapshotInfo) GetCaFingerprint() string {
+	if x != nil {
+		return x.CaFingerprint
+	}
+	return ""
+}
+
+func (x *SnapshotInfo) GetObjects() map[string]int64 {
+	if x != nil {
+		return x.Objects
+	}
+	return nil
+}
+
+// SnapshotChunk is one message of a snapshot stream: info in the first,
+// data in the others.
+type SnapshotChunk struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Info          *SnapshotInfo          `protobuf:"bytes,1,opt,name=info,proto3" json:"info,omitempty"`
+	Data          []byte                 `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SnapshotChunk) Reset() {
+	*x = SnapshotChunk{}
+	mi := &file_roost_v1_hub_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SnapshotChunk) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SnapshotChunk) ProtoMessage() {}
+
+func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_hub_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SnapshotChunk.ProtoReflect.Descriptor instead.
+func (*SnapshotChunk) Descriptor() ([]byte, []int) {
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *SnapshotChunk) GetInfo() *SnapshotInfo {
+	if x != nil {
+		return x.Info
+	}
+	return nil
+}
+
+func (x *SnapshotChunk) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+type RestoreSnapshotResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// restored is the info of the snapshot now in place.
+	Restored *SnapshotInfo `protobuf:"bytes,1,opt,name=restored,proto3" json:"restored,omitempty"`
+	// index is the Raft index of the restore.
+	Index         uint64 `protobuf:"varint,2,opt,name=index,proto3" json:"index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RestoreSnapshotResponse) Reset() {
+	*x = RestoreSnapshotResponse{}
+	mi := &file_roost_v1_hub_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RestoreSnapshotResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RestoreSnapshotResponse) ProtoMessage() {}
+
+func (x *RestoreSnapshotResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_hub_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RestoreSnapshotResponse.ProtoReflect.Descriptor instead.
+func (*RestoreSnapshotResponse) Descriptor() ([]byte, []int) {
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *RestoreSnapshotResponse) GetRestored() *SnapshotInfo {
+	if x != nil {
+		return x.Restored
+	}
+	return nil
+}
+
+func (x *RestoreSnapshotResponse) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+// SnapshotFile is the file `roostctl hub snapshot save` writes: the info
+// and the state bytes.
+type SnapshotFile struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Info          *SnapshotInfo          `protobuf:"bytes,1,opt,name=info,proto3" json:"info,omitempty"`
+	State         []byte                 `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SnapshotFile) Reset() {
+	*x = SnapshotFile{}
+	mi := &file_roost_v1_hub_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SnapshotFile) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SnapshotFile) ProtoMessage() {}
+
+func (x *SnapshotFile) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_hub_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SnapshotFile.ProtoReflect.Descriptor instead.
+func (*SnapshotFile) Descriptor() ([]byte, []int) {
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *SnapshotFile) GetInfo() *SnapshotInfo {
+	if x != nil {
+		return x.Info
+	}
+	return nil
+}
+
+func (x *SnapshotFile) GetState() []byte {
+	if x != nil {
+		return x.State
+	}
+	return nil
+}
+
 var File_roost_v1_hub_proto protoreflect.FileDescriptor
 
 const file_roost_v1_hub_proto_rawDesc = "" +
@@ -3171,11 +3467,34 @@ const file_roost_v1_hub_proto_rawDesc = "" +
 	"\fraft_address\x18\x02 \x01(\tR\vraftAddress\x12\x1f\n" +
 	"\vapi_address\x18\x03 \x01(\tR\n" +
 	"apiAddress\"\x12\n" +
-	"\x10AddVoterResponse*_\n" +
+	"\x10AddVoterResponse\"\x15\n" +
+	"\x13SaveSnapshotRequest\"\xd5\x02\n" +
+	"\fSnapshotInfo\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\x04R\x05index\x125\n" +
+	"\btaken_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\atakenAt\x12\x1f\n" +
+	"\vhub_version\x18\x03 \x01(\tR\n" +
+	"hubVersion\x12\x16\n" +
+	"\x06sha256\x18\x04 \x01(\tR\x06sha256\x12\x1d\n" +
+	"\n" +
+	"size_bytes\x18\x05 \x01(\x04R\tsizeBytes\x12%\n" +
+	"\x0eca_fingerprint\x18\x06 \x01(\tR\rcaFingerprint\x12=\n" +
+	"\aobjects\x18\a \x03(\v2#.roost.v1.SnapshotInfo.ObjectsEntryR\aobjects\x1a:\n" +
+	"\fObjectsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"O\n" +
+	"\rSnapshotChunk\x12*\n" +
+	"\x04info\x18\x01 \x01(\v2\x16.roost.v1.SnapshotInfoR\x04info\x12\x12\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\"c\n" +
+	"\x17RestoreSnapshotResponse\x122\n" +
+	"\brestored\x18\x01 \x01(\v2\x16.roost.v1.SnapshotInfoR\brestored\x12\x14\n" +
+	"\x05index\x18\x02 \x01(\x04R\x05index\"P\n" +
+	"\fSnapshotFile\x12*\n" +
+	"\x04info\x18\x01 \x01(\v2\x16.roost.v1.SnapshotInfoR\x04info\x12\x14\n" +
+	"\x05state\x18\x02 \x01(\fR\x05state*_\n" +
 	"\vConsistency\x12\x1b\n" +
 	"\x17CONSISTENCY_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18CONSISTENCY_LINEARIZABLE\x10\x01\x12\x15\n" +
-	"\x11CONSISTENCY_STALE\x10\x022\xf8\r\n" +
+	"\x11CONSISTENCY_STALE\x10\x022\x93\x0f\n" +
 	"\n" +
 	"HubService\x128\n" +
 	"\x05Apply\x12\x16.roost.v1.ApplyRequest\x1a\x17.roost.v1.ApplyResponse\x122\n" +
@@ -3185,7 +3504,9 @@ const file_roost_v1_hub_proto_rawDesc = "" +
 	"\x05Watch\x12\x16.roost.v1.WatchRequest\x1a\x14.roost.v1.WatchEvent0\x01\x12J\n" +
 	"\vListMembers\x12\x1c.roost.v1.ListMembersRequest\x1a\x1d.roost.v1.ListMembersResponse\x12V\n" +
 	"\x0fCreateJoinToken\x12 .roost.v1.CreateJoinTokenRequest\x1a!.roost.v1.CreateJoinTokenResponse\x12M\n" +
-	"\fRemoveMember\x12\x1d.roost.v1.RemoveMemberRequest\x1a\x1e.roost.v1.RemoveMemberResponse\x12h\n" +
+	"\fRemoveMember\x12\x1d.roost.v1.RemoveMemberRequest\x1a\x1e.roost.v1.RemoveMemberResponse\x12H\n" +
+	"\fSaveSnapshot\x12\x1d.roost.v1.SaveSnapshotRequest\x1a\x17.roost.v1.SnapshotChunk0\x01\x12O\n" +
+	"\x0fRestoreSnapshot\x12\x17.roost.v1.SnapshotChunk\x1a!.roost.v1.RestoreSnapshotResponse(\x01\x12h\n" +
 	"\x15CreateEnrollmentToken\x12&.roost.v1.CreateEnrollmentTokenRequest\x1a'.roost.v1.CreateEnrollmentTokenResponse\x12h\n" +
 	"\x15RevokeEnrollmentToken\x12&.roost.v1.RevokeEnrollmentTokenRequest\x1a'.roost.v1.RevokeEnrollmentTokenResponse\x12M\n" +
 	"\fUpdateServer\x12\x1d.roost.v1.UpdateServerRequest\x1a\x1e.roost.v1.UpdateServerResponse\x12P\n" +
@@ -3221,7 +3542,7 @@ func file_roost_v1_hub_proto_rawDescGZIP() []byte {
 }
 
 var file_roost_v1_hub_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_roost_v1_hub_proto_msgTypes = make([]protoimpl.MessageInfo, 56)
+var file_roost_v1_hub_proto_msgTypes = make([]protoimpl.MessageInfo, 62)
 var file_roost_v1_hub_proto_goTypes = []any{
 	(Consistency)(0),                      // 0: roost.v1.Consistency
 	(WatchEvent_Type)(0),                  // 1: roost.v1.WatchEvent.Type
@@ -3279,108 +3600,123 @@ var file_roost_v1_hub_proto_goTypes = []any{
 	(*JoinResponse)(nil),                  // 53: roost.v1.JoinResponse
 	(*AddVoterRequest)(nil),               // 54: roost.v1.AddVoterRequest
 	(*AddVoterResponse)(nil),              // 55: roost.v1.AddVoterResponse
-	nil,                                   // 56: roost.v1.CreateEnrollmentTokenRequest.ServerLabelsEntry
-	nil,                                   // 57: roost.v1.UpdateServerRequest.SetLabelsEntry
-	(*ImageRelease)(nil),                  // 58: roost.v1.ImageRelease
-	(*TrustedKey)(nil),                    // 59: roost.v1.TrustedKey
-	(RolloutAction)(0),                    // 60: roost.v1.RolloutAction
-	(*Pool)(nil),                          // 61: roost.v1.Pool
-	(*Machine)(nil),                       // 62: roost.v1.Machine
-	(*EnrollmentToken)(nil),               // 63: roost.v1.EnrollmentToken
-	(ServerAction)(0),                     // 64: roost.v1.ServerAction
-	(*Server)(nil),                        // 65: roost.v1.Server
-	(*Object)(nil),                        // 66: roost.v1.Object
-	(*timestamppb.Timestamp)(nil),         // 67: google.protobuf.Timestamp
-	(*UpdateServerStatus)(nil),            // 68: roost.v1.UpdateServerStatus
-	(*FetchArtifactRequest)(nil),          // 69: roost.v1.FetchArtifactRequest
-	(*ArtifactChunk)(nil),                 // 70: roost.v1.ArtifactChunk
+	(*SaveSnapshotRequest)(nil),           // 56: roost.v1.SaveSnapshotRequest
+	(*SnapshotInfo)(nil),                  // 57: roost.v1.SnapshotInfo
+	(*SnapshotChunk)(nil),                 // 58: roost.v1.SnapshotChunk
+	(*RestoreSnapshotResponse)(nil),       // 59: roost.v1.RestoreSnapshotResponse
+	(*SnapshotFile)(nil),                  // 60: roost.v1.SnapshotFile
+	nil,                                   // 61: roost.v1.CreateEnrollmentTokenRequest.ServerLabelsEntry
+	nil,                                   // 62: roost.v1.UpdateServerRequest.SetLabelsEntry
+	nil,                                   // 63: roost.v1.SnapshotInfo.ObjectsEntry
+	(*ImageRelease)(nil),                  // 64: roost.v1.ImageRelease
+	(*TrustedKey)(nil),                    // 65: roost.v1.TrustedKey
+	(RolloutAction)(0),                    // 66: roost.v1.RolloutAction
+	(*Pool)(nil),                          // 67: roost.v1.Pool
+	(*Machine)(nil),                       // 68: roost.v1.Machine
+	(*EnrollmentToken)(nil),               // 69: roost.v1.EnrollmentToken
+	(ServerAction)(0),                     // 70: roost.v1.ServerAction
+	(*Server)(nil),                        // 71: roost.v1.Server
+	(*Object)(nil),                        // 72: roost.v1.Object
+	(*timestamppb.Timestamp)(nil),         // 73: google.protobuf.Timestamp
+	(*UpdateServerStatus)(nil),            // 74: roost.v1.UpdateServerStatus
+	(*FetchArtifactRequest)(nil),          // 75: roost.v1.FetchArtifactRequest
+	(*ArtifactChunk)(nil),                 // 76: roost.v1.ArtifactChunk
 }
 var file_roost_v1_hub_proto_depIdxs = []int32{
-	58, // 0: roost.v1.PutImageReleaseRequest.release:type_name -> roost.v1.ImageRelease
-	58, // 1: roost.v1.PutImageReleaseResponse.release:type_name -> roost.v1.ImageRelease
-	58, // 2: roost.v1.PromoteImageReleaseResponse.release:type_name -> roost.v1.ImageRelease
-	59, // 3: roost.v1.TrustReleaseKeyResponse.key:type_name -> roost.v1.TrustedKey
-	59, // 4: roost.v1.ListTrustedKeysResponse.keys:type_name -> roost.v1.TrustedKey
-	60, // 5: roost.v1.RolloutControlRequest.action:type_name -> roost.v1.RolloutAction
-	61, // 6: roost.v1.RolloutControlResponse.pool:type_name -> roost.v1.Pool
-	62, // 7: roost.v1.AssignServersResponse.machines:type_name -> roost.v1.Machine
-	62, // 8: roost.v1.CreateMachineResponse.machine:type_name -> roost.v1.Machine
-	56, // 9: roost.v1.CreateEnrollmentTokenRequest.server_labels:type_name -> roost.v1.CreateEnrollmentTokenRequest.ServerLabelsEntry
-	63, // 10: roost.v1.CreateEnrollmentTokenResponse.enrollment_token:type_name -> roost.v1.EnrollmentToken
-	63, // 11: roost.v1.RevokeEnrollmentTokenResponse.enrollment_token:type_name -> roost.v1.EnrollmentToken
-	64, // 12: roost.v1.UpdateServerRequest.action:type_name -> roost.v1.ServerAction
-	57, // 13: roost.v1.UpdateServerRequest.set_labels:type_name -> roost.v1.UpdateServerRequest.SetLabelsEntry
-	65, // 14: roost.v1.UpdateServerResponse.server:type_name -> roost.v1.Server
-	66, // 15: roost.v1.ApplyRequest.objects:type_name -> roost.v1.Object
+	64, // 0: roost.v1.PutImageReleaseRequest.release:type_name -> roost.v1.ImageRelease
+	64, // 1: roost.v1.PutImageReleaseResponse.release:type_name -> roost.v1.ImageRelease
+	64, // 2: roost.v1.PromoteImageReleaseResponse.release:type_name -> roost.v1.ImageRelease
+	65, // 3: roost.v1.TrustReleaseKeyResponse.key:type_name -> roost.v1.TrustedKey
+	65, // 4: roost.v1.ListTrustedKeysResponse.keys:type_name -> roost.v1.TrustedKey
+	66, // 5: roost.v1.RolloutControlRequest.action:type_name -> roost.v1.RolloutAction
+	67, // 6: roost.v1.RolloutControlResponse.pool:type_name -> roost.v1.Pool
+	68, // 7: roost.v1.AssignServersResponse.machines:type_name -> roost.v1.Machine
+	68, // 8: roost.v1.CreateMachineResponse.machine:type_name -> roost.v1.Machine
+	61, // 9: roost.v1.CreateEnrollmentTokenRequest.server_labels:type_name -> roost.v1.CreateEnrollmentTokenRequest.ServerLabelsEntry
+	69, // 10: roost.v1.CreateEnrollmentTokenResponse.enrollment_token:type_name -> roost.v1.EnrollmentToken
+	69, // 11: roost.v1.RevokeEnrollmentTokenResponse.enrollment_token:type_name -> roost.v1.EnrollmentToken
+	70, // 12: roost.v1.UpdateServerRequest.action:type_name -> roost.v1.ServerAction
+	62, // 13: roost.v1.UpdateServerRequest.set_labels:type_name -> roost.v1.UpdateServerRequest.SetLabelsEntry
+	71, // 14: roost.v1.UpdateServerResponse.server:type_name -> roost.v1.Server
+	72, // 15: roost.v1.ApplyRequest.objects:type_name -> roost.v1.Object
 	31, // 16: roost.v1.ApplyResponse.results:type_name -> roost.v1.ApplyResult
 	0,  // 17: roost.v1.GetRequest.consistency:type_name -> roost.v1.Consistency
-	66, // 18: roost.v1.GetResponse.object:type_name -> roost.v1.Object
+	72, // 18: roost.v1.GetResponse.object:type_name -> roost.v1.Object
 	0,  // 19: roost.v1.ListRequest.consistency:type_name -> roost.v1.Consistency
-	66, // 20: roost.v1.ListResponse.objects:type_name -> roost.v1.Object
+	72, // 20: roost.v1.ListResponse.objects:type_name -> roost.v1.Object
 	1,  // 21: roost.v1.WatchEvent.type:type_name -> roost.v1.WatchEvent.Type
-	66, // 22: roost.v1.WatchEvent.object:type_name -> roost.v1.Object
+	72, // 22: roost.v1.WatchEvent.object:type_name -> roost.v1.Object
 	41, // 23: roost.v1.ListMembersResponse.members:type_name -> roost.v1.Member
-	67, // 24: roost.v1.CreateJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
-	68, // 25: roost.v1.ForwardServerStatusRequest.update:type_name -> roost.v1.UpdateServerStatus
-	30, // 26: roost.v1.HubService.Apply:input_type -> roost.v1.ApplyRequest
-	33, // 27: roost.v1.HubService.Get:input_type -> roost.v1.GetRequest
-	35, // 28: roost.v1.HubService.List:input_type -> roost.v1.ListRequest
-	37, // 29: roost.v1.HubService.Delete:input_type -> roost.v1.DeleteRequest
-	39, // 30: roost.v1.HubService.Watch:input_type -> roost.v1.WatchRequest
-	42, // 31: roost.v1.HubService.ListMembers:input_type -> roost.v1.ListMembersRequest
-	44, // 32: roost.v1.HubService.CreateJoinToken:input_type -> roost.v1.CreateJoinTokenRequest
-	46, // 33: roost.v1.HubService.RemoveMember:input_type -> roost.v1.RemoveMemberRequest
-	24, // 34: roost.v1.HubService.CreateEnrollmentToken:input_type -> roost.v1.CreateEnrollmentTokenRequest
-	26, // 35: roost.v1.HubService.RevokeEnrollmentToken:input_type -> roost.v1.RevokeEnrollmentTokenRequest
-	28, // 36: roost.v1.HubService.UpdateServer:input_type -> roost.v1.UpdateServerRequest
-	18, // 37: roost.v1.HubService.AssignServers:input_type -> roost.v1.AssignServersRequest
-	20, // 38: roost.v1.HubService.UnassignServers:input_type -> roost.v1.UnassignServersRequest
-	22, // 39: roost.v1.HubService.CreateMachine:input_type -> roost.v1.CreateMachineRequest
-	14, // 40: roost.v1.HubService.PushArtifact:input_type -> roost.v1.PushArtifactRequest
-	16, // 41: roost.v1.HubService.StatArtifact:input_type -> roost.v1.StatArtifactRequest
-	2,  // 42: roost.v1.HubService.PutImageRelease:input_type -> roost.v1.PutImageReleaseRequest
-	4,  // 43: roost.v1.HubService.PromoteImageRelease:input_type -> roost.v1.PromoteImageReleaseRequest
-	6,  // 44: roost.v1.HubService.TrustReleaseKey:input_type -> roost.v1.TrustReleaseKeyRequest
-	8,  // 45: roost.v1.HubService.UntrustReleaseKey:input_type -> roost.v1.UntrustReleaseKeyRequest
-	10, // 46: roost.v1.HubService.ListTrustedKeys:input_type -> roost.v1.ListTrustedKeysRequest
-	12, // 47: roost.v1.HubService.RolloutControl:input_type -> roost.v1.RolloutControlRequest
-	52, // 48: roost.v1.MemberService.Join:input_type -> roost.v1.JoinRequest
-	54, // 49: roost.v1.MemberService.AddVoter:input_type -> roost.v1.AddVoterRequest
-	48, // 50: roost.v1.MemberService.ReportSeen:input_type -> roost.v1.ReportSeenRequest
-	50, // 51: roost.v1.MemberService.ForwardServerStatus:input_type -> roost.v1.ForwardServerStatusRequest
-	69, // 52: roost.v1.MemberService.FetchBlob:input_type -> roost.v1.FetchArtifactRequest
-	32, // 53: roost.v1.HubService.Apply:output_type -> roost.v1.ApplyResponse
-	34, // 54: roost.v1.HubService.Get:output_type -> roost.v1.GetResponse
-	36, // 55: roost.v1.HubService.List:output_type -> roost.v1.ListResponse
-	38, // 56: roost.v1.HubService.Delete:output_type -> roost.v1.DeleteResponse
-	40, // 57: roost.v1.HubService.Watch:output_type -> roost.v1.WatchEvent
-	43, // 58: roost.v1.HubService.ListMembers:output_type -> roost.v1.ListMembersResponse
-	45, // 59: roost.v1.HubService.CreateJoinToken:output_type -> roost.v1.CreateJoinTokenResponse
-	47, // 60: roost.v1.HubService.RemoveMember:output_type -> roost.v1.RemoveMemberResponse
-	25, // 61: roost.v1.HubService.CreateEnrollmentToken:output_type -> roost.v1.CreateEnrollmentTokenResponse
-	27, // 62: roost.v1.HubService.RevokeEnrollmentToken:output_type -> roost.v1.RevokeEnrollmentTokenResponse
-	29, // 63: roost.v1.HubService.UpdateServer:output_type -> roost.v1.UpdateServerResponse
-	19, // 64: roost.v1.HubService.AssignServers:output_type -> roost.v1.AssignServersResponse
-	21, // 65: roost.v1.HubService.UnassignServers:output_type -> roost.v1.UnassignServersResponse
-	23, // 66: roost.v1.HubService.CreateMachine:output_type -> roost.v1.CreateMachineResponse
-	15, // 67: roost.v1.HubService.PushArtifact:output_type -> roost.v1.PushArtifactResponse
-	17, // 68: roost.v1.HubService.StatArtifact:output_type -> roost.v1.StatArtifactResponse
-	3,  // 69: roost.v1.HubService.PutImageRelease:output_type -> roost.v1.PutImageReleaseResponse
-	5,  // 70: roost.v1.HubService.PromoteImageRelease:output_type -> roost.v1.PromoteImageReleaseResponse
-	7,  // 71: roost.v1.HubService.TrustReleaseKey:output_type -> roost.v1.TrustReleaseKeyResponse
-	9,  // 72: roost.v1.HubService.UntrustReleaseKey:output_type -> roost.v1.UntrustReleaseKeyResponse
-	11, // 73: roost.v1.HubService.ListTrustedKeys:output_type -> roost.v1.ListTrustedKeysResponse
-	13, // 74: roost.v1.HubService.RolloutControl:output_type -> roost.v1.RolloutControlResponse
-	53, // 75: roost.v1.MemberService.Join:output_type -> roost.v1.JoinResponse
-	55, // 76: roost.v1.MemberService.AddVoter:output_type -> roost.v1.AddVoterResponse
-	49, // 77: roost.v1.MemberService.ReportSeen:output_type -> roost.v1.ReportSeenResponse
-	51, // 78: roost.v1.MemberService.ForwardServerStatus:output_type -> roost.v1.ForwardServerStatusResponse
-	70, // 79: roost.v1.MemberService.FetchBlob:output_type -> roost.v1.ArtifactChunk
-	53, // [53:80] is the sub-list for method output_type
-	26, // [26:53] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	73, // 24: roost.v1.CreateJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
+	74, // 25: roost.v1.ForwardServerStatusRequest.update:type_name -> roost.v1.UpdateServerStatus
+	73, // 26: roost.v1.SnapshotInfo.taken_at:type_name -> google.protobuf.Timestamp
+	63, // 27: roost.v1.SnapshotInfo.objects:type_name -> roost.v1.SnapshotInfo.ObjectsEntry
+	57, // 28: roost.v1.SnapshotChunk.info:type_name -> roost.v1.SnapshotInfo
+	57, // 29: roost.v1.RestoreSnapshotResponse.restored:type_name -> roost.v1.SnapshotInfo
+	57, // 30: roost.v1.SnapshotFile.info:type_name -> roost.v1.SnapshotInfo
+	30, // 31: roost.v1.HubService.Apply:input_type -> roost.v1.ApplyRequest
+	33, // 32: roost.v1.HubService.Get:input_type -> roost.v1.GetRequest
+	35, // 33: roost.v1.HubService.List:input_type -> roost.v1.ListRequest
+	37, // 34: roost.v1.HubService.Delete:input_type -> roost.v1.DeleteRequest
+	39, // 35: roost.v1.HubService.Watch:input_type -> roost.v1.WatchRequest
+	42, // 36: roost.v1.HubService.ListMembers:input_type -> roost.v1.ListMembersRequest
+	44, // 37: roost.v1.HubService.CreateJoinToken:input_type -> roost.v1.CreateJoinTokenRequest
+	46, // 38: roost.v1.HubService.RemoveMember:input_type -> roost.v1.RemoveMemberRequest
+	56, // 39: roost.v1.HubService.SaveSnapshot:input_type -> roost.v1.SaveSnapshotRequest
+	58, // 40: roost.v1.HubService.RestoreSnapshot:input_type -> roost.v1.SnapshotChunk
+	24, // 41: roost.v1.HubService.CreateEnrollmentToken:input_type -> roost.v1.CreateEnrollmentTokenRequest
+	26, // 42: roost.v1.HubService.RevokeEnrollmentToken:input_type -> roost.v1.RevokeEnrollmentTokenRequest
+	28, // 43: roost.v1.HubService.UpdateServer:input_type -> roost.v1.UpdateServerRequest
+	18, // 44: roost.v1.HubService.AssignServers:input_type -> roost.v1.AssignServersRequest
+	20, // 45: roost.v1.HubService.UnassignServers:input_type -> roost.v1.UnassignServersRequest
+	22, // 46: roost.v1.HubService.CreateMachine:input_type -> roost.v1.CreateMachineRequest
+	14, // 47: roost.v1.HubService.PushArtifact:input_type -> roost.v1.PushArtifactRequest
+	16, // 48: roost.v1.HubService.StatArtifact:input_type -> roost.v1.StatArtifactRequest
+	2,  // 49: roost.v1.HubService.PutImageRelease:input_type -> roost.v1.PutImageReleaseRequest
+	4,  // 50: roost.v1.HubService.PromoteImageRelease:input_type -> roost.v1.PromoteImageReleaseRequest
+	6,  // 51: roost.v1.HubService.TrustReleaseKey:input_type -> roost.v1.TrustReleaseKeyRequest
+	8,  // 52: roost.v1.HubService.UntrustReleaseKey:input_type -> roost.v1.UntrustReleaseKeyRequest
+	10, // 53: roost.v1.HubService.ListTrustedKeys:input_type -> roost.v1.ListTrustedKeysRequest
+	12, // 54: roost.v1.HubService.RolloutControl:input_type -> roost.v1.RolloutControlRequest
+	52, // 55: roost.v1.MemberService.Join:input_type -> roost.v1.JoinRequest
+	54, // 56: roost.v1.MemberService.AddVoter:input_type -> roost.v1.AddVoterRequest
+	48, // 57: roost.v1.MemberService.ReportSeen:input_type -> roost.v1.ReportSeenRequest
+	50, // 58: roost.v1.MemberService.ForwardServerStatus:input_type -> roost.v1.ForwardServerStatusRequest
+	75, // 59: roost.v1.MemberService.FetchBlob:input_type -> roost.v1.FetchArtifactRequest
+	32, // 60: roost.v1.HubService.Apply:output_type -> roost.v1.ApplyResponse
+	34, // 61: roost.v1.HubService.Get:output_type -> roost.v1.GetResponse
+	36, // 62: roost.v1.HubService.List:output_type -> roost.v1.ListResponse
+	38, // 63: roost.v1.HubService.Delete:output_type -> roost.v1.DeleteResponse
+	40, // 64: roost.v1.HubService.Watch:output_type -> roost.v1.WatchEvent
+	43, // 65: roost.v1.HubService.ListMembers:output_type -> roost.v1.ListMembersResponse
+	45, // 66: roost.v1.HubService.CreateJoinToken:output_type -> roost.v1.CreateJoinTokenResponse
+	47, // 67: roost.v1.HubService.RemoveMember:output_type -> roost.v1.RemoveMemberResponse
+	58, // 68: roost.v1.HubService.SaveSnapshot:output_type -> roost.v1.SnapshotChunk
+	59, // 69: roost.v1.HubService.RestoreSnapshot:output_type -> roost.v1.RestoreSnapshotResponse
+	25, // 70: roost.v1.HubService.CreateEnrollmentToken:output_type -> roost.v1.CreateEnrollmentTokenResponse
+	27, // 71: roost.v1.HubService.RevokeEnrollmentToken:output_type -> roost.v1.RevokeEnrollmentTokenResponse
+	29, // 72: roost.v1.HubService.UpdateServer:output_type -> roost.v1.UpdateServerResponse
+	19, // 73: roost.v1.HubService.AssignServers:output_type -> roost.v1.AssignServersResponse
+	21, // 74: roost.v1.HubService.UnassignServers:output_type -> roost.v1.UnassignServersResponse
+	23, // 75: roost.v1.HubService.CreateMachine:output_type -> roost.v1.CreateMachineResponse
+	15, // 76: roost.v1.HubService.PushArtifact:output_type -> roost.v1.PushArtifactResponse
+	17, // 77: roost.v1.HubService.StatArtifact:output_type -> roost.v1.StatArtifactResponse
+	3,  // 78: roost.v1.HubService.PutImageRelease:output_type -> roost.v1.PutImageReleaseResponse
+	5,  // 79: roost.v1.HubService.PromoteImageRelease:output_type -> roost.v1.PromoteImageReleaseResponse
+	7,  // 80: roost.v1.HubService.TrustReleaseKey:output_type -> roost.v1.TrustReleaseKeyResponse
+	9,  // 81: roost.v1.HubService.UntrustReleaseKey:output_type -> roost.v1.UntrustReleaseKeyResponse
+	11, // 82: roost.v1.HubService.ListTrustedKeys:output_type -> roost.v1.ListTrustedKeysResponse
+	13, // 83: roost.v1.HubService.RolloutControl:output_type -> roost.v1.RolloutControlResponse
+	53, // 84: roost.v1.MemberService.Join:output_type -> roost.v1.JoinResponse
+	55, // 85: roost.v1.MemberService.AddVoter:output_type -> roost.v1.AddVoterResponse
+	49, // 86: roost.v1.MemberService.ReportSeen:output_type -> roost.v1.ReportSeenResponse
+	51, // 87: roost.v1.MemberService.ForwardServerStatus:output_type -> roost.v1.ForwardServerStatusResponse
+	76, // 88: roost.v1.MemberService.FetchBlob:output_type -> roost.v1.ArtifactChunk
+	60, // [60:89] is the sub-list for method output_type
+	31, // [31:60] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_roost_v1_hub_proto_init() }
@@ -3397,7 +3733,7 @@ func file_roost_v1_hub_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_roost_v1_hub_proto_rawDesc), len(file_roost_v1_hub_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   56,
+			NumMessages:   62,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -27,6 +27,8 @@ const (
 	HubService_ListMembers_FullMethodName           = "/roost.v1.HubService/ListMembers"
 	HubService_CreateJoinToken_FullMethodName       = "/roost.v1.HubService/CreateJoinToken"
 	HubService_RemoveMember_FullMethodName          = "/roost.v1.HubService/RemoveMember"
+	HubService_SaveSnapshot_FullMethodName          = "/roost.v1.HubService/SaveSnapshot"
+	HubService_RestoreSnapshot_FullMethodName       = "/roost.v1.HubService/RestoreSnapshot"
 	HubService_CreateEnrollmentToken_FullMethodName = "/roost.v1.HubService/CreateEnrollmentToken"
 	HubService_RevokeEnrollmentToken_FullMethodName = "/roost.v1.HubService/RevokeEnrollmentToken"
 	HubService_UpdateServer_FullMethodName          = "/roost.v1.HubService/UpdateServer"
@@ -74,6 +76,17 @@ type HubServiceClient interface {
 	CreateJoinToken(ctx context.Context, in *CreateJoinTokenRequest, opts ...grpc.CallOption) (*CreateJoinTokenResponse, error)
 	// RemoveMember removes a member from the Raft configuration.
 	RemoveMember(ctx context.Context, in *RemoveMemberRequest, opts ...grpc.CallOption) (*RemoveMemberResponse, error)
+	// SaveSnapshot streams a copy of the replicated state as the leader has
+	// applied it after a barrier: first a chunk holding only info, then the
+	// state (a Snapshot message, as Raft snapshots hold it) in chunks of at
+	// most 1 MiB. Image artifacts (blobs) are not part of it.
+	SaveSnapshot(ctx context.Context, in *SaveSnapshotRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SnapshotChunk], error)
+	// RestoreSnapshot replaces the replicated state with a saved one through
+	// Raft's restore on the leader (every member follows): the first chunk
+	// holds the info SaveSnapshot sent, the rest the state. The state must
+	// match info.sha256 and size and come from a hub with the same CA; the
+	// hub's members stay as they are. FailedPrecondition otherwise.
+	RestoreSnapshot(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[SnapshotChunk, RestoreSnapshotResponse], error)
 	// CreateEnrollmentToken makes a token new Servers enroll with; the secret
 	// is returned once and only its hash is stored.
 	CreateEnrollmentToken(ctx context.Context, in *CreateEnrollmentTokenRequest, opts ...grpc.CallOption) (*CreateEnrollmentTokenResponse, error)
@@ -232,6 +245,38 @@ func (c *hubServiceClient) RemoveMember(ctx context.Context, in *RemoveMemberReq
 	return out, nil
 }
 
+func (c *hubServiceClient) SaveSnapshot(ctx context.Context, in *SaveSnapshotRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SnapshotChunk], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &HubService_ServiceDesc.Streams[1], HubService_SaveSnapshot_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[SaveSnapshotRequest, SnapshotChunk]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type HubService_SaveSnapshotClient = grpc.ServerStreamingClient[SnapshotChunk]
+
+func (c *hubServiceClient) RestoreSnapshot(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[SnapshotChunk, RestoreSnapshotResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &HubService_ServiceDesc.Streams[2], HubService_RestoreSnapshot_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[SnapshotChunk, RestoreSnapshotResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type HubService_RestoreSnapshotClient = grpc.ClientStreamingClient[SnapshotChunk, RestoreSnapshotResponse]
+
 func (c *hubServiceClient) CreateEnrollmentToken(ctx context.Context, in *CreateEnrollmentTokenRequest, opts ...grpc.CallOption) (*CreateEnrollmentTokenResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(CreateEnrollmentTokenResponse)
@@ -294,7 +339,7 @@ func (c *hubServiceClient) CreateMachine(ctx context.Context, in *CreateMachineR
 
 func (c *hubServiceClient) PushArtifact(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[PushArtifactRequest, PushArtifactResponse], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &HubService_ServiceDesc.Streams[1], HubService_PushArtifact_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &HubService_ServiceDesc.Streams[3], HubService_PushArtifact_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -406,6 +451,17 @@ type HubServiceServer interface {
 	CreateJoinToken(context.Context, *CreateJoinTokenRequest) (*CreateJoinTokenResponse, error)
 	// RemoveMember removes a member from the Raft configuration.
 	RemoveMember(context.Context, *RemoveMemberRequest) (*RemoveMemberResponse, error)
+	// SaveSnapshot streams a copy of the replicated state as the leader has
+	// applied it after a barrier: first a chunk holding only info, then the
+	// state (a Snapshot message, as Raft snapshots hold it) in chunks of at
+	// most 1 MiB. Image artifacts (blobs) are not part of it.
+	SaveSnapshot(*SaveSnapshotRequest, grpc.ServerStreamingServer[SnapshotChunk]) error
+	// RestoreSnapshot replaces the replicated state with a saved one through
+	// Raft's restore on the leader (every member follows): the first chunk
+	// holds the info SaveSnapshot sent, the rest the state. The state must
+	// match info.sha256 and size and come from a hub with the same CA; the
+	// hub's members stay as they are. FailedPrecondition otherwise.
+	RestoreSnapshot(grpc.ClientStreamingServer[SnapshotChunk, RestoreSnapshotResponse]) error
 	// CreateEnrollmentToken makes a token new Servers enroll with; the secret
 	// is returned once and only its hash is stored.
 	CreateEnrollmentToken(context.Context, *CreateEnrollmentTokenRequest) (*CreateEnrollmentTokenResponse, error)
@@ -498,6 +554,12 @@ func (UnimplementedHubServiceServer) CreateJoinToken(context.Context, *CreateJoi
 }
 func (UnimplementedHubServiceServer) RemoveMember(context.Context, *RemoveMemberRequest) (*RemoveMemberResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RemoveMember not implemented")
+}
+func (UnimplementedHubServiceServer) SaveSnapshot(*SaveSnapshotRequest, grpc.ServerStreamingServer[SnapshotChunk]) error {
+	return status.Error(codes.Unimplemented, "method SaveSnapshot not implemented")
+}
+func (UnimplementedHubServiceServer) RestoreSnapshot(grpc.ClientStreamingServer[SnapshotChunk, RestoreSnapshotResponse]) error {
+	return status.Error(codes.Unimplemented, "method RestoreSnapshot not implemented")
 }
 func (UnimplementedHubServiceServer) CreateEnrollmentToken(context.Context, *CreateEnrollmentTokenRequest) (*CreateEnrollmentTokenResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CreateEnrollmentToken not implemented")
@@ -698,6 +760,24 @@ func _HubService_RemoveMember_Handler(srv interface{}, ctx context.Context, dec 
 	}
 	return interceptor(ctx, in, info, handler)
 }
+
+func _HubService_SaveSnapshot_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(SaveSnapshotRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(HubServiceServer).SaveSnapshot(m, &grpc.GenericServerStream[SaveSnapshotRequest, SnapshotChunk]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type HubService_SaveSnapshotServer = grpc.ServerStreamingServer[SnapshotChunk]
+
+func _HubService_RestoreSnapshot_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(HubServiceServer).RestoreSnapshot(&grpc.GenericServerStream[SnapshotChunk, RestoreSnapshotResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type HubService_RestoreSnapshotServer = grpc.ClientStreamingServer[SnapshotChunk, RestoreSnapshotResponse]
 
 func _HubService_CreateEnrollmentToken_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(CreateEnrollmentTokenRequest)
@@ -1033,6 +1113,16 @@ var HubService_ServiceDesc = grpc.ServiceDesc{
 			StreamName:    "Watch",
 			Handler:       _HubService_Watch_Handler,
 			ServerStreams: true,
+		},
+		{
+			StreamName:    "SaveSnapshot",
+			Handler:       _HubService_SaveSnapshot_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "RestoreSnapshot",
+			Handler:       _HubService_RestoreSnapshot_Handler,
+			ClientStreams: true,
 		},
 		{
 			StreamName:    "PushArtifact",

@@ -1,0 +1,129 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/roostfleet/roost/apierror"
+	"github.com/roostfleet/roost/hub/ca"
+	"github.com/roostfleet/roost/hub/state"
+	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+	"github.com/roostfleet/roost/snapshot"
+	"github.com/roostfleet/roost/version"
+)
+
+// restoreTimeout bounds Raft's restore of a snapshot on the leader.
+const restoreTimeout = 5 * time.Minute
+
+// SaveSnapshot streams the replicated state as the leader has applied it
+// after a barrier (see HubService in hub.proto). A follower relays the
+// leader's stream.
+func (s *Server) SaveSnapshot(req *roostv1.SaveSnapshotRequest, stream grpc.ServerStreamingServer[roostv1.SnapshotChunk]) error {
+	ctx := stream.Context()
+	if !s.isLeader() {
+		conn, fctx, err := s.leaderConn(ctx)
+		if err != nil {
+			return err
+		}
+		from, err := roostv1.NewHubServiceClient(conn).SaveSnapshot(fctx, req)
+		if err != nil {
+			return err
+		}
+		for {
+			m, err := from.Recv()
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if err := stream.Send(m); err != nil {
+				return err
+			}
+		}
+	}
+	if err := s.node.Barrier(ctx); err != nil {
+		return err
+	}
+	data, index, err := s.fsm.SaveState()
+	if err != nil {
+		return fmt.Errorf("saving the state: %w", err)
+	}
+	info, err := SnapshotInfoOf(data, s.now())
+	if err != nil {
+		return err
+	}
+	s.log.Info("snapshot saved for a client", "index", index, "bytes", len(data))
+	return snapshot.Send(stream, info, data)
+}
+
+// SnapshotInfoOf describes a saved state (state.FSM.SaveState's bytes)
+// taken at now: index, SHA-256, size, CA fingerprint and objects per kind.
+// It fails when the state does not load.
+func SnapshotInfoOf(data []byte, now time.Time) (*roostv1.SnapshotInfo, error) {
+	sum, err := state.SummarizeState(data)
+	if err != nil {
+		return nil, err
+	}
+	info := &roostv1.SnapshotInfo{Index: sum.Index, TakenAt: timestamppb.New(now), HubVersion: version.Version,
+		Sha256: snapshot.Digest(data), SizeBytes: uint64(len(data)), Objects: sum.Objects}
+	if len(sum.CAPEM) > 0 {
+		if fp, err := ca.FingerprintPEM(sum.CAPEM); err == nil {
+			info.CaFingerprint = fp
+		}
+	}
+	return info, nil
+}
+
+// RestoreSnapshot replaces the replicated state with a saved one (see
+// HubService in hub.proto). A follower checks the upload, then hands it
+// to the leader.
+func (s *Server) RestoreSnapshot(stream grpc.ClientStreamingServer[roostv1.SnapshotChunk, roostv1.RestoreSnapshotResponse]) error {
+	info, data, err := snapshot.Receive(stream, nil)
+	if err != nil {
+		if _, ok := status.FromError(err); ok && status.Code(err) != codes.Unknown {
+			return err // the stream broke
+		}
+		return apierror.Invalid(err.Error(), apierror.Violation{Field: "info", Message: err.Error()})
+	}
+	if !s.isLeader() {
+		return s.forwardRestore(stream, info, data)
+	}
+	payload, err := s.fsm.RestorePayload(data)
+	if err != nil {
+		return apierror.FailedPrecondition("%v", err)
+	}
+	if err := s.node.Restore(payload, restoreTimeout); err != nil {
+		return fmt.Errorf("restoring the snapshot through Raft: %w", err)
+	}
+	s.log.Warn("state restored from a snapshot", "snapshotIndex", info.GetIndex(), "takenAt", info.GetTakenAt().AsTime(), "appliedIndex", s.node.AppliedIndex())
+	return stream.SendAndClose(&roostv1.RestoreSnapshotResponse{Restored: info, Index: s.node.AppliedIndex()})
+}
+
+// forwardRestore sends a checked restore to the leader and relays its
+// answer.
+func (s *Server) forwardRestore(stream grpc.ClientStreamingServer[roostv1.SnapshotChunk, roostv1.RestoreSnapshotResponse], info *roostv1.SnapshotInfo, data []byte) error {
+	conn, fctx, err := s.leaderConn(stream.Context())
+	if err != nil {
+		return err
+	}
+	to, err := roostv1.NewHubServiceClient(conn).RestoreSnapshot(fctx)
+	if err != nil {
+		return err
+	}
+	if err := snapshot.Send(to, info, data); err != nil {
+		return err
+	}
+	resp, err := to.CloseAndRecv()
+	if err != nil {
+		return err
+	}
+	return stream.SendAndClose(resp)
+}
