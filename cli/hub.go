@@ -15,12 +15,13 @@ import (
 func newHubCommand(o *options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "hub",
-		Short: "Inspect and change the hub's members",
+		Short: "Inspect and change the hub's members; save and restore its state",
 		Long: `The hub is one or more roost-hub processes (members) that replicate the
 fleet's state with Raft. One member is a fine start; three or five voters
 keep the hub available when one or two fail.
 
-These commands list the members, let a new member join, and remove one.`,
+These commands list the members, let a new member join, and remove one;
+'hub snapshot' saves, inspects and restores the replicated state.`,
 		Example: `  # Which members are there, and which one leads?
   roostctl hub members
 
@@ -28,11 +29,14 @@ These commands list the members, let a new member join, and remove one.`,
   roostctl hub join
 
   # Take a dead member out of the Raft configuration
-  roostctl hub remove hub-3f2a9c01`,
+  roostctl hub remove hub-3f2a9c01
+
+  # Back up the state while the hub runs
+  roostctl hub snapshot save hub.snap`,
 		Args: unknownSubcommand,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newHubMembersCommand(o), newHubJoinCommand(o), newHubRemoveCommand(o))
+	cmd.AddCommand(newHubMembersCommand(o), newHubJoinCommand(o), newHubRemoveCommand(o), newHubSnapshotCommand(o))
 	return cmd
 }
 
