@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"text/tabwriter"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
+	agentconfig "github.com/roostfleet/roost/agent/config"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 	"github.com/roostfleet/roost/snapshot"
 )
@@ -76,9 +76,9 @@ is replaced only with --force.`,
 				return o.wrapCallError(err)
 			}
 			var bar *progressbar.ProgressBar
-			info, data, err := snapshot.Receive(stream, func(n uint64) {
+			info, data, err := snapshot.Receive(stream, func(n, total uint64) {
 				if bar == nil && isTerminal(o.Err) {
-					bar = progressbar.NewOptions64(-1, progressbar.OptionSetWriter(o.Err), progressbar.OptionSetDescription("snapshot"),
+					bar = progressbar.NewOptions64(int64(total), progressbar.OptionSetWriter(o.Err), progressbar.OptionSetDescription("snapshot"),
 						progressbar.OptionShowBytes(true), progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
 				}
 				if bar != nil {
@@ -99,7 +99,7 @@ is replaced only with --force.`,
 				_, err := o.Out.Write(buf.Bytes())
 				return err
 			}
-			if err := writeFileAtomic(path, buf.Bytes()); err != nil {
+			if err := agentconfig.WriteFileAtomic(path, buf.Bytes(), 0o600); err != nil {
 				return err
 			}
 			fmt.Fprintf(o.Out, "saved the state at index %d (%s, %s) to %s\n", info.GetIndex(), formatBytes(int64(info.GetSizeBytes())), objectCount(info), path)
@@ -218,32 +218,6 @@ func readSnapshotFile(path string) (*roostv1.SnapshotInfo, []byte, error) {
 		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return info, data, nil
-}
-
-// writeFileAtomic writes data to path with mode 0600 through a temporary
-// file in the same directory, so path is either whole or untouched.
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
 
 func sortedKinds(info *roostv1.SnapshotInfo) []string {

@@ -42,12 +42,12 @@ func Send(to interface {
 
 // Receive reads a snapshot stream: the info in the first message, then
 // the state, at most info.size_bytes of it; progress, if not nil, is
-// called with the bytes received so far. It checks the state against the
+// called with the bytes received so far and info.size_bytes. It checks the state against the
 // info (Verify). Errors: the stream's, an empty stream or a first message
 // without info, more bytes than the info says, or a failed Verify.
 func Receive(from interface {
 	Recv() (*roostv1.SnapshotChunk, error)
-}, progress func(received uint64)) (*roostv1.SnapshotInfo, []byte, error) {
+}, progress func(received, total uint64)) (*roostv1.SnapshotInfo, []byte, error) {
 	first, err := from.Recv()
 	if errors.Is(err, io.EOF) || (err == nil && first.GetInfo() == nil) {
 		return nil, nil, errors.New("the snapshot stream does not start with its info")
@@ -73,7 +73,7 @@ func Receive(from interface {
 		}
 		data = append(data, m.GetData()...)
 		if progress != nil {
-			progress(uint64(len(data)))
+			progress(uint64(len(data)), info.GetSizeBytes())
 		}
 	}
 	if err := Verify(info, data); err != nil {

@@ -40,7 +40,7 @@ func TestSendReceive(t *testing.T) {
 		t.Fatalf("%d messages, want info + 3 chunks", len(p.msgs))
 	}
 	var seen uint64
-	info, got, err := Receive(p, func(n uint64) { seen = n })
+	info, got, err := Receive(p, func(n, _ uint64) { seen = n })
 	if err != nil || !bytes.Equal(got, data) || info.GetIndex() != 7 || seen != uint64(len(data)) {
 		t.Fatalf("Receive: %v, %d bytes, progress %d", err, len(got), seen)
 	}
