@@ -1,10 +1,17 @@
 package cli
 
 import (
+	"bufio"
 	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"text/tabwriter"
 	"time"
@@ -55,16 +62,15 @@ func newHubSnapshotSaveCommand(o *options) *cobra.Command {
 		Long: `Save the hub's replicated state, read on the leader after every write it
 acknowledged, to FILE (mode 0600; "-" writes to standard output). The state
 is checked against its SHA-256 before the file is written; an existing FILE
-is replaced only with --force.`,
+is replaced only with --force. FILE is checked before anything is fetched:
+its directory must exist, and it must not be a directory.`,
 		Example: `  roostctl hub snapshot save hub.snap
-  roostctl hub snapshot save - | gzip > hub.snap.gz`,
+  roostctl hub snapshot save - | gzip > hub.snap.gz   # inspect and restore read .gz too`,
 		Args: exactArgs(1, "the FILE to write"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path := args[0]
-			if path != "-" && !force {
-				if _, err := os.Stat(path); err == nil {
-					return usageErrorf("%s exists: give another FILE, or --force to replace it", path)
-				}
+			if err := checkSnapshotTarget(path, force, isTerminal(o.Out)); err != nil {
+				return err
 			}
 			ctx, conn, done, err := o.openWithin(cmd.Context(), o.callTimeout(cmd, snapshotTimeout))
 			if err != nil {
@@ -76,7 +82,7 @@ is replaced only with --force.`,
 				return o.wrapCallError(err)
 			}
 			var bar *progressbar.ProgressBar
-			info, data, err := snapshot.Receive(stream, func(n, total uint64) {
+			first, data, err := snapshot.Receive(stream, func(n, total uint64) {
 				if bar == nil && isTerminal(o.Err) {
 					bar = progressbar.NewOptions64(int64(total), progressbar.OptionSetWriter(o.Err), progressbar.OptionSetDescription("snapshot"),
 						progressbar.OptionShowBytes(true), progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
@@ -91,6 +97,7 @@ is replaced only with --force.`,
 			if err != nil {
 				return o.wrapCallError(err)
 			}
+			info := first.GetInfo()
 			var buf bytes.Buffer
 			if err := snapshot.WriteFile(&buf, info, data); err != nil {
 				return err
@@ -100,9 +107,9 @@ is replaced only with --force.`,
 				return err
 			}
 			if err := agentconfig.WriteFileAtomic(path, buf.Bytes(), 0o600); err != nil {
-				return err
+				return fmt.Errorf("writing %s: %w", path, unwrapPathError(err))
 			}
-			fmt.Fprintf(o.Out, "saved the state at index %d (%s, %s) to %s\n", info.GetIndex(), formatBytes(int64(info.GetSizeBytes())), objectCount(info), path)
+			fmt.Fprintf(o.Out, "saved the state at index %d (%s, %d objects) to %s\n", info.GetIndex(), formatBytes(int64(info.GetSizeBytes())), objectTotal(info), path)
 			return nil
 		},
 	}
@@ -118,7 +125,8 @@ func newHubSnapshotInspectCommand(o *options) *cobra.Command {
 		Long: `Check that FILE is an intact snapshot (its state matches the SHA-256 saved
 with it) and show its Raft index, when and by which hub version it was
 taken, the CA it belongs to and how many objects of each kind it holds.
-Needs no hub.`,
+Needs no hub; says whether the CA is the one of the hub roostctl is
+configured for. FILE may be gzip-compressed, or "-" for standard input.`,
 		Example: `  roostctl hub snapshot inspect hub.snap
   roostctl hub snapshot inspect hub.snap -o json`,
 		Args: exactArgs(1, "a snapshot FILE"),
@@ -128,7 +136,7 @@ Needs no hub.`,
 			default:
 				return usageErrorf("--output %q: use table, json or yaml", output)
 			}
-			info, _, err := readSnapshotFile(args[0])
+			info, _, err := readSnapshotFile(args[0], o.In)
 			if err != nil {
 				return err
 			}
@@ -139,10 +147,10 @@ Needs no hub.`,
 			fmt.Fprintf(tw, "Index:\t%d\n", info.GetIndex())
 			fmt.Fprintf(tw, "Taken:\t%s\n", info.GetTakenAt().AsTime().UTC().Format(time.RFC3339))
 			fmt.Fprintf(tw, "Hub version:\t%s\n", info.GetHubVersion())
-			fmt.Fprintf(tw, "CA fingerprint:\t%s\n", info.GetCaFingerprint())
+			fmt.Fprintf(tw, "CA fingerprint:\t%s%s\n", info.GetCaFingerprint(), o.caMatch(info))
 			fmt.Fprintf(tw, "Size:\t%s\n", formatBytes(int64(info.GetSizeBytes())))
 			fmt.Fprintf(tw, "SHA-256:\t%s (verified)\n", info.GetSha256())
-			fmt.Fprintf(tw, "Objects:\t%s\n", objectCount(info))
+			fmt.Fprintf(tw, "Objects:\t%d\n", objectTotal(info))
 			for _, k := range sortedKinds(info) {
 				fmt.Fprintf(tw, "  %s:\t%d\n", k, info.GetObjects()[k])
 			}
@@ -155,6 +163,7 @@ Needs no hub.`,
 }
 
 func newHubSnapshotRestoreCommand(o *options) *cobra.Command {
+	var dryRun bool
 	cmd := &cobra.Command{
 		Use:   "restore FILE",
 		Short: "Replace the hub's replicated state with a snapshot",
@@ -163,14 +172,22 @@ func newHubSnapshotRestoreCommand(o *options) *cobra.Command {
 it through Raft and every member follows. Everything written since the
 snapshot was saved is lost; the hub's members stay as they are.
 
-FILE is checked first (as 'inspect' does); a snapshot of another hub (another
-CA) is refused. Controllers then act on the restored state: pools claim or
-release servers to match it, and agents get the Revisions it names.`,
-		Example: `  roostctl hub snapshot inspect hub.snap   # check what it holds first
+What that undoes is printed as warnings (see --dry-run to see them first):
+Servers enrolled since the snapshot are not in it, and their agents are
+refused until they enroll again; enrollment tokens revoked since are active
+again; release keys trusted or untrusted since are back as they were.
+
+FILE is checked first (as 'inspect' does; gzip and "-" are read too); a
+snapshot of another hub (another CA) is refused. Controllers then act on the
+restored state: pools claim or release servers to match it, and agents get
+the Revisions it names.`,
+		Example: `  # What would a restore undo?
+  roostctl hub snapshot restore hub.snap --dry-run
+
   roostctl hub snapshot restore hub.snap`,
 		Args: exactArgs(1, "a snapshot FILE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			info, data, err := readSnapshotFile(args[0])
+			info, data, err := readSnapshotFile(args[0], o.In)
 			if err != nil {
 				return err
 			}
@@ -183,18 +200,28 @@ release servers to match it, and agents get the Revisions it names.`,
 			if err != nil {
 				return o.wrapCallError(err)
 			}
-			if err := snapshot.Send(stream, info, data); err != nil && err != io.EOF {
+			if err := snapshot.Send(stream, &roostv1.SnapshotChunk{Info: info, DryRun: dryRun}, data); err != nil && err != io.EOF {
 				return o.wrapCallError(err)
 			}
 			resp, err := stream.CloseAndRecv()
 			if err != nil {
 				return o.wrapCallError(err)
 			}
-			fmt.Fprintf(o.Out, "restored the state saved at index %d (%s, taken %s); the hub is at index %d\n",
-				info.GetIndex(), objectCount(info), info.GetTakenAt().AsTime().UTC().Format(time.RFC3339), resp.GetIndex())
+			for _, w := range resp.GetWarnings() {
+				fmt.Fprintf(o.Err, "Warning from hub: %s\n", w)
+			}
+			taken := info.GetTakenAt().AsTime().UTC().Format(time.RFC3339)
+			if dryRun {
+				fmt.Fprintf(o.Out, "would restore the state saved at index %d (%d objects, taken %s); nothing was changed (dry run)\n",
+					info.GetIndex(), objectTotal(info), taken)
+				return nil
+			}
+			fmt.Fprintf(o.Out, "restored the state saved at index %d (%d objects, taken %s); the hub is at index %d\n",
+				info.GetIndex(), objectTotal(info), taken, resp.GetIndex())
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "check FILE on the hub and print what the restore would undo, without restoring")
 	return cmd
 }
 
@@ -206,18 +233,92 @@ func (o *options) callTimeout(cmd *cobra.Command, def time.Duration) time.Durati
 	return max(def, o.timeout)
 }
 
-// readSnapshotFile reads and checks a snapshot file.
-func readSnapshotFile(path string) (*roostv1.SnapshotInfo, []byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, nil, err
+// readSnapshotFile reads and checks a snapshot file: path, or stdin for
+// "-"; gzip-compressed or not.
+func readSnapshotFile(path string, stdin io.Reader) (*roostv1.SnapshotInfo, []byte, error) {
+	var r io.Reader = stdin
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, nil, unwrapPathError(err)
+		}
+		defer f.Close()
+		r = f
+	} else {
+		path = "standard input"
 	}
-	defer f.Close()
-	info, data, err := snapshot.ReadFile(f)
+	br := bufio.NewReader(r)
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", path, err)
+		}
+		defer zr.Close()
+		r = zr
+	} else {
+		r = br
+	}
+	info, data, err := snapshot.ReadFile(r)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return info, data, nil
+}
+
+// checkSnapshotTarget checks where `snapshot save` is to write before
+// anything is fetched: "-" (not to a terminal), or a FILE that is not a
+// directory, in a directory that exists, and that exists only with force.
+func checkSnapshotTarget(path string, force, stdoutIsTerminal bool) error {
+	switch {
+	case path == "":
+		return usageErrorf("FILE is empty: give a file name, or - for standard output")
+	case path == "-" && stdoutIsTerminal:
+		return usageErrorf("a snapshot is binary: redirect standard output (save - > FILE), or give a FILE")
+	case path == "-":
+		return nil
+	}
+	if st, err := os.Stat(path); err == nil {
+		if st.IsDir() {
+			return usageErrorf("%s is a directory: give a file name, e.g. %s", path, filepath.Join(path, "hub.snap"))
+		}
+		if !force {
+			return usageErrorf("%s exists: give another FILE, or --force to replace it", path)
+		}
+	}
+	dir := filepath.Dir(path)
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return fmt.Errorf("cannot write %s: directory %s does not exist", path, dir)
+	}
+	return nil
+}
+
+// unwrapPathError drops the operation and path of an *os.PathError (which
+// may name a temporary file), keeping its cause.
+func unwrapPathError(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// caMatch says whether a snapshot's CA is the configured hub's: "" when
+// unknown (no configuration), else " (this hub's)" or " (NOT this hub's:
+// restore refuses it)".
+func (o *options) caMatch(info *roostv1.SnapshotInfo) string {
+	cfg, err := o.loadConfig()
+	if err != nil || cfg.CertificateAuthority == "" || info.GetCaFingerprint() == "" {
+		return ""
+	}
+	block, _ := pem.Decode([]byte(cfg.CertificateAuthority))
+	if block == nil {
+		return ""
+	}
+	sum := sha256.Sum256(block.Bytes)
+	if hex.EncodeToString(sum[:]) == info.GetCaFingerprint() {
+		return " (this hub's)"
+	}
+	return " (NOT the CA of the hub roostctl is configured for: restore there refuses it)"
 }
 
 func sortedKinds(info *roostv1.SnapshotInfo) []string {
@@ -229,13 +330,13 @@ func sortedKinds(info *roostv1.SnapshotInfo) []string {
 	return ks
 }
 
-// objectCount is "N objects".
-func objectCount(info *roostv1.SnapshotInfo) string {
+// objectTotal is how many objects a snapshot holds.
+func objectTotal(info *roostv1.SnapshotInfo) int64 {
 	var n int64
 	for _, c := range info.GetObjects() {
 		n += c
 	}
-	return fmt.Sprintf("%d objects", n)
+	return n
 }
 
 // snapshotJSON is the -o json|yaml form of a snapshot's info.

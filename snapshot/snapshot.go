@@ -24,12 +24,13 @@ const ChunkSize = 1 << 20
 // hub's default Restore limit) and its info.
 const MaxFileBytes = 1<<30 + 1<<20
 
-// Send sends info, then data in chunks of ChunkSize, on a snapshot stream
-// (without closing it). Errors are the stream's.
+// Send sends first (the info, and for a restore dry_run), then data in
+// chunks of ChunkSize, on a snapshot stream (without closing it). Errors
+// are the stream's.
 func Send(to interface {
 	Send(*roostv1.SnapshotChunk) error
-}, info *roostv1.SnapshotInfo, data []byte) error {
-	if err := to.Send(&roostv1.SnapshotChunk{Info: info}); err != nil {
+}, first *roostv1.SnapshotChunk, data []byte) error {
+	if err := to.Send(first); err != nil {
 		return err
 	}
 	for off := 0; off < len(data); off += ChunkSize {
@@ -40,14 +41,15 @@ func Send(to interface {
 	return nil
 }
 
-// Receive reads a snapshot stream: the info in the first message, then
-// the state, at most info.size_bytes of it; progress, if not nil, is
-// called with the bytes received so far and info.size_bytes. It checks the state against the
-// info (Verify). Errors: the stream's, an empty stream or a first message
-// without info, more bytes than the info says, or a failed Verify.
+// Receive reads a snapshot stream: the first message (the info, and for a
+// restore dry_run), then the state, at most info.size_bytes of it;
+// progress, if not nil, is called with the bytes received so far and
+// info.size_bytes. It checks the state against the info (Verify). Errors:
+// the stream's, an empty stream or a first message without info, more
+// bytes than the info says, or a failed Verify.
 func Receive(from interface {
 	Recv() (*roostv1.SnapshotChunk, error)
-}, progress func(received, total uint64)) (*roostv1.SnapshotInfo, []byte, error) {
+}, progress func(received, total uint64)) (*roostv1.SnapshotChunk, []byte, error) {
 	first, err := from.Recv()
 	if errors.Is(err, io.EOF) || (err == nil && first.GetInfo() == nil) {
 		return nil, nil, errors.New("the snapshot stream does not start with its info")
@@ -79,7 +81,7 @@ func Receive(from interface {
 	if err := Verify(info, data); err != nil {
 		return nil, nil, err
 	}
-	return info, data, nil
+	return first, data, nil
 }
 
 // Verify checks that data is the state info describes: its length is
@@ -109,9 +111,14 @@ func WriteFile(w io.Writer, info *roostv1.SnapshotInfo, data []byte) error {
 	return err
 }
 
+// snapshotFileTag is the first byte WriteFile writes: field 1 (info) of
+// SnapshotFile, length-delimited (protobuf wire format).
+const snapshotFileTag = 1<<3 | 2
+
 // ReadFile reads a SnapshotFile from r (at most MaxFileBytes) and checks
-// its state against its info (Verify). Errors: r's, a file that is not a
-// snapshot (it does not decode, or has no info), or a failed Verify.
+// its state against its info (Verify). Errors: r's, a damaged or truncated
+// snapshot (it starts as one but does not decode), a file that is not a
+// snapshot, or a failed Verify.
 func ReadFile(r io.Reader) (*roostv1.SnapshotInfo, []byte, error) {
 	b, err := io.ReadAll(io.LimitReader(r, MaxFileBytes+1))
 	if err != nil {
@@ -121,7 +128,11 @@ func ReadFile(r io.Reader) (*roostv1.SnapshotInfo, []byte, error) {
 		return nil, nil, fmt.Errorf("not a hub snapshot: larger than %d bytes", MaxFileBytes)
 	}
 	f := &roostv1.SnapshotFile{}
-	if err := proto.Unmarshal(b, f); err != nil || f.GetInfo() == nil || f.GetInfo().GetSha256() == "" {
+	err = proto.Unmarshal(b, f)
+	switch {
+	case err != nil && len(b) > 0 && b[0] == snapshotFileTag:
+		return nil, nil, errors.New("the snapshot is damaged or truncated: it does not decode")
+	case err != nil || f.GetInfo() == nil || f.GetInfo().GetSha256() == "":
 		return nil, nil, errors.New("not a hub snapshot (written by 'roostctl hub snapshot save')")
 	}
 	if err := Verify(f.GetInfo(), f.GetState()); err != nil {

@@ -33,15 +33,15 @@ func infoOf(data []byte) *roostv1.SnapshotInfo {
 func TestSendReceive(t *testing.T) {
 	data := bytes.Repeat([]byte("state"), ChunkSize/2) // 2.5 chunks
 	p := &pipe{}
-	if err := Send(p, infoOf(data), data); err != nil {
+	if err := Send(p, &roostv1.SnapshotChunk{Info: infoOf(data)}, data); err != nil {
 		t.Fatal(err)
 	}
 	if len(p.msgs) != 4 {
 		t.Fatalf("%d messages, want info + 3 chunks", len(p.msgs))
 	}
 	var seen uint64
-	info, got, err := Receive(p, func(n, _ uint64) { seen = n })
-	if err != nil || !bytes.Equal(got, data) || info.GetIndex() != 7 || seen != uint64(len(data)) {
+	first, got, err := Receive(p, func(n, _ uint64) { seen = n })
+	if err != nil || !bytes.Equal(got, data) || first.GetInfo().GetIndex() != 7 || seen != uint64(len(data)) {
 		t.Fatalf("Receive: %v, %d bytes, progress %d", err, len(got), seen)
 	}
 
@@ -76,6 +76,9 @@ func TestFile(t *testing.T) {
 	bad[len(bad)-1] ^= 0xff
 	if _, _, err := ReadFile(bytes.NewReader(bad)); err == nil || !strings.Contains(err.Error(), "damaged") {
 		t.Errorf("damaged file: %v", err)
+	}
+	if _, _, err := ReadFile(bytes.NewReader(buf.Bytes()[:len(buf.Bytes())-3])); err == nil || !strings.Contains(err.Error(), "truncated") {
+		t.Errorf("truncated file: %v", err)
 	}
 	for _, other := range []string{"", "apiVersion: roost.io/v1\nkind: Pool\n", "\x00\x01\x02"} {
 		if _, _, err := ReadFile(strings.NewReader(other)); err == nil || !strings.Contains(err.Error(), "not a hub snapshot") {

@@ -27,6 +27,7 @@ func TestSnapshotSaveAndRestore(t *testing.T) {
 	c := harness.StartCluster(t, 3, harness.ClusterOptions{})
 	cfg := c.AdminConfig
 	harness.MustCtl(t, cfg, "apply", "-f", allManifest(t))
+	_, token := harness.CreateToken(t, cfg, "--ttl", "1h")
 	before := settledAll(t, cfg)
 
 	dir := t.TempDir()
@@ -44,7 +45,8 @@ func TestSnapshotSaveAndRestore(t *testing.T) {
 		t.Errorf("save over an existing file: %s", r)
 	}
 
-	// Change the state: delete a Pool, create another.
+	// Change the state: revoke the token, delete a Pool, create another.
+	harness.RevokeToken(t, cfg, token)
 	pool := firstName(t, before["Pool"])
 	harness.MustCtl(t, cfg, "delete", "pool", pool)
 	extra := filepath.Join(dir, "extra.yaml")
@@ -77,6 +79,15 @@ func TestSnapshotSaveAndRestore(t *testing.T) {
 		t.Errorf("restore of another hub's snapshot: %s", r)
 	}
 
+	// A dry run says what the restore would undo, and changes nothing.
+	r = harness.MustCtl(t, cfg, "hub", "snapshot", "restore", file, "--dry-run")
+	if !strings.Contains(r.Stdout, "nothing was changed") || !strings.Contains(r.Stderr, "revoked since the snapshot are active again ("+token+")") {
+		t.Errorf("dry run: %s", r)
+	}
+	if r := harness.MustCtl(t, cfg, "get", "pool", "after-the-snapshot", "-o", "name"); strings.TrimSpace(r.Stdout) != "pool/after-the-snapshot" {
+		t.Errorf("the dry run changed the state: %s", r)
+	}
+
 	// Restore through a follower.
 	leader := c.Leader(t)
 	var follower *harness.Member
@@ -88,6 +99,9 @@ func TestSnapshotSaveAndRestore(t *testing.T) {
 	}
 	r = harness.MustCtl(t, cfg, "--hub", follower.APIAddr, "hub", "snapshot", "restore", file)
 	harness.Report(t, "restore via %s: %s", follower.NodeID, strings.TrimSpace(r.Stdout))
+	if !strings.Contains(r.Stderr, "Warning from hub: 1 enrollment tokens revoked since the snapshot") {
+		t.Errorf("restore did not warn about the revoked token: %s", r)
+	}
 
 	// Every member holds the saved Pools again (read locally, stale).
 	for _, m := range c.Members {

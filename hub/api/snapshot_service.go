@@ -61,7 +61,7 @@ func (s *Server) SaveSnapshot(req *roostv1.SaveSnapshotRequest, stream grpc.Serv
 		return err
 	}
 	s.log.Info("snapshot saved for a client", "index", index, "bytes", len(data))
-	return snapshot.Send(stream, info, data)
+	return snapshot.Send(stream, &roostv1.SnapshotChunk{Info: info}, data)
 }
 
 // SnapshotInfoOf describes a saved state (state.FSM.SaveState's bytes)
@@ -86,30 +86,38 @@ func SnapshotInfoOf(data []byte, now time.Time) (*roostv1.SnapshotInfo, error) {
 // HubService in hub.proto). A follower checks the upload, then hands it
 // to the leader.
 func (s *Server) RestoreSnapshot(stream grpc.ClientStreamingServer[roostv1.SnapshotChunk, roostv1.RestoreSnapshotResponse]) error {
-	info, data, err := snapshot.Receive(stream, nil)
+	first, data, err := snapshot.Receive(stream, nil)
 	if err != nil {
 		if _, ok := status.FromError(err); ok && status.Code(err) != codes.Unknown {
 			return err // the stream broke
 		}
 		return apierror.Invalid(err.Error(), apierror.Violation{Field: "info", Message: err.Error()})
 	}
+	info := first.GetInfo()
 	if !s.isLeader() {
-		return s.forwardRestore(stream, info, data)
+		return s.forwardRestore(stream, first, data)
 	}
 	payload, err := s.fsm.RestorePayload(data)
 	if err != nil {
 		return apierror.FailedPrecondition("%v", err)
 	}
+	warnings, err := s.fsm.RestoreWarnings(data)
+	if err != nil {
+		return apierror.FailedPrecondition("%v", err)
+	}
+	if first.GetDryRun() {
+		return stream.SendAndClose(&roostv1.RestoreSnapshotResponse{Restored: info, Warnings: warnings})
+	}
 	if err := s.node.Restore(payload, restoreTimeout); err != nil {
 		return fmt.Errorf("restoring the snapshot through Raft: %w", err)
 	}
-	s.log.Warn("state restored from a snapshot", "snapshotIndex", info.GetIndex(), "takenAt", info.GetTakenAt().AsTime(), "appliedIndex", s.node.AppliedIndex())
-	return stream.SendAndClose(&roostv1.RestoreSnapshotResponse{Restored: info, Index: s.node.AppliedIndex()})
+	s.log.Warn("state restored from a snapshot", "snapshotIndex", info.GetIndex(), "takenAt", info.GetTakenAt().AsTime(), "appliedIndex", s.node.AppliedIndex(), "warnings", warnings)
+	return stream.SendAndClose(&roostv1.RestoreSnapshotResponse{Restored: info, Index: s.node.AppliedIndex(), Warnings: warnings})
 }
 
 // forwardRestore sends a checked restore to the leader and relays its
 // answer.
-func (s *Server) forwardRestore(stream grpc.ClientStreamingServer[roostv1.SnapshotChunk, roostv1.RestoreSnapshotResponse], info *roostv1.SnapshotInfo, data []byte) error {
+func (s *Server) forwardRestore(stream grpc.ClientStreamingServer[roostv1.SnapshotChunk, roostv1.RestoreSnapshotResponse], first *roostv1.SnapshotChunk, data []byte) error {
 	conn, fctx, err := s.leaderConn(stream.Context())
 	if err != nil {
 		return err
@@ -118,7 +126,7 @@ func (s *Server) forwardRestore(stream grpc.ClientStreamingServer[roostv1.Snapsh
 	if err != nil {
 		return err
 	}
-	if err := snapshot.Send(to, info, data); err != nil {
+	if err := snapshot.Send(to, first, data); err != nil {
 		return err
 	}
 	resp, err := to.CloseAndRecv()

@@ -3,6 +3,7 @@ package state
 import (
 	"bytes"
 	"fmt"
+	"strings"
 
 	"google.golang.org/protobuf/proto"
 
@@ -70,4 +71,76 @@ func (f *FSM) RestorePayload(data []byte) ([]byte, error) {
 	}
 	snap.Members = f.Members()
 	return proto.MarshalOptions{Deterministic: true}.Marshal(snap)
+}
+
+// RestoreWarnings says what restoring the saved state data undoes that an
+// operator must redo or expect: Servers enrolled since it was saved (their
+// agents are refused until they enroll again), enrollment tokens revoked
+// since (active again) and release keys trusted or untrusted since. Errors
+// are those of decoding data.
+func (f *FSM) RestoreWarnings(data []byte) ([]string, error) {
+	snap := &roostv1.Snapshot{}
+	if err := proto.Unmarshal(data, snap); err != nil {
+		return nil, fmt.Errorf("decoding the state: %w", err)
+	}
+	saved := map[string]*roostv1.Object{}
+	for _, o := range snap.GetObjects() {
+		if r, k := resource.Unwrap(o); r != nil && k != nil {
+			saved[k.Name+"/"+r.GetMetadata().GetName()] = o
+		}
+	}
+	var newServers, revoked []string
+	txn := f.db.Load().Txn(false)
+	for _, kind := range []string{"Server", "EnrollmentToken"} {
+		it, err := txn.Get(kind, indexID)
+		if err != nil {
+			return nil, err
+		}
+		for raw := it.Next(); raw != nil; raw = it.Next() {
+			o := raw.(*roostv1.Object)
+			r, _ := resource.Unwrap(o)
+			name := r.GetMetadata().GetName()
+			old, ok := saved[kind+"/"+name]
+			switch {
+			case kind == "Server" && !ok:
+				newServers = append(newServers, name)
+			case kind == "EnrollmentToken" && ok && o.GetEnrollmentToken().GetStatus().GetRevoked() && !old.GetEnrollmentToken().GetStatus().GetRevoked():
+				revoked = append(revoked, name)
+			}
+		}
+	}
+	var warnings []string
+	if len(newServers) > 0 {
+		warnings = append(warnings, fmt.Sprintf("%d Servers enrolled since the snapshot are not in it (%s): their agents are refused "+
+			"until they enroll again with a token (remove agent.crt from the agent's state dir)", len(newServers), listSome(newServers)))
+	}
+	if len(revoked) > 0 {
+		warnings = append(warnings, fmt.Sprintf("%d enrollment tokens revoked since the snapshot are active again (%s): revoke them again "+
+			"('roostctl token revoke NAME')", len(revoked), listSome(revoked)))
+	}
+	cur := map[string]bool{}
+	for _, k := range f.TrustedKeys() {
+		cur[k.GetId()] = true
+	}
+	was := map[string]bool{}
+	for _, k := range snap.GetTrustedKeys() {
+		was[k.GetId()] = true
+		if !cur[k.GetId()] {
+			warnings = append(warnings, fmt.Sprintf("release key %s, untrusted since the snapshot, is trusted again ('roostctl image trust remove ID')", k.GetId()))
+		}
+	}
+	for id := range cur {
+		if !was[id] {
+			warnings = append(warnings, fmt.Sprintf("release key %s, trusted since the snapshot, is not in it: trust it again ('roostctl image trust add FILE')", id))
+		}
+	}
+	return warnings, nil
+}
+
+// listSome is up to 5 names, then "and N more".
+func listSome(names []string) string {
+	if len(names) <= 5 {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:5], ", "), len(names)-5)
 }

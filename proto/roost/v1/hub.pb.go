@@ -3122,9 +3122,12 @@ func (x *SnapshotInfo) GetObjects() map[string]int64 {
 // SnapshotChunk is one message of a snapshot stream: info in the first,
 // data in the others.
 type SnapshotChunk struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Info          *SnapshotInfo          `protobuf:"bytes,1,opt,name=info,proto3" json:"info,omitempty"`
-	Data          []byte                 `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Info  *SnapshotInfo          `protobuf:"bytes,1,opt,name=info,proto3" json:"info,omitempty"`
+	Data  []byte                 `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	// dry_run, in the first chunk of a restore, checks the snapshot and
+	// reports the warnings without restoring it.
+	DryRun        bool `protobuf:"varint,3,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3173,12 +3176,22 @@ func (x *SnapshotChunk) GetData() []byte {
 	return nil
 }
 
+func (x *SnapshotChunk) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
 type RestoreSnapshotResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// restored is the info of the snapshot now in place.
 	Restored *SnapshotInfo `protobuf:"bytes,1,opt,name=restored,proto3" json:"restored,omitempty"`
-	// index is the Raft index of the restore.
-	Index         uint64 `protobuf:"varint,2,opt,name=index,proto3" json:"index,omitempty"`
+	// index is the Raft index of the restore (0 for a dry run).
+	Index uint64 `protobuf:"varint,2,opt,name=index,proto3" json:"index,omitempty"`
+	// warnings say what the restore undid that an operator must redo or
+	// expect (e.g. Servers enrolled since the snapshot must enroll again).
+	Warnings      []string `protobuf:"bytes,3,rep,name=warnings,proto3" json:"warnings,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3225,6 +3238,13 @@ func (x *RestoreSnapshotResponse) GetIndex() uint64 {
 		return x.Index
 	}
 	return 0
+}
+
+func (x *RestoreSnapshotResponse) GetWarnings() []string {
+	if x != nil {
+		return x.Warnings
+	}
+	return nil
 }
 
 // SnapshotFile is the file `roostctl hub snapshot save` writes: the info
@@ -3481,13 +3501,15 @@ const file_roost_v1_hub_proto_rawDesc = "" +
 	"\aobjects\x18\a \x03(\v2#.roost.v1.SnapshotInfo.ObjectsEntryR\aobjects\x1a:\n" +
 	"\fObjectsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"O\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"h\n" +
 	"\rSnapshotChunk\x12*\n" +
 	"\x04info\x18\x01 \x01(\v2\x16.roost.v1.SnapshotInfoR\x04info\x12\x12\n" +
-	"\x04data\x18\x02 \x01(\fR\x04data\"c\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\x12\x17\n" +
+	"\adry_run\x18\x03 \x01(\bR\x06dryRun\"\x7f\n" +
 	"\x17RestoreSnapshotResponse\x122\n" +
 	"\brestored\x18\x01 \x01(\v2\x16.roost.v1.SnapshotInfoR\brestored\x12\x14\n" +
-	"\x05index\x18\x02 \x01(\x04R\x05index\"P\n" +
+	"\x05index\x18\x02 \x01(\x04R\x05index\x12\x1a\n" +
+	"\bwarnings\x18\x03 \x03(\tR\bwarnings\"P\n" +
 	"\fSnapshotFile\x12*\n" +
 	"\x04info\x18\x01 \x01(\v2\x16.roost.v1.SnapshotInfoR\x04info\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\fR\x05state*_\n" +
