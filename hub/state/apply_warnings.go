@@ -24,15 +24,39 @@ func (a *applier) referenceWarnings(obj *roostv1.Object) ([]string, *apierror.Er
 	case obj.GetPool() != nil:
 		return a.poolWarnings(obj.GetPool())
 	case obj.GetMaintenanceWindow() != nil:
-		mw := obj.GetMaintenanceWindow()
-		if ok, aerr := a.opensAgain(mw); aerr != nil || ok {
-			return nil, aerr
-		}
-		return []string{fmt.Sprintf("maintenancewindow/%s: never opens again after %s: spec.rrule ends (UNTIL or COUNT); "+
-			"Pools listing only this window will not upgrade (extend the rule, or list another window in the Pools)",
-			mw.GetMetadata().GetName(), a.time.AsTime().UTC().Format(time.RFC3339))}, nil
+		return a.windowWarnings(obj.GetMaintenanceWindow())
 	}
 	return nil, nil
+}
+
+// windowWarnings warns about a window whose rule has ended (UNTIL or COUNT
+// passed) or whose current opening is its last.
+func (a *applier) windowWarnings(mw *roostv1.MaintenanceWindow) ([]string, *apierror.Error) {
+	now, aerr := a.now()
+	if aerr != nil {
+		return nil, aerr
+	}
+	w, err := window.Parse(mw.GetSpec())
+	if err != nil {
+		return nil, nil // refused at the edge
+	}
+	t := now.AsTime()
+	cur, open := w.OpenAt(t)
+	from := t
+	if open {
+		from = cur.End
+	}
+	if len(w.Next(from, 1)) > 0 {
+		return nil, nil
+	}
+	name := mw.GetMetadata().GetName()
+	const fix = "Pools listing only this window will not upgrade after that (extend spec.rrule, or list another window in the Pools)"
+	if open {
+		return []string{fmt.Sprintf("maintenancewindow/%s: its current opening, until %s, is its last: spec.rrule ends (UNTIL or COUNT); %s",
+			name, cur.End.UTC().Format(time.RFC3339), fix)}, nil
+	}
+	return []string{fmt.Sprintf("maintenancewindow/%s: has no opening after %s: spec.rrule ends (its UNTIL or COUNT has passed); %s",
+		name, t.UTC().Format(time.RFC3339), fix)}, nil
 }
 
 func (a *applier) poolWarnings(p *roostv1.Pool) ([]string, *apierror.Error) {

@@ -51,11 +51,17 @@ func TestApplyWarnsAboutObjectsThatCannotWorkYet(t *testing.T) {
 		Rrule: "FREQ=DAILY;BYHOUR=2;UNTIL=20200101T000000Z", Duration: durationpb.New(time.Hour), TimeZone: "UTC"}})
 	res := h.mustApply(h.objects(ended))
 	if len(res.Warnings) != 1 || !slices.ContainsFunc(res.Warnings, func(w string) bool {
-		return w == "maintenancewindow/ended: never opens again after "+timeAt(h.idx).UTC().Format(time.RFC3339)+
-			": spec.rrule ends (UNTIL or COUNT); Pools listing only this window will not upgrade (extend the rule, or list another window in the Pools)"
+		return w == "maintenancewindow/ended: has no opening after "+timeAt(h.idx).UTC().Format(time.RFC3339)+
+			": spec.rrule ends (its UNTIL or COUNT has passed); Pools listing only this window will not upgrade after that (extend spec.rrule, or list another window in the Pools)"
 	}) {
 		t.Errorf("ended window: warnings %q", res.Warnings)
 	}
+	// Open now (timeAt is about 02:00 UTC on November 3rd), for the last time.
+	last := resource.Wrap(&roostv1.MaintenanceWindow{Metadata: meta("last", nil), Spec: &roostv1.MaintenanceWindowSpec{
+		Rrule: "FREQ=DAILY;BYHOUR=2;UNTIL=20261103T030000Z", Duration: durationpb.New(time.Hour), TimeZone: "UTC"}})
+	check("window open for the last time", h.mustApply(h.objects(last)),
+		"maintenancewindow/last: its current opening, until 2026-11-03T03:00:00Z, is its last: spec.rrule ends (UNTIL or COUNT); "+
+			"Pools listing only this window will not upgrade after that (extend spec.rrule, or list another window in the Pools)")
 	onlyEnded := poolObj("edge", "", func(s *roostv1.PoolSpec) { s.Replicas, s.MaintenanceWindows = nil, []string{"ended"} })
 	check("pool with only an ended window", h.mustApply(h.objects(onlyEnded)),
 		"pool/edge: none of its maintenance windows (ended) opens again: its rollouts will wait forever (list a window that opens again in spec.maintenanceWindows)")
