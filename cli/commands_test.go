@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"github.com/roostfleet/roost/apierror"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 	"github.com/roostfleet/roost/resource"
@@ -327,6 +330,33 @@ func TestVerbose(t *testing.T) {
 		if !strings.Contains(r.err, want) {
 			t.Errorf("-v: stderr lacks %q:\n%s", want, r.err)
 		}
+	}
+}
+
+// A watch the hub ends with Aborted (it fell behind, or the state was
+// restored from a snapshot) lists again and goes on.
+func TestWatchListsAgainAfterAborted(t *testing.T) {
+	f := newFakeHub()
+	config, _ := startFakeHub(t, f)
+	seedObjects(t, f)
+	f.watchEnd = status.Error(codes.Aborted, "state restored from snapshot; re-list")
+	watchRetry = 10 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errb syncBuffer
+	done := make(chan result)
+	go func() {
+		done <- runCLIStreams(ctx, "", &out, &errb, "--config", config, "get", "pools", "-w", "-o", "name")
+	}()
+	want := "added pool/gpu\nadded pool/workers\nadded pool/gpu\nadded pool/workers\n"
+	deadline := time.Now().Add(10 * time.Second)
+	for out.String() != want && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	r := <-done
+	if r.code != 0 || out.String() != want {
+		t.Errorf("watch: exit %d\n got %q\nwant %q\nstderr %q", r.code, out.String(), want, errb.String())
 	}
 }
 

@@ -238,6 +238,11 @@ func (o *options) runWatch(ctx context.Context, g *getOptions, k *resource.Kind,
 		case isHubError(err) && statusCode(err) == codes.OutOfRange:
 			o.debugf("the hub no longer has events after index %d; listing again", from)
 			from = 0
+		case isHubError(err) && statusCode(err) == codes.Aborted:
+			// The watch fell behind, or the state was restored from a
+			// snapshot: start over from a fresh list, as kubectl does.
+			o.debugf("%v; listing again", err)
+			from = 0
 		default:
 			return err
 		}

@@ -152,6 +152,9 @@ type fakeHub struct {
 	events []*roostv1.WatchEvent
 	// watches counts Watch calls; watchFail makes the first ones fail.
 	watches, watchFail int
+	// watchEnd, when set, ends the next Watch stream after its events
+	// (then it is cleared).
+	watchEnd error
 	// listDelay delays List answers.
 	listDelay time.Duration
 }
@@ -294,6 +297,13 @@ func (f *fakeHub) Watch(req *roostv1.WatchRequest, stream grpc.ServerStreamingSe
 		if err := stream.Send(ev); err != nil {
 			return err
 		}
+	}
+	f.mu.Lock()
+	end := f.watchEnd
+	f.watchEnd = nil
+	f.mu.Unlock()
+	if end != nil {
+		return end
 	}
 	<-stream.Context().Done()
 	return stream.Context().Err()
