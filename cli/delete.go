@@ -61,7 +61,7 @@ pool unassign --help'); --force deletes it at once.`,
 	f := cmd.Flags()
 	f.StringSliceVarP(&d.files, "filename", "f", nil, "manifest `FILE`, directory or - (standard input) naming the objects to\ndelete; repeatable")
 	f.BoolVar(&d.ignoreNotFound, "ignore-not-found", false, "treat objects that do not exist as deleted (exit code 0)")
-	f.BoolVar(&d.force, "force", false, "Machines: "+forceFlagHelp)
+	f.BoolVar(&d.force, "force", false, "for Machines: release workers at once, without cordoning and draining their\nNodes (their pods stop with the host); other kinds ignore it")
 	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
 	return cmd
 }

@@ -112,7 +112,8 @@ replacement.
 
 A worker's Node is cordoned and drained first (see 'roostctl pool unassign
 --help'); the command waits for that, and a Machine whose drain fails is not
-deleted. --force deletes at once, without draining.`,
+deleted. --force deletes at once, without draining. Standalone Machines, and
+workers whose Node never registered, are deleted at once.`,
 		Example: `  roostctl machine delete edge-1
   roostctl machine delete workers-7x2k9 workers-b4mzq
   roostctl machine delete workers-7x2k9 --force`,

@@ -107,7 +107,9 @@ Workers of a Cluster are cordoned and drained first, as for a reboot (pods
 evicted through the Eviction API, PodDisruptionBudgets honoured, at most the
 Cluster's drainTimeout); the command waits for that. When a drain fails,
 nothing is released and the Nodes are schedulable again. --force releases
-at once, without draining.
+at once, without draining. Machines of a pool without a Cluster, and workers
+whose Node never registered, need no drain and are released at once.
+Unless --timeout is given, roostctl waits as long as the drains may take.
 
 In a pool with replicas the hub claims a replacement; cordon the server
 first ('roostctl server cordon') to keep it from being claimed again.`,

@@ -226,8 +226,17 @@ func (o *options) runWindowNext(ctx context.Context, p *windowNextOptions, name 
 		if p.pool != "" {
 			what = "the windows of pool " + p.pool + " have"
 		}
-		fmt.Fprintf(o.Err, "note: %s only %d more opening(s) after %s: the rules end (UNTIL or COUNT)\n",
-			what, len(openings), from.UTC().Format(time.RFC3339))
+		after := from.UTC().Format(time.RFC3339)
+		if len(openings) == 0 {
+			msg := fmt.Sprintf("%s no opening after %s: the rules end (UNTIL or COUNT has passed)", what, after)
+			if p.output == outTable {
+				fmt.Fprintln(o.Out, msg)
+				return nil
+			}
+			fmt.Fprintln(o.Err, "note: "+msg)
+		} else {
+			fmt.Fprintf(o.Err, "note: %s only %d more opening(s) after %s: the rules end (UNTIL or COUNT)\n", what, len(openings), after)
+		}
 	}
 	if p.output != outTable {
 		return writeStructured(o.Out, openingsJSON(openings), p.output)
