@@ -136,6 +136,11 @@ func printError(w io.Writer, err error) {
 		if errors.As(err, &ctx) {
 			prefix = "Error from hub: " + ctx.context + ": "
 		}
+		if len(e.Violations) == 1 && e.Violations[0].Message == e.Message {
+			// One problem, told once, with its field path.
+			fmt.Fprintf(w, "%s%s\n", prefix, e.Violations[0].String())
+			return
+		}
 		fmt.Fprintf(w, "%s%s\n", prefix, e.Message)
 		for _, v := range e.Violations {
 			fmt.Fprintf(w, "  %s\n", v.String())
