@@ -200,7 +200,9 @@ the Revisions it names.`,
 			if err != nil {
 				return o.wrapCallError(err)
 			}
-			if err := snapshot.Send(stream, &roostv1.SnapshotChunk{Info: info, DryRun: dryRun}, data); err != nil && err != io.EOF {
+			// io.EOF: the hub answered before reading it all; CloseAndRecv
+			// has its answer.
+			if err := snapshot.Send(stream, &roostv1.SnapshotChunk{Info: info, DryRun: dryRun}, data); err != nil && !errors.Is(err, io.EOF) {
 				return o.wrapCallError(err)
 			}
 			resp, err := stream.CloseAndRecv()

@@ -126,7 +126,9 @@ func (s *Server) forwardRestore(stream grpc.ClientStreamingServer[roostv1.Snapsh
 	if err != nil {
 		return err
 	}
-	if err := snapshot.Send(to, first, data); err != nil {
+	// io.EOF: the leader answered before reading it all; CloseAndRecv
+	// has its answer.
+	if err := snapshot.Send(to, first, data); err != nil && !errors.Is(err, io.EOF) {
 		return err
 	}
 	resp, err := to.CloseAndRecv()
