@@ -242,15 +242,18 @@ func (a *Agent) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			break
 		}
-		if a.o.Clock.Now().Sub(started) >= stableSession {
+		refused := status.Code(err) == codes.PermissionDenied || status.Code(err) == codes.Unauthenticated
+		// A refusal is no stable session however long it took: the wait
+		// keeps growing until an operator acts.
+		if !refused && a.o.Clock.Now().Sub(started) >= stableSession {
 			a.backoff.Reset()
 		}
 		a.dropConn()
 		failed := a.currentHub()
 		a.next++
 		d := a.backoff.Next()
-		switch status.Code(err) {
-		case codes.PermissionDenied, codes.Unauthenticated:
+		switch {
+		case refused:
 			// The hub knows the certificate but refuses the Server (deleted,
 			// decommissioned): an operator must act; keep trying slowly.
 			a.log.Error("the hub refuses this Server's certificate", "hub", failed, "err", err, "next", a.currentHub(), "after", d.Round(time.Millisecond), "attempt", a.backoff.Attempts(),
