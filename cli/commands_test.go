@@ -333,14 +333,10 @@ func TestVerbose(t *testing.T) {
 	}
 }
 
-// A watch the hub ends with Aborted (it fell behind, or the state was
-// restored from a snapshot) lists again and goes on.
-func TestWatchListsAgainAfterAborted(t *testing.T) {
-	f := newFakeHub()
-	config, _ := startFakeHub(t, f)
-	seedObjects(t, f)
-	f.watchEnd = status.Error(codes.Aborted, "state restored from snapshot; re-list")
-	watchRetry = 10 * time.Millisecond
+// watchNames runs `roostctl get pools -w -o name` until it printed want
+// (at most 10 s), then interrupts it; it must exit 0 having printed want.
+func watchNames(t *testing.T, config, want string) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var out, errb syncBuffer
@@ -348,7 +344,6 @@ func TestWatchListsAgainAfterAborted(t *testing.T) {
 	go func() {
 		done <- runCLIStreams(ctx, "", &out, &errb, "--config", config, "get", "pools", "-w", "-o", "name")
 	}()
-	want := "added pool/gpu\nadded pool/workers\nadded pool/gpu\nadded pool/workers\n"
 	deadline := time.Now().Add(10 * time.Second)
 	for out.String() != want && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
@@ -358,6 +353,17 @@ func TestWatchListsAgainAfterAborted(t *testing.T) {
 	if r.code != 0 || out.String() != want {
 		t.Errorf("watch: exit %d\n got %q\nwant %q\nstderr %q", r.code, out.String(), want, errb.String())
 	}
+}
+
+// A watch the hub ends with Aborted (it fell behind, or the state was
+// restored from a snapshot) lists again and goes on.
+func TestWatchListsAgainAfterAborted(t *testing.T) {
+	f := newFakeHub()
+	config, _ := startFakeHub(t, f)
+	seedObjects(t, f)
+	f.watchEnd = status.Error(codes.Aborted, "state restored from snapshot; re-list")
+	watchRetry = 10 * time.Millisecond
+	watchNames(t, config, "added pool/gpu\nadded pool/workers\nadded pool/gpu\nadded pool/workers\n")
 }
 
 func TestWatch(t *testing.T) {
@@ -372,30 +378,15 @@ func TestWatch(t *testing.T) {
 	f.watchFail = 1 // the first stream fails: roostctl must retry
 	watchRetry = 10 * time.Millisecond
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out, errb syncBuffer
-	done := make(chan result)
-	go func() {
-		done <- runCLIStreams(ctx, "", &out, &errb, "--config", config, "get", "pools", "-w", "-o", "name")
-	}()
-	want := "added pool/gpu\nadded pool/workers\nmodified pool/workers\ndeleted pool/gpu\n"
-	deadline := time.Now().Add(10 * time.Second)
-	for out.String() != want && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	cancel()
-	r := <-done
-	if r.code != 0 || out.String() != want {
-		t.Errorf("watch: exit %d\n got %q\nwant %q\nstderr %q", r.code, out.String(), want, errb.String())
-	}
+	watchNames(t, config, "added pool/gpu\nadded pool/workers\nmodified pool/workers\ndeleted pool/gpu\n")
 
 	// Table rows with an EVENT column, filtered by name.
-	ctx, cancel = context.WithCancel(context.Background())
+	done := make(chan result)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var out2, errb2 syncBuffer
 	go func() { done <- runCLIStreams(ctx, "", &out2, &errb2, "--config", config, "get", "pools", "gpu", "-w") }()
-	deadline = time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for strings.Count(out2.String(), "\n") < 3 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
