@@ -2,6 +2,7 @@ package state
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -122,16 +123,5 @@ func (a *applier) opensAgain(mw *roostv1.MaintenanceWindow) (bool, *apierror.Err
 
 // channelHasRelease says whether any ImageRelease is on channel ch.
 func (a *applier) channelHasRelease(ch string) (bool, *apierror.Error) {
-	it, err := a.txn.Get("ImageRelease", indexID)
-	if err != nil {
-		return false, internal(err)
-	}
-	for raw := it.Next(); raw != nil; raw = it.Next() {
-		for _, c := range raw.(*roostv1.Object).GetImageRelease().GetSpec().GetChannels() {
-			if c == ch {
-				return true, nil
-			}
-		}
-	}
-	return false, nil
+	return a.anyRelease(func(r *roostv1.ImageReleaseSpec) bool { return slices.Contains(r.GetChannels(), ch) })
 }

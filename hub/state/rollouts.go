@@ -141,12 +141,17 @@ func applyPoolOver(in, old *roostv1.Pool) (*roostv1.Pool, []string) {
 
 // releaseExists says whether an ImageRelease has version.
 func (a *applier) releaseExists(version string) (bool, *apierror.Error) {
+	return a.anyRelease(func(r *roostv1.ImageReleaseSpec) bool { return r.GetVersion() == version })
+}
+
+// anyRelease says whether some stored ImageRelease's spec matches.
+func (a *applier) anyRelease(match func(*roostv1.ImageReleaseSpec) bool) (bool, *apierror.Error) {
 	it, err := a.txn.Get("ImageRelease", indexID)
 	if err != nil {
 		return false, internal(err)
 	}
 	for raw := it.Next(); raw != nil; raw = it.Next() {
-		if raw.(*roostv1.Object).GetImageRelease().GetSpec().GetVersion() == version {
+		if match(raw.(*roostv1.Object).GetImageRelease().GetSpec()) {
 			return true, nil
 		}
 	}
