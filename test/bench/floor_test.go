@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -120,9 +121,31 @@ func runFloorServer(dir string) int {
 		out, _ := json.Marshal(floorSample{HeapAlloc: ms.HeapAlloc, HeapInuse: ms.HeapInuse, StackInuse: ms.StackInuse,
 			Goroutines: runtime.NumGoroutine(), Streams: svc.streams.Load()})
 		fmt.Printf("mem %s\n", out)
+		if dir := os.Getenv("ROOST_BENCH_PROFILES"); dir != "" && svc.streams.Load() > 0 {
+			if err := writeHeapProfile(filepath.Join(dir, "grpc-floor-heap.pb.gz")); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+			}
+		}
 	}
 	srv.Stop()
 	return 0
+}
+
+// writeHeapProfile writes this process's heap profile (pprof format) to
+// file, making its directory.
+func writeHeapProfile(file string) error {
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // floorProc is a running runFloorServer process.
