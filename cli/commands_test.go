@@ -245,19 +245,20 @@ func TestHubCommands(t *testing.T) {
 	f := newFakeHub()
 	config, addr := startFakeHub(t, f)
 	f.members = []*roostv1.Member{
-		{Id: "hub-a", RaftAddress: "10.0.0.1:9444", ApiAddress: "10.0.0.1:7443", Suffrage: "Voter", Leader: true},
+		{Id: "hub-a", RaftAddress: "10.0.0.1:9444", ApiAddress: "10.0.0.1:7443", Suffrage: "Voter", Leader: true, HubVersion: "v0.3.0", RulesVersion: 2},
 		{Id: "hub-b", RaftAddress: "10.0.0.2:7444", ApiAddress: "10.0.0.2:7443", Suffrage: "Voter"},
 	}
 	r := runCLI(t, "", "--config", config, "hub", "members")
-	want := "ID      RAFT ADDRESS    API ADDRESS     SUFFRAGE   LEADER\n" +
-		"hub-a   10.0.0.1:9444   10.0.0.1:7443   Voter      *\n" +
-		"hub-b   10.0.0.2:7444   10.0.0.2:7443   Voter      \n"
+	want := "ID      RAFT ADDRESS    API ADDRESS     SUFFRAGE   LEADER   VERSION\n" +
+		"hub-a   10.0.0.1:9444   10.0.0.1:7443   Voter      *        v0.3.0\n" +
+		"hub-b   10.0.0.2:7444   10.0.0.2:7443   Voter               ?\n"
 	if r.code != 0 || r.out != want {
 		t.Errorf("members: exit %d\n%s\nwant\n%s", r.code, r.out, want)
 	}
 	r = runCLI(t, "", "--config", config, "hub", "members", "-o", "json")
 	var ms membersJSON
-	if err := json.Unmarshal([]byte(r.out), &ms); err != nil || len(ms.Members) != 2 || !ms.Members[0].Leader || ms.Members[1].APIAddress != "10.0.0.2:7443" {
+	if err := json.Unmarshal([]byte(r.out), &ms); err != nil || len(ms.Members) != 2 || !ms.Members[0].Leader || ms.Members[1].APIAddress != "10.0.0.2:7443" ||
+		ms.Members[0].Version != "v0.3.0" || ms.Members[0].RulesVersion != 2 || ms.Members[1].Version != "" {
 		t.Errorf("members -o json: %v %q", err, r.out)
 	}
 
@@ -282,7 +283,7 @@ func TestHubCommands(t *testing.T) {
 	}
 
 	r = runCLI(t, "", "--config", config, "version")
-	if r.code != 0 || !strings.Contains(r.out, "Hub:    2 members, leader hub-a (10.0.0.1:7443)") {
+	if r.code != 0 || !strings.Contains(r.out, "Hub:    2 members, leader hub-a (10.0.0.1:7443), roost-hub v0.3.0\n") {
 		t.Errorf("version: exit %d, out %q, err %q", r.code, r.out, r.err)
 	}
 	_ = addr

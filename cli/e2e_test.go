@@ -11,6 +11,7 @@ import (
 
 	"github.com/roostfleet/roost/client"
 	"github.com/roostfleet/roost/hub"
+	"github.com/roostfleet/roost/version"
 )
 
 // freeAddr returns a loopback host:port that was free a moment ago; the
@@ -135,11 +136,11 @@ func TestEndToEnd(t *testing.T) {
 
 	// The hub.
 	r = run("hub", "members")
-	if r.code != 0 || !strings.Contains(r.out, "LEADER") || !strings.Contains(r.out, h.ID()) || !strings.Contains(r.out, "*") || !strings.Contains(r.out, apiAddr) {
+	if r.code != 0 || !strings.Contains(r.out, "LEADER") || !strings.Contains(r.out, "*        "+version.Version+"\n") || !strings.Contains(r.out, h.ID()) || !strings.Contains(r.out, "*") || !strings.Contains(r.out, apiAddr) {
 		t.Errorf("hub members: exit %d, out %q, err %q", r.code, r.out, r.err)
 	}
 	r = run("version")
-	if r.code != 0 || !strings.Contains(r.out, "Hub:    1 member, leader "+h.ID()) {
+	if r.code != 0 || !strings.Contains(r.out, "Hub:    1 member, leader "+h.ID()) || !strings.Contains(r.out, ", roost-hub "+version.Version+"\n") {
 		t.Errorf("version: exit %d, out %q, err %q", r.code, r.out, r.err)
 	}
 	r = run("hub", "join", "-o", "json")

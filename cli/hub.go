@@ -47,11 +47,18 @@ type memberJSON struct {
 	APIAddress  string `json:"apiAddress" yaml:"apiAddress"`
 	Suffrage    string `json:"suffrage" yaml:"suffrage"`
 	Leader      bool   `json:"leader" yaml:"leader"`
+	// Version is the member's roost-hub version; RulesVersion the newest
+	// apply rules it implements. Both are empty until the member reported.
+	Version      string `json:"version,omitempty" yaml:"version,omitempty"`
+	RulesVersion uint32 `json:"rulesVersion,omitempty" yaml:"rulesVersion,omitempty"`
 }
 
 type membersJSON struct {
 	Members []memberJSON `json:"members" yaml:"members"`
 	Index   uint64       `json:"index" yaml:"index"`
+	// RulesVersion is the apply rules version the hub uses: the lowest any
+	// member implements.
+	RulesVersion uint32 `json:"rulesVersion" yaml:"rulesVersion"`
 }
 
 func newHubMembersCommand(o *options) *cobra.Command {
@@ -60,10 +67,14 @@ func newHubMembersCommand(o *options) *cobra.Command {
 		Use:   "members",
 		Short: "List the hub's members and which one leads",
 		Long: `List the hub's Raft members: their IDs, Raft and API addresses, suffrage
-(Voter, Nonvoter, Staging) and which one is the leader (LEADER column "*").
+(Voter, Nonvoter, Staging), which one is the leader (LEADER column "*") and
+the roost-hub version each runs (VERSION; "?" until the member reported it
+after starting).
 
 A hub stays writable while a majority of its voters is up: 1 of 1, 2 of 3,
-3 of 5.`,
+3 of 5. During a rolling upgrade VERSION shows which members still run the
+old roost-hub; the hub applies commands with the rules of its oldest member
+(-o json: rulesVersion) until every member runs the new one.`,
 		Example: `  roostctl hub members
 
   # The member list for scripts
@@ -85,9 +96,10 @@ A hub stays writable while a majority of its voters is up: 1 of 1, 2 of 3,
 				return o.wrapCallError(err)
 			}
 			if output != outTable {
-				out := membersJSON{Members: []memberJSON{}, Index: resp.GetIndex()}
+				out := membersJSON{Members: []memberJSON{}, Index: resp.GetIndex(), RulesVersion: resp.GetRulesVersion()}
 				for _, m := range resp.GetMembers() {
-					out.Members = append(out.Members, memberJSON{ID: m.GetId(), RaftAddress: m.GetRaftAddress(), APIAddress: m.GetApiAddress(), Suffrage: m.GetSuffrage(), Leader: m.GetLeader()})
+					out.Members = append(out.Members, memberJSON{ID: m.GetId(), RaftAddress: m.GetRaftAddress(), APIAddress: m.GetApiAddress(), Suffrage: m.GetSuffrage(), Leader: m.GetLeader(),
+						Version: m.GetHubVersion(), RulesVersion: m.GetRulesVersion()})
 				}
 				return writeStructured(o.Out, out, output)
 			}
@@ -101,13 +113,17 @@ A hub stays writable while a majority of its voters is up: 1 of 1, 2 of 3,
 
 func printMembers(o *options, members []*roostv1.Member) error {
 	tw := tabwriter.NewWriter(o.Out, 0, 8, 3, ' ', 0)
-	fmt.Fprintln(tw, "ID\tRAFT ADDRESS\tAPI ADDRESS\tSUFFRAGE\tLEADER")
+	fmt.Fprintln(tw, "ID\tRAFT ADDRESS\tAPI ADDRESS\tSUFFRAGE\tLEADER\tVERSION")
 	for _, m := range members {
 		leader := ""
 		if m.GetLeader() {
 			leader = "*"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.GetId(), dash(m.GetRaftAddress()), dash(m.GetApiAddress()), dash(m.GetSuffrage()), leader)
+		v := m.GetHubVersion()
+		if v == "" {
+			v = "?"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", m.GetId(), dash(m.GetRaftAddress()), dash(m.GetApiAddress()), dash(m.GetSuffrage()), leader, v)
 	}
 	return tw.Flush()
 }

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -23,6 +25,9 @@ type clientVersionJSON struct {
 type hubVersionJSON struct {
 	Members int    `json:"members" yaml:"members"`
 	Leader  string `json:"leader,omitempty" yaml:"leader,omitempty"`
+	// Versions are the roost-hub versions the members reported, sorted;
+	// more than one while a rolling upgrade is under way.
+	Versions []string `json:"versions,omitempty" yaml:"versions,omitempty"`
 	// Error says why the hub could not be asked.
 	Error string `json:"error,omitempty" yaml:"error,omitempty"`
 }
@@ -36,8 +41,10 @@ func newVersionCommand(o *options) *cobra.Command {
 		Use:   "version",
 		Short: "Print roostctl's version, and the hub's members if reachable",
 		Long: `Print roostctl's version and commit. When the hub is reachable (see
---config and --hub), also print how many members it has and which leads;
-an unreachable hub is reported but is not an error. --client skips the hub.`,
+--config and --hub), also print how many members it has, which leads and
+the roost-hub versions they run (more than one during a rolling upgrade;
+'roostctl hub members' says which member runs which); an unreachable hub
+is reported but is not an error. --client skips the hub.`,
 		Example: `  roostctl version
   roostctl version --client
   roostctl version -o json`,
@@ -65,9 +72,9 @@ an unreachable hub is reported but is not an error. --client skips the hub.`,
 				case h.Error != "":
 					fmt.Fprintf(o.Out, "Hub:    not reachable: %s\n", h.Error)
 				case h.Leader == "":
-					fmt.Fprintf(o.Out, "Hub:    %s, no leader\n", plural(h.Members, "member", "members"))
+					fmt.Fprintf(o.Out, "Hub:    %s, no leader%s\n", plural(h.Members, "member", "members"), hubVersionsText(h.Versions))
 				default:
-					fmt.Fprintf(o.Out, "Hub:    %s, leader %s\n", plural(h.Members, "member", "members"), h.Leader)
+					fmt.Fprintf(o.Out, "Hub:    %s, leader %s%s\n", plural(h.Members, "member", "members"), h.Leader, hubVersionsText(h.Versions))
 				}
 			}
 			return nil
@@ -95,6 +102,9 @@ func (o *options) hubVersion(cmd *cobra.Command) *hubVersionJSON {
 	}
 	h := &hubVersionJSON{Members: len(resp.GetMembers())}
 	for _, m := range resp.GetMembers() {
+		if v := m.GetHubVersion(); v != "" && !slices.Contains(h.Versions, v) {
+			h.Versions = append(h.Versions, v)
+		}
 		if m.GetLeader() {
 			h.Leader = m.GetId()
 			if m.GetApiAddress() != "" {
@@ -102,5 +112,18 @@ func (o *options) hubVersion(cmd *cobra.Command) *hubVersionJSON {
 			}
 		}
 	}
+	slices.Sort(h.Versions)
 	return h
+}
+
+// hubVersionsText is ", roost-hub V" for the members' versions, marked as an
+// upgrade under way when they differ; empty when none reported.
+func hubVersionsText(versions []string) string {
+	switch len(versions) {
+	case 0:
+		return ""
+	case 1:
+		return ", roost-hub " + versions[0]
+	}
+	return ", roost-hub " + strings.Join(versions, " and ") + " (members differ: upgrade under way?)"
 }

@@ -20,8 +20,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 
+	"github.com/roostfleet/roost/apierror"
 	"github.com/roostfleet/roost/client"
 	"github.com/roostfleet/roost/hub/api"
 	"github.com/roostfleet/roost/hub/blobs"
@@ -32,6 +34,7 @@ import (
 	"github.com/roostfleet/roost/hub/rollout"
 	"github.com/roostfleet/roost/hub/state"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+	"github.com/roostfleet/roost/version"
 )
 
 // DefaultGCPercent is roost-hub's GOGC unless $GOGC is set. The hub's heap is
@@ -43,6 +46,12 @@ import (
 // there (`make bench` reports both; BenchmarkAgents runs its bare gRPC server with
 // it too).
 const DefaultGCPercent = 25
+
+// ExitRulesTooNew is roost-hub's exit status when its Raft log holds
+// commands that need newer apply rules than this build implements
+// (state.RulesTooNewError): 78, EX_CONFIG of sysexits.h, so a systemd unit
+// can stop restarting it (RestartPreventExitStatus=78).
+const ExitRulesTooNew = 78
 
 // Options configure a hub member.
 type Options struct {
@@ -296,7 +305,10 @@ func start(ctx context.Context, opts Options, apiLn, httpLn net.Listener) (*Hub,
 	if err != nil {
 		return nil, err
 	}
-	h.fsm = state.New(state.Options{})
+	h.fsm = state.New(state.Options{Halt: func(err error) {
+		h.log.Error("cannot apply the Raft log; stopping", "err", err)
+		os.Exit(ExitRulesTooNew)
+	}})
 	rcfg.FSM = h.fsm
 	rcfg.TLS = raftTLS
 	node, err := raftnode.Open(rcfg)
@@ -514,7 +526,7 @@ func (h *Hub) fetchMemberCertificate(ctx context.Context) error {
 	defer conn.Close()
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	resp, err := roostv1.NewMemberServiceClient(conn).Join(cctx, &roostv1.JoinRequest{Token: tok.String(), NodeId: h.id, CsrPem: csr})
+	resp, err := roostv1.NewMemberServiceClient(conn).Join(cctx, &roostv1.JoinRequest{Token: tok.String(), NodeId: h.id, CsrPem: csr, RulesVersion: state.RulesVersion})
 	if err != nil {
 		return err
 	}
@@ -566,7 +578,8 @@ func (h *Hub) addSelfAsVoter(ctx context.Context, clientTLS *tls.Config) {
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		_, err := roostv1.NewMemberServiceClient(conn).AddVoter(cctx, &roostv1.AddVoterRequest{NodeId: h.id, RaftAddress: h.node.Addr(), ApiAddress: h.APIAddr()})
+		_, err := roostv1.NewMemberServiceClient(conn).AddVoter(cctx, &roostv1.AddVoterRequest{NodeId: h.id, RaftAddress: h.node.Addr(), ApiAddress: h.APIAddr(),
+			HubVersion: version.Version, RulesVersion: state.RulesVersion})
 		cancel()
 		if err == nil {
 			h.log.Info("joined the cluster as a voter", "via", h.opts.Join)
@@ -584,18 +597,43 @@ func (h *Hub) addSelfAsVoter(ctx context.Context, clientTLS *tls.Config) {
 	}
 }
 
+// selfRecord is this member's HubMember: its addresses, roost-hub version
+// and apply rules version.
+func (h *Hub) selfRecord() *roostv1.HubMember {
+	return &roostv1.HubMember{Id: h.id, RaftAddress: h.node.Addr(), ApiAddress: h.APIAddr(),
+		HubVersion: version.Version, RulesVersion: state.RulesVersion}
+}
+
 // leaderLoop makes sure, once per leadership term, that the CA is
 // replicated (after a bootstrap crash) and that this member's record is
-// current; on the bootstrap member it also writes admin.conf once.
+// current; on the bootstrap member it also writes admin.conf once. On a
+// follower it reports this member's record to the leader once (its
+// roost-hub may have been upgraded), retrying every 5 s until it succeeds.
 func (h *Hub) leaderLoop(ctx context.Context) {
 	t := time.NewTicker(200 * time.Millisecond)
 	defer t.Stop()
-	done := false // housekeeping succeeded in this leadership term
+	done := false     // housekeeping succeeded in this leadership term
+	reported := false // this member's record is current in the state
+	var nextReport time.Time
 	for {
 		switch {
 		case !h.node.IsLeader():
 			done = false
 			h.settled.Store(false)
+			if _, leader := h.node.Leader(); !reported && leader != "" && time.Now().After(nextReport) {
+				if err := h.api.ReportSelf(ctx, h.selfRecord()); err != nil {
+					switch {
+					case ctx.Err() != nil:
+					case apierror.Code(err) == codes.NotFound, apierror.Code(err) == codes.Unavailable: // joining or removed; leader not ready
+						h.log.Debug("cannot record this member's version on the leader yet; retrying", "err", err)
+					default:
+						h.log.Warn("cannot record this member's version on the leader; retrying", "err", err)
+					}
+					nextReport = time.Now().Add(5 * time.Second)
+				} else {
+					reported = true
+				}
+			}
 		case !done:
 			if err := h.reconcileSelf(ctx); err != nil {
 				if ctx.Err() == nil {
@@ -658,18 +696,8 @@ func (h *Hub) reconcileSelf(ctx context.Context) error {
 			return err
 		}
 	}
-	var self *roostv1.HubMember
-	for _, m := range h.fsm.Members() {
-		if m.GetId() == h.id {
-			self = m
-		}
-	}
-	if self == nil || self.GetApiAddress() != h.APIAddr() || self.GetRaftAddress() != h.node.Addr() {
-		if _, err := h.api.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_PutMember{PutMember: &roostv1.PutMember{Member: &roostv1.HubMember{
-			Id: h.id, RaftAddress: h.node.Addr(), ApiAddress: h.APIAddr(),
-		}}}}); err != nil {
-			return err
-		}
+	if err := h.api.ReportSelf(ctx, h.selfRecord()); err != nil {
+		return err
 	}
 	if exists(h.dir.caKey()) {
 		if err := h.writeAdminConfig(); err != nil {

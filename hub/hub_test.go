@@ -16,7 +16,9 @@ import (
 	"github.com/roostfleet/roost/apierror"
 	"github.com/roostfleet/roost/client"
 	"github.com/roostfleet/roost/hub"
+	"github.com/roostfleet/roost/hub/state"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+	"github.com/roostfleet/roost/version"
 )
 
 // fastRaft keeps elections short on loopback.
@@ -130,6 +132,42 @@ func TestThreeMembersJoinForwardAndRemove(t *testing.T) {
 		ms, err := admin.ListMembers(ctx, &roostv1.ListMembersRequest{})
 		return err == nil && len(ms.GetMembers()) == 3
 	})
+	// Every member records its roost-hub and apply rules versions, and the
+	// hub applies the rules all of them implement.
+	waitFor(t, "member versions", func() bool {
+		ms, err := admin.ListMembers(ctx, &roostv1.ListMembersRequest{})
+		if err != nil || ms.GetRulesVersion() != state.RulesVersion {
+			return false
+		}
+		for _, m := range ms.GetMembers() {
+			if m.GetHubVersion() != version.Version || m.GetRulesVersion() != state.RulesVersion {
+				return false
+			}
+		}
+		return true
+	})
+	// A follower restarted on another API address reports it to the
+	// leader, so clients and forwarded calls find it.
+	oldAPI, raftAddr := members[1].APIAddr(), members[1].Node().Addr()
+	if err := members[1].Close(); err != nil {
+		t.Fatal(err)
+	}
+	restarted, err := hub.Start(ctx, fastRaft(hub.Options{NodeID: "hub-b", DataDir: dirs[1], APIAddr: "127.0.0.1:0", RaftAddr: raftAddr}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { restarted.Close() })
+	members[1] = restarted
+	waitFor(t, "hub-b's new API address in the state", func() bool {
+		ms, err := admin.ListMembers(ctx, &roostv1.ListMembersRequest{})
+		for _, m := range ms.GetMembers() {
+			if m.GetId() == "hub-b" {
+				return err == nil && m.GetApiAddress() == restarted.APIAddr() && m.GetApiAddress() != oldAPI
+			}
+		}
+		return false
+	})
+
 	// A used-up token is refused.
 	_, err = hub.Start(ctx, fastRaft(hub.Options{DataDir: t.TempDir(), APIAddr: "127.0.0.1:0", RaftAddr: "127.0.0.1:0", Join: first.APIAddr(), JoinToken: tok.GetToken()}))
 	if err == nil {

@@ -25,6 +25,7 @@ var allowedRoles = map[string][]string{
 	"/roost.v1.MemberService/ReportSeen":          {ca.RoleMember},
 	"/roost.v1.MemberService/ForwardServerStatus": {ca.RoleMember},
 	"/roost.v1.MemberService/FetchBlob":           {ca.RoleMember},
+	"/roost.v1.MemberService/UpdateMember":        {ca.RoleMember},
 }
 
 func authorize(ctx context.Context, method string) error {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/roostfleet/roost/apierror"
 	"github.com/roostfleet/roost/hub/ca"
+	"github.com/roostfleet/roost/hub/state"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 )
 
@@ -26,17 +27,20 @@ func (s *Server) ListMembers(ctx context.Context, _ *roostv1.ListMembersRequest)
 	if err != nil {
 		return nil, err
 	}
-	api := map[string]string{}
-	for _, m := range s.fsm.Members() {
-		api[m.GetId()] = m.GetApiAddress()
-	}
 	_, leader := s.node.Leader()
-	out := &roostv1.ListMembersResponse{Index: s.fsm.LastIndex()}
+	members := s.fsm.Members()
+	out := &roostv1.ListMembersResponse{Index: s.fsm.LastIndex(), RulesVersion: state.EffectiveRules(members)}
 	for _, sv := range servers {
-		out.Members = append(out.Members, &roostv1.Member{
-			Id: string(sv.ID), RaftAddress: string(sv.Address), ApiAddress: api[string(sv.ID)],
+		m := &roostv1.Member{
+			Id: string(sv.ID), RaftAddress: string(sv.Address),
 			Suffrage: sv.Suffrage.String(), Leader: string(sv.ID) == leader,
-		})
+		}
+		for _, r := range members {
+			if r.GetId() == m.Id {
+				m.ApiAddress, m.HubVersion, m.RulesVersion = r.GetApiAddress(), r.GetHubVersion(), r.GetRulesVersion()
+			}
+		}
+		out.Members = append(out.Members, m)
 	}
 	sort.Slice(out.Members, func(i, j int) bool { return out.Members[i].Id < out.Members[j].Id })
 	return out, nil
@@ -140,6 +144,9 @@ func (s *Server) Join(ctx context.Context, req *roostv1.JoinRequest) (*roostv1.J
 		return nil, apierror.Invalid(err.Error(), apierror.Violation{Field: "csrPem", Message: err.Error()})
 	}
 	return onLeader(ctx, s, func() (*roostv1.JoinResponse, error) {
+		if err := s.checkMemberRules(req.GetRulesVersion(), "rulesVersion"); err != nil {
+			return nil, err
+		}
 		if _, err := s.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_UseJoinToken{UseJoinToken: &roostv1.UseJoinToken{Id: tok.ID, SecretSha256: tok.SecretSHA256()}}}); err != nil {
 			return nil, err
 		}
@@ -164,8 +171,12 @@ func (s *Server) AddVoter(ctx context.Context, req *roostv1.AddVoterRequest) (*r
 			apierror.Violation{Field: "raftAddress", Message: "required"}, apierror.Violation{Field: "apiAddress", Message: "required"})
 	}
 	return onLeader(ctx, s, func() (*roostv1.AddVoterResponse, error) {
+		if err := s.checkMemberRules(req.GetRulesVersion(), "rulesVersion"); err != nil {
+			return nil, err
+		}
 		if _, err := s.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_PutMember{PutMember: &roostv1.PutMember{Member: &roostv1.HubMember{
 			Id: req.GetNodeId(), RaftAddress: req.GetRaftAddress(), ApiAddress: req.GetApiAddress(),
+			HubVersion: req.GetHubVersion(), RulesVersion: req.GetRulesVersion(),
 		}}}}); err != nil {
 			return nil, err
 		}

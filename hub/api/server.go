@@ -209,6 +209,9 @@ func (s *Server) Propose(ctx context.Context, cmd *roostv1.Command) (*state.Appl
 	if cmd.Time == nil {
 		cmd.Time = timestamppb.New(s.now())
 	}
+	if cmd.RulesVersion == 0 {
+		cmd.RulesVersion = state.EffectiveRules(s.fsm.Members())
+	}
 	data, err := proto.Marshal(cmd)
 	if err != nil {
 		return nil, err

@@ -15,7 +15,9 @@
 // time comes from Command.time, fresh UIDs from ApplyObjects.uids and
 // indexes from the Raft log, so every member computes identical state, and
 // identical snapshot bytes. A command is applied in one memdb write
-// transaction and either commits completely or changes nothing.
+// transaction and either commits completely or changes nothing. Each
+// command carries the version of the apply rules it is applied with
+// (RulesVersion), so members of different roost-hub versions agree too.
 //
 // Stored objects are never modified after insert; every read returns a
 // clone. Reads are safe for concurrent use with Apply and see a consistent

@@ -43,6 +43,10 @@ type Options struct {
 	// MaxSnapshotBytes caps the size of a snapshot Restore accepts, in
 	// bytes. Default DefaultMaxSnapshotBytes.
 	MaxSnapshotBytes int64
+	// Halt is called by Apply, instead of applying, when this build cannot
+	// apply a log entry faithfully (a *RulesTooNewError); it must not
+	// return (the hub logs the error and exits). Nil panics with the error.
+	Halt func(error)
 }
 
 func (o Options) withDefaults() Options {
@@ -57,6 +61,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxSnapshotBytes <= 0 {
 		o.MaxSnapshotBytes = DefaultMaxSnapshotBytes
+	}
+	if o.Halt == nil {
+		o.Halt = func(err error) { panic(err) }
 	}
 	return o
 }
@@ -127,6 +134,10 @@ func (f *FSM) Apply(l *raft.Log) interface{} {
 		res.Err = apierror.Invalid(fmt.Sprintf("malformed command at index %d: %v", l.Index, err))
 		f.setLastIndex(db, l.Index)
 		return res
+	}
+	if v := commandRules(cmd); v > RulesVersion {
+		f.opts.Halt(&RulesTooNewError{Index: l.Index, Needed: v, Implemented: RulesVersion})
+		panic("state: Options.Halt returned") // Halt must not return; never apply with the wrong rules
 	}
 
 	txn := db.Txn(true)

@@ -2252,8 +2252,14 @@ type Member struct {
 	RaftAddress string `protobuf:"bytes,2,opt,name=raft_address,json=raftAddress,proto3" json:"raft_address,omitempty"`
 	ApiAddress  string `protobuf:"bytes,3,opt,name=api_address,json=apiAddress,proto3" json:"api_address,omitempty"`
 	// suffrage is "Voter", "Nonvoter" or "Staging".
-	Suffrage      string `protobuf:"bytes,4,opt,name=suffrage,proto3" json:"suffrage,omitempty"`
-	Leader        bool   `protobuf:"varint,5,opt,name=leader,proto3" json:"leader,omitempty"`
+	Suffrage string `protobuf:"bytes,4,opt,name=suffrage,proto3" json:"suffrage,omitempty"`
+	Leader   bool   `protobuf:"varint,5,opt,name=leader,proto3" json:"leader,omitempty"`
+	// hub_version is the member's roost-hub version as it last reported it;
+	// empty until it has.
+	HubVersion string `protobuf:"bytes,6,opt,name=hub_version,json=hubVersion,proto3" json:"hub_version,omitempty"`
+	// rules_version is the newest apply rules version the member implements
+	// (0: not reported yet).
+	RulesVersion  uint32 `protobuf:"varint,7,opt,name=rules_version,json=rulesVersion,proto3" json:"rules_version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2323,6 +2329,20 @@ func (x *Member) GetLeader() bool {
 	return false
 }
 
+func (x *Member) GetHubVersion() string {
+	if x != nil {
+		return x.HubVersion
+	}
+	return ""
+}
+
+func (x *Member) GetRulesVersion() uint32 {
+	if x != nil {
+		return x.RulesVersion
+	}
+	return 0
+}
+
 type ListMembersRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -2363,7 +2383,11 @@ type ListMembersResponse struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Members []*Member              `protobuf:"bytes,1,rep,name=members,proto3" json:"members,omitempty"`
 	// index is the Raft index the answering member had applied.
-	Index         uint64 `protobuf:"varint,2,opt,name=index,proto3" json:"index,omitempty"`
+	Index uint64 `protobuf:"varint,2,opt,name=index,proto3" json:"index,omitempty"`
+	// rules_version is the apply rules version the leader proposes commands
+	// with: the lowest any member implements (newer rules take effect once
+	// every member runs a roost-hub that has them).
+	RulesVersion  uint32 `protobuf:"varint,3,opt,name=rules_version,json=rulesVersion,proto3" json:"rules_version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2408,6 +2432,13 @@ func (x *ListMembersResponse) GetMembers() []*Member {
 func (x *ListMembersResponse) GetIndex() uint64 {
 	if x != nil {
 		return x.Index
+	}
+	return 0
+}
+
+func (x *ListMembersResponse) GetRulesVersion() uint32 {
+	if x != nil {
+		return x.RulesVersion
 	}
 	return 0
 }
@@ -2608,6 +2639,86 @@ func (*RemoveMemberResponse) Descriptor() ([]byte, []int) {
 	return file_roost_v1_hub_proto_rawDescGZIP(), []int{45}
 }
 
+type UpdateMemberRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Member        *HubMember             `protobuf:"bytes,1,opt,name=member,proto3" json:"member,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateMemberRequest) Reset() {
+	*x = UpdateMemberRequest{}
+	mi := &file_roost_v1_hub_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateMemberRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateMemberRequest) ProtoMessage() {}
+
+func (x *UpdateMemberRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_hub_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateMemberRequest.ProtoReflect.Descriptor instead.
+func (*UpdateMemberRequest) Descriptor() ([]byte, []int) {
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *UpdateMemberRequest) GetMember() *HubMember {
+	if x != nil {
+		return x.Member
+	}
+	return nil
+}
+
+type UpdateMemberResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateMemberResponse) Reset() {
+	*x = UpdateMemberResponse{}
+	mi := &file_roost_v1_hub_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateMemberResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateMemberResponse) ProtoMessage() {}
+
+func (x *UpdateMemberResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_hub_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateMemberResponse.ProtoReflect.Descriptor instead.
+func (*UpdateMemberResponse) Descriptor() ([]byte, []int) {
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{47}
+}
+
 type ReportSeenRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Servers       []string               `protobuf:"bytes,1,rep,name=servers,proto3" json:"servers,omitempty"`
@@ -2617,7 +2728,7 @@ type ReportSeenRequest struct {
 
 func (x *ReportSeenRequest) Reset() {
 	*x = ReportSeenRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[46]
+	mi := &file_roost_v1_hub_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2629,7 +2740,7 @@ func (x *ReportSeenRequest) String() string {
 func (*ReportSeenRequest) ProtoMessage() {}
 
 func (x *ReportSeenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[46]
+	mi := &file_roost_v1_hub_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2642,7 +2753,7 @@ func (x *ReportSeenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportSeenRequest.ProtoReflect.Descriptor instead.
 func (*ReportSeenRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{46}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ReportSeenRequest) GetServers() []string {
@@ -2660,7 +2771,7 @@ type ReportSeenResponse struct {
 
 func (x *ReportSeenResponse) Reset() {
 	*x = ReportSeenResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[47]
+	mi := &file_roost_v1_hub_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2672,7 +2783,7 @@ func (x *ReportSeenResponse) String() string {
 func (*ReportSeenResponse) ProtoMessage() {}
 
 func (x *ReportSeenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[47]
+	mi := &file_roost_v1_hub_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2685,7 +2796,7 @@ func (x *ReportSeenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportSeenResponse.ProtoReflect.Descriptor instead.
 func (*ReportSeenResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{47}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{49}
 }
 
 type ForwardServerStatusRequest struct {
@@ -2697,7 +2808,7 @@ type ForwardServerStatusRequest struct {
 
 func (x *ForwardServerStatusRequest) Reset() {
 	*x = ForwardServerStatusRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[48]
+	mi := &file_roost_v1_hub_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2709,7 +2820,7 @@ func (x *ForwardServerStatusRequest) String() string {
 func (*ForwardServerStatusRequest) ProtoMessage() {}
 
 func (x *ForwardServerStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[48]
+	mi := &file_roost_v1_hub_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2722,7 +2833,7 @@ func (x *ForwardServerStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForwardServerStatusRequest.ProtoReflect.Descriptor instead.
 func (*ForwardServerStatusRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{48}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ForwardServerStatusRequest) GetUpdate() *UpdateServerStatus {
@@ -2741,7 +2852,7 @@ type ForwardServerStatusResponse struct {
 
 func (x *ForwardServerStatusResponse) Reset() {
 	*x = ForwardServerStatusResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[49]
+	mi := &file_roost_v1_hub_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2753,7 +2864,7 @@ func (x *ForwardServerStatusResponse) String() string {
 func (*ForwardServerStatusResponse) ProtoMessage() {}
 
 func (x *ForwardServerStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[49]
+	mi := &file_roost_v1_hub_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2766,7 +2877,7 @@ func (x *ForwardServerStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForwardServerStatusResponse.ProtoReflect.Descriptor instead.
 func (*ForwardServerStatusResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{49}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ForwardServerStatusResponse) GetIndex() uint64 {
@@ -2781,14 +2892,17 @@ type JoinRequest struct {
 	Token  string                 `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
 	NodeId string                 `protobuf:"bytes,2,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
 	// csr_pem is a PEM PKCS#10 certificate request for the member's key.
-	CsrPem        []byte `protobuf:"bytes,3,opt,name=csr_pem,json=csrPem,proto3" json:"csr_pem,omitempty"`
+	CsrPem []byte `protobuf:"bytes,3,opt,name=csr_pem,json=csrPem,proto3" json:"csr_pem,omitempty"`
+	// rules_version is the newest apply rules version the joining roost-hub
+	// implements (0 means 1); the hub refuses a member older than its rules.
+	RulesVersion  uint32 `protobuf:"varint,4,opt,name=rules_version,json=rulesVersion,proto3" json:"rules_version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JoinRequest) Reset() {
 	*x = JoinRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[50]
+	mi := &file_roost_v1_hub_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2800,7 +2914,7 @@ func (x *JoinRequest) String() string {
 func (*JoinRequest) ProtoMessage() {}
 
 func (x *JoinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[50]
+	mi := &file_roost_v1_hub_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2813,7 +2927,7 @@ func (x *JoinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
 func (*JoinRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{50}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *JoinRequest) GetToken() string {
@@ -2837,6 +2951,13 @@ func (x *JoinRequest) GetCsrPem() []byte {
 	return nil
 }
 
+func (x *JoinRequest) GetRulesVersion() uint32 {
+	if x != nil {
+		return x.RulesVersion
+	}
+	return 0
+}
+
 type JoinResponse struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	CertificatePem []byte                 `protobuf:"bytes,1,opt,name=certificate_pem,json=certificatePem,proto3" json:"certificate_pem,omitempty"`
@@ -2847,7 +2968,7 @@ type JoinResponse struct {
 
 func (x *JoinResponse) Reset() {
 	*x = JoinResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[51]
+	mi := &file_roost_v1_hub_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2859,7 +2980,7 @@ func (x *JoinResponse) String() string {
 func (*JoinResponse) ProtoMessage() {}
 
 func (x *JoinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[51]
+	mi := &file_roost_v1_hub_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2872,7 +2993,7 @@ func (x *JoinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
 func (*JoinResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{51}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *JoinResponse) GetCertificatePem() []byte {
@@ -2890,17 +3011,20 @@ func (x *JoinResponse) GetCaBundlePem() []byte {
 }
 
 type AddVoterRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	NodeId        string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
-	RaftAddress   string                 `protobuf:"bytes,2,opt,name=raft_address,json=raftAddress,proto3" json:"raft_address,omitempty"`
-	ApiAddress    string                 `protobuf:"bytes,3,opt,name=api_address,json=apiAddress,proto3" json:"api_address,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	NodeId      string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	RaftAddress string                 `protobuf:"bytes,2,opt,name=raft_address,json=raftAddress,proto3" json:"raft_address,omitempty"`
+	ApiAddress  string                 `protobuf:"bytes,3,opt,name=api_address,json=apiAddress,proto3" json:"api_address,omitempty"`
+	// hub_version and rules_version are the joining member's (HubMember).
+	HubVersion    string `protobuf:"bytes,4,opt,name=hub_version,json=hubVersion,proto3" json:"hub_version,omitempty"`
+	RulesVersion  uint32 `protobuf:"varint,5,opt,name=rules_version,json=rulesVersion,proto3" json:"rules_version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AddVoterRequest) Reset() {
 	*x = AddVoterRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[52]
+	mi := &file_roost_v1_hub_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2912,7 +3036,7 @@ func (x *AddVoterRequest) String() string {
 func (*AddVoterRequest) ProtoMessage() {}
 
 func (x *AddVoterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[52]
+	mi := &file_roost_v1_hub_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2925,7 +3049,7 @@ func (x *AddVoterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddVoterRequest.ProtoReflect.Descriptor instead.
 func (*AddVoterRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{52}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *AddVoterRequest) GetNodeId() string {
@@ -2949,6 +3073,20 @@ func (x *AddVoterRequest) GetApiAddress() string {
 	return ""
 }
 
+func (x *AddVoterRequest) GetHubVersion() string {
+	if x != nil {
+		return x.HubVersion
+	}
+	return ""
+}
+
+func (x *AddVoterRequest) GetRulesVersion() uint32 {
+	if x != nil {
+		return x.RulesVersion
+	}
+	return 0
+}
+
 type AddVoterResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -2957,7 +3095,7 @@ type AddVoterResponse struct {
 
 func (x *AddVoterResponse) Reset() {
 	*x = AddVoterResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[53]
+	mi := &file_roost_v1_hub_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2969,7 +3107,7 @@ func (x *AddVoterResponse) String() string {
 func (*AddVoterResponse) ProtoMessage() {}
 
 func (x *AddVoterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[53]
+	mi := &file_roost_v1_hub_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2982,7 +3120,7 @@ func (x *AddVoterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddVoterResponse.ProtoReflect.Descriptor instead.
 func (*AddVoterResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{53}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{55}
 }
 
 type SaveSnapshotRequest struct {
@@ -2993,7 +3131,7 @@ type SaveSnapshotRequest struct {
 
 func (x *SaveSnapshotRequest) Reset() {
 	*x = SaveSnapshotRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[54]
+	mi := &file_roost_v1_hub_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3005,7 +3143,7 @@ func (x *SaveSnapshotRequest) String() string {
 func (*SaveSnapshotRequest) ProtoMessage() {}
 
 func (x *SaveSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[54]
+	mi := &file_roost_v1_hub_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3018,7 +3156,7 @@ func (x *SaveSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SaveSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*SaveSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{54}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{56}
 }
 
 // SnapshotInfo describes a saved state.
@@ -3042,7 +3180,7 @@ type SnapshotInfo struct {
 
 func (x *SnapshotInfo) Reset() {
 	*x = SnapshotInfo{}
-	mi := &file_roost_v1_hub_proto_msgTypes[55]
+	mi := &file_roost_v1_hub_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3054,7 +3192,7 @@ func (x *SnapshotInfo) String() string {
 func (*SnapshotInfo) ProtoMessage() {}
 
 func (x *SnapshotInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[55]
+	mi := &file_roost_v1_hub_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3067,7 +3205,7 @@ func (x *SnapshotInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotInfo.ProtoReflect.Descriptor instead.
 func (*SnapshotInfo) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{55}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *SnapshotInfo) GetIndex() uint64 {
@@ -3134,7 +3272,7 @@ type SnapshotChunk struct {
 
 func (x *SnapshotChunk) Reset() {
 	*x = SnapshotChunk{}
-	mi := &file_roost_v1_hub_proto_msgTypes[56]
+	mi := &file_roost_v1_hub_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3146,7 +3284,7 @@ func (x *SnapshotChunk) String() string {
 func (*SnapshotChunk) ProtoMessage() {}
 
 func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[56]
+	mi := &file_roost_v1_hub_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3159,7 +3297,7 @@ func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotChunk.ProtoReflect.Descriptor instead.
 func (*SnapshotChunk) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{56}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *SnapshotChunk) GetInfo() *SnapshotInfo {
@@ -3198,7 +3336,7 @@ type RestoreSnapshotResponse struct {
 
 func (x *RestoreSnapshotResponse) Reset() {
 	*x = RestoreSnapshotResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[57]
+	mi := &file_roost_v1_hub_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3210,7 +3348,7 @@ func (x *RestoreSnapshotResponse) String() string {
 func (*RestoreSnapshotResponse) ProtoMessage() {}
 
 func (x *RestoreSnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[57]
+	mi := &file_roost_v1_hub_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3223,7 +3361,7 @@ func (x *RestoreSnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreSnapshotResponse.ProtoReflect.Descriptor instead.
 func (*RestoreSnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{57}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *RestoreSnapshotResponse) GetRestored() *SnapshotInfo {
@@ -3259,7 +3397,7 @@ type SnapshotFile struct {
 
 func (x *SnapshotFile) Reset() {
 	*x = SnapshotFile{}
-	mi := &file_roost_v1_hub_proto_msgTypes[58]
+	mi := &file_roost_v1_hub_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3271,7 +3409,7 @@ func (x *SnapshotFile) String() string {
 func (*SnapshotFile) ProtoMessage() {}
 
 func (x *SnapshotFile) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[58]
+	mi := &file_roost_v1_hub_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3284,7 +3422,7 @@ func (x *SnapshotFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotFile.ProtoReflect.Descriptor instead.
 func (*SnapshotFile) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{58}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *SnapshotFile) GetInfo() *SnapshotInfo {
@@ -3444,18 +3582,22 @@ const file_roost_v1_hub_proto_rawDesc = "" +
 	"\n" +
 	"TYPE_ADDED\x10\x01\x12\x11\n" +
 	"\rTYPE_MODIFIED\x10\x02\x12\x10\n" +
-	"\fTYPE_DELETED\x10\x03\"\x90\x01\n" +
+	"\fTYPE_DELETED\x10\x03\"\xd6\x01\n" +
 	"\x06Member\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12!\n" +
 	"\fraft_address\x18\x02 \x01(\tR\vraftAddress\x12\x1f\n" +
 	"\vapi_address\x18\x03 \x01(\tR\n" +
 	"apiAddress\x12\x1a\n" +
 	"\bsuffrage\x18\x04 \x01(\tR\bsuffrage\x12\x16\n" +
-	"\x06leader\x18\x05 \x01(\bR\x06leader\"\x14\n" +
-	"\x12ListMembersRequest\"W\n" +
+	"\x06leader\x18\x05 \x01(\bR\x06leader\x12\x1f\n" +
+	"\vhub_version\x18\x06 \x01(\tR\n" +
+	"hubVersion\x12#\n" +
+	"\rrules_version\x18\a \x01(\rR\frulesVersion\"\x14\n" +
+	"\x12ListMembersRequest\"|\n" +
 	"\x13ListMembersResponse\x12*\n" +
 	"\amembers\x18\x01 \x03(\v2\x10.roost.v1.MemberR\amembers\x12\x14\n" +
-	"\x05index\x18\x02 \x01(\x04R\x05index\"T\n" +
+	"\x05index\x18\x02 \x01(\x04R\x05index\x12#\n" +
+	"\rrules_version\x18\x03 \x01(\rR\frulesVersion\"T\n" +
 	"\x16CreateJoinTokenRequest\x12\x1f\n" +
 	"\vttl_seconds\x18\x01 \x01(\x03R\n" +
 	"ttlSeconds\x12\x19\n" +
@@ -3467,26 +3609,33 @@ const file_roost_v1_hub_proto_rawDesc = "" +
 	"\rapi_addresses\x18\x03 \x03(\tR\fapiAddresses\"%\n" +
 	"\x13RemoveMemberRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"\x16\n" +
-	"\x14RemoveMemberResponse\"-\n" +
+	"\x14RemoveMemberResponse\"B\n" +
+	"\x13UpdateMemberRequest\x12+\n" +
+	"\x06member\x18\x01 \x01(\v2\x13.roost.v1.HubMemberR\x06member\"\x16\n" +
+	"\x14UpdateMemberResponse\"-\n" +
 	"\x11ReportSeenRequest\x12\x18\n" +
 	"\aservers\x18\x01 \x03(\tR\aservers\"\x14\n" +
 	"\x12ReportSeenResponse\"R\n" +
 	"\x1aForwardServerStatusRequest\x124\n" +
 	"\x06update\x18\x01 \x01(\v2\x1c.roost.v1.UpdateServerStatusR\x06update\"3\n" +
 	"\x1bForwardServerStatusResponse\x12\x14\n" +
-	"\x05index\x18\x01 \x01(\x04R\x05index\"U\n" +
+	"\x05index\x18\x01 \x01(\x04R\x05index\"z\n" +
 	"\vJoinRequest\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x12\x17\n" +
 	"\anode_id\x18\x02 \x01(\tR\x06nodeId\x12\x17\n" +
-	"\acsr_pem\x18\x03 \x01(\fR\x06csrPem\"[\n" +
+	"\acsr_pem\x18\x03 \x01(\fR\x06csrPem\x12#\n" +
+	"\rrules_version\x18\x04 \x01(\rR\frulesVersion\"[\n" +
 	"\fJoinResponse\x12'\n" +
 	"\x0fcertificate_pem\x18\x01 \x01(\fR\x0ecertificatePem\x12\"\n" +
-	"\rca_bundle_pem\x18\x02 \x01(\fR\vcaBundlePem\"n\n" +
+	"\rca_bundle_pem\x18\x02 \x01(\fR\vcaBundlePem\"\xb4\x01\n" +
 	"\x0fAddVoterRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12!\n" +
 	"\fraft_address\x18\x02 \x01(\tR\vraftAddress\x12\x1f\n" +
 	"\vapi_address\x18\x03 \x01(\tR\n" +
-	"apiAddress\"\x12\n" +
+	"apiAddress\x12\x1f\n" +
+	"\vhub_version\x18\x04 \x01(\tR\n" +
+	"hubVersion\x12#\n" +
+	"\rrules_version\x18\x05 \x01(\rR\frulesVersion\"\x12\n" +
 	"\x10AddVoterResponse\"\x15\n" +
 	"\x13SaveSnapshotRequest\"\xd5\x02\n" +
 	"\fSnapshotInfo\x12\x14\n" +
@@ -3542,14 +3691,15 @@ const file_roost_v1_hub_proto_rawDesc = "" +
 	"\x0fTrustReleaseKey\x12 .roost.v1.TrustReleaseKeyRequest\x1a!.roost.v1.TrustReleaseKeyResponse\x12\\\n" +
 	"\x11UntrustReleaseKey\x12\".roost.v1.UntrustReleaseKeyRequest\x1a#.roost.v1.UntrustReleaseKeyResponse\x12V\n" +
 	"\x0fListTrustedKeys\x12 .roost.v1.ListTrustedKeysRequest\x1a!.roost.v1.ListTrustedKeysResponse\x12S\n" +
-	"\x0eRolloutControl\x12\x1f.roost.v1.RolloutControlRequest\x1a .roost.v1.RolloutControlResponse2\xfe\x02\n" +
+	"\x0eRolloutControl\x12\x1f.roost.v1.RolloutControlRequest\x1a .roost.v1.RolloutControlResponse2\xcd\x03\n" +
 	"\rMemberService\x125\n" +
 	"\x04Join\x12\x15.roost.v1.JoinRequest\x1a\x16.roost.v1.JoinResponse\x12A\n" +
 	"\bAddVoter\x12\x19.roost.v1.AddVoterRequest\x1a\x1a.roost.v1.AddVoterResponse\x12G\n" +
 	"\n" +
 	"ReportSeen\x12\x1b.roost.v1.ReportSeenRequest\x1a\x1c.roost.v1.ReportSeenResponse\x12b\n" +
 	"\x13ForwardServerStatus\x12$.roost.v1.ForwardServerStatusRequest\x1a%.roost.v1.ForwardServerStatusResponse\x12F\n" +
-	"\tFetchBlob\x12\x1e.roost.v1.FetchArtifactRequest\x1a\x17.roost.v1.ArtifactChunk0\x01B4Z2github.com/roostfleet/roost/proto/roost/v1;roostv1b\x06proto3"
+	"\tFetchBlob\x12\x1e.roost.v1.FetchArtifactRequest\x1a\x17.roost.v1.ArtifactChunk0\x01\x12M\n" +
+	"\fUpdateMember\x12\x1d.roost.v1.UpdateMemberRequest\x1a\x1e.roost.v1.UpdateMemberResponseB4Z2github.com/roostfleet/roost/proto/roost/v1;roostv1b\x06proto3"
 
 var (
 	file_roost_v1_hub_proto_rawDescOnce sync.Once
@@ -3564,7 +3714,7 @@ func file_roost_v1_hub_proto_rawDescGZIP() []byte {
 }
 
 var file_roost_v1_hub_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_roost_v1_hub_proto_msgTypes = make([]protoimpl.MessageInfo, 62)
+var file_roost_v1_hub_proto_msgTypes = make([]protoimpl.MessageInfo, 64)
 var file_roost_v1_hub_proto_goTypes = []any{
 	(Consistency)(0),                      // 0: roost.v1.Consistency
 	(WatchEvent_Type)(0),                  // 1: roost.v1.WatchEvent.Type
@@ -3614,131 +3764,137 @@ var file_roost_v1_hub_proto_goTypes = []any{
 	(*CreateJoinTokenResponse)(nil),       // 45: roost.v1.CreateJoinTokenResponse
 	(*RemoveMemberRequest)(nil),           // 46: roost.v1.RemoveMemberRequest
 	(*RemoveMemberResponse)(nil),          // 47: roost.v1.RemoveMemberResponse
-	(*ReportSeenRequest)(nil),             // 48: roost.v1.ReportSeenRequest
-	(*ReportSeenResponse)(nil),            // 49: roost.v1.ReportSeenResponse
-	(*ForwardServerStatusRequest)(nil),    // 50: roost.v1.ForwardServerStatusRequest
-	(*ForwardServerStatusResponse)(nil),   // 51: roost.v1.ForwardServerStatusResponse
-	(*JoinRequest)(nil),                   // 52: roost.v1.JoinRequest
-	(*JoinResponse)(nil),                  // 53: roost.v1.JoinResponse
-	(*AddVoterRequest)(nil),               // 54: roost.v1.AddVoterRequest
-	(*AddVoterResponse)(nil),              // 55: roost.v1.AddVoterResponse
-	(*SaveSnapshotRequest)(nil),           // 56: roost.v1.SaveSnapshotRequest
-	(*SnapshotInfo)(nil),                  // 57: roost.v1.SnapshotInfo
-	(*SnapshotChunk)(nil),                 // 58: roost.v1.SnapshotChunk
-	(*RestoreSnapshotResponse)(nil),       // 59: roost.v1.RestoreSnapshotResponse
-	(*SnapshotFile)(nil),                  // 60: roost.v1.SnapshotFile
-	nil,                                   // 61: roost.v1.CreateEnrollmentTokenRequest.ServerLabelsEntry
-	nil,                                   // 62: roost.v1.UpdateServerRequest.SetLabelsEntry
-	nil,                                   // 63: roost.v1.SnapshotInfo.ObjectsEntry
-	(*ImageRelease)(nil),                  // 64: roost.v1.ImageRelease
-	(*TrustedKey)(nil),                    // 65: roost.v1.TrustedKey
-	(RolloutAction)(0),                    // 66: roost.v1.RolloutAction
-	(*Pool)(nil),                          // 67: roost.v1.Pool
-	(*Machine)(nil),                       // 68: roost.v1.Machine
-	(*EnrollmentToken)(nil),               // 69: roost.v1.EnrollmentToken
-	(ServerAction)(0),                     // 70: roost.v1.ServerAction
-	(*Server)(nil),                        // 71: roost.v1.Server
-	(*Object)(nil),                        // 72: roost.v1.Object
-	(*timestamppb.Timestamp)(nil),         // 73: google.protobuf.Timestamp
-	(*UpdateServerStatus)(nil),            // 74: roost.v1.UpdateServerStatus
-	(*FetchArtifactRequest)(nil),          // 75: roost.v1.FetchArtifactRequest
-	(*ArtifactChunk)(nil),                 // 76: roost.v1.ArtifactChunk
+	(*UpdateMemberRequest)(nil),           // 48: roost.v1.UpdateMemberRequest
+	(*UpdateMemberResponse)(nil),          // 49: roost.v1.UpdateMemberResponse
+	(*ReportSeenRequest)(nil),             // 50: roost.v1.ReportSeenRequest
+	(*ReportSeenResponse)(nil),            // 51: roost.v1.ReportSeenResponse
+	(*ForwardServerStatusRequest)(nil),    // 52: roost.v1.ForwardServerStatusRequest
+	(*ForwardServerStatusResponse)(nil),   // 53: roost.v1.ForwardServerStatusResponse
+	(*JoinRequest)(nil),                   // 54: roost.v1.JoinRequest
+	(*JoinResponse)(nil),                  // 55: roost.v1.JoinResponse
+	(*AddVoterRequest)(nil),               // 56: roost.v1.AddVoterRequest
+	(*AddVoterResponse)(nil),              // 57: roost.v1.AddVoterResponse
+	(*SaveSnapshotRequest)(nil),           // 58: roost.v1.SaveSnapshotRequest
+	(*SnapshotInfo)(nil),                  // 59: roost.v1.SnapshotInfo
+	(*SnapshotChunk)(nil),                 // 60: roost.v1.SnapshotChunk
+	(*RestoreSnapshotResponse)(nil),       // 61: roost.v1.RestoreSnapshotResponse
+	(*SnapshotFile)(nil),                  // 62: roost.v1.SnapshotFile
+	nil,                                   // 63: roost.v1.CreateEnrollmentTokenRequest.ServerLabelsEntry
+	nil,                                   // 64: roost.v1.UpdateServerRequest.SetLabelsEntry
+	nil,                                   // 65: roost.v1.SnapshotInfo.ObjectsEntry
+	(*ImageRelease)(nil),                  // 66: roost.v1.ImageRelease
+	(*TrustedKey)(nil),                    // 67: roost.v1.TrustedKey
+	(RolloutAction)(0),                    // 68: roost.v1.RolloutAction
+	(*Pool)(nil),                          // 69: roost.v1.Pool
+	(*Machine)(nil),                       // 70: roost.v1.Machine
+	(*EnrollmentToken)(nil),               // 71: roost.v1.EnrollmentToken
+	(ServerAction)(0),                     // 72: roost.v1.ServerAction
+	(*Server)(nil),                        // 73: roost.v1.Server
+	(*Object)(nil),                        // 74: roost.v1.Object
+	(*timestamppb.Timestamp)(nil),         // 75: google.protobuf.Timestamp
+	(*HubMember)(nil),                     // 76: roost.v1.HubMember
+	(*UpdateServerStatus)(nil),            // 77: roost.v1.UpdateServerStatus
+	(*FetchArtifactRequest)(nil),          // 78: roost.v1.FetchArtifactRequest
+	(*ArtifactChunk)(nil),                 // 79: roost.v1.ArtifactChunk
 }
 var file_roost_v1_hub_proto_depIdxs = []int32{
-	64, // 0: roost.v1.PutImageReleaseRequest.release:type_name -> roost.v1.ImageRelease
-	64, // 1: roost.v1.PutImageReleaseResponse.release:type_name -> roost.v1.ImageRelease
-	64, // 2: roost.v1.PromoteImageReleaseResponse.release:type_name -> roost.v1.ImageRelease
-	65, // 3: roost.v1.TrustReleaseKeyResponse.key:type_name -> roost.v1.TrustedKey
-	65, // 4: roost.v1.ListTrustedKeysResponse.keys:type_name -> roost.v1.TrustedKey
-	66, // 5: roost.v1.RolloutControlRequest.action:type_name -> roost.v1.RolloutAction
-	67, // 6: roost.v1.RolloutControlResponse.pool:type_name -> roost.v1.Pool
-	68, // 7: roost.v1.AssignServersResponse.machines:type_name -> roost.v1.Machine
-	68, // 8: roost.v1.CreateMachineResponse.machine:type_name -> roost.v1.Machine
-	61, // 9: roost.v1.CreateEnrollmentTokenRequest.server_labels:type_name -> roost.v1.CreateEnrollmentTokenRequest.ServerLabelsEntry
-	69, // 10: roost.v1.CreateEnrollmentTokenResponse.enrollment_token:type_name -> roost.v1.EnrollmentToken
-	69, // 11: roost.v1.RevokeEnrollmentTokenResponse.enrollment_token:type_name -> roost.v1.EnrollmentToken
-	70, // 12: roost.v1.UpdateServerRequest.action:type_name -> roost.v1.ServerAction
-	62, // 13: roost.v1.UpdateServerRequest.set_labels:type_name -> roost.v1.UpdateServerRequest.SetLabelsEntry
-	71, // 14: roost.v1.UpdateServerResponse.server:type_name -> roost.v1.Server
-	72, // 15: roost.v1.ApplyRequest.objects:type_name -> roost.v1.Object
+	66, // 0: roost.v1.PutImageReleaseRequest.release:type_name -> roost.v1.ImageRelease
+	66, // 1: roost.v1.PutImageReleaseResponse.release:type_name -> roost.v1.ImageRelease
+	66, // 2: roost.v1.PromoteImageReleaseResponse.release:type_name -> roost.v1.ImageRelease
+	67, // 3: roost.v1.TrustReleaseKeyResponse.key:type_name -> roost.v1.TrustedKey
+	67, // 4: roost.v1.ListTrustedKeysResponse.keys:type_name -> roost.v1.TrustedKey
+	68, // 5: roost.v1.RolloutControlRequest.action:type_name -> roost.v1.RolloutAction
+	69, // 6: roost.v1.RolloutControlResponse.pool:type_name -> roost.v1.Pool
+	70, // 7: roost.v1.AssignServersResponse.machines:type_name -> roost.v1.Machine
+	70, // 8: roost.v1.CreateMachineResponse.machine:type_name -> roost.v1.Machine
+	63, // 9: roost.v1.CreateEnrollmentTokenRequest.server_labels:type_name -> roost.v1.CreateEnrollmentTokenRequest.ServerLabelsEntry
+	71, // 10: roost.v1.CreateEnrollmentTokenResponse.enrollment_token:type_name -> roost.v1.EnrollmentToken
+	71, // 11: roost.v1.RevokeEnrollmentTokenResponse.enrollment_token:type_name -> roost.v1.EnrollmentToken
+	72, // 12: roost.v1.UpdateServerRequest.action:type_name -> roost.v1.ServerAction
+	64, // 13: roost.v1.UpdateServerRequest.set_labels:type_name -> roost.v1.UpdateServerRequest.SetLabelsEntry
+	73, // 14: roost.v1.UpdateServerResponse.server:type_name -> roost.v1.Server
+	74, // 15: roost.v1.ApplyRequest.objects:type_name -> roost.v1.Object
 	31, // 16: roost.v1.ApplyResponse.results:type_name -> roost.v1.ApplyResult
 	0,  // 17: roost.v1.GetRequest.consistency:type_name -> roost.v1.Consistency
-	72, // 18: roost.v1.GetResponse.object:type_name -> roost.v1.Object
+	74, // 18: roost.v1.GetResponse.object:type_name -> roost.v1.Object
 	0,  // 19: roost.v1.ListRequest.consistency:type_name -> roost.v1.Consistency
-	72, // 20: roost.v1.ListResponse.objects:type_name -> roost.v1.Object
+	74, // 20: roost.v1.ListResponse.objects:type_name -> roost.v1.Object
 	1,  // 21: roost.v1.WatchEvent.type:type_name -> roost.v1.WatchEvent.Type
-	72, // 22: roost.v1.WatchEvent.object:type_name -> roost.v1.Object
+	74, // 22: roost.v1.WatchEvent.object:type_name -> roost.v1.Object
 	41, // 23: roost.v1.ListMembersResponse.members:type_name -> roost.v1.Member
-	73, // 24: roost.v1.CreateJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
-	74, // 25: roost.v1.ForwardServerStatusRequest.update:type_name -> roost.v1.UpdateServerStatus
-	73, // 26: roost.v1.SnapshotInfo.taken_at:type_name -> google.protobuf.Timestamp
-	63, // 27: roost.v1.SnapshotInfo.objects:type_name -> roost.v1.SnapshotInfo.ObjectsEntry
-	57, // 28: roost.v1.SnapshotChunk.info:type_name -> roost.v1.SnapshotInfo
-	57, // 29: roost.v1.RestoreSnapshotResponse.restored:type_name -> roost.v1.SnapshotInfo
-	57, // 30: roost.v1.SnapshotFile.info:type_name -> roost.v1.SnapshotInfo
-	30, // 31: roost.v1.HubService.Apply:input_type -> roost.v1.ApplyRequest
-	33, // 32: roost.v1.HubService.Get:input_type -> roost.v1.GetRequest
-	35, // 33: roost.v1.HubService.List:input_type -> roost.v1.ListRequest
-	37, // 34: roost.v1.HubService.Delete:input_type -> roost.v1.DeleteRequest
-	39, // 35: roost.v1.HubService.Watch:input_type -> roost.v1.WatchRequest
-	42, // 36: roost.v1.HubService.ListMembers:input_type -> roost.v1.ListMembersRequest
-	44, // 37: roost.v1.HubService.CreateJoinToken:input_type -> roost.v1.CreateJoinTokenRequest
-	46, // 38: roost.v1.HubService.RemoveMember:input_type -> roost.v1.RemoveMemberRequest
-	56, // 39: roost.v1.HubService.SaveSnapshot:input_type -> roost.v1.SaveSnapshotRequest
-	58, // 40: roost.v1.HubService.RestoreSnapshot:input_type -> roost.v1.SnapshotChunk
-	24, // 41: roost.v1.HubService.CreateEnrollmentToken:input_type -> roost.v1.CreateEnrollmentTokenRequest
-	26, // 42: roost.v1.HubService.RevokeEnrollmentToken:input_type -> roost.v1.RevokeEnrollmentTokenRequest
-	28, // 43: roost.v1.HubService.UpdateServer:input_type -> roost.v1.UpdateServerRequest
-	18, // 44: roost.v1.HubService.AssignServers:input_type -> roost.v1.AssignServersRequest
-	20, // 45: roost.v1.HubService.UnassignServers:input_type -> roost.v1.UnassignServersRequest
-	22, // 46: roost.v1.HubService.CreateMachine:input_type -> roost.v1.CreateMachineRequest
-	14, // 47: roost.v1.HubService.PushArtifact:input_type -> roost.v1.PushArtifactRequest
-	16, // 48: roost.v1.HubService.StatArtifact:input_type -> roost.v1.StatArtifactRequest
-	2,  // 49: roost.v1.HubService.PutImageRelease:input_type -> roost.v1.PutImageReleaseRequest
-	4,  // 50: roost.v1.HubService.PromoteImageRelease:input_type -> roost.v1.PromoteImageReleaseRequest
-	6,  // 51: roost.v1.HubService.TrustReleaseKey:input_type -> roost.v1.TrustReleaseKeyRequest
-	8,  // 52: roost.v1.HubService.UntrustReleaseKey:input_type -> roost.v1.UntrustReleaseKeyRequest
-	10, // 53: roost.v1.HubService.ListTrustedKeys:input_type -> roost.v1.ListTrustedKeysRequest
-	12, // 54: roost.v1.HubService.RolloutControl:input_type -> roost.v1.RolloutControlRequest
-	52, // 55: roost.v1.MemberService.Join:input_type -> roost.v1.JoinRequest
-	54, // 56: roost.v1.MemberService.AddVoter:input_type -> roost.v1.AddVoterRequest
-	48, // 57: roost.v1.MemberService.ReportSeen:input_type -> roost.v1.ReportSeenRequest
-	50, // 58: roost.v1.MemberService.ForwardServerStatus:input_type -> roost.v1.ForwardServerStatusRequest
-	75, // 59: roost.v1.MemberService.FetchBlob:input_type -> roost.v1.FetchArtifactRequest
-	32, // 60: roost.v1.HubService.Apply:output_type -> roost.v1.ApplyResponse
-	34, // 61: roost.v1.HubService.Get:output_type -> roost.v1.GetResponse
-	36, // 62: roost.v1.HubService.List:output_type -> roost.v1.ListResponse
-	38, // 63: roost.v1.HubService.Delete:output_type -> roost.v1.DeleteResponse
-	40, // 64: roost.v1.HubService.Watch:output_type -> roost.v1.WatchEvent
-	43, // 65: roost.v1.HubService.ListMembers:output_type -> roost.v1.ListMembersResponse
-	45, // 66: roost.v1.HubService.CreateJoinToken:output_type -> roost.v1.CreateJoinTokenResponse
-	47, // 67: roost.v1.HubService.RemoveMember:output_type -> roost.v1.RemoveMemberResponse
-	58, // 68: roost.v1.HubService.SaveSnapshot:output_type -> roost.v1.SnapshotChunk
-	59, // 69: roost.v1.HubService.RestoreSnapshot:output_type -> roost.v1.RestoreSnapshotResponse
-	25, // 70: roost.v1.HubService.CreateEnrollmentToken:output_type -> roost.v1.CreateEnrollmentTokenResponse
-	27, // 71: roost.v1.HubService.RevokeEnrollmentToken:output_type -> roost.v1.RevokeEnrollmentTokenResponse
-	29, // 72: roost.v1.HubService.UpdateServer:output_type -> roost.v1.UpdateServerResponse
-	19, // 73: roost.v1.HubService.AssignServers:output_type -> roost.v1.AssignServersResponse
-	21, // 74: roost.v1.HubService.UnassignServers:output_type -> roost.v1.UnassignServersResponse
-	23, // 75: roost.v1.HubService.CreateMachine:output_type -> roost.v1.CreateMachineResponse
-	15, // 76: roost.v1.HubService.PushArtifact:output_type -> roost.v1.PushArtifactResponse
-	17, // 77: roost.v1.HubService.StatArtifact:output_type -> roost.v1.StatArtifactResponse
-	3,  // 78: roost.v1.HubService.PutImageRelease:output_type -> roost.v1.PutImageReleaseResponse
-	5,  // 79: roost.v1.HubService.PromoteImageRelease:output_type -> roost.v1.PromoteImageReleaseResponse
-	7,  // 80: roost.v1.HubService.TrustReleaseKey:output_type -> roost.v1.TrustReleaseKeyResponse
-	9,  // 81: roost.v1.HubService.UntrustReleaseKey:output_type -> roost.v1.UntrustReleaseKeyResponse
-	11, // 82: roost.v1.HubService.ListTrustedKeys:output_type -> roost.v1.ListTrustedKeysResponse
-	13, // 83: roost.v1.HubService.RolloutControl:output_type -> roost.v1.RolloutControlResponse
-	53, // 84: roost.v1.MemberService.Join:output_type -> roost.v1.JoinResponse
-	55, // 85: roost.v1.MemberService.AddVoter:output_type -> roost.v1.AddVoterResponse
-	49, // 86: roost.v1.MemberService.ReportSeen:output_type -> roost.v1.ReportSeenResponse
-	51, // 87: roost.v1.MemberService.ForwardServerStatus:output_type -> roost.v1.ForwardServerStatusResponse
-	76, // 88: roost.v1.MemberService.FetchBlob:output_type -> roost.v1.ArtifactChunk
-	60, // [60:89] is the sub-list for method output_type
-	31, // [31:60] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	75, // 24: roost.v1.CreateJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
+	76, // 25: roost.v1.UpdateMemberRequest.member:type_name -> roost.v1.HubMember
+	77, // 26: roost.v1.ForwardServerStatusRequest.update:type_name -> roost.v1.UpdateServerStatus
+	75, // 27: roost.v1.SnapshotInfo.taken_at:type_name -> google.protobuf.Timestamp
+	65, // 28: roost.v1.SnapshotInfo.objects:type_name -> roost.v1.SnapshotInfo.ObjectsEntry
+	59, // 29: roost.v1.SnapshotChunk.info:type_name -> roost.v1.SnapshotInfo
+	59, // 30: roost.v1.RestoreSnapshotResponse.restored:type_name -> roost.v1.SnapshotInfo
+	59, // 31: roost.v1.SnapshotFile.info:type_name -> roost.v1.SnapshotInfo
+	30, // 32: roost.v1.HubService.Apply:input_type -> roost.v1.ApplyRequest
+	33, // 33: roost.v1.HubService.Get:input_type -> roost.v1.GetRequest
+	35, // 34: roost.v1.HubService.List:input_type -> roost.v1.ListRequest
+	37, // 35: roost.v1.HubService.Delete:input_type -> roost.v1.DeleteRequest
+	39, // 36: roost.v1.HubService.Watch:input_type -> roost.v1.WatchRequest
+	42, // 37: roost.v1.HubService.ListMembers:input_type -> roost.v1.ListMembersRequest
+	44, // 38: roost.v1.HubService.CreateJoinToken:input_type -> roost.v1.CreateJoinTokenRequest
+	46, // 39: roost.v1.HubService.RemoveMember:input_type -> roost.v1.RemoveMemberRequest
+	58, // 40: roost.v1.HubService.SaveSnapshot:input_type -> roost.v1.SaveSnapshotRequest
+	60, // 41: roost.v1.HubService.RestoreSnapshot:input_type -> roost.v1.SnapshotChunk
+	24, // 42: roost.v1.HubService.CreateEnrollmentToken:input_type -> roost.v1.CreateEnrollmentTokenRequest
+	26, // 43: roost.v1.HubService.RevokeEnrollmentToken:input_type -> roost.v1.RevokeEnrollmentTokenRequest
+	28, // 44: roost.v1.HubService.UpdateServer:input_type -> roost.v1.UpdateServerRequest
+	18, // 45: roost.v1.HubService.AssignServers:input_type -> roost.v1.AssignServersRequest
+	20, // 46: roost.v1.HubService.UnassignServers:input_type -> roost.v1.UnassignServersRequest
+	22, // 47: roost.v1.HubService.CreateMachine:input_type -> roost.v1.CreateMachineRequest
+	14, // 48: roost.v1.HubService.PushArtifact:input_type -> roost.v1.PushArtifactRequest
+	16, // 49: roost.v1.HubService.StatArtifact:input_type -> roost.v1.StatArtifactRequest
+	2,  // 50: roost.v1.HubService.PutImageRelease:input_type -> roost.v1.PutImageReleaseRequest
+	4,  // 51: roost.v1.HubService.PromoteImageRelease:input_type -> roost.v1.PromoteImageReleaseRequest
+	6,  // 52: roost.v1.HubService.TrustReleaseKey:input_type -> roost.v1.TrustReleaseKeyRequest
+	8,  // 53: roost.v1.HubService.UntrustReleaseKey:input_type -> roost.v1.UntrustReleaseKeyRequest
+	10, // 54: roost.v1.HubService.ListTrustedKeys:input_type -> roost.v1.ListTrustedKeysRequest
+	12, // 55: roost.v1.HubService.RolloutControl:input_type -> roost.v1.RolloutControlRequest
+	54, // 56: roost.v1.MemberService.Join:input_type -> roost.v1.JoinRequest
+	56, // 57: roost.v1.MemberService.AddVoter:input_type -> roost.v1.AddVoterRequest
+	50, // 58: roost.v1.MemberService.ReportSeen:input_type -> roost.v1.ReportSeenRequest
+	52, // 59: roost.v1.MemberService.ForwardServerStatus:input_type -> roost.v1.ForwardServerStatusRequest
+	78, // 60: roost.v1.MemberService.FetchBlob:input_type -> roost.v1.FetchArtifactRequest
+	48, // 61: roost.v1.MemberService.UpdateMember:input_type -> roost.v1.UpdateMemberRequest
+	32, // 62: roost.v1.HubService.Apply:output_type -> roost.v1.ApplyResponse
+	34, // 63: roost.v1.HubService.Get:output_type -> roost.v1.GetResponse
+	36, // 64: roost.v1.HubService.List:output_type -> roost.v1.ListResponse
+	38, // 65: roost.v1.HubService.Delete:output_type -> roost.v1.DeleteResponse
+	40, // 66: roost.v1.HubService.Watch:output_type -> roost.v1.WatchEvent
+	43, // 67: roost.v1.HubService.ListMembers:output_type -> roost.v1.ListMembersResponse
+	45, // 68: roost.v1.HubService.CreateJoinToken:output_type -> roost.v1.CreateJoinTokenResponse
+	47, // 69: roost.v1.HubService.RemoveMember:output_type -> roost.v1.RemoveMemberResponse
+	60, // 70: roost.v1.HubService.SaveSnapshot:output_type -> roost.v1.SnapshotChunk
+	61, // 71: roost.v1.HubService.RestoreSnapshot:output_type -> roost.v1.RestoreSnapshotResponse
+	25, // 72: roost.v1.HubService.CreateEnrollmentToken:output_type -> roost.v1.CreateEnrollmentTokenResponse
+	27, // 73: roost.v1.HubService.RevokeEnrollmentToken:output_type -> roost.v1.RevokeEnrollmentTokenResponse
+	29, // 74: roost.v1.HubService.UpdateServer:output_type -> roost.v1.UpdateServerResponse
+	19, // 75: roost.v1.HubService.AssignServers:output_type -> roost.v1.AssignServersResponse
+	21, // 76: roost.v1.HubService.UnassignServers:output_type -> roost.v1.UnassignServersResponse
+	23, // 77: roost.v1.HubService.CreateMachine:output_type -> roost.v1.CreateMachineResponse
+	15, // 78: roost.v1.HubService.PushArtifact:output_type -> roost.v1.PushArtifactResponse
+	17, // 79: roost.v1.HubService.StatArtifact:output_type -> roost.v1.StatArtifactResponse
+	3,  // 80: roost.v1.HubService.PutImageRelease:output_type -> roost.v1.PutImageReleaseResponse
+	5,  // 81: roost.v1.HubService.PromoteImageRelease:output_type -> roost.v1.PromoteImageReleaseResponse
+	7,  // 82: roost.v1.HubService.TrustReleaseKey:output_type -> roost.v1.TrustReleaseKeyResponse
+	9,  // 83: roost.v1.HubService.UntrustReleaseKey:output_type -> roost.v1.UntrustReleaseKeyResponse
+	11, // 84: roost.v1.HubService.ListTrustedKeys:output_type -> roost.v1.ListTrustedKeysResponse
+	13, // 85: roost.v1.HubService.RolloutControl:output_type -> roost.v1.RolloutControlResponse
+	55, // 86: roost.v1.MemberService.Join:output_type -> roost.v1.JoinResponse
+	57, // 87: roost.v1.MemberService.AddVoter:output_type -> roost.v1.AddVoterResponse
+	51, // 88: roost.v1.MemberService.ReportSeen:output_type -> roost.v1.ReportSeenResponse
+	53, // 89: roost.v1.MemberService.ForwardServerStatus:output_type -> roost.v1.ForwardServerStatusResponse
+	79, // 90: roost.v1.MemberService.FetchBlob:output_type -> roost.v1.ArtifactChunk
+	49, // 91: roost.v1.MemberService.UpdateMember:output_type -> roost.v1.UpdateMemberResponse
+	62, // [62:92] is the sub-list for method output_type
+	32, // [32:62] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_roost_v1_hub_proto_init() }
@@ -3755,7 +3911,7 @@ func file_roost_v1_hub_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_roost_v1_hub_proto_rawDesc), len(file_roost_v1_hub_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   62,
+			NumMessages:   64,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -1139,6 +1139,7 @@ const (
 	MemberService_ReportSeen_FullMethodName          = "/roost.v1.MemberService/ReportSeen"
 	MemberService_ForwardServerStatus_FullMethodName = "/roost.v1.MemberService/ForwardServerStatus"
 	MemberService_FetchBlob_FullMethodName           = "/roost.v1.MemberService/FetchBlob"
+	MemberService_UpdateMember_FullMethodName        = "/roost.v1.MemberService/UpdateMember"
 )
 
 // MemberServiceClient is the client API for MemberService service.
@@ -1164,6 +1165,11 @@ type MemberServiceClient interface {
 	// member that misses it (members fetch missing blobs from peers by
 	// digest). Errors: NotFound (not stored completely here).
 	FetchBlob(ctx context.Context, in *FetchArtifactRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ArtifactChunk], error)
+	// UpdateMember records the calling member's addresses and software
+	// (HubMember) on the leader; members call it when they start. Errors:
+	// PermissionDenied (a member may only update itself), InvalidArgument
+	// (addresses missing), NotFound (not in the Raft configuration).
+	UpdateMember(ctx context.Context, in *UpdateMemberRequest, opts ...grpc.CallOption) (*UpdateMemberResponse, error)
 }
 
 type memberServiceClient struct {
@@ -1233,6 +1239,16 @@ func (c *memberServiceClient) FetchBlob(ctx context.Context, in *FetchArtifactRe
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type MemberService_FetchBlobClient = grpc.ServerStreamingClient[ArtifactChunk]
 
+func (c *memberServiceClient) UpdateMember(ctx context.Context, in *UpdateMemberRequest, opts ...grpc.CallOption) (*UpdateMemberResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpdateMemberResponse)
+	err := c.cc.Invoke(ctx, MemberService_UpdateMember_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MemberServiceServer is the server API for MemberService service.
 // All implementations must embed UnimplementedMemberServiceServer
 // for forward compatibility.
@@ -1256,6 +1272,11 @@ type MemberServiceServer interface {
 	// member that misses it (members fetch missing blobs from peers by
 	// digest). Errors: NotFound (not stored completely here).
 	FetchBlob(*FetchArtifactRequest, grpc.ServerStreamingServer[ArtifactChunk]) error
+	// UpdateMember records the calling member's addresses and software
+	// (HubMember) on the leader; members call it when they start. Errors:
+	// PermissionDenied (a member may only update itself), InvalidArgument
+	// (addresses missing), NotFound (not in the Raft configuration).
+	UpdateMember(context.Context, *UpdateMemberRequest) (*UpdateMemberResponse, error)
 	mustEmbedUnimplementedMemberServiceServer()
 }
 
@@ -1280,6 +1301,9 @@ func (UnimplementedMemberServiceServer) ForwardServerStatus(context.Context, *Fo
 }
 func (UnimplementedMemberServiceServer) FetchBlob(*FetchArtifactRequest, grpc.ServerStreamingServer[ArtifactChunk]) error {
 	return status.Error(codes.Unimplemented, "method FetchBlob not implemented")
+}
+func (UnimplementedMemberServiceServer) UpdateMember(context.Context, *UpdateMemberRequest) (*UpdateMemberResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateMember not implemented")
 }
 func (UnimplementedMemberServiceServer) mustEmbedUnimplementedMemberServiceServer() {}
 func (UnimplementedMemberServiceServer) testEmbeddedByValue()                       {}
@@ -1385,6 +1409,24 @@ func _MemberService_FetchBlob_Handler(srv interface{}, stream grpc.ServerStream)
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type MemberService_FetchBlobServer = grpc.ServerStreamingServer[ArtifactChunk]
 
+func _MemberService_UpdateMember_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateMemberRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MemberServiceServer).UpdateMember(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MemberService_UpdateMember_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MemberServiceServer).UpdateMember(ctx, req.(*UpdateMemberRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // MemberService_ServiceDesc is the grpc.ServiceDesc for MemberService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1407,6 +1449,10 @@ var MemberService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ForwardServerStatus",
 			Handler:    _MemberService_ForwardServerStatus_Handler,
+		},
+		{
+			MethodName: "UpdateMember",
+			Handler:    _MemberService_UpdateMember_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -98,6 +98,11 @@ type Command struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// time is the proposer's clock when the command was proposed.
 	Time *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=time,proto3" json:"time,omitempty"`
+	// rules_version is the version of the apply rules every member applies
+	// this command with (see state.RulesVersion): the leader sets the lowest
+	// version all members implement. 0 (commands written before versions
+	// were recorded) means 1.
+	RulesVersion uint32 `protobuf:"varint,2,opt,name=rules_version,json=rulesVersion,proto3" json:"rules_version,omitempty"`
 	// Types that are valid to be assigned to Command:
 	//
 	//	*Command_ApplyObjects
@@ -167,6 +172,13 @@ func (x *Command) GetTime() *timestamppb.Timestamp {
 		return x.Time
 	}
 	return nil
+}
+
+func (x *Command) GetRulesVersion() uint32 {
+	if x != nil {
+		return x.RulesVersion
+	}
+	return 0
 }
 
 func (x *Command) GetCommand() isCommand_Command {
@@ -797,12 +809,18 @@ func (x *InitCA) GetCa() *CertificateAuthority {
 	return nil
 }
 
-// HubMember is a Raft member's addresses as recorded in the state.
+// HubMember is a Raft member's addresses and software as recorded in the
+// state; each member reports its own record to the leader when it starts.
 type HubMember struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	RaftAddress   string                 `protobuf:"bytes,2,opt,name=raft_address,json=raftAddress,proto3" json:"raft_address,omitempty"`
-	ApiAddress    string                 `protobuf:"bytes,3,opt,name=api_address,json=apiAddress,proto3" json:"api_address,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Id          string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	RaftAddress string                 `protobuf:"bytes,2,opt,name=raft_address,json=raftAddress,proto3" json:"raft_address,omitempty"`
+	ApiAddress  string                 `protobuf:"bytes,3,opt,name=api_address,json=apiAddress,proto3" json:"api_address,omitempty"`
+	// hub_version is the member's roost-hub version (e.g. "v0.3.0", "dev").
+	HubVersion string `protobuf:"bytes,4,opt,name=hub_version,json=hubVersion,proto3" json:"hub_version,omitempty"`
+	// rules_version is the newest apply rules version the member's roost-hub
+	// implements; 0 (recorded by a roost-hub that did not report it) means 1.
+	RulesVersion  uint32 `protobuf:"varint,5,opt,name=rules_version,json=rulesVersion,proto3" json:"rules_version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -856,6 +874,20 @@ func (x *HubMember) GetApiAddress() string {
 		return x.ApiAddress
 	}
 	return ""
+}
+
+func (x *HubMember) GetHubVersion() string {
+	if x != nil {
+		return x.HubVersion
+	}
+	return ""
+}
+
+func (x *HubMember) GetRulesVersion() uint32 {
+	if x != nil {
+		return x.RulesVersion
+	}
+	return 0
 }
 
 type PutMember struct {
@@ -2790,9 +2822,10 @@ var File_roost_v1_raft_proto protoreflect.FileDescriptor
 
 const file_roost_v1_raft_proto_rawDesc = "" +
 	"\n" +
-	"\x13roost/v1/raft.proto\x12\broost.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14roost/v1/agent.proto\x1a\x13roost/v1/meta.proto\x1a\x18roost/v1/resources.proto\"\xdf\x0f\n" +
+	"\x13roost/v1/raft.proto\x12\broost.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14roost/v1/agent.proto\x1a\x13roost/v1/meta.proto\x1a\x18roost/v1/resources.proto\"\x84\x10\n" +
 	"\aCommand\x12.\n" +
-	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12=\n" +
+	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12#\n" +
+	"\rrules_version\x18\x02 \x01(\rR\frulesVersion\x12=\n" +
 	"\rapply_objects\x18\n" +
 	" \x01(\v2\x16.roost.v1.ApplyObjectsH\x00R\fapplyObjects\x12=\n" +
 	"\rdelete_object\x18\v \x01(\v2\x16.roost.v1.DeleteObjectH\x00R\fdeleteObject\x12+\n" +
@@ -2835,12 +2868,15 @@ const file_roost_v1_raft_proto_rawDesc = "" +
 	"\x0fcertificate_pem\x18\x01 \x01(\fR\x0ecertificatePem\x12&\n" +
 	"\x0fprivate_key_pem\x18\x02 \x01(\fR\rprivateKeyPem\"8\n" +
 	"\x06InitCA\x12.\n" +
-	"\x02ca\x18\x01 \x01(\v2\x1e.roost.v1.CertificateAuthorityR\x02ca\"_\n" +
+	"\x02ca\x18\x01 \x01(\v2\x1e.roost.v1.CertificateAuthorityR\x02ca\"\xa5\x01\n" +
 	"\tHubMember\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12!\n" +
 	"\fraft_address\x18\x02 \x01(\tR\vraftAddress\x12\x1f\n" +
 	"\vapi_address\x18\x03 \x01(\tR\n" +
-	"apiAddress\"8\n" +
+	"apiAddress\x12\x1f\n" +
+	"\vhub_version\x18\x04 \x01(\tR\n" +
+	"hubVersion\x12#\n" +
+	"\rrules_version\x18\x05 \x01(\rR\frulesVersion\"8\n" +
 	"\tPutMember\x12+\n" +
 	"\x06member\x18\x01 \x01(\v2\x13.roost.v1.HubMemberR\x06member\"\x1e\n" +
 	"\fDeleteMember\x12\x0e\n" +

@@ -1,0 +1,93 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/hashicorp/raft"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/roostfleet/roost/apierror"
+	"github.com/roostfleet/roost/hub/ca"
+	"github.com/roostfleet/roost/hub/state"
+	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+)
+
+// checkMemberRules refuses a member whose roost-hub implements apply rules
+// older than those the hub proposes with (state.EffectiveRules): it could
+// not apply the log. v is the member's state.RulesVersion (0 means 1);
+// field names it in the error. Errors: FailedPrecondition.
+func (s *Server) checkMemberRules(v uint32, field string) error {
+	members := s.fsm.Members()
+	return olderMemberError(members, state.EffectiveRules(members), v, field)
+}
+
+// olderMemberError is checkMemberRules for the recorded members and the
+// rules version the hub applies (effective).
+func olderMemberError(members []*roostv1.HubMember, effective, v uint32, field string) error {
+	if max(v, 1) >= effective {
+		return nil
+	}
+	var versions []string
+	for _, m := range members {
+		if hv := m.GetHubVersion(); hv != "" && !slices.Contains(versions, hv) {
+			versions = append(versions, hv)
+		}
+	}
+	slices.Sort(versions)
+	return apierror.FailedPreconditionFields("this roost-hub is older than the hub's members",
+		apierror.Violation{Field: field, Message: fmt.Sprintf("the member's roost-hub implements apply rules up to version %d, and the hub applies version %d: "+
+			"run the roost-hub the members run (%s; see 'roostctl hub members') or newer", max(v, 1), effective, strings.Join(versions, ", "))})
+}
+
+// UpdateMember records the calling member's addresses and software
+// (members call it when they start, through ReportSelf).
+func (s *Server) UpdateMember(ctx context.Context, req *roostv1.UpdateMemberRequest) (*roostv1.UpdateMemberResponse, error) {
+	if _, cn, _ := ca.PeerRole(ctx); cn != req.GetMember().GetId() && !isForwarded(ctx) {
+		return nil, apierror.PermissionDenied("member %q may only update itself, not %q", cn, req.GetMember().GetId())
+	}
+	if err := s.ReportSelf(ctx, req.GetMember()); err != nil {
+		return nil, err
+	}
+	return &roostv1.UpdateMemberResponse{}, nil
+}
+
+// ReportSelf records m, this member's own HubMember, on the leader unless
+// the state has it already: proposed here on the leader, else sent to the
+// leader (MemberService.UpdateMember). Errors: InvalidArgument (id or
+// addresses missing), NotFound (m is not in the Raft configuration, e.g.
+// removed), FailedPrecondition (m's roost-hub is older than the rules the
+// hub applies), Unavailable (no leader).
+func (s *Server) ReportSelf(ctx context.Context, m *roostv1.HubMember) error {
+	if m.GetId() == "" || m.GetRaftAddress() == "" || m.GetApiAddress() == "" {
+		return apierror.Invalid("invalid member",
+			apierror.Violation{Field: "member.id", Message: "required"},
+			apierror.Violation{Field: "member.raftAddress", Message: "required"},
+			apierror.Violation{Field: "member.apiAddress", Message: "required"})
+	}
+	for _, r := range s.fsm.Members() {
+		if proto.Equal(r, m) {
+			return nil
+		}
+	}
+	_, err := onLeader(ctx, s, func() (*roostv1.UpdateMemberResponse, error) {
+		servers, err := s.node.Servers()
+		if err != nil {
+			return nil, err
+		}
+		if !slices.ContainsFunc(servers, func(sv raft.Server) bool { return string(sv.ID) == m.GetId() }) {
+			return nil, apierror.NotFound("hub member", m.GetId())
+		}
+		if err := s.checkMemberRules(m.GetRulesVersion(), "member.rulesVersion"); err != nil {
+			return nil, err
+		}
+		_, err = s.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_PutMember{PutMember: &roostv1.PutMember{Member: m}}})
+		return &roostv1.UpdateMemberResponse{}, err
+	}, func(c *grpc.ClientConn, fctx context.Context) (*roostv1.UpdateMemberResponse, error) {
+		return roostv1.NewMemberServiceClient(c).UpdateMember(fctx, &roostv1.UpdateMemberRequest{Member: m})
+	})
+	return err
+}

@@ -1,0 +1,65 @@
+package state
+
+import (
+	"fmt"
+
+	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+)
+
+// RulesVersion is the newest version of the apply rules this build
+// implements: what Apply checks and how it changes the state for each
+// command. Every Raft command records the version it is applied with
+// (Command.rules_version), so members of two roost-hub versions, and a
+// member replaying an old log, store the same result for it. The leader
+// proposes with the lowest version any member implements (EffectiveRules);
+// a rule that changes what a command does is added under a new version and
+// checked against the command's version in the applier, keeping the old
+// behaviour for commands of older versions. Versions:
+//
+//	1: the rules of the first release (also commands with no version)
+const RulesVersion uint32 = 1
+
+// commandRules is the apply rules version of cmd; 0 (commands written
+// before versions were recorded) means 1.
+func commandRules(cmd *roostv1.Command) uint32 {
+	return max(cmd.GetRulesVersion(), 1)
+}
+
+// memberRules is the apply rules version m implements; 0 (a member that has
+// not reported it) means 1.
+func memberRules(m *roostv1.HubMember) uint32 {
+	return max(m.GetRulesVersion(), 1)
+}
+
+// EffectiveRules returns the apply rules version to propose commands with:
+// the lowest version the recorded members implement (a member that has not
+// reported its version counts as 1), never above this build's RulesVersion.
+func EffectiveRules(members []*roostv1.HubMember) uint32 {
+	return lowestRules(members, RulesVersion)
+}
+
+// lowestRules is EffectiveRules for a build implementing up to implemented.
+func lowestRules(members []*roostv1.HubMember, implemented uint32) uint32 {
+	v := implemented
+	for _, m := range members {
+		v = min(v, memberRules(m))
+	}
+	return v
+}
+
+// RulesTooNewError is what Apply hands to Options.Halt when a log entry
+// needs apply rules this build does not implement: the member's roost-hub
+// is older than the entry (a downgrade, or a member that missed an upgrade)
+// and applying it with older rules could store a different result than the
+// other members did.
+type RulesTooNewError struct {
+	// Index is the Raft log index of the entry.
+	Index uint64
+	// Needed is the entry's rules version; Implemented is RulesVersion.
+	Needed, Implemented uint32
+}
+
+func (e *RulesTooNewError) Error() string {
+	return fmt.Sprintf("the Raft log entry at index %d needs apply rules version %d, and this roost-hub implements up to %d: "+
+		"run a newer roost-hub on this member (the other members already do; downgrading a member is not supported)", e.Index, e.Needed, e.Implemented)
+}
