@@ -166,15 +166,22 @@ func Plan(v *PoolView, now time.Time) *roostv1.RolloutStatus {
 		st.Phase = state.RolloutHalted
 		st.Reason = fmt.Sprintf("%d Machine(s) failed, more than the failure budget %d: %s; fix the cause, then roostctl rollout resume %s (failed Machines are not retried) or rollout undo %s",
 			len(st.FailedMachines), budget, strings.Join(parts, "; "), p.GetMetadata().GetName(), p.GetMetadata().GetName())
+	case p.GetSpec().GetRollout().GetPaused():
+		// Paused shows even with nothing to do, so an operator's pause is
+		// visible until resumed (as a paused Deployment).
+		st.Phase, st.Reason = state.RolloutPaused, "paused by an operator (roostctl rollout resume "+p.GetMetadata().GetName()+")"
+		switch {
+		case reboots+firstInstalls == 0 && v.Target == "":
+			st.Reason += "; no ImageRelease fits the pool"
+		case reboots+firstInstalls == 0:
+			st.Reason += "; nothing to roll out"
+		case firstInstalls > 0:
+			st.Reason = installs("the pause") + st.Reason
+		}
 	case reboots+firstInstalls == 0:
 		st.Phase = state.RolloutIdle
 		if v.Target == "" {
 			st.Reason = "no ImageRelease fits the pool"
-		}
-	case p.GetSpec().GetRollout().GetPaused():
-		st.Phase, st.Reason = state.RolloutPaused, "paused by an operator (roostctl rollout resume "+p.GetMetadata().GetName()+")"
-		if firstInstalls > 0 {
-			st.Reason = installs("the pause") + st.Reason
 		}
 	case reboots == 0:
 		// Only first installs are left: they may start now, whatever the

@@ -87,6 +87,14 @@ func TestPlanFirstInstallsOnly(t *testing.T) {
 	if want := "6 awaiting first install (not gated by the pause); paused by an operator (roostctl rollout resume workers)"; st.GetPhase() != state.RolloutPaused || st.GetReason() != want {
 		t.Errorf("paused: %s %q, want Paused %q", st.GetPhase(), st.GetReason(), want)
 	}
+	// Paused with nothing to roll out: still Paused, so the pause shows
+	// until resumed.
+	v = planView(0, 0, nil)
+	v.Pool.Spec.Rollout = &roostv1.RolloutPolicy{Paused: true}
+	st = Plan(v, planNow)
+	if want := "paused by an operator (roostctl rollout resume workers); nothing to roll out"; st.GetPhase() != state.RolloutPaused || st.GetReason() != want {
+		t.Errorf("paused, nothing to do: %s %q, want Paused %q", st.GetPhase(), st.GetReason(), want)
+	}
 }
 
 // TestPlanFirstInstallsAndReboots: with the windows closed, a pool with

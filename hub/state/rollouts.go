@@ -55,6 +55,9 @@ func (a *applier) controlRollout(c *roostv1.ControlRollout) ([]*roostv1.ApplyRes
 	case roostv1.RolloutAction_ROLLOUT_ACTION_PAUSE:
 		specChanged = !rollout().GetPaused()
 		rollout().Paused = true
+		if ro.GetPhase() != RolloutHalted { // shown at once; the controller refines the reason
+			ro.Phase, ro.Reason = RolloutPaused, "paused by an operator (roostctl rollout resume "+c.GetPool()+")"
+		}
 	case roostv1.RolloutAction_ROLLOUT_ACTION_RESUME:
 		specChanged = rollout().GetPaused()
 		rollout().Paused = false

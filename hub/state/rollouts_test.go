@@ -107,6 +107,9 @@ func TestApplyKeepsPauseAndWarnsOnUnpin(t *testing.T) {
 
 	check("apply", h.mustApply(manifest()), ActionUnchanged)
 	h.mustApply(controlCmd("edge", roostv1.RolloutAction_ROLLOUT_ACTION_PAUSE, ""))
+	if ro := getPool(t, h.f, "edge").GetStatus().GetRollout(); ro.GetPhase() != RolloutPaused { // at once, not at the controller's next pass
+		t.Errorf("phase after pause: %v", ro)
+	}
 	gen := getPool(t, h.f, "edge").GetMetadata().GetGeneration()
 	check("dry run over a pause", h.mustApply(dryRun(manifest())), ActionUnchanged, kept)
 	check("apply over a pause", h.mustApply(manifest()), ActionUnchanged, kept)
