@@ -181,6 +181,9 @@ func (c *Controller) Step(ctx context.Context) error {
 			if note != "" && c.notes[name] != note {
 				c.log().Info("revision controller: "+note, "machine", name)
 			}
+			if err := c.recordWaiting(ctx, m, note); err != nil && first == nil {
+				first = fmt.Errorf("machine %s: %w", name, err)
+			}
 			c.notes[name] = note
 			mm.machines[name] = key
 			kept++
@@ -397,4 +400,19 @@ func PickRelease(objs []*roostv1.Object, version, channel string) *roostv1.Image
 		return rels[i].GetMetadata().GetCreateIndex() > rels[j].GetMetadata().GetCreateIndex()
 	})
 	return rels[0]
+}
+
+// recordWaiting writes note, why no Revision is rendered for m, as the
+// message of m's Provisioned condition while that waits for a Revision
+// (SetConditions), so `roostctl describe machine` says what the hub knows;
+// only when the message differs.
+func (c *Controller) recordWaiting(ctx context.Context, m *roostv1.Machine, note string) error {
+	cur := state.FindCondition(m.GetStatus().GetConditions(), state.MachineProvisioned)
+	if note == "" || cur.GetStatus() != "False" || cur.GetReason() != state.ReasonWaitingForRevision || cur.GetMessage() == note {
+		return nil
+	}
+	return c.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_SetConditions{SetConditions: &roostv1.SetConditions{
+		Kind: "Machine", Name: m.GetMetadata().GetName(),
+		Set: []*roostv1.Condition{{Type: state.MachineProvisioned, Status: "False", Reason: state.ReasonWaitingForRevision, Message: note}},
+	}}})
 }

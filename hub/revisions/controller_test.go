@@ -153,14 +153,19 @@ func edgeFleet(t *testing.T) *fleet {
 
 func TestControllerRendersFirstRevision(t *testing.T) {
 	fl := edgeFleet(t)
-	// No ImageRelease yet: nothing rendered, a note logged once.
+	// No ImageRelease yet: nothing rendered, a note logged once and
+	// written once as the Machine's Provisioned message.
 	fl.step()
 	fl.step()
-	if len(fl.revisions(testServer)) != 0 || fl.proposed != 0 {
-		t.Fatalf("rendered without a release: %v", fl.revisions(testServer))
+	if len(fl.revisions(testServer)) != 0 || fl.proposed != 1 {
+		t.Fatalf("rendered without a release: %v (%d proposed, want the Provisioned message only)", fl.revisions(testServer), fl.proposed)
 	}
-	if n := strings.Count(fl.log.String(), "no ImageRelease is in channel stable (pool edge follows it)"); n != 1 {
+	note := "no ImageRelease is in channel stable (pool edge follows it)"
+	if n := strings.Count(fl.log.String(), note); n != 1 {
 		t.Errorf("note logged %d times:\n%s", n, fl.log)
+	}
+	if c := state.FindCondition(fl.f.MachineOf(testServer).GetStatus().GetConditions(), state.MachineProvisioned); c.GetReason() != state.ReasonWaitingForRevision || c.GetMessage() != note {
+		t.Errorf("Provisioned %v, want %s with message %q", c, state.ReasonWaitingForRevision, note)
 	}
 	// A release in another channel does not count.
 	fl.objects(testRelease("2026.10.0", nil, "beta"))

@@ -1,6 +1,7 @@
 // Package scheduler is the hub's pool controller: for every Pool with
 // replicas it claims matching Available Servers until the Pool has that
-// many Machines, and releases the newest Machines when it has more. It runs
+// many Machines, and releases the newest Machines when it has more; while
+// it cannot claim enough, the Pool's ReplicaFailure condition says why. It runs
 // only while this member leads, reads the replicated state, and changes it
 // only by proposing CreateMachines and DeleteMachines commands, so a step
 // that races with another write simply fails and is retried on the next
@@ -90,8 +91,11 @@ func (c *Controller) Step(ctx context.Context) error {
 	}
 	var first error
 	for _, p := range snap.Pools {
-		cmd, note := Plan(snap, p, c.NewName, c.NewUID)
 		pname := p.GetMetadata().GetName()
+		if err := c.syncReplicaFailure(ctx, p, ReplicaFailure(snap, p)); err != nil && first == nil {
+			first = fmt.Errorf("pool %s: %w", pname, err)
+		}
+		cmd, note := Plan(snap, p, c.NewName, c.NewUID)
 		if cmd == nil {
 			c.note(pname, note)
 			continue

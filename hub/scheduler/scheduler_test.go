@@ -110,6 +110,15 @@ func (h *fakeHub) members() []string {
 	return out
 }
 
+// replicaFailure is the workers Pool's ReplicaFailure condition, or nil.
+func (h *fakeHub) replicaFailure() *roostv1.Condition {
+	o, err := h.f.Get("Pool", "workers")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return state.FindCondition(o.GetPool().GetStatus().GetConditions(), state.PoolReplicaFailure)
+}
+
 func uuidN(n int) string { return fmt.Sprintf("4c4c4544-0042-3510-8052-0000000000%02d", n) }
 
 func TestReplicas(t *testing.T) {
@@ -166,10 +175,39 @@ func TestReplicas(t *testing.T) {
 	if got := fmt.Sprint(h.members()); got != "[workers-1=01 workers-2=03 workers-3=04]" {
 		t.Fatalf("members %s", got)
 	}
+	// The Pool says why it is short (written once, not every step).
+	n = len(h.proposed)
+	if err := c.Step(ctx); err != nil || len(h.proposed) != n+1 {
+		t.Fatalf("step without candidates proposed %v (err %v), want the ReplicaFailure condition", h.proposed[n:], err)
+	}
+	want := "3 of 5 replicas; no Server can be claimed: 3 Servers match MachineClass big (roost.io/cpus>=16): 3 claimed"
+	if cond := h.replicaFailure(); cond.GetStatus() != "True" || cond.GetReason() != state.ReasonNoMatchingServers || cond.GetMessage() != want {
+		t.Fatalf("ReplicaFailure %v, want True %s %q", cond, state.ReasonNoMatchingServers, want)
+	}
 	n = len(h.proposed)
 	if err := c.Step(ctx); err != nil || len(h.proposed) != n {
 		t.Fatalf("step without candidates proposed %v (err %v)", h.proposed[n:], err)
 	}
+	// A cordoned Server and one of another Pool are counted by cause.
+	h.server(uuidN(5), 64)
+	h.mustApply(&roostv1.Command{Command: &roostv1.Command_ModifyServer{ModifyServer: &roostv1.ModifyServer{
+		Name: uuidN(5), Action: roostv1.ServerAction_SERVER_ACTION_CORDON}}})
+	if err := c.Step(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want = "3 of 5 replicas; no Server can be claimed: 4 Servers match MachineClass big (roost.io/cpus>=16): 3 claimed, 1 cordoned"
+	if cond := h.replicaFailure(); cond.GetMessage() != want {
+		t.Fatalf("ReplicaFailure %v, want %q", cond, want)
+	}
+	// Enough replicas: the condition goes.
+	h.setReplicas(3)
+	if err := c.Step(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if cond := h.replicaFailure(); cond != nil {
+		t.Fatalf("ReplicaFailure %v with 3 of 3 replicas, want none", cond)
+	}
+	h.setReplicas(5)
 
 	// Shrinking releases the newest first.
 	h.setReplicas(1)

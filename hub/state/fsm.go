@@ -253,6 +253,8 @@ func (a *applier) run(cmd *roostv1.Command) (results []*roostv1.ApplyResult, com
 		err = a.deleteTrustedKey(c.DeleteTrustedKey)
 	case *roostv1.Command_PromoteImageRelease:
 		results, err = a.promoteImageRelease(c.PromoteImageRelease)
+	case *roostv1.Command_SetConditions:
+		err = a.setConditions(c.SetConditions)
 	default:
 		err = apierror.Invalid(fmt.Sprintf("command at index %d has no known command set", a.index))
 	}

@@ -129,25 +129,39 @@ func (a *applier) machineOf(server string) (*roostv1.Machine, *apierror.Error) {
 // or "" when it can. It does not check for an existing Machine; claimedBy
 // names the Machine holding s, if any.
 func ClaimRefusal(s *roostv1.Server, pool, claimedBy string) string {
+	_, why := claimBlock(s, pool, claimedBy)
+	return why
+}
+
+// ClaimBlocker is ClaimRefusal in a few words for counting Servers by
+// cause, e.g. "cordoned", "Unreachable"; "" when s may be claimed.
+func ClaimBlocker(s *roostv1.Server, pool, claimedBy string) string {
+	short, _ := claimBlock(s, pool, claimedBy)
+	return short
+}
+
+// claimBlock says why s cannot be claimed for pool: in a few words and as
+// a sentence naming the Server and the fix; both "" when it can.
+func claimBlock(s *roostv1.Server, pool, claimedBy string) (short, why string) {
 	name := s.GetMetadata().GetName()
 	st := s.GetStatus()
 	switch {
 	case claimedBy != "":
-		return fmt.Sprintf("Server %s is already claimed by Machine %s", name, claimedBy)
+		return "claimed", fmt.Sprintf("Server %s is already claimed by Machine %s", name, claimedBy)
 	case st.GetState() == ServerDecommissioned:
-		return fmt.Sprintf("Server %s is Decommissioned", name)
+		return ServerDecommissioned, fmt.Sprintf("Server %s is Decommissioned", name)
 	case st.GetState() == ServerPendingApproval:
-		return fmt.Sprintf("Server %s is PendingApproval (roostctl server approve %s)", name, name)
+		return ServerPendingApproval, fmt.Sprintf("Server %s is PendingApproval (roostctl server approve %s)", name, name)
 	case st.GetState() != ServerAvailable:
-		return fmt.Sprintf("Server %s is %s, not Available", name, orUnknown(st.GetState()))
+		return orUnknown(st.GetState()), fmt.Sprintf("Server %s is %s, not Available", name, orUnknown(st.GetState()))
 	case s.GetSpec().GetUnschedulable():
-		return fmt.Sprintf("Server %s is cordoned (roostctl server uncordon %s)", name, name)
+		return "cordoned", fmt.Sprintf("Server %s is cordoned (roostctl server uncordon %s)", name, name)
 	case st.GetReachability() == Unreachable:
-		return fmt.Sprintf("Server %s is Unreachable", name)
+		return Unreachable, fmt.Sprintf("Server %s is Unreachable", name)
 	case s.GetSpec().GetPool() != "" && s.GetSpec().GetPool() != pool:
-		return fmt.Sprintf("Server %s is pre-assigned to Pool %s", name, s.GetSpec().GetPool())
+		return "pre-assigned to another Pool", fmt.Sprintf("Server %s is pre-assigned to Pool %s", name, s.GetSpec().GetPool())
 	}
-	return ""
+	return "", ""
 }
 
 func orUnknown(s string) string {

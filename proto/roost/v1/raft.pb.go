@@ -132,6 +132,7 @@ type Command struct {
 	//	*Command_PutTrustedKey
 	//	*Command_DeleteTrustedKey
 	//	*Command_PromoteImageRelease
+	//	*Command_SetConditions
 	Command       isCommand_Command `protobuf_oneof:"command"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -431,6 +432,15 @@ func (x *Command) GetPromoteImageRelease() *PromoteImageRelease {
 	return nil
 }
 
+func (x *Command) GetSetConditions() *SetConditions {
+	if x != nil {
+		if x, ok := x.Command.(*Command_SetConditions); ok {
+			return x.SetConditions
+		}
+	}
+	return nil
+}
+
 type isCommand_Command interface {
 	isCommand_Command()
 }
@@ -543,6 +553,10 @@ type Command_PromoteImageRelease struct {
 	PromoteImageRelease *PromoteImageRelease `protobuf:"bytes,36,opt,name=promote_image_release,json=promoteImageRelease,proto3,oneof"`
 }
 
+type Command_SetConditions struct {
+	SetConditions *SetConditions `protobuf:"bytes,37,opt,name=set_conditions,json=setConditions,proto3,oneof"`
+}
+
 func (*Command_ApplyObjects) isCommand_Command() {}
 
 func (*Command_DeleteObject) isCommand_Command() {}
@@ -596,6 +610,8 @@ func (*Command_PutTrustedKey) isCommand_Command() {}
 func (*Command_DeleteTrustedKey) isCommand_Command() {}
 
 func (*Command_PromoteImageRelease) isCommand_Command() {}
+
+func (*Command_SetConditions) isCommand_Command() {}
 
 // ApplyObjects creates or replaces objects, all or nothing.
 type ApplyObjects struct {
@@ -2256,6 +2272,84 @@ func (x *ControlRollout) GetVersion() string {
 // UpdatePoolRollout replaces a Pool's status.rollout (the rollout
 // controller's view); a Halted phase already stored is kept unless the
 // command's phase is Halted too (only ControlRollout RESUME clears it).
+// SetConditions records what a leader controller found about an object,
+// written only when it changes: a Pool's ReplicaFailure (the pool
+// controller: why the Pool has fewer Machines than replicas; cleared when
+// it has them) and the message of a Machine's Provisioned condition while
+// its reason is WaitingForRevision (the revision controller: why no
+// Revision is rendered yet).
+type SetConditions struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// kind is "Pool" or "Machine"; name the object's metadata.name.
+	Kind string `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// set are the conditions to record (their last_transition_time is the
+	// command's time when the status changes); clear the condition types to
+	// remove.
+	Set           []*Condition `protobuf:"bytes,3,rep,name=set,proto3" json:"set,omitempty"`
+	Clear         []string     `protobuf:"bytes,4,rep,name=clear,proto3" json:"clear,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetConditions) Reset() {
+	*x = SetConditions{}
+	mi := &file_roost_v1_raft_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetConditions) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetConditions) ProtoMessage() {}
+
+func (x *SetConditions) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_raft_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetConditions.ProtoReflect.Descriptor instead.
+func (*SetConditions) Descriptor() ([]byte, []int) {
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *SetConditions) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *SetConditions) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *SetConditions) GetSet() []*Condition {
+	if x != nil {
+		return x.Set
+	}
+	return nil
+}
+
+func (x *SetConditions) GetClear() []string {
+	if x != nil {
+		return x.Clear
+	}
+	return nil
+}
+
 type UpdatePoolRollout struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Pool          string                 `protobuf:"bytes,1,opt,name=pool,proto3" json:"pool,omitempty"`
@@ -2266,7 +2360,7 @@ type UpdatePoolRollout struct {
 
 func (x *UpdatePoolRollout) Reset() {
 	*x = UpdatePoolRollout{}
-	mi := &file_roost_v1_raft_proto_msgTypes[26]
+	mi := &file_roost_v1_raft_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2278,7 +2372,7 @@ func (x *UpdatePoolRollout) String() string {
 func (*UpdatePoolRollout) ProtoMessage() {}
 
 func (x *UpdatePoolRollout) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[26]
+	mi := &file_roost_v1_raft_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2291,7 +2385,7 @@ func (x *UpdatePoolRollout) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdatePoolRollout.ProtoReflect.Descriptor instead.
 func (*UpdatePoolRollout) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{26}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *UpdatePoolRollout) GetPool() string {
@@ -2324,7 +2418,7 @@ type TrustedKey struct {
 
 func (x *TrustedKey) Reset() {
 	*x = TrustedKey{}
-	mi := &file_roost_v1_raft_proto_msgTypes[27]
+	mi := &file_roost_v1_raft_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2336,7 +2430,7 @@ func (x *TrustedKey) String() string {
 func (*TrustedKey) ProtoMessage() {}
 
 func (x *TrustedKey) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[27]
+	mi := &file_roost_v1_raft_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2349,7 +2443,7 @@ func (x *TrustedKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrustedKey.ProtoReflect.Descriptor instead.
 func (*TrustedKey) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{27}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *TrustedKey) GetId() string {
@@ -2389,7 +2483,7 @@ type PutTrustedKey struct {
 
 func (x *PutTrustedKey) Reset() {
 	*x = PutTrustedKey{}
-	mi := &file_roost_v1_raft_proto_msgTypes[28]
+	mi := &file_roost_v1_raft_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2401,7 +2495,7 @@ func (x *PutTrustedKey) String() string {
 func (*PutTrustedKey) ProtoMessage() {}
 
 func (x *PutTrustedKey) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[28]
+	mi := &file_roost_v1_raft_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2414,7 +2508,7 @@ func (x *PutTrustedKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutTrustedKey.ProtoReflect.Descriptor instead.
 func (*PutTrustedKey) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{28}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *PutTrustedKey) GetKey() *TrustedKey {
@@ -2433,7 +2527,7 @@ type DeleteTrustedKey struct {
 
 func (x *DeleteTrustedKey) Reset() {
 	*x = DeleteTrustedKey{}
-	mi := &file_roost_v1_raft_proto_msgTypes[29]
+	mi := &file_roost_v1_raft_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2445,7 +2539,7 @@ func (x *DeleteTrustedKey) String() string {
 func (*DeleteTrustedKey) ProtoMessage() {}
 
 func (x *DeleteTrustedKey) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[29]
+	mi := &file_roost_v1_raft_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2458,7 +2552,7 @@ func (x *DeleteTrustedKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTrustedKey.ProtoReflect.Descriptor instead.
 func (*DeleteTrustedKey) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{29}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *DeleteTrustedKey) GetId() string {
@@ -2481,7 +2575,7 @@ type PromoteImageRelease struct {
 
 func (x *PromoteImageRelease) Reset() {
 	*x = PromoteImageRelease{}
-	mi := &file_roost_v1_raft_proto_msgTypes[30]
+	mi := &file_roost_v1_raft_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2493,7 +2587,7 @@ func (x *PromoteImageRelease) String() string {
 func (*PromoteImageRelease) ProtoMessage() {}
 
 func (x *PromoteImageRelease) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[30]
+	mi := &file_roost_v1_raft_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2506,7 +2600,7 @@ func (x *PromoteImageRelease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromoteImageRelease.ProtoReflect.Descriptor instead.
 func (*PromoteImageRelease) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{30}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *PromoteImageRelease) GetVersion() string {
@@ -2542,7 +2636,7 @@ type UpdateClusterStatus struct {
 
 func (x *UpdateClusterStatus) Reset() {
 	*x = UpdateClusterStatus{}
-	mi := &file_roost_v1_raft_proto_msgTypes[31]
+	mi := &file_roost_v1_raft_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2554,7 +2648,7 @@ func (x *UpdateClusterStatus) String() string {
 func (*UpdateClusterStatus) ProtoMessage() {}
 
 func (x *UpdateClusterStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[31]
+	mi := &file_roost_v1_raft_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2567,7 +2661,7 @@ func (x *UpdateClusterStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateClusterStatus.ProtoReflect.Descriptor instead.
 func (*UpdateClusterStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{31}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *UpdateClusterStatus) GetCluster() string {
@@ -2598,7 +2692,7 @@ type UpdateMachineClusterStatus struct {
 
 func (x *UpdateMachineClusterStatus) Reset() {
 	*x = UpdateMachineClusterStatus{}
-	mi := &file_roost_v1_raft_proto_msgTypes[32]
+	mi := &file_roost_v1_raft_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2610,7 +2704,7 @@ func (x *UpdateMachineClusterStatus) String() string {
 func (*UpdateMachineClusterStatus) ProtoMessage() {}
 
 func (x *UpdateMachineClusterStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[32]
+	mi := &file_roost_v1_raft_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2623,7 +2717,7 @@ func (x *UpdateMachineClusterStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateMachineClusterStatus.ProtoReflect.Descriptor instead.
 func (*UpdateMachineClusterStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{32}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *UpdateMachineClusterStatus) GetMachine() string {
@@ -2665,7 +2759,7 @@ type BootstrapToken struct {
 
 func (x *BootstrapToken) Reset() {
 	*x = BootstrapToken{}
-	mi := &file_roost_v1_raft_proto_msgTypes[33]
+	mi := &file_roost_v1_raft_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2677,7 +2771,7 @@ func (x *BootstrapToken) String() string {
 func (*BootstrapToken) ProtoMessage() {}
 
 func (x *BootstrapToken) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[33]
+	mi := &file_roost_v1_raft_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2690,7 +2784,7 @@ func (x *BootstrapToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BootstrapToken.ProtoReflect.Descriptor instead.
 func (*BootstrapToken) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{33}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *BootstrapToken) GetMachine() string {
@@ -2737,7 +2831,7 @@ type PutBootstrapToken struct {
 
 func (x *PutBootstrapToken) Reset() {
 	*x = PutBootstrapToken{}
-	mi := &file_roost_v1_raft_proto_msgTypes[34]
+	mi := &file_roost_v1_raft_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2749,7 +2843,7 @@ func (x *PutBootstrapToken) String() string {
 func (*PutBootstrapToken) ProtoMessage() {}
 
 func (x *PutBootstrapToken) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[34]
+	mi := &file_roost_v1_raft_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2762,7 +2856,7 @@ func (x *PutBootstrapToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutBootstrapToken.ProtoReflect.Descriptor instead.
 func (*PutBootstrapToken) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{34}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *PutBootstrapToken) GetToken() *BootstrapToken {
@@ -2783,7 +2877,7 @@ type DeleteBootstrapTokens struct {
 
 func (x *DeleteBootstrapTokens) Reset() {
 	*x = DeleteBootstrapTokens{}
-	mi := &file_roost_v1_raft_proto_msgTypes[35]
+	mi := &file_roost_v1_raft_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2795,7 +2889,7 @@ func (x *DeleteBootstrapTokens) String() string {
 func (*DeleteBootstrapTokens) ProtoMessage() {}
 
 func (x *DeleteBootstrapTokens) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[35]
+	mi := &file_roost_v1_raft_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2808,7 +2902,7 @@ func (x *DeleteBootstrapTokens) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteBootstrapTokens.ProtoReflect.Descriptor instead.
 func (*DeleteBootstrapTokens) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{35}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *DeleteBootstrapTokens) GetTokenIds() []string {
@@ -2822,7 +2916,7 @@ var File_roost_v1_raft_proto protoreflect.FileDescriptor
 
 const file_roost_v1_raft_proto_rawDesc = "" +
 	"\n" +
-	"\x13roost/v1/raft.proto\x12\broost.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14roost/v1/agent.proto\x1a\x13roost/v1/meta.proto\x1a\x18roost/v1/resources.proto\"\x84\x10\n" +
+	"\x13roost/v1/raft.proto\x12\broost.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14roost/v1/agent.proto\x1a\x13roost/v1/meta.proto\x1a\x18roost/v1/resources.proto\"\xc6\x10\n" +
 	"\aCommand\x12.\n" +
 	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12#\n" +
 	"\rrules_version\x18\x02 \x01(\rR\frulesVersion\x12=\n" +
@@ -2855,7 +2949,8 @@ const file_roost_v1_raft_proto_rawDesc = "" +
 	"\x13update_pool_rollout\x18! \x01(\v2\x1b.roost.v1.UpdatePoolRolloutH\x00R\x11updatePoolRollout\x12A\n" +
 	"\x0fput_trusted_key\x18\" \x01(\v2\x17.roost.v1.PutTrustedKeyH\x00R\rputTrustedKey\x12J\n" +
 	"\x12delete_trusted_key\x18# \x01(\v2\x1a.roost.v1.DeleteTrustedKeyH\x00R\x10deleteTrustedKey\x12S\n" +
-	"\x15promote_image_release\x18$ \x01(\v2\x1d.roost.v1.PromoteImageReleaseH\x00R\x13promoteImageReleaseB\t\n" +
+	"\x15promote_image_release\x18$ \x01(\v2\x1d.roost.v1.PromoteImageReleaseH\x00R\x13promoteImageRelease\x12@\n" +
+	"\x0eset_conditions\x18% \x01(\v2\x17.roost.v1.SetConditionsH\x00R\rsetConditionsB\t\n" +
 	"\acommand\"g\n" +
 	"\fApplyObjects\x12*\n" +
 	"\aobjects\x18\x01 \x03(\v2\x10.roost.v1.ObjectR\aobjects\x12\x12\n" +
@@ -2982,7 +3077,12 @@ const file_roost_v1_raft_proto_rawDesc = "" +
 	"\x0eControlRollout\x12\x12\n" +
 	"\x04pool\x18\x01 \x01(\tR\x04pool\x12/\n" +
 	"\x06action\x18\x02 \x01(\x0e2\x17.roost.v1.RolloutActionR\x06action\x12\x18\n" +
-	"\aversion\x18\x03 \x01(\tR\aversion\"X\n" +
+	"\aversion\x18\x03 \x01(\tR\aversion\"t\n" +
+	"\rSetConditions\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12%\n" +
+	"\x03set\x18\x03 \x03(\v2\x13.roost.v1.ConditionR\x03set\x12\x14\n" +
+	"\x05clear\x18\x04 \x03(\tR\x05clear\"X\n" +
 	"\x11UpdatePoolRollout\x12\x12\n" +
 	"\x04pool\x18\x01 \x01(\tR\x04pool\x12/\n" +
 	"\x06status\x18\x02 \x01(\v2\x17.roost.v1.RolloutStatusR\x06status\"\x93\x01\n" +
@@ -3042,7 +3142,7 @@ func file_roost_v1_raft_proto_rawDescGZIP() []byte {
 }
 
 var file_roost_v1_raft_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_roost_v1_raft_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
+var file_roost_v1_raft_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
 var file_roost_v1_raft_proto_goTypes = []any{
 	(RolloutAction)(0),                 // 0: roost.v1.RolloutAction
 	(*Command)(nil),                    // 1: roost.v1.Command
@@ -3071,31 +3171,32 @@ var file_roost_v1_raft_proto_goTypes = []any{
 	(*ReleaseLeases)(nil),              // 24: roost.v1.ReleaseLeases
 	(*Snapshot)(nil),                   // 25: roost.v1.Snapshot
 	(*ControlRollout)(nil),             // 26: roost.v1.ControlRollout
-	(*UpdatePoolRollout)(nil),          // 27: roost.v1.UpdatePoolRollout
-	(*TrustedKey)(nil),                 // 28: roost.v1.TrustedKey
-	(*PutTrustedKey)(nil),              // 29: roost.v1.PutTrustedKey
-	(*DeleteTrustedKey)(nil),           // 30: roost.v1.DeleteTrustedKey
-	(*PromoteImageRelease)(nil),        // 31: roost.v1.PromoteImageRelease
-	(*UpdateClusterStatus)(nil),        // 32: roost.v1.UpdateClusterStatus
-	(*UpdateMachineClusterStatus)(nil), // 33: roost.v1.UpdateMachineClusterStatus
-	(*BootstrapToken)(nil),             // 34: roost.v1.BootstrapToken
-	(*PutBootstrapToken)(nil),          // 35: roost.v1.PutBootstrapToken
-	(*DeleteBootstrapTokens)(nil),      // 36: roost.v1.DeleteBootstrapTokens
-	nil,                                // 37: roost.v1.ModifyServer.SetLabelsEntry
-	(*timestamppb.Timestamp)(nil),      // 38: google.protobuf.Timestamp
-	(*Object)(nil),                     // 39: roost.v1.Object
-	(*EnrollmentToken)(nil),            // 40: roost.v1.EnrollmentToken
-	(*ServerIdentity)(nil),             // 41: roost.v1.ServerIdentity
-	(*Inventory)(nil),                  // 42: roost.v1.Inventory
-	(*Condition)(nil),                  // 43: roost.v1.Condition
-	(*FailedRevision)(nil),             // 44: roost.v1.FailedRevision
-	(ServerAction)(0),                  // 45: roost.v1.ServerAction
-	(*Revision)(nil),                   // 46: roost.v1.Revision
-	(*RolloutStatus)(nil),              // 47: roost.v1.RolloutStatus
-	(*ClusterStatus)(nil),              // 48: roost.v1.ClusterStatus
+	(*SetConditions)(nil),              // 27: roost.v1.SetConditions
+	(*UpdatePoolRollout)(nil),          // 28: roost.v1.UpdatePoolRollout
+	(*TrustedKey)(nil),                 // 29: roost.v1.TrustedKey
+	(*PutTrustedKey)(nil),              // 30: roost.v1.PutTrustedKey
+	(*DeleteTrustedKey)(nil),           // 31: roost.v1.DeleteTrustedKey
+	(*PromoteImageRelease)(nil),        // 32: roost.v1.PromoteImageRelease
+	(*UpdateClusterStatus)(nil),        // 33: roost.v1.UpdateClusterStatus
+	(*UpdateMachineClusterStatus)(nil), // 34: roost.v1.UpdateMachineClusterStatus
+	(*BootstrapToken)(nil),             // 35: roost.v1.BootstrapToken
+	(*PutBootstrapToken)(nil),          // 36: roost.v1.PutBootstrapToken
+	(*DeleteBootstrapTokens)(nil),      // 37: roost.v1.DeleteBootstrapTokens
+	nil,                                // 38: roost.v1.ModifyServer.SetLabelsEntry
+	(*timestamppb.Timestamp)(nil),      // 39: google.protobuf.Timestamp
+	(*Object)(nil),                     // 40: roost.v1.Object
+	(*EnrollmentToken)(nil),            // 41: roost.v1.EnrollmentToken
+	(*ServerIdentity)(nil),             // 42: roost.v1.ServerIdentity
+	(*Inventory)(nil),                  // 43: roost.v1.Inventory
+	(*Condition)(nil),                  // 44: roost.v1.Condition
+	(*FailedRevision)(nil),             // 45: roost.v1.FailedRevision
+	(ServerAction)(0),                  // 46: roost.v1.ServerAction
+	(*Revision)(nil),                   // 47: roost.v1.Revision
+	(*RolloutStatus)(nil),              // 48: roost.v1.RolloutStatus
+	(*ClusterStatus)(nil),              // 49: roost.v1.ClusterStatus
 }
 var file_roost_v1_raft_proto_depIdxs = []int32{
-	38, // 0: roost.v1.Command.time:type_name -> google.protobuf.Timestamp
+	39, // 0: roost.v1.Command.time:type_name -> google.protobuf.Timestamp
 	2,  // 1: roost.v1.Command.apply_objects:type_name -> roost.v1.ApplyObjects
 	3,  // 2: roost.v1.Command.delete_object:type_name -> roost.v1.DeleteObject
 	5,  // 3: roost.v1.Command.init_ca:type_name -> roost.v1.InitCA
@@ -3114,52 +3215,54 @@ var file_roost_v1_raft_proto_depIdxs = []int32{
 	22, // 16: roost.v1.Command.put_revision:type_name -> roost.v1.PutRevision
 	23, // 17: roost.v1.Command.grant_lease:type_name -> roost.v1.GrantLease
 	24, // 18: roost.v1.Command.release_leases:type_name -> roost.v1.ReleaseLeases
-	32, // 19: roost.v1.Command.update_cluster_status:type_name -> roost.v1.UpdateClusterStatus
-	33, // 20: roost.v1.Command.update_machine_cluster_status:type_name -> roost.v1.UpdateMachineClusterStatus
-	35, // 21: roost.v1.Command.put_bootstrap_token:type_name -> roost.v1.PutBootstrapToken
-	36, // 22: roost.v1.Command.delete_bootstrap_tokens:type_name -> roost.v1.DeleteBootstrapTokens
+	33, // 19: roost.v1.Command.update_cluster_status:type_name -> roost.v1.UpdateClusterStatus
+	34, // 20: roost.v1.Command.update_machine_cluster_status:type_name -> roost.v1.UpdateMachineClusterStatus
+	36, // 21: roost.v1.Command.put_bootstrap_token:type_name -> roost.v1.PutBootstrapToken
+	37, // 22: roost.v1.Command.delete_bootstrap_tokens:type_name -> roost.v1.DeleteBootstrapTokens
 	26, // 23: roost.v1.Command.control_rollout:type_name -> roost.v1.ControlRollout
-	27, // 24: roost.v1.Command.update_pool_rollout:type_name -> roost.v1.UpdatePoolRollout
-	29, // 25: roost.v1.Command.put_trusted_key:type_name -> roost.v1.PutTrustedKey
-	30, // 26: roost.v1.Command.delete_trusted_key:type_name -> roost.v1.DeleteTrustedKey
-	31, // 27: roost.v1.Command.promote_image_release:type_name -> roost.v1.PromoteImageRelease
-	39, // 28: roost.v1.ApplyObjects.objects:type_name -> roost.v1.Object
-	4,  // 29: roost.v1.InitCA.ca:type_name -> roost.v1.CertificateAuthority
-	6,  // 30: roost.v1.PutMember.member:type_name -> roost.v1.HubMember
-	38, // 31: roost.v1.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
-	9,  // 32: roost.v1.PutJoinToken.token:type_name -> roost.v1.JoinToken
-	40, // 33: roost.v1.PutEnrollmentToken.token:type_name -> roost.v1.EnrollmentToken
-	41, // 34: roost.v1.EnrollServer.identity:type_name -> roost.v1.ServerIdentity
-	42, // 35: roost.v1.EnrollServer.inventory:type_name -> roost.v1.Inventory
-	42, // 36: roost.v1.UpdateServerStatus.inventory:type_name -> roost.v1.Inventory
-	43, // 37: roost.v1.UpdateServerStatus.conditions:type_name -> roost.v1.Condition
-	44, // 38: roost.v1.UpdateServerStatus.failed_revisions:type_name -> roost.v1.FailedRevision
-	38, // 39: roost.v1.ReachabilityChange.last_seen:type_name -> google.protobuf.Timestamp
-	16, // 40: roost.v1.SetServerReachability.changes:type_name -> roost.v1.ReachabilityChange
-	45, // 41: roost.v1.ModifyServer.action:type_name -> roost.v1.ServerAction
-	37, // 42: roost.v1.ModifyServer.set_labels:type_name -> roost.v1.ModifyServer.SetLabelsEntry
-	19, // 43: roost.v1.CreateMachines.machines:type_name -> roost.v1.NewMachine
-	46, // 44: roost.v1.PutRevision.revision:type_name -> roost.v1.Revision
-	38, // 45: roost.v1.GrantLease.expires_at:type_name -> google.protobuf.Timestamp
-	39, // 46: roost.v1.Snapshot.objects:type_name -> roost.v1.Object
-	4,  // 47: roost.v1.Snapshot.ca:type_name -> roost.v1.CertificateAuthority
-	6,  // 48: roost.v1.Snapshot.members:type_name -> roost.v1.HubMember
-	9,  // 49: roost.v1.Snapshot.join_tokens:type_name -> roost.v1.JoinToken
-	34, // 50: roost.v1.Snapshot.bootstrap_tokens:type_name -> roost.v1.BootstrapToken
-	28, // 51: roost.v1.Snapshot.trusted_keys:type_name -> roost.v1.TrustedKey
-	0,  // 52: roost.v1.ControlRollout.action:type_name -> roost.v1.RolloutAction
-	47, // 53: roost.v1.UpdatePoolRollout.status:type_name -> roost.v1.RolloutStatus
-	38, // 54: roost.v1.TrustedKey.added_at:type_name -> google.protobuf.Timestamp
-	28, // 55: roost.v1.PutTrustedKey.key:type_name -> roost.v1.TrustedKey
-	48, // 56: roost.v1.UpdateClusterStatus.status:type_name -> roost.v1.ClusterStatus
-	43, // 57: roost.v1.UpdateMachineClusterStatus.conditions:type_name -> roost.v1.Condition
-	38, // 58: roost.v1.BootstrapToken.expires_at:type_name -> google.protobuf.Timestamp
-	34, // 59: roost.v1.PutBootstrapToken.token:type_name -> roost.v1.BootstrapToken
-	60, // [60:60] is the sub-list for method output_type
-	60, // [60:60] is the sub-list for method input_type
-	60, // [60:60] is the sub-list for extension type_name
-	60, // [60:60] is the sub-list for extension extendee
-	0,  // [0:60] is the sub-list for field type_name
+	28, // 24: roost.v1.Command.update_pool_rollout:type_name -> roost.v1.UpdatePoolRollout
+	30, // 25: roost.v1.Command.put_trusted_key:type_name -> roost.v1.PutTrustedKey
+	31, // 26: roost.v1.Command.delete_trusted_key:type_name -> roost.v1.DeleteTrustedKey
+	32, // 27: roost.v1.Command.promote_image_release:type_name -> roost.v1.PromoteImageRelease
+	27, // 28: roost.v1.Command.set_conditions:type_name -> roost.v1.SetConditions
+	40, // 29: roost.v1.ApplyObjects.objects:type_name -> roost.v1.Object
+	4,  // 30: roost.v1.InitCA.ca:type_name -> roost.v1.CertificateAuthority
+	6,  // 31: roost.v1.PutMember.member:type_name -> roost.v1.HubMember
+	39, // 32: roost.v1.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
+	9,  // 33: roost.v1.PutJoinToken.token:type_name -> roost.v1.JoinToken
+	41, // 34: roost.v1.PutEnrollmentToken.token:type_name -> roost.v1.EnrollmentToken
+	42, // 35: roost.v1.EnrollServer.identity:type_name -> roost.v1.ServerIdentity
+	43, // 36: roost.v1.EnrollServer.inventory:type_name -> roost.v1.Inventory
+	43, // 37: roost.v1.UpdateServerStatus.inventory:type_name -> roost.v1.Inventory
+	44, // 38: roost.v1.UpdateServerStatus.conditions:type_name -> roost.v1.Condition
+	45, // 39: roost.v1.UpdateServerStatus.failed_revisions:type_name -> roost.v1.FailedRevision
+	39, // 40: roost.v1.ReachabilityChange.last_seen:type_name -> google.protobuf.Timestamp
+	16, // 41: roost.v1.SetServerReachability.changes:type_name -> roost.v1.ReachabilityChange
+	46, // 42: roost.v1.ModifyServer.action:type_name -> roost.v1.ServerAction
+	38, // 43: roost.v1.ModifyServer.set_labels:type_name -> roost.v1.ModifyServer.SetLabelsEntry
+	19, // 44: roost.v1.CreateMachines.machines:type_name -> roost.v1.NewMachine
+	47, // 45: roost.v1.PutRevision.revision:type_name -> roost.v1.Revision
+	39, // 46: roost.v1.GrantLease.expires_at:type_name -> google.protobuf.Timestamp
+	40, // 47: roost.v1.Snapshot.objects:type_name -> roost.v1.Object
+	4,  // 48: roost.v1.Snapshot.ca:type_name -> roost.v1.CertificateAuthority
+	6,  // 49: roost.v1.Snapshot.members:type_name -> roost.v1.HubMember
+	9,  // 50: roost.v1.Snapshot.join_tokens:type_name -> roost.v1.JoinToken
+	35, // 51: roost.v1.Snapshot.bootstrap_tokens:type_name -> roost.v1.BootstrapToken
+	29, // 52: roost.v1.Snapshot.trusted_keys:type_name -> roost.v1.TrustedKey
+	0,  // 53: roost.v1.ControlRollout.action:type_name -> roost.v1.RolloutAction
+	44, // 54: roost.v1.SetConditions.set:type_name -> roost.v1.Condition
+	48, // 55: roost.v1.UpdatePoolRollout.status:type_name -> roost.v1.RolloutStatus
+	39, // 56: roost.v1.TrustedKey.added_at:type_name -> google.protobuf.Timestamp
+	29, // 57: roost.v1.PutTrustedKey.key:type_name -> roost.v1.TrustedKey
+	49, // 58: roost.v1.UpdateClusterStatus.status:type_name -> roost.v1.ClusterStatus
+	44, // 59: roost.v1.UpdateMachineClusterStatus.conditions:type_name -> roost.v1.Condition
+	39, // 60: roost.v1.BootstrapToken.expires_at:type_name -> google.protobuf.Timestamp
+	35, // 61: roost.v1.PutBootstrapToken.token:type_name -> roost.v1.BootstrapToken
+	62, // [62:62] is the sub-list for method output_type
+	62, // [62:62] is the sub-list for method input_type
+	62, // [62:62] is the sub-list for extension type_name
+	62, // [62:62] is the sub-list for extension extendee
+	0,  // [0:62] is the sub-list for field type_name
 }
 
 func init() { file_roost_v1_raft_proto_init() }
@@ -3198,6 +3301,7 @@ func file_roost_v1_raft_proto_init() {
 		(*Command_PutTrustedKey)(nil),
 		(*Command_DeleteTrustedKey)(nil),
 		(*Command_PromoteImageRelease)(nil),
+		(*Command_SetConditions)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -3205,7 +3309,7 @@ func file_roost_v1_raft_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_roost_v1_raft_proto_rawDesc), len(file_roost_v1_raft_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   37,
+			NumMessages:   38,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

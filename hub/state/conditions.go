@@ -1,0 +1,111 @@
+package state
+
+import (
+	"fmt"
+	"slices"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/roostfleet/roost/apierror"
+	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+)
+
+// PoolReplicaFailure is the Pool condition the pool controller sets, as a
+// ReplicaSet's: True while the Pool has fewer Machines than spec.replicas
+// and cannot claim more (the message says why), absent otherwise.
+const PoolReplicaFailure = "ReplicaFailure"
+
+// Reasons of PoolReplicaFailure.
+const (
+	ReasonNoMatchingServers    = "NoMatchingServers"
+	ReasonInvalidMachineClass  = "InvalidMachineClass"
+	ReasonMachineClassNotFound = "MachineClassNotFound"
+)
+
+// setConditions applies a leader controller's SetConditions (see the
+// proto): a Pool's ReplicaFailure, or the message of a Machine's
+// Provisioned condition while it waits for a Revision. A Machine that no
+// longer waits for a Revision is left alone (the controller saw an older
+// state). Errors: InvalidArgument (another kind or condition type),
+// NotFound (no such object).
+func (a *applier) setConditions(c *roostv1.SetConditions) *apierror.Error {
+	now, aerr := a.now()
+	if aerr != nil {
+		return aerr
+	}
+	invalid := func(field, format string, args ...any) *apierror.Error {
+		return apierror.Invalid("invalid conditions", apierror.Violation{Field: field, Message: fmt.Sprintf(format, args...)})
+	}
+	switch c.GetKind() {
+	case kindPool:
+		for i, cond := range c.GetSet() {
+			if cond.GetType() != PoolReplicaFailure {
+				return invalid(fmt.Sprintf("set[%d].type", i), "must be %s for a Pool, got %q", PoolReplicaFailure, cond.GetType())
+			}
+		}
+		for i, t := range c.GetClear() {
+			if t != PoolReplicaFailure {
+				return invalid(fmt.Sprintf("clear[%d]", i), "must be %s for a Pool, got %q", PoolReplicaFailure, t)
+			}
+		}
+		old, aerr := a.getPool(c.GetName())
+		if aerr != nil {
+			return aerr
+		}
+		if old == nil {
+			return apierror.NotFound(kindPool, c.GetName())
+		}
+		p := proto.Clone(old).(*roostv1.Pool)
+		if p.Status == nil {
+			p.Status = &roostv1.PoolStatus{}
+		}
+		p.Status.Conditions = applyConditions(p.Status.Conditions, c, now)
+		if proto.Equal(p, old) {
+			return nil
+		}
+		a.touch(p.Metadata, false)
+		return a.put(p, false)
+	case kindMachine:
+		if len(c.GetClear()) > 0 {
+			return invalid("clear", "must be empty for a Machine")
+		}
+		for i, cond := range c.GetSet() {
+			if cond.GetType() != MachineProvisioned || cond.GetStatus() != "False" || cond.GetReason() != ReasonWaitingForRevision {
+				return invalid(fmt.Sprintf("set[%d]", i), "a Machine takes only %s=False with reason %s, got %s=%s (%s)",
+					MachineProvisioned, ReasonWaitingForRevision, cond.GetType(), cond.GetStatus(), cond.GetReason())
+			}
+		}
+		old, aerr := a.getMachine(c.GetName())
+		if aerr != nil {
+			return aerr
+		}
+		if old == nil {
+			return apierror.NotFound(kindMachine, c.GetName())
+		}
+		if cur := findCondition(old.GetStatus().GetConditions(), MachineProvisioned); cur.GetStatus() != "False" || cur.GetReason() != ReasonWaitingForRevision {
+			return nil
+		}
+		m := proto.Clone(old).(*roostv1.Machine)
+		m.Status.Conditions = applyConditions(m.Status.Conditions, c, now)
+		if proto.Equal(m, old) {
+			return nil
+		}
+		a.touch(m.Metadata, false)
+		return a.put(m, false)
+	}
+	return invalid("kind", "must be %s or %s, got %q", kindPool, kindMachine, c.GetKind())
+}
+
+// applyConditions returns conds with c's set recorded and clear removed.
+func applyConditions(conds []*roostv1.Condition, c *roostv1.SetConditions, now *timestamppb.Timestamp) []*roostv1.Condition {
+	for _, s := range c.GetSet() {
+		conds = setCondition(conds, s.GetType(), s.GetStatus(), s.GetReason(), s.GetMessage(), now)
+	}
+	for _, t := range c.GetClear() {
+		if slices.ContainsFunc(conds, func(x *roostv1.Condition) bool { return x.GetType() == t }) {
+			conds = removeCondition(conds, t)
+		}
+	}
+	return conds
+}
