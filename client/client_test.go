@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -394,5 +395,65 @@ func TestDialErrors(t *testing.T) {
 	cancel()
 	if _, err := Dial(cctx, f.config("h:1"), nil); err == nil {
 		t.Error("cancelled context")
+	}
+}
+
+// electingHealth answers Check with UNAVAILABLE, as a hub electing a
+// leader does, until its election ends.
+type electingHealth struct {
+	healthpb.UnimplementedHealthServer
+	until time.Time
+	calls atomic.Int32
+}
+
+func (e *electingHealth) Check(context.Context, *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+	e.calls.Add(1)
+	if time.Now().Before(e.until) {
+		return nil, status.Error(codes.Unavailable, "no hub leader elected yet; retry")
+	}
+	return &healthpb.HealthCheckResponse{Status: healthpb.HealthCheckResponse_SERVING}, nil
+}
+
+// A unary call with a deadline outlasts an election longer than gRPC's
+// own retries; without a deadline it fails after those.
+func TestDialRetriesUnavailableUntilDeadline(t *testing.T) {
+	f := newFixture(t)
+	tlsCfg, err := ca.ServerTLS(f.memberCert, f.memKey, f.auth.CertPool())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer(grpc.Creds(credentials.NewTLS(tlsCfg)))
+	e := &electingHealth{}
+	healthpb.RegisterHealthServer(srv, e)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(srv.Stop)
+	conn, err := Dial(context.Background(), f.config(ln.Addr().String()), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	hc := healthpb.NewHealthClient(conn)
+
+	e.until = time.Now().Add(4 * time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	start := time.Now()
+	if _, err := hc.Check(ctx, &healthpb.HealthCheckRequest{}); err != nil {
+		t.Fatalf("call through a 4 s election with a 20 s deadline: %v", err)
+	}
+	t.Logf("answered after %v and %d attempts", time.Since(start).Round(time.Millisecond), e.calls.Load())
+
+	e.until = time.Now().Add(time.Hour)
+	if _, err := hc.Check(context.Background(), &healthpb.HealthCheckRequest{}); status.Code(err) != codes.Unavailable {
+		t.Fatalf("call without a deadline during an election: %v, want UNAVAILABLE", err)
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if _, err := hc.Check(ctx, &healthpb.HealthCheckRequest{}); status.Code(err) != codes.Unavailable {
+		t.Fatalf("call with a deadline within the election: %v, want UNAVAILABLE (the hub's error, before the deadline)", err)
 	}
 }

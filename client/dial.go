@@ -59,8 +59,10 @@ const MaxMessageBytes = 64 << 20
 //
 // Calls are spread over all members (round_robin); members that refuse
 // connections are skipped, and calls failing with UNAVAILABLE are retried
-// up to 5 attempts with 0.1s–1s backoff. Write RPCs may land on any member:
-// the hub forwards them to the leader.
+// up to 5 attempts with 0.1s–1s backoff, and then, for unary calls with a
+// deadline, again until the deadline (retryUnavailable: a leader election
+// takes longer). Write RPCs may land on any member: the hub forwards them
+// to the leader.
 //
 // Dial does not connect; the first call does, and ctx only aborts Dial
 // itself when already done. opts are appended to Dial's own options (e.g.
@@ -97,6 +99,7 @@ func Dial(ctx context.Context, cfg *Config, hubs []string, opts ...grpc.DialOpti
 		grpc.WithResolvers(r),
 		grpc.WithTransportCredentials(credentials.NewTLS(tlsCfg)),
 		grpc.WithDefaultServiceConfig(serviceConfig),
+		grpc.WithChainUnaryInterceptor(retryUnavailable),
 		// Lists of a large fleet exceed gRPC's 4 MiB default.
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessageBytes)),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{
