@@ -289,10 +289,13 @@ func (d *decoder) document(root *yaml.Node) []*Manifest {
 	return nil
 }
 
-// list decodes a kind: List document.
+// list decodes a kind: List document. Its apiVersion is APIVersion, or
+// "v1" as kubectl writes a List (its items still need APIVersion).
 func (d *decoder) list(root *yaml.Node) []*Manifest {
 	d.kind = "List"
-	d.checkAPIVersion(root)
+	if _, v := lookup(root, "apiVersion"); v == nil || v.Kind != yaml.ScalarNode || v.ShortTag() != "!!str" || v.Value != "v1" {
+		d.checkAPIVersion(root)
+	}
 	var items *yaml.Node
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k, v := root.Content[i], root.Content[i+1]
@@ -625,7 +628,7 @@ func (d *decoder) value(n *yaml.Node, fd protoreflect.FieldDescriptor, newMsg fu
 	case timestampName:
 		return d.timestamp(n, path)
 	case intOrStringName:
-		return d.intOrString(n, path)
+		return d.intOrString(n, fd, path)
 	}
 	v := newMsg()
 	d.message(n, v.Message(), path)
@@ -660,13 +663,13 @@ func (d *decoder) timestamp(n *yaml.Node, path string) (protoreflect.Value, bool
 	return protoreflect.ValueOfMessage(timestamppb.New(t).ProtoReflect()), true
 }
 
-func (d *decoder) intOrString(n *yaml.Node, path string) (protoreflect.Value, bool) {
+func (d *decoder) intOrString(n *yaml.Node, fd protoreflect.FieldDescriptor, path string) (protoreflect.Value, bool) {
 	if n.Kind == yaml.ScalarNode {
 		switch n.ShortTag() {
 		case "!!str":
 			return protoreflect.ValueOfMessage((&roostv1.IntOrString{Value: &roostv1.IntOrString_StrVal{StrVal: n.Value}}).ProtoReflect()), true
 		case "!!int":
-			i, ok := d.integer(n, path, math.MinInt32, math.MaxInt32, "int32")
+			i, ok := d.integer(n, fd, path, math.MinInt32, math.MaxInt32, "int32")
 			if !ok {
 				return protoreflect.Value{}, false
 			}
@@ -710,19 +713,19 @@ func (d *decoder) scalar(n *yaml.Node, fd protoreflect.FieldDescriptor, path str
 		if tag != "!!int" {
 			return fail("integer", "")
 		}
-		i, ok := d.integer(n, path, math.MinInt32, math.MaxInt32, "int32")
+		i, ok := d.integer(n, fd, path, math.MinInt32, math.MaxInt32, "int32")
 		return protoreflect.ValueOfInt32(int32(i)), ok
 	case protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
 		if tag != "!!int" {
 			return fail("integer", "")
 		}
-		i, ok := d.integer(n, path, math.MinInt64, math.MaxInt64, "int64")
+		i, ok := d.integer(n, fd, path, math.MinInt64, math.MaxInt64, "int64")
 		return protoreflect.ValueOfInt64(i), ok
 	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind:
 		if tag != "!!int" {
 			return fail("integer", "")
 		}
-		i, ok := d.integer(n, path, 0, math.MaxUint32, "uint32")
+		i, ok := d.integer(n, fd, path, 0, math.MaxUint32, "uint32")
 		return protoreflect.ValueOfUint32(uint32(i)), ok
 	case protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
 		if tag != "!!int" {
@@ -775,11 +778,29 @@ func (d *decoder) scalar(n *yaml.Node, fd protoreflect.FieldDescriptor, path str
 	return protoreflect.Value{}, false
 }
 
-// integer parses an !!int scalar and checks it against [lo, hi].
-func (d *decoder) integer(n *yaml.Node, path string, lo, hi int64, typ string) (int64, bool) {
+// fieldRanges are the values Validate accepts for integer fields whose
+// type holds more, e.g. a Pool's replicas (an int32, at least 0). A value
+// outside its type's range is refused with this range, so the message
+// shows what the field takes ("0 to 2147483647"), not what the type
+// holds. Values inside the type's range decode, and Validate checks them.
+var fieldRanges = map[protoreflect.FullName][2]int64{
+	"roost.v1.PoolSpec.replicas":             {0, math.MaxInt32},
+	"roost.v1.RolloutPolicy.failure_budget":  {0, math.MaxInt32},
+	"roost.v1.RolloutPolicy.max_unavailable": {1, math.MaxInt32},
+	"roost.v1.Bond.miimon":                   {0, MaxBondMiimon},
+}
+
+// integer parses an !!int scalar of field fd and checks it against the
+// type's range [lo, hi] (typ names the type); the message gives the
+// field's own range when fieldRanges has one.
+func (d *decoder) integer(n *yaml.Node, fd protoreflect.FieldDescriptor, path string, lo, hi int64, typ string) (int64, bool) {
 	var i int64
 	if err := n.Decode(&i); err != nil || i < lo || i > hi {
-		d.errorf(n, path, "", "%s is out of range for %s (%d to %d)", n.Value, typ, lo, hi)
+		if r, ok := fieldRanges[fd.FullName()]; ok {
+			d.errorf(n, path, "", "%s is out of range (%d to %d)", n.Value, r[0], r[1])
+		} else {
+			d.errorf(n, path, "", "%s is out of range for %s (%d to %d)", n.Value, typ, lo, hi)
+		}
 		return 0, false
 	}
 	return i, true

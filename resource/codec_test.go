@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
 
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 )
@@ -262,6 +264,24 @@ func TestDecodeList(t *testing.T) {
 	if ms[0].Doc != 0 || ms[2].Doc != 0 || ms[1].Kind.Name != "Cluster" {
 		t.Errorf("unexpected manifests: %+v", ms)
 	}
+
+	// kubectl writes a List with apiVersion v1 (and an empty metadata);
+	// its items still need roost.io/v1.
+	kubectlList := "apiVersion: v1\nkind: List\nmetadata:\n  resourceVersion: \"\"\nitems:\n" +
+		"- apiVersion: roost.io/v1\n  kind: Cluster\n  metadata: {name: c}\n  spec: {apiEndpoint: \"https://10.0.0.1:6443\", kubernetesVersion: v1.34.4}\n"
+	ms, err = Decode([]byte(kubectlList), "list.yaml", ForApply())
+	if err != nil || len(ms) != 1 || ms[0].Kind.Name != "Cluster" || ms[0].Name() != "c" {
+		t.Errorf("apiVersion v1 List: got %d manifests, %v", len(ms), err)
+	}
+	for _, tc := range []struct{ name, doc, want string }{
+		{"v1 item", strings.Replace(kubectlList, "- apiVersion: roost.io/v1", "- apiVersion: v1", 1), `unsupported apiVersion "v1"`},
+		{"other List apiVersion", strings.Replace(kubectlList, "apiVersion: v1\nkind: List", "apiVersion: apps/v1\nkind: List", 1), `unsupported apiVersion "apps/v1"`},
+		{"no List apiVersion", strings.Replace(kubectlList, "apiVersion: v1\nkind: List", "kind: List", 1), "apiVersion: is required"},
+	} {
+		if _, err := Decode([]byte(tc.doc), "list.yaml"); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want an error with %q", tc.name, err, tc.want)
+		}
+	}
 }
 
 // TestDecodeDiagnostics checks decoding problems one by one (the bad
@@ -297,11 +317,15 @@ func TestDecodeDiagnostics(t *testing.T) {
 		{"bool", "apiVersion: roost.io/v1\nkind: MachineClass\nmetadata: {name: m}\nspec: {wipeForeignDisks: \"yes\"}\n", false,
 			`x.yaml:4:26: MachineClass "m": spec.wipeForeignDisks: expected bool, got string "yes" (write true or false)`},
 		{"int32 range", head + "spec:\n  replicas: 3000000000\n", false,
-			`x.yaml:6:13: Pool "p": spec.replicas: 3000000000 is out of range for int32 (-2147483648 to 2147483647)`},
+			`x.yaml:6:13: Pool "p": spec.replicas: 3000000000 is out of range (0 to 2147483647)`},
+		{"int32 range, negative", head + "spec:\n  rollout: {failureBudget: -3000000000}\n", false,
+			`x.yaml:6:28: Pool "p": spec.rollout.failureBudget: -3000000000 is out of range (0 to 2147483647)`},
+		{"uint32 range of miimon", "apiVersion: roost.io/v1\nkind: NetworkProfile\nmetadata: {name: n}\nspec:\n  bonds:\n    - {name: b, miimon: 4294967296}\n", false,
+			`x.yaml:6:25: NetworkProfile "n": spec.bonds[0].miimon: 4294967296 is out of range (0 to 2147483647)`},
 		{"uint32 range", "apiVersion: roost.io/v1\nkind: NetworkProfile\nmetadata: {name: n}\nspec:\n  vlans:\n    - {name: v, id: -1}\n", false,
 			`x.yaml:6:21: NetworkProfile "n": spec.vlans[0].id: -1 is out of range for uint32 (0 to 4294967295)`},
 		{"intorstring range", head + "spec:\n  rollout: {maxUnavailable: 99999999999}\n", false,
-			`x.yaml:6:29: Pool "p": spec.rollout.maxUnavailable: 99999999999 is out of range for int32 (-2147483648 to 2147483647)`},
+			`x.yaml:6:29: Pool "p": spec.rollout.maxUnavailable: 99999999999 is out of range (1 to 2147483647)`},
 		{"intorstring list", head + "spec:\n  rollout: {maxUnavailable: [1]}\n", false,
 			`x.yaml:6:29: Pool "p": spec.rollout.maxUnavailable: expected integer or string, got list (e.g. 1 or "25%")`},
 		{"bad duration", head + "spec:\n  rollout: {settle: 4 hours}\n", false,
@@ -440,5 +464,24 @@ func TestDecodeForApplyWhatGetPrints(t *testing.T) {
 	}
 	if n < 5 {
 		t.Errorf("only %d appliable samples", n)
+	}
+}
+
+// Every field of fieldRanges exists and is an integer field (or the
+// IntOrString maxUnavailable), so a renamed field cannot drop its range.
+func TestFieldRangesNameFields(t *testing.T) {
+	for name, r := range fieldRanges {
+		d, err := protoregistry.GlobalFiles.FindDescriptorByName(name)
+		fd, ok := d.(protoreflect.FieldDescriptor)
+		if err != nil || !ok {
+			t.Errorf("%s: not a field: %v", name, err)
+			continue
+		}
+		if k := fd.Kind(); k == protoreflect.MessageKind && fd.Message().FullName() != intOrStringName || k == protoreflect.StringKind {
+			t.Errorf("%s: %s is not an integer field", name, k)
+		}
+		if r[0] > r[1] {
+			t.Errorf("%s: empty range %v", name, r)
+		}
 	}
 }

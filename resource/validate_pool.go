@@ -3,11 +3,17 @@ package resource
 import (
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/roostfleet/roost/apierror"
 	"github.com/roostfleet/roost/imagebuilder/release"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 )
+
+// MaxReadyTimeout bounds a Pool's spec.rollout.readyTimeout: the reboot
+// Lease lasts that long, and a Machine that fails to come up holds its
+// Lease (and a place under maxUnavailable) until then.
+const MaxReadyTimeout = 24 * time.Hour
 
 // validatePool: cluster is optional (a Pool without one holds standalone
 // hosts: Joined holds once provisioned); references are DNS-1123 labels;
@@ -15,7 +21,8 @@ import (
 // valid version (ValidateImageVersion) and wins over imageChannel (a pin
 // over the channel the pool returns to when unpinned); replicas and
 // failureBudget are ≥ 0; maxUnavailable is an integer ≥ 1 or a percentage
-// from 1% to 100%; durations are ≥ 0.
+// from 1% to 100%; durations are ≥ 0, readyTimeout at most
+// MaxReadyTimeout (0 means the default, 30m).
 func validatePool(e *violations, s *roostv1.PoolSpec) {
 	checkRef(e, "spec.cluster", s.GetCluster())
 	checkRef(e, "spec.machineClass", s.GetMachineClass())
@@ -58,6 +65,10 @@ func validatePool(e *violations, s *roostv1.PoolSpec) {
 	}
 	checkDuration(e, "spec.rollout.settle", ro.GetSettle())
 	checkDuration(e, "spec.rollout.readyTimeout", ro.GetReadyTimeout())
+	if rt := ro.GetReadyTimeout(); rt.CheckValid() == nil && rt.AsDuration() > MaxReadyTimeout {
+		e.addf("spec.rollout.readyTimeout", `the time a rebooted Machine has to become Ready; the default is "30m"`,
+			"must be at most %s, got %s", durationText(MaxReadyTimeout), durationText(rt.AsDuration()))
+	}
 	if ro.GetFailureBudget() < 0 {
 		e.addf("spec.rollout.failureBudget", "0 halts the pool on the first failure", "must be ≥ 0, got %d", ro.GetFailureBudget())
 	}

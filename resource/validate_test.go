@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/roostfleet/roost/agent/boot"
 	"github.com/roostfleet/roost/apierror"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 )
@@ -163,6 +164,12 @@ func TestValidate(t *testing.T) {
 			m.(*roostv1.Pool).Spec.Rollout = &roostv1.RolloutPolicy{Settle: durationpb.New(-time.Second), ReadyTimeout: &durationpb.Duration{Seconds: 1, Nanos: -1}, FailureBudget: -1}
 		}, []want{{"spec.rollout.settle", "must be ≥ 0s, got -1s"}, {"spec.rollout.readyTimeout", "invalid duration"},
 			{"spec.rollout.failureBudget", "must be ≥ 0, got -1"}}},
+		{"readyTimeout at most 24h", validPool(), func(m proto.Message) {
+			m.(*roostv1.Pool).Spec.Rollout = &roostv1.RolloutPolicy{ReadyTimeout: durationpb.New(MaxReadyTimeout)}
+		}, nil},
+		{"readyTimeout too long", validPool(), func(m proto.Message) {
+			m.(*roostv1.Pool).Spec.Rollout = &roostv1.RolloutPolicy{ReadyTimeout: durationpb.New(99999 * time.Hour)}
+		}, []want{{"spec.rollout.readyTimeout", "must be at most 24h, got 99999h"}}},
 
 		// Cluster.
 		{"valid cluster", validCluster(), nil, nil},
@@ -247,6 +254,11 @@ func TestValidate(t *testing.T) {
 		}, []want{{"spec.installDisk.minSize", `invalid size "big"`}, {"spec.installDisk.maxSize", `must be ≥ 0, got "-1Gi"`}}},
 		{"kernel args", validClass(), func(m proto.Message) { m.(*roostv1.MachineClass).Spec.KernelArgs = []string{"", "a b"} },
 			[]want{{"spec.kernelArgs[0]", "is empty"}, {"spec.kernelArgs[1]", "must be one argument without spaces"}}},
+		{"kernel args Roost sets", validClass(), func(m proto.Message) {
+			m.(*roostv1.MachineClass).Spec.KernelArgs = []string{"roost.revision=5", "quiet", "systemd.hostname=x", "roost.debug", "roost.io=1", "roostx=1", "systemd.unit=rescue.target"}
+		}, []want{{"spec.kernelArgs[0]", `"roost.revision=5": roost.revision is set by the agent`}, {"spec.kernelArgs[2]", `"systemd.hostname=x": systemd.hostname is set by the hub`},
+			{"spec.kernelArgs[3]", `"roost.debug": kernel arguments starting with "roost." are reserved for Roost (remove the item)`},
+			{"spec.kernelArgs[4]", "reserved for Roost"}}},
 		{"ssh keys", validClass(), func(m proto.Message) {
 			m.(*roostv1.MachineClass).Spec.SshAuthorizedKeys = []string{"not a key", testSSHKey + "\n" + testSSHKey}
 		}, []want{{"spec.sshAuthorizedKeys[0]", "is not an OpenSSH public key"}, {"spec.sshAuthorizedKeys[1]", "holds more than one key"}}},
@@ -339,6 +351,9 @@ func TestValidate(t *testing.T) {
 			{"spec.bonds[0].members[2]", `"nope" is not an interface of this profile`}, {"spec.bonds[0].members[3]", "is empty"},
 			{"spec.bonds[0].lacpRate", `unknown LACP rate "medium"`}, {"spec.bonds[0].xmitHashPolicy", `unknown transmit hash policy "layer5"`},
 			{"spec.bonds[0].primary", `"eth9" is not a member of the bond`}}},
+		{"bond miimon", validProfile(), func(m proto.Message) { m.(*roostv1.NetworkProfile).Spec.Bonds[0].Miimon = MaxBondMiimon }, nil},
+		{"bond miimon too large", validProfile(), func(m proto.Message) { m.(*roostv1.NetworkProfile).Spec.Bonds[0].Miimon = 4294967295 },
+			[]want{{"spec.bonds[0].miimon", "must be at most 2147483647 (the kernel's limit, in milliseconds), got 4294967295"}}},
 		{"bond options by mode", validProfile(), func(m proto.Message) {
 			b := m.(*roostv1.NetworkProfile).Spec.Bonds[0]
 			b.Mode, b.Primary = "balance-rr", "eth0"
@@ -462,4 +477,12 @@ func intOrStr(s string) *roostv1.IntOrString {
 
 func intOrInt(i int32) *roostv1.IntOrString {
 	return &roostv1.IntOrString{Value: &roostv1.IntOrString_IntVal{IntVal: i}}
+}
+
+// The kernel argument the agent appends and reads back is one a
+// MachineClass may not set.
+func TestReservedKernelArgsMatchTheAgent(t *testing.T) {
+	if KernelArgRevision != boot.RevisionArg || ReservedKernelArg(boot.RevisionArg+"=1") == "" || ReservedKernelArg(boot.RevisionArg) == "" {
+		t.Errorf("the agent's %s is not refused", boot.RevisionArg)
+	}
 }

@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
-	kubeletapis "k8s.io/kubelet/pkg/apis"
 	"sigs.k8s.io/yaml"
 
 	"github.com/roostfleet/roost/agent/config"
@@ -131,11 +130,9 @@ func isHubNodeLabel(key string) bool {
 
 // NodeLabelError says why a kubelet may not register its Node with label
 // k=v, or returns nil: the key and value must be valid Kubernetes label
-// syntax, and keys in the kubernetes.io and k8s.io namespaces must be
-// among those the kubelet may set on its own Node (kubelet.kubernetes.io/,
-// node.kubernetes.io/, the topology and instance-type labels): the kubelet
-// refuses to start with others, and the NodeRestriction admission plugin
-// refuses node-role.kubernetes.io/ labels from kubelets.
+// syntax, and the kubelet must be allowed to set the key on its own Node
+// (state.KubeletLabelError, the rule the hub also warns with when a Pool
+// is applied).
 func NodeLabelError(k, v string) error {
 	if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
 		return fmt.Errorf("invalid label key %q: %s", k, strings.Join(msgs, "; "))
@@ -143,17 +140,7 @@ func NodeLabelError(k, v string) error {
 	if msgs := validation.IsValidLabelValue(v); len(msgs) > 0 {
 		return fmt.Errorf("invalid value %q of label %s: %s", v, k, strings.Join(msgs, "; "))
 	}
-	ns := ""
-	if i := strings.IndexByte(k, '/'); i >= 0 {
-		ns = k[:i]
-	}
-	restricted := ns == "kubernetes.io" || strings.HasSuffix(ns, ".kubernetes.io") || ns == "k8s.io" || strings.HasSuffix(ns, ".k8s.io")
-	if restricted && !kubeletapis.IsKubeletLabel(k) {
-		return fmt.Errorf("label %s: a kubelet may not set labels of the kubernetes.io and k8s.io namespaces on its own Node, "+
-			"except under %s/ and the well-known topology, instance-type, os, arch and hostname labels",
-			k, strings.Join(kubeletapis.KubeletLabelNamespaces(), "/, "))
-	}
-	return nil
+	return state.KubeletLabelError(k)
 }
 
 // clusterDomain is the Cluster's DNS domain, DefaultClusterDomain when

@@ -19,11 +19,20 @@ import (
 // command's time (UNTIL or COUNT passed); a Pool all of whose windows never
 // open again (its rollouts would wait forever). They are read from the
 // transaction, so objects of the same command count, and they change
-// nothing (the apply succeeds either way).
+// nothing (the apply succeeds either way). Warnings about the object
+// alone follow (see spec_warnings.go): a Pool's node labels its kubelets
+// may not set (nodeLabelWarnings), a MachineClass's selector terms that
+// cannot match as meant (selectorWarnings).
 func (a *applier) referenceWarnings(obj *roostv1.Object) ([]string, *apierror.Error) {
 	switch {
 	case obj.GetPool() != nil:
-		return a.poolWarnings(obj.GetPool())
+		warnings, aerr := a.poolWarnings(obj.GetPool())
+		if aerr != nil {
+			return nil, aerr
+		}
+		return append(warnings, nodeLabelWarnings(obj.GetPool())...), nil
+	case obj.GetMachineClass() != nil:
+		return selectorWarnings(obj.GetMachineClass()), nil
 	case obj.GetMaintenanceWindow() != nil:
 		return a.windowWarnings(obj.GetMaintenanceWindow())
 	}
@@ -78,7 +87,7 @@ func (a *applier) poolWarnings(p *roostv1.Pool) ([]string, *apierror.Error) {
 			return nil, aerr
 		}
 		if !ok {
-			warnings = append(warnings, fmt.Sprintf("pool/%s: no ImageRelease is on channel %s yet: its Machines install nothing until one is promoted ('roostctl image promote VERSION %s')", name, ch, ch))
+			warnings = append(warnings, fmt.Sprintf("pool/%s: no ImageRelease is on channel %s yet: its Machines install nothing until one is promoted ('roostctl image promote VERSION --channel %s')", name, ch, ch))
 		}
 	}
 	if ws := spec.GetMaintenanceWindows(); len(ws) > 0 {

@@ -28,7 +28,7 @@ func TestApplyWarnsAboutObjectsThatCannotWorkYet(t *testing.T) {
 	pinned := poolObj("pinned", "", func(s *roostv1.PoolSpec) { s.Replicas, s.ImageChannel, s.ImageVersion = nil, "", "2026.11.0" })
 	onChannel := poolObj("edge", "", func(s *roostv1.PoolSpec) { s.Replicas = nil })
 	pinNote := "pool/pinned: no ImageRelease has version 2026.11.0 yet: its Machines install nothing until it is pushed ('roostctl image push')"
-	channelNote := "pool/edge: no ImageRelease is on channel stable yet: its Machines install nothing until one is promoted ('roostctl image promote VERSION stable')"
+	channelNote := "pool/edge: no ImageRelease is on channel stable yet: its Machines install nothing until one is promoted ('roostctl image promote VERSION --channel stable')"
 
 	dry := h.objects(pinned, onChannel)
 	dry.GetApplyObjects().DryRun = true
