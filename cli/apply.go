@@ -16,7 +16,8 @@ const applyLong = `Create or update objects from YAML (or JSON) manifests.
 
 Each -f names a file, a directory (its *.yaml, *.yml and *.json files, sorted
 by name, not recursive) or "-" for standard input; -f may be repeated. A file
-may hold many objects separated by "---", or a "kind: List" with items.
+may hold many objects separated by "---", or a "kind: List" with items (its
+apiVersion roost.io/v1, or v1 as kubectl writes it).
 
 roostctl first reads and validates every manifest locally and reports every
 problem of every file with its file:line:column; if there is any, nothing is
@@ -133,6 +134,7 @@ func (o *options) runApply(cmd *cobra.Command, a *applyOptions) error {
 	}
 	ms, diags := decodeInputs(inputs, resource.ForApply())
 	diags = append(diags, resource.ValidateManifests(ms)...)
+	diags = append(diags, checkObjectSizes(ms)...)
 	if len(diags) > 0 {
 		sortDiagnostics(inputs, diags)
 		o.printDiagnostics(fmt.Sprintf("%s in the manifests; nothing was sent to the hub:", problems(len(diags))), diags)

@@ -109,11 +109,12 @@ func newClusterSetCredentialsCommand(o *options) *cobra.Command {
 		dryRun        bool
 	)
 	cmd := &cobra.Command{
-		Use:     "set-credentials NAME --kubeconfig FILE [--context CTX]",
-		Short:   "Store the hub's kubeconfig for a Cluster (write-only)",
-		Long:    setCredentialsLong,
-		Example: setCredentialsExample,
-		Args:    exactArgs(1, "a cluster NAME"),
+		Use:               "set-credentials NAME --kubeconfig FILE [--context CTX]",
+		Short:             "Store the hub's kubeconfig for a Cluster (write-only)",
+		Long:              setCredentialsLong,
+		Example:           setCredentialsExample,
+		Args:              exactArgs(1, "a cluster NAME"),
+		ValidArgsFunction: o.argCompletions(false, objectNames("Cluster")),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := trimKindPrefix(args[0], "cluster/", "clusters/", "cl/")
 			if err := checkNameArg("the cluster NAME", name); err != nil {

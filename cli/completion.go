@@ -9,7 +9,11 @@ func newCompletionCommand(o *options) *cobra.Command {
 		Use:   "completion bash|zsh|fish|powershell",
 		Short: "Print a shell completion script",
 		Long: `Print a script that makes your shell complete roostctl's commands, flags,
-kinds and output formats when you press Tab.
+kinds and output formats when you press Tab, and the names of objects
+(pools, servers, machines, tokens, windows, releases, hub members, …),
+which roostctl asks the hub for: from the member it reaches (which may lag
+the leader), waiting at most 2s. Without a configuration, or when the hub
+does not answer in time, nothing is offered.
 
 bash needs the bash-completion package (version 2). zsh needs compinit
 enabled (autoload -U compinit; compinit) before the script is loaded.`,

@@ -179,6 +179,11 @@ func (o *options) wrapCallError(err error) error {
 		return unreachableHint{hint: hint, err: err}
 	case codes.DeadlineExceeded:
 		return unreachableHint{hint: fmt.Sprintf("waited %s (--timeout) for %s", o.timeout, strings.Join(o.tried, ", ")), err: err}
+	case codes.ResourceExhausted:
+		// A message above gRPC's size limit, refused by either side.
+		if tooLarge := tooLargeError(st); tooLarge != nil {
+			return tooLarge
+		}
 	}
 	return err
 }

@@ -53,7 +53,7 @@ a failure, prints every failure, and exits non-zero when any occurred.
 Deleting a worker Machine cordons and drains its Node first (see 'roostctl
 pool unassign --help'); --force deletes it at once.`,
 		Example:           deleteExample,
-		ValidArgsFunction: kindCompletions(false),
+		ValidArgsFunction: o.kindAndNameCompletions(false),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.runDelete(cmd, d, args)
 		},

@@ -30,7 +30,7 @@ KIND is a kind name in any form (singular, plural, short name; see
 'roostctl get --help'). A NAME that does not exist fails with exit code 1.`,
 		Example:           describeExample,
 		Args:              exactArgs(2, "KIND and NAME"),
-		ValidArgsFunction: kindCompletions(false),
+		ValidArgsFunction: o.kindAndNameCompletions(true),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			k, err := lookupKind(args[0])
 			if err != nil {

@@ -64,7 +64,8 @@ Output formats (-o):
   table   one row per object (the default)
   wide    the table with more columns
   json    the objects as JSON; a "kind: List" unless you name exactly one
-  yaml    the objects as YAML documents separated by "---"
+  yaml    the objects as YAML documents separated by "---"; no objects are an
+          empty "kind: List", as in json
   name    kind/name, one per line
 json and yaml are byte-for-byte the same for the same objects, so they can be
 compared and stored. Getting a name that does not exist fails with exit code 1.
@@ -74,7 +75,7 @@ happens (EVENT column: ADDED, MODIFIED, DELETED) until interrupted (Ctrl-C),
 reconnecting to another member when the one it talks to goes away.`,
 		Example:           getExample,
 		Args:              minArgs(1, "a KIND (e.g. pools)"),
-		ValidArgsFunction: kindCompletions(false),
+		ValidArgsFunction: o.kindAndNameCompletions(false),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.runGet(cmd, g, args)
 		},

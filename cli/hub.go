@@ -271,8 +271,9 @@ host; stop its roost-hub process afterwards. Removing the leader makes the
 others elect a new one.
 
 Do not remove so many voters that the rest cannot form a majority.`,
-		Example: `  roostctl hub remove hub-3f2a9c01`,
-		Args:    exactArgs(1, "the member ID"),
+		Example:           `  roostctl hub remove hub-3f2a9c01`,
+		Args:              exactArgs(1, "the member ID"),
+		ValidArgsFunction: o.argCompletions(false, memberIDs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, conn, done, err := o.open(cmd.Context())
 			if err != nil {

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -236,15 +237,19 @@ func (o *options) callTimeout(cmd *cobra.Command, def time.Duration) time.Durati
 }
 
 // readSnapshotFile reads and checks a snapshot file: path, or stdin for
-// "-"; gzip-compressed or not.
+// "-"; gzip-compressed or not. A file that cannot be read or is not an
+// intact snapshot is invalid input (exit code 2); the error names it.
 func readSnapshotFile(path string, stdin io.Reader) (*roostv1.SnapshotInfo, []byte, error) {
 	var r io.Reader = stdin
 	if path != "-" {
 		f, err := os.Open(path)
 		if err != nil {
-			return nil, nil, unwrapPathError(err)
+			return nil, nil, usageErrorf("%s: %v", path, unwrapPathError(err))
 		}
 		defer f.Close()
+		if st, err := f.Stat(); err == nil && st.IsDir() {
+			return nil, nil, usageErrorf("%s is a directory: give a snapshot FILE", path)
+		}
 		r = f
 	} else {
 		path = "standard input"
@@ -253,7 +258,7 @@ func readSnapshotFile(path string, stdin io.Reader) (*roostv1.SnapshotInfo, []by
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", path, err)
+			return nil, nil, usageErrorf("%s: %v", path, err)
 		}
 		defer zr.Close()
 		r = zr
@@ -262,7 +267,7 @@ func readSnapshotFile(path string, stdin io.Reader) (*roostv1.SnapshotInfo, []by
 	}
 	info, data, err := snapshot.ReadFile(r)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
+		return nil, nil, usageError{fmt.Errorf("%s: %w", path, err)}
 	}
 	return info, data, nil
 }
@@ -288,8 +293,14 @@ func checkSnapshotTarget(path string, force, stdoutIsTerminal bool) error {
 		}
 	}
 	dir := filepath.Dir(path)
-	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return fmt.Errorf("cannot write %s: directory %s does not exist", path, dir)
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return usageErrorf("cannot write %s: directory %s does not exist", path, dir)
+	case err != nil:
+		return usageErrorf("cannot write %s: %v", path, unwrapPathError(err))
+	case !st.IsDir():
+		return usageErrorf("cannot write %s: %s is not a directory", path, dir)
 	}
 	return nil
 }

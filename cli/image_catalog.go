@@ -194,8 +194,9 @@ func newImageTrustRemoveCommand(o *options) *cobra.Command {
 (at least 4 hex digits; 'roostctl image trust list' shows them). Releases
 already recorded stay. A prefix of several keys is refused, naming them.
 Removing the last key turns signature checks off.`,
-		Example: `  roostctl image trust remove 3f2a9c01`,
-		Args:    minArgs(1, "a key ID"),
+		Example:           `  roostctl image trust remove 3f2a9c01`,
+		Args:              minArgs(1, "a key ID"),
+		ValidArgsFunction: o.argCompletions(true, trustedKeyIDs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, conn, done, err := o.open(cmd.Context())
 			if err != nil {
@@ -436,8 +437,9 @@ trusts it), the Pools whose current target it is — pinned to it
 all, promoted or not — and the Revisions that boot it. VERSION is the
 release's version (2026.11.0) or its name (v2026-11-0). Use 'roostctl get
 imagerelease NAME -o yaml' for a machine-readable form.`,
-		Example: `  roostctl image describe 2026.11.0`,
-		Args:    exactArgs(1, "a VERSION"),
+		Example:           `  roostctl image describe 2026.11.0`,
+		Args:              exactArgs(1, "a VERSION"),
+		ValidArgsFunction: o.argCompletions(false, releaseVersions),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, conn, done, err := o.open(cmd.Context())
 			if err != nil {
@@ -559,7 +561,8 @@ CHANNEL is a DNS label, e.g. stable or beta.`,
 		Example: `  roostctl image promote 2026.11.0 --channel beta
   roostctl image promote 2026.11.0 --channel stable
   roostctl image promote 2026.11.0 --channel beta --remove`,
-		Args: exactArgs(1, "a VERSION"),
+		Args:              exactArgs(1, "a VERSION"),
+		ValidArgsFunction: o.argCompletions(false, releaseVersions),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkCreateOutput(output); err != nil {
 				return err
@@ -606,7 +609,7 @@ CHANNEL is a DNS label, e.g. stable or beta.`,
 	}
 	cmd.Flags().StringVar(&channel, "channel", "", "the `CHANNEL` (e.g. stable, beta)")
 	cmd.Flags().BoolVar(&remove, "remove", false, "take the release off the channel instead")
-	addCreateOutputFlag(cmd, &output)
+	addObjectOutputFlag(cmd, &output, "output `FORMAT` of the ImageRelease as it is now: json, yaml or name\n(default: a line saying what changed)")
 	_ = cmd.RegisterFlagCompletionFunc("channel", fixedCompletions("stable", "beta"))
 	return cmd
 }
@@ -621,8 +624,9 @@ func newImageDeleteCommand(o *options) *cobra.Command {
 naming a few of them: move the Pools to another release first; Revisions
 stay as the Servers' boot history until newer ones replace them. The
 artifacts stay in the members' stores.`,
-		Example: `  roostctl image delete 2026.9.0 2026.10.0`,
-		Args:    minArgs(1, "a VERSION"),
+		Example:           `  roostctl image delete 2026.9.0 2026.10.0`,
+		Args:              minArgs(1, "a VERSION"),
+		ValidArgsFunction: o.argCompletions(true, releaseVersions),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, conn, done, err := o.open(cmd.Context())
 			if err != nil {

@@ -97,6 +97,9 @@ with the class's keys.`,
 	cmd.Flags().StringVar(&profile, "network-profile", "", "NetworkProfile of the Machine (`NAME`)")
 	addCreateOutputFlag(cmd, &output)
 	_ = cmd.MarkFlagRequired("server")
+	_ = cmd.RegisterFlagCompletionFunc("server", o.flagCompletions(objectNames("Server")))
+	_ = cmd.RegisterFlagCompletionFunc("class", o.flagCompletions(objectNames("MachineClass")))
+	_ = cmd.RegisterFlagCompletionFunc("network-profile", o.flagCompletions(objectNames("NetworkProfile")))
 	return cmd
 }
 
@@ -117,7 +120,8 @@ workers whose Node never registered, are deleted at once.`,
 		Example: `  roostctl machine delete edge-1
   roostctl machine delete workers-7x2k9 workers-b4mzq
   roostctl machine delete workers-7x2k9 --force`,
-		Args: minArgs(1, "a machine NAME"),
+		Args:              minArgs(1, "a machine NAME"),
+		ValidArgsFunction: o.argCompletions(true, objectNames("Machine")),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, conn, done, err := o.openRelease(cmd, force)
 			if err != nil {

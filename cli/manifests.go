@@ -133,6 +133,19 @@ func (o *options) readInputs(paths []string) ([]input, error) {
 	return out, nil
 }
 
+// manifestSources names the -f arguments in messages: "a.yaml, dir/" or
+// "standard input".
+func manifestSources(paths []string) string {
+	names := make([]string, len(paths))
+	for i, p := range paths {
+		names[i] = p
+		if p == "-" {
+			names[i] = "standard input"
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
 func pathError(err error) string {
 	var pe *os.PathError
 	if errors.As(err, &pe) {

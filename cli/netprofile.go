@@ -56,8 +56,9 @@ as 'roostctl apply' would). The inventory has no MTUs, addresses or routes, so
 the plan is the one of a first boot: every NIC is taken to have MTU 1500.
 What cannot be applied (a NIC the profile matches is missing, …) is listed
 after the plan and makes the command exit with code 1.`,
-		Example: netprofilePlanExample,
-		Args:    exactArgs(1, "PROFILE"),
+		Example:           netprofilePlanExample,
+		Args:              exactArgs(1, "PROFILE"),
+		ValidArgsFunction: o.argCompletions(false, objectNames("NetworkProfile")),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.runNetprofilePlan(cmd, p, args[0])
 		},
@@ -67,6 +68,7 @@ after the plan and makes the command exit with code 1.`,
 	f.StringSliceVarP(&p.files, "filename", "f", nil, "read PROFILE from manifest `FILES` (a file, a directory, or - for standard input)\ninstead of the hub")
 	f.BoolVar(&p.stale, "stale", false, "read the reached member's local state without asking the leader (may lag)")
 	_ = cmd.MarkFlagRequired("server")
+	_ = cmd.RegisterFlagCompletionFunc("server", o.flagCompletions(objectNames("Server")))
 	return cmd
 }
 
@@ -130,7 +132,7 @@ func (o *options) profileFromFiles(files []string, name string) (*roostv1.Networ
 			return np, nil
 		}
 	}
-	return nil, usageErrorf("no NetworkProfile %q in the given manifests", name)
+	return nil, usageErrorf("no NetworkProfile %q in %s", name, manifestSources(files))
 }
 
 func writePlan(w io.Writer, profile, server string, actions []netprofiles.Action) {

@@ -59,8 +59,13 @@ func writeStructured(w io.Writer, v any, format string) error {
 // encodeObjects writes objects as json or yaml through resource.Encode, so
 // the bytes depend only on the objects. With asList, json output is always
 // a kind: List, even for one object, so that scripts reading a list do not
-// have to handle a bare object when exactly one matched.
+// have to handle a bare object when exactly one matched. No objects are an
+// empty kind: List in both formats, as kubectl prints them.
 func encodeObjects(objs []*roostv1.Object, format string, asList bool) ([]byte, error) {
+	if format == outYAML && len(objs) == 0 {
+		// The empty List json prints, in yaml.
+		return []byte("apiVersion: " + resource.APIVersion + "\nkind: List\nitems: []\n"), nil
+	}
 	if format == outJSON && asList && len(objs) == 1 {
 		one, err := resource.Encode(objs, outJSON)
 		if err != nil {
@@ -182,9 +187,11 @@ func minArgs(n int, names string) cobra.PositionalArgs {
 	}
 }
 
-// kindCompletions completes the first argument with kind names.
+// kindCompletions completes the first argument with kind names: each
+// kind's plural, or the first of its other names (singular, short names)
+// that starts with what was typed ("srv" stays "srv").
 func kindCompletions(appliableOnly bool) cobra.CompletionFunc {
-	return func(_ *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	return func(_ *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		if len(args) > 0 {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
@@ -193,7 +200,12 @@ func kindCompletions(appliableOnly bool) cobra.CompletionFunc {
 			if appliableOnly && !k.Appliable {
 				continue
 			}
-			out = append(out, cobra.CompletionWithDesc(k.Plural, k.Name))
+			for _, alias := range append([]string{k.Plural, k.Singular}, k.Short...) {
+				if strings.HasPrefix(alias, toComplete) {
+					out = append(out, cobra.CompletionWithDesc(alias, k.Name))
+					break
+				}
+			}
 		}
 		return out, cobra.ShellCompDirectiveNoFileComp
 	}
@@ -227,7 +239,14 @@ func kindHelp() string {
 // addCreateOutputFlag adds -o for commands that create objects: text by
 // default, or the created objects as json, yaml or name.
 func addCreateOutputFlag(cmd *cobra.Command, output *string) {
-	cmd.Flags().StringVarP(output, "output", "o", "", "output `FORMAT`: json, yaml or name (default: a line per created object)")
+	addObjectOutputFlag(cmd, output, "output `FORMAT`: json, yaml or name (default: a line per created object)")
+}
+
+// addObjectOutputFlag adds -o with usage for commands that print the
+// objects they created or changed as json, yaml or name (checkCreateOutput
+// checks the value).
+func addObjectOutputFlag(cmd *cobra.Command, output *string, usage string) {
+	cmd.Flags().StringVarP(output, "output", "o", "", usage)
 	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletions(outJSON, outYAML, outName))
 }
 

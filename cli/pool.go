@@ -62,7 +62,8 @@ change replicas instead.`,
 		Example: `  roostctl pool assign workers 4c4c4544-0042-3510-8052-b4c04f4d4e31
   roostctl pool assign demo 4c4c4544-0042-3510-8052-b4c04f4d4e31 --hostname demo-1
   roostctl pool assign workers $(roostctl get servers -l rack=r12 -o name)`,
-		Args: minArgs(2, "a POOL and at least one SERVER"),
+		Args:              minArgs(2, "a POOL and at least one SERVER"),
+		ValidArgsFunction: o.argCompletions(true, objectNames("Pool"), objectNames("Server")),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkCreateOutput(output); err != nil {
 				return err
@@ -117,7 +118,8 @@ first ('roostctl server cordon') to keep it from being claimed again.`,
 
   # Release without draining the Node (its pods stop with the host)
   roostctl pool unassign workers 4c4c4544-0042-3510-8052-b4c04f4d4e31 --force`,
-		Args: minArgs(2, "a POOL and at least one SERVER"),
+		Args:              minArgs(2, "a POOL and at least one SERVER"),
+		ValidArgsFunction: o.argCompletions(true, objectNames("Pool"), poolServers),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, conn, done, err := o.openRelease(cmd, force)
 			if err != nil {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -11,6 +12,7 @@ import (
 
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 	"github.com/roostfleet/roost/resource"
+	"github.com/roostfleet/roost/window"
 )
 
 func newRolloutCommand(o *options) *cobra.Command {
@@ -55,11 +57,12 @@ Workers of a Cluster are cordoned and drained before their reboot.`,
 
 func newRolloutActionCommand(o *options, verb string, action roostv1.RolloutAction, short, long string) *cobra.Command {
 	return &cobra.Command{
-		Use:     verb + " POOL",
-		Short:   short,
-		Long:    long,
-		Example: fmt.Sprintf("  roostctl rollout %s workers", verb),
-		Args:    exactArgs(1, "a POOL"),
+		Use:               verb + " POOL",
+		Short:             short,
+		Long:              long,
+		Example:           fmt.Sprintf("  roostctl rollout %s workers", verb),
+		Args:              exactArgs(1, "a POOL"),
+		ValidArgsFunction: o.argCompletions(false, objectNames("Pool")),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.rolloutControl(cmd, &roostv1.RolloutControlRequest{Pool: trimKindPrefix(args[0], "pool/", "pools/"), Action: action}, verb)
 		},
@@ -130,6 +133,11 @@ func newRolloutStatusCommand(o *options) *cobra.Command {
 to, how many Machines run it, how many are down, the failed Machines, the
 next window when none is open, and what it waits for.
 
+NEXT WINDOW is when the next of the pool's maintenance windows opens; "open
+now" while one is; "never" when none opens again (their rules ended, or a
+window the pool lists is missing or invalid: the pool stays closed);
+<none> for a pool without windows, which may reboot at any time.
+
 Phases: Idle (nothing to do), Waiting (no window open), Progressing,
 Settling (the settle delay after a reboot), Paused, Halted (more failures
 than the budget, or aborted; 'rollout resume' continues). A pool the
@@ -141,7 +149,8 @@ settle delay, a pause or a halt, only by maxUnavailable: the reason counts
 them apart ("N awaiting first install") from the Machines to reboot.`,
 		Example: `  roostctl rollout status
   roostctl rollout status workers -o yaml`,
-		Args: cobra.MaximumNArgs(1),
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: o.argCompletions(false, objectNames("Pool")),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch output {
 			case "", outJSON, outYAML:
@@ -170,7 +179,20 @@ them apart ("N awaiting first install") from the Machines to reboot.`,
 			if output != "" {
 				return o.printObjects(o.Out, pools, output, len(args) == 0)
 			}
-			return printRolloutTable(o, pools, time.Now())
+			var windows map[string]*roostv1.MaintenanceWindow
+			if slices.ContainsFunc(pools, needsWindows) {
+				resp, err := conn.hub.List(ctx, &roostv1.ListRequest{Kind: "MaintenanceWindow"})
+				if err != nil {
+					// The NEXT WINDOW column shows <unknown>; the rest stands.
+					o.debugf("listing maintenance windows: %v", err)
+				} else {
+					windows = map[string]*roostv1.MaintenanceWindow{}
+					for _, w := range resp.GetObjects() {
+						windows[resource.NameOf(w)] = w.GetMaintenanceWindow()
+					}
+				}
+			}
+			return printRolloutTable(o, pools, windows, time.Now())
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "", "output `FORMAT`: json or yaml (the Pools, with status.rollout)")
@@ -185,7 +207,60 @@ const (
 	rolloutPendingReason = "the rollout controller has not evaluated this pool yet"
 )
 
-func printRolloutTable(o *options, pools []*roostv1.Object, now time.Time) error {
+// needsWindows says whether the NEXT WINDOW of a pool's rollout needs its
+// MaintenanceWindows: the status names no next start, yet the pool has
+// windows (one is open, or none opens again).
+func needsWindows(obj *roostv1.Object) bool {
+	p := obj.GetPool()
+	ro := p.GetStatus().GetRollout()
+	return ro.GetPhase() != "" && ro.GetNextWindowStart() == nil && len(p.GetSpec().GetMaintenanceWindows()) > 0
+}
+
+// nextWindowCell is the NEXT WINDOW of a pool whose status names no next
+// start: "<none>" without windows (reboots may start at any time), "open
+// now" while one of them is, "never" when none opens again (their rules
+// ended; or one is missing or invalid, so the hub never opens the pool),
+// "<unknown>" when the windows could not be read (windows is nil). The
+// openings are computed as the hub's rollout controller and 'roostctl
+// window next --pool' compute them (package window).
+func nextWindowCell(p *roostv1.Pool, windows map[string]*roostv1.MaintenanceWindow, now time.Time) string {
+	names := p.GetSpec().GetMaintenanceWindows()
+	if len(names) == 0 {
+		return "<none>"
+	}
+	if windows == nil {
+		return "<unknown>"
+	}
+	var ws []*window.Window
+	for _, n := range names {
+		mw, ok := windows[n]
+		if !ok {
+			return "never"
+		}
+		w, err := window.Parse(mw.GetSpec())
+		if err != nil {
+			return "never"
+		}
+		ws = append(ws, w)
+	}
+	if _, open := window.OpenAny(ws, now); open {
+		return "open now"
+	}
+	next := window.NextAny(ws, now, 1)
+	if len(next) == 0 {
+		return "never"
+	}
+	// The status predates the last opening's end: the next step of the
+	// controller names the same start.
+	return nextWindowStart(next[0].Start, now)
+}
+
+// nextWindowStart renders the start of a pool's next window opening.
+func nextWindowStart(t, now time.Time) string {
+	return t.Local().Format("2006-01-02 15:04 MST") + " (in " + duration.HumanDuration(t.Sub(now)) + ")"
+}
+
+func printRolloutTable(o *options, pools []*roostv1.Object, windows map[string]*roostv1.MaintenanceWindow, now time.Time) error {
 	if len(pools) == 0 {
 		fmt.Fprintln(o.Out, "No pools.")
 		return nil
@@ -206,9 +281,11 @@ func printRolloutTable(o *options, pools []*roostv1.Object, now time.Time) error
 			continue
 		}
 		phase := ro.GetPhase()
-		next := "<none>"
+		var next string
 		if t := ro.GetNextWindowStart(); t != nil {
-			next = t.AsTime().Local().Format("2006-01-02 15:04 MST") + " (in " + duration.HumanDuration(t.AsTime().Sub(now)) + ")"
+			next = nextWindowStart(t.AsTime(), now)
+		} else {
+			next = nextWindowCell(p, windows, now)
 		}
 		failed := "0"
 		if n := len(ro.GetFailedMachines()); n > 0 {
@@ -247,7 +324,8 @@ applied again; applying a manifest without spec.imageVersion unpins the
 pool (the hub warns).`,
 		Example: `  roostctl pool pin workers 2026.11.0
   roostctl pool unpin workers`,
-		Args: exactArgs(2, "a POOL and a VERSION"),
+		Args:              exactArgs(2, "a POOL and a VERSION"),
+		ValidArgsFunction: o.argCompletions(false, objectNames("Pool"), releaseVersions),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if vs := resource.ValidateImageVersion("VERSION", args[1]); len(vs) > 0 {
 				return usageErrorf("%s", vs[0].String())
@@ -265,8 +343,9 @@ func newPoolUnpinCommand(o *options) *cobra.Command {
 		Long: `Clear the pool's pinned version (spec.imageVersion): the pool follows its
 image channel again, and moves to the channel's newest release like any
 rollout.`,
-		Example: `  roostctl pool unpin workers`,
-		Args:    exactArgs(1, "a POOL"),
+		Example:           `  roostctl pool unpin workers`,
+		Args:              exactArgs(1, "a POOL"),
+		ValidArgsFunction: o.argCompletions(false, objectNames("Pool")),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.rolloutControl(cmd, &roostv1.RolloutControlRequest{Pool: trimKindPrefix(args[0], "pool/", "pools/"),
 				Action: roostv1.RolloutAction_ROLLOUT_ACTION_UNPIN}, "unpin")

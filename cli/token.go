@@ -174,6 +174,7 @@ to a Pool (it must exist), --label sets labels on them, and
 	f.DurationVar(&ttl, "ttl", 24*time.Hour, "how long the token is valid, e.g. 1h or 168h (a week); 0: never expires")
 	f.Int32Var(&uses, "uses", 0, "how many servers (`N`) may enroll with it; 0 is unlimited")
 	f.StringVar(&pool, "pool", "", "pre-assign enrolled servers to this `POOL`")
+	_ = cmd.RegisterFlagCompletionFunc("pool", o.flagCompletions(objectNames("Pool")))
 	f.StringArrayVar(&labels, "label", nil, "set this `KEY=VALUE` label on enrolled servers (repeatable)")
 	f.BoolVar(&approval, "require-approval", false, "hold enrolled servers in PendingApproval until 'roostctl server approve'")
 	f.StringVarP(&output, "output", "o", "", "output `FORMAT`: json or yaml, with the secret as field \"token\"\n(default: text)")
@@ -212,8 +213,9 @@ func newTokenRevokeCommand(o *options) *cobra.Command {
 whole token NAME.SECRET names its token too). A revoked token is refused from
 now on; servers that already enrolled with it keep their certificates and stay
 connected. Revoking twice is not an error.`,
-		Example: `  roostctl token revoke abcdef`,
-		Args:    minArgs(1, "a token NAME"),
+		Example:           `  roostctl token revoke abcdef`,
+		Args:              minArgs(1, "a token NAME"),
+		ValidArgsFunction: o.argCompletions(true, objectNames("EnrollmentToken")),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, conn, done, err := o.open(cmd.Context())
 			if err != nil {

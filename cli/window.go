@@ -99,6 +99,12 @@ timeZone}, times in RFC 3339.`,
 			}
 			return nil
 		},
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			if p.pool != "" {
+				return nil, cobra.ShellCompDirectiveNoFileComp // --pool takes no WINDOW
+			}
+			return o.argCompletions(false, objectNames("MaintenanceWindow"))(cmd, args, toComplete)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := ""
 			if len(args) == 1 {
@@ -115,6 +121,7 @@ timeZone}, times in RFC 3339.`,
 	f.StringSliceVarP(&p.files, "filename", "f", nil, "read the windows (and the pool) from manifest `FILES` (a file, a directory,\nor - for standard input) instead of the hub")
 	f.BoolVar(&p.stale, "stale", false, "read the reached member's local state without asking the leader (may lag)")
 	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletions(outTable, outJSON, outYAML))
+	_ = cmd.RegisterFlagCompletionFunc("pool", o.flagCompletions(objectNames("Pool")))
 	return cmd
 }
 
@@ -171,9 +178,10 @@ func (o *options) runWindowNext(ctx context.Context, p *windowNextOptions, name 
 			return resp.GetObject(), true, nil
 		}
 	}
-	where := "in the hub"
+	where, failed := "in the hub", o.windowFailed
 	if len(p.files) > 0 {
-		where = "in the given manifests"
+		// What the manifests lack is a problem of the input: exit code 2.
+		where, failed = "in "+manifestSources(p.files), o.windowInputFailed
 	}
 
 	names := []string{name}
@@ -183,7 +191,7 @@ func (o *options) runWindowNext(ctx context.Context, p *windowNextOptions, name 
 			return err
 		}
 		if !ok {
-			return o.windowFailed("no Pool %q %s", p.pool, where)
+			return failed("no Pool %q %s", p.pool, where)
 		}
 		names = obj.GetPool().GetSpec().GetMaintenanceWindows()
 		if len(names) == 0 {
@@ -204,13 +212,13 @@ func (o *options) runWindowNext(ctx context.Context, p *windowNextOptions, name 
 		}
 		switch {
 		case !ok && p.pool != "":
-			return o.windowFailed("pool %s lists the MaintenanceWindow %q, which does not exist %s", p.pool, n, where)
+			return failed("pool %s lists the MaintenanceWindow %q, which does not exist %s", p.pool, n, where)
 		case !ok:
-			return o.windowFailed("no MaintenanceWindow %q %s", n, where)
+			return failed("no MaintenanceWindow %q %s", n, where)
 		}
 		w, err := window.Parse(obj.GetMaintenanceWindow().GetSpec())
 		if err != nil {
-			return o.windowFailed("MaintenanceWindow %q is invalid: %v", n, err)
+			return failed("MaintenanceWindow %q %s is invalid: %v", n, where, err)
 		}
 		w.Name = n
 		ws = append(ws, w)
@@ -249,6 +257,12 @@ func (o *options) runWindowNext(ctx context.Context, p *windowNextOptions, name 
 func (o *options) windowFailed(format string, a ...any) error {
 	fmt.Fprintf(o.Err, "error: "+format+"\n", a...)
 	return reportedError{ExitFailed}
+}
+
+// windowInputFailed is windowFailed for windows and pools read from
+// manifests (-f): invalid input, exit code 2.
+func (o *options) windowInputFailed(format string, a ...any) error {
+	return usageErrorf(format, a...)
 }
 
 // objectsFromFiles reads, decodes and validates manifests as apply does.

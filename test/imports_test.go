@@ -1,4 +1,4 @@
-package agent_test
+package test
 
 import (
 	"os/exec"
@@ -6,20 +6,31 @@ import (
 	"testing"
 )
 
-// TestAgentDoesNotImportHubOrRaft enforces that the agent depends on the hub
-// only through proto/: no package under hub/ and no Raft library.
-func TestAgentDoesNotImportHubOrRaft(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", "github.com/roostfleet/roost/agent/...").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, out)
+// TestClientsDoNotImportHubOrRaft enforces that the agent depends on the
+// hub only through proto/ (no package under hub/, no Raft library), and
+// roostctl too, apart from hub/ca (certificate helpers, shared with
+// client/).
+func TestClientsDoNotImportHubOrRaft(t *testing.T) {
+	allowed := map[string]string{
+		"github.com/roostfleet/roost/cli/...":      "github.com/roostfleet/roost/hub/ca",
+		"github.com/roostfleet/roost/cmd/roostctl": "github.com/roostfleet/roost/hub/ca",
 	}
-	deps := strings.Fields(string(out))
-	if len(deps) == 0 {
-		t.Fatal("go list printed no dependencies")
-	}
-	for _, d := range deps {
-		if d == "github.com/roostfleet/roost/hub" || strings.HasPrefix(d, "github.com/roostfleet/roost/hub/") || strings.Contains(d, "hashicorp/raft") {
-			t.Errorf("the agent depends on %s; it may reach the hub only through proto/", d)
+	for _, pkg := range []string{"github.com/roostfleet/roost/agent/...", "github.com/roostfleet/roost/cli/...", "github.com/roostfleet/roost/cmd/roostctl"} {
+		out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list %s: %v\n%s", pkg, err, out)
+		}
+		deps := strings.Fields(string(out))
+		if len(deps) == 0 {
+			t.Fatalf("go list %s printed no dependencies", pkg)
+		}
+		for _, d := range deps {
+			if d == allowed[pkg] {
+				continue
+			}
+			if d == "github.com/roostfleet/roost/hub" || strings.HasPrefix(d, "github.com/roostfleet/roost/hub/") || strings.Contains(d, "hashicorp/raft") {
+				t.Errorf("%s depends on %s; it may reach the hub only through proto/", pkg, d)
+			}
 		}
 	}
 }

@@ -67,7 +67,7 @@ func TestSnapshotSaveAndRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, cmd := range []string{"inspect", "restore"} {
-		if r := harness.Ctl(t, cfg, "hub", "snapshot", cmd, damaged); r.Code != 1 || !strings.Contains(r.Stderr, "damaged") {
+		if r := harness.Ctl(t, cfg, "hub", "snapshot", cmd, damaged); r.Code != 2 || !strings.Contains(r.Stderr, "damaged") {
 			t.Errorf("%s of a damaged file: %s", cmd, r)
 		}
 	}

@@ -260,9 +260,9 @@ func (s *Server) PutImageRelease(ctx context.Context, req *roostv1.PutImageRelea
 		v.Field = "release." + v.Field
 		vs = append(vs, v)
 	}
-	if n := proto.Size(obj); n > MaxObjectBytes {
-		vs = append(vs, apierror.Violation{Field: "release", Message: fmt.Sprintf("object is %d bytes, more than the limit of %d", n, MaxObjectBytes),
-			Hint: "the manifest should be a small JSON document"})
+	if v := resource.CheckSize(obj, "the manifest should be a small JSON document"); v != nil {
+		v.Field = "release"
+		vs = append(vs, *v)
 	}
 	if len(vs) > 0 {
 		return nil, apierror.Invalid("invalid ImageRelease", vs...)

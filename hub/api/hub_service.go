@@ -13,10 +13,6 @@ import (
 	"github.com/roostfleet/roost/resource"
 )
 
-// MaxObjectBytes is the largest object (its protobuf encoding) Apply
-// accepts: 256 KiB, Kubernetes' limit for annotations.
-const MaxObjectBytes = 256 << 10
-
 // Apply validates every object (static checks at the edge) and applies them
 // all or nothing through one Raft command on the leader. The FSM's
 // warnings (state.ApplyResult.Warnings: a Pool's pause kept, a pin a
@@ -41,9 +37,9 @@ func (s *Server) Apply(ctx context.Context, req *roostv1.ApplyRequest) (*roostv1
 			vs = append(vs, apierror.Violation{Field: prefix + ".kind", Message: fmt.Sprintf("%s objects are managed by the hub and cannot be applied", k.Name)})
 			continue
 		}
-		if n := proto.Size(o); n > MaxObjectBytes {
-			vs = append(vs, apierror.Violation{Field: prefix, Message: fmt.Sprintf("object is %d bytes, more than the limit of %d", n, MaxObjectBytes),
-				Hint: "keep large data (certificates, scripts) small or out of annotations and lists"})
+		if v := resource.CheckSize(o, resource.SizeHint); v != nil {
+			v.Field = prefix
+			vs = append(vs, *v)
 			continue
 		}
 		for _, v := range resource.Validate(o) {
