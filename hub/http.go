@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"runtime"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/roostfleet/roost/hub/raftnode"
 	"github.com/roostfleet/roost/hub/state"
+	"github.com/roostfleet/roost/version"
 )
 
 // EnvPprof, when set to 1 in the hub's environment, also serves Go's
@@ -69,7 +71,8 @@ func (h *Hub) healthy() error {
 	return fmt.Errorf("the API address of leader %s is not applied here yet", leader)
 }
 
-// raftCollector exports Raft's own counters as Prometheus gauges.
+// raftCollector exports Raft's own counters as Prometheus gauges, and
+// roost_build_info.
 type raftCollector struct {
 	node  *raftnode.Node
 	fsm   *state.FSM
@@ -90,6 +93,9 @@ func newRaftCollector(node *raftnode.Node, fsm *state.FSM) *raftCollector {
 		c.descs[name] = prometheus.NewDesc("roost_raft_"+name, help, nil, nil)
 	}
 	c.descs["leader"] = prometheus.NewDesc("roost_raft_leader", "1 when this member leads, else 0.", nil, nil)
+	c.descs["build_info"] = prometheus.NewDesc("roost_build_info",
+		"Always 1; the labels say which roost-hub runs: its version, VCS revision, Go version and the newest apply rules version it implements.",
+		[]string{"version", "revision", "goversion", "rules_version"}, nil)
 	return c
 }
 
@@ -113,4 +119,6 @@ func (c *raftCollector) Collect(ch chan<- prometheus.Metric) {
 		leader = 1
 	}
 	ch <- prometheus.MustNewConstMetric(c.descs["leader"], prometheus.GaugeValue, leader)
+	ch <- prometheus.MustNewConstMetric(c.descs["build_info"], prometheus.GaugeValue, 1,
+		version.Version, version.Commit(), runtime.Version(), strconv.FormatUint(uint64(state.RulesVersion), 10))
 }

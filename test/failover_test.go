@@ -41,6 +41,11 @@ func TestFailoverKeepsAcknowledgedWrites(t *testing.T) {
 	hc := c.Client(t)
 	leader := c.Leader(t)
 	harness.Report(t, "3 members healthy; leader %s (API %s)", leader.NodeID, leader.APIAddr)
+	for _, m := range c.Members {
+		if line, err := m.MetricLine("roost_build_info{"); err != nil || !strings.Contains(line, `rules_version="1"`) || !strings.HasSuffix(line, "} 1") {
+			t.Errorf("member %s roost_build_info: %q %v", m.NodeID, line, err)
+		}
+	}
 
 	var (
 		mu     sync.Mutex

@@ -275,19 +275,29 @@ func RSSBytes(pid int) (int64, error) {
 
 // Metric returns the value of an unlabelled metric from the member's /metrics.
 func (m *Member) Metric(name string) (float64, error) {
+	line, err := m.MetricLine(name + " ")
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseFloat(strings.TrimSpace(strings.TrimPrefix(line, name+" ")), 64)
+}
+
+// MetricLine returns the first line of the member's /metrics that starts
+// with prefix (e.g. `roost_build_info{`).
+func (m *Member) MetricLine(prefix string) (string, error) {
 	hc := &http.Client{Timeout: 2 * time.Second}
 	resp, err := hc.Get("http://" + m.HTTPAddr + "/metrics")
 	if err != nil {
-		return 0, err
+		return "", err
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	for _, line := range strings.Split(string(body), "\n") {
-		if v, ok := strings.CutPrefix(line, name+" "); ok {
-			return strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if strings.HasPrefix(line, prefix) {
+			return line, nil
 		}
 	}
-	return 0, fmt.Errorf("%s: no metric %s", m.NodeID, name)
+	return "", fmt.Errorf("%s: no metric %s", m.NodeID, strings.TrimSpace(prefix))
 }
 
 // tokenRE matches an enrollment token secret.
