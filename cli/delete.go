@@ -51,7 +51,9 @@ Each object is deleted on its own, not all or nothing: roostctl goes on after
 a failure, prints every failure, and exits non-zero when any occurred.
 
 Deleting a worker Machine cordons and drains its Node first (see 'roostctl
-pool unassign --help'); --force deletes it at once.`,
+pool unassign --help'); --force deletes it at once. A Server is deleted only
+once Decommissioned ('roostctl server decommission'), or with --force (never
+while a Machine claims it); its agent must enroll again to come back.`,
 		Example:           deleteExample,
 		ValidArgsFunction: o.kindAndNameCompletions(false),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -61,7 +63,7 @@ pool unassign --help'); --force deletes it at once.`,
 	f := cmd.Flags()
 	f.StringSliceVarP(&d.files, "filename", "f", nil, "manifest `FILE`, directory or - (standard input) naming the objects to\ndelete; repeatable")
 	f.BoolVar(&d.ignoreNotFound, "ignore-not-found", false, "treat objects that do not exist as deleted (exit code 0)")
-	f.BoolVar(&d.force, "force", false, "for Machines: release workers at once, without cordoning and draining their\nNodes (their pods stop with the host); other kinds ignore it")
+	f.BoolVar(&d.force, "force", false, "for Machines: release workers at once, without cordoning and draining their\nNodes (their pods stop with the host); for Servers: delete one that is not\nDecommissioned; other kinds ignore it")
 	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
 	return cmd
 }

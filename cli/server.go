@@ -2,9 +2,13 @@ package cli
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
@@ -26,6 +30,11 @@ commands change what the hub does with them:
   uncordon      undo cordon
   decommission  take the server out of service; its agent is refused until
                 it enrolls again with a token
+
+A command that finds a server as asked already changes nothing and says so
+(e.g. "server/NAME already cordoned"), with exit code 0. To forget a server
+for good, decommission (or deny) it first, then 'roostctl delete server
+NAME'.
 
 List servers with 'roostctl get servers' and look at one with
 'roostctl describe server NAME'.`,
@@ -61,11 +70,14 @@ List servers with 'roostctl get servers' and look at one with
 		simple("approve", "Let servers held for approval become Available",
 			`Approve servers that enrolled with a token made with --require-approval
 (state PendingApproval). They become Available. Approving a server that is
-still Enrolling records the approval for when its agent connects.`, "approved", roostv1.ServerAction_SERVER_ACTION_APPROVE, false),
+still Enrolling records the approval for when its agent connects. A server
+that awaits no approval (its token did not require one, or it is approved
+already) is left as it is: "server/NAME unchanged: …".`, "approved", roostv1.ServerAction_SERVER_ACTION_APPROVE, false),
 		simple("deny", "Refuse servers: Decommissioned, agent refused",
 			`Deny servers, typically ones held in PendingApproval that should not be
 in the fleet. They become Decommissioned with the reason given; their agents
-are refused from then on.`, "denied", roostv1.ServerAction_SERVER_ACTION_DENY, true),
+are refused from then on. A server claimed by a Machine must be released
+first: the refusal names the Machine and the command that releases it.`, "denied", roostv1.ServerAction_SERVER_ACTION_DENY, true),
 		simple("cordon", "Keep the hub from claiming servers for new Machines",
 			`Cordon servers: set spec.unschedulable, so the hub claims them for no new
 Machine. Machines already on them stay.`, "cordoned", roostv1.ServerAction_SERVER_ACTION_CORDON, false),
@@ -73,8 +85,11 @@ Machine. Machines already on them stay.`, "cordoned", roostv1.ServerAction_SERVE
 			`Uncordon servers: clear spec.unschedulable.`, "uncordoned", roostv1.ServerAction_SERVER_ACTION_UNCORDON, false),
 		simple("decommission", "Take servers out of service",
 			`Decommission servers: they become Decommissioned and their agents are
-refused. A server claimed by a Machine must be released first. To bring a
-decommissioned server back, enroll it again with a token.`, "decommissioned", roostv1.ServerAction_SERVER_ACTION_DECOMMISSION, true),
+refused. A server claimed by a Machine must be released first: the refusal
+names the Machine and the command that releases it ('roostctl pool unassign
+POOL NAME', or 'roostctl machine delete MACHINE' for a standalone one). To
+bring a decommissioned server back, enroll it again with a token; to forget
+it, 'roostctl delete server NAME'.`, "decommissioned", roostv1.ServerAction_SERVER_ACTION_DECOMMISSION, true),
 		newServerLabelCommand(o),
 	)
 	return cmd
@@ -91,7 +106,9 @@ func (o *options) updateServers(cmd *cobra.Command, names []string, verb string,
 	var failed error
 	for _, name := range names {
 		req := &roostv1.UpdateServerRequest{Name: name, Action: tmpl.Action, Reason: tmpl.Reason, SetLabels: tmpl.SetLabels, RemoveLabels: tmpl.RemoveLabels}
-		if _, err := conn.hub.UpdateServer(ctx, req); err != nil {
+		var hdr metadata.MD
+		resp, err := conn.hub.UpdateServer(ctx, req, grpc.Header(&hdr))
+		if err != nil {
 			err = o.wrapCallError(err)
 			if !isHubError(err) {
 				return err // unreachable: no point in trying the other names
@@ -102,9 +119,53 @@ func (o *options) updateServers(cmd *cobra.Command, names []string, verb string,
 			}
 			continue
 		}
+		if r := hdr.Get(resultHeader); len(r) > 0 && r[0] == "unchanged" {
+			fmt.Fprintf(o.Out, "server/%s %s\n", name, unchangedServer(req, resp.GetServer()))
+			continue
+		}
 		fmt.Fprintf(o.Out, "server/%s %s\n", name, verb)
 	}
 	return failed
+}
+
+// resultHeader is the response header in which the hub says whether
+// UpdateServer changed the Server ("configured") or found it as asked
+// already ("unchanged"); see api.ResultHeader. Older hubs do not send it:
+// roostctl then reports the change asked for.
+const resultHeader = "roost-result"
+
+// unchangedServer says, after the verb's place in "server/NAME …", why req
+// changed nothing on srv (as the hub answered it), kubectl style: "already
+// cordoned", "not labeled: …", "unchanged: …". The exit code stays 0.
+func unchangedServer(req *roostv1.UpdateServerRequest, srv *roostv1.Server) string {
+	st := srv.GetStatus()
+	switch req.GetAction() {
+	case roostv1.ServerAction_SERVER_ACTION_CORDON:
+		return "already cordoned"
+	case roostv1.ServerAction_SERVER_ACTION_UNCORDON:
+		return "already uncordoned"
+	case roostv1.ServerAction_SERVER_ACTION_APPROVE:
+		for _, c := range st.GetConditions() {
+			if c.GetType() == "Approved" && c.GetStatus() == "True" {
+				return "unchanged: already approved (" + st.GetState() + ")"
+			}
+		}
+		return "unchanged: nothing to approve, its enrollment token did not require approval (" + st.GetState() + ")"
+	case roostv1.ServerAction_SERVER_ACTION_DENY:
+		return "unchanged: already denied (" + st.GetStateReason() + ")"
+	case roostv1.ServerAction_SERVER_ACTION_DECOMMISSION:
+		return "unchanged: already Decommissioned (" + st.GetStateReason() + ")"
+	case roostv1.ServerAction_SERVER_ACTION_LABEL:
+		var why []string
+		for _, k := range slices.Sorted(maps.Keys(req.GetSetLabels())) {
+			why = append(why, k+"="+req.GetSetLabels()[k]+" is set already")
+		}
+		for _, k := range req.GetRemoveLabels() {
+			why = append(why, k+" is not set")
+		}
+		return "not labeled: " + strings.Join(why, ", ")
+	}
+	return "unchanged"
 }
 
 func newServerLabelCommand(o *options) *cobra.Command {

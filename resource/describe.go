@@ -36,6 +36,9 @@ func Describe(w io.Writer, obj *roostv1.Object, now time.Time) error {
 		return fmt.Errorf("describe: empty object (no kind set)")
 	}
 	d := &describer{now: now}
+	if srv, ok := r.(*roostv1.Server); ok {
+		d.server = srv
+	}
 	md := r.GetMetadata()
 	d.kv("", "Name", orNone(md.GetName()))
 	d.kv("", "Kind", k.Name)
@@ -95,6 +98,33 @@ var redacted = map[protoreflect.FullName]bool{
 type describer struct {
 	now   time.Time
 	lines []string
+	// server is the Server described, for the lines whose meaning depends
+	// on its state (serverField); nil for other kinds.
+	server *roostv1.Server
+}
+
+// serverField is the value of a Server field whose raw value would mislead
+// (see ServerLastSeen, ServerReachability and ServerPoolCell), and true;
+// "" with true leaves the field out. Other fields: false.
+func (d *describer) serverField(fd protoreflect.FieldDescriptor) (string, bool) {
+	s := d.server
+	switch fd.FullName() {
+	case "roost.v1.ServerStatus.last_seen":
+		_, detail := ServerLastSeen(s, d.now)
+		return detail, true
+	case "roost.v1.ServerStatus.reachability":
+		if s.GetStatus().GetState() == serverDecommissioned {
+			return "- (not tracked while " + serverDecommissioned + ": the hub refuses its agent)", true
+		}
+		return s.GetStatus().GetReachability(), true
+	case "roost.v1.ServerSpec.pool":
+		p := s.GetSpec().GetPool()
+		if p != "" && ServerPoolCell(s) == "" {
+			return p + " (pre-assigned by its enrollment token; no effect while " + s.GetStatus().GetState() + ")", true
+		}
+		return p, true
+	}
+	return "", false
 }
 
 // header writes "key:" before nested lines. Its empty value cell keeps it
@@ -151,6 +181,14 @@ func (d *describer) message(m protoreflect.Message, prefix string) {
 	fields := m.Descriptor().Fields()
 	for i := 0; i < fields.Len(); i++ {
 		fd := fields.Get(i)
+		if d.server != nil {
+			if v, ok := d.serverField(fd); ok {
+				if v != "" {
+					d.kv(prefix, fieldLabel(fd), v)
+				}
+				continue
+			}
+		}
 		if !m.Has(fd) {
 			continue
 		}

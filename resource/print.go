@@ -29,7 +29,7 @@ var tableColumns = map[string][]column{
 	"Server": {
 		{header: "UUID", value: func(r Resource, _ time.Time) string { return r.(*roostv1.Server).GetSpec().GetSystemUuid() }},
 		{header: "STATE", value: func(r Resource, _ time.Time) string { return ServerStateCell(r.(*roostv1.Server)) }},
-		{header: "POOL", value: func(r Resource, _ time.Time) string { return r.(*roostv1.Server).GetSpec().GetPool() }},
+		{header: "POOL", value: func(r Resource, _ time.Time) string { return ServerPoolCell(r.(*roostv1.Server)) }},
 		{header: "CPUS", value: func(r Resource, _ time.Time) string {
 			cpu := r.(*roostv1.Server).GetStatus().GetInventory().GetCpu()
 			if n := cpu.GetThreads(); n > 0 {
@@ -45,14 +45,8 @@ var tableColumns = map[string][]column{
 			return intCell(r.(*roostv1.Server).GetStatus().GetBootedRevision())
 		}},
 		{header: "LAST-SEEN", value: func(r Resource, now time.Time) string {
-			st := r.(*roostv1.Server).GetStatus()
-			switch {
-			case st.GetReachability() == "Reachable":
-				return "now"
-			case st.GetLastSeen() == nil:
-				return "never"
-			}
-			return sinceCell(st.GetLastSeen(), now)
+			cell, _ := ServerLastSeen(r.(*roostv1.Server), now)
+			return cell
 		}},
 		{header: "AGENT", wide: true, value: func(r Resource, _ time.Time) string { return r.(*roostv1.Server).GetStatus().GetAgentVersion() }},
 		{header: "ARCH", wide: true, value: func(r Resource, _ time.Time) string { return r.(*roostv1.Server).GetStatus().GetInventory().GetArch() }},
@@ -420,7 +414,8 @@ func conditionCell(conds []*roostv1.Condition, typ string) string {
 }
 
 // ServerStateCell is a Server's STATE column: its lifecycle state, then
-// ",Unreachable" when no heartbeat arrived within the TTL,
+// ",Unreachable" when no heartbeat arrived within the TTL (never for a
+// Decommissioned Server, whose reachability is not tracked),
 // ",SchedulingDisabled" when cordoned and ",DuplicateUUID" when another
 // Server claims its system UUID — e.g. "Available,Unreachable".
 func ServerStateCell(s *roostv1.Server) string {
@@ -428,7 +423,7 @@ func ServerStateCell(s *roostv1.Server) string {
 	if st == "" {
 		st = "Unknown"
 	}
-	if s.GetStatus().GetReachability() == "Unreachable" {
+	if ServerReachability(s) == "Unreachable" {
 		st += ",Unreachable"
 	}
 	if s.GetSpec().GetUnschedulable() {
@@ -438,6 +433,80 @@ func ServerStateCell(s *roostv1.Server) string {
 		st += ",DuplicateUUID"
 	}
 	return st
+}
+
+// serverDecommissioned is the Server state in which the hub refuses the
+// agent (hub/state.ServerDecommissioned).
+const serverDecommissioned = "Decommissioned"
+
+// ServerReachability is a Server's reachability as the displays show it:
+// status.reachability ("Reachable", "Unreachable"), or "-" when the hub
+// does not track it: liveness leaves Decommissioned Servers out (their
+// agents are refused), so what the status recorded before is stale.
+func ServerReachability(s *roostv1.Server) string {
+	if s.GetStatus().GetState() == serverDecommissioned || s.GetStatus().GetReachability() == "" {
+		return "-"
+	}
+	return s.GetStatus().GetReachability()
+}
+
+// ServerLastSeen is when the hub last heard from a Server's agent, as
+// 'roostctl get servers' (cell, the LAST-SEEN column) and 'roostctl
+// describe server' (detail, the Last Seen line) show it; both come from
+// status.reachability and status.lastSeen, so they always agree.
+//
+// Heartbeats live in the hub leader's memory; the replicated status
+// records a time only when the Server enrolls, when its reachability
+// changes (the last heartbeat before it turned Unreachable, the first
+// after it came back) and when it is denied or decommissioned (its last
+// heartbeat then). So:
+//
+//   - Reachable: "now" — the leader heard it within the heartbeat TTL; the
+//     recorded time is when it enrolled or last turned Reachable, and the
+//     detail says so;
+//   - Unreachable: the recorded last heartbeat, e.g. "4m53s ago";
+//   - Decommissioned (not tracked): the recorded last heartbeat too; the
+//     hub refuses its agent, so it is not heard from any more.
+//
+// "never" when nothing was recorded.
+func ServerLastSeen(s *roostv1.Server, now time.Time) (cell, detail string) {
+	st := s.GetStatus()
+	recorded := "never"
+	if ts := st.GetLastSeen(); ts != nil {
+		recorded = formatTimestamp(ts) + " (" + sinceCell(ts, now) + ")"
+	}
+	untracked := ""
+	if st.GetState() == serverDecommissioned {
+		untracked = "not tracked while " + serverDecommissioned + " (the hub refuses its agent)"
+	}
+	switch {
+	case untracked == "" && st.GetReachability() == "Reachable":
+		return "now", "now: Reachable, heard within the heartbeat TTL (heartbeats are kept in the hub leader's memory)\n" +
+			"recorded " + recorded + ", when it enrolled or last turned Reachable; the hub records a time only when reachability changes"
+	case st.GetLastSeen() == nil:
+		if untracked != "" {
+			return "never", "never recorded; " + untracked
+		}
+		return "never", "never recorded"
+	case untracked != "":
+		return sinceCell(st.GetLastSeen(), now), recorded + "\nthe last heartbeat the hub recorded; " + untracked
+	case st.GetReachability() == "Unreachable":
+		return sinceCell(st.GetLastSeen(), now), recorded + "\nthe last heartbeat the hub recorded before it turned Unreachable"
+	}
+	return sinceCell(st.GetLastSeen(), now), recorded
+}
+
+// ServerPoolCell is a Server's POOL column: spec.pool, the Pool of the
+// Machine that claims it or the Pool its enrollment token pre-assigned it
+// to (only that Pool may claim it). A Decommissioned Server is in no Pool
+// and cannot be claimed, so its pre-assignment, which the spec keeps for
+// when it enrolls again, is not shown ('roostctl describe server' and -o
+// yaml show it).
+func ServerPoolCell(s *roostv1.Server) string {
+	if s.GetStatus().GetState() == serverDecommissioned {
+		return ""
+	}
+	return s.GetSpec().GetPool()
 }
 
 // TokenState is an EnrollmentToken's STATE column at now: Revoked,

@@ -117,3 +117,74 @@ func TestMachineReason(t *testing.T) {
 		}
 	}
 }
+
+// get servers and describe server show a Server's last-seen time and
+// reachability from the same fields, so they agree: "now" for a Reachable
+// Server in both (the recorded time is when it last turned Reachable), the
+// recorded heartbeat otherwise; a Decommissioned Server's reachability is
+// not tracked (liveness leaves it out), whatever the status last recorded,
+// and its token's pool pre-assignment is not shown as its POOL.
+func TestServerLivenessDisplays(t *testing.T) {
+	recorded := ts("2026-11-20T11:55:07Z") // 4m53s before fixtureNow
+	server := func(state, reach string, lastSeen bool) *roostv1.Object {
+		st := &roostv1.ServerStatus{State: state, Reachability: reach}
+		if lastSeen {
+			st.LastSeen = recorded
+		}
+		return Wrap(&roostv1.Server{ApiVersion: APIVersion, Kind: "Server", Metadata: meta("srv-a", "2026-11-20T09:00:00Z"),
+			Spec: &roostv1.ServerSpec{Pool: "workers"}, Status: st})
+	}
+	for _, tc := range []struct {
+		name                        string
+		obj                         *roostv1.Object
+		state, pool, lastSeen       string
+		describeSeen, describeReach string
+	}{
+		{"reachable", server("Available", "Reachable", true), "Available", "workers", "now",
+			"Last Seen:     now: Reachable, heard within the heartbeat TTL", "Reachability:  Reachable"},
+		{"unreachable", server("Available", "Unreachable", true), "Available,Unreachable", "workers", "4m53s ago",
+			"Last Seen:     2026-11-20T11:55:07Z (4m53s ago)", "Reachability:  Unreachable"},
+		{"decommissioned, stale Reachable", server("Decommissioned", "Reachable", true), "Decommissioned", "<none>", "4m53s ago",
+			"Last Seen:     2026-11-20T11:55:07Z (4m53s ago)", "Reachability:  - (not tracked while Decommissioned"},
+		{"decommissioned, stale Unreachable", server("Decommissioned", "Unreachable", true), "Decommissioned", "<none>", "4m53s ago",
+			"Last Seen:     2026-11-20T11:55:07Z (4m53s ago)", "Reachability:  - (not tracked while Decommissioned"},
+		{"decommissioned, nothing recorded", server("Decommissioned", "", false), "Decommissioned", "<none>", "never",
+			"Last Seen:     never recorded; not tracked while Decommissioned", "Reachability:  - (not tracked while Decommissioned"},
+	} {
+		var tbl bytes.Buffer
+		if err := PrintTable(&tbl, []*roostv1.Object{tc.obj}, false, fixtureNow); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(tbl.String()), "\n")
+		header, row := lines[0], lines[1]
+		cell := func(col string) string {
+			i := strings.Index(header, col)
+			rest := row[i:]
+			if j := strings.Index(rest, "   "); j >= 0 {
+				rest = rest[:j]
+			}
+			return strings.TrimSpace(rest)
+		}
+		if got := cell("STATE"); got != tc.state {
+			t.Errorf("%s: STATE %q, want %q", tc.name, got, tc.state)
+		}
+		if got := cell("POOL"); got != tc.pool {
+			t.Errorf("%s: POOL %q, want %q", tc.name, got, tc.pool)
+		}
+		if got := cell("LAST-SEEN"); got != tc.lastSeen {
+			t.Errorf("%s: LAST-SEEN %q, want %q", tc.name, got, tc.lastSeen)
+		}
+		var desc bytes.Buffer
+		if err := Describe(&desc, tc.obj, fixtureNow); err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{tc.describeSeen, tc.describeReach} {
+			if !strings.Contains(desc.String(), want) {
+				t.Errorf("%s: describe lacks %q:\n%s", tc.name, want, &desc)
+			}
+		}
+		if tc.pool == "<none>" && !strings.Contains(desc.String(), "Pool:          workers (pre-assigned by its enrollment token; no effect while Decommissioned)") {
+			t.Errorf("%s: describe should show the pre-assignment and that it has no effect:\n%s", tc.name, &desc)
+		}
+	}
+}

@@ -190,8 +190,12 @@ func (s *Server) Connect(stream grpc.BidiStreamingServer[roostv1.AgentMessage, r
 		switch m := msg.GetMessage().(type) {
 		case *roostv1.AgentMessage_Heartbeat:
 			// A Server decommissioned (or deleted) while connected loses its
-			// stream at its next beat (a memdb read, no Raft traffic).
-			if st, ok := s.fsm.ServerState(cn); !ok || st == state.ServerDecommissioned {
+			// stream at its next beat (a memdb read, no Raft traffic), with
+			// PermissionDenied saying why: the agent stops reporting and
+			// logs how to enroll it again.
+			if st, ok := s.fsm.ServerState(cn); !ok {
+				return deletedWhileConnected(cn)
+			} else if st == state.ServerDecommissioned {
 				_, err := s.agentServer(ctx, cn)
 				return err
 			}
@@ -210,6 +214,11 @@ func (s *Server) Connect(stream grpc.BidiStreamingServer[roostv1.AgentMessage, r
 				return apierror.Invalid("invalid status", vs...)
 			}
 			if err := s.agentStatus(ctx, cn, m.Status); err != nil {
+				if apierror.Code(err) == codes.NotFound {
+					if _, ok := s.fsm.ServerState(cn); !ok {
+						return deletedWhileConnected(cn)
+					}
+				}
 				return err
 			}
 		case *roostv1.AgentMessage_Hello:
@@ -218,6 +227,17 @@ func (s *Server) Connect(stream grpc.BidiStreamingServer[roostv1.AgentMessage, r
 			return apierror.Invalid("empty agent message", apierror.Violation{Field: "message", Message: "is required"})
 		}
 	}
+}
+
+// deletedWhileConnected ends the stream of an agent whose Server was
+// deleted (roostctl delete server --force) while it was connected. The
+// Server existed when the stream opened, so there is no enrollment to wait
+// for (as agentServer does for a new stream): the agent is told at once.
+// PermissionDenied makes it stop and retry slowly, logging how to enroll
+// the server again; the hub refuses its certificate from now on.
+func deletedWhileConnected(name string) error {
+	return apierror.PermissionDenied("server %s was deleted from the hub while its agent was connected; the hub no longer "+
+		"accepts this agent's certificate: to bring the server back, enroll it again with a token (roostctl token create)", name)
 }
 
 // helloTimeout bounds how long a new stream may stay silent before its hello.

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -164,10 +165,30 @@ func (s *Server) UpdateServer(ctx context.Context, req *roostv1.UpdateServerRequ
 		return nil, apierror.Invalid("invalid server update", vs...)
 	}
 	return onLeader(ctx, s, func() (*roostv1.UpdateServerResponse, error) {
-		if _, err := s.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_ModifyServer{ModifyServer: &roostv1.ModifyServer{
+		if srv := s.serverOnLeader(req.GetName()); srv != nil {
+			switch req.GetAction() {
+			case roostv1.ServerAction_SERVER_ACTION_APPROVE:
+				if !awaitsApproval(srv) {
+					// Nothing to approve: it needs no approval (its token
+					// did not ask for one) or has it already. Recording an
+					// approval nobody asked for would only move indexes.
+					setResult(ctx, state.ActionUnchanged)
+					return &roostv1.UpdateServerResponse{Server: srv}, nil
+				}
+			case roostv1.ServerAction_SERVER_ACTION_DENY, roostv1.ServerAction_SERVER_ACTION_DECOMMISSION:
+				if err := s.recordLastSeen(ctx, srv); err != nil {
+					return nil, err
+				}
+			}
+		}
+		res, err := s.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_ModifyServer{ModifyServer: &roostv1.ModifyServer{
 			Name: req.GetName(), Action: req.GetAction(), Reason: req.GetReason(), SetLabels: req.GetSetLabels(), RemoveLabels: req.GetRemoveLabels(),
-		}}}); err != nil {
+		}}})
+		if err != nil {
 			return nil, err
+		}
+		if len(res.Results) == 1 {
+			setResult(ctx, res.Results[0].GetAction())
 		}
 		o, err := s.fsm.Get("Server", req.GetName())
 		if err != nil {
@@ -175,8 +196,130 @@ func (s *Server) UpdateServer(ctx context.Context, req *roostv1.UpdateServerRequ
 		}
 		return &roostv1.UpdateServerResponse{Server: o.GetServer()}, nil
 	}, func(c *grpc.ClientConn, fctx context.Context) (*roostv1.UpdateServerResponse, error) {
-		return roostv1.NewHubServiceClient(c).UpdateServer(fctx, req)
+		var hdr metadata.MD
+		resp, err := roostv1.NewHubServiceClient(c).UpdateServer(fctx, req, grpc.Header(&hdr))
+		if v := hdr.Get(ResultHeader); len(v) > 0 {
+			setResult(ctx, v[0]) // pass the leader's answer on
+		}
+		return resp, err
 	})
+}
+
+// ResultHeader is the response header (gRPC metadata) in which UpdateServer
+// says what it did: "configured" when the Server changed, "unchanged" when
+// it already was as asked (a second cordon, removing a label it does not
+// have, approving a Server that awaits no approval). roostctl prints
+// "server/NAME unchanged" (or "already cordoned") for the latter. A hub
+// that does not send it is older; clients then assume a change.
+const ResultHeader = "roost-result"
+
+// setResult sets the ResultHeader of the call in ctx.
+func setResult(ctx context.Context, action string) {
+	if action != "" {
+		_ = grpc.SetHeader(ctx, metadata.Pairs(ResultHeader, action))
+	}
+}
+
+// serverOnLeader is Server name as this member (the leader) has applied
+// it, or nil.
+func (s *Server) serverOnLeader(name string) *roostv1.Server {
+	o, err := s.fsm.Get("Server", name)
+	if err != nil {
+		return nil
+	}
+	return o.GetServer()
+}
+
+// awaitsApproval says whether an approval would change srv: it is held
+// for approval (PendingApproval), or still Enrolling with a token that
+// requires one (Approved=False). A decommissioned Server is left to the
+// FSM, which refuses it.
+func awaitsApproval(srv *roostv1.Server) bool {
+	if srv.GetStatus().GetState() == state.ServerDecommissioned {
+		return true
+	}
+	c := state.FindCondition(srv.GetStatus().GetConditions(), state.ConditionApproved)
+	return c != nil && c.GetStatus() != "True"
+}
+
+// recordLastSeen writes, before srv is denied or decommissioned, the last
+// heartbeat this leader heard from it into status.lastSeen: once
+// Decommissioned, liveness no longer tracks the Server (its agent is
+// refused), so the recorded time is what 'roostctl get servers' and
+// 'describe server' show from then on. Liveness itself writes only
+// transitions; this is one more entry per operator action, and none when
+// the leader heard nothing newer than the record (or the Server is
+// Claimed or Decommissioned already, which the FSM refuses or keeps).
+func (s *Server) recordLastSeen(ctx context.Context, srv *roostv1.Server) error {
+	st := srv.GetStatus()
+	if st.GetState() == state.ServerClaimed || st.GetState() == state.ServerDecommissioned {
+		return nil
+	}
+	name := srv.GetMetadata().GetName()
+	seen, _, ok := s.tracker.LastSeen(name)
+	if !ok || (st.GetLastSeen() != nil && !seen.After(st.GetLastSeen().AsTime())) {
+		return nil
+	}
+	_, err := s.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_SetServerReachability{SetServerReachability: &roostv1.SetServerReachability{
+		Changes: []*roostv1.ReachabilityChange{{Name: name, Reachable: st.GetReachability() != state.Unreachable, LastSeen: timestamppb.New(seen)}},
+	}}})
+	return err
+}
+
+// checkServerDelete refuses, on the leader, to delete a Server that is
+// still in service, unless force: deleting drops only the hub's record;
+// the machine keeps running, its agent is refused (its certificate names a
+// Server the hub no longer knows) and it does not come back until someone
+// enrolls it again by hand. A Decommissioned (or denied) Server, whose
+// agent is refused already, may go. A Claimed one is refused with the
+// command that releases it, also with force (the FSM refuses deleting a
+// Server a Machine holds anyway). An unknown name is left to the delete
+// itself (NotFound).
+//
+// HubService.Delete calls it for kind Server before proposing the
+// DeleteObject.
+func (s *Server) checkServerDelete(name string, force bool) error {
+	srv := s.serverOnLeader(name)
+	if srv == nil {
+		return nil
+	}
+	st := srv.GetStatus()
+	switch st.GetState() {
+	case state.ServerDecommissioned:
+		return nil
+	case state.ServerClaimed:
+		m := s.fsm.MachineOf(name)
+		var pool *roostv1.Pool
+		if p := m.GetSpec().GetPool(); p != "" {
+			if o, err := s.fsm.Get("Pool", p); err == nil {
+				pool = o.GetPool()
+			}
+		}
+		return apierror.FailedPrecondition("%s", state.ClaimedRefusal(srv, m, pool,
+			fmt.Sprintf("decommission it ('roostctl server decommission %s') and delete it", name)))
+	}
+	if force {
+		s.log.Warn("deleting a Server that is not decommissioned (--force); its agent is refused from its next heartbeat", "server", name, "state", st.GetState())
+		return nil
+	}
+	agent := "its agent is " + orState(st.GetReachability(), "not heard from yet")
+	if seen, recent, ok := s.tracker.LastSeen(name); ok && recent {
+		agent = "its agent is connected (last heartbeat within the last second)"
+		if d := s.now().Sub(seen).Round(time.Second); d >= time.Second {
+			agent = fmt.Sprintf("its agent is connected (last heartbeat %s ago)", d)
+		}
+	}
+	return apierror.FailedPrecondition("Server %s is %s and %s: deleting it would drop only the hub's record, and the running "+
+		"agent would be refused until the server is enrolled again by hand. Take it out of service first with "+
+		"'roostctl server decommission %s' (its agent is then refused and stops reporting), then delete it; "+
+		"or delete it anyway with 'roostctl delete server %s --force'", name, orState(st.GetState(), "in no state"), agent, name, name)
+}
+
+func orState(s, none string) string {
+	if s == "" {
+		return none
+	}
+	return s
 }
 
 func sortedStrings(m map[string]string) []string {

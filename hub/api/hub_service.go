@@ -84,6 +84,11 @@ func (s *Server) Delete(ctx context.Context, req *roostv1.DeleteRequest) (*roost
 			"change the Machine, Pool, MachineClass or labels to make a new one, or delete the Machine")
 	}
 	return onLeader(ctx, s, func() (*roostv1.DeleteResponse, error) {
+		if k.Name == "Server" {
+			if err := s.checkServerDelete(req.GetName(), req.GetForce()); err != nil {
+				return nil, err
+			}
+		}
 		if k.Name == "Machine" && !req.GetForce() {
 			if o, err := s.fsm.Get("Machine", req.GetName()); err == nil {
 				if err := s.drainForRelease(ctx, []*roostv1.Machine{o.GetMachine()}); err != nil {

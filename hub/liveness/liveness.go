@@ -22,6 +22,13 @@
 // burst. After this member becomes leader, its memory is empty: it waits
 // one full TTL (plus the jitter) from the moment it took over before it
 // marks anything Unreachable, counting every Server as seen at that moment.
+//
+// Decommissioned Servers are not tracked (the Controller's Servers leave
+// them out): the hub refuses their agents, so there is nothing to hear.
+// Their recorded reachability is stale from then on; the printers show it
+// as not tracked, and status.lastSeen keeps the last heartbeat recorded
+// (the API records the leader's last heartbeat when it denies or
+// decommissions a Server).
 package liveness
 
 import (
@@ -160,6 +167,27 @@ func (t *Tracker) Seen(names ...string) {
 	for _, n := range names {
 		t.lastSeen[n] = now
 	}
+}
+
+// LastSeen returns when this member, as leader, last heard from the Server
+// name (its own agents' heartbeats and those followers reported), and
+// whether that is recent: within the TTL of the last Evaluate plus name's
+// jitter, so the Server counts as connected. ok is false while not leading
+// or when name was not heard since this member became leader. These times
+// live in the leader's memory only; status.lastSeen in the replicated state
+// is written at reachability transitions (see the package comment).
+func (t *Tracker) LastSeen(name string) (seen time.Time, recent, ok bool) {
+	now := t.cfg.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.leading {
+		return time.Time{}, false, false
+	}
+	seen, ok = t.lastSeen[name]
+	if !ok {
+		return time.Time{}, false, false
+	}
+	return seen, now.Sub(seen) <= t.ttl+Jitter(name, t.ttl), true
 }
 
 // TTL returns the TTL of the last Evaluate.

@@ -231,3 +231,34 @@ func TestNewServerGetsATTLFromEnrollment(t *testing.T) {
 		t.Fatalf("silent after its TTL: %v", names(ch))
 	}
 }
+
+// LastSeen answers from the leader's memory: nothing while not leading or
+// before a heartbeat, then the heartbeat time, recent while within the
+// TTL plus the Server's jitter.
+func TestLastSeen(t *testing.T) {
+	clk := newClock()
+	tr := NewTracker(Config{MinTTL: 30 * time.Second, Now: clk.Now})
+	tr.Seen("a")
+	if _, _, ok := tr.LastSeen("a"); ok {
+		t.Fatal("LastSeen answered while not leading")
+	}
+	tr.StartLeading()
+	if _, _, ok := tr.LastSeen("a"); ok {
+		t.Fatal("LastSeen answered for a Server not heard since leading")
+	}
+	tr.Seen("a")
+	at := clk.Now()
+	tr.Evaluate([]ServerView{{Name: "a", Reachable: true}})
+	clk.Advance(10 * time.Second)
+	if seen, recent, ok := tr.LastSeen("a"); !ok || !recent || !seen.Equal(at) {
+		t.Errorf("10 s after a beat: %v %v %v, want %v true true", seen, recent, ok, at)
+	}
+	clk.Advance(30*time.Second + Jitter("a", 30*time.Second))
+	if seen, recent, ok := tr.LastSeen("a"); !ok || recent || !seen.Equal(at) {
+		t.Errorf("past the TTL: %v %v %v, want %v false true", seen, recent, ok, at)
+	}
+	tr.StopLeading()
+	if _, _, ok := tr.LastSeen("a"); ok {
+		t.Error("LastSeen answered after leadership ended")
+	}
+}

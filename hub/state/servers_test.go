@@ -333,3 +333,35 @@ func TestSetServerReachability(t *testing.T) {
 		t.Errorf("status = %v", st)
 	}
 }
+
+// Denying or decommissioning a Claimed Server is refused with the Machine
+// that claims it and the command that releases it (with a cordon first
+// when its Pool has replicas, so the pool does not claim it again).
+func TestTakeClaimedServerOutOfService(t *testing.T) {
+	h := newHarness(t, Options{})
+	explicitPool(h)
+	availableServer(h, uuidA, "52:54:00:00:00:01")
+	h.mustApply(createMachinesCmd(false, newMachine("workers-abcde", uuidA, "workers")))
+	for _, tc := range []struct {
+		action roostv1.ServerAction
+		then   string
+	}{{roostv1.ServerAction_SERVER_ACTION_DECOMMISSION, "decommission it"}, {roostv1.ServerAction_SERVER_ACTION_DENY, "deny it"}} {
+		e := wantCode(t, h.apply(modifyCmd(uuidA, tc.action)).Err, codes.FailedPrecondition)
+		want := "Server " + uuidA + " is claimed by Machine workers-abcde of Pool workers: release it with 'roostctl pool unassign workers " +
+			uuidA + "' (a worker's Node is drained first), then " + tc.then
+		if e.Message != want {
+			t.Errorf("%v:\n got %s\nwant %s", tc.action, e.Message, want)
+		}
+	}
+
+	srv := getServer(t, h.f, uuidA)
+	m := getMachine(t, h.f, "workers-abcde")
+	replicas := &roostv1.Pool{Spec: &roostv1.PoolSpec{Replicas: proto.Int32(3)}}
+	if got, want := ReleaseHint(uuidA, m, replicas), "cordon it so Pool workers (replicas: 3) does not claim it again ('roostctl server cordon "+uuidA+"'), release it with 'roostctl pool unassign workers "+uuidA+"'"; !strings.HasPrefix(got, want) {
+		t.Errorf("replicas hint:\n got %s\nwant %s…", got, want)
+	}
+	m.Spec.Pool = ""
+	if got := ClaimedRefusal(srv, m, nil, "decommission it"); got != "Server "+uuidA+" is claimed by standalone Machine workers-abcde: release it with 'roostctl machine delete workers-abcde', then decommission it" {
+		t.Errorf("standalone: %s", got)
+	}
+}

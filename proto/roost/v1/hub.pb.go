@@ -2029,7 +2029,8 @@ type DeleteRequest struct {
 	Kind  string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
 	Name  string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
 	// force deletes a worker Machine without cordoning and draining its
-	// Node first (see UnassignServersRequest.force); other kinds ignore it.
+	// Node first (see UnassignServersRequest.force), and a Server that is not
+	// Decommissioned (never a Claimed one); other kinds ignore it.
 	Force         bool `protobuf:"varint,3,opt,name=force,proto3" json:"force,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
