@@ -108,6 +108,14 @@ var tableColumns = map[string][]column{
 			st := r.(*roostv1.Pool).GetStatus()
 			return fmt.Sprintf("%d/%d", st.GetReadyMachines(), st.GetMachines())
 		}},
+		{header: "ROLLOUT", value: func(r Resource, _ time.Time) string {
+			// The rollout phase (Idle, Waiting, Progressing, Settling,
+			// Paused, Halted); "-" before the rollout controller ran.
+			if ph := r.(*roostv1.Pool).GetStatus().GetRollout().GetPhase(); ph != "" {
+				return ph
+			}
+			return "-"
+		}},
 		{header: "NETWORK", wide: true, value: func(r Resource, _ time.Time) string { return r.(*roostv1.Pool).GetSpec().GetNetworkProfile() }},
 		{header: "WINDOWS", wide: true, value: func(r Resource, _ time.Time) string {
 			return strings.Join(r.(*roostv1.Pool).GetSpec().GetMaintenanceWindows(), ",")
