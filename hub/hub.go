@@ -146,11 +146,17 @@ type Hub struct {
 	blobGC      *blobGCMetrics
 	blobGCReady bool
 	blobGCSeen  bool
+
+	// wasMember: this member is known to have been in the Raft
+	// configuration; removed: it was removed from it (see removed.go);
+	// removedLogged: the removal was logged.
+	wasMember, removed, removedLogged atomic.Bool
 }
 
 // runLiveness starts the liveness controller and the pool controller (both
 // act only while this member leads), the heartbeat reporter, the
-// fleet-size refresher and the blob garbage collection (every member).
+// fleet-size refresher, the blob garbage collection and the check for this
+// member's removal (every member).
 func (h *Hub) runLiveness(ctx context.Context, m *liveness.Metrics) {
 	ctrl := &liveness.Controller{
 		Tracker:  h.api.Tracker(),
@@ -176,7 +182,7 @@ func (h *Hub) runLiveness(ctx context.Context, m *liveness.Metrics) {
 	rep.Metrics, rep.Log = m, h.log
 	var n int
 	done := make(chan struct{}, 8)
-	for _, run := range []func(context.Context){ctrl.Run, rep.Run, h.poolController().Run, h.revisionController().Run, h.clusters.Run, h.rollouts.Run, h.api.RunDesiredPush, h.runBlobGC, func(ctx context.Context) {
+	for _, run := range []func(context.Context){ctrl.Run, rep.Run, h.poolController().Run, h.revisionController().Run, h.clusters.Run, h.rollouts.Run, h.api.RunDesiredPush, h.runBlobGC, h.watchRemoved, func(ctx context.Context) {
 		t := time.NewTicker(5 * time.Second)
 		defer t.Stop()
 		for {
@@ -206,31 +212,46 @@ func Start(ctx context.Context, opts Options) (*Hub, error) {
 	if opts.DataDir == "" || opts.APIAddr == "" || opts.RaftAddr == "" {
 		return nil, errors.New("data dir, API address and Raft address are required")
 	}
+	if err := CheckJoinFlags(opts.DataDir, opts.Join, opts.JoinToken); err != nil {
+		return nil, err
+	}
 	unlock, err := dataDir(opts.DataDir).lock()
 	if err != nil {
 		return nil, err
 	}
-	// Bind the API (and HTTP) ports before anything is written, so that a
-	// port conflict on first start leaves no half-bootstrapped data dir.
+	// Bind the API, HTTP and Raft ports before anything is written (the
+	// node ID, TLS material, the Raft log) and before a join uses its
+	// token, so that a port conflict on first start leaves no
+	// half-bootstrapped data dir and costs no token use.
 	apiLn, err := net.Listen("tcp", opts.APIAddr)
 	if err != nil {
 		unlock()
-		return nil, fmt.Errorf("API listener: %w", err)
+		return nil, fmt.Errorf("API listener (--api-addr %s): %w", opts.APIAddr, err)
 	}
 	var httpLn net.Listener
 	if opts.HTTPAddr != "" {
 		if httpLn, err = net.Listen("tcp", opts.HTTPAddr); err != nil {
 			apiLn.Close()
 			unlock()
-			return nil, fmt.Errorf("HTTP listener: %w", err)
+			return nil, fmt.Errorf("HTTP listener (--http-addr %s): %w", opts.HTTPAddr, err)
 		}
 	}
-	h, err := start(ctx, opts, apiLn, httpLn)
+	raftLn, err := raftnode.Listen(opts.RaftAddr, "")
 	if err != nil {
 		apiLn.Close()
 		if httpLn != nil {
 			httpLn.Close()
 		}
+		unlock()
+		return nil, fmt.Errorf("raft transport (--raft-addr %s): %w", opts.RaftAddr, err)
+	}
+	h, err := start(ctx, opts, apiLn, httpLn, raftLn)
+	if err != nil {
+		apiLn.Close()
+		if httpLn != nil {
+			httpLn.Close()
+		}
+		raftLn.Close() // a second Close after raftnode.Open closed it is harmless
 		unlock()
 		return nil, err
 	}
@@ -238,7 +259,7 @@ func Start(ctx context.Context, opts Options) (*Hub, error) {
 	return h, nil
 }
 
-func start(ctx context.Context, opts Options, apiLn, httpLn net.Listener) (*Hub, error) {
+func start(ctx context.Context, opts Options, apiLn, httpLn, raftLn net.Listener) (*Hub, error) {
 	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
@@ -249,7 +270,9 @@ func start(ctx context.Context, opts Options, apiLn, httpLn net.Listener) (*Hub,
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	h := &Hub{opts: opts, dir: dataDir(opts.DataDir), log: log, registry: reg, done: make(chan struct{}), liveDone: make(chan struct{})}
-	id, err := h.dir.nodeID(opts.NodeID)
+	// The ID is recorded in DIR/node-id below, once the member has its
+	// certificate: a join refused (an ID in use, a spent token) writes nothing.
+	id, err := h.dir.readNodeID(opts.NodeID)
 	if err != nil {
 		return nil, err
 	}
@@ -261,7 +284,7 @@ func start(ctx context.Context, opts Options, apiLn, httpLn net.Listener) (*Hub,
 		raftOut = os.Stderr
 	}
 	rcfg := raftnode.Config{
-		ID: id, Dir: h.dir.raft(), BindAddr: opts.RaftAddr, LogStore: opts.LogStore,
+		ID: id, Dir: h.dir.raft(), BindAddr: opts.RaftAddr, Listener: raftLn, LogStore: opts.LogStore,
 		HeartbeatTimeout: opts.HeartbeatTimeout, ElectionTimeout: opts.ElectionTimeout,
 		LeaderLeaseTimeout: opts.LeaderLeaseTimeout, SnapshotThreshold: opts.SnapshotThreshold,
 		Logger: hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: raftOut}).With("member", id),
@@ -284,6 +307,13 @@ func start(ctx context.Context, opts Options, apiLn, httpLn net.Listener) (*Hub,
 		}
 		bootstrap = true
 	}
+	if _, err := h.dir.nodeID(id); err != nil {
+		return nil, err
+	}
+	// A member that completed its join, or bootstrapped the hub, was in the
+	// Raft configuration: if it is not in its latest one now, it was removed
+	// (see removed.go). A joining member is not there until it is added.
+	h.wasMember.Store(opts.Join == "" || exists(h.dir.joined()))
 	memberCert, memberKey, caPool, err := h.loadTLS()
 	if err != nil {
 		return nil, err
@@ -315,6 +345,10 @@ func start(ctx context.Context, opts Options, apiLn, httpLn net.Listener) (*Hub,
 	if err != nil {
 		return nil, err
 	}
+	if err := checkOwnRaftAddress(node); err != nil {
+		node.Shutdown()
+		return nil, err
+	}
 	h.node = node
 	h.startIndex = node.LastIndex()
 	h.blobs = blobStore
@@ -336,7 +370,8 @@ func start(ctx context.Context, opts Options, apiLn, httpLn net.Listener) (*Hub,
 	h.rollouts = h.rolloutController()
 	h.api.SetAdmitter(h.rollouts)
 	liveMetrics := liveness.NewMetrics(reg)
-	h.grpc = grpc.NewServer(append(api.ServerOptions(api.NewMetrics(reg)), grpc.Creds(credentials.NewTLS(serverTLS)))...)
+	h.grpc = grpc.NewServer(append(api.ServerOptions(api.NewMetrics(reg)), grpc.Creds(credentials.NewTLS(serverTLS)),
+		grpc.ChainUnaryInterceptor(h.refuseUnaryIfRemoved), grpc.ChainStreamInterceptor(h.refuseStreamIfRemoved))...)
 	h.api.Register(h.grpc)
 	h.apiLn = apiLn
 	go h.grpc.Serve(h.apiLn)
@@ -406,8 +441,11 @@ func (h *Hub) hasMemberRecord() bool {
 }
 
 // Close stops serving and shuts Raft down (a graceful stop: in-flight
-// requests finish, at most 5 s).
+// requests finish, at most 5 s). A leader with other voters first hands
+// leadership to one of them (see handOverLeadership), so writes go on
+// while it drains.
 func (h *Hub) Close() error {
+	h.handOverLeadership()
 	if h.cancel != nil {
 		h.cancel()
 		<-h.done
@@ -528,7 +566,7 @@ func (h *Hub) fetchMemberCertificate(ctx context.Context) error {
 	defer cancel()
 	resp, err := roostv1.NewMemberServiceClient(conn).Join(cctx, &roostv1.JoinRequest{Token: tok.String(), NodeId: h.id, CsrPem: csr, RulesVersion: state.RulesVersion})
 	if err != nil {
-		return err
+		return apierror.FromError(err) // keeps the field violations, which name the fix
 	}
 	for path, data := range map[string][]byte{h.dir.caCert(): resp.GetCaBundlePem(), h.dir.memberCert(): append(resp.GetCertificatePem(), resp.GetCaBundlePem()...), h.dir.memberKey(): key} {
 		if err := writeFile(path, data, 0o600); err != nil {
@@ -582,16 +620,25 @@ func (h *Hub) addSelfAsVoter(ctx context.Context, clientTLS *tls.Config) {
 			HubVersion: version.Version, RulesVersion: state.RulesVersion})
 		cancel()
 		if err == nil {
+			h.wasMember.Store(true)
 			h.log.Info("joined the cluster as a voter", "via", h.opts.Join)
 			if err := writeFile(h.dir.joined(), []byte(h.opts.Join+"\n"), 0o600); err != nil {
 				h.log.Error("join: cannot record the join", "err", err)
 			}
 			return
 		}
-		h.log.Warn("join: add voter failed; retrying", "err", err, "in", backoff)
+		wait := backoff
+		if apierror.Code(err) == codes.FailedPrecondition {
+			// Refused (another member holds this ID or Raft address, or this
+			// roost-hub is too old): only the operator can fix it.
+			wait = 30 * time.Second
+			h.log.Error("join: the hub refused to add this member; retrying", "err", err, "in", wait)
+		} else {
+			h.log.Warn("join: add voter failed; retrying", "err", err, "in", wait)
+		}
 		select {
 		case <-ctx.Done():
-		case <-time.After(backoff):
+		case <-time.After(wait):
 		}
 		backoff = min(2*backoff, 5*time.Second)
 	}

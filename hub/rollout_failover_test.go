@@ -233,8 +233,9 @@ func TestRolloutSurvivesLeaderLoss(t *testing.T) {
 	for i, m := range members {
 		if m != nil && m.Node().IsLeader() {
 			killed = m.ID()
-			m.Close()
+			m.Close() // hands leadership to another member first
 			members[i] = nil
+			break // not the successor too
 		}
 	}
 	mu.Unlock()

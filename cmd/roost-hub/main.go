@@ -4,15 +4,24 @@
 // and writes DIR/admin.conf for roostctl. With --join ADDR --join-token T
 // (from `roostctl hub join`) it joins an existing cluster. A data dir with
 // state restarts the member. SIGTERM or SIGINT stop it gracefully.
+//
+// Exit codes: 0 after a graceful stop, 1 when the hub fails, 2 for a
+// command line it refuses (an unknown flag, a value out of its range; see
+// checkFlags), before anything touches the data dir.
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"math"
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -32,6 +41,59 @@ func main() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(hub.DefaultGCPercent)
 	}
+	os.Exit(run(os.Args[1:], os.Stderr))
+}
+
+// Exit codes of run.
+const (
+	exitFailed = 1 // the hub failed to start or stopped with an error
+	exitUsage  = 2 // the command line is refused
+)
+
+// usageError is a command line roost-hub refuses: run exits with
+// exitUsage.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// Ranges of the numeric and duration flags (checkFlags).
+const (
+	// Agent certificates: at least an hour (agents renew at two thirds of
+	// the lifetime, so shorter ones make a fleet renew constantly), at
+	// most a year.
+	minAgentCertLifetime = time.Hour
+	maxAgentCertLifetime = 365 * 24 * time.Hour
+	// The smallest heartbeat TTL: at least 3s (agents beat every third of
+	// the TTL, at least every second), at most 1h (a Server that stopped
+	// answering stays Reachable that long).
+	minHeartbeatMinTTL = 3 * time.Second
+	maxHeartbeatMinTTL = time.Hour
+	// The fleet heartbeat rate the TTL is scaled for, per second.
+	minHeartbeatsPerSecond = 1
+	maxHeartbeatsPerSecond = 100_000
+)
+
+// run runs roost-hub with the command line args (without the program
+// name), writing errors to stderr, and returns the exit code.
+func run(args []string, stderr io.Writer) int {
+	cmd, _ := newCommand()
+	cmd.SetArgs(args)
+	cmd.SetOut(os.Stdout)
+	cmd.SetErr(stderr)
+	if err := cmd.Execute(); err != nil {
+		fmt.Fprintln(stderr, "roost-hub:", err)
+		if errors.As(err, new(usageError)) {
+			return exitUsage
+		}
+		return exitFailed
+	}
+	return 0
+}
+
+// newCommand returns the roost-hub command and the options its flags
+// set.
+func newCommand() (*cobra.Command, *hub.Options) {
 	var opts hub.Options
 	var logLevel string
 	cmd := &cobra.Command{
@@ -50,11 +112,24 @@ The first member writes DIR/admin.conf: point roostctl at it with
 		Version:       version.Version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Args:          cobra.NoArgs,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if err := cobra.NoArgs(cmd, args); err != nil {
+				return usageError{err}
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var level slog.Level
 			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-				return fmt.Errorf("--log-level: %w", err)
+				return usageError{fmt.Errorf("--log-level: %w", err)}
+			}
+			if err := checkFlags(opts); err != nil {
+				return usageError{err}
+			}
+			// --join and --join-token against the data dir (a token
+			// without --join would bootstrap a separate hub).
+			if err := hub.CheckJoinFlags(opts.DataDir, opts.Join, opts.JoinToken); err != nil {
+				return usageError{err}
 			}
 			opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 			reg := prometheus.NewRegistry()
@@ -82,6 +157,7 @@ The first member writes DIR/admin.conf: point roostctl at it with
 			return h.Close()
 		},
 	}
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	f := cmd.Flags()
 	f.StringVar(&opts.DataDir, "data-dir", "/var/lib/roost-hub", "directory holding the member's Raft log, snapshots, TLS material and admin.conf")
 	f.StringVar(&opts.APIAddr, "api-addr", "127.0.0.1:7443", "host:port of the gRPC API (TLS); clients and members dial it")
@@ -92,11 +168,63 @@ The first member writes DIR/admin.conf: point roostctl at it with
 	f.StringVar(&opts.NodeID, "node-id", "", "Raft ID of this member on first start (default: hub-<random>)")
 	f.StringVar(&opts.LogStore, "raft-log-store", raftnode.LogStoreWAL, "Raft log store: wal (raft-wal) or boltdb (raft-boltdb/v2)")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
-	f.DurationVar(&opts.AgentCertLifetime, "agent-cert-lifetime", 24*time.Hour, "lifetime of agent client certificates (agents renew at two thirds)")
-	f.DurationVar(&opts.HeartbeatMinTTL, "heartbeat-min-ttl", liveness.DefaultMinTTL, "smallest time a silent server stays Reachable; grows with the fleet")
-	f.Float64Var(&opts.MaxHeartbeatsPerSecond, "max-heartbeats-per-second", liveness.DefaultMaxHeartbeatsPerSecond, "fleet heartbeat rate the TTL is scaled for: ttl = max(min TTL, servers / this)")
-	if err := cmd.Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "roost-hub:", err)
-		os.Exit(1)
-	}
+	f.DurationVar(&opts.AgentCertLifetime, "agent-cert-lifetime", 24*time.Hour, fmt.Sprintf(
+		"lifetime of agent client certificates (agents renew at two thirds), %s to %s", durationText(minAgentCertLifetime), durationText(maxAgentCertLifetime)))
+	f.DurationVar(&opts.HeartbeatMinTTL, "heartbeat-min-ttl", liveness.DefaultMinTTL, fmt.Sprintf(
+		"smallest time a silent server stays Reachable; grows with the fleet; %s to %s", durationText(minHeartbeatMinTTL), durationText(maxHeartbeatMinTTL)))
+	f.Float64Var(&opts.MaxHeartbeatsPerSecond, "max-heartbeats-per-second", liveness.DefaultMaxHeartbeatsPerSecond, fmt.Sprintf(
+		"fleet heartbeat rate the TTL is scaled for: ttl = max(min TTL, servers / this); %d to %d", minHeartbeatsPerSecond, maxHeartbeatsPerSecond))
+	return cmd, &opts
 }
+
+// checkFlags checks the numeric and duration flags in opts against their
+// ranges (the constants above): a value out of range, zero included, is
+// refused rather than replaced by a default. The error names the flag, the
+// rule, the value and the range, e.g. "--agent-cert-lifetime: must be at
+// least 1h, got -1h0m0s (allowed: 1h to 8760h)".
+func checkFlags(opts hub.Options) error {
+	var errs []error
+	durations := []struct {
+		flag     string
+		v        time.Duration
+		min, max time.Duration
+	}{
+		{"--agent-cert-lifetime", opts.AgentCertLifetime, minAgentCertLifetime, maxAgentCertLifetime},
+		{"--heartbeat-min-ttl", opts.HeartbeatMinTTL, minHeartbeatMinTTL, maxHeartbeatMinTTL},
+	}
+	for _, d := range durations {
+		allowed := fmt.Sprintf("(allowed: %s to %s)", durationText(d.min), durationText(d.max))
+		switch {
+		case d.v < d.min:
+			errs = append(errs, fmt.Errorf("%s: must be at least %s, got %s %s", d.flag, durationText(d.min), d.v, allowed))
+		case d.v > d.max:
+			errs = append(errs, fmt.Errorf("%s: must be at most %s, got %s %s", d.flag, durationText(d.max), d.v, allowed))
+		}
+	}
+	const rate = "--max-heartbeats-per-second"
+	v, allowed := opts.MaxHeartbeatsPerSecond, fmt.Sprintf("(allowed: %d to %d)", minHeartbeatsPerSecond, maxHeartbeatsPerSecond)
+	switch {
+	case math.IsNaN(v):
+		errs = append(errs, fmt.Errorf("%s: must be a number, got NaN %s", rate, allowed))
+	case v < minHeartbeatsPerSecond:
+		errs = append(errs, fmt.Errorf("%s: must be at least %d, got %s %s", rate, minHeartbeatsPerSecond, floatText(v), allowed))
+	case v > maxHeartbeatsPerSecond:
+		errs = append(errs, fmt.Errorf("%s: must be at most %d, got %s %s", rate, maxHeartbeatsPerSecond, floatText(v), allowed))
+	}
+	return errors.Join(errs...)
+}
+
+// durationText writes a bound without zero units: "1h", "8760h", "3s".
+func durationText(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// floatText writes a flag's number as it is typed: "-3", "0.5", "+Inf".
+func floatText(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }

@@ -91,3 +91,40 @@ func (s *Server) ReportSelf(ctx context.Context, m *roostv1.HubMember) error {
 	})
 	return err
 }
+
+// joinIDInUse refuses a join (MemberService.Join) under the ID of a member
+// of the Raft configuration servers: the new member's AddVoter would
+// replace it. A joining member calls Join only while its data dir holds no
+// Raft state, that is before it could have been added, so a retried join
+// is never refused here. Errors: FailedPrecondition.
+func joinIDInUse(servers []raft.Server, id string) error {
+	for _, sv := range servers {
+		if string(sv.ID) == id {
+			return apierror.FailedPrecondition("node ID %q is in use: member %s of this hub has it (Raft address %s); "+
+				"start the new member with another --node-id (and an empty data dir), or, if that member is gone for good, "+
+				"remove it first with 'roostctl hub remove %s'", id, id, sv.Address, id)
+		}
+	}
+	return nil
+}
+
+// voterConflict refuses to add member id at Raft address addr
+// (MemberService.AddVoter) when another member of the configuration
+// servers has that address, or member id is there at another address
+// (adding it would move it there). The same ID at the same address is a
+// retry and passes. Errors: FailedPrecondition.
+func voterConflict(servers []raft.Server, id, addr string) error {
+	for _, sv := range servers {
+		switch {
+		case string(sv.ID) == id && string(sv.Address) != addr:
+			return apierror.FailedPrecondition("member %s of this hub has Raft address %s, not %s: "+
+				"a new member needs its own --node-id (wipe its data dir and join again with another --node-id and a new token from 'roostctl hub join'); "+
+				"if %s itself moved, restart it with --raft-addr %s, or remove it with 'roostctl hub remove %s' and join it again",
+				id, sv.Address, addr, id, sv.Address, id)
+		case string(sv.ID) != id && string(sv.Address) == addr:
+			return apierror.FailedPrecondition("Raft address %s is member %s's: give the new member %s another --raft-addr, "+
+				"or, if %s is gone for good, remove it first with 'roostctl hub remove %s'", addr, sv.ID, id, sv.ID, sv.ID)
+		}
+	}
+	return nil
+}

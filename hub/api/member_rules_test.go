@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/raft"
 	"google.golang.org/grpc/codes"
 
 	"github.com/roostfleet/roost/apierror"
@@ -31,5 +32,42 @@ func TestOlderMemberRefused(t *testing.T) {
 	}
 	if err := olderMemberError(members, 1, 0, "rulesVersion"); err != nil {
 		t.Errorf("rules 1 hub, member without a version: %v", err)
+	}
+}
+
+func TestMemberIDAndRaftAddressConflicts(t *testing.T) {
+	servers := []raft.Server{
+		{ID: "hub-a", Address: "10.0.0.1:7444", Suffrage: raft.Voter},
+		{ID: "hub-b", Address: "10.0.0.2:7444", Suffrage: raft.Voter},
+	}
+	for _, tc := range []struct {
+		what     string
+		err      error
+		wantText []string // nil: no error
+	}{
+		{"join as a new ID", joinIDInUse(servers, "hub-c"), nil},
+		{"join as an existing ID", joinIDInUse(servers, "hub-b"), []string{`"hub-b"`, "10.0.0.2:7444", "--node-id", "roostctl hub remove hub-b"}},
+		{"add a new member", voterConflict(servers, "hub-c", "10.0.0.3:7444"), nil},
+		{"add a member again at its address (a retry)", voterConflict(servers, "hub-b", "10.0.0.2:7444"), nil},
+		{"add an existing ID at another address", voterConflict(servers, "hub-b", "10.0.0.3:7444"),
+			[]string{"hub-b", "10.0.0.2:7444", "10.0.0.3:7444", "--node-id", "roostctl hub remove hub-b"}},
+		{"add a new ID at an existing address", voterConflict(servers, "hub-c", "10.0.0.2:7444"),
+			[]string{"10.0.0.2:7444", "hub-b", "--raft-addr", "roostctl hub remove hub-b"}},
+	} {
+		if tc.wantText == nil {
+			if tc.err != nil {
+				t.Errorf("%s: %v", tc.what, tc.err)
+			}
+			continue
+		}
+		if apierror.Code(tc.err) != codes.FailedPrecondition {
+			t.Errorf("%s: %v, want FailedPrecondition", tc.what, tc.err)
+			continue
+		}
+		for _, w := range tc.wantText {
+			if !strings.Contains(tc.err.Error(), w) {
+				t.Errorf("%s: %q does not say %q", tc.what, tc.err, w)
+			}
+		}
 	}
 }

@@ -144,6 +144,15 @@ func (s *Server) Join(ctx context.Context, req *roostv1.JoinRequest) (*roostv1.J
 		return nil, apierror.Invalid(err.Error(), apierror.Violation{Field: "csrPem", Message: err.Error()})
 	}
 	return onLeader(ctx, s, func() (*roostv1.JoinResponse, error) {
+		// Refuse an ID in use before the token's use is counted or a
+		// certificate issued: the new member would take the other's place.
+		servers, err := s.node.Servers()
+		if err != nil {
+			return nil, err
+		}
+		if err := joinIDInUse(servers, req.GetNodeId()); err != nil {
+			return nil, err
+		}
 		if err := s.checkMemberRules(req.GetRulesVersion(), "rulesVersion"); err != nil {
 			return nil, err
 		}
@@ -161,7 +170,10 @@ func (s *Server) Join(ctx context.Context, req *roostv1.JoinRequest) (*roostv1.J
 }
 
 // AddVoter adds the calling member (its certificate's common name must be
-// node_id) to the Raft configuration and records its addresses.
+// node_id) to the Raft configuration and records its addresses. Adding it
+// again at the same Raft address (a joining member retrying) succeeds;
+// an ID that another member holds at another Raft address, or a Raft
+// address that another member uses, is refused (FailedPrecondition).
 func (s *Server) AddVoter(ctx context.Context, req *roostv1.AddVoterRequest) (*roostv1.AddVoterResponse, error) {
 	if _, cn, _ := ca.PeerRole(ctx); cn != req.GetNodeId() && !isForwarded(ctx) {
 		return nil, apierror.PermissionDenied("member %q may only add itself, not %q", cn, req.GetNodeId())
@@ -171,6 +183,13 @@ func (s *Server) AddVoter(ctx context.Context, req *roostv1.AddVoterRequest) (*r
 			apierror.Violation{Field: "raftAddress", Message: "required"}, apierror.Violation{Field: "apiAddress", Message: "required"})
 	}
 	return onLeader(ctx, s, func() (*roostv1.AddVoterResponse, error) {
+		servers, err := s.node.Servers()
+		if err != nil {
+			return nil, err
+		}
+		if err := voterConflict(servers, req.GetNodeId(), req.GetRaftAddress()); err != nil {
+			return nil, err
+		}
 		if err := s.checkMemberRules(req.GetRulesVersion(), "rulesVersion"); err != nil {
 			return nil, err
 		}

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"time"
 
@@ -21,6 +22,10 @@ type Config struct {
 	Dir string
 	// BindAddr is the host:port the Raft transport listens on.
 	BindAddr string
+	// Listener, when set, is the transport's TCP listener, already bound
+	// (see Listen); BindAddr is then not bound again. Open owns it from
+	// then on: Shutdown closes it, and so does Open when it fails.
+	Listener net.Listener
 	// AdvertiseAddr is the host:port peers dial; empty means BindAddr.
 	AdvertiseAddr string
 	// LogStore is LogStoreWAL (default) or LogStoreBolt.
@@ -56,10 +61,26 @@ var ErrNotLeader = raft.ErrNotLeader
 // first member of a new cluster. Errors come from opening the log store,
 // the snapshot store or the listener.
 func Open(cfg Config) (*Node, error) {
-	if cfg.ID == "" || cfg.Dir == "" || cfg.BindAddr == "" || cfg.FSM == nil || cfg.TLS == nil {
-		return nil, errors.New("raftnode: ID, Dir, BindAddr, TLS and FSM are required")
+	if cfg.ID == "" || cfg.Dir == "" || (cfg.BindAddr == "" && cfg.Listener == nil) || cfg.FSM == nil || cfg.TLS == nil {
+		if cfg.Listener != nil {
+			cfg.Listener.Close()
+		}
+		return nil, errors.New("raftnode: ID, Dir, BindAddr (or Listener), TLS and FSM are required")
+	}
+	ln := cfg.Listener
+	if ln == nil {
+		// Bind first: a port conflict must not leave a log store behind.
+		var err error
+		if ln, err = Listen(cfg.BindAddr, cfg.AdvertiseAddr); err != nil {
+			return nil, fmt.Errorf("raft transport: %w", err)
+		}
+	}
+	stream, err := newTLSStreamLayer(ln, cfg.AdvertiseAddr, cfg.TLS)
+	if err != nil {
+		return nil, fmt.Errorf("raft transport: %w", err)
 	}
 	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+		stream.Close()
 		return nil, err
 	}
 	logger := cfg.Logger
@@ -86,11 +107,6 @@ func Open(cfg Config) (*Node, error) {
 		retain = 3
 	}
 
-	// Bind first: a port conflict must not leave a log store behind.
-	stream, err := newTLSStreamLayer(cfg.BindAddr, cfg.AdvertiseAddr, cfg.TLS)
-	if err != nil {
-		return nil, fmt.Errorf("raft transport: %w", err)
-	}
 	store, err := openLogStore(cfg.LogStore, cfg.Dir)
 	if err != nil {
 		stream.Close()

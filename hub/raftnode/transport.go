@@ -18,13 +18,34 @@ type tlsStreamLayer struct {
 	config    *tls.Config
 }
 
-// newTLSStreamLayer listens on bind (host:port) and advertises advertise
-// (host:port; empty means the bound address).
-func newTLSStreamLayer(bind, advertise string, config *tls.Config) (*tlsStreamLayer, error) {
+// Listen binds the Raft transport's TCP port at bind (host:port), for
+// Config.Listener: a member binds every port before it writes anything to
+// its data dir. With advertise empty, the bound address is what peers
+// dial, so it must be a concrete host (not 0.0.0.0 or ::).
+func Listen(bind, advertise string) (net.Listener, error) {
 	ln, err := net.Listen("tcp", bind)
 	if err != nil {
 		return nil, err
 	}
+	if advertise == "" {
+		if err := checkAdvertisable(ln.Addr()); err != nil {
+			ln.Close()
+			return nil, err
+		}
+	}
+	return ln, nil
+}
+
+func checkAdvertisable(a net.Addr) error {
+	if tcp, ok := a.(*net.TCPAddr); ok && tcp.IP.IsUnspecified() {
+		return errors.New("raft address " + a.String() + " is not advertisable: give a concrete host")
+	}
+	return nil
+}
+
+// newTLSStreamLayer serves TLS on ln and advertises advertise (host:port;
+// empty means the bound address). It closes ln when it fails.
+func newTLSStreamLayer(ln net.Listener, advertise string, config *tls.Config) (*tlsStreamLayer, error) {
 	var adv net.Addr = ln.Addr()
 	if advertise != "" {
 		a, err := net.ResolveTCPAddr("tcp", advertise)
@@ -34,9 +55,9 @@ func newTLSStreamLayer(bind, advertise string, config *tls.Config) (*tlsStreamLa
 		}
 		adv = a
 	}
-	if tcp, ok := adv.(*net.TCPAddr); ok && tcp.IP.IsUnspecified() {
+	if err := checkAdvertisable(adv); err != nil {
 		ln.Close()
-		return nil, errors.New("raft address " + adv.String() + " is not advertisable: give a concrete host")
+		return nil, err
 	}
 	return &tlsStreamLayer{Listener: tls.NewListener(ln, config), advertise: adv, config: config}, nil
 }

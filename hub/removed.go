@@ -1,0 +1,145 @@
+package hub
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/roostfleet/roost/apierror"
+	"github.com/roostfleet/roost/hub/raftnode"
+)
+
+// A member removed from the hub (roostctl hub remove) is not in its own
+// latest Raft configuration any more, and knows no leader: Raft sends it
+// nothing more (the leader replicates the entry that removes it, then
+// stops), and it does not stand for election. Its state is frozen at the
+// removal. Left running, or restarted on its data dir, it would answer
+// reads with stale data; instead it refuses every API call with Unavailable
+// (clients retry on another member) saying what to do, and logs that once
+// at Error level.
+//
+// A joining member is not in the configuration either until the leader adds
+// it, and while it catches up with the log the latest configuration it has
+// may still be an older one without it (but it follows a leader). So only a
+// member that was in the configuration counts as removed: one that
+// bootstrapped the hub, was added as a voter (addSelfAsVoter, DIR/joined on
+// a restart) or saw itself in the configuration since it started
+// (Hub.wasMember).
+
+// removedError is the error a removed member answers with, nil while it is
+// a member.
+func (h *Hub) removedError() error {
+	if !h.checkRemoved() {
+		return nil
+	}
+	return apierror.Unavailable("%s", h.removedMessage())
+}
+
+func (h *Hub) removedMessage() string {
+	return fmt.Sprintf("this member (%s) was removed from the hub; its data dir is stale: wipe it and join again with a new token (roostctl hub join)", h.id)
+}
+
+// checkRemoved reports whether this member was removed from the hub, from
+// its latest Raft configuration and the leader it does not know; the
+// first time it finds so, it logs it.
+func (h *Hub) checkRemoved() bool {
+	servers, err := h.node.Servers()
+	if err != nil || len(servers) == 0 {
+		// No configuration yet (a joining member) or Raft shut down.
+		return h.removed.Load()
+	}
+	in := false
+	for _, s := range servers {
+		in = in || string(s.ID) == h.id
+	}
+	if in {
+		h.wasMember.Store(true)
+		h.removed.Store(false)
+		return false
+	}
+	if _, leader := h.node.Leader(); leader != "" || !h.wasMember.Load() {
+		h.removed.Store(false)
+		return false
+	}
+	h.removed.Store(true)
+	if !h.removedLogged.Swap(true) {
+		h.log.Error(h.removedMessage()+"; it refuses every request", "dir", h.opts.DataDir)
+	}
+	return true
+}
+
+// watchRemoved checks the configuration every half second, so a removed
+// member says so in its log even when no client calls it.
+func (h *Hub) watchRemoved(ctx context.Context) {
+	t := time.NewTicker(500 * time.Millisecond)
+	defer t.Stop()
+	for {
+		h.checkRemoved()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (h *Hub) refuseUnaryIfRemoved(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	if err := h.removedError(); err != nil {
+		return nil, err
+	}
+	return handler(ctx, req)
+}
+
+func (h *Hub) refuseStreamIfRemoved(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	if err := h.removedError(); err != nil {
+		return err
+	}
+	return handler(srv, removedCheckStream{ServerStream: ss, h: h})
+}
+
+// removedCheckStream ends a stream that was open when its member was
+// removed at its next message (an agent's next heartbeat), so the agent
+// moves to another member; an atomic load per message, no goroutine.
+type removedCheckStream struct {
+	grpc.ServerStream
+	h *Hub
+}
+
+func (s removedCheckStream) RecvMsg(m any) error {
+	if err := s.ServerStream.RecvMsg(m); err != nil {
+		return err
+	}
+	if s.h.removed.Load() {
+		return apierror.Unavailable("%s", s.h.removedMessage())
+	}
+	return nil
+}
+
+func (s removedCheckStream) SendMsg(m any) error {
+	if s.h.removed.Load() {
+		return apierror.Unavailable("%s", s.h.removedMessage())
+	}
+	return s.ServerStream.SendMsg(m)
+}
+
+// checkOwnRaftAddress refuses to restart a member on another Raft address
+// than the one the hub's configuration (as this member last saw it) has for
+// it, when the hub has other members: they would go on dialing the old
+// address, and the member would never hear from them. A single member
+// elects itself whatever its address.
+func checkOwnRaftAddress(node *raftnode.Node) error {
+	servers, err := node.Servers()
+	if err != nil || len(servers) < 2 {
+		return nil
+	}
+	for _, s := range servers {
+		if string(s.ID) == node.ID() && string(s.Address) != node.Addr() {
+			return fmt.Errorf("--raft-addr: this member (%s) is in the hub's Raft configuration at %s, not at %s, and the other members dial that address: "+
+				"restart it with --raft-addr %s; to move it to another address, remove it ('roostctl hub remove %s'), wipe its data dir and join again with a new token ('roostctl hub join')",
+				node.ID(), s.Address, node.Addr(), s.Address, node.ID())
+		}
+	}
+	return nil
+}
