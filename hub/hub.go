@@ -106,6 +106,12 @@ type Options struct {
 	// a minute after start, or after the interval if shorter. Zero means
 	// DefaultBlobGCInterval (5 min); negative disables it.
 	BlobGCInterval time.Duration
+	// ForceNewCluster makes this member, restarted on its data dir, the
+	// only voter of its hub before it starts (raftnode.Recover), as etcd's
+	// --force-new-cluster: for a hub that lost a majority of its members
+	// for good. The other members are dropped from the configuration and
+	// their records from the state; new members join afterwards.
+	ForceNewCluster bool
 	// BlobGCGrace is how long an artifact that no release names stays
 	// after it was stored or last checked; zero or negative means
 	// DefaultBlobGCGrace (1 h). Partial uploads stay 24 h after their last
@@ -335,12 +341,18 @@ func start(ctx context.Context, opts Options, apiLn, httpLn, raftLn net.Listener
 	if err != nil {
 		return nil, err
 	}
-	h.fsm = state.New(state.Options{Halt: func(err error) {
+	halt := func(err error) {
 		h.log.Error("cannot apply the Raft log; stopping", "err", err)
 		os.Exit(ExitRulesTooNew)
-	}})
+	}
+	h.fsm = state.New(state.Options{Halt: halt})
 	rcfg.FSM = h.fsm
 	rcfg.TLS = raftTLS
+	if opts.ForceNewCluster {
+		if err := h.forceNewCluster(rcfg, raftLn.Addr().String(), hasState, halt); err != nil {
+			return nil, err
+		}
+	}
 	node, err := raftnode.Open(rcfg)
 	if err != nil {
 		return nil, err
@@ -745,6 +757,11 @@ func (h *Hub) reconcileSelf(ctx context.Context) error {
 	}
 	if err := h.api.ReportSelf(ctx, h.selfRecord()); err != nil {
 		return err
+	}
+	if h.opts.ForceNewCluster {
+		if err := h.forgetLostMembers(ctx); err != nil {
+			return err
+		}
 	}
 	if exists(h.dir.caKey()) {
 		if err := h.writeAdminConfig(); err != nil {

@@ -166,6 +166,7 @@ The first member writes DIR/admin.conf: point roostctl at it with
 	f.StringVar(&opts.Join, "join", "", "API address (host:port) of any member of the cluster to join; used only with an empty data dir")
 	f.StringVar(&opts.JoinToken, "join-token", os.Getenv("ROOST_JOIN_TOKEN"), "join token from 'roostctl hub join' (default $ROOST_JOIN_TOKEN)")
 	f.StringVar(&opts.NodeID, "node-id", "", "Raft ID of this member on first start (default: hub-<random>)")
+	f.BoolVar(&opts.ForceNewCluster, "force-new-cluster", false, "make this member, on its data dir, the only member of its hub before starting: after\nlosing a majority of the members for good (see docs/operations.md); use once")
 	f.StringVar(&opts.LogStore, "raft-log-store", raftnode.LogStoreWAL, "Raft log store: wal (raft-wal) or boltdb (raft-boltdb/v2)")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.DurationVar(&opts.AgentCertLifetime, "agent-cert-lifetime", 24*time.Hour, fmt.Sprintf(

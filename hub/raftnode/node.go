@@ -83,6 +83,29 @@ func Open(cfg Config) (*Node, error) {
 		stream.Close()
 		return nil, err
 	}
+	rc, store, snaps, err := openStores(cfg)
+	if err != nil {
+		stream.Close()
+		return nil, err
+	}
+	transport := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream:  stream,
+		MaxPool: 3,
+		Timeout: 10 * time.Second,
+		Logger:  rc.Logger.Named("transport"),
+	})
+	r, err := raft.NewRaft(rc, cfg.FSM, store, store, snaps, transport)
+	if err != nil {
+		transport.Close()
+		store.Close()
+		return nil, err
+	}
+	return &Node{raft: r, store: store, transport: transport, id: rc.LocalID, addr: transport.LocalAddr()}, nil
+}
+
+// openStores returns the Raft configuration for cfg and opens its log and
+// snapshot stores; the caller closes the log store.
+func openStores(cfg Config) (*raft.Config, logStore, raft.SnapshotStore, error) {
 	logger := cfg.Logger
 	if logger == nil {
 		logger = hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: os.Stderr})
@@ -106,31 +129,40 @@ func Open(cfg Config) (*Node, error) {
 	if retain == 0 {
 		retain = 3
 	}
-
 	store, err := openLogStore(cfg.LogStore, cfg.Dir)
 	if err != nil {
-		stream.Close()
-		return nil, fmt.Errorf("open raft log store: %w", err)
+		return nil, nil, nil, fmt.Errorf("open raft log store: %w", err)
 	}
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.Dir, retain, logger.Named("snapshots"))
 	if err != nil {
-		stream.Close()
 		store.Close()
-		return nil, fmt.Errorf("open snapshot store: %w", err)
+		return nil, nil, nil, fmt.Errorf("open snapshot store: %w", err)
 	}
-	transport := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream:  stream,
-		MaxPool: 3,
-		Timeout: 10 * time.Second,
-		Logger:  logger.Named("transport"),
-	})
-	r, err := raft.NewRaft(rc, cfg.FSM, store, store, snaps, transport)
+	return rc, store, snaps, nil
+}
+
+// Recover makes the member in cfg.Dir the only voter of its Raft
+// configuration, at addr (its Raft address), with raft.RecoverCluster: for
+// a hub that lost a majority of its members for good, which can elect no
+// leader and change no configuration. It replays the member's log into
+// cfg.FSM (a fresh one), writes a snapshot of it and a configuration entry,
+// and keeps everything the member had. Run it with the member stopped (Open
+// not called); start the member normally afterwards. cfg.Listener and TLS
+// are not used. Errors: the stores cannot be opened, or there is no state
+// to recover (raft.RecoverCluster's error).
+func Recover(cfg Config, addr string) error {
+	if cfg.ID == "" || cfg.Dir == "" || addr == "" || cfg.FSM == nil {
+		return errors.New("raftnode: ID, Dir, the Raft address and FSM are required to recover")
+	}
+	rc, store, snaps, err := openStores(cfg)
 	if err != nil {
-		transport.Close()
-		store.Close()
-		return nil, err
+		return err
 	}
-	return &Node{raft: r, store: store, transport: transport, id: rc.LocalID, addr: transport.LocalAddr()}, nil
+	defer store.Close()
+	_, trans := raft.NewInmemTransport(raft.ServerAddress(addr))
+	defer trans.Close()
+	conf := raft.Configuration{Servers: []raft.Server{{Suffrage: raft.Voter, ID: raft.ServerID(cfg.ID), Address: raft.ServerAddress(addr)}}}
+	return raft.RecoverCluster(rc, cfg.FSM, store, store, snaps, trans, conf)
 }
 
 // HasState reports whether the member's directory already holds Raft state
