@@ -14,6 +14,7 @@ import (
 	"github.com/roostfleet/roost/apierror"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 	"github.com/roostfleet/roost/resource"
+	"github.com/roostfleet/roost/syncbuf"
 )
 
 // These tests run roostctl against fakeHub, an in-memory HubService served
@@ -340,7 +341,7 @@ func watchNames(t *testing.T, config, want string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out, errb syncBuffer
+	var out, errb syncbuf.Buffer
 	done := make(chan result)
 	go func() {
 		done <- runCLIStreams(ctx, "", &out, &errb, "--config", config, "get", "pools", "-w", "-o", "name")
@@ -385,7 +386,7 @@ func TestWatch(t *testing.T) {
 	done := make(chan result)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out2, errb2 syncBuffer
+	var out2, errb2 syncbuf.Buffer
 	go func() { done <- runCLIStreams(ctx, "", &out2, &errb2, "--config", config, "get", "pools", "gpu", "-w") }()
 	deadline := time.Now().Add(10 * time.Second)
 	for strings.Count(out2.String(), "\n") < 3 && time.Now().Before(deadline) {

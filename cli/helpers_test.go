@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -26,6 +25,7 @@ import (
 	"github.com/roostfleet/roost/hub/ca"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 	"github.com/roostfleet/roost/resource"
+	"github.com/roostfleet/roost/syncbuf"
 )
 
 // testNow is the clock of every test run.
@@ -44,11 +44,11 @@ func runCLI(t *testing.T, stdin string, args ...string) result {
 
 func runCLIContext(t *testing.T, ctx context.Context, stdin string, args ...string) result {
 	t.Helper()
-	var out, errb syncBuffer
+	var out, errb syncbuf.Buffer
 	return runCLIStreams(ctx, stdin, &out, &errb, args...)
 }
 
-func runCLIStreams(ctx context.Context, stdin string, out, errb *syncBuffer, args ...string) result {
+func runCLIStreams(ctx context.Context, stdin string, out, errb *syncbuf.Buffer, args ...string) result {
 	o := &options{
 		Streams: Streams{In: strings.NewReader(stdin), Out: out, Err: errb},
 		timeout: 30 * time.Second,
@@ -56,24 +56,6 @@ func runCLIStreams(ctx context.Context, stdin string, out, errb *syncBuffer, arg
 	}
 	code := o.run(ctx, args)
 	return result{out: out.String(), err: errb.String(), code: code}
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent use.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // writeFile writes content to dir/name and returns the path.

@@ -534,21 +534,7 @@ func (h *Hub) memberProfile() ca.Profile {
 }
 
 func (h *Hub) loadTLS() (cert, key []byte, pool *x509.CertPool, err error) {
-	if cert, err = os.ReadFile(h.dir.memberCert()); err != nil {
-		return nil, nil, nil, err
-	}
-	if key, err = os.ReadFile(h.dir.memberKey()); err != nil {
-		return nil, nil, nil, err
-	}
-	caPEM, err := os.ReadFile(h.dir.caCert())
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	pool = x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(caPEM) {
-		return nil, nil, nil, fmt.Errorf("%s holds no PEM certificate", h.dir.caCert())
-	}
-	return cert, key, pool, nil
+	return ca.ReadFiles(h.dir.memberCert(), h.dir.memberKey(), h.dir.caCert())
 }
 
 // fetchMemberCertificate runs MemberService.Join against opts.Join: it

@@ -1,9 +1,7 @@
 package hub_test
 
 import (
-	"bytes"
 	"context"
-	"crypto/x509"
 	"fmt"
 	"log/slog"
 	"net"
@@ -25,6 +23,7 @@ import (
 	"github.com/roostfleet/roost/hub/ca"
 	"github.com/roostfleet/roost/hub/state"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+	"github.com/roostfleet/roost/syncbuf"
 	"github.com/roostfleet/roost/version"
 )
 
@@ -95,16 +94,12 @@ func raftServers(t *testing.T, h *hub.Hub) map[string]string {
 // call each other.
 func memberConn(t *testing.T, dir, addr string) *grpc.ClientConn {
 	t.Helper()
-	read := func(name string) []byte {
-		b, err := os.ReadFile(filepath.Join(dir, "tls", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
+	tlsDir := filepath.Join(dir, "tls")
+	cert, key, pool, err := ca.ReadFiles(filepath.Join(tlsDir, "member.crt"), filepath.Join(tlsDir, "member.key"), filepath.Join(tlsDir, "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(read("ca.crt"))
-	cfg, err := ca.ClientTLS(read("member.crt"), read("member.key"), pool)
+	cfg, err := ca.ClientTLS(cert, key, pool)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -373,7 +368,7 @@ func TestRemovedMemberRefusesCalls(t *testing.T) {
 	if err := removed.Close(); err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	o := fastRaft(hub.Options{DataDir: dirs[2], APIAddr: "127.0.0.1:0", RaftAddr: raftAddr})
 	o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	restarted, err := hub.Start(ctx, o)
@@ -485,23 +480,4 @@ func TestCheckJoinFlags(t *testing.T) {
 	if err := hub.CheckJoinFlags(dir, "", tok); err != nil {
 		t.Errorf("on a data dir with Raft state: %v", err)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent writes (the hub logs
-// from several goroutines).
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -21,7 +21,6 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -35,6 +34,7 @@ import (
 	"github.com/roostfleet/roost/hub/liveness"
 	"github.com/roostfleet/roost/hub/raftnode"
 	"github.com/roostfleet/roost/version"
+	"github.com/roostfleet/roost/window"
 )
 
 func main() {
@@ -170,9 +170,9 @@ The first member writes DIR/admin.conf: point roostctl at it with
 	f.StringVar(&opts.LogStore, "raft-log-store", raftnode.LogStoreWAL, "Raft log store: wal (raft-wal) or boltdb (raft-boltdb/v2)")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.DurationVar(&opts.AgentCertLifetime, "agent-cert-lifetime", 24*time.Hour, fmt.Sprintf(
-		"lifetime of agent client certificates (agents renew at two thirds), %s to %s", durationText(minAgentCertLifetime), durationText(maxAgentCertLifetime)))
+		"lifetime of agent client certificates (agents renew at two thirds), %s to %s", window.FormatDuration(minAgentCertLifetime), window.FormatDuration(maxAgentCertLifetime)))
 	f.DurationVar(&opts.HeartbeatMinTTL, "heartbeat-min-ttl", liveness.DefaultMinTTL, fmt.Sprintf(
-		"smallest time a silent server stays Reachable; grows with the fleet; %s to %s", durationText(minHeartbeatMinTTL), durationText(maxHeartbeatMinTTL)))
+		"smallest time a silent server stays Reachable; grows with the fleet; %s to %s", window.FormatDuration(minHeartbeatMinTTL), window.FormatDuration(maxHeartbeatMinTTL)))
 	f.Float64Var(&opts.MaxHeartbeatsPerSecond, "max-heartbeats-per-second", liveness.DefaultMaxHeartbeatsPerSecond, fmt.Sprintf(
 		"fleet heartbeat rate the TTL is scaled for: ttl = max(min TTL, servers / this); %d to %d", minHeartbeatsPerSecond, maxHeartbeatsPerSecond))
 	return cmd, &opts
@@ -194,12 +194,12 @@ func checkFlags(opts hub.Options) error {
 		{"--heartbeat-min-ttl", opts.HeartbeatMinTTL, minHeartbeatMinTTL, maxHeartbeatMinTTL},
 	}
 	for _, d := range durations {
-		allowed := fmt.Sprintf("(allowed: %s to %s)", durationText(d.min), durationText(d.max))
+		allowed := fmt.Sprintf("(allowed: %s to %s)", window.FormatDuration(d.min), window.FormatDuration(d.max))
 		switch {
 		case d.v < d.min:
-			errs = append(errs, fmt.Errorf("%s: must be at least %s, got %s %s", d.flag, durationText(d.min), d.v, allowed))
+			errs = append(errs, fmt.Errorf("%s: must be at least %s, got %s %s", d.flag, window.FormatDuration(d.min), d.v, allowed))
 		case d.v > d.max:
-			errs = append(errs, fmt.Errorf("%s: must be at most %s, got %s %s", d.flag, durationText(d.max), d.v, allowed))
+			errs = append(errs, fmt.Errorf("%s: must be at most %s, got %s %s", d.flag, window.FormatDuration(d.max), d.v, allowed))
 		}
 	}
 	const rate = "--max-heartbeats-per-second"
@@ -213,18 +213,6 @@ func checkFlags(opts hub.Options) error {
 		errs = append(errs, fmt.Errorf("%s: must be at most %d, got %s %s", rate, maxHeartbeatsPerSecond, floatText(v), allowed))
 	}
 	return errors.Join(errs...)
-}
-
-// durationText writes a bound without zero units: "1h", "8760h", "3s".
-func durationText(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }
 
 // floatText writes a flag's number as it is typed: "-3", "0.5", "+Inf".

@@ -5,13 +5,11 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
-	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -348,16 +346,11 @@ func TestCatalogThreeMembers(t *testing.T) {
 func memberConn(t *testing.T, h *hub.Hub, addr string) *grpc.ClientConn {
 	t.Helper()
 	dir := filepath.Join(filepath.Dir(h.AdminConfigPath()), "tls")
-	read := func(name string) []byte {
-		b, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
+	cert, key, pool, err := ca.ReadFiles(filepath.Join(dir, "member.crt"), filepath.Join(dir, "member.key"), filepath.Join(dir, "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(read("ca.crt"))
-	cfg, err := ca.ClientTLS(read("member.crt"), read("member.key"), pool)
+	cfg, err := ca.ClientTLS(cert, key, pool)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"os"
 
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/peer"
@@ -162,4 +163,26 @@ func PeerRole(ctx context.Context) (role string, commonName string, ok bool) {
 		return "", "", false
 	}
 	return role, cert.Subject.CommonName, true
+}
+
+// ReadFiles reads a PEM certificate and key (certFile, keyFile) and a PEM
+// CA bundle (caFile) as ServerTLS, ClientTLS and MutualTLS take them, e.g.
+// a hub member's DATA_DIR/tls/member.crt, member.key and ca.crt. Errors:
+// a file cannot be read, or caFile holds no PEM certificate.
+func ReadFiles(certFile, keyFile, caFile string) (certPEM, keyPEM []byte, pool *x509.CertPool, err error) {
+	if certPEM, err = os.ReadFile(certFile); err != nil {
+		return nil, nil, nil, err
+	}
+	if keyPEM, err = os.ReadFile(keyFile); err != nil {
+		return nil, nil, nil, err
+	}
+	caPEM, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	pool = x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return nil, nil, nil, fmt.Errorf("%s holds no PEM certificate", caFile)
+	}
+	return certPEM, keyPEM, pool, nil
 }

@@ -1,12 +1,10 @@
 package kube
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"regexp"
 	"slices"
 	"strings"
@@ -23,6 +21,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/kubectl/pkg/drain"
+
+	"github.com/roostfleet/roost/syncbuf"
 )
 
 // CordonAnnotation marks a Node that Drain cordoned; its value is the
@@ -124,7 +124,7 @@ func (c *Client) Drain(ctx context.Context, node string, timeout time.Duration, 
 	}
 
 	rec := &evictionRecorder{errs: map[podKey]error{}, evicted: map[podKey]bool{}, gone: map[podKey]bool{}}
-	out := &syncBuffer{}
+	out := &syncbuf.Buffer{}
 	h := &drain.Helper{
 		Ctx:                 ctx,
 		Client:              recordingClient{Interface: c.cs, rec: rec},
@@ -360,25 +360,4 @@ func (e recordingEvictions) Evict(ctx context.Context, eviction *policyv1.Evicti
 		Error()
 	e.rec.evict(eviction.Namespace, eviction.Name, err)
 	return err
-}
-
-// syncBuffer is an io.Writer safe for kubectl's concurrent evictions, read
-// once the drain returned (or was abandoned at its deadline).
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-var _ io.Writer = (*syncBuffer)(nil)
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
