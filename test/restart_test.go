@@ -69,17 +69,23 @@ func TestRestartKeepsObjects(t *testing.T) {
 	}
 }
 
-// settledAll is getAll once two reads a second apart agree (within 30 s).
+// settledAll is getAll once three reads a second apart agree (within 30 s).
 func settledAll(t *testing.T, cfg string) map[string]string {
 	t.Helper()
-	prev := getAll(t, cfg)
+	// Settled: unchanged for three reads a second apart, longer than a
+	// controller's tick (2 s), so status the controllers write after an
+	// apply (e.g. a Pool's ReplicaFailure) is in.
+	prev, same := getAll(t, cfg), 0
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
 		time.Sleep(time.Second)
 		cur := getAll(t, cfg)
-		if maps.Equal(prev, cur) {
+		if !maps.Equal(prev, cur) {
+			prev, same = cur, 0
+			continue
+		}
+		if same++; same == 2 {
 			return cur
 		}
-		prev = cur
 	}
 	t.Fatalf("the hub's objects kept changing for 30 s after apply")
 	return nil
