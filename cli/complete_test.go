@@ -82,6 +82,10 @@ func TestCompleteObjectNames(t *testing.T) {
 		{[]string{"window", "next", "--pool", ""}, []string{"gpu", "workers"}},
 		{[]string{"window", "next", "--pool", "workers", ""}, nil}, // --pool takes no WINDOW
 		{[]string{"hub", "remove", ""}, []string{"hub-1", "hub-2"}},
+		{[]string{"server", "cordon", ""}, []string{"srv-a", "srv-b"}},
+		{[]string{"server", "decommission", "srv-b", ""}, []string{"srv-a"}},
+		{[]string{"server", "label", ""}, []string{"srv-a", "srv-b"}},
+		{[]string{"server", "label", "srv-a", ""}, nil}, // then KEY=VALUE
 		{[]string{"machine", "delete", ""}, []string{"edge-1", "workers-1"}},
 		{[]string{"machine", "create", "--server", ""}, []string{"srv-a", "srv-b"}},
 		{[]string{"machine", "create", "--server", "srv-a", "--class", ""}, []string{"big"}},

@@ -52,11 +52,12 @@ List servers with 'roostctl get servers' and look at one with
 			example += ` --reason "failed PSU"`
 		}
 		c := &cobra.Command{
-			Use:     use + " NAME...",
-			Short:   short,
-			Long:    long,
-			Example: example,
-			Args:    minArgs(1, "a server NAME"),
+			Use:               use + " NAME...",
+			Short:             short,
+			Long:              long,
+			Example:           example,
+			Args:              minArgs(1, "a server NAME"),
+			ValidArgsFunction: o.argCompletions(true, objectNames("Server")),
 			RunE: func(cmd *cobra.Command, args []string) error {
 				return o.updateServers(cmd, args, verb, &roostv1.UpdateServerRequest{Action: action, Reason: reason})
 			},
@@ -178,7 +179,8 @@ labels the hub derives from the inventory (roost.io/cpus, roost.io/memory-gib,
 roost.io/arch, roost.io/firmware, roost.io/disks, …), which cannot be set.`,
 		Example: `  roostctl server label 4c4c4544-0042-3510-8052-b4c04f4d4e31 rack=r12 zone=a
   roostctl server label 4c4c4544-0042-3510-8052-b4c04f4d4e31 zone-`,
-		Args: minArgs(2, "a server NAME and labels"),
+		Args:              minArgs(2, "a server NAME and labels"),
+		ValidArgsFunction: o.argCompletions(false, objectNames("Server")),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req := &roostv1.UpdateServerRequest{Action: roostv1.ServerAction_SERVER_ACTION_LABEL, SetLabels: map[string]string{}}
 			seen := map[string]string{} // key -> the argument that named it

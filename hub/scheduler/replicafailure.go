@@ -12,21 +12,24 @@ import (
 
 // ReplicaFailure returns the state.PoolReplicaFailure condition pool
 // should carry, or nil for none: True while the Pool has fewer Machines
-// than spec.replicas and cannot claim another Server, with a message that
-// counts the Servers its MachineClass selects by why each cannot be
-// claimed, e.g. "3 of 5 replicas; no Server can be claimed: 7 Servers
-// match MachineClass large (roost.io/cpus>=16): 3 claimed, 2 cordoned, 2
-// Unreachable". LastTransitionTime is left for the FSM to set.
+// than spec.replicas and cannot claim enough Servers to reach it (also
+// while claiming the last ones it can, so the condition does not flap),
+// with a message that counts the Servers its MachineClass selects by why
+// each cannot be claimed, and the enrolled Servers it does not select by
+// the selector term that excludes them, e.g. "3 of 5 replicas; no more
+// Servers can be claimed: 4 Servers match MachineClass big (rack=r12):
+// 3 claimed by this Pool, 1 cordoned; of the 9 enrolled, 5 do not match:
+// rack=r12 excludes 5". LastTransitionTime is left for the FSM to set.
 func ReplicaFailure(snap Snapshot, pool *roostv1.Pool) *roostv1.Condition {
 	if pool.GetSpec().Replicas == nil {
 		return nil
 	}
 	name := pool.GetMetadata().GetName()
 	want := int(pool.GetSpec().GetReplicas())
-	claimedBy := map[string]string{}
+	claimedBy := map[string]*roostv1.Machine{}
 	have := 0
 	for _, m := range snap.Machines {
-		claimedBy[m.GetSpec().GetServer()] = m.GetMetadata().GetName()
+		claimedBy[m.GetSpec().GetServer()] = m
 		if m.GetSpec().GetPool() == name && m.GetStatus().GetPhase() != state.PhaseDestroyed {
 			have++
 		}
@@ -43,32 +46,51 @@ func ReplicaFailure(snap Snapshot, pool *roostv1.Pool) *roostv1.Condition {
 		}
 		return &roostv1.Condition{Type: state.PoolReplicaFailure, Status: "True", Reason: reason, Message: short + ": " + err.Error()}
 	}
-	matched := 0
+	matched, claimable := 0, 0
 	blocked := map[string]int{}
+	excluded := make([]int, len(sel)) // per selector term: enrolled Servers it excludes
 	for _, s := range snap.Servers {
-		if sel != nil && !sel.Matches(s.GetMetadata().GetLabels()) {
+		if !sel.Matches(s.GetMetadata().GetLabels()) {
+			for i, r := range sel {
+				if !r.Matches(s.GetMetadata().GetLabels()) {
+					excluded[i]++
+				}
+			}
 			continue
 		}
 		matched++
-		b := state.ClaimBlocker(s, name, claimedBy[s.GetMetadata().GetName()])
-		if b == "" {
-			return nil // a Server can be claimed: Plan claims it
+		m := claimedBy[s.GetMetadata().GetName()]
+		switch b := state.ClaimBlocker(s, name, m.GetMetadata().GetName()); {
+		case b == "":
+			claimable++
+		case m != nil && m.GetSpec().GetPool() == name:
+			blocked["claimed by this Pool"]++
+		case m != nil:
+			blocked["claimed by other Pools or standalone"]++
+		default:
+			blocked[b]++
 		}
-		blocked[b]++
 	}
-	what := "Servers"
-	if mc := pool.GetSpec().GetMachineClass(); mc != "" {
-		what = fmt.Sprintf("Servers match MachineClass %s (%s)", mc, strings.Join(machineClassSelector(snap, mc), ", "))
-		if matched == 1 {
-			what = strings.Replace(what, "Servers match", "Server matches", 1)
-		}
-	} else if matched == 1 {
-		what = "Server"
+	if claimable >= want-have {
+		return nil // Plan claims them
 	}
-	msg := fmt.Sprintf("%s; no Server can be claimed: %d %s", short, matched, what)
-	if mc := pool.GetSpec().GetMachineClass(); matched == 0 && mc != "" {
-		msg = fmt.Sprintf("%s; no Server matches MachineClass %s (%s) of the %d enrolled", short, mc, strings.Join(machineClassSelector(snap, mc), ", "), len(snap.Servers))
-	} else if matched > 0 {
+	mc := pool.GetSpec().GetMachineClass()
+	terms := machineClassSelector(snap, mc)
+	var msg strings.Builder
+	msg.WriteString(short)
+	switch {
+	case claimable > 0:
+		fmt.Fprintf(&msg, "; only %d more %s can be claimed", claimable, plural(claimable, "Server", "Servers"))
+	default:
+		msg.WriteString("; no more Servers can be claimed")
+	}
+	switch {
+	case mc != "":
+		fmt.Fprintf(&msg, ": %d %s MachineClass %s (%s)", matched, plural(matched, "Server matches", "Servers match"), mc, strings.Join(terms, ", "))
+	default:
+		fmt.Fprintf(&msg, ": %d enrolled", matched)
+	}
+	if len(blocked) > 0 {
 		causes := make([]string, 0, len(blocked))
 		for b := range blocked {
 			causes = append(causes, b)
@@ -77,9 +99,29 @@ func ReplicaFailure(snap Snapshot, pool *roostv1.Pool) *roostv1.Condition {
 		for i, b := range causes {
 			causes[i] = fmt.Sprintf("%d %s", blocked[b], b)
 		}
-		msg += ": " + strings.Join(causes, ", ")
+		msg.WriteString(": " + strings.Join(causes, ", "))
 	}
-	return &roostv1.Condition{Type: state.PoolReplicaFailure, Status: "True", Reason: state.ReasonNoMatchingServers, Message: msg}
+	if n := len(snap.Servers) - matched; n > 0 {
+		fmt.Fprintf(&msg, "; of the %d enrolled, %d %s not match", len(snap.Servers), n, plural(n, "does", "do"))
+		var parts []string
+		for i, c := range excluded {
+			if c > 0 && i < len(terms) {
+				parts = append(parts, fmt.Sprintf("%s excludes %d", terms[i], c))
+			}
+		}
+		if len(parts) > 0 {
+			msg.WriteString(": " + strings.Join(parts, ", "))
+		}
+	}
+	return &roostv1.Condition{Type: state.PoolReplicaFailure, Status: "True", Reason: state.ReasonNoMatchingServers, Message: msg.String()}
+}
+
+// plural is one when n is 1, else many.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // machineClassSelector is the server selector of MachineClass mc in snap.

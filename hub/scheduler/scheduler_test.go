@@ -165,7 +165,8 @@ func TestReplicas(t *testing.T) {
 		t.Errorf("%d barriers in one term, want 2 (one failed)", barriers)
 	}
 
-	// More replicas than matching Servers: claims what there is, no error.
+	// More replicas than matching Servers: claims what there is, no error,
+	// and the Pool says at once why it stays short.
 	h.mustApply(&roostv1.Command{Command: &roostv1.Command_ModifyServer{ModifyServer: &roostv1.ModifyServer{
 		Name: uuidN(4), Action: roostv1.ServerAction_SERVER_ACTION_UNCORDON}}})
 	h.setReplicas(5)
@@ -175,27 +176,37 @@ func TestReplicas(t *testing.T) {
 	if got := fmt.Sprint(h.members()); got != "[workers-1=01 workers-2=03 workers-3=04]" {
 		t.Fatalf("members %s", got)
 	}
-	// The Pool says why it is short (written once, not every step).
+	want := "2 of 5 replicas; only 1 more Server can be claimed: 3 Servers match MachineClass big (roost.io/cpus>=16): 2 claimed by this Pool; " +
+		"of the 4 enrolled, 1 does not match: roost.io/cpus>=16 excludes 1"
+	cond := h.replicaFailure()
+	if cond.GetStatus() != "True" || cond.GetReason() != state.ReasonNoMatchingServers || cond.GetMessage() != want {
+		t.Fatalf("ReplicaFailure while claiming the last Server %v, want True %s %q", cond, state.ReasonNoMatchingServers, want)
+	}
+	since := cond.GetLastTransitionTime().AsTime()
+	// The next step updates the counts (status unchanged: the transition
+	// time stays), then nothing more is written.
 	n = len(h.proposed)
 	if err := c.Step(ctx); err != nil || len(h.proposed) != n+1 {
-		t.Fatalf("step without candidates proposed %v (err %v), want the ReplicaFailure condition", h.proposed[n:], err)
+		t.Fatalf("step after the claim proposed %v (err %v), want the condition's new message", h.proposed[n:], err)
 	}
-	want := "3 of 5 replicas; no Server can be claimed: 3 Servers match MachineClass big (roost.io/cpus>=16): 3 claimed"
-	if cond := h.replicaFailure(); cond.GetStatus() != "True" || cond.GetReason() != state.ReasonNoMatchingServers || cond.GetMessage() != want {
-		t.Fatalf("ReplicaFailure %v, want True %s %q", cond, state.ReasonNoMatchingServers, want)
+	want = "3 of 5 replicas; no more Servers can be claimed: 3 Servers match MachineClass big (roost.io/cpus>=16): 3 claimed by this Pool; " +
+		"of the 4 enrolled, 1 does not match: roost.io/cpus>=16 excludes 1"
+	if cond := h.replicaFailure(); cond.GetMessage() != want || !cond.GetLastTransitionTime().AsTime().Equal(since) {
+		t.Fatalf("ReplicaFailure %v, want %q since %v", cond, want, since)
 	}
 	n = len(h.proposed)
 	if err := c.Step(ctx); err != nil || len(h.proposed) != n {
 		t.Fatalf("step without candidates proposed %v (err %v)", h.proposed[n:], err)
 	}
-	// A cordoned Server and one of another Pool are counted by cause.
+	// A cordoned Server is counted by cause.
 	h.server(uuidN(5), 64)
 	h.mustApply(&roostv1.Command{Command: &roostv1.Command_ModifyServer{ModifyServer: &roostv1.ModifyServer{
 		Name: uuidN(5), Action: roostv1.ServerAction_SERVER_ACTION_CORDON}}})
 	if err := c.Step(ctx); err != nil {
 		t.Fatal(err)
 	}
-	want = "3 of 5 replicas; no Server can be claimed: 4 Servers match MachineClass big (roost.io/cpus>=16): 3 claimed, 1 cordoned"
+	want = "3 of 5 replicas; no more Servers can be claimed: 4 Servers match MachineClass big (roost.io/cpus>=16): 3 claimed by this Pool, 1 cordoned; " +
+		"of the 5 enrolled, 1 does not match: roost.io/cpus>=16 excludes 1"
 	if cond := h.replicaFailure(); cond.GetMessage() != want {
 		t.Fatalf("ReplicaFailure %v, want %q", cond, want)
 	}
