@@ -377,6 +377,29 @@ func (a *Agent) setHubs(from []string) {
 	a.hubsMu.Unlock()
 }
 
+// learnHubs keeps the hub members' API addresses the hub sent
+// (HubMembers) in the state dir and tries them on the next reconnect, so
+// members that joined after enrollment are used when others fail. A list
+// with an invalid address is ignored.
+func (a *Agent) learnHubs(hubs []string) {
+	if len(hubs) == 0 || slices.Equal(sorted(hubs), sorted(a.state.Hubs)) {
+		return
+	}
+	if err := config.ValidateHubs(hubs); err != nil {
+		a.log.Warn("ignoring the hub's member list", "err", err)
+		return
+	}
+	st := a.state
+	st.Hubs = slices.Clone(hubs)
+	if err := a.o.Store.SaveState(st); err != nil {
+		a.log.Warn("cannot save the hub's member list", "err", err)
+		return
+	}
+	a.state = st
+	a.setHubs(st.Hubs)
+	a.log.Info("hub members changed", "hubs", hubs)
+}
+
 // hubList returns the hubs in try order, starting with the current one.
 func (a *Agent) hubList() []string {
 	a.hubsMu.Lock()
@@ -720,6 +743,8 @@ func (a *Agent) session(ctx context.Context) (err error) {
 				if err = a.applyDesired(m.Desired, send); err != nil {
 					return err
 				}
+			case *roostv1.HubMessage_Members:
+				a.learnHubs(m.Members.GetApiAddresses())
 			}
 		case <-hbC:
 			if err = send(&roostv1.AgentMessage{Message: &roostv1.AgentMessage_Heartbeat{Heartbeat: &roostv1.Heartbeat{SentAt: timestamppb.New(clock.Now())}}}); err != nil {

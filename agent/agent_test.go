@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -122,6 +123,15 @@ func TestEnrollConnectResume(t *testing.T) {
 	})
 	if !strings.Contains(r.log.String(), "desired state received") {
 		t.Error("the desired state is not logged")
+	}
+	// The hub's member list: kept in the state dir for the next reconnect.
+	joined := []string{hub.Addr, "127.0.0.1:1"} // a member that is down
+	hub.Send(&roostv1.HubMessage{Message: &roostv1.HubMessage_Members{Members: &roostv1.HubMembers{ApiAddresses: joined}}})
+	fakehub.Eventually(t, "hub members recorded", func() bool { s, _ := store.State(); return slices.Equal(s.Hubs, joined) })
+	hub.Send(&roostv1.HubMessage{Message: &roostv1.HubMessage_Members{Members: &roostv1.HubMembers{ApiAddresses: []string{"not an address"}}}})
+	fakehub.Eventually(t, "an invalid list ignored", func() bool { return strings.Contains(r.log.String(), "ignoring the hub's member list") })
+	if s, _ := store.State(); !slices.Equal(s.Hubs, joined) {
+		t.Errorf("hubs after an invalid list: %v", s.Hubs)
 	}
 	if err := r.halt(t); err != nil {
 		t.Fatal(err)

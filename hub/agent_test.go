@@ -2,6 +2,7 @@ package hub_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/roostfleet/roost/apierror"
 	"github.com/roostfleet/roost/client"
@@ -209,9 +211,13 @@ func TestAgentStreamRenewAndRevokedToken(t *testing.T) {
 	if iv := m1.GetHeartbeatIntervalSeconds(); iv != 10 {
 		t.Errorf("heartbeat interval %d, want 10 (30 s min TTL / 3)", iv)
 	}
+	mm, err := st.Recv()
+	if got := mm.GetMembers().GetApiAddresses(); err != nil || len(got) != 1 || got[0] != f.h.APIAddr() {
+		t.Fatalf("second message %v, %v; want the hub members [%s]", mm, err, f.h.APIAddr())
+	}
 	m2, err := st.Recv()
 	if err != nil || m2.GetDesired() == nil {
-		t.Fatalf("second message %v, %v; want desired state", m2, err)
+		t.Fatalf("third message %v, %v; want desired state", m2, err)
 	}
 	get := func() *roostv1.Server {
 		o, err := f.h.FSM().Get("Server", name)
@@ -508,4 +514,52 @@ func gather(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// TestAgentLearnsNewMembers: a connected agent is told the hub's members
+// when its stream opens and, at its next heartbeat, when a member joined.
+func TestAgentLearnsNewMembers(t *testing.T) {
+	f := newAgentFixture(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, key := enrollReq(t, f.token(&roostv1.CreateEnrollmentTokenRequest{}), testUUID, "52:54:00:00:00:01")
+	resp, err := f.agentClient(nil, nil).Enroll(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := f.agentClient(resp.GetCertificatePem(), key).Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Send(&roostv1.AgentMessage{Message: &roostv1.AgentMessage_Hello{Hello: &roostv1.Hello{ServerName: resp.GetServerName()}}}); err != nil {
+		t.Fatal(err)
+	}
+	members := func() []string {
+		for {
+			m, err := st.Recv()
+			if err != nil {
+				t.Fatalf("stream: %v", err)
+			}
+			if m.GetMembers() != nil {
+				return m.GetMembers().GetApiAddresses()
+			}
+		}
+	}
+	if got := members(); len(got) != 1 || got[0] != f.h.APIAddr() {
+		t.Fatalf("members %v, want [%s]", got, f.h.APIAddr())
+	}
+	jt, err := f.admin.CreateJoinToken(ctx, &roostv1.CreateJoinTokenRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := startHub(t, t.TempDir(), hub.Options{Join: f.h.APIAddr(), JoinToken: jt.GetToken()})
+	waitFor(t, "the new member's record", func() bool { return len(f.h.FSM().Members()) == 2 })
+	if err := st.Send(&roostv1.AgentMessage{Message: &roostv1.AgentMessage_Heartbeat{Heartbeat: &roostv1.Heartbeat{SentAt: timestamppb.Now()}}}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{f.h.APIAddr(), second.APIAddr()}
+	slices.Sort(want)
+	if got := members(); !slices.Equal(got, want) {
+		t.Fatalf("members after a join %v, want %v", got, want)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
 	"sort"
 	"time"
 
@@ -64,6 +65,29 @@ func (s *Server) hubAddresses() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// agentHubs returns the members' API addresses as agents are told them
+// (HubMembers): the same pointer while the list is unchanged.
+func (s *Server) agentHubs() *[]string {
+	cur := s.hubs.Load()
+	next := s.hubAddresses()
+	if cur != nil && slices.Equal(*cur, next) {
+		return cur
+	}
+	s.hubs.CompareAndSwap(cur, &next)
+	return s.hubs.Load()
+}
+
+// sendHubs sends the member list when it differs from *sent (the pointer
+// agentHubs returned when it was last sent on this stream).
+func (s *Server) sendHubs(as *agentStream, sent **[]string) error {
+	hubs := s.agentHubs()
+	if hubs == *sent || len(*hubs) == 0 {
+		return nil
+	}
+	*sent = hubs
+	return as.Send(&roostv1.HubMessage{Message: &roostv1.HubMessage_Members{Members: &roostv1.HubMembers{ApiAddresses: *hubs}}})
 }
 
 // agentServer returns the Server of the calling agent (its certificate's
@@ -154,6 +178,10 @@ func (s *Server) Connect(stream grpc.BidiStreamingServer[roostv1.AgentMessage, r
 	if err := as.Send(&roostv1.HubMessage{Message: &roostv1.HubMessage_HeartbeatIntervalSeconds{HeartbeatIntervalSeconds: int64(interval / time.Second)}}); err != nil {
 		return err
 	}
+	var hubsSent *[]string
+	if err := s.sendHubs(as, &hubsSent); err != nil {
+		return err
+	}
 	s.desired.add(cn, as)
 	defer s.desired.remove(cn, as)
 	if err := s.pushDesired(cn, as); err != nil {
@@ -204,6 +232,9 @@ func (s *Server) Connect(stream grpc.BidiStreamingServer[roostv1.AgentMessage, r
 				if err := as.Send(&roostv1.HubMessage{Message: &roostv1.HubMessage_HeartbeatIntervalSeconds{HeartbeatIntervalSeconds: int64(iv / time.Second)}}); err != nil {
 					return err
 				}
+			}
+			if err := s.sendHubs(as, &hubsSent); err != nil { // members joined or left
+				return err
 			}
 			// a missed watch event is caught up at the next beat
 			if err := s.pushDesired(cn, as); err != nil {

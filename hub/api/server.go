@@ -35,6 +35,10 @@ type Server struct {
 	roostv1.UnimplementedMemberServiceServer
 	roostv1.UnimplementedAgentServiceServer
 
+	// hubs is the last member list sent to agents (agentHubs): sessions
+	// keep the pointer they sent and compare it, not the list.
+	hubs atomic.Pointer[[]string]
+
 	fsm  *state.FSM
 	node *raftnode.Node
 	// peerCreds are the member's client credentials for calls to the leader.
