@@ -49,8 +49,13 @@ func (h *Hub) serveHTTP(ln net.Listener) {
 
 // healthy is nil when the member can serve every request: it leads, or it
 // follows a known leader whose API address it has applied (so it can
-// forward), and the hub CA is replicated.
+// forward), and the hub CA is replicated. A member removed from the hub
+// says so (see removed.go).
 func (h *Hub) healthy() error {
+	// A removed member knows no leader either; say why.
+	if h.checkRemoved() {
+		return errors.New(h.removedMessage())
+	}
 	switch st := h.node.State(); st {
 	case "Leader", "Follower":
 	default:

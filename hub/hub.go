@@ -138,6 +138,10 @@ type Hub struct {
 	grpc     *grpc.Server
 	http     *http.Server
 	apiLn    net.Listener
+	httpLn   net.Listener
+	// raftAddr is the address the Raft transport is bound to, which the
+	// member advertises (a join sends it with MemberService.Join).
+	raftAddr string
 	cancel   context.CancelFunc
 	done     chan struct{}
 	liveDone chan struct{}
@@ -218,7 +222,13 @@ func Start(ctx context.Context, opts Options) (*Hub, error) {
 	if opts.DataDir == "" || opts.APIAddr == "" || opts.RaftAddr == "" {
 		return nil, errors.New("data dir, API address and Raft address are required")
 	}
+	if err := CheckNodeID(opts.NodeID); err != nil {
+		return nil, err
+	}
 	if err := CheckJoinFlags(opts.DataDir, opts.Join, opts.JoinToken); err != nil {
+		return nil, err
+	}
+	if err := CheckForceNewCluster(opts.DataDir, opts.Join, opts.ForceNewCluster); err != nil {
 		return nil, err
 	}
 	unlock, err := dataDir(opts.DataDir).lock()
@@ -275,7 +285,8 @@ func start(ctx context.Context, opts Options, apiLn, httpLn, raftLn net.Listener
 		reg = prometheus.NewRegistry()
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
-	h := &Hub{opts: opts, dir: dataDir(opts.DataDir), log: log, registry: reg, done: make(chan struct{}), liveDone: make(chan struct{})}
+	h := &Hub{opts: opts, dir: dataDir(opts.DataDir), log: log, registry: reg, done: make(chan struct{}), liveDone: make(chan struct{}),
+		raftAddr: raftLn.Addr().String()}
 	// The ID is recorded in DIR/node-id below, once the member has its
 	// certificate: a join refused (an ID in use, a spent token) writes nothing.
 	id, err := h.dir.readNodeID(opts.NodeID)
@@ -361,6 +372,14 @@ func start(ctx context.Context, opts Options, apiLn, httpLn, raftLn net.Listener
 		node.Shutdown()
 		return nil, err
 	}
+	if opts.ForceNewCluster {
+		// Once members join the recovered hub, another recovery would
+		// drop them: a later --force-new-cluster is refused.
+		if err := h.dir.writeForceNewClusterDone(time.Now(), node.LastIndex()); err != nil {
+			node.Shutdown()
+			return nil, fmt.Errorf("--force-new-cluster: recovered, but cannot record it: %w; start this member without --force-new-cluster", err)
+		}
+	}
 	h.node = node
 	h.startIndex = node.LastIndex()
 	h.blobs = blobStore
@@ -388,6 +407,7 @@ func start(ctx context.Context, opts Options, apiLn, httpLn, raftLn net.Listener
 	h.apiLn = apiLn
 	go h.grpc.Serve(h.apiLn)
 	if httpLn != nil {
+		h.httpLn = httpLn
 		h.serveHTTP(httpLn)
 	}
 
@@ -412,6 +432,15 @@ func (h *Hub) ID() string { return h.id }
 
 // APIAddr returns the address the API listens on.
 func (h *Hub) APIAddr() string { return h.apiLn.Addr().String() }
+
+// HTTPAddr returns the address /metrics and /healthz are served on, ""
+// when Options.HTTPAddr is empty.
+func (h *Hub) HTTPAddr() string {
+	if h.httpLn == nil {
+		return ""
+	}
+	return h.httpLn.Addr().String()
+}
 
 // Node returns the member's Raft node (for tests and tools).
 func (h *Hub) Node() *raftnode.Node { return h.node }
@@ -562,7 +591,11 @@ func (h *Hub) fetchMemberCertificate(ctx context.Context) error {
 	defer conn.Close()
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	resp, err := roostv1.NewMemberServiceClient(conn).Join(cctx, &roostv1.JoinRequest{Token: tok.String(), NodeId: h.id, CsrPem: csr, RulesVersion: state.RulesVersion})
+	// The Raft address is the one AddVoter will add (the transport is
+	// bound already): the hub refuses it now if another member has it,
+	// before the token is used.
+	resp, err := roostv1.NewMemberServiceClient(conn).Join(cctx, &roostv1.JoinRequest{Token: tok.String(), NodeId: h.id, CsrPem: csr, RulesVersion: state.RulesVersion,
+		RaftAddress: h.raftAddr})
 	if err != nil {
 		return apierror.FromError(err) // keeps the field violations, which name the fix
 	}

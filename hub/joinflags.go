@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 
 	"github.com/roostfleet/roost/hub/api"
@@ -41,6 +42,20 @@ func CheckJoinFlags(dir, join, token string) error {
 		}
 	}
 	return nil
+}
+
+// nodeIDPattern is what --node-id accepts: the ID becomes the common name
+// of the member's certificate and its Raft ID.
+var nodeIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
+
+// CheckNodeID checks --node-id (id): empty (a random ID) or 1 to 63
+// characters of letters, digits, '.', '_' and '-', starting with a letter
+// or a digit. roost-hub exits 2 when it fails.
+func CheckNodeID(id string) error {
+	if id == "" || nodeIDPattern.MatchString(id) {
+		return nil
+	}
+	return fmt.Errorf("--node-id %q: must be 1 to 63 characters of letters, digits, '.', '_' and '-', starting with a letter or a digit (e.g. hub-a)", id)
 }
 
 // readNodeID returns the member's ID without writing anything: the one in

@@ -3,8 +3,10 @@ package hub_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -185,6 +187,40 @@ func TestJoinRefusesAnIDOrRaftAddressInUse(t *testing.T) {
 	if len(after) != 4 || after["hub-b"] != before["hub-b"] || after["hub-c"] != before["hub-c"] {
 		t.Fatalf("configuration after the refused AddVoters: %v", after)
 	}
+}
+
+// A new member started at the Raft address of a member that is stopped but
+// still in the configuration is refused by Join, before its token is used,
+// a certificate issued or anything written; with the same token and
+// another Raft address it joins.
+func TestJoinAtAStoppedMembersRaftAddressRefused(t *testing.T) {
+	members, _, admin := threeMembers(t)
+	c := members[2]
+	cRaft := c.Node().Addr()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tok := joinToken(t, admin)
+	dir := t.TempDir()
+	_, err := hub.Start(context.Background(), fastRaft(hub.Options{DataDir: dir, APIAddr: "127.0.0.1:0", RaftAddr: cRaft,
+		NodeID: "hub-x", Join: members[0].APIAddr(), JoinToken: tok}))
+	if code := apierror.Code(err); code != codes.FailedPrecondition {
+		t.Fatalf("join at hub-c's Raft address: %v (code %v), want FailedPrecondition", err, code)
+	}
+	for _, want := range []string{"Raft address " + cRaft + " is in use", "member hub-c", "--raft-addr", "roostctl hub remove hub-c"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("join at hub-c's Raft address: %q does not say %q", err, want)
+		}
+	}
+	if files := dataDirFiles(t, dir); len(files) != 0 {
+		t.Errorf("a refused join wrote %v to its data dir", files)
+	}
+	if got := raftServers(t, members[0]); len(got) != 3 || got["hub-c"] != cRaft {
+		t.Errorf("configuration after the refused join: %v", got)
+	}
+	// The token was not used.
+	joined := startHub(t, dir, hub.Options{NodeID: "hub-x", Join: members[0].APIAddr(), JoinToken: tok})
+	waitFor(t, "hub-x in the configuration", func() bool { return raftServers(t, members[0])["hub-x"] == joined.Node().Addr() })
 }
 
 // A joined member that stopped before it recorded the join (DIR/joined)
@@ -369,7 +405,7 @@ func TestRemovedMemberRefusesCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs syncbuf.Buffer
-	o := fastRaft(hub.Options{DataDir: dirs[2], APIAddr: "127.0.0.1:0", RaftAddr: raftAddr})
+	o := fastRaft(hub.Options{DataDir: dirs[2], APIAddr: "127.0.0.1:0", RaftAddr: raftAddr, HTTPAddr: "127.0.0.1:0"})
 	o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	restarted, err := hub.Start(ctx, o)
 	if err != nil {
@@ -377,6 +413,16 @@ func TestRemovedMemberRefusesCalls(t *testing.T) {
 	}
 	t.Cleanup(func() { restarted.Close() })
 	check(restarted)
+	// Its /healthz says it was removed, not merely that it knows no leader.
+	resp, err := http.Get("http://" + restarted.HTTPAddr() + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if want := "this member (hub-c) was removed from the hub; its data dir is stale"; resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), want) {
+		t.Errorf("/healthz of the removed member: %d %q, want 503 saying %q", resp.StatusCode, body, want)
+	}
 	time.Sleep(time.Second) // a few more checks
 	if n := strings.Count(logs.String(), "level=ERROR msg=\"this member (hub-c) was removed from the hub"); n != 1 {
 		t.Errorf("the restarted removed member logged its removal %d times, want once:\n%s", n, logs.String())

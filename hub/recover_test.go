@@ -2,6 +2,9 @@ package hub_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/roostfleet/roost/client"
@@ -71,8 +74,60 @@ func TestForceNewClusterAfterLosingMajority(t *testing.T) {
 		t.Fatalf("members after a plain restart: %v %v", ms, err)
 	}
 
+	// The recovery is recorded in the data dir.
+	marker := filepath.Join(dirs[0], "force-new-cluster.done")
+	b, err := os.ReadFile(marker)
+	if err != nil || !strings.Contains(string(b), "\ntime ") || !strings.Contains(string(b), "\nindex ") {
+		t.Fatalf("%s: %q %v, want the time and the Raft index of the recovery", marker, b, err)
+	}
+	at := strings.TrimSpace(strings.SplitN(strings.SplitN(string(b), "\ntime ", 2)[1], "\n", 2)[0])
+
+	// --force-new-cluster with --join on an empty data dir is refused before
+	// the token is used or anything written.
+	tok2, err := c.CreateJoinToken(ctx, &roostv1.CreateJoinTokenRequest{MaxUses: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	joinDir := t.TempDir()
+	_, err = hub.Start(ctx, fastRaft(hub.Options{DataDir: joinDir, APIAddr: "127.0.0.1:0", RaftAddr: "127.0.0.1:0", NodeID: "hub-d",
+		Join: again.APIAddr(), JoinToken: tok2.GetToken(), ForceNewCluster: true}))
+	if err == nil || !strings.Contains(err.Error(), "--force-new-cluster and --join do not go together") {
+		t.Fatalf("ForceNewCluster with Join on an empty data dir: %v", err)
+	}
+	if files := dataDirFiles(t, joinDir); len(files) != 0 {
+		t.Errorf("a refused start wrote %v", files)
+	}
+	// The token is unused: the member joins with it.
+	startHub(t, joinDir, hub.Options{NodeID: "hub-d", Join: again.APIAddr(), JoinToken: tok2.GetToken()})
+	waitFor(t, "hub-d in the configuration", func() bool { return len(raftServers(t, again)) == 2 })
+
+	// --force-new-cluster left on would drop hub-d: refused while the
+	// marker exists, naming when it was used and what to do.
+	if err := again.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = hub.Start(ctx, fastRaft(hub.Options{DataDir: dirs[0], APIAddr: "127.0.0.1:0", RaftAddr: "127.0.0.1:0", ForceNewCluster: true}))
+	if err == nil {
+		t.Fatal("a second ForceNewCluster on the data dir started")
+	}
+	for _, want := range []string{"--force-new-cluster was already used", at, "remove --force-new-cluster", marker} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("a second ForceNewCluster: %q does not say %q", err, want)
+		}
+	}
+	if err := hub.CheckForceNewCluster(dirs[0], "", true); err == nil || !strings.Contains(err.Error(), "already used") {
+		t.Errorf("CheckForceNewCluster with the marker: %v", err)
+	}
+	if err := os.Remove(marker); err != nil {
+		t.Fatal(err)
+	}
+	if err := hub.CheckForceNewCluster(dirs[0], "", true); err != nil {
+		t.Errorf("CheckForceNewCluster after the marker was deleted: %v", err)
+	}
+
 	// Nothing to recover in an empty data dir.
-	if _, err := hub.Start(ctx, fastRaft(hub.Options{DataDir: t.TempDir(), APIAddr: "127.0.0.1:0", RaftAddr: "127.0.0.1:0", ForceNewCluster: true})); err == nil {
-		t.Error("ForceNewCluster on an empty data dir started")
+	if _, err := hub.Start(ctx, fastRaft(hub.Options{DataDir: t.TempDir(), APIAddr: "127.0.0.1:0", RaftAddr: "127.0.0.1:0", ForceNewCluster: true})); err == nil ||
+		!strings.Contains(err.Error(), "holds no Raft state to recover") {
+		t.Errorf("ForceNewCluster on an empty data dir: %v", err)
 	}
 }

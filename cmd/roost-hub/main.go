@@ -17,6 +17,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"net"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -31,6 +32,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/roostfleet/roost/hub"
+	"github.com/roostfleet/roost/hub/api"
 	"github.com/roostfleet/roost/hub/liveness"
 	"github.com/roostfleet/roost/hub/raftnode"
 	"github.com/roostfleet/roost/version"
@@ -131,6 +133,11 @@ The first member writes DIR/admin.conf: point roostctl at it with
 			if err := hub.CheckJoinFlags(opts.DataDir, opts.Join, opts.JoinToken); err != nil {
 				return usageError{err}
 			}
+			// --force-new-cluster against the data dir (nothing to
+			// recover; used there before) and --join.
+			if err := hub.CheckForceNewCluster(opts.DataDir, opts.Join, opts.ForceNewCluster); err != nil {
+				return usageError{err}
+			}
 			opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 			reg := prometheus.NewRegistry()
 			reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -166,7 +173,7 @@ The first member writes DIR/admin.conf: point roostctl at it with
 	f.StringVar(&opts.Join, "join", "", "API address (host:port) of any member of the cluster to join; used only with an empty data dir")
 	f.StringVar(&opts.JoinToken, "join-token", os.Getenv("ROOST_JOIN_TOKEN"), "join token from 'roostctl hub join' (default $ROOST_JOIN_TOKEN)")
 	f.StringVar(&opts.NodeID, "node-id", "", "Raft ID of this member on first start (default: hub-<random>)")
-	f.BoolVar(&opts.ForceNewCluster, "force-new-cluster", false, "make this member, on its data dir, the only member of its hub before starting: after\nlosing a majority of the members for good (see docs/operations.md); use once")
+	f.BoolVar(&opts.ForceNewCluster, "force-new-cluster", false, "make this member, on its data dir, the only member of its hub before starting: after\nlosing a majority of the members for good (see docs/operations.md); use once: refused\nagain on the data dir while DIR/force-new-cluster.done exists")
 	f.StringVar(&opts.LogStore, "raft-log-store", raftnode.LogStoreWAL, "Raft log store: wal (raft-wal) or boltdb (raft-boltdb/v2)")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.DurationVar(&opts.AgentCertLifetime, "agent-cert-lifetime", 24*time.Hour, fmt.Sprintf(
@@ -182,9 +189,17 @@ The first member writes DIR/admin.conf: point roostctl at it with
 // ranges (the constants above): a value out of range, zero included, is
 // refused rather than replaced by a default. The error names the flag, the
 // rule, the value and the range, e.g. "--agent-cert-lifetime: must be at
-// least 1h, got -1h0m0s (allowed: 1h to 8760h)".
+// least 1h, got -1h0m0s (allowed: 1h to 8760h)". It also checks
+// --raft-log-store, --node-id and the addresses (checkAddrs).
 func checkFlags(opts hub.Options) error {
 	var errs []error
+	if opts.LogStore != raftnode.LogStoreWAL && opts.LogStore != raftnode.LogStoreBolt {
+		errs = append(errs, fmt.Errorf("--raft-log-store: must be %s or %s, got %q", raftnode.LogStoreWAL, raftnode.LogStoreBolt, opts.LogStore))
+	}
+	if err := hub.CheckNodeID(opts.NodeID); err != nil {
+		errs = append(errs, err)
+	}
+	errs = append(errs, checkAddrs(opts)...)
 	durations := []struct {
 		flag     string
 		v        time.Duration
@@ -217,3 +232,53 @@ func checkFlags(opts hub.Options) error {
 
 // floatText writes a flag's number as it is typed: "-3", "0.5", "+Inf".
 func floatText(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+// checkAddrs checks that --api-addr, --raft-addr and --http-addr (unless
+// empty) are host:port, and that no two of them are the same endpoint
+// (the second listener would fail with "address already in use"): the
+// same port (not 0, which picks a free one) on the same host, the same IP
+// (api.SameHostPort), or on a host that is all interfaces.
+func checkAddrs(opts hub.Options) []error {
+	type addr struct {
+		flag, v string
+		port    int // -1: does not parse
+	}
+	addrs := []*addr{{flag: "--api-addr", v: opts.APIAddr}, {flag: "--raft-addr", v: opts.RaftAddr}}
+	if opts.HTTPAddr != "" {
+		addrs = append(addrs, &addr{flag: "--http-addr", v: opts.HTTPAddr})
+	}
+	var errs []error
+	for _, a := range addrs {
+		a.port = -1
+		_, p, err := net.SplitHostPort(a.v)
+		if err == nil {
+			a.port, err = net.LookupPort("tcp", p)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s %q: must be host:port, e.g. 10.0.0.1:7443 (%v)", a.flag, a.v, err))
+			a.port = -1
+		}
+	}
+	for i, a := range addrs {
+		for _, b := range addrs[i+1:] {
+			if a.port > 0 && a.port == b.port && sameEndpoint(a.v, b.v) {
+				errs = append(errs, fmt.Errorf("%s %s and %s %s are the same address: each needs its own port", a.flag, a.v, b.flag, b.v))
+			}
+		}
+	}
+	return errs
+}
+
+// sameEndpoint reports whether listening on host:port a and b (with the
+// same port) would conflict: the same host, or one of them all
+// interfaces ("", 0.0.0.0, ::).
+func sameEndpoint(a, b string) bool {
+	ha, _, _ := net.SplitHostPort(a)
+	hb, _, _ := net.SplitHostPort(b)
+	for _, h := range []string{ha, hb} {
+		if ip := net.ParseIP(h); h == "" || ip != nil && ip.IsUnspecified() {
+			return true
+		}
+	}
+	return api.SameHostPort(a, b)
+}

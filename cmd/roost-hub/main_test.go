@@ -76,3 +76,92 @@ func TestCheckFlags(t *testing.T) {
 		t.Errorf("three bad flags: exit %d, stderr\n%s\nwant\n%s", code, stderr.String(), want)
 	}
 }
+
+// roost-hub refuses, with exit code 2 and before it touches the data dir,
+// an unknown --raft-log-store, addresses that do not parse or that are the
+// same endpoint, a --node-id that cannot be a certificate common name and
+// Raft ID, and --force-new-cluster with --join on an empty data dir.
+func TestRefusesBadStoreAddressesAndNodeID(t *testing.T) {
+	tok := "R1" + strings.Repeat("a", 64) + "::0123abcd." + strings.Repeat("b", 32)
+	for _, tc := range []struct {
+		args []string
+		want string // a prefix of the first line of stderr
+	}{
+		{[]string{"--raft-log-store", "foo"}, `roost-hub: --raft-log-store: must be wal or boltdb, got "foo"`},
+		{[]string{"--api-addr", "nope"}, `roost-hub: --api-addr "nope": must be host:port, e.g. 10.0.0.1:7443 (`},
+		{[]string{"--api-addr", "10.0.0.1:99999"}, `roost-hub: --api-addr "10.0.0.1:99999": must be host:port`},
+		{[]string{"--raft-addr", "10.0.0.1"}, `roost-hub: --raft-addr "10.0.0.1": must be host:port`},
+		{[]string{"--http-addr", "[::1"}, `roost-hub: --http-addr "[::1": must be host:port`},
+		{[]string{"--api-addr", "127.0.0.1:7443", "--raft-addr", "127.0.0.1:7443"},
+			"roost-hub: --api-addr 127.0.0.1:7443 and --raft-addr 127.0.0.1:7443 are the same address: each needs its own port"},
+		{[]string{"--api-addr", "0.0.0.0:7443", "--raft-addr", "127.0.0.1:7443"},
+			"roost-hub: --api-addr 0.0.0.0:7443 and --raft-addr 127.0.0.1:7443 are the same address"},
+		{[]string{"--api-addr", "localhost:7443", "--http-addr", "127.0.0.1:7443"},
+			"roost-hub: --api-addr localhost:7443 and --http-addr 127.0.0.1:7443 are the same address"},
+		{[]string{"--node-id", "-a"}, `roost-hub: --node-id "-a": must be 1 to 63 characters of letters, digits, '.', '_' and '-', starting with a letter or a digit`},
+		{[]string{"--node-id", "hub a"}, `roost-hub: --node-id "hub a": must be 1 to 63`},
+		{[]string{"--node-id", "hub/a"}, `roost-hub: --node-id "hub/a": must be 1 to 63`},
+		{[]string{"--node-id", "hübb"}, `roost-hub: --node-id "hübb": must be 1 to 63`},
+		{[]string{"--node-id", strings.Repeat("a", 64)}, `roost-hub: --node-id "aaaa`},
+		{[]string{"--force-new-cluster", "--join", "10.0.0.1:7443", "--join-token", tok}, "roost-hub: --force-new-cluster and --join do not go together"},
+		{[]string{"--force-new-cluster"}, "roost-hub: --force-new-cluster: the data dir"},
+	} {
+		dir := filepath.Join(t.TempDir(), "data")
+		var stderr bytes.Buffer
+		args := append([]string{"--data-dir", dir, "--api-addr", "127.0.0.1:0", "--raft-addr", "127.0.0.1:0", "--http-addr", ""}, tc.args...)
+		code := run(args, &stderr)
+		first, _, _ := strings.Cut(stderr.String(), "\n")
+		if code != exitUsage || !strings.HasPrefix(first, tc.want) {
+			t.Errorf("roost-hub %s: exit %d, stderr\n%s\nwant exit 2 and\n%s…", strings.Join(tc.args, " "), code, stderr.String(), tc.want)
+		}
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Errorf("roost-hub %s: the data dir was touched: %v", strings.Join(tc.args, " "), err)
+		}
+	}
+
+	for _, args := range [][]string{
+		{"--node-id", "a"},
+		{"--node-id", "hub-a"},
+		{"--node-id", "9.Hub_b-c"},
+		{"--node-id", strings.Repeat("a", 63)},
+		{"--raft-log-store", "boltdb"},
+		{"--api-addr", "127.0.0.1:0", "--raft-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"},
+		{"--api-addr", "10.0.0.1:7443", "--raft-addr", "10.0.0.2:7443", "--http-addr", ""},
+		{"--api-addr", "hub.example:7443", "--raft-addr", "hub.example:7444"},
+	} {
+		cmd, opts := newCommand()
+		if err := cmd.ParseFlags(args); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		if err := checkFlags(*opts); err != nil {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
+}
+
+// --force-new-cluster on a data dir where it was used before
+// (DIR/force-new-cluster.done) is refused with exit code 2, saying when
+// and what to do, and nothing is written.
+func TestRefusesForceNewClusterUsedBefore(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "raft"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range map[string]string{"raft/raft.db": "x", "force-new-cluster.done": "# …\ntime 2025-01-02T03:04:05Z\nindex 42\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var stderr bytes.Buffer
+	code := run([]string{"--data-dir", dir, "--api-addr", "127.0.0.1:0", "--raft-addr", "127.0.0.1:0", "--http-addr", "", "--force-new-cluster"}, &stderr)
+	want := "roost-hub: --force-new-cluster was already used on the data dir " + dir + " at 2025-01-02T03:04:05Z (Raft index 42): " +
+		"used again it would drop every member that joined since; remove --force-new-cluster from the command line " +
+		"(or, to force a new cluster from this member again, delete " + filepath.Join(dir, "force-new-cluster.done") + ")\n"
+	if code != exitUsage || stderr.String() != want {
+		t.Errorf("exit %d, stderr\n%s\nwant exit 2 and\n%s", code, stderr.String(), want)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) != 2 {
+		t.Errorf("the data dir holds %v (%v), want raft and force-new-cluster.done only", entries, err)
+	}
+}

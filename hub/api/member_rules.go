@@ -3,8 +3,10 @@ package api
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/raft"
 	"google.golang.org/grpc"
@@ -121,10 +123,97 @@ func voterConflict(servers []raft.Server, id, addr string) error {
 				"a new member needs its own --node-id (wipe its data dir and join again with another --node-id and a new token from 'roostctl hub join'); "+
 				"if %s itself moved, restart it with --raft-addr %s, or remove it with 'roostctl hub remove %s' and join it again",
 				id, sv.Address, addr, id, sv.Address, id)
-		case string(sv.ID) != id && string(sv.Address) == addr:
+		case string(sv.ID) != id && SameHostPort(string(sv.Address), addr):
 			return apierror.FailedPrecondition("Raft address %s is member %s's: give the new member %s another --raft-addr, "+
 				"or, if %s is gone for good, remove it first with 'roostctl hub remove %s'", addr, sv.ID, id, sv.ID, sv.ID)
 		}
 	}
 	return nil
+}
+
+// joinRaftAddressInUse refuses a join (MemberService.Join) at Raft address
+// addr when a member of the Raft configuration servers has it (see
+// SameHostPort): its AddVoter would be refused only after the token was
+// used and a certificate issued, and meanwhile the leader would replicate
+// the log to the new process in that member's place. An empty addr (a
+// roost-hub that does not send it) is not checked. Call it after
+// joinIDInUse, so a member with the same ID is reported as such. Errors:
+// FailedPrecondition.
+func joinRaftAddressInUse(servers []raft.Server, id, addr string) error {
+	if addr == "" {
+		return nil
+	}
+	for _, sv := range servers {
+		if string(sv.ID) != id && SameHostPort(string(sv.Address), addr) {
+			return apierror.FailedPrecondition("Raft address %s is in use: member %s of this hub has it (Raft address %s, whether or not it runs now); "+
+				"start the new member with another --raft-addr (and an empty data dir), or, if %s is gone for good, "+
+				"remove it first with 'roostctl hub remove %s'", addr, sv.ID, sv.Address, sv.ID, sv.ID)
+		}
+	}
+	return nil
+}
+
+// resolveTimeout bounds the name lookups of SameHostPort.
+const resolveTimeout = 2 * time.Second
+
+// SameHostPort reports whether the host:port addresses a and b name the
+// same endpoint: equal as given, or with the same port (by number) and
+// hosts that are the same IP (127.0.0.1 and ::ffff:127.0.0.1), or that
+// resolve to a common IP (a host name and its address; at most
+// resolveTimeout for the lookups, and a failed lookup counts as
+// different). An address that does not parse is only equal as given.
+func SameHostPort(a, b string) bool {
+	if a == b {
+		return true
+	}
+	ha, pa, err := net.SplitHostPort(a)
+	if err != nil {
+		return false
+	}
+	hb, pb, err := net.SplitHostPort(b)
+	if err != nil {
+		return false
+	}
+	na, err := net.LookupPort("tcp", pa)
+	if err != nil {
+		return false
+	}
+	nb, err := net.LookupPort("tcp", pb)
+	if err != nil || na != nb {
+		return false
+	}
+	if strings.EqualFold(ha, hb) {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), resolveTimeout)
+	defer cancel()
+	ipsA, ipsB := hostIPs(ctx, ha), hostIPs(ctx, hb)
+	for _, x := range ipsA {
+		for _, y := range ipsB {
+			if x.Equal(y) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// hostIPs is host's IP address, or those it resolves to; none when the
+// lookup fails or host is empty.
+func hostIPs(ctx context.Context, host string) []net.IP {
+	if host == "" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil {
+		return []net.IP{ip}
+	}
+	addrs, err := net.DefaultResolver.LookupIPAddr(ctx, host)
+	if err != nil {
+		return nil
+	}
+	out := make([]net.IP, len(addrs))
+	for i, a := range addrs {
+		out[i] = a.IP
+	}
+	return out
 }

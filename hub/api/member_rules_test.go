@@ -71,3 +71,66 @@ func TestMemberIDAndRaftAddressConflicts(t *testing.T) {
 		}
 	}
 }
+
+// Join refuses another member's Raft address, spelt as given or as the
+// same IP and port; a join without one (an older roost-hub) is not
+// checked.
+func TestJoinRaftAddressInUse(t *testing.T) {
+	servers := []raft.Server{
+		{ID: "hub-a", Address: "127.0.0.1:7444", Suffrage: raft.Voter},
+		{ID: "hub-b", Address: "[::1]:7444", Suffrage: raft.Voter},
+	}
+	for _, tc := range []struct {
+		id, addr string
+		inUseBy  string // "": no error
+	}{
+		{"hub-c", "", ""},
+		{"hub-c", "127.0.0.1:7445", ""},
+		{"hub-c", "127.0.0.2:7444", ""},
+		{"hub-c", "127.0.0.1:7444", "hub-a"},
+		{"hub-c", "[::ffff:127.0.0.1]:7444", "hub-a"},
+		{"hub-c", "127.0.0.1:07444", "hub-a"},
+		{"hub-c", "[0:0:0:0:0:0:0:1]:7444", "hub-b"},
+		{"hub-c", "localhost:7444", "hub-a"}, // resolves to 127.0.0.1 (and ::1)
+		{"hub-a", "127.0.0.1:7444", ""},      // the same ID: joinIDInUse refuses it first
+	} {
+		err := joinRaftAddressInUse(servers, tc.id, tc.addr)
+		if tc.inUseBy == "" {
+			if err != nil {
+				t.Errorf("join %s at %q: %v", tc.id, tc.addr, err)
+			}
+			continue
+		}
+		if apierror.Code(err) != codes.FailedPrecondition {
+			t.Errorf("join %s at %q: %v, want FailedPrecondition", tc.id, tc.addr, err)
+			continue
+		}
+		for _, w := range []string{"Raft address " + tc.addr + " is in use", "member " + tc.inUseBy, "--raft-addr", "roostctl hub remove " + tc.inUseBy} {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("join %s at %q: %q does not say %q", tc.id, tc.addr, err, w)
+			}
+		}
+	}
+}
+
+func TestSameHostPort(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want bool
+	}{
+		{"10.0.0.1:7444", "10.0.0.1:7444", true},
+		{"10.0.0.1:7444", "10.0.0.1:7443", false},
+		{"10.0.0.1:7444", "10.0.0.2:7444", false},
+		{"hub.example:7444", "HUB.example:7444", true},
+		{"127.0.0.1:7444", "[::ffff:127.0.0.1]:7444", true},
+		{"localhost:7444", "127.0.0.1:7444", true},
+		{"localhost:7444", "127.0.0.1:7443", false},
+		{"nonsense", "nonsense", true},
+		{"nonsense", "10.0.0.1:7444", false},
+		{"no-such-host.invalid:7444", "10.0.0.1:7444", false},
+	} {
+		if got := SameHostPort(tc.a, tc.b); got != tc.want {
+			t.Errorf("SameHostPort(%q, %q) = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
+	}
+}

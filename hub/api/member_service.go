@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"net"
 	"sort"
 	"time"
 
@@ -123,7 +124,9 @@ func (s *Server) RemoveMember(ctx context.Context, req *roostv1.RemoveMemberRequ
 }
 
 // Join checks a join token (counting one use through Raft) and signs the
-// new member's certificate request.
+// new member's certificate request. A node ID, or a Raft address (when the
+// request has one), that a member of the Raft configuration has is refused
+// first (FailedPrecondition), before the token's use is counted.
 func (s *Server) Join(ctx context.Context, req *roostv1.JoinRequest) (*roostv1.JoinResponse, error) {
 	tok, err := ParseJoinToken(req.GetToken())
 	if err != nil {
@@ -143,6 +146,11 @@ func (s *Server) Join(ctx context.Context, req *roostv1.JoinRequest) (*roostv1.J
 	if err := checkCSR(req.GetCsrPem()); err != nil {
 		return nil, apierror.Invalid(err.Error(), apierror.Violation{Field: "csrPem", Message: err.Error()})
 	}
+	if a := req.GetRaftAddress(); a != "" {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return nil, apierror.Invalid("invalid Raft address", apierror.Violation{Field: "raftAddress", Message: err.Error()})
+		}
+	}
 	return onLeader(ctx, s, func() (*roostv1.JoinResponse, error) {
 		// Refuse an ID in use before the token's use is counted or a
 		// certificate issued: the new member would take the other's place.
@@ -151,6 +159,11 @@ func (s *Server) Join(ctx context.Context, req *roostv1.JoinRequest) (*roostv1.J
 			return nil, err
 		}
 		if err := joinIDInUse(servers, req.GetNodeId()); err != nil {
+			return nil, err
+		}
+		// So is another member's Raft address (one that is stopped but
+		// still in the configuration): AddVoter would refuse it only later.
+		if err := joinRaftAddressInUse(servers, req.GetNodeId(), req.GetRaftAddress()); err != nil {
 			return nil, err
 		}
 		if err := s.checkMemberRules(req.GetRulesVersion(), "rulesVersion"); err != nil {

@@ -2896,7 +2896,13 @@ type JoinRequest struct {
 	CsrPem []byte `protobuf:"bytes,3,opt,name=csr_pem,json=csrPem,proto3" json:"csr_pem,omitempty"`
 	// rules_version is the newest apply rules version the joining roost-hub
 	// implements (0 means 1); the hub refuses a member older than its rules.
-	RulesVersion  uint32 `protobuf:"varint,4,opt,name=rules_version,json=rulesVersion,proto3" json:"rules_version,omitempty"`
+	RulesVersion uint32 `protobuf:"varint,4,opt,name=rules_version,json=rulesVersion,proto3" json:"rules_version,omitempty"`
+	// raft_address is the host:port the joining member's Raft transport is
+	// bound to (and will be added at). The hub refuses the join, before the
+	// token is used, when another member of its Raft configuration has that
+	// address. Empty (an older roost-hub): not checked here; AddVoter refuses
+	// it later.
+	RaftAddress   string `protobuf:"bytes,5,opt,name=raft_address,json=raftAddress,proto3" json:"raft_address,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2957,6 +2963,13 @@ func (x *JoinRequest) GetRulesVersion() uint32 {
 		return x.RulesVersion
 	}
 	return 0
+}
+
+func (x *JoinRequest) GetRaftAddress() string {
+	if x != nil {
+		return x.RaftAddress
+	}
+	return ""
 }
 
 type JoinResponse struct {
@@ -3620,12 +3633,13 @@ const file_roost_v1_hub_proto_rawDesc = "" +
 	"\x1aForwardServerStatusRequest\x124\n" +
 	"\x06update\x18\x01 \x01(\v2\x1c.roost.v1.UpdateServerStatusR\x06update\"3\n" +
 	"\x1bForwardServerStatusResponse\x12\x14\n" +
-	"\x05index\x18\x01 \x01(\x04R\x05index\"z\n" +
+	"\x05index\x18\x01 \x01(\x04R\x05index\"\x9d\x01\n" +
 	"\vJoinRequest\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x12\x17\n" +
 	"\anode_id\x18\x02 \x01(\tR\x06nodeId\x12\x17\n" +
 	"\acsr_pem\x18\x03 \x01(\fR\x06csrPem\x12#\n" +
-	"\rrules_version\x18\x04 \x01(\rR\frulesVersion\"[\n" +
+	"\rrules_version\x18\x04 \x01(\rR\frulesVersion\x12!\n" +
+	"\fraft_address\x18\x05 \x01(\tR\vraftAddress\"[\n" +
 	"\fJoinResponse\x12'\n" +
 	"\x0fcertificate_pem\x18\x01 \x01(\fR\x0ecertificatePem\x12\"\n" +
 	"\rca_bundle_pem\x18\x02 \x01(\fR\vcaBundlePem\"\xb4\x01\n" +
