@@ -246,13 +246,14 @@ func TestHubCommands(t *testing.T) {
 	f := newFakeHub()
 	config, addr := startFakeHub(t, f)
 	f.members = []*roostv1.Member{
-		{Id: "hub-a", RaftAddress: "10.0.0.1:9444", ApiAddress: "10.0.0.1:7443", Suffrage: "Voter", Leader: true, HubVersion: "v0.3.0", RulesVersion: 2},
-		{Id: "hub-b", RaftAddress: "10.0.0.2:7444", ApiAddress: "10.0.0.2:7443", Suffrage: "Voter"},
+		{Id: "hub-a", RaftAddress: "10.0.0.1:9444", ApiAddress: "10.0.0.1:7443", Suffrage: "Voter", Leader: true, HubVersion: "v0.3.0", RulesVersion: 2, Health: "Healthy"},
+		{Id: "hub-b", RaftAddress: "10.0.0.2:7444", ApiAddress: "10.0.0.2:7443", Suffrage: "Voter", Health: "Unreachable", HealthMessage: "no answer within 1s"},
 	}
 	r := runCLI(t, "", "--config", config, "hub", "members")
-	want := "ID      RAFT ADDRESS    API ADDRESS     SUFFRAGE   LEADER   VERSION\n" +
-		"hub-a   10.0.0.1:9444   10.0.0.1:7443   Voter      *        v0.3.0\n" +
-		"hub-b   10.0.0.2:7444   10.0.0.2:7443   Voter               ?\n"
+	want := "ID      RAFT ADDRESS    API ADDRESS     SUFFRAGE   LEADER   STATUS        VERSION\n" +
+		"hub-a   10.0.0.1:9444   10.0.0.1:7443   Voter      *        Healthy       v0.3.0\n" +
+		"hub-b   10.0.0.2:7444   10.0.0.2:7443   Voter               Unreachable   ?\n" +
+		"\nhub-b is Unreachable: no answer within 1s\n"
 	if r.code != 0 || r.out != want {
 		t.Errorf("members: exit %d\n%s\nwant\n%s", r.code, r.out, want)
 	}

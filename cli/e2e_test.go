@@ -136,7 +136,7 @@ func TestEndToEnd(t *testing.T) {
 
 	// The hub.
 	r = run("hub", "members")
-	if r.code != 0 || !strings.Contains(r.out, "LEADER") || !strings.Contains(r.out, "*        "+version.Version+"\n") || !strings.Contains(r.out, h.ID()) || !strings.Contains(r.out, "*") || !strings.Contains(r.out, apiAddr) {
+	if r.code != 0 || !strings.Contains(r.out, "LEADER") || !strings.Contains(r.out, "*        Healthy   "+version.Version+"\n") || !strings.Contains(r.out, h.ID()) || !strings.Contains(r.out, "*") || !strings.Contains(r.out, apiAddr) {
 		t.Errorf("hub members: exit %d, out %q, err %q", r.code, r.out, r.err)
 	}
 	r = run("version")

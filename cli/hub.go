@@ -51,6 +51,10 @@ type memberJSON struct {
 	// apply rules it implements. Both are empty until the member reported.
 	Version      string `json:"version,omitempty" yaml:"version,omitempty"`
 	RulesVersion uint32 `json:"rulesVersion,omitempty" yaml:"rulesVersion,omitempty"`
+	// Health is Healthy, Unhealthy or Unreachable as the answering member
+	// sees it; HealthMessage says why when not Healthy.
+	Health        string `json:"health,omitempty" yaml:"health,omitempty"`
+	HealthMessage string `json:"healthMessage,omitempty" yaml:"healthMessage,omitempty"`
 }
 
 type membersJSON struct {
@@ -67,9 +71,11 @@ func newHubMembersCommand(o *options) *cobra.Command {
 		Use:   "members",
 		Short: "List the hub's members and which one leads",
 		Long: `List the hub's Raft members: their IDs, Raft and API addresses, suffrage
-(Voter, Nonvoter, Staging), which one is the leader (LEADER column "*") and
-the roost-hub version each runs (VERSION; "?" until the member reported it
-after starting).
+(Voter, Nonvoter, Staging), which one is the leader (LEADER column "*"),
+whether each can serve as the answering member sees it (STATUS: Healthy,
+Unhealthy or Unreachable, with the reason below the table; it asks each
+member's gRPC health service, a second at most) and the roost-hub version
+each runs (VERSION; "?" until the member reported it after starting).
 
 A hub stays writable while a majority of its voters is up: 1 of 1, 2 of 3,
 3 of 5. During a rolling upgrade VERSION shows which members still run the
@@ -99,7 +105,7 @@ old roost-hub; the hub applies commands with the rules of its oldest member
 				out := membersJSON{Members: []memberJSON{}, Index: resp.GetIndex(), RulesVersion: resp.GetRulesVersion()}
 				for _, m := range resp.GetMembers() {
 					out.Members = append(out.Members, memberJSON{ID: m.GetId(), RaftAddress: m.GetRaftAddress(), APIAddress: m.GetApiAddress(), Suffrage: m.GetSuffrage(), Leader: m.GetLeader(),
-						Version: m.GetHubVersion(), RulesVersion: m.GetRulesVersion()})
+						Version: m.GetHubVersion(), RulesVersion: m.GetRulesVersion(), Health: m.GetHealth(), HealthMessage: m.GetHealthMessage()})
 				}
 				return writeStructured(o.Out, out, output)
 			}
@@ -113,7 +119,8 @@ old roost-hub; the hub applies commands with the rules of its oldest member
 
 func printMembers(o *options, members []*roostv1.Member) error {
 	tw := tabwriter.NewWriter(o.Out, 0, 8, 3, ' ', 0)
-	fmt.Fprintln(tw, "ID\tRAFT ADDRESS\tAPI ADDRESS\tSUFFRAGE\tLEADER\tVERSION")
+	fmt.Fprintln(tw, "ID\tRAFT ADDRESS\tAPI ADDRESS\tSUFFRAGE\tLEADER\tSTATUS\tVERSION")
+	var notes []string
 	for _, m := range members {
 		leader := ""
 		if m.GetLeader() {
@@ -123,9 +130,21 @@ func printMembers(o *options, members []*roostv1.Member) error {
 		if v == "" {
 			v = "?"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", m.GetId(), dash(m.GetRaftAddress()), dash(m.GetApiAddress()), dash(m.GetSuffrage()), leader, v)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.GetId(), dash(m.GetRaftAddress()), dash(m.GetApiAddress()), dash(m.GetSuffrage()), leader, dash(m.GetHealth()), v)
+		if msg := m.GetHealthMessage(); msg != "" {
+			notes = append(notes, fmt.Sprintf("%s is %s: %s", m.GetId(), m.GetHealth(), msg))
+		}
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(notes) > 0 {
+		fmt.Fprintln(o.Out)
+		for _, n := range notes {
+			fmt.Fprintln(o.Out, n)
+		}
+	}
+	return nil
 }
 
 func dash(s string) string {

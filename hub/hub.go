@@ -22,6 +22,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/roostfleet/roost/apierror"
 	"github.com/roostfleet/roost/client"
@@ -136,9 +138,12 @@ type Hub struct {
 	node     *raftnode.Node
 	api      *api.Server
 	grpc     *grpc.Server
-	http     *http.Server
-	apiLn    net.Listener
-	httpLn   net.Listener
+	// healthSrv is the standard gRPC health service; watchHealth keeps
+	// its status.
+	healthSrv *health.Server
+	http      *http.Server
+	apiLn     net.Listener
+	httpLn    net.Listener
 	// raftAddr is the address the Raft transport is bound to, which the
 	// member advertises (a join sends it with MemberService.Join).
 	raftAddr string
@@ -192,7 +197,7 @@ func (h *Hub) runLiveness(ctx context.Context, m *liveness.Metrics) {
 	rep.Metrics, rep.Log = m, h.log
 	var n int
 	done := make(chan struct{}, 8)
-	for _, run := range []func(context.Context){ctrl.Run, rep.Run, h.poolController().Run, h.revisionController().Run, h.clusters.Run, h.rollouts.Run, h.api.RunDesiredPush, h.runBlobGC, h.watchRemoved, func(ctx context.Context) {
+	for _, run := range []func(context.Context){ctrl.Run, rep.Run, h.poolController().Run, h.revisionController().Run, h.clusters.Run, h.rollouts.Run, h.api.RunDesiredPush, h.runBlobGC, h.watchHealth, func(ctx context.Context) {
 		t := time.NewTicker(5 * time.Second)
 		defer t.Stop()
 		for {
@@ -395,7 +400,7 @@ func start(ctx context.Context, opts Options, apiLn, httpLn, raftLn net.Listener
 
 	livecfg := liveness.Config{MinTTL: opts.HeartbeatMinTTL, MaxHeartbeatsPerSecond: opts.MaxHeartbeatsPerSecond}
 	h.api = api.New(api.Config{FSM: h.fsm, Node: node, PeerCredentials: credentials.NewTLS(clientTLS), Logger: h.log,
-		AgentCertLifetime: opts.AgentCertLifetime, Liveness: livecfg, Registry: reg, Blobs: blobStore})
+		AgentCertLifetime: opts.AgentCertLifetime, Liveness: livecfg, Registry: reg, Blobs: blobStore, Health: h.healthy})
 	h.clusters = h.clusterController()
 	h.api.SetDrainer(h.clusters)
 	h.rollouts = h.rolloutController()
@@ -404,6 +409,9 @@ func start(ctx context.Context, opts Options, apiLn, httpLn, raftLn net.Listener
 	h.grpc = grpc.NewServer(append(api.ServerOptions(api.NewMetrics(reg)), grpc.Creds(credentials.NewTLS(serverTLS)),
 		grpc.ChainUnaryInterceptor(h.refuseUnaryIfRemoved), grpc.ChainStreamInterceptor(h.refuseStreamIfRemoved))...)
 	h.api.Register(h.grpc)
+	h.healthSrv = health.NewServer() // NOT_SERVING until watchHealth's first check
+	h.healthSrv.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+	healthpb.RegisterHealthServer(h.grpc, h.healthSrv)
 	h.apiLn = apiLn
 	go h.grpc.Serve(h.apiLn)
 	if httpLn != nil {
@@ -486,6 +494,9 @@ func (h *Hub) hasMemberRecord() bool {
 // leadership to one of them (see handOverLeadership), so writes go on
 // while it drains.
 func (h *Hub) Close() error {
+	if h.healthSrv != nil {
+		h.healthSrv.Shutdown() // NOT_SERVING from now on: probes and load balancers move on
+	}
 	h.handOverLeadership()
 	if h.cancel != nil {
 		h.cancel()

@@ -140,7 +140,7 @@ func TestThreeMembersJoinForwardAndRemove(t *testing.T) {
 			return false
 		}
 		for _, m := range ms.GetMembers() {
-			if m.GetHubVersion() != version.Version || m.GetRulesVersion() != state.RulesVersion {
+			if m.GetHubVersion() != version.Version || m.GetRulesVersion() != state.RulesVersion || m.GetHealth() != "Healthy" {
 				return false
 			}
 		}
@@ -152,6 +152,16 @@ func TestThreeMembersJoinForwardAndRemove(t *testing.T) {
 	if err := members[1].Close(); err != nil {
 		t.Fatal(err)
 	}
+	// A stopped member is listed as Unreachable (by whichever member answers).
+	waitFor(t, "hub-b Unreachable", func() bool {
+		ms, err := admin.ListMembers(ctx, &roostv1.ListMembersRequest{})
+		for _, m := range ms.GetMembers() {
+			if m.GetId() == "hub-b" {
+				return err == nil && m.GetHealth() == "Unreachable" && m.GetHealthMessage() != ""
+			}
+		}
+		return false
+	})
 	restarted, err := hub.Start(ctx, fastRaft(hub.Options{NodeID: "hub-b", DataDir: dirs[1], APIAddr: "127.0.0.1:0", RaftAddr: raftAddr}))
 	if err != nil {
 		t.Fatal(err)

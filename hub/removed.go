@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/roostfleet/roost/apierror"
 	"github.com/roostfleet/roost/hub/raftnode"
@@ -70,13 +71,18 @@ func (h *Hub) checkRemoved() bool {
 	return true
 }
 
-// watchRemoved checks the configuration every half second, so a removed
-// member says so in its log even when no client calls it.
-func (h *Hub) watchRemoved(ctx context.Context) {
+// watchHealth checks the member's health (healthy, which also finds a
+// removal) every half second: the gRPC health service follows it, and a
+// removed member says so in its log even when no client calls it.
+func (h *Hub) watchHealth(ctx context.Context) {
 	t := time.NewTicker(500 * time.Millisecond)
 	defer t.Stop()
 	for {
-		h.checkRemoved()
+		st := healthpb.HealthCheckResponse_SERVING
+		if h.healthy() != nil {
+			st = healthpb.HealthCheckResponse_NOT_SERVING
+		}
+		h.healthSrv.SetServingStatus("", st)
 		select {
 		case <-ctx.Done():
 			return

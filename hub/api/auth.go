@@ -26,6 +26,11 @@ var allowedRoles = map[string][]string{
 	"/roost.v1.MemberService/ForwardServerStatus": {ca.RoleMember},
 	"/roost.v1.MemberService/FetchBlob":           {ca.RoleMember},
 	"/roost.v1.MemberService/UpdateMember":        {ca.RoleMember},
+	// The standard gRPC health service, for members' probes (ListMembers)
+	// and load balancers: it tells only whether the member can serve.
+	"/grpc.health.v1.Health/Check": nil,
+	"/grpc.health.v1.Health/Watch": nil,
+	"/grpc.health.v1.Health/List":  nil,
 }
 
 func authorize(ctx context.Context, method string) error {

@@ -43,6 +43,7 @@ func (s *Server) ListMembers(ctx context.Context, _ *roostv1.ListMembersRequest)
 		}
 		out.Members = append(out.Members, m)
 	}
+	s.probeMembers(ctx, out.Members)
 	sort.Slice(out.Members, func(i, j int) bool { return out.Members[i].Id < out.Members[j].Id })
 	return out, nil
 }

@@ -47,7 +47,7 @@ type Server struct {
 	now       func() time.Time
 
 	mu    sync.Mutex
-	conns map[string]*grpc.ClientConn // leader API address → connection
+	conns map[string]*grpc.ClientConn // member API address → connection (memberConn)
 
 	agentCertLifetime time.Duration
 	liveness          liveness.Config
@@ -64,6 +64,8 @@ type Server struct {
 	drainer Drainer
 	// admitter admits reboots by the Pools' rollout rules; nil: all.
 	admitter Admitter
+	// health is Config.Health.
+	health func() error
 }
 
 // Config wires a Server.
@@ -94,6 +96,10 @@ type Config struct {
 	// (DATA_DIR/blobs); nil makes the artifact calls fail with
 	// FailedPrecondition.
 	Blobs *blobs.Store
+	// Health says whether this member can serve every request (nil) or
+	// why not, as its /healthz and gRPC health service do; nil reports
+	// this member Healthy in ListMembers.
+	Health func() error
 }
 
 // DefaultAgentCertLifetime is how long agent certificates last by default;
@@ -112,7 +118,7 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{fsm: cfg.FSM, node: cfg.Node, peerCreds: cfg.PeerCredentials, log: log, now: now, conns: map[string]*grpc.ClientConn{},
 		agentCertLifetime: cfg.AgentCertLifetime, liveness: cfg.Liveness, tracker: cfg.Tracker, reporter: cfg.Reporter}
-	s.blobs = cfg.Blobs
+	s.blobs, s.health = cfg.Blobs, cfg.Health
 	if s.agentCertLifetime <= 0 {
 		s.agentCertLifetime = DefaultAgentCertLifetime
 	}
@@ -270,18 +276,27 @@ func (s *Server) leaderConn(ctx context.Context) (*grpc.ClientConn, context.Cont
 	if apiAddr == "" {
 		return nil, nil, apierror.Unavailable("the API address of leader %s is not known yet; retry", leaderID)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, ok := s.conns[apiAddr]
-	if !ok {
-		var err error
-		c, err = grpc.NewClient(apiAddr, grpc.WithTransportCredentials(s.peerCreds))
-		if err != nil {
-			return nil, nil, err
-		}
-		s.conns[apiAddr] = c
+	c, err := s.memberConn(apiAddr)
+	if err != nil {
+		return nil, nil, err
 	}
 	return c, metadata.AppendToOutgoingContext(ctx, forwardedKey, s.node.ID()), nil
+}
+
+// memberConn returns the (cached) connection to the member at API address
+// addr, authenticated with this member's certificate.
+func (s *Server) memberConn(addr string) (*grpc.ClientConn, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.conns[addr]; ok {
+		return c, nil
+	}
+	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(s.peerCreds))
+	if err != nil {
+		return nil, err
+	}
+	s.conns[addr] = c
+	return c, nil
 }
 
 // onLeader runs local when this member leads and otherwise calls remote on

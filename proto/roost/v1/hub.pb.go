@@ -2260,7 +2260,13 @@ type Member struct {
 	HubVersion string `protobuf:"bytes,6,opt,name=hub_version,json=hubVersion,proto3" json:"hub_version,omitempty"`
 	// rules_version is the newest apply rules version the member implements
 	// (0: not reported yet).
-	RulesVersion  uint32 `protobuf:"varint,7,opt,name=rules_version,json=rulesVersion,proto3" json:"rules_version,omitempty"`
+	RulesVersion uint32 `protobuf:"varint,7,opt,name=rules_version,json=rulesVersion,proto3" json:"rules_version,omitempty"`
+	// health is the member as the answering member sees it: "Healthy" (it
+	// can serve every request: see /healthz), "Unhealthy" (it answers but
+	// cannot, e.g. no leader known) or "Unreachable" (no answer within a
+	// second); health_message says why when not Healthy.
+	Health        string `protobuf:"bytes,8,opt,name=health,proto3" json:"health,omitempty"`
+	HealthMessage string `protobuf:"bytes,9,opt,name=health_message,json=healthMessage,proto3" json:"health_message,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2342,6 +2348,20 @@ func (x *Member) GetRulesVersion() uint32 {
 		return x.RulesVersion
 	}
 	return 0
+}
+
+func (x *Member) GetHealth() string {
+	if x != nil {
+		return x.Health
+	}
+	return ""
+}
+
+func (x *Member) GetHealthMessage() string {
+	if x != nil {
+		return x.HealthMessage
+	}
+	return ""
 }
 
 type ListMembersRequest struct {
@@ -3596,7 +3616,7 @@ const file_roost_v1_hub_proto_rawDesc = "" +
 	"\n" +
 	"TYPE_ADDED\x10\x01\x12\x11\n" +
 	"\rTYPE_MODIFIED\x10\x02\x12\x10\n" +
-	"\fTYPE_DELETED\x10\x03\"\xd6\x01\n" +
+	"\fTYPE_DELETED\x10\x03\"\x95\x02\n" +
 	"\x06Member\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12!\n" +
 	"\fraft_address\x18\x02 \x01(\tR\vraftAddress\x12\x1f\n" +
@@ -3606,7 +3626,9 @@ const file_roost_v1_hub_proto_rawDesc = "" +
 	"\x06leader\x18\x05 \x01(\bR\x06leader\x12\x1f\n" +
 	"\vhub_version\x18\x06 \x01(\tR\n" +
 	"hubVersion\x12#\n" +
-	"\rrules_version\x18\a \x01(\rR\frulesVersion\"\x14\n" +
+	"\rrules_version\x18\a \x01(\rR\frulesVersion\x12\x16\n" +
+	"\x06health\x18\b \x01(\tR\x06health\x12%\n" +
+	"\x0ehealth_message\x18\t \x01(\tR\rhealthMessage\"\x14\n" +
 	"\x12ListMembersRequest\"|\n" +
 	"\x13ListMembersResponse\x12*\n" +
 	"\amembers\x18\x01 \x03(\v2\x10.roost.v1.MemberR\amembers\x12\x14\n" +
