@@ -69,25 +69,26 @@ func TestRestartKeepsObjects(t *testing.T) {
 	}
 }
 
-// settledAll is getAll once three reads a second apart agree (within 30 s).
+// settledAll is getAll once it has not changed for six seconds (within 40 s).
 func settledAll(t *testing.T, cfg string) map[string]string {
 	t.Helper()
-	// Settled: unchanged for three reads a second apart, longer than a
-	// controller's tick (2 s), so status the controllers write after an
-	// apply (e.g. a Pool's ReplicaFailure) is in.
+	// Settled: unchanged for six seconds, longer than the slowest
+	// controller's tick (the cluster controller's 5 s), so status the
+	// controllers write after an apply (a Pool's ReplicaFailure, a
+	// Cluster's reachability) is in.
 	prev, same := getAll(t, cfg), 0
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+	for deadline := time.Now().Add(40 * time.Second); time.Now().Before(deadline); {
 		time.Sleep(time.Second)
 		cur := getAll(t, cfg)
 		if !maps.Equal(prev, cur) {
 			prev, same = cur, 0
 			continue
 		}
-		if same++; same == 2 {
+		if same++; same == 6 {
 			return cur
 		}
 	}
-	t.Fatalf("the hub's objects kept changing for 30 s after apply")
+	t.Fatalf("the hub's objects kept changing for 40 s after apply")
 	return nil
 }
 
