@@ -114,6 +114,10 @@ type Observer interface {
 	Enrolled(serverName string)
 	Connected(hub string)
 	Disconnected(hub string, err error)
+	// SessionRefused: the hub at hub refused the Server's session (its
+	// certificate is known but the Server deleted or decommissioned); the
+	// agent keeps retrying slowly until it connects again.
+	SessionRefused(hub string, err error)
 }
 
 // Locker is a Store that one Agent at a time may use (FileStore): Run
@@ -256,6 +260,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		case refused:
 			// The hub knows the certificate but refuses the Server (deleted,
 			// decommissioned): an operator must act; keep trying slowly.
+			if a.o.Observer != nil {
+				a.o.Observer.SessionRefused(failed, err)
+			}
 			a.log.Error("the hub refuses this Server's certificate", "hub", failed, "err", err, "next", a.currentHub(), "after", d.Round(time.Millisecond), "attempt", a.backoff.Attempts(),
 				"fix", reenrollHint(a.o.Store))
 		default:

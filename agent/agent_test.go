@@ -295,8 +295,9 @@ func (c *certAtEnrollment) Enrolled(string) {
 	c.cert = cert
 	c.mu.Unlock()
 }
-func (c *certAtEnrollment) Connected(string)           {}
-func (c *certAtEnrollment) Disconnected(string, error) {}
+func (c *certAtEnrollment) Connected(string)             {}
+func (c *certAtEnrollment) Disconnected(string, error)   {}
+func (c *certAtEnrollment) SessionRefused(string, error) {}
 func (c *certAtEnrollment) get() []byte {
 	c.mu.Lock()
 	defer c.mu.Unlock()

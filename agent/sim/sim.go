@@ -46,14 +46,17 @@ type Options struct {
 }
 
 // Counters are the simulation's progress.
+// Refused counts agents whose enrollment the hub refused (they stop);
+// Rejected agents whose last session the hub refused (deleted or
+// decommissioned Servers: they retry slowly).
 type Counters struct {
-	Started, Enrolled, Connected, Reconnects, Refused, Failed atomic.Int64
+	Started, Enrolled, Connected, Reconnects, Refused, Rejected, Failed atomic.Int64
 }
 
 // Snapshot returns the counters as a progress line.
 func (c *Counters) String() string {
-	return fmt.Sprintf("started=%d enrolled=%d connected=%d reconnects=%d refused=%d failed=%d",
-		c.Started.Load(), c.Enrolled.Load(), c.Connected.Load(), c.Reconnects.Load(), c.Refused.Load(), c.Failed.Load())
+	return fmt.Sprintf("started=%d enrolled=%d connected=%d reconnects=%d refused=%d rejected=%d failed=%d",
+		c.Started.Load(), c.Enrolled.Load(), c.Connected.Load(), c.Reconnects.Load(), c.Refused.Load(), c.Rejected.Load(), c.Failed.Load())
 }
 
 type observer struct {
@@ -61,10 +64,14 @@ type observer struct {
 	milestone func(what string, n int64)
 	connected atomic.Bool
 	ever      atomic.Bool
+	rejected  atomic.Bool
 }
 
 func (o *observer) Enrolled(string) { o.milestone("enrolled", o.c.Enrolled.Add(1)) }
 func (o *observer) Connected(string) {
+	if o.rejected.CompareAndSwap(true, false) {
+		o.c.Rejected.Add(-1)
+	}
 	if o.connected.CompareAndSwap(false, true) {
 		o.milestone("connected", o.c.Connected.Add(1))
 	}
@@ -75,6 +82,11 @@ func (o *observer) Connected(string) {
 func (o *observer) Disconnected(string, error) {
 	if o.connected.CompareAndSwap(true, false) {
 		o.c.Connected.Add(-1)
+	}
+}
+func (o *observer) SessionRefused(string, error) {
+	if o.rejected.CompareAndSwap(false, true) {
+		o.c.Rejected.Add(1)
 	}
 }
 

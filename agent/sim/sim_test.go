@@ -50,7 +50,7 @@ func TestSimulate(t *testing.T) {
 		t.Errorf("%d distinct servers, want %d", len(names), n)
 	}
 	fakehub.Eventually(t, "a progress line with all connected", func() bool {
-		return strings.Contains(out.String(), "started=40 enrolled=40 connected=40 reconnects=0 refused=0 failed=0")
+		return strings.Contains(out.String(), "started=40 enrolled=40 connected=40 reconnects=0 refused=0 rejected=0 failed=0")
 	})
 	cancel()
 	if err := <-done; err != nil {
