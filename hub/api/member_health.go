@@ -55,7 +55,7 @@ func (s *Server) probeMembers(ctx context.Context, members []*roostv1.Member) {
 // health service says SERVING, Unhealthy (with the reason it gives) when it
 // answers otherwise, Unreachable when it does not answer in time.
 func (s *Server) probeMember(ctx context.Context, addr string) (health, message string) {
-	conn, err := s.memberConn(addr)
+	conn, err := s.peerConn(addr)
 	if err != nil {
 		return MemberUnreachable, err.Error()
 	}

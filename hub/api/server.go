@@ -47,7 +47,7 @@ type Server struct {
 	now       func() time.Time
 
 	mu    sync.Mutex
-	conns map[string]*grpc.ClientConn // member API address → connection (memberConn)
+	conns map[string]*grpc.ClientConn // member API address → connection (peerConn)
 
 	agentCertLifetime time.Duration
 	liveness          liveness.Config
@@ -276,28 +276,13 @@ func (s *Server) leaderConn(ctx context.Context) (*grpc.ClientConn, context.Cont
 	if apiAddr == "" {
 		return nil, nil, apierror.Unavailable("the API address of leader %s is not known yet; retry", leaderID)
 	}
-	c, err := s.memberConn(apiAddr)
+	c, err := s.peerConn(apiAddr)
 	if err != nil {
 		return nil, nil, err
 	}
 	return c, metadata.AppendToOutgoingContext(ctx, forwardedKey, s.node.ID()), nil
 }
 
-// memberConn returns the (cached) connection to the member at API address
-// addr, authenticated with this member's certificate.
-func (s *Server) memberConn(addr string) (*grpc.ClientConn, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if c, ok := s.conns[addr]; ok {
-		return c, nil
-	}
-	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(s.peerCreds))
-	if err != nil {
-		return nil, err
-	}
-	s.conns[addr] = c
-	return c, nil
-}
 
 // onLeader runs local when this member leads and otherwise calls remote on
 // the leader with a forwarded context.
