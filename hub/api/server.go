@@ -283,7 +283,6 @@ func (s *Server) leaderConn(ctx context.Context) (*grpc.ClientConn, context.Cont
 	return c, metadata.AppendToOutgoingContext(ctx, forwardedKey, s.node.ID()), nil
 }
 
-
 // onLeader runs local when this member leads and otherwise calls remote on
 // the leader with a forwarded context.
 func onLeader[T any](ctx context.Context, s *Server, local func() (T, error), remote func(*grpc.ClientConn, context.Context) (T, error)) (T, error) {
