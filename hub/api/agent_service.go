@@ -68,9 +68,15 @@ func (s *Server) hubAddresses() []string {
 }
 
 // agentHubs returns the members' API addresses as agents are told them
-// (HubMembers): the same pointer while the list is unchanged.
+// (HubMembers): the same pointer while the list is unchanged. It reads the
+// state at most once a second, however many agents beat.
 func (s *Server) agentHubs() *[]string {
 	cur := s.hubs.Load()
+	now := s.now().UnixNano()
+	if last := s.hubsRead.Load(); cur != nil && now-last < int64(time.Second) && now >= last {
+		return cur
+	}
+	s.hubsRead.Store(now)
 	next := s.hubAddresses()
 	if cur != nil && slices.Equal(*cur, next) {
 		return cur

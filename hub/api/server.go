@@ -38,6 +38,8 @@ type Server struct {
 	// hubs is the last member list sent to agents (agentHubs): sessions
 	// keep the pointer they sent and compare it, not the list.
 	hubs atomic.Pointer[[]string]
+	// hubsRead is when agentHubs last read the members (Unix ns).
+	hubsRead atomic.Int64
 
 	fsm  *state.FSM
 	node *raftnode.Node
