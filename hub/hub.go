@@ -164,8 +164,9 @@ type Hub struct {
 
 	// wasMember: this member is known to have been in the Raft
 	// configuration; removed: it was removed from it (see removed.go);
-	// removedLogged: the removal was logged.
-	wasMember, removed, removedLogged atomic.Bool
+	// removedLogged: the removal was logged; removedChecked: checkRemoved
+	// ran at least once.
+	wasMember, removed, removedLogged, removedChecked atomic.Bool
 }
 
 // runLiveness starts the liveness controller and the pool controller (both

@@ -360,9 +360,10 @@ func TestRemovedMemberRefusesCalls(t *testing.T) {
 		}
 		t.Cleanup(func() { conn.Close() })
 		c := roostv1.NewHubServiceClient(conn)
-		waitFor(t, "hub-c to refuse reads", func() bool {
+		// It finds it was removed within half a second (watchHealth).
+		waitFor(t, "hub-c to refuse reads as removed", func() bool {
 			_, err := c.Get(ctx, &roostv1.GetRequest{Kind: "Cluster", Name: "prod"})
-			return apierror.Code(err) == codes.Unavailable
+			return apierror.Code(err) == codes.Unavailable && strings.Contains(err.Error(), "was removed from the hub")
 		})
 		for name, call := range map[string]func() error{
 			"Get":         func() error { _, err := c.Get(ctx, &roostv1.GetRequest{Kind: "Cluster", Name: "prod"}); return err },

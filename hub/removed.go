@@ -30,9 +30,15 @@ import (
 // (Hub.wasMember).
 
 // removedError is the error a removed member answers with, nil while it is
-// a member.
+// a member. It reads what watchHealth found (every half second), so a
+// request costs an atomic load, not a copy of the Raft configuration;
+// before the first check it checks itself.
 func (h *Hub) removedError() error {
-	if !h.checkRemoved() {
+	removed := h.removed.Load()
+	if !h.removedChecked.Load() {
+		removed = h.checkRemoved()
+	}
+	if !removed {
 		return nil
 	}
 	return apierror.Unavailable("%s", h.removedMessage())
@@ -46,6 +52,7 @@ func (h *Hub) removedMessage() string {
 // its latest Raft configuration and the leader it does not know; the
 // first time it finds so, it logs it.
 func (h *Hub) checkRemoved() bool {
+	defer h.removedChecked.Store(true)
 	servers, err := h.node.Servers()
 	if err != nil || len(servers) == 0 {
 		// No configuration yet (a joining member) or Raft shut down.
