@@ -97,6 +97,10 @@ type Options struct {
 	InventoryInterval time.Duration
 	// BackoffBase and BackoffMax bound reconnect delays (defaults 200 ms, 15 s).
 	BackoffBase, BackoffMax time.Duration
+	// RebalanceInterval is the shortest wait on a hub member that is not
+	// the Server's first choice before checking the first choice (see
+	// DefaultRebalanceInterval, its default when 0); negative never moves.
+	RebalanceInterval time.Duration
 	// DialOptions are appended to the agent's own (tests, simulator).
 	DialOptions []grpc.DialOption
 	// EnrollGate, when set, is called before each Enroll call and must
@@ -151,7 +155,11 @@ type Agent struct {
 
 	hubs   []string // try order
 	next   int
+	ranked bool       // hubs are in the Server's order of preference (rendezvousOrder)
 	hubsMu sync.Mutex // guards hubs writes and reads off the stream goroutine
+	// tried is the hub of the last enrollment or session; moveTo the
+	// first choice that session's ErrRebalanced found serving.
+	tried, moveTo string
 
 	anonTLS, mtls *tls.Config
 	conn          *grpc.ClientConn
@@ -253,8 +261,16 @@ func (a *Agent) Run(ctx context.Context) error {
 			a.backoff.Reset()
 		}
 		a.dropConn()
-		failed := a.currentHub()
-		a.next++
+		if err == nil { // the hub list changed: start over on the new order
+			continue
+		}
+		if errors.Is(err, ErrRebalanced) {
+			a.log.Info("moving to this Server's first-choice hub member", "from", a.tried, "to", a.moveTo)
+			a.setCurrent(a.moveTo, 0)
+			continue
+		}
+		failed := a.tried
+		a.setCurrent(failed, 1)
 		d := a.backoff.Next()
 		switch {
 		case refused:
@@ -366,21 +382,38 @@ func (a *Agent) setTLS() error {
 }
 
 // setHubs sets the try order: the hub's own list (from) followed by the
-// configured addresses it lacks, shuffled so that agents spread over the
-// members. Malformed addresses from the hub are dropped.
+// configured addresses it lacks, each part in the Server's order of
+// preference (rendezvousOrder) once enrolled, shuffled before, so that
+// agents spread over the members. Malformed addresses from the hub are
+// dropped.
 func (a *Agent) setHubs(from []string) {
-	var all []string
-	for _, h := range append(slices.Clone(from), a.o.Hubs...) {
-		if config.ValidateHubs([]string{h}) == nil && !slices.Contains(all, h) {
-			all = append(all, h)
+	var members, extra []string
+	for i, h := range append(slices.Clone(from), a.o.Hubs...) {
+		if config.ValidateHubs([]string{h}) != nil || slices.Contains(members, h) || slices.Contains(extra, h) {
+			continue
+		}
+		if i < len(from) {
+			members = append(members, h)
+		} else {
+			extra = append(extra, h)
 		}
 	}
-	if slices.Equal(sorted(all), sorted(a.hubs)) {
+	key := a.state.ServerName
+	var order []string
+	if key != "" {
+		order = append(rendezvousOrder(key, members), rendezvousOrder(key, extra)...)
+	} else {
+		order = append(members, extra...)
+		if slices.Equal(sorted(order), sorted(a.hubs)) {
+			return
+		}
+		rand.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+	}
+	if slices.Equal(order, a.hubs) && a.ranked == (key != "") {
 		return
 	}
-	rand.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
 	a.hubsMu.Lock()
-	a.hubs, a.next = all, 0
+	a.hubs, a.next, a.ranked = order, 0, key != ""
 	a.hubsMu.Unlock()
 }
 
@@ -425,6 +458,16 @@ func sorted(s []string) []string { s = slices.Clone(s); slices.Sort(s); return s
 
 func (a *Agent) currentHub() string { return a.hubs[a.next%len(a.hubs)] }
 
+// setCurrent makes the hub after hub (skip 1) or hub itself (skip 0) the
+// current one; when hub is no longer listed, the current one stays.
+func (a *Agent) setCurrent(hub string, skip int) {
+	a.hubsMu.Lock()
+	defer a.hubsMu.Unlock()
+	if i := slices.Index(a.hubs, hub); i >= 0 {
+		a.next = (i + skip) % len(a.hubs)
+	}
+}
+
 func (a *Agent) needsEnrollment() bool {
 	c := a.cert.Load()
 	if c == nil {
@@ -435,11 +478,9 @@ func (a *Agent) needsEnrollment() bool {
 	return a.o.Token != "" && !a.o.Clock.Now().Before(c.Leaf.NotAfter)
 }
 
-func (a *Agent) dial(addr string, anon bool) (*grpc.ClientConn, error) {
-	if a.conn != nil && a.connAddr == addr && a.connAnon == anon {
-		return a.conn, nil
-	}
-	a.dropConn()
+// dialOptions are the options of the agent's connections: TLS without
+// a client certificate (anon, to enroll) or with it.
+func (a *Agent) dialOptions(anon bool) []grpc.DialOption {
 	cfg := a.mtls
 	if anon {
 		cfg = a.anonTLS
@@ -454,8 +495,15 @@ func (a *Agent) dial(addr string, anon bool) (*grpc.ClientConn, error) {
 		}),
 	}
 	opts = append(opts, TransportDialOptions()...)
-	opts = append(opts, a.o.DialOptions...)
-	conn, err := grpc.NewClient("passthrough:///"+addr, opts...)
+	return append(opts, a.o.DialOptions...)
+}
+
+func (a *Agent) dial(addr string, anon bool) (*grpc.ClientConn, error) {
+	if a.conn != nil && a.connAddr == addr && a.connAnon == anon {
+		return a.conn, nil
+	}
+	a.dropConn()
+	conn, err := grpc.NewClient("passthrough:///"+addr, a.dialOptions(anon)...)
 	if err != nil {
 		return nil, err
 	}
@@ -484,6 +532,7 @@ func (a *Agent) gatherInventory(ctx context.Context) *roostv1.Inventory {
 
 func (a *Agent) enroll(ctx context.Context) error {
 	addr := a.currentHub()
+	a.tried = addr
 	id, err := a.o.Identity.Identity(ctx)
 	if err != nil {
 		return fmt.Errorf("identity: %w", err)
@@ -602,6 +651,7 @@ func (a *Agent) renew(ctx context.Context, conn *grpc.ClientConn) error {
 // session runs one stream to the current hub until it fails or ctx ends.
 func (a *Agent) session(ctx context.Context) (err error) {
 	addr := a.currentHub()
+	a.tried = addr
 	conn, err := a.dial(addr, false)
 	if err != nil {
 		return err
@@ -693,6 +743,20 @@ func (a *Agent) session(ctx context.Context) (err error) {
 
 	connected := false
 	hbC := clock.After(a.jittered(a.interval()))
+	// Rebalancing: while not on the Server's first choice, check it now
+	// and then and move there once it serves (rebalance.go).
+	var (
+		rebalC  <-chan time.Time
+		probeC  chan error
+		probing string
+	)
+	armRebalance := func() {
+		if rebalC == nil && probeC == nil && a.firstChoice(addr) != "" {
+			if w := a.rebalanceWait(); w > 0 {
+				rebalC = clock.After(w)
+			}
+		}
+	}
 	var renewC <-chan time.Time
 	if c := a.cert.Load(); c != nil {
 		renewC = clock.After(RenewAt(c.Leaf).Sub(clock.Now()))
@@ -736,6 +800,7 @@ func (a *Agent) session(ctx context.Context) (err error) {
 				if a.o.Observer != nil {
 					a.o.Observer.Connected(addr)
 				}
+				armRebalance()
 			}
 			switch m := r.m.GetMessage().(type) {
 			case *roostv1.HubMessage_HeartbeatIntervalSeconds:
@@ -752,7 +817,24 @@ func (a *Agent) session(ctx context.Context) (err error) {
 				}
 			case *roostv1.HubMessage_Members:
 				a.learnHubs(m.Members.GetApiAddresses())
+				armRebalance()
 			}
+		case <-rebalC:
+			rebalC = nil
+			if probing = a.firstChoice(addr); probing != "" {
+				probeC = make(chan error, 1)
+				go func(to string) { probeC <- a.probeServing(sctx, to) }(probing)
+			}
+		case perr := <-probeC:
+			probeC = nil
+			if perr == nil && a.firstChoice(addr) == probing {
+				a.moveTo = probing
+				return ErrRebalanced
+			}
+			if perr != nil {
+				a.log.Debug("first-choice hub member not serving; staying", "hub", addr, "first_choice", probing, "err", perr)
+			}
+			armRebalance()
 		case <-hbC:
 			if err = send(&roostv1.AgentMessage{Message: &roostv1.AgentMessage_Heartbeat{Heartbeat: &roostv1.Heartbeat{SentAt: timestamppb.New(clock.Now())}}}); err != nil {
 				return err

@@ -3,6 +3,7 @@ package test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -268,7 +269,9 @@ func TestEnrollmentTokenRules(t *testing.T) {
 // TestAgentsSurviveLeaderKill: 200 simulated agents connected to a 3-member
 // hub; the leader is killed with SIGKILL. All agents are connected again
 // within 30 s, and no Server turns Unreachable because of the failover
-// (watched for the liveness TTL plus 15 s after the kill).
+// (watched for the liveness TTL plus 15 s after the kill). The agents are
+// spread over the members (each one's first choice, agent/rebalance.go),
+// and once the killed member is back, exactly its agents return to it.
 func TestAgentsSurviveLeaderKill(t *testing.T) {
 	skipShort(t, "three roost-hub processes and the agent simulator")
 	const n = 200
@@ -277,7 +280,8 @@ func TestAgentsSurviveLeaderKill(t *testing.T) {
 	caFile := harness.WriteCA(t, c.AdminConfig)
 	start := time.Now()
 	sim := harness.StartProc(t, "simulate", harness.AgentBinary(t), "simulate", "--count", fmt.Sprint(n),
-		"--hub", strings.Join(c.APIAddrs(), ","), "--ca", caFile, "--token", secret, "--seed", "3", "--log-level", "warn", "--progress", "100ms")
+		"--hub", strings.Join(c.APIAddrs(), ","), "--ca", caFile, "--token", secret, "--seed", "3", "--log-level", "warn", "--progress", "100ms",
+		"--rebalance-interval", "2s")
 	if _, err := sim.WaitCounter("connected", func(v int64) bool { return v == n }, 3*time.Minute); err != nil {
 		t.Fatal(err)
 	}
@@ -297,6 +301,39 @@ func TestAgentsSurviveLeaderKill(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+
+	// Spread: every member is the first choice of about a third.
+	shares := func() (map[string]int, error) {
+		out := map[string]int{}
+		for _, m := range c.Members {
+			v, err := m.Metric("roost_agent_streams")
+			if err != nil {
+				return nil, fmt.Errorf("member %s: %w", m.NodeID, err)
+			}
+			out[m.NodeID] = int(v)
+		}
+		return out, nil
+	}
+	var spread map[string]int
+	if err := harness.WaitUntil(30*time.Second, func() (err error) {
+		if spread, err = shares(); err != nil {
+			return err
+		}
+		total := 0
+		for id, v := range spread {
+			if v < n/6 {
+				return fmt.Errorf("member %s serves %d of %d agents: %v", id, v, n, spread)
+			}
+			total += v
+		}
+		if total != n {
+			return fmt.Errorf("%d streams on the members, want %d: %v", total, n, spread)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	harness.Report(t, "agent streams per member: %v", spread)
 
 	leader := c.Leader(t)
 	before, _ := sim.Counter("reconnects")
@@ -366,5 +403,37 @@ func TestAgentsSurviveLeaderKill(t *testing.T) {
 		t.Fatalf("only %d successful polls after the kill (%d failed)", polls, failed)
 	}
 	harness.Report(t, "no server Unreachable in %d polls over %v after the kill (%d polls failed during the election)", polls, time.Since(kill).Round(time.Second), failed)
+	if now, err := shares(); err == nil {
+		harness.Report(t, "agent streams per member with %s down: %v", leader.NodeID, now)
+	}
+
+	// The killed member returns: its agents (and only they) move back.
+	rebalanced0, _ := sim.Counter("rebalanced")
+	restarted := time.Now()
+	back = leader.Restart()
+	var now map[string]int
+	if err := harness.WaitUntil(60*time.Second, func() (err error) {
+		if now, err = shares(); err != nil {
+			return err
+		}
+		if !maps.Equal(now, spread) {
+			return fmt.Errorf("agent streams per member %v, want %v as before the kill", now, spread)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// The counter is on the simulator's progress line (every 100 ms).
+	var moved int64
+	if err := harness.WaitUntil(5*time.Second, func() error {
+		moved, _ = sim.Counter("rebalanced")
+		if moved-rebalanced0 != int64(spread[leader.NodeID]) {
+			return fmt.Errorf("%d agents rebalanced, want the %d of %s", moved-rebalanced0, spread[leader.NodeID], leader.NodeID)
+		}
+		return nil
+	}); err != nil {
+		t.Error(err)
+	}
+	harness.Report(t, "%s back (healthy after %v); %d agents moved back to it within %v: %v", leader.NodeID, back.Round(time.Millisecond), moved-rebalanced0, time.Since(restarted).Round(time.Second), now)
 	sim.Stop()
 }

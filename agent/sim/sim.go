@@ -30,6 +30,9 @@ type Options struct {
 	StateDir string
 	// Heartbeat overrides the hub's heartbeat interval (0: as the hub says).
 	Heartbeat time.Duration
+	// RebalanceInterval is agent.Options.RebalanceInterval (0: the
+	// default; negative: never).
+	RebalanceInterval time.Duration
 	// Seed makes the simulated identities (same seed, same Servers).
 	Seed int64
 	// Rate is how many agents start per second (0: all at once).
@@ -48,15 +51,16 @@ type Options struct {
 // Counters are the simulation's progress.
 // Refused counts agents whose enrollment the hub refused (they stop);
 // Rejected agents whose last session the hub refused (deleted or
-// decommissioned Servers: they retry slowly).
+// decommissioned Servers: they retry slowly); Rebalanced counts sessions
+// agents left for their first-choice hub member (agent.ErrRebalanced).
 type Counters struct {
-	Started, Enrolled, Connected, Reconnects, Refused, Rejected, Failed atomic.Int64
+	Started, Enrolled, Connected, Reconnects, Rebalanced, Refused, Rejected, Failed atomic.Int64
 }
 
 // Snapshot returns the counters as a progress line.
 func (c *Counters) String() string {
-	return fmt.Sprintf("started=%d enrolled=%d connected=%d reconnects=%d refused=%d rejected=%d failed=%d",
-		c.Started.Load(), c.Enrolled.Load(), c.Connected.Load(), c.Reconnects.Load(), c.Refused.Load(), c.Rejected.Load(), c.Failed.Load())
+	return fmt.Sprintf("started=%d enrolled=%d connected=%d reconnects=%d rebalanced=%d refused=%d rejected=%d failed=%d",
+		c.Started.Load(), c.Enrolled.Load(), c.Connected.Load(), c.Reconnects.Load(), c.Rebalanced.Load(), c.Refused.Load(), c.Rejected.Load(), c.Failed.Load())
 }
 
 type observer struct {
@@ -79,9 +83,12 @@ func (o *observer) Connected(string) {
 		o.c.Reconnects.Add(1)
 	}
 }
-func (o *observer) Disconnected(string, error) {
+func (o *observer) Disconnected(_ string, err error) {
 	if o.connected.CompareAndSwap(true, false) {
 		o.c.Connected.Add(-1)
+	}
+	if errors.Is(err, agent.ErrRebalanced) {
+		o.c.Rebalanced.Add(1)
 	}
 }
 func (o *observer) SessionRefused(string, error) {
@@ -165,6 +172,7 @@ func Run(ctx context.Context, o Options) (*Counters, error) {
 			Store: store, Identity: id, Inventory: inv,
 			Logger:            o.Logger.With("agent", i),
 			Heartbeat:         o.Heartbeat,
+			RebalanceInterval: o.RebalanceInterval,
 			InventoryInterval: -1,
 			EnrollGate:        gate,
 			Observer:          &observer{c: c, milestone: milestone},

@@ -1,23 +1,14 @@
 package sim
 
 import (
-	"bytes"
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/roostfleet/roost/agent/internal/fakehub"
+	"github.com/roostfleet/roost/syncbuf"
 )
-
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
-func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 func TestSimulate(t *testing.T) {
 	ca := fakehub.NewCA(t)
@@ -25,7 +16,7 @@ func TestSimulate(t *testing.T) {
 	const n = 40
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	out := &syncBuf{}
+	out := &syncbuf.Buffer{}
 	var c *Counters
 	done := make(chan error, 1)
 	go func() {
@@ -50,7 +41,7 @@ func TestSimulate(t *testing.T) {
 		t.Errorf("%d distinct servers, want %d", len(names), n)
 	}
 	fakehub.Eventually(t, "a progress line with all connected", func() bool {
-		return strings.Contains(out.String(), "started=40 enrolled=40 connected=40 reconnects=0 refused=0 rejected=0 failed=0")
+		return strings.Contains(out.String(), "started=40 enrolled=40 connected=40 reconnects=0 rebalanced=0 refused=0 rejected=0 failed=0")
 	})
 	cancel()
 	if err := <-done; err != nil {

@@ -257,6 +257,7 @@ test-sim' simulates rollouts.`,
 	fl := cmd.Flags()
 	fl.IntVar(&o.Count, "count", 1, "number of simulated agents")
 	fl.DurationVar(&o.Heartbeat, "heartbeat", 0, "heartbeat interval (default: as the hub says)")
+	fl.DurationVar(&o.RebalanceInterval, "rebalance-interval", 0, "shortest wait on a hub member that is not an agent's first choice before checking the first choice and moving there if it serves (0: 2m, or 12 heartbeats if longer; negative: never)")
 	fl.Int64Var(&o.Seed, "seed", 1, "seed of the simulated identities (same seed, same Servers)")
 	fl.Float64Var(&o.Rate, "rate", 0, "agents started per second (0: all at once)")
 	fl.IntVar(&o.EnrollParallel, "enroll-parallel", 64, "concurrent Enroll calls at most")
