@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/roostfleet/roost/apierror"
+	"github.com/roostfleet/roost/hub/state"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 	"github.com/roostfleet/roost/test/harness"
 )
@@ -42,7 +43,7 @@ func TestFailoverKeepsAcknowledgedWrites(t *testing.T) {
 	leader := c.Leader(t)
 	harness.Report(t, "3 members healthy; leader %s (API %s)", leader.NodeID, leader.APIAddr)
 	for _, m := range c.Members {
-		if line, err := m.MetricLine("roost_build_info{"); err != nil || !strings.Contains(line, `rules_version="1"`) || !strings.HasSuffix(line, "} 1") {
+		if line, err := m.MetricLine("roost_build_info{"); err != nil || !strings.Contains(line, fmt.Sprintf("rules_version=\"%d\"", state.RulesVersion)) || !strings.HasSuffix(line, "} 1") {
 			t.Errorf("member %s roost_build_info: %q %v", m.NodeID, line, err)
 		}
 	}

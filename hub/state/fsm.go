@@ -141,7 +141,7 @@ func (f *FSM) Apply(l *raft.Log) interface{} {
 	}
 
 	txn := db.Txn(true)
-	a := &applier{txn: txn, index: l.Index, time: cmd.GetTime()}
+	a := &applier{txn: txn, index: l.Index, time: cmd.GetTime(), rules: commandRules(cmd)}
 	results, commit, aerr := a.run(cmd)
 	if aerr != nil || !commit {
 		txn.Abort()
@@ -181,6 +181,9 @@ type applier struct {
 	index uint64
 	// time is Command.time; may be nil (commands that need it check).
 	time *timestamppb.Timestamp
+	// rules is the command's apply rules version (rules.go): a rule added
+	// in version N applies only when rules >= N.
+	rules uint32
 	// events are published when the transaction commits.
 	events []event
 	// warnings become ApplyResult.Warnings when the command succeeds.

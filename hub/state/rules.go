@@ -17,7 +17,18 @@ import (
 // behaviour for commands of older versions. Versions:
 //
 //	1: the rules of the first release (also commands with no version)
-const RulesVersion uint32 = 1
+//	2: denying or decommissioning a Server clears its pool (spec.pool) and
+//	   reachability, and no liveness change is recorded for a
+//	   Decommissioned Server (its agent is refused); a Decommissioned Server
+//	   that enrolls again takes the pool of its new token (rulesDecommission)
+const RulesVersion uint32 = 2
+
+// Versions that introduced a rule, for the applier's checks.
+const (
+	// rulesDecommission: decommissioned Servers keep no pool or
+	// reachability.
+	rulesDecommission uint32 = 2
+)
 
 // commandRules is the apply rules version of cmd; 0 (commands written
 // before versions were recorded) means 1.

@@ -70,3 +70,41 @@ func TestEffectiveRules(t *testing.T) {
 		t.Errorf("EffectiveRules(nil) = %d, want RulesVersion %d", got, RulesVersion)
 	}
 }
+
+// TestDecommissionRules: the same commands under apply rules 1 and 2
+// (rulesDecommission) store what each version says, so members replaying
+// an old log and members applying new entries agree.
+func TestDecommissionRules(t *testing.T) {
+	for _, rules := range []uint32{1, rulesDecommission} {
+		h := newHarness(t, Options{})
+		at := func(cmd *roostv1.Command) *roostv1.Command { cmd.RulesVersion = rules; return cmd }
+		inPool := func(p string) func(*roostv1.EnrollmentTokenSpec) {
+			return func(s *roostv1.EnrollmentTokenSpec) { s.Pool = p }
+		}
+		h.mustApply(at(h.objects(append(baseObjects(), poolObj("a", "prod"), poolObj("b", "prod"))...)))
+		h.mustApply(at(putEnrollTokenCmd("abcdef", tokSecret, inPool("a"))))
+		h.mustApply(at(enrollCmd(tokSecret, uuidA, []string{"52:54:00:00:00:01"}, nil)))
+		h.mustApply(at(modifyCmd(uuidA, roostv1.ServerAction_SERVER_ACTION_DECOMMISSION)))
+		h.mustApply(at(&roostv1.Command{Command: &roostv1.Command_SetServerReachability{SetServerReachability: &roostv1.SetServerReachability{
+			Changes: []*roostv1.ReachabilityChange{{Name: uuidA, Reachable: false}}}}}))
+		s := getServer(t, h.f, uuidA)
+		wantPool, wantReach := "a", Unreachable
+		if rules >= rulesDecommission {
+			wantPool, wantReach = "", ""
+		}
+		if s.GetSpec().GetPool() != wantPool || s.GetStatus().GetReachability() != wantReach {
+			t.Errorf("rules %d, decommissioned: pool %q reachability %q, want %q %q", rules, s.GetSpec().GetPool(), s.GetStatus().GetReachability(), wantPool, wantReach)
+		}
+		// Enrolling again with a token for another pool.
+		h.mustApply(at(putEnrollTokenCmd("ghijkl", "ghijkl.0123456789abcdef", inPool("b"))))
+		h.mustApply(at(enrollCmd("ghijkl.0123456789abcdef", uuidA, []string{"52:54:00:00:00:01"}, nil)))
+		s = getServer(t, h.f, uuidA)
+		wantPool = "a"
+		if rules >= rulesDecommission {
+			wantPool = "b"
+		}
+		if s.GetSpec().GetPool() != wantPool || s.GetStatus().GetReachability() != Reachable {
+			t.Errorf("rules %d, enrolled again: pool %q reachability %q, want %q Reachable", rules, s.GetSpec().GetPool(), s.GetStatus().GetReachability(), wantPool)
+		}
+	}
+}

@@ -258,7 +258,9 @@ func (a *applier) enrollServer(c *roostv1.EnrollServer) ([]*roostv1.ApplyResult,
 	s.Spec.SystemUuid = normalizedUUID(c.GetIdentity().GetSystemUuid())
 	s.Spec.MacFingerprint = fp
 	s.Spec.PermanentMacs = macs
-	if s.Spec.Pool == "" {
+	if s.Spec.Pool == "" || a.rules >= rulesDecommission && old.GetStatus().GetState() == ServerDecommissioned {
+		// A Server enrolling after its decommission starts over in its
+		// new token's pool (none if the token names none).
 		s.Spec.Pool = tok.GetSpec().GetPool()
 	}
 	// Labels: the operator's (and earlier tokens') stay; this token's fill
@@ -467,7 +469,7 @@ func (a *applier) setServerReachability(c *roostv1.SetServerReachability) *apier
 		if aerr != nil {
 			return aerr
 		}
-		if old == nil {
+		if old == nil || a.rules >= rulesDecommission && old.GetStatus().GetState() == ServerDecommissioned {
 			continue
 		}
 		s := proto.Clone(old).(*roostv1.Server)
@@ -565,6 +567,12 @@ func (a *applier) modifyServer(c *roostv1.ModifyServer) ([]*roostv1.ApplyResult,
 		}
 		st.State = ServerDecommissioned
 		st.StateReason = reason
+		if a.rules >= rulesDecommission {
+			// Out of the fleet: no pool to return to, and no liveness
+			// (its agent is refused) until it enrolls again.
+			s.Spec.Pool = ""
+			st.Reachability = ""
+		}
 	case roostv1.ServerAction_SERVER_ACTION_CORDON, roostv1.ServerAction_SERVER_ACTION_UNCORDON:
 		want := c.GetAction() == roostv1.ServerAction_SERVER_ACTION_CORDON
 		specChanged = s.Spec.Unschedulable != want
