@@ -10,6 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+	"github.com/roostfleet/roost/resource"
+	"github.com/roostfleet/roost/window"
 )
 
 func newHubCommand(o *options) *cobra.Command {
@@ -192,8 +194,8 @@ before adding the next; grow to three or five voters.`,
 			default:
 				return usageErrorf("--output %q: use json or yaml (or nothing for the command line)", output)
 			}
-			if ttl < time.Second {
-				return usageErrorf("--ttl %s: must be at least 1s", ttl)
+			if ttl < time.Second || ttl > resource.MaxJoinTokenTTL {
+				return usageErrorf("--ttl %s: must be from 1s to %s (30 days)", ttl, window.FormatDuration(resource.MaxJoinTokenTTL))
 			}
 			if uses < 1 {
 				return usageErrorf("--uses %d: must be at least 1", uses)

@@ -12,6 +12,7 @@ import (
 	agentconfig "github.com/roostfleet/roost/agent/config"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 	"github.com/roostfleet/roost/resource"
+	"github.com/roostfleet/roost/window"
 )
 
 func newTokenCommand(o *options) *cobra.Command {
@@ -108,8 +109,8 @@ to a Pool (it must exist), --label sets labels on them, and
 			default:
 				return usageErrorf("--output %q: use json or yaml (or nothing for text)", output)
 			}
-			if ttl < 0 || (ttl > 0 && ttl < time.Second) {
-				return usageErrorf("--ttl %s: must be 0 (never expires) or at least 1s", ttl)
+			if ttl < 0 || (ttl > 0 && ttl < time.Second) || ttl > resource.MaxEnrollmentTokenTTL {
+				return usageErrorf("--ttl %s: must be 0 (never expires) or from 1s to %s (10 years)", ttl, window.FormatDuration(resource.MaxEnrollmentTokenTTL))
 			}
 			if uses < 0 {
 				return usageErrorf("--uses %d: must be ≥ 0 (0: unlimited)", uses)

@@ -2,6 +2,7 @@ package hub_test
 
 import (
 	"context"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/roostfleet/roost/hub/ca"
 	"github.com/roostfleet/roost/hub/state"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+	"github.com/roostfleet/roost/resource"
 )
 
 // agentFixture is a single-member hub with an admin client.
@@ -574,5 +576,34 @@ func TestAgentLearnsNewMembers(t *testing.T) {
 	slices.Sort(want)
 	if got := members(); !slices.Equal(got, want) {
 		t.Fatalf("members after a join %v, want %v", got, want)
+	}
+}
+
+// TestTokenLifetimeBounds: token lifetimes out of range (negative, longer
+// than the bound, or large enough to overflow a time.Duration) are refused
+// naming the field; the bounds themselves are accepted.
+func TestTokenLifetimeBounds(t *testing.T) {
+	f := newAgentFixture(t)
+	ctx := context.Background()
+	enrollMost, joinMost := int64(resource.MaxEnrollmentTokenTTL/time.Second), int64(resource.MaxJoinTokenTTL/time.Second)
+	for _, ttl := range []int64{-1, joinMost + 1, enrollMost + 1, math.MaxInt64} {
+		_, err := f.admin.CreateEnrollmentToken(ctx, &roostv1.CreateEnrollmentTokenRequest{TtlSeconds: ttl})
+		if ttl == joinMost+1 {
+			if err != nil {
+				t.Errorf("enrollment token ttl %d: %v", ttl, err)
+			}
+		} else if status.Code(err) != codes.InvalidArgument || !strings.Contains(apierror.FromError(err).Error(), "ttlSeconds: must be 0 (never expires) to") {
+			t.Errorf("enrollment token ttl %d: %v, want InvalidArgument naming ttlSeconds", ttl, err)
+		}
+		_, err = f.admin.CreateJoinToken(ctx, &roostv1.CreateJoinTokenRequest{TtlSeconds: ttl})
+		if msg := apierror.FromError(err).Error(); status.Code(err) != codes.InvalidArgument || !strings.Contains(msg, "ttlSeconds: must be 0 (1 hour) to") || strings.Contains(msg, "maxUses") {
+			t.Errorf("join token ttl %d: %v, want InvalidArgument naming ttlSeconds only", ttl, err)
+		}
+	}
+	if _, err := f.admin.CreateEnrollmentToken(ctx, &roostv1.CreateEnrollmentTokenRequest{TtlSeconds: enrollMost}); err != nil {
+		t.Errorf("enrollment token of the longest lifetime: %v", err)
+	}
+	if _, err := f.admin.CreateJoinToken(ctx, &roostv1.CreateJoinTokenRequest{TtlSeconds: joinMost}); err != nil {
+		t.Errorf("join token of the longest lifetime: %v", err)
 	}
 }

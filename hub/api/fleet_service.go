@@ -17,6 +17,7 @@ import (
 	"github.com/roostfleet/roost/apierror"
 	"github.com/roostfleet/roost/hub/state"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+	"github.com/roostfleet/roost/resource"
 )
 
 // tokenAlphabet is the kubeadm token alphabet.
@@ -65,8 +66,8 @@ func checkLabelMap(field string, m map[string]string) []apierror.Violation {
 // CreateEnrollmentToken makes a token; the secret is returned once.
 func (s *Server) CreateEnrollmentToken(ctx context.Context, req *roostv1.CreateEnrollmentTokenRequest) (*roostv1.CreateEnrollmentTokenResponse, error) {
 	var vs []apierror.Violation
-	if req.GetTtlSeconds() < 0 {
-		vs = append(vs, apierror.Violation{Field: "ttlSeconds", Message: fmt.Sprintf("must be ≥ 0 (0: never expires), got %d", req.GetTtlSeconds())})
+	if ttl, most := req.GetTtlSeconds(), int64(resource.MaxEnrollmentTokenTTL/time.Second); ttl < 0 || ttl > most {
+		vs = append(vs, apierror.Violation{Field: "ttlSeconds", Message: fmt.Sprintf("must be 0 (never expires) to %d (10 years), got %d", most, ttl)})
 	}
 	if req.GetMaxUses() < 0 {
 		vs = append(vs, apierror.Violation{Field: "maxUses", Message: fmt.Sprintf("must be ≥ 0 (0: unlimited), got %d", req.GetMaxUses())})

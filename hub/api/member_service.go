@@ -17,6 +17,7 @@ import (
 	"github.com/roostfleet/roost/hub/ca"
 	"github.com/roostfleet/roost/hub/state"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+	"github.com/roostfleet/roost/resource"
 )
 
 // memberCertLifetime is how long member certificates issued at join last.
@@ -50,10 +51,15 @@ func (s *Server) ListMembers(ctx context.Context, _ *roostv1.ListMembersRequest)
 
 // CreateJoinToken records a new join token (hashed) and returns it once.
 func (s *Server) CreateJoinToken(ctx context.Context, req *roostv1.CreateJoinTokenRequest) (*roostv1.CreateJoinTokenResponse, error) {
-	if req.GetTtlSeconds() < 0 || req.GetMaxUses() < 0 {
-		return nil, apierror.Invalid("invalid join token request",
-			apierror.Violation{Field: "ttlSeconds", Message: fmt.Sprintf("must be ≥ 0, got %d", req.GetTtlSeconds())},
-			apierror.Violation{Field: "maxUses", Message: fmt.Sprintf("must be ≥ 0, got %d", req.GetMaxUses())})
+	var vs []apierror.Violation
+	if ttl, most := req.GetTtlSeconds(), int64(resource.MaxJoinTokenTTL/time.Second); ttl < 0 || ttl > most {
+		vs = append(vs, apierror.Violation{Field: "ttlSeconds", Message: fmt.Sprintf("must be 0 (1 hour) to %d (30 days), got %d", most, ttl)})
+	}
+	if req.GetMaxUses() < 0 {
+		vs = append(vs, apierror.Violation{Field: "maxUses", Message: fmt.Sprintf("must be ≥ 0 (0: one use), got %d", req.GetMaxUses())})
+	}
+	if len(vs) > 0 {
+		return nil, apierror.Invalid("invalid join token request", vs...)
 	}
 	return onLeader(ctx, s, func() (*roostv1.CreateJoinTokenResponse, error) {
 		authority, err := s.authority()
