@@ -167,6 +167,7 @@ type Hub struct {
 	// removedLogged: the removal was logged; removedChecked: checkRemoved
 	// ran at least once.
 	wasMember, removed, removedLogged, removedChecked atomic.Bool
+	removal                                           removalSignal // ends open streams once removed
 }
 
 // runLiveness starts the liveness controller and the pool controller (both

@@ -343,6 +343,14 @@ func TestRemovedMemberRefusesCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// And a Watch, which sees no event after the removal.
+	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer wcancel()
+	watch, err := dial(t, cfg, removed.APIAddr()).Watch(wctx, &roostv1.WatchRequest{Kind: "Cluster"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
 	if _, err := admin.RemoveMember(ctx, &roostv1.RemoveMemberRequest{Id: "hub-c"}); err != nil {
 		t.Fatal(err)
 	}
@@ -382,6 +390,17 @@ func TestRemovedMemberRefusesCalls(t *testing.T) {
 		}
 	}
 	check(removed)
+	// The open Watch ends once the member finds it was removed.
+	for {
+		_, err := watch.Recv()
+		if err == nil {
+			continue
+		}
+		if apierror.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "this member (hub-c) was removed from the hub") {
+			t.Errorf("watch on the removed member: %v, want Unavailable saying it was removed", err)
+		}
+		break
+	}
 	// The open agent stream ends at the agent's next heartbeat.
 	if err := stream.Send(&roostv1.AgentMessage{Message: &roostv1.AgentMessage_Heartbeat{Heartbeat: &roostv1.Heartbeat{}}}); err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/roostfleet/roost/apierror"
 	"github.com/roostfleet/roost/hub/raftnode"
+	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 )
 
 // A member removed from the hub (roostctl hub remove) is not in its own
@@ -64,14 +66,14 @@ func (h *Hub) checkRemoved() bool {
 	}
 	if in {
 		h.wasMember.Store(true)
-		h.removed.Store(false)
+		h.setRemoved(false)
 		return false
 	}
 	if _, leader := h.node.Leader(); leader != "" || !h.wasMember.Load() {
-		h.removed.Store(false)
+		h.setRemoved(false)
 		return false
 	}
-	h.removed.Store(true)
+	h.setRemoved(true)
 	if !h.removedLogged.Swap(true) {
 		h.log.Error(h.removedMessage()+"; it refuses every request", "dir", h.opts.DataDir)
 	}
@@ -109,15 +111,82 @@ func (h *Hub) refuseStreamIfRemoved(srv any, ss grpc.ServerStream, info *grpc.St
 	if err := h.removedError(); err != nil {
 		return err
 	}
-	return handler(srv, removedCheckStream{ServerStream: ss, h: h})
+	if info.FullMethod == roostv1.AgentService_Connect_FullMethodName {
+		// Thousands of these: ended at the agent's next heartbeat
+		// (removedCheckStream), at the cost of an atomic load per message.
+		return handler(srv, removedCheckStream{ServerStream: ss, h: h})
+	}
+	// Other streams (Watch) may carry nothing for a long time, and a
+	// removed member applies nothing more: end them when the removal is
+	// found.
+	ctx, cancel := context.WithCancel(ss.Context())
+	defer cancel()
+	stop := context.AfterFunc(h.removal.context(), cancel)
+	defer stop()
+	err := handler(srv, removedCheckStream{ServerStream: ss, h: h, ctx: ctx})
+	if h.removed.Load() {
+		return apierror.Unavailable("%s", h.removedMessage())
+	}
+	return err
 }
 
 // removedCheckStream ends a stream that was open when its member was
 // removed at its next message (an agent's next heartbeat), so the agent
-// moves to another member; an atomic load per message, no goroutine.
+// moves to another member; an atomic load per message, no goroutine. ctx,
+// when set, replaces the stream's context.
 type removedCheckStream struct {
 	grpc.ServerStream
-	h *Hub
+	h   *Hub
+	ctx context.Context
+}
+
+func (s removedCheckStream) Context() context.Context {
+	if s.ctx != nil {
+		return s.ctx
+	}
+	return s.ServerStream.Context()
+}
+
+// setRemoved records whether this member is removed; becoming removed
+// ends its open streams (removal).
+func (h *Hub) setRemoved(v bool) {
+	if h.removed.Swap(v) != v {
+		h.removal.set(v)
+	}
+}
+
+// removalSignal is a context that is cancelled while the member is
+// removed, for streams to end on.
+type removalSignal struct {
+	mu     sync.Mutex
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// context returns the current context: cancelled once the member is
+// found removed.
+func (r *removalSignal) context() context.Context {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ctx == nil {
+		r.ctx, r.cancel = context.WithCancel(context.Background())
+	}
+	return r.ctx
+}
+
+// set cancels the context (removed) or starts a new one (a member again).
+func (r *removalSignal) set(removed bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case removed && r.cancel != nil:
+		r.cancel()
+	case removed:
+		r.ctx, r.cancel = context.WithCancel(context.Background())
+		r.cancel()
+	case r.ctx != nil && r.ctx.Err() != nil:
+		r.ctx, r.cancel = nil, nil
+	}
 }
 
 func (s removedCheckStream) RecvMsg(m any) error {
