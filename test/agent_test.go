@@ -272,6 +272,8 @@ func TestEnrollmentTokenRules(t *testing.T) {
 // (watched for the liveness TTL plus 15 s after the kill). The agents are
 // spread over the members (each one's first choice, agent/rebalance.go),
 // and once the killed member is back, exactly its agents return to it.
+// Then a follower hangs (SIGSTOP): its agents find out by keepalive and
+// move before any Server turns Unreachable, and return once it is thawed.
 func TestAgentsSurviveLeaderKill(t *testing.T) {
 	skipShort(t, "three roost-hub processes and the agent simulator")
 	const n = 200
@@ -435,5 +437,72 @@ func TestAgentsSurviveLeaderKill(t *testing.T) {
 		t.Error(err)
 	}
 	harness.Report(t, "%s back (healthy after %v); %d agents moved back to it within %v: %v", leader.NodeID, back.Round(time.Millisecond), moved-rebalanced0, time.Since(restarted).Round(time.Second), now)
+
+	// A hung member (SIGSTOP: its sockets stay open, nothing answers): its
+	// agents find out by keepalive and beat through the others before any
+	// Server turns Unreachable; thawed, it gets them back.
+	var hung *harness.Member
+	for _, m := range c.Members {
+		if !m.LeadsByMetrics() && spread[m.NodeID] > 0 {
+			hung = m
+		}
+	}
+	if err := hung.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	frozen := time.Now()
+	thawed := false
+	thaw := func() {
+		if !thawed {
+			thawed = true
+			if err := hung.Signal(syscall.SIGCONT); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	defer thaw()
+	before, _ = sim.Counter("reconnects")
+	var others []string
+	for _, m := range c.Members {
+		if m != hung {
+			others = append(others, m.APIAddr)
+		}
+	}
+	oc := c.Client(t, others...)
+	var moved2 time.Duration
+	for time.Since(frozen) < 45*time.Second {
+		if moved2 == 0 {
+			if rec, _ := sim.Counter("reconnects"); rec-before >= int64(spread[hung.NodeID]) {
+				moved2 = time.Since(frozen)
+			}
+		}
+		servers, err := tryListServers(oc)
+		if err == nil {
+			for _, s := range servers {
+				if s.GetStatus().GetReachability() == "Unreachable" {
+					t.Fatalf("%v after %s hung, server %s is Unreachable", time.Since(frozen).Round(time.Second), hung.NodeID, s.GetMetadata().GetName())
+				}
+			}
+		}
+		time.Sleep(time.Second)
+	}
+	if moved2 == 0 {
+		rec, _ := sim.Counter("reconnects")
+		t.Fatalf("45 s after %s hung, only %d of its %d agents reconnected elsewhere", hung.NodeID, rec-before, spread[hung.NodeID])
+	}
+	harness.Report(t, "%s hung (SIGSTOP): its %d agents reconnected elsewhere within %v; no server Unreachable in 45 s", hung.NodeID, spread[hung.NodeID], moved2.Round(100*time.Millisecond))
+	thaw()
+	if err := harness.WaitUntil(60*time.Second, func() (err error) {
+		if now, err = shares(); err != nil {
+			return err
+		}
+		if !maps.Equal(now, spread) {
+			return fmt.Errorf("agent streams per member %v, want %v as before", now, spread)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	harness.Report(t, "%s thawed: its agents are back: %v", hung.NodeID, now)
 	sim.Stop()
 }

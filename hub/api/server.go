@@ -188,8 +188,10 @@ func ServerOptions(m *Metrics) []grpc.ServerOption {
 // adds.
 func TransportOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
-		// Clients (client.Dial) ping every 30 s; allow it, even without streams.
-		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 15 * time.Second, PermitWithoutStream: true}),
+		// Agents ping every 10 s (agent.KeepaliveTime) to find a hung
+		// member quickly, clients (client.Dial) every 30 s; allow pings
+		// every 5 s, even without streams.
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 		// Every agent holds a connection: pin no buffers while it is idle
 		// (see readBufferSize).
 		grpc.ReadBufferSize(readBufferSize),

@@ -248,6 +248,10 @@ func (m *Member) Stop(sig syscall.Signal) {
 	}
 }
 
+// Signal sends sig and returns at once (SIGSTOP and SIGCONT freeze and
+// thaw a member: a hung process that keeps its sockets open).
+func (m *Member) Signal(sig syscall.Signal) error { return m.signal(sig) }
+
 // Kill sends SIGKILL and returns at once, without waiting for the exit
 // (use it to crash a member in the middle of traffic; Wait or Stop later).
 func (m *Member) Kill() error { return m.signal(syscall.SIGKILL) }
