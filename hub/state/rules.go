@@ -20,7 +20,8 @@ import (
 //	2: denying or decommissioning a Server clears its pool (spec.pool) and
 //	   reachability, and no liveness change is recorded for a
 //	   Decommissioned Server (its agent is refused); a Decommissioned Server
-//	   that enrolls again takes the pool of its new token (rulesDecommission)
+//	   that enrolls again takes the pool of its new token, and the token's
+//	   labels replace those of the same keys (rulesDecommission)
 const RulesVersion uint32 = 2
 
 // Versions that introduced a rule, for the applier's checks.

@@ -79,7 +79,7 @@ func TestDecommissionRules(t *testing.T) {
 		h := newHarness(t, Options{})
 		at := func(cmd *roostv1.Command) *roostv1.Command { cmd.RulesVersion = rules; return cmd }
 		inPool := func(p string) func(*roostv1.EnrollmentTokenSpec) {
-			return func(s *roostv1.EnrollmentTokenSpec) { s.Pool = p }
+			return func(s *roostv1.EnrollmentTokenSpec) { s.Pool, s.ServerLabels = p, map[string]string{"rack": "r-" + p} }
 		}
 		h.mustApply(at(h.objects(append(baseObjects(), poolObj("a", "prod"), poolObj("b", "prod"))...)))
 		h.mustApply(at(putEnrollTokenCmd("abcdef", tokSecret, inPool("a"))))
@@ -103,8 +103,8 @@ func TestDecommissionRules(t *testing.T) {
 		if rules >= rulesDecommission {
 			wantPool = "b"
 		}
-		if s.GetSpec().GetPool() != wantPool || s.GetStatus().GetReachability() != Reachable {
-			t.Errorf("rules %d, enrolled again: pool %q reachability %q, want %q Reachable", rules, s.GetSpec().GetPool(), s.GetStatus().GetReachability(), wantPool)
+		if s.GetSpec().GetPool() != wantPool || s.GetStatus().GetReachability() != Reachable || s.GetMetadata().GetLabels()["rack"] != "r-"+wantPool {
+			t.Errorf("rules %d, enrolled again: pool %q reachability %q labels %v, want %q Reachable rack=r-%s", rules, s.GetSpec().GetPool(), s.GetStatus().GetReachability(), s.GetMetadata().GetLabels(), wantPool, wantPool)
 		}
 	}
 }

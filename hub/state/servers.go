@@ -258,13 +258,15 @@ func (a *applier) enrollServer(c *roostv1.EnrollServer) ([]*roostv1.ApplyResult,
 	s.Spec.SystemUuid = normalizedUUID(c.GetIdentity().GetSystemUuid())
 	s.Spec.MacFingerprint = fp
 	s.Spec.PermanentMacs = macs
-	if s.Spec.Pool == "" || a.rules >= rulesDecommission && old.GetStatus().GetState() == ServerDecommissioned {
-		// A Server enrolling after its decommission starts over in its
-		// new token's pool (none if the token names none).
+	// A Server enrolling after its decommission starts over with its new
+	// token: its pool (none if the token names none), its labels.
+	restart := a.rules >= rulesDecommission && old.GetStatus().GetState() == ServerDecommissioned
+	if s.Spec.Pool == "" || restart {
 		s.Spec.Pool = tok.GetSpec().GetPool()
 	}
 	// Labels: the operator's (and earlier tokens') stay; this token's fill
-	// in keys not set; derived labels are recomputed.
+	// in keys not set (or replace them on a restart); derived labels are
+	// recomputed.
 	labels := map[string]string{}
 	for k, v := range s.GetMetadata().GetLabels() {
 		if !IsDerivedLabel(k) {
@@ -272,7 +274,7 @@ func (a *applier) enrollServer(c *roostv1.EnrollServer) ([]*roostv1.ApplyResult,
 		}
 	}
 	for k, v := range tok.GetSpec().GetServerLabels() {
-		if _, set := labels[k]; !set && !IsDerivedLabel(k) {
+		if _, set := labels[k]; (!set || restart) && !IsDerivedLabel(k) {
 			labels[k] = v
 		}
 	}
