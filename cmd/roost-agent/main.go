@@ -227,6 +227,10 @@ test-sim' simulates rollouts.`,
 			if len(cfg.Hubs) == 0 {
 				return errors.New("simulate: --hub is required")
 			}
+			dur, _ := cmd.Flags().GetDuration("duration")
+			if err := checkSimulateFlags(o, dur); err != nil {
+				return err
+			}
 			if o.CA, err = cfg.CA(); err != nil {
 				return err
 			}
@@ -236,7 +240,7 @@ test-sim' simulates rollouts.`,
 			o.Hubs, o.Token, o.StateDir, o.Logger, o.Progress, o.Version = cfg.Hubs, cfg.Token, cfg.StateDir, log, os.Stdout, version.Version
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 			defer stop()
-			if dur, _ := cmd.Flags().GetDuration("duration"); dur > 0 {
+			if dur > 0 {
 				var cancel context.CancelFunc
 				ctx, cancel = context.WithTimeout(ctx, dur)
 				defer cancel()
@@ -307,4 +311,28 @@ func newHost(cfg *config.AgentConfig, log *slog.Logger) (*agent.Host, error) {
 		log.Warn("no trusted release keys (releaseKeys in the config): this Server will enroll but install no Revision")
 	}
 	return agent.NewHost(stateDir, booted, []string{ignition.EnrollNetworkPath, config.NetworkProfilePath}, keys)
+}
+
+// checkSimulateFlags refuses simulate flags out of range, naming the flag:
+// --count ≥ 1, --rate ≥ 0, --enroll-parallel ≥ 1, --duration ≥ 0,
+// --progress > 0, --heartbeat 0 (as the hub says) or ≥ 1s, and
+// --rebalance-interval 0 (default), negative (never) or ≥ 1s.
+func checkSimulateFlags(o sim.Options, duration time.Duration) error {
+	switch {
+	case o.Count < 1:
+		return fmt.Errorf("simulate: --count %d: must be at least 1", o.Count)
+	case o.Rate < 0:
+		return fmt.Errorf("simulate: --rate %g: must be ≥ 0 (0: start all agents at once)", o.Rate)
+	case o.EnrollParallel < 1:
+		return fmt.Errorf("simulate: --enroll-parallel %d: must be at least 1", o.EnrollParallel)
+	case duration < 0:
+		return fmt.Errorf("simulate: --duration %s: must be ≥ 0 (0: run until stopped)", duration)
+	case o.ProgressEvery <= 0:
+		return fmt.Errorf("simulate: --progress %s: must be positive", o.ProgressEvery)
+	case o.Heartbeat < 0 || o.Heartbeat > 0 && o.Heartbeat < time.Second:
+		return fmt.Errorf("simulate: --heartbeat %s: must be 0 (as the hub says) or at least 1s", o.Heartbeat)
+	case o.RebalanceInterval > 0 && o.RebalanceInterval < time.Second:
+		return fmt.Errorf("simulate: --rebalance-interval %s: must be 0 (the default), negative (never) or at least 1s", o.RebalanceInterval)
+	}
+	return nil
 }

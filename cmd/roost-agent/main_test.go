@@ -5,10 +5,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/roostfleet/roost/agent/config"
+	"github.com/roostfleet/roost/agent/sim"
 )
 
 func cmdWith(t *testing.T, args ...string) (*cobra.Command, *flags) {
@@ -55,5 +57,37 @@ func TestResolveFlagsOverrideFile(t *testing.T) {
 	cmd, f = cmdWith(t, "--config", "", "--token", "nope")
 	if _, err := resolve(cmd, *f); err == nil || !strings.Contains(err.Error(), "token") {
 		t.Fatalf("bad --token: %v", err)
+	}
+}
+
+func TestCheckSimulateFlags(t *testing.T) {
+	ok := sim.Options{Count: 1, EnrollParallel: 64, ProgressEvery: time.Second}
+	if err := checkSimulateFlags(ok, 0); err != nil {
+		t.Fatalf("defaults: %v", err)
+	}
+	for _, tc := range []struct {
+		mod      func(*sim.Options)
+		duration time.Duration
+		want     string
+	}{
+		{func(o *sim.Options) { o.Count = 0 }, 0, "--count 0"},
+		{func(o *sim.Options) { o.Rate = -1 }, 0, "--rate -1"},
+		{func(o *sim.Options) { o.EnrollParallel = 0 }, 0, "--enroll-parallel 0"},
+		{func(*sim.Options) {}, -time.Second, "--duration -1s"},
+		{func(o *sim.Options) { o.ProgressEvery = 0 }, 0, "--progress 0s"},
+		{func(o *sim.Options) { o.Heartbeat = time.Millisecond }, 0, "--heartbeat 1ms"},
+		{func(o *sim.Options) { o.Heartbeat = -time.Second }, 0, "--heartbeat -1s"},
+		{func(o *sim.Options) { o.RebalanceInterval = time.Millisecond }, 0, "--rebalance-interval 1ms"},
+	} {
+		o := ok
+		tc.mod(&o)
+		if err := checkSimulateFlags(o, tc.duration); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v", tc.want, err)
+		}
+	}
+	o := ok
+	o.RebalanceInterval, o.Heartbeat = -1, 2*time.Second
+	if err := checkSimulateFlags(o, time.Minute); err != nil {
+		t.Errorf("never rebalance, 2s heartbeats, 1m: %v", err)
 	}
 }
