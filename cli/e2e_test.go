@@ -2,9 +2,11 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -146,6 +148,30 @@ func TestEndToEnd(t *testing.T) {
 	r = run("hub", "join", "-o", "json")
 	if r.code != 0 || !strings.Contains(r.out, `"token": "R1`) || !strings.Contains(r.out, apiAddr) {
 		t.Errorf("hub join: exit %d, out %q, err %q", r.code, r.out, r.err)
+	}
+	var joined struct{ ID, Token string }
+	if err := json.Unmarshal([]byte(r.out), &joined); err != nil || joined.ID == "" || !strings.Contains(joined.Token, "::"+joined.ID+".") {
+		t.Fatalf("hub join -o json: %v %+v", err, joined)
+	}
+	r = run("hub", "join-tokens", "list")
+	if r.code != 0 || !strings.Contains(r.out, "ID") || !regexp.MustCompile(joined.ID+` +\S+ +0/1 +Active\n`).MatchString(r.out) {
+		t.Errorf("hub join-tokens list: exit %d, out %q, err %q", r.code, r.out, r.err)
+	}
+	r = run("hub", "join-tokens", "revoke", joined.Token) // the whole token names it too
+	if r.code != 0 || r.out != "join token "+joined.ID+" revoked\n" {
+		t.Errorf("hub join-tokens revoke: exit %d, out %q, err %q", r.code, r.out, r.err)
+	}
+	r = run("hub", "join-tokens", "list", "-o", "json")
+	if r.code != 0 || !strings.Contains(r.out, `"status": "Revoked"`) || !strings.Contains(r.out, `"revokedAt": "`) {
+		t.Errorf("hub join-tokens list after revoke: exit %d, out %q, err %q", r.code, r.out, r.err)
+	}
+	r = run("hub", "join-tokens", "revoke", joined.ID, "nope0000")
+	if r.code != ExitFailed || !strings.Contains(r.err, `join token "nope0000" not found`) {
+		t.Errorf("hub join-tokens revoke unknown: exit %d, out %q, err %q", r.code, r.out, r.err)
+	}
+	r = run("hub", "join-tokens", "revoke", joined.ID)
+	if r.code != 0 || r.out != "join token "+joined.ID+" was already revoked\n" {
+		t.Errorf("hub join-tokens revoke again: exit %d, out %q, err %q", r.code, r.out, r.err)
 	}
 
 	// Restart the hub: the same state reads back byte for byte.

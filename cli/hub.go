@@ -38,7 +38,7 @@ These commands list the members, let a new member join, and remove one;
 		Args: unknownSubcommand,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newHubMembersCommand(o), newHubJoinCommand(o), newHubRemoveCommand(o), newHubSnapshotCommand(o))
+	cmd.AddCommand(newHubMembersCommand(o), newHubJoinCommand(o), newHubJoinTokensCommand(o), newHubRemoveCommand(o), newHubSnapshotCommand(o))
 	return cmd
 }
 
@@ -158,6 +158,7 @@ func dash(s string) string {
 
 // joinJSON is the -o json|yaml form of a join token.
 type joinJSON struct {
+	ID           string   `json:"id" yaml:"id"`
 	Token        string   `json:"token" yaml:"token"`
 	ExpiresAt    string   `json:"expiresAt" yaml:"expiresAt"`
 	APIAddresses []string `json:"apiAddresses" yaml:"apiAddresses"`
@@ -176,7 +177,8 @@ func newHubJoinCommand(o *options) *cobra.Command {
 
 The token is a secret shown only once. It pins the hub's CA (the new member
 trusts only this hub) and lets at most --uses members join until it expires
-after --ttl. Run the printed roost-hub command on the new host, with an empty
+after --ttl (1s to 720h). 'roostctl hub join-tokens' lists and revokes
+tokens. Run the printed roost-hub command on the new host, with an empty
 --data-dir and addresses the other members can reach; the new member gets
 its certificate, joins as a voter and replicates the state.
 
@@ -211,9 +213,10 @@ before adding the next; grow to three or five voters.`,
 			}
 			expires := resp.GetExpiresAt().AsTime().UTC().Format(time.RFC3339)
 			if output != "" {
-				return writeStructured(o.Out, joinJSON{Token: resp.GetToken(), ExpiresAt: expires, APIAddresses: nonNil(resp.GetApiAddresses())}, output)
+				return writeStructured(o.Out, joinJSON{ID: resp.GetId(), Token: resp.GetToken(), ExpiresAt: expires, APIAddresses: nonNil(resp.GetApiAddresses())}, output)
 			}
-			fmt.Fprintf(o.Out, "Join token (secret, shown once; %s, expires %s):\n  %s\n\n", plural(int(uses), "use", "uses"), expires, resp.GetToken())
+			fmt.Fprintf(o.Out, "Join token %s (secret, shown once; %s, expires %s; 'roostctl hub join-tokens revoke %s' revokes it):\n  %s\n\n",
+				resp.GetId(), plural(int(uses), "use", "uses"), expires, resp.GetId(), resp.GetToken())
 			raftPort := ""
 			if members, err := conn.hub.ListMembers(ctx, &roostv1.ListMembersRequest{}); err == nil {
 				raftPort = raftPortOf(members.GetMembers(), resp.GetApiAddresses())
@@ -223,7 +226,7 @@ before adding the next; grow to three or five voters.`,
 		},
 	}
 	f := cmd.Flags()
-	f.DurationVar(&ttl, "ttl", time.Hour, "how long the token is valid, e.g. 30m, 24h")
+	f.DurationVar(&ttl, "ttl", time.Hour, "how long the token is valid, e.g. 30m, 24h (at most 720h)")
 	f.Int32Var(&uses, "uses", 1, "how many members (`N`) may join with the token")
 	f.StringVarP(&output, "output", "o", "", "output `FORMAT`: json or yaml with token, expiresAt and apiAddresses\n(default: the token and a ready-to-run roost-hub command line)")
 	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletions(outJSON, outYAML))

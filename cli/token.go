@@ -172,7 +172,7 @@ to a Pool (it must exist), --label sets labels on them, and
 		},
 	}
 	f := cmd.Flags()
-	f.DurationVar(&ttl, "ttl", 24*time.Hour, "how long the token is valid, e.g. 1h or 168h (a week); 0: never expires")
+	f.DurationVar(&ttl, "ttl", 24*time.Hour, "how long the token is valid, e.g. 1h or 168h (a week), at most 87600h (10 years); 0: never expires")
 	f.Int32Var(&uses, "uses", 0, "how many servers (`N`) may enroll with it; 0 is unlimited")
 	f.StringVar(&pool, "pool", "", "pre-assign enrolled servers to this `POOL`")
 	_ = cmd.RegisterFlagCompletionFunc("pool", o.flagCompletions(objectNames("Pool")))

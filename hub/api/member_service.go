@@ -85,7 +85,7 @@ func (s *Server) CreateJoinToken(ctx context.Context, req *roostv1.CreateJoinTok
 		}}}); err != nil {
 			return nil, err
 		}
-		resp := &roostv1.CreateJoinTokenResponse{Token: tok.String(), ExpiresAt: expires}
+		resp := &roostv1.CreateJoinTokenResponse{Token: tok.String(), ExpiresAt: expires, Id: tok.ID}
 		for _, m := range s.fsm.Members() {
 			resp.ApiAddresses = append(resp.ApiAddresses, m.GetApiAddress())
 		}

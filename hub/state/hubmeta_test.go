@@ -96,6 +96,12 @@ func TestUseJoinToken(t *testing.T) {
 			{at(useTokenCmd("short", secret), t0.Add(10*time.Second)), codes.FailedPrecondition, "expired at 2026-11-03T02:00:10Z"},
 			{at(useTokenCmd("short", secret), t0.Add(-time.Hour)), codes.OK, ""}, // the command's clock, not the wall clock
 		}, map[string]int32{"short": 2}},
+		{"revoked", []use{
+			{useTokenCmd("forever", secret), codes.OK, ""},
+			{&roostv1.Command{Command: &roostv1.Command_PutJoinToken{PutJoinToken: &roostv1.PutJoinToken{Token: &roostv1.JoinToken{
+				Id: "forever", SecretSha256: secret, Uses: 1, RevokedAt: timestamppb.New(t0.Add(5 * time.Second)), ExpiresAt: timestamppb.New(t0.Add(5 * time.Second))}}}}, codes.OK, ""},
+			{useTokenCmd("forever", secret), codes.FailedPrecondition, `join token "forever" was revoked at 2026-11-03T02:00:05Z`},
+		}, map[string]int32{"forever": 1}},
 		{"no expiry, unlimited uses", []use{
 			{at(useTokenCmd("forever", secret), t0.Add(1000*time.Hour)), codes.OK, ""},
 			{useTokenCmd("forever", secret), codes.OK, ""},
@@ -135,4 +141,24 @@ func TestUseJoinToken(t *testing.T) {
 		wantCode(t, h.apply(putTokenCmd("x", "", time.Time{}, 0)).Err, codes.InvalidArgument)
 		wantCode(t, h.apply(putTokenCmd("x", secret, time.Time{}, -1)).Err, codes.InvalidArgument)
 	})
+}
+
+func TestJoinTokenStatus(t *testing.T) {
+	now := t0.Add(time.Hour)
+	past, future := timestamppb.New(now.Add(-time.Second)), timestamppb.New(now.Add(time.Second))
+	for _, tc := range []struct {
+		tok  *roostv1.JoinToken
+		want string
+	}{
+		{&roostv1.JoinToken{}, JoinTokenActive},
+		{&roostv1.JoinToken{ExpiresAt: future, MaxUses: 2, Uses: 1}, JoinTokenActive},
+		{&roostv1.JoinToken{ExpiresAt: timestamppb.New(now)}, JoinTokenExpired},
+		{&roostv1.JoinToken{ExpiresAt: past, MaxUses: 1, Uses: 1}, JoinTokenExpired},
+		{&roostv1.JoinToken{ExpiresAt: future, MaxUses: 1, Uses: 1}, JoinTokenUsedUp},
+		{&roostv1.JoinToken{ExpiresAt: past, RevokedAt: past}, JoinTokenRevoked},
+	} {
+		if got := JoinTokenStatus(tc.tok, now); got != tc.want {
+			t.Errorf("%v: %s, want %s", tc.tok, got, tc.want)
+		}
+	}
 }

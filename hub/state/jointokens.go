@@ -32,11 +32,33 @@ func (a *applier) putJoinToken(c *roostv1.PutJoinToken) *apierror.Error {
 	return nil
 }
 
+// Join token statuses (JoinTokenStatus).
+const (
+	JoinTokenActive  = "Active"
+	JoinTokenExpired = "Expired"
+	JoinTokenUsedUp  = "UsedUp"
+	JoinTokenRevoked = "Revoked"
+)
+
+// JoinTokenStatus says whether t may be used at now: Revoked (revoked_at
+// set), Expired (expires_at ≤ now; unset means never), UsedUp (uses ≥
+// max_uses; 0 means unlimited) or Active, in that order.
+func JoinTokenStatus(t *roostv1.JoinToken, now time.Time) string {
+	switch {
+	case t.GetRevokedAt() != nil:
+		return JoinTokenRevoked
+	case t.GetExpiresAt() != nil && !now.Before(t.GetExpiresAt().AsTime()):
+		return JoinTokenExpired
+	case t.GetMaxUses() > 0 && t.GetUses() >= t.GetMaxUses():
+		return JoinTokenUsedUp
+	}
+	return JoinTokenActive
+}
+
 // useJoinToken counts one use of a join token. It fails with
 // FailedPrecondition when the token is unknown, the secret hash does not
-// match (compared in constant time), the token expired (expires_at ≤
-// Command.time; unset means never) or is used up (uses ≥ max_uses; 0 means
-// unlimited).
+// match (compared in constant time), or it is not Active at Command.time
+// (JoinTokenStatus).
 func (a *applier) useJoinToken(c *roostv1.UseJoinToken) *apierror.Error {
 	raw, err := a.txn.First(tableJoinTokens, indexID, c.GetId())
 	if err != nil {
@@ -49,17 +71,21 @@ func (a *applier) useJoinToken(c *roostv1.UseJoinToken) *apierror.Error {
 	if subtle.ConstantTimeCompare([]byte(t.GetSecretSha256()), []byte(c.GetSecretSha256())) != 1 {
 		return apierror.FailedPrecondition("join token %q: wrong secret", t.GetId())
 	}
-	if t.GetExpiresAt() != nil {
-		now, aerr := a.now()
+	var now time.Time
+	if t.GetExpiresAt() != nil || t.GetRevokedAt() != nil {
+		ts, aerr := a.now()
 		if aerr != nil {
 			return aerr
 		}
-		if !now.AsTime().Before(t.GetExpiresAt().AsTime()) {
-			return apierror.FailedPrecondition("join token %q expired at %s", t.GetId(),
-				t.GetExpiresAt().AsTime().UTC().Format(time.RFC3339))
-		}
+		now = ts.AsTime()
 	}
-	if t.GetMaxUses() > 0 && t.GetUses() >= t.GetMaxUses() {
+	switch JoinTokenStatus(t, now) {
+	case JoinTokenRevoked:
+		return apierror.FailedPrecondition("join token %q was revoked at %s", t.GetId(), t.GetRevokedAt().AsTime().UTC().Format(time.RFC3339))
+	case JoinTokenExpired:
+		return apierror.FailedPrecondition("join token %q expired at %s", t.GetId(),
+			t.GetExpiresAt().AsTime().UTC().Format(time.RFC3339))
+	case JoinTokenUsedUp:
 		return apierror.FailedPrecondition("join token %q is used up (%d of %d uses)", t.GetId(), t.GetUses(), t.GetMaxUses())
 	}
 	next := proto.Clone(t).(*roostv1.JoinToken)

@@ -2524,7 +2524,10 @@ type CreateJoinTokenResponse struct {
 	Token     string                 `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
 	ExpiresAt *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
 	// api_addresses are the members' API addresses to pass to --join.
-	ApiAddresses  []string `protobuf:"bytes,3,rep,name=api_addresses,json=apiAddresses,proto3" json:"api_addresses,omitempty"`
+	ApiAddresses []string `protobuf:"bytes,3,rep,name=api_addresses,json=apiAddresses,proto3" json:"api_addresses,omitempty"`
+	// id is the token's id (its public part), for ListJoinTokens and
+	// RevokeJoinTokens.
+	Id            string `protobuf:"bytes,4,opt,name=id,proto3" json:"id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2580,6 +2583,278 @@ func (x *CreateJoinTokenResponse) GetApiAddresses() []string {
 	return nil
 }
 
+func (x *CreateJoinTokenResponse) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type ListJoinTokensRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListJoinTokensRequest) Reset() {
+	*x = ListJoinTokensRequest{}
+	mi := &file_roost_v1_hub_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListJoinTokensRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListJoinTokensRequest) ProtoMessage() {}
+
+func (x *ListJoinTokensRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_hub_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListJoinTokensRequest.ProtoReflect.Descriptor instead.
+func (*ListJoinTokensRequest) Descriptor() ([]byte, []int) {
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{44}
+}
+
+type ListJoinTokensResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tokens        []*JoinTokenInfo       `protobuf:"bytes,1,rep,name=tokens,proto3" json:"tokens,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListJoinTokensResponse) Reset() {
+	*x = ListJoinTokensResponse{}
+	mi := &file_roost_v1_hub_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListJoinTokensResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListJoinTokensResponse) ProtoMessage() {}
+
+func (x *ListJoinTokensResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_hub_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListJoinTokensResponse.ProtoReflect.Descriptor instead.
+func (*ListJoinTokensResponse) Descriptor() ([]byte, []int) {
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *ListJoinTokensResponse) GetTokens() []*JoinTokenInfo {
+	if x != nil {
+		return x.Tokens
+	}
+	return nil
+}
+
+// JoinTokenInfo is a join token without its secret.
+type JoinTokenInfo struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Id        string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	ExpiresAt *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	MaxUses   int32                  `protobuf:"varint,3,opt,name=max_uses,json=maxUses,proto3" json:"max_uses,omitempty"`
+	Uses      int32                  `protobuf:"varint,4,opt,name=uses,proto3" json:"uses,omitempty"`
+	RevokedAt *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=revoked_at,json=revokedAt,proto3" json:"revoked_at,omitempty"`
+	// status is Active, Expired, UsedUp or Revoked, as of the answering
+	// member's clock.
+	Status        string `protobuf:"bytes,6,opt,name=status,proto3" json:"status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JoinTokenInfo) Reset() {
+	*x = JoinTokenInfo{}
+	mi := &file_roost_v1_hub_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JoinTokenInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JoinTokenInfo) ProtoMessage() {}
+
+func (x *JoinTokenInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_hub_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JoinTokenInfo.ProtoReflect.Descriptor instead.
+func (*JoinTokenInfo) Descriptor() ([]byte, []int) {
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *JoinTokenInfo) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *JoinTokenInfo) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
+func (x *JoinTokenInfo) GetMaxUses() int32 {
+	if x != nil {
+		return x.MaxUses
+	}
+	return 0
+}
+
+func (x *JoinTokenInfo) GetUses() int32 {
+	if x != nil {
+		return x.Uses
+	}
+	return 0
+}
+
+func (x *JoinTokenInfo) GetRevokedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RevokedAt
+	}
+	return nil
+}
+
+func (x *JoinTokenInfo) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+type RevokeJoinTokensRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// ids are the tokens to revoke; an unknown id fails the whole request.
+	Ids           []string `protobuf:"bytes,1,rep,name=ids,proto3" json:"ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeJoinTokensRequest) Reset() {
+	*x = RevokeJoinTokensRequest{}
+	mi := &file_roost_v1_hub_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeJoinTokensRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeJoinTokensRequest) ProtoMessage() {}
+
+func (x *RevokeJoinTokensRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_hub_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeJoinTokensRequest.ProtoReflect.Descriptor instead.
+func (*RevokeJoinTokensRequest) Descriptor() ([]byte, []int) {
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *RevokeJoinTokensRequest) GetIds() []string {
+	if x != nil {
+		return x.Ids
+	}
+	return nil
+}
+
+type RevokeJoinTokensResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// revoked are the ids revoked now; already lists those revoked before.
+	Revoked       []string `protobuf:"bytes,1,rep,name=revoked,proto3" json:"revoked,omitempty"`
+	Already       []string `protobuf:"bytes,2,rep,name=already,proto3" json:"already,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeJoinTokensResponse) Reset() {
+	*x = RevokeJoinTokensResponse{}
+	mi := &file_roost_v1_hub_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeJoinTokensResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeJoinTokensResponse) ProtoMessage() {}
+
+func (x *RevokeJoinTokensResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_hub_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeJoinTokensResponse.ProtoReflect.Descriptor instead.
+func (*RevokeJoinTokensResponse) Descriptor() ([]byte, []int) {
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *RevokeJoinTokensResponse) GetRevoked() []string {
+	if x != nil {
+		return x.Revoked
+	}
+	return nil
+}
+
+func (x *RevokeJoinTokensResponse) GetAlready() []string {
+	if x != nil {
+		return x.Already
+	}
+	return nil
+}
+
 type RemoveMemberRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -2589,7 +2864,7 @@ type RemoveMemberRequest struct {
 
 func (x *RemoveMemberRequest) Reset() {
 	*x = RemoveMemberRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[44]
+	mi := &file_roost_v1_hub_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2601,7 +2876,7 @@ func (x *RemoveMemberRequest) String() string {
 func (*RemoveMemberRequest) ProtoMessage() {}
 
 func (x *RemoveMemberRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[44]
+	mi := &file_roost_v1_hub_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2614,7 +2889,7 @@ func (x *RemoveMemberRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMemberRequest.ProtoReflect.Descriptor instead.
 func (*RemoveMemberRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{44}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *RemoveMemberRequest) GetId() string {
@@ -2632,7 +2907,7 @@ type RemoveMemberResponse struct {
 
 func (x *RemoveMemberResponse) Reset() {
 	*x = RemoveMemberResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[45]
+	mi := &file_roost_v1_hub_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2644,7 +2919,7 @@ func (x *RemoveMemberResponse) String() string {
 func (*RemoveMemberResponse) ProtoMessage() {}
 
 func (x *RemoveMemberResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[45]
+	mi := &file_roost_v1_hub_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2657,7 +2932,7 @@ func (x *RemoveMemberResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMemberResponse.ProtoReflect.Descriptor instead.
 func (*RemoveMemberResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{45}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{50}
 }
 
 type UpdateMemberRequest struct {
@@ -2669,7 +2944,7 @@ type UpdateMemberRequest struct {
 
 func (x *UpdateMemberRequest) Reset() {
 	*x = UpdateMemberRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[46]
+	mi := &file_roost_v1_hub_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2681,7 +2956,7 @@ func (x *UpdateMemberRequest) String() string {
 func (*UpdateMemberRequest) ProtoMessage() {}
 
 func (x *UpdateMemberRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[46]
+	mi := &file_roost_v1_hub_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2694,7 +2969,7 @@ func (x *UpdateMemberRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateMemberRequest.ProtoReflect.Descriptor instead.
 func (*UpdateMemberRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{46}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *UpdateMemberRequest) GetMember() *HubMember {
@@ -2712,7 +2987,7 @@ type UpdateMemberResponse struct {
 
 func (x *UpdateMemberResponse) Reset() {
 	*x = UpdateMemberResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[47]
+	mi := &file_roost_v1_hub_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2724,7 +2999,7 @@ func (x *UpdateMemberResponse) String() string {
 func (*UpdateMemberResponse) ProtoMessage() {}
 
 func (x *UpdateMemberResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[47]
+	mi := &file_roost_v1_hub_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2737,7 +3012,7 @@ func (x *UpdateMemberResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateMemberResponse.ProtoReflect.Descriptor instead.
 func (*UpdateMemberResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{47}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{52}
 }
 
 type ReportSeenRequest struct {
@@ -2749,7 +3024,7 @@ type ReportSeenRequest struct {
 
 func (x *ReportSeenRequest) Reset() {
 	*x = ReportSeenRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[48]
+	mi := &file_roost_v1_hub_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2761,7 +3036,7 @@ func (x *ReportSeenRequest) String() string {
 func (*ReportSeenRequest) ProtoMessage() {}
 
 func (x *ReportSeenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[48]
+	mi := &file_roost_v1_hub_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2774,7 +3049,7 @@ func (x *ReportSeenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportSeenRequest.ProtoReflect.Descriptor instead.
 func (*ReportSeenRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{48}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ReportSeenRequest) GetServers() []string {
@@ -2792,7 +3067,7 @@ type ReportSeenResponse struct {
 
 func (x *ReportSeenResponse) Reset() {
 	*x = ReportSeenResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[49]
+	mi := &file_roost_v1_hub_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2804,7 +3079,7 @@ func (x *ReportSeenResponse) String() string {
 func (*ReportSeenResponse) ProtoMessage() {}
 
 func (x *ReportSeenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[49]
+	mi := &file_roost_v1_hub_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2817,7 +3092,7 @@ func (x *ReportSeenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportSeenResponse.ProtoReflect.Descriptor instead.
 func (*ReportSeenResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{49}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{54}
 }
 
 type ForwardServerStatusRequest struct {
@@ -2829,7 +3104,7 @@ type ForwardServerStatusRequest struct {
 
 func (x *ForwardServerStatusRequest) Reset() {
 	*x = ForwardServerStatusRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[50]
+	mi := &file_roost_v1_hub_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2841,7 +3116,7 @@ func (x *ForwardServerStatusRequest) String() string {
 func (*ForwardServerStatusRequest) ProtoMessage() {}
 
 func (x *ForwardServerStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[50]
+	mi := &file_roost_v1_hub_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2854,7 +3129,7 @@ func (x *ForwardServerStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForwardServerStatusRequest.ProtoReflect.Descriptor instead.
 func (*ForwardServerStatusRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{50}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ForwardServerStatusRequest) GetUpdate() *UpdateServerStatus {
@@ -2873,7 +3148,7 @@ type ForwardServerStatusResponse struct {
 
 func (x *ForwardServerStatusResponse) Reset() {
 	*x = ForwardServerStatusResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[51]
+	mi := &file_roost_v1_hub_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2885,7 +3160,7 @@ func (x *ForwardServerStatusResponse) String() string {
 func (*ForwardServerStatusResponse) ProtoMessage() {}
 
 func (x *ForwardServerStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[51]
+	mi := &file_roost_v1_hub_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2898,7 +3173,7 @@ func (x *ForwardServerStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForwardServerStatusResponse.ProtoReflect.Descriptor instead.
 func (*ForwardServerStatusResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{51}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ForwardServerStatusResponse) GetIndex() uint64 {
@@ -2929,7 +3204,7 @@ type JoinRequest struct {
 
 func (x *JoinRequest) Reset() {
 	*x = JoinRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[52]
+	mi := &file_roost_v1_hub_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2941,7 +3216,7 @@ func (x *JoinRequest) String() string {
 func (*JoinRequest) ProtoMessage() {}
 
 func (x *JoinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[52]
+	mi := &file_roost_v1_hub_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2954,7 +3229,7 @@ func (x *JoinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
 func (*JoinRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{52}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *JoinRequest) GetToken() string {
@@ -3002,7 +3277,7 @@ type JoinResponse struct {
 
 func (x *JoinResponse) Reset() {
 	*x = JoinResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[53]
+	mi := &file_roost_v1_hub_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3014,7 +3289,7 @@ func (x *JoinResponse) String() string {
 func (*JoinResponse) ProtoMessage() {}
 
 func (x *JoinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[53]
+	mi := &file_roost_v1_hub_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3027,7 +3302,7 @@ func (x *JoinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
 func (*JoinResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{53}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *JoinResponse) GetCertificatePem() []byte {
@@ -3058,7 +3333,7 @@ type AddVoterRequest struct {
 
 func (x *AddVoterRequest) Reset() {
 	*x = AddVoterRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[54]
+	mi := &file_roost_v1_hub_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3070,7 +3345,7 @@ func (x *AddVoterRequest) String() string {
 func (*AddVoterRequest) ProtoMessage() {}
 
 func (x *AddVoterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[54]
+	mi := &file_roost_v1_hub_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3083,7 +3358,7 @@ func (x *AddVoterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddVoterRequest.ProtoReflect.Descriptor instead.
 func (*AddVoterRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{54}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *AddVoterRequest) GetNodeId() string {
@@ -3129,7 +3404,7 @@ type AddVoterResponse struct {
 
 func (x *AddVoterResponse) Reset() {
 	*x = AddVoterResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[55]
+	mi := &file_roost_v1_hub_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3141,7 +3416,7 @@ func (x *AddVoterResponse) String() string {
 func (*AddVoterResponse) ProtoMessage() {}
 
 func (x *AddVoterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[55]
+	mi := &file_roost_v1_hub_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3154,7 +3429,7 @@ func (x *AddVoterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddVoterResponse.ProtoReflect.Descriptor instead.
 func (*AddVoterResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{55}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{60}
 }
 
 type SaveSnapshotRequest struct {
@@ -3165,7 +3440,7 @@ type SaveSnapshotRequest struct {
 
 func (x *SaveSnapshotRequest) Reset() {
 	*x = SaveSnapshotRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[56]
+	mi := &file_roost_v1_hub_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3177,7 +3452,7 @@ func (x *SaveSnapshotRequest) String() string {
 func (*SaveSnapshotRequest) ProtoMessage() {}
 
 func (x *SaveSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[56]
+	mi := &file_roost_v1_hub_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3190,7 +3465,7 @@ func (x *SaveSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SaveSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*SaveSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{56}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{61}
 }
 
 // SnapshotInfo describes a saved state.
@@ -3214,7 +3489,7 @@ type SnapshotInfo struct {
 
 func (x *SnapshotInfo) Reset() {
 	*x = SnapshotInfo{}
-	mi := &file_roost_v1_hub_proto_msgTypes[57]
+	mi := &file_roost_v1_hub_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3226,7 +3501,7 @@ func (x *SnapshotInfo) String() string {
 func (*SnapshotInfo) ProtoMessage() {}
 
 func (x *SnapshotInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[57]
+	mi := &file_roost_v1_hub_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3239,7 +3514,7 @@ func (x *SnapshotInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotInfo.ProtoReflect.Descriptor instead.
 func (*SnapshotInfo) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{57}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *SnapshotInfo) GetIndex() uint64 {
@@ -3306,7 +3581,7 @@ type SnapshotChunk struct {
 
 func (x *SnapshotChunk) Reset() {
 	*x = SnapshotChunk{}
-	mi := &file_roost_v1_hub_proto_msgTypes[58]
+	mi := &file_roost_v1_hub_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3318,7 +3593,7 @@ func (x *SnapshotChunk) String() string {
 func (*SnapshotChunk) ProtoMessage() {}
 
 func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[58]
+	mi := &file_roost_v1_hub_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3331,7 +3606,7 @@ func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotChunk.ProtoReflect.Descriptor instead.
 func (*SnapshotChunk) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{58}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *SnapshotChunk) GetInfo() *SnapshotInfo {
@@ -3370,7 +3645,7 @@ type RestoreSnapshotResponse struct {
 
 func (x *RestoreSnapshotResponse) Reset() {
 	*x = RestoreSnapshotResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[59]
+	mi := &file_roost_v1_hub_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3382,7 +3657,7 @@ func (x *RestoreSnapshotResponse) String() string {
 func (*RestoreSnapshotResponse) ProtoMessage() {}
 
 func (x *RestoreSnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[59]
+	mi := &file_roost_v1_hub_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3395,7 +3670,7 @@ func (x *RestoreSnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreSnapshotResponse.ProtoReflect.Descriptor instead.
 func (*RestoreSnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{59}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *RestoreSnapshotResponse) GetRestored() *SnapshotInfo {
@@ -3431,7 +3706,7 @@ type SnapshotFile struct {
 
 func (x *SnapshotFile) Reset() {
 	*x = SnapshotFile{}
-	mi := &file_roost_v1_hub_proto_msgTypes[60]
+	mi := &file_roost_v1_hub_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3443,7 +3718,7 @@ func (x *SnapshotFile) String() string {
 func (*SnapshotFile) ProtoMessage() {}
 
 func (x *SnapshotFile) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[60]
+	mi := &file_roost_v1_hub_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3456,7 +3731,7 @@ func (x *SnapshotFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotFile.ProtoReflect.Descriptor instead.
 func (*SnapshotFile) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{60}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *SnapshotFile) GetInfo() *SnapshotInfo {
@@ -3637,12 +3912,30 @@ const file_roost_v1_hub_proto_rawDesc = "" +
 	"\x16CreateJoinTokenRequest\x12\x1f\n" +
 	"\vttl_seconds\x18\x01 \x01(\x03R\n" +
 	"ttlSeconds\x12\x19\n" +
-	"\bmax_uses\x18\x02 \x01(\x05R\amaxUses\"\x8f\x01\n" +
+	"\bmax_uses\x18\x02 \x01(\x05R\amaxUses\"\x9f\x01\n" +
 	"\x17CreateJoinTokenResponse\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x129\n" +
 	"\n" +
 	"expires_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12#\n" +
-	"\rapi_addresses\x18\x03 \x03(\tR\fapiAddresses\"%\n" +
+	"\rapi_addresses\x18\x03 \x03(\tR\fapiAddresses\x12\x0e\n" +
+	"\x02id\x18\x04 \x01(\tR\x02id\"\x17\n" +
+	"\x15ListJoinTokensRequest\"I\n" +
+	"\x16ListJoinTokensResponse\x12/\n" +
+	"\x06tokens\x18\x01 \x03(\v2\x17.roost.v1.JoinTokenInfoR\x06tokens\"\xdc\x01\n" +
+	"\rJoinTokenInfo\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x129\n" +
+	"\n" +
+	"expires_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12\x19\n" +
+	"\bmax_uses\x18\x03 \x01(\x05R\amaxUses\x12\x12\n" +
+	"\x04uses\x18\x04 \x01(\x05R\x04uses\x129\n" +
+	"\n" +
+	"revoked_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\trevokedAt\x12\x16\n" +
+	"\x06status\x18\x06 \x01(\tR\x06status\"+\n" +
+	"\x17RevokeJoinTokensRequest\x12\x10\n" +
+	"\x03ids\x18\x01 \x03(\tR\x03ids\"N\n" +
+	"\x18RevokeJoinTokensResponse\x12\x18\n" +
+	"\arevoked\x18\x01 \x03(\tR\arevoked\x12\x18\n" +
+	"\aalready\x18\x02 \x03(\tR\aalready\"%\n" +
 	"\x13RemoveMemberRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"\x16\n" +
 	"\x14RemoveMemberResponse\"B\n" +
@@ -3702,7 +3995,7 @@ const file_roost_v1_hub_proto_rawDesc = "" +
 	"\vConsistency\x12\x1b\n" +
 	"\x17CONSISTENCY_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18CONSISTENCY_LINEARIZABLE\x10\x01\x12\x15\n" +
-	"\x11CONSISTENCY_STALE\x10\x022\x93\x0f\n" +
+	"\x11CONSISTENCY_STALE\x10\x022\xc3\x10\n" +
 	"\n" +
 	"HubService\x128\n" +
 	"\x05Apply\x12\x16.roost.v1.ApplyRequest\x1a\x17.roost.v1.ApplyResponse\x122\n" +
@@ -3711,7 +4004,9 @@ const file_roost_v1_hub_proto_rawDesc = "" +
 	"\x06Delete\x12\x17.roost.v1.DeleteRequest\x1a\x18.roost.v1.DeleteResponse\x127\n" +
 	"\x05Watch\x12\x16.roost.v1.WatchRequest\x1a\x14.roost.v1.WatchEvent0\x01\x12J\n" +
 	"\vListMembers\x12\x1c.roost.v1.ListMembersRequest\x1a\x1d.roost.v1.ListMembersResponse\x12V\n" +
-	"\x0fCreateJoinToken\x12 .roost.v1.CreateJoinTokenRequest\x1a!.roost.v1.CreateJoinTokenResponse\x12M\n" +
+	"\x0fCreateJoinToken\x12 .roost.v1.CreateJoinTokenRequest\x1a!.roost.v1.CreateJoinTokenResponse\x12S\n" +
+	"\x0eListJoinTokens\x12\x1f.roost.v1.ListJoinTokensRequest\x1a .roost.v1.ListJoinTokensResponse\x12Y\n" +
+	"\x10RevokeJoinTokens\x12!.roost.v1.RevokeJoinTokensRequest\x1a\".roost.v1.RevokeJoinTokensResponse\x12M\n" +
 	"\fRemoveMember\x12\x1d.roost.v1.RemoveMemberRequest\x1a\x1e.roost.v1.RemoveMemberResponse\x12H\n" +
 	"\fSaveSnapshot\x12\x1d.roost.v1.SaveSnapshotRequest\x1a\x17.roost.v1.SnapshotChunk0\x01\x12O\n" +
 	"\x0fRestoreSnapshot\x12\x17.roost.v1.SnapshotChunk\x1a!.roost.v1.RestoreSnapshotResponse(\x01\x12h\n" +
@@ -3751,7 +4046,7 @@ func file_roost_v1_hub_proto_rawDescGZIP() []byte {
 }
 
 var file_roost_v1_hub_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_roost_v1_hub_proto_msgTypes = make([]protoimpl.MessageInfo, 64)
+var file_roost_v1_hub_proto_msgTypes = make([]protoimpl.MessageInfo, 69)
 var file_roost_v1_hub_proto_goTypes = []any{
 	(Consistency)(0),                      // 0: roost.v1.Consistency
 	(WatchEvent_Type)(0),                  // 1: roost.v1.WatchEvent.Type
@@ -3799,139 +4094,151 @@ var file_roost_v1_hub_proto_goTypes = []any{
 	(*ListMembersResponse)(nil),           // 43: roost.v1.ListMembersResponse
 	(*CreateJoinTokenRequest)(nil),        // 44: roost.v1.CreateJoinTokenRequest
 	(*CreateJoinTokenResponse)(nil),       // 45: roost.v1.CreateJoinTokenResponse
-	(*RemoveMemberRequest)(nil),           // 46: roost.v1.RemoveMemberRequest
-	(*RemoveMemberResponse)(nil),          // 47: roost.v1.RemoveMemberResponse
-	(*UpdateMemberRequest)(nil),           // 48: roost.v1.UpdateMemberRequest
-	(*UpdateMemberResponse)(nil),          // 49: roost.v1.UpdateMemberResponse
-	(*ReportSeenRequest)(nil),             // 50: roost.v1.ReportSeenRequest
-	(*ReportSeenResponse)(nil),            // 51: roost.v1.ReportSeenResponse
-	(*ForwardServerStatusRequest)(nil),    // 52: roost.v1.ForwardServerStatusRequest
-	(*ForwardServerStatusResponse)(nil),   // 53: roost.v1.ForwardServerStatusResponse
-	(*JoinRequest)(nil),                   // 54: roost.v1.JoinRequest
-	(*JoinResponse)(nil),                  // 55: roost.v1.JoinResponse
-	(*AddVoterRequest)(nil),               // 56: roost.v1.AddVoterRequest
-	(*AddVoterResponse)(nil),              // 57: roost.v1.AddVoterResponse
-	(*SaveSnapshotRequest)(nil),           // 58: roost.v1.SaveSnapshotRequest
-	(*SnapshotInfo)(nil),                  // 59: roost.v1.SnapshotInfo
-	(*SnapshotChunk)(nil),                 // 60: roost.v1.SnapshotChunk
-	(*RestoreSnapshotResponse)(nil),       // 61: roost.v1.RestoreSnapshotResponse
-	(*SnapshotFile)(nil),                  // 62: roost.v1.SnapshotFile
-	nil,                                   // 63: roost.v1.CreateEnrollmentTokenRequest.ServerLabelsEntry
-	nil,                                   // 64: roost.v1.UpdateServerRequest.SetLabelsEntry
-	nil,                                   // 65: roost.v1.SnapshotInfo.ObjectsEntry
-	(*ImageRelease)(nil),                  // 66: roost.v1.ImageRelease
-	(*TrustedKey)(nil),                    // 67: roost.v1.TrustedKey
-	(RolloutAction)(0),                    // 68: roost.v1.RolloutAction
-	(*Pool)(nil),                          // 69: roost.v1.Pool
-	(*Machine)(nil),                       // 70: roost.v1.Machine
-	(*EnrollmentToken)(nil),               // 71: roost.v1.EnrollmentToken
-	(ServerAction)(0),                     // 72: roost.v1.ServerAction
-	(*Server)(nil),                        // 73: roost.v1.Server
-	(*Object)(nil),                        // 74: roost.v1.Object
-	(*timestamppb.Timestamp)(nil),         // 75: google.protobuf.Timestamp
-	(*HubMember)(nil),                     // 76: roost.v1.HubMember
-	(*UpdateServerStatus)(nil),            // 77: roost.v1.UpdateServerStatus
-	(*FetchArtifactRequest)(nil),          // 78: roost.v1.FetchArtifactRequest
-	(*ArtifactChunk)(nil),                 // 79: roost.v1.ArtifactChunk
+	(*ListJoinTokensRequest)(nil),         // 46: roost.v1.ListJoinTokensRequest
+	(*ListJoinTokensResponse)(nil),        // 47: roost.v1.ListJoinTokensResponse
+	(*JoinTokenInfo)(nil),                 // 48: roost.v1.JoinTokenInfo
+	(*RevokeJoinTokensRequest)(nil),       // 49: roost.v1.RevokeJoinTokensRequest
+	(*RevokeJoinTokensResponse)(nil),      // 50: roost.v1.RevokeJoinTokensResponse
+	(*RemoveMemberRequest)(nil),           // 51: roost.v1.RemoveMemberRequest
+	(*RemoveMemberResponse)(nil),          // 52: roost.v1.RemoveMemberResponse
+	(*UpdateMemberRequest)(nil),           // 53: roost.v1.UpdateMemberRequest
+	(*UpdateMemberResponse)(nil),          // 54: roost.v1.UpdateMemberResponse
+	(*ReportSeenRequest)(nil),             // 55: roost.v1.ReportSeenRequest
+	(*ReportSeenResponse)(nil),            // 56: roost.v1.ReportSeenResponse
+	(*ForwardServerStatusRequest)(nil),    // 57: roost.v1.ForwardServerStatusRequest
+	(*ForwardServerStatusResponse)(nil),   // 58: roost.v1.ForwardServerStatusResponse
+	(*JoinRequest)(nil),                   // 59: roost.v1.JoinRequest
+	(*JoinResponse)(nil),                  // 60: roost.v1.JoinResponse
+	(*AddVoterRequest)(nil),               // 61: roost.v1.AddVoterRequest
+	(*AddVoterResponse)(nil),              // 62: roost.v1.AddVoterResponse
+	(*SaveSnapshotRequest)(nil),           // 63: roost.v1.SaveSnapshotRequest
+	(*SnapshotInfo)(nil),                  // 64: roost.v1.SnapshotInfo
+	(*SnapshotChunk)(nil),                 // 65: roost.v1.SnapshotChunk
+	(*RestoreSnapshotResponse)(nil),       // 66: roost.v1.RestoreSnapshotResponse
+	(*SnapshotFile)(nil),                  // 67: roost.v1.SnapshotFile
+	nil,                                   // 68: roost.v1.CreateEnrollmentTokenRequest.ServerLabelsEntry
+	nil,                                   // 69: roost.v1.UpdateServerRequest.SetLabelsEntry
+	nil,                                   // 70: roost.v1.SnapshotInfo.ObjectsEntry
+	(*ImageRelease)(nil),                  // 71: roost.v1.ImageRelease
+	(*TrustedKey)(nil),                    // 72: roost.v1.TrustedKey
+	(RolloutAction)(0),                    // 73: roost.v1.RolloutAction
+	(*Pool)(nil),                          // 74: roost.v1.Pool
+	(*Machine)(nil),                       // 75: roost.v1.Machine
+	(*EnrollmentToken)(nil),               // 76: roost.v1.EnrollmentToken
+	(ServerAction)(0),                     // 77: roost.v1.ServerAction
+	(*Server)(nil),                        // 78: roost.v1.Server
+	(*Object)(nil),                        // 79: roost.v1.Object
+	(*timestamppb.Timestamp)(nil),         // 80: google.protobuf.Timestamp
+	(*HubMember)(nil),                     // 81: roost.v1.HubMember
+	(*UpdateServerStatus)(nil),            // 82: roost.v1.UpdateServerStatus
+	(*FetchArtifactRequest)(nil),          // 83: roost.v1.FetchArtifactRequest
+	(*ArtifactChunk)(nil),                 // 84: roost.v1.ArtifactChunk
 }
 var file_roost_v1_hub_proto_depIdxs = []int32{
-	66, // 0: roost.v1.PutImageReleaseRequest.release:type_name -> roost.v1.ImageRelease
-	66, // 1: roost.v1.PutImageReleaseResponse.release:type_name -> roost.v1.ImageRelease
-	66, // 2: roost.v1.PromoteImageReleaseResponse.release:type_name -> roost.v1.ImageRelease
-	67, // 3: roost.v1.TrustReleaseKeyResponse.key:type_name -> roost.v1.TrustedKey
-	67, // 4: roost.v1.ListTrustedKeysResponse.keys:type_name -> roost.v1.TrustedKey
-	68, // 5: roost.v1.RolloutControlRequest.action:type_name -> roost.v1.RolloutAction
-	69, // 6: roost.v1.RolloutControlResponse.pool:type_name -> roost.v1.Pool
-	70, // 7: roost.v1.AssignServersResponse.machines:type_name -> roost.v1.Machine
-	70, // 8: roost.v1.CreateMachineResponse.machine:type_name -> roost.v1.Machine
-	63, // 9: roost.v1.CreateEnrollmentTokenRequest.server_labels:type_name -> roost.v1.CreateEnrollmentTokenRequest.ServerLabelsEntry
-	71, // 10: roost.v1.CreateEnrollmentTokenResponse.enrollment_token:type_name -> roost.v1.EnrollmentToken
-	71, // 11: roost.v1.RevokeEnrollmentTokenResponse.enrollment_token:type_name -> roost.v1.EnrollmentToken
-	72, // 12: roost.v1.UpdateServerRequest.action:type_name -> roost.v1.ServerAction
-	64, // 13: roost.v1.UpdateServerRequest.set_labels:type_name -> roost.v1.UpdateServerRequest.SetLabelsEntry
-	73, // 14: roost.v1.UpdateServerResponse.server:type_name -> roost.v1.Server
-	74, // 15: roost.v1.ApplyRequest.objects:type_name -> roost.v1.Object
+	71, // 0: roost.v1.PutImageReleaseRequest.release:type_name -> roost.v1.ImageRelease
+	71, // 1: roost.v1.PutImageReleaseResponse.release:type_name -> roost.v1.ImageRelease
+	71, // 2: roost.v1.PromoteImageReleaseResponse.release:type_name -> roost.v1.ImageRelease
+	72, // 3: roost.v1.TrustReleaseKeyResponse.key:type_name -> roost.v1.TrustedKey
+	72, // 4: roost.v1.ListTrustedKeysResponse.keys:type_name -> roost.v1.TrustedKey
+	73, // 5: roost.v1.RolloutControlRequest.action:type_name -> roost.v1.RolloutAction
+	74, // 6: roost.v1.RolloutControlResponse.pool:type_name -> roost.v1.Pool
+	75, // 7: roost.v1.AssignServersResponse.machines:type_name -> roost.v1.Machine
+	75, // 8: roost.v1.CreateMachineResponse.machine:type_name -> roost.v1.Machine
+	68, // 9: roost.v1.CreateEnrollmentTokenRequest.server_labels:type_name -> roost.v1.CreateEnrollmentTokenRequest.ServerLabelsEntry
+	76, // 10: roost.v1.CreateEnrollmentTokenResponse.enrollment_token:type_name -> roost.v1.EnrollmentToken
+	76, // 11: roost.v1.RevokeEnrollmentTokenResponse.enrollment_token:type_name -> roost.v1.EnrollmentToken
+	77, // 12: roost.v1.UpdateServerRequest.action:type_name -> roost.v1.ServerAction
+	69, // 13: roost.v1.UpdateServerRequest.set_labels:type_name -> roost.v1.UpdateServerRequest.SetLabelsEntry
+	78, // 14: roost.v1.UpdateServerResponse.server:type_name -> roost.v1.Server
+	79, // 15: roost.v1.ApplyRequest.objects:type_name -> roost.v1.Object
 	31, // 16: roost.v1.ApplyResponse.results:type_name -> roost.v1.ApplyResult
 	0,  // 17: roost.v1.GetRequest.consistency:type_name -> roost.v1.Consistency
-	74, // 18: roost.v1.GetResponse.object:type_name -> roost.v1.Object
+	79, // 18: roost.v1.GetResponse.object:type_name -> roost.v1.Object
 	0,  // 19: roost.v1.ListRequest.consistency:type_name -> roost.v1.Consistency
-	74, // 20: roost.v1.ListResponse.objects:type_name -> roost.v1.Object
+	79, // 20: roost.v1.ListResponse.objects:type_name -> roost.v1.Object
 	1,  // 21: roost.v1.WatchEvent.type:type_name -> roost.v1.WatchEvent.Type
-	74, // 22: roost.v1.WatchEvent.object:type_name -> roost.v1.Object
+	79, // 22: roost.v1.WatchEvent.object:type_name -> roost.v1.Object
 	41, // 23: roost.v1.ListMembersResponse.members:type_name -> roost.v1.Member
-	75, // 24: roost.v1.CreateJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
-	76, // 25: roost.v1.UpdateMemberRequest.member:type_name -> roost.v1.HubMember
-	77, // 26: roost.v1.ForwardServerStatusRequest.update:type_name -> roost.v1.UpdateServerStatus
-	75, // 27: roost.v1.SnapshotInfo.taken_at:type_name -> google.protobuf.Timestamp
-	65, // 28: roost.v1.SnapshotInfo.objects:type_name -> roost.v1.SnapshotInfo.ObjectsEntry
-	59, // 29: roost.v1.SnapshotChunk.info:type_name -> roost.v1.SnapshotInfo
-	59, // 30: roost.v1.RestoreSnapshotResponse.restored:type_name -> roost.v1.SnapshotInfo
-	59, // 31: roost.v1.SnapshotFile.info:type_name -> roost.v1.SnapshotInfo
-	30, // 32: roost.v1.HubService.Apply:input_type -> roost.v1.ApplyRequest
-	33, // 33: roost.v1.HubService.Get:input_type -> roost.v1.GetRequest
-	35, // 34: roost.v1.HubService.List:input_type -> roost.v1.ListRequest
-	37, // 35: roost.v1.HubService.Delete:input_type -> roost.v1.DeleteRequest
-	39, // 36: roost.v1.HubService.Watch:input_type -> roost.v1.WatchRequest
-	42, // 37: roost.v1.HubService.ListMembers:input_type -> roost.v1.ListMembersRequest
-	44, // 38: roost.v1.HubService.CreateJoinToken:input_type -> roost.v1.CreateJoinTokenRequest
-	46, // 39: roost.v1.HubService.RemoveMember:input_type -> roost.v1.RemoveMemberRequest
-	58, // 40: roost.v1.HubService.SaveSnapshot:input_type -> roost.v1.SaveSnapshotRequest
-	60, // 41: roost.v1.HubService.RestoreSnapshot:input_type -> roost.v1.SnapshotChunk
-	24, // 42: roost.v1.HubService.CreateEnrollmentToken:input_type -> roost.v1.CreateEnrollmentTokenRequest
-	26, // 43: roost.v1.HubService.RevokeEnrollmentToken:input_type -> roost.v1.RevokeEnrollmentTokenRequest
-	28, // 44: roost.v1.HubService.UpdateServer:input_type -> roost.v1.UpdateServerRequest
-	18, // 45: roost.v1.HubService.AssignServers:input_type -> roost.v1.AssignServersRequest
-	20, // 46: roost.v1.HubService.UnassignServers:input_type -> roost.v1.UnassignServersRequest
-	22, // 47: roost.v1.HubService.CreateMachine:input_type -> roost.v1.CreateMachineRequest
-	14, // 48: roost.v1.HubService.PushArtifact:input_type -> roost.v1.PushArtifactRequest
-	16, // 49: roost.v1.HubService.StatArtifact:input_type -> roost.v1.StatArtifactRequest
-	2,  // 50: roost.v1.HubService.PutImageRelease:input_type -> roost.v1.PutImageReleaseRequest
-	4,  // 51: roost.v1.HubService.PromoteImageRelease:input_type -> roost.v1.PromoteImageReleaseRequest
-	6,  // 52: roost.v1.HubService.TrustReleaseKey:input_type -> roost.v1.TrustReleaseKeyRequest
-	8,  // 53: roost.v1.HubService.UntrustReleaseKey:input_type -> roost.v1.UntrustReleaseKeyRequest
-	10, // 54: roost.v1.HubService.ListTrustedKeys:input_type -> roost.v1.ListTrustedKeysRequest
-	12, // 55: roost.v1.HubService.RolloutControl:input_type -> roost.v1.RolloutControlRequest
-	54, // 56: roost.v1.MemberService.Join:input_type -> roost.v1.JoinRequest
-	56, // 57: roost.v1.MemberService.AddVoter:input_type -> roost.v1.AddVoterRequest
-	50, // 58: roost.v1.MemberService.ReportSeen:input_type -> roost.v1.ReportSeenRequest
-	52, // 59: roost.v1.MemberService.ForwardServerStatus:input_type -> roost.v1.ForwardServerStatusRequest
-	78, // 60: roost.v1.MemberService.FetchBlob:input_type -> roost.v1.FetchArtifactRequest
-	48, // 61: roost.v1.MemberService.UpdateMember:input_type -> roost.v1.UpdateMemberRequest
-	32, // 62: roost.v1.HubService.Apply:output_type -> roost.v1.ApplyResponse
-	34, // 63: roost.v1.HubService.Get:output_type -> roost.v1.GetResponse
-	36, // 64: roost.v1.HubService.List:output_type -> roost.v1.ListResponse
-	38, // 65: roost.v1.HubService.Delete:output_type -> roost.v1.DeleteResponse
-	40, // 66: roost.v1.HubService.Watch:output_type -> roost.v1.WatchEvent
-	43, // 67: roost.v1.HubService.ListMembers:output_type -> roost.v1.ListMembersResponse
-	45, // 68: roost.v1.HubService.CreateJoinToken:output_type -> roost.v1.CreateJoinTokenResponse
-	47, // 69: roost.v1.HubService.RemoveMember:output_type -> roost.v1.RemoveMemberResponse
-	60, // 70: roost.v1.HubService.SaveSnapshot:output_type -> roost.v1.SnapshotChunk
-	61, // 71: roost.v1.HubService.RestoreSnapshot:output_type -> roost.v1.RestoreSnapshotResponse
-	25, // 72: roost.v1.HubService.CreateEnrollmentToken:output_type -> roost.v1.CreateEnrollmentTokenResponse
-	27, // 73: roost.v1.HubService.RevokeEnrollmentToken:output_type -> roost.v1.RevokeEnrollmentTokenResponse
-	29, // 74: roost.v1.HubService.UpdateServer:output_type -> roost.v1.UpdateServerResponse
-	19, // 75: roost.v1.HubService.AssignServers:output_type -> roost.v1.AssignServersResponse
-	21, // 76: roost.v1.HubService.UnassignServers:output_type -> roost.v1.UnassignServersResponse
-	23, // 77: roost.v1.HubService.CreateMachine:output_type -> roost.v1.CreateMachineResponse
-	15, // 78: roost.v1.HubService.PushArtifact:output_type -> roost.v1.PushArtifactResponse
-	17, // 79: roost.v1.HubService.StatArtifact:output_type -> roost.v1.StatArtifactResponse
-	3,  // 80: roost.v1.HubService.PutImageRelease:output_type -> roost.v1.PutImageReleaseResponse
-	5,  // 81: roost.v1.HubService.PromoteImageRelease:output_type -> roost.v1.PromoteImageReleaseResponse
-	7,  // 82: roost.v1.HubService.TrustReleaseKey:output_type -> roost.v1.TrustReleaseKeyResponse
-	9,  // 83: roost.v1.HubService.UntrustReleaseKey:output_type -> roost.v1.UntrustReleaseKeyResponse
-	11, // 84: roost.v1.HubService.ListTrustedKeys:output_type -> roost.v1.ListTrustedKeysResponse
-	13, // 85: roost.v1.HubService.RolloutControl:output_type -> roost.v1.RolloutControlResponse
-	55, // 86: roost.v1.MemberService.Join:output_type -> roost.v1.JoinResponse
-	57, // 87: roost.v1.MemberService.AddVoter:output_type -> roost.v1.AddVoterResponse
-	51, // 88: roost.v1.MemberService.ReportSeen:output_type -> roost.v1.ReportSeenResponse
-	53, // 89: roost.v1.MemberService.ForwardServerStatus:output_type -> roost.v1.ForwardServerStatusResponse
-	79, // 90: roost.v1.MemberService.FetchBlob:output_type -> roost.v1.ArtifactChunk
-	49, // 91: roost.v1.MemberService.UpdateMember:output_type -> roost.v1.UpdateMemberResponse
-	62, // [62:92] is the sub-list for method output_type
-	32, // [32:62] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	80, // 24: roost.v1.CreateJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
+	48, // 25: roost.v1.ListJoinTokensResponse.tokens:type_name -> roost.v1.JoinTokenInfo
+	80, // 26: roost.v1.JoinTokenInfo.expires_at:type_name -> google.protobuf.Timestamp
+	80, // 27: roost.v1.JoinTokenInfo.revoked_at:type_name -> google.protobuf.Timestamp
+	81, // 28: roost.v1.UpdateMemberRequest.member:type_name -> roost.v1.HubMember
+	82, // 29: roost.v1.ForwardServerStatusRequest.update:type_name -> roost.v1.UpdateServerStatus
+	80, // 30: roost.v1.SnapshotInfo.taken_at:type_name -> google.protobuf.Timestamp
+	70, // 31: roost.v1.SnapshotInfo.objects:type_name -> roost.v1.SnapshotInfo.ObjectsEntry
+	64, // 32: roost.v1.SnapshotChunk.info:type_name -> roost.v1.SnapshotInfo
+	64, // 33: roost.v1.RestoreSnapshotResponse.restored:type_name -> roost.v1.SnapshotInfo
+	64, // 34: roost.v1.SnapshotFile.info:type_name -> roost.v1.SnapshotInfo
+	30, // 35: roost.v1.HubService.Apply:input_type -> roost.v1.ApplyRequest
+	33, // 36: roost.v1.HubService.Get:input_type -> roost.v1.GetRequest
+	35, // 37: roost.v1.HubService.List:input_type -> roost.v1.ListRequest
+	37, // 38: roost.v1.HubService.Delete:input_type -> roost.v1.DeleteRequest
+	39, // 39: roost.v1.HubService.Watch:input_type -> roost.v1.WatchRequest
+	42, // 40: roost.v1.HubService.ListMembers:input_type -> roost.v1.ListMembersRequest
+	44, // 41: roost.v1.HubService.CreateJoinToken:input_type -> roost.v1.CreateJoinTokenRequest
+	46, // 42: roost.v1.HubService.ListJoinTokens:input_type -> roost.v1.ListJoinTokensRequest
+	49, // 43: roost.v1.HubService.RevokeJoinTokens:input_type -> roost.v1.RevokeJoinTokensRequest
+	51, // 44: roost.v1.HubService.RemoveMember:input_type -> roost.v1.RemoveMemberRequest
+	63, // 45: roost.v1.HubService.SaveSnapshot:input_type -> roost.v1.SaveSnapshotRequest
+	65, // 46: roost.v1.HubService.RestoreSnapshot:input_type -> roost.v1.SnapshotChunk
+	24, // 47: roost.v1.HubService.CreateEnrollmentToken:input_type -> roost.v1.CreateEnrollmentTokenRequest
+	26, // 48: roost.v1.HubService.RevokeEnrollmentToken:input_type -> roost.v1.RevokeEnrollmentTokenRequest
+	28, // 49: roost.v1.HubService.UpdateServer:input_type -> roost.v1.UpdateServerRequest
+	18, // 50: roost.v1.HubService.AssignServers:input_type -> roost.v1.AssignServersRequest
+	20, // 51: roost.v1.HubService.UnassignServers:input_type -> roost.v1.UnassignServersRequest
+	22, // 52: roost.v1.HubService.CreateMachine:input_type -> roost.v1.CreateMachineRequest
+	14, // 53: roost.v1.HubService.PushArtifact:input_type -> roost.v1.PushArtifactRequest
+	16, // 54: roost.v1.HubService.StatArtifact:input_type -> roost.v1.StatArtifactRequest
+	2,  // 55: roost.v1.HubService.PutImageRelease:input_type -> roost.v1.PutImageReleaseRequest
+	4,  // 56: roost.v1.HubService.PromoteImageRelease:input_type -> roost.v1.PromoteImageReleaseRequest
+	6,  // 57: roost.v1.HubService.TrustReleaseKey:input_type -> roost.v1.TrustReleaseKeyRequest
+	8,  // 58: roost.v1.HubService.UntrustReleaseKey:input_type -> roost.v1.UntrustReleaseKeyRequest
+	10, // 59: roost.v1.HubService.ListTrustedKeys:input_type -> roost.v1.ListTrustedKeysRequest
+	12, // 60: roost.v1.HubService.RolloutControl:input_type -> roost.v1.RolloutControlRequest
+	59, // 61: roost.v1.MemberService.Join:input_type -> roost.v1.JoinRequest
+	61, // 62: roost.v1.MemberService.AddVoter:input_type -> roost.v1.AddVoterRequest
+	55, // 63: roost.v1.MemberService.ReportSeen:input_type -> roost.v1.ReportSeenRequest
+	57, // 64: roost.v1.MemberService.ForwardServerStatus:input_type -> roost.v1.ForwardServerStatusRequest
+	83, // 65: roost.v1.MemberService.FetchBlob:input_type -> roost.v1.FetchArtifactRequest
+	53, // 66: roost.v1.MemberService.UpdateMember:input_type -> roost.v1.UpdateMemberRequest
+	32, // 67: roost.v1.HubService.Apply:output_type -> roost.v1.ApplyResponse
+	34, // 68: roost.v1.HubService.Get:output_type -> roost.v1.GetResponse
+	36, // 69: roost.v1.HubService.List:output_type -> roost.v1.ListResponse
+	38, // 70: roost.v1.HubService.Delete:output_type -> roost.v1.DeleteResponse
+	40, // 71: roost.v1.HubService.Watch:output_type -> roost.v1.WatchEvent
+	43, // 72: roost.v1.HubService.ListMembers:output_type -> roost.v1.ListMembersResponse
+	45, // 73: roost.v1.HubService.CreateJoinToken:output_type -> roost.v1.CreateJoinTokenResponse
+	47, // 74: roost.v1.HubService.ListJoinTokens:output_type -> roost.v1.ListJoinTokensResponse
+	50, // 75: roost.v1.HubService.RevokeJoinTokens:output_type -> roost.v1.RevokeJoinTokensResponse
+	52, // 76: roost.v1.HubService.RemoveMember:output_type -> roost.v1.RemoveMemberResponse
+	65, // 77: roost.v1.HubService.SaveSnapshot:output_type -> roost.v1.SnapshotChunk
+	66, // 78: roost.v1.HubService.RestoreSnapshot:output_type -> roost.v1.RestoreSnapshotResponse
+	25, // 79: roost.v1.HubService.CreateEnrollmentToken:output_type -> roost.v1.CreateEnrollmentTokenResponse
+	27, // 80: roost.v1.HubService.RevokeEnrollmentToken:output_type -> roost.v1.RevokeEnrollmentTokenResponse
+	29, // 81: roost.v1.HubService.UpdateServer:output_type -> roost.v1.UpdateServerResponse
+	19, // 82: roost.v1.HubService.AssignServers:output_type -> roost.v1.AssignServersResponse
+	21, // 83: roost.v1.HubService.UnassignServers:output_type -> roost.v1.UnassignServersResponse
+	23, // 84: roost.v1.HubService.CreateMachine:output_type -> roost.v1.CreateMachineResponse
+	15, // 85: roost.v1.HubService.PushArtifact:output_type -> roost.v1.PushArtifactResponse
+	17, // 86: roost.v1.HubService.StatArtifact:output_type -> roost.v1.StatArtifactResponse
+	3,  // 87: roost.v1.HubService.PutImageRelease:output_type -> roost.v1.PutImageReleaseResponse
+	5,  // 88: roost.v1.HubService.PromoteImageRelease:output_type -> roost.v1.PromoteImageReleaseResponse
+	7,  // 89: roost.v1.HubService.TrustReleaseKey:output_type -> roost.v1.TrustReleaseKeyResponse
+	9,  // 90: roost.v1.HubService.UntrustReleaseKey:output_type -> roost.v1.UntrustReleaseKeyResponse
+	11, // 91: roost.v1.HubService.ListTrustedKeys:output_type -> roost.v1.ListTrustedKeysResponse
+	13, // 92: roost.v1.HubService.RolloutControl:output_type -> roost.v1.RolloutControlResponse
+	60, // 93: roost.v1.MemberService.Join:output_type -> roost.v1.JoinResponse
+	62, // 94: roost.v1.MemberService.AddVoter:output_type -> roost.v1.AddVoterResponse
+	56, // 95: roost.v1.MemberService.ReportSeen:output_type -> roost.v1.ReportSeenResponse
+	58, // 96: roost.v1.MemberService.ForwardServerStatus:output_type -> roost.v1.ForwardServerStatusResponse
+	84, // 97: roost.v1.MemberService.FetchBlob:output_type -> roost.v1.ArtifactChunk
+	54, // 98: roost.v1.MemberService.UpdateMember:output_type -> roost.v1.UpdateMemberResponse
+	67, // [67:99] is the sub-list for method output_type
+	35, // [35:67] is the sub-list for method input_type
+	35, // [35:35] is the sub-list for extension type_name
+	35, // [35:35] is the sub-list for extension extendee
+	0,  // [0:35] is the sub-list for field type_name
 }
 
 func init() { file_roost_v1_hub_proto_init() }
@@ -3948,7 +4255,7 @@ func file_roost_v1_hub_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_roost_v1_hub_proto_rawDesc), len(file_roost_v1_hub_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   64,
+			NumMessages:   69,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -26,6 +26,8 @@ const (
 	HubService_Watch_FullMethodName                 = "/roost.v1.HubService/Watch"
 	HubService_ListMembers_FullMethodName           = "/roost.v1.HubService/ListMembers"
 	HubService_CreateJoinToken_FullMethodName       = "/roost.v1.HubService/CreateJoinToken"
+	HubService_ListJoinTokens_FullMethodName        = "/roost.v1.HubService/ListJoinTokens"
+	HubService_RevokeJoinTokens_FullMethodName      = "/roost.v1.HubService/RevokeJoinTokens"
 	HubService_RemoveMember_FullMethodName          = "/roost.v1.HubService/RemoveMember"
 	HubService_SaveSnapshot_FullMethodName          = "/roost.v1.HubService/SaveSnapshot"
 	HubService_RestoreSnapshot_FullMethodName       = "/roost.v1.HubService/RestoreSnapshot"
@@ -74,6 +76,11 @@ type HubServiceClient interface {
 	ListMembers(ctx context.Context, in *ListMembersRequest, opts ...grpc.CallOption) (*ListMembersResponse, error)
 	// CreateJoinToken makes a token a new hub member joins with.
 	CreateJoinToken(ctx context.Context, in *CreateJoinTokenRequest, opts ...grpc.CallOption) (*CreateJoinTokenResponse, error)
+	// ListJoinTokens lists the join tokens (never their secrets).
+	ListJoinTokens(ctx context.Context, in *ListJoinTokensRequest, opts ...grpc.CallOption) (*ListJoinTokensResponse, error)
+	// RevokeJoinTokens makes join tokens unusable at once; members that
+	// joined with them stay.
+	RevokeJoinTokens(ctx context.Context, in *RevokeJoinTokensRequest, opts ...grpc.CallOption) (*RevokeJoinTokensResponse, error)
 	// RemoveMember removes a member from the Raft configuration.
 	RemoveMember(ctx context.Context, in *RemoveMemberRequest, opts ...grpc.CallOption) (*RemoveMemberResponse, error)
 	// SaveSnapshot streams a copy of the replicated state as the leader has
@@ -229,6 +236,26 @@ func (c *hubServiceClient) CreateJoinToken(ctx context.Context, in *CreateJoinTo
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(CreateJoinTokenResponse)
 	err := c.cc.Invoke(ctx, HubService_CreateJoinToken_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *hubServiceClient) ListJoinTokens(ctx context.Context, in *ListJoinTokensRequest, opts ...grpc.CallOption) (*ListJoinTokensResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListJoinTokensResponse)
+	err := c.cc.Invoke(ctx, HubService_ListJoinTokens_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *hubServiceClient) RevokeJoinTokens(ctx context.Context, in *RevokeJoinTokensRequest, opts ...grpc.CallOption) (*RevokeJoinTokensResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RevokeJoinTokensResponse)
+	err := c.cc.Invoke(ctx, HubService_RevokeJoinTokens_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -449,6 +476,11 @@ type HubServiceServer interface {
 	ListMembers(context.Context, *ListMembersRequest) (*ListMembersResponse, error)
 	// CreateJoinToken makes a token a new hub member joins with.
 	CreateJoinToken(context.Context, *CreateJoinTokenRequest) (*CreateJoinTokenResponse, error)
+	// ListJoinTokens lists the join tokens (never their secrets).
+	ListJoinTokens(context.Context, *ListJoinTokensRequest) (*ListJoinTokensResponse, error)
+	// RevokeJoinTokens makes join tokens unusable at once; members that
+	// joined with them stay.
+	RevokeJoinTokens(context.Context, *RevokeJoinTokensRequest) (*RevokeJoinTokensResponse, error)
 	// RemoveMember removes a member from the Raft configuration.
 	RemoveMember(context.Context, *RemoveMemberRequest) (*RemoveMemberResponse, error)
 	// SaveSnapshot streams a copy of the replicated state as the leader has
@@ -551,6 +583,12 @@ func (UnimplementedHubServiceServer) ListMembers(context.Context, *ListMembersRe
 }
 func (UnimplementedHubServiceServer) CreateJoinToken(context.Context, *CreateJoinTokenRequest) (*CreateJoinTokenResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CreateJoinToken not implemented")
+}
+func (UnimplementedHubServiceServer) ListJoinTokens(context.Context, *ListJoinTokensRequest) (*ListJoinTokensResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListJoinTokens not implemented")
+}
+func (UnimplementedHubServiceServer) RevokeJoinTokens(context.Context, *RevokeJoinTokensRequest) (*RevokeJoinTokensResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RevokeJoinTokens not implemented")
 }
 func (UnimplementedHubServiceServer) RemoveMember(context.Context, *RemoveMemberRequest) (*RemoveMemberResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RemoveMember not implemented")
@@ -739,6 +777,42 @@ func _HubService_CreateJoinToken_Handler(srv interface{}, ctx context.Context, d
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(HubServiceServer).CreateJoinToken(ctx, req.(*CreateJoinTokenRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _HubService_ListJoinTokens_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListJoinTokensRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HubServiceServer).ListJoinTokens(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: HubService_ListJoinTokens_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HubServiceServer).ListJoinTokens(ctx, req.(*ListJoinTokensRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _HubService_RevokeJoinTokens_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RevokeJoinTokensRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HubServiceServer).RevokeJoinTokens(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: HubService_RevokeJoinTokens_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HubServiceServer).RevokeJoinTokens(ctx, req.(*RevokeJoinTokensRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -1050,6 +1124,14 @@ var HubService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CreateJoinToken",
 			Handler:    _HubService_CreateJoinToken_Handler,
+		},
+		{
+			MethodName: "ListJoinTokens",
+			Handler:    _HubService_ListJoinTokens_Handler,
+		},
+		{
+			MethodName: "RevokeJoinTokens",
+			Handler:    _HubService_RevokeJoinTokens_Handler,
 		},
 		{
 			MethodName: "RemoveMember",

@@ -996,12 +996,16 @@ func (x *DeleteMember) GetId() string {
 
 // JoinToken lets a new hub member join. Only its hash is stored.
 type JoinToken struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	SecretSha256  string                 `protobuf:"bytes,2,opt,name=secret_sha256,json=secretSha256,proto3" json:"secret_sha256,omitempty"`
-	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
-	MaxUses       int32                  `protobuf:"varint,4,opt,name=max_uses,json=maxUses,proto3" json:"max_uses,omitempty"`
-	Uses          int32                  `protobuf:"varint,5,opt,name=uses,proto3" json:"uses,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Id           string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	SecretSha256 string                 `protobuf:"bytes,2,opt,name=secret_sha256,json=secretSha256,proto3" json:"secret_sha256,omitempty"`
+	ExpiresAt    *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	MaxUses      int32                  `protobuf:"varint,4,opt,name=max_uses,json=maxUses,proto3" json:"max_uses,omitempty"`
+	Uses         int32                  `protobuf:"varint,5,opt,name=uses,proto3" json:"uses,omitempty"`
+	// revoked_at is when an operator revoked the token (RevokeJoinTokens);
+	// expires_at is set to it too, so members that do not know this field
+	// refuse the token as well.
+	RevokedAt     *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=revoked_at,json=revokedAt,proto3" json:"revoked_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1069,6 +1073,13 @@ func (x *JoinToken) GetUses() int32 {
 		return x.Uses
 	}
 	return 0
+}
+
+func (x *JoinToken) GetRevokedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RevokedAt
+	}
+	return nil
 }
 
 type PutJoinToken struct {
@@ -2975,14 +2986,16 @@ const file_roost_v1_raft_proto_rawDesc = "" +
 	"\tPutMember\x12+\n" +
 	"\x06member\x18\x01 \x01(\v2\x13.roost.v1.HubMemberR\x06member\"\x1e\n" +
 	"\fDeleteMember\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"\xaa\x01\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"\xe5\x01\n" +
 	"\tJoinToken\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12#\n" +
 	"\rsecret_sha256\x18\x02 \x01(\tR\fsecretSha256\x129\n" +
 	"\n" +
 	"expires_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12\x19\n" +
 	"\bmax_uses\x18\x04 \x01(\x05R\amaxUses\x12\x12\n" +
-	"\x04uses\x18\x05 \x01(\x05R\x04uses\"9\n" +
+	"\x04uses\x18\x05 \x01(\x05R\x04uses\x129\n" +
+	"\n" +
+	"revoked_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\trevokedAt\"9\n" +
 	"\fPutJoinToken\x12)\n" +
 	"\x05token\x18\x01 \x01(\v2\x13.roost.v1.JoinTokenR\x05token\"C\n" +
 	"\fUseJoinToken\x12\x0e\n" +
@@ -3229,40 +3242,41 @@ var file_roost_v1_raft_proto_depIdxs = []int32{
 	4,  // 30: roost.v1.InitCA.ca:type_name -> roost.v1.CertificateAuthority
 	6,  // 31: roost.v1.PutMember.member:type_name -> roost.v1.HubMember
 	39, // 32: roost.v1.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
-	9,  // 33: roost.v1.PutJoinToken.token:type_name -> roost.v1.JoinToken
-	41, // 34: roost.v1.PutEnrollmentToken.token:type_name -> roost.v1.EnrollmentToken
-	42, // 35: roost.v1.EnrollServer.identity:type_name -> roost.v1.ServerIdentity
-	43, // 36: roost.v1.EnrollServer.inventory:type_name -> roost.v1.Inventory
-	43, // 37: roost.v1.UpdateServerStatus.inventory:type_name -> roost.v1.Inventory
-	44, // 38: roost.v1.UpdateServerStatus.conditions:type_name -> roost.v1.Condition
-	45, // 39: roost.v1.UpdateServerStatus.failed_revisions:type_name -> roost.v1.FailedRevision
-	39, // 40: roost.v1.ReachabilityChange.last_seen:type_name -> google.protobuf.Timestamp
-	16, // 41: roost.v1.SetServerReachability.changes:type_name -> roost.v1.ReachabilityChange
-	46, // 42: roost.v1.ModifyServer.action:type_name -> roost.v1.ServerAction
-	38, // 43: roost.v1.ModifyServer.set_labels:type_name -> roost.v1.ModifyServer.SetLabelsEntry
-	19, // 44: roost.v1.CreateMachines.machines:type_name -> roost.v1.NewMachine
-	47, // 45: roost.v1.PutRevision.revision:type_name -> roost.v1.Revision
-	39, // 46: roost.v1.GrantLease.expires_at:type_name -> google.protobuf.Timestamp
-	40, // 47: roost.v1.Snapshot.objects:type_name -> roost.v1.Object
-	4,  // 48: roost.v1.Snapshot.ca:type_name -> roost.v1.CertificateAuthority
-	6,  // 49: roost.v1.Snapshot.members:type_name -> roost.v1.HubMember
-	9,  // 50: roost.v1.Snapshot.join_tokens:type_name -> roost.v1.JoinToken
-	35, // 51: roost.v1.Snapshot.bootstrap_tokens:type_name -> roost.v1.BootstrapToken
-	29, // 52: roost.v1.Snapshot.trusted_keys:type_name -> roost.v1.TrustedKey
-	0,  // 53: roost.v1.ControlRollout.action:type_name -> roost.v1.RolloutAction
-	44, // 54: roost.v1.SetConditions.set:type_name -> roost.v1.Condition
-	48, // 55: roost.v1.UpdatePoolRollout.status:type_name -> roost.v1.RolloutStatus
-	39, // 56: roost.v1.TrustedKey.added_at:type_name -> google.protobuf.Timestamp
-	29, // 57: roost.v1.PutTrustedKey.key:type_name -> roost.v1.TrustedKey
-	49, // 58: roost.v1.UpdateClusterStatus.status:type_name -> roost.v1.ClusterStatus
-	44, // 59: roost.v1.UpdateMachineClusterStatus.conditions:type_name -> roost.v1.Condition
-	39, // 60: roost.v1.BootstrapToken.expires_at:type_name -> google.protobuf.Timestamp
-	35, // 61: roost.v1.PutBootstrapToken.token:type_name -> roost.v1.BootstrapToken
-	62, // [62:62] is the sub-list for method output_type
-	62, // [62:62] is the sub-list for method input_type
-	62, // [62:62] is the sub-list for extension type_name
-	62, // [62:62] is the sub-list for extension extendee
-	0,  // [0:62] is the sub-list for field type_name
+	39, // 33: roost.v1.JoinToken.revoked_at:type_name -> google.protobuf.Timestamp
+	9,  // 34: roost.v1.PutJoinToken.token:type_name -> roost.v1.JoinToken
+	41, // 35: roost.v1.PutEnrollmentToken.token:type_name -> roost.v1.EnrollmentToken
+	42, // 36: roost.v1.EnrollServer.identity:type_name -> roost.v1.ServerIdentity
+	43, // 37: roost.v1.EnrollServer.inventory:type_name -> roost.v1.Inventory
+	43, // 38: roost.v1.UpdateServerStatus.inventory:type_name -> roost.v1.Inventory
+	44, // 39: roost.v1.UpdateServerStatus.conditions:type_name -> roost.v1.Condition
+	45, // 40: roost.v1.UpdateServerStatus.failed_revisions:type_name -> roost.v1.FailedRevision
+	39, // 41: roost.v1.ReachabilityChange.last_seen:type_name -> google.protobuf.Timestamp
+	16, // 42: roost.v1.SetServerReachability.changes:type_name -> roost.v1.ReachabilityChange
+	46, // 43: roost.v1.ModifyServer.action:type_name -> roost.v1.ServerAction
+	38, // 44: roost.v1.ModifyServer.set_labels:type_name -> roost.v1.ModifyServer.SetLabelsEntry
+	19, // 45: roost.v1.CreateMachines.machines:type_name -> roost.v1.NewMachine
+	47, // 46: roost.v1.PutRevision.revision:type_name -> roost.v1.Revision
+	39, // 47: roost.v1.GrantLease.expires_at:type_name -> google.protobuf.Timestamp
+	40, // 48: roost.v1.Snapshot.objects:type_name -> roost.v1.Object
+	4,  // 49: roost.v1.Snapshot.ca:type_name -> roost.v1.CertificateAuthority
+	6,  // 50: roost.v1.Snapshot.members:type_name -> roost.v1.HubMember
+	9,  // 51: roost.v1.Snapshot.join_tokens:type_name -> roost.v1.JoinToken
+	35, // 52: roost.v1.Snapshot.bootstrap_tokens:type_name -> roost.v1.BootstrapToken
+	29, // 53: roost.v1.Snapshot.trusted_keys:type_name -> roost.v1.TrustedKey
+	0,  // 54: roost.v1.ControlRollout.action:type_name -> roost.v1.RolloutAction
+	44, // 55: roost.v1.SetConditions.set:type_name -> roost.v1.Condition
+	48, // 56: roost.v1.UpdatePoolRollout.status:type_name -> roost.v1.RolloutStatus
+	39, // 57: roost.v1.TrustedKey.added_at:type_name -> google.protobuf.Timestamp
+	29, // 58: roost.v1.PutTrustedKey.key:type_name -> roost.v1.TrustedKey
+	49, // 59: roost.v1.UpdateClusterStatus.status:type_name -> roost.v1.ClusterStatus
+	44, // 60: roost.v1.UpdateMachineClusterStatus.conditions:type_name -> roost.v1.Condition
+	39, // 61: roost.v1.BootstrapToken.expires_at:type_name -> google.protobuf.Timestamp
+	35, // 62: roost.v1.PutBootstrapToken.token:type_name -> roost.v1.BootstrapToken
+	63, // [63:63] is the sub-list for method output_type
+	63, // [63:63] is the sub-list for method input_type
+	63, // [63:63] is the sub-list for extension type_name
+	63, // [63:63] is the sub-list for extension extendee
+	0,  // [0:63] is the sub-list for field type_name
 }
 
 func init() { file_roost_v1_raft_proto_init() }

@@ -1,0 +1,79 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/roostfleet/roost/apierror"
+	"github.com/roostfleet/roost/hub/state"
+	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+)
+
+// ListJoinTokens lists the join tokens, without secrets, sorted by id, with
+// their status at the leader's clock (state.JoinTokenStatus).
+func (s *Server) ListJoinTokens(ctx context.Context, req *roostv1.ListJoinTokensRequest) (*roostv1.ListJoinTokensResponse, error) {
+	return onLeader(ctx, s, func() (*roostv1.ListJoinTokensResponse, error) {
+		now := s.now()
+		out := &roostv1.ListJoinTokensResponse{}
+		for _, t := range s.fsm.JoinTokens() {
+			out.Tokens = append(out.Tokens, &roostv1.JoinTokenInfo{Id: t.GetId(), ExpiresAt: t.GetExpiresAt(), MaxUses: t.GetMaxUses(),
+				Uses: t.GetUses(), RevokedAt: t.GetRevokedAt(), Status: state.JoinTokenStatus(t, now)})
+		}
+		return out, nil
+	}, func(c *grpc.ClientConn, fctx context.Context) (*roostv1.ListJoinTokensResponse, error) {
+		return roostv1.NewHubServiceClient(c).ListJoinTokens(fctx, req)
+	})
+}
+
+// RevokeJoinTokens revokes the join tokens named by id: it records
+// revoked_at (and expires_at, for members that do not know revoked_at) as
+// the leader's time. Members that joined with a token stay. It fails with
+// InvalidArgument on no or duplicate ids and NotFound on an unknown id,
+// before revoking any.
+func (s *Server) RevokeJoinTokens(ctx context.Context, req *roostv1.RevokeJoinTokensRequest) (*roostv1.RevokeJoinTokensResponse, error) {
+	ids := req.GetIds()
+	if len(ids) == 0 {
+		return nil, apierror.Invalid("no join token to revoke", apierror.Violation{Field: "ids", Message: "name at least one token id (roostctl hub join-tokens lists them)"})
+	}
+	for i, id := range ids {
+		if slices.Contains(ids[:i], id) {
+			return nil, apierror.Invalid("invalid revoke request", apierror.Violation{Field: fmt.Sprintf("ids[%d]", i), Message: fmt.Sprintf("%q is given twice", id)})
+		}
+	}
+	return onLeader(ctx, s, func() (*roostv1.RevokeJoinTokensResponse, error) {
+		byID := map[string]*roostv1.JoinToken{}
+		for _, t := range s.fsm.JoinTokens() {
+			byID[t.GetId()] = t
+		}
+		for _, id := range ids {
+			if byID[id] == nil {
+				return nil, apierror.NotFound("join token", id)
+			}
+		}
+		out := &roostv1.RevokeJoinTokensResponse{}
+		now := timestamppb.New(s.now())
+		for _, id := range ids {
+			t := proto.Clone(byID[id]).(*roostv1.JoinToken)
+			if t.GetRevokedAt() != nil {
+				out.Already = append(out.Already, id)
+				continue
+			}
+			t.RevokedAt = now
+			if t.GetExpiresAt() == nil || t.GetExpiresAt().AsTime().After(now.AsTime()) {
+				t.ExpiresAt = now
+			}
+			if _, err := s.Propose(ctx, &roostv1.Command{Time: now, Command: &roostv1.Command_PutJoinToken{PutJoinToken: &roostv1.PutJoinToken{Token: t}}}); err != nil {
+				return nil, err
+			}
+			out.Revoked = append(out.Revoked, id)
+		}
+		return out, nil
+	}, func(c *grpc.ClientConn, fctx context.Context) (*roostv1.RevokeJoinTokensResponse, error) {
+		return roostv1.NewHubServiceClient(c).RevokeJoinTokens(fctx, req)
+	})
+}
