@@ -277,7 +277,10 @@ func (a *Agent) Run(ctx context.Context) error {
 		failed := a.tried
 		a.setCurrent(failed, 1)
 		d := a.backoff.Next()
+		var away *goAwayError
 		switch {
+		case errors.As(err, &away):
+			a.log.Info("the hub member asked the agent to move on", "hub", failed, "reason", away.reason, "next", a.currentHub(), "after", d.Round(time.Millisecond))
 		case refused:
 			// The hub knows the certificate but refuses the Server (deleted,
 			// decommissioned): an operator must act; keep trying slowly.
@@ -823,6 +826,8 @@ func (a *Agent) session(ctx context.Context) (err error) {
 			case *roostv1.HubMessage_Members:
 				a.learnHubs(m.Members.GetApiAddresses())
 				armRebalance()
+			case *roostv1.HubMessage_GoAway:
+				return &goAwayError{reason: m.GoAway.GetReason()}
 			}
 		case <-rebalC:
 			rebalC = nil

@@ -115,3 +115,9 @@ func (a *Agent) probeServing(ctx context.Context, addr string) error {
 	}
 	return nil
 }
+
+// goAwayError ends a session whose member asked the agent to move on
+// (HubMessage.go_away: it is shutting down).
+type goAwayError struct{ reason string }
+
+func (e *goAwayError) Error() string { return "the hub member asked the agent to move on: " + e.reason }

@@ -510,6 +510,11 @@ func (h *Hub) Close() error {
 		h.http.Shutdown(sctx)
 		cancel()
 	}
+	if h.api != nil {
+		if n := h.api.GoAway("hub member " + h.id + " is shutting down"); n > 0 {
+			h.log.Info("stopping: told agents to move to other members", "agents", n)
+		}
+	}
 	if h.grpc != nil {
 		stopped := make(chan struct{})
 		go func() { h.grpc.GracefulStop(); close(stopped) }()

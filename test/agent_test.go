@@ -274,6 +274,8 @@ func TestEnrollmentTokenRules(t *testing.T) {
 // and once the killed member is back, exactly its agents return to it.
 // Then a follower hangs (SIGSTOP): its agents find out by keepalive and
 // move before any Server turns Unreachable, and return once it is thawed.
+// Last it is stopped with SIGTERM: it tells its agents to move on and
+// stops without waiting out its drain.
 func TestAgentsSurviveLeaderKill(t *testing.T) {
 	skipShort(t, "three roost-hub processes and the agent simulator")
 	const n = 200
@@ -504,5 +506,42 @@ func TestAgentsSurviveLeaderKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	harness.Report(t, "%s thawed: its agents are back: %v", hung.NodeID, now)
+
+	// SIGTERM: the member tells its agents to move on (HubMessage.go_away)
+	// and stops without waiting out its 5 s drain; they come back when it
+	// is up again.
+	before, _ = sim.Counter("reconnects")
+	stopping := time.Now()
+	hung.Stop(syscall.SIGTERM)
+	stopped := time.Since(stopping)
+	if stopped >= 5*time.Second {
+		t.Errorf("%s took %v to stop: its agent streams held the drain until the hard stop", hung.NodeID, stopped.Round(time.Millisecond))
+	}
+	if !strings.Contains(hung.LogTail(40), fmt.Sprintf(`msg="stopping: told agents to move to other members" member=%s agents=%d`, hung.NodeID, spread[hung.NodeID])) {
+		t.Errorf("%s did not log telling its %d agents to move:\n%s", hung.NodeID, spread[hung.NodeID], hung.LogTail(40))
+	}
+	if err := harness.WaitUntil(30*time.Second, func() error {
+		conn, _ := sim.Counter("connected")
+		rec, _ := sim.Counter("reconnects")
+		if conn != n || rec-before < int64(spread[hung.NodeID]) {
+			return fmt.Errorf("connected=%d, %d reconnected since the SIGTERM", conn, rec-before)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	harness.Report(t, "%s stopped %v after SIGTERM, its agents connected elsewhere", hung.NodeID, stopped.Round(time.Millisecond))
+	hung.Restart()
+	if err := harness.WaitUntil(60*time.Second, func() (err error) {
+		if now, err = shares(); err != nil {
+			return err
+		}
+		if !maps.Equal(now, spread) {
+			return fmt.Errorf("agent streams per member %v, want %v as before", now, spread)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 	sim.Stop()
 }

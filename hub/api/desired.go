@@ -188,3 +188,41 @@ func (s *Server) watchDesired(ctx context.Context) {
 		}
 	}
 }
+
+// goAwayTimeout bounds how long GoAway spends telling agents.
+const goAwayTimeout = time.Second
+
+// GoAway tells every agent streaming to this member to end its stream and
+// connect to another member at once (HubMessage.go_away), with reason for
+// its log: the member is shutting down, and an agent that waited for its
+// stream to be cut would keep the shutdown waiting. It returns how many
+// agents were told within goAwayTimeout. Agents that do not know the
+// message keep their streams until the server stops.
+func (s *Server) GoAway(reason string) int {
+	s.desired.mu.Lock()
+	streams := make([]*agentStream, 0, len(s.desired.streams))
+	for _, as := range s.desired.streams {
+		streams = append(streams, as)
+	}
+	s.desired.mu.Unlock()
+	m := &roostv1.HubMessage{Message: &roostv1.HubMessage_GoAway{GoAway: &roostv1.GoAway{Reason: reason}}}
+	told := make(chan bool, len(streams))
+	go func() {
+		for _, as := range streams {
+			told <- as.Send(m) == nil
+		}
+	}()
+	n := 0
+	deadline := time.After(goAwayTimeout)
+	for range streams {
+		select {
+		case ok := <-told:
+			if ok {
+				n++
+			}
+		case <-deadline:
+			return n
+		}
+	}
+	return n
+}

@@ -1108,6 +1108,7 @@ type HubMessage struct {
 	//	*HubMessage_Desired
 	//	*HubMessage_HeartbeatIntervalSeconds
 	//	*HubMessage_Members
+	//	*HubMessage_GoAway
 	Message       isHubMessage_Message `protobuf_oneof:"message"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1177,6 +1178,15 @@ func (x *HubMessage) GetMembers() *HubMembers {
 	return nil
 }
 
+func (x *HubMessage) GetGoAway() *GoAway {
+	if x != nil {
+		if x, ok := x.Message.(*HubMessage_GoAway); ok {
+			return x.GoAway
+		}
+	}
+	return nil
+}
+
 type isHubMessage_Message interface {
 	isHubMessage_Message()
 }
@@ -1197,11 +1207,65 @@ type HubMessage_Members struct {
 	Members *HubMembers `protobuf:"bytes,3,opt,name=members,proto3,oneof"`
 }
 
+type HubMessage_GoAway struct {
+	// go_away asks the agent to end this stream and connect to another
+	// member at once: this member is shutting down.
+	GoAway *GoAway `protobuf:"bytes,4,opt,name=go_away,json=goAway,proto3,oneof"`
+}
+
 func (*HubMessage_Desired) isHubMessage_Message() {}
 
 func (*HubMessage_HeartbeatIntervalSeconds) isHubMessage_Message() {}
 
 func (*HubMessage_Members) isHubMessage_Message() {}
+
+func (*HubMessage_GoAway) isHubMessage_Message() {}
+
+// GoAway ends an agent's stream on a member that is shutting down.
+type GoAway struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// reason is for the agent's log.
+	Reason        string `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GoAway) Reset() {
+	*x = GoAway{}
+	mi := &file_roost_v1_agent_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GoAway) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GoAway) ProtoMessage() {}
+
+func (x *GoAway) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_agent_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GoAway.ProtoReflect.Descriptor instead.
+func (*GoAway) Descriptor() ([]byte, []int) {
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *GoAway) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
 
 // HubMembers lists the hub members' API addresses (host:port), sorted.
 type HubMembers struct {
@@ -1213,7 +1277,7 @@ type HubMembers struct {
 
 func (x *HubMembers) Reset() {
 	*x = HubMembers{}
-	mi := &file_roost_v1_agent_proto_msgTypes[16]
+	mi := &file_roost_v1_agent_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1225,7 +1289,7 @@ func (x *HubMembers) String() string {
 func (*HubMembers) ProtoMessage() {}
 
 func (x *HubMembers) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[16]
+	mi := &file_roost_v1_agent_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1238,7 +1302,7 @@ func (x *HubMembers) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HubMembers.ProtoReflect.Descriptor instead.
 func (*HubMembers) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{16}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *HubMembers) GetApiAddresses() []string {
@@ -1271,7 +1335,7 @@ type DesiredState struct {
 
 func (x *DesiredState) Reset() {
 	*x = DesiredState{}
-	mi := &file_roost_v1_agent_proto_msgTypes[17]
+	mi := &file_roost_v1_agent_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1283,7 +1347,7 @@ func (x *DesiredState) String() string {
 func (*DesiredState) ProtoMessage() {}
 
 func (x *DesiredState) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[17]
+	mi := &file_roost_v1_agent_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1296,7 +1360,7 @@ func (x *DesiredState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DesiredState.ProtoReflect.Descriptor instead.
 func (*DesiredState) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{17}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *DesiredState) GetGeneration() int64 {
@@ -1349,7 +1413,7 @@ type KubeletBootstrap struct {
 
 func (x *KubeletBootstrap) Reset() {
 	*x = KubeletBootstrap{}
-	mi := &file_roost_v1_agent_proto_msgTypes[18]
+	mi := &file_roost_v1_agent_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1361,7 +1425,7 @@ func (x *KubeletBootstrap) String() string {
 func (*KubeletBootstrap) ProtoMessage() {}
 
 func (x *KubeletBootstrap) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[18]
+	mi := &file_roost_v1_agent_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1374,7 +1438,7 @@ func (x *KubeletBootstrap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KubeletBootstrap.ProtoReflect.Descriptor instead.
 func (*KubeletBootstrap) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{18}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *KubeletBootstrap) GetApiServer() string {
@@ -1444,7 +1508,7 @@ type RevisionSpec struct {
 
 func (x *RevisionSpec) Reset() {
 	*x = RevisionSpec{}
-	mi := &file_roost_v1_agent_proto_msgTypes[19]
+	mi := &file_roost_v1_agent_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1456,7 +1520,7 @@ func (x *RevisionSpec) String() string {
 func (*RevisionSpec) ProtoMessage() {}
 
 func (x *RevisionSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[19]
+	mi := &file_roost_v1_agent_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1469,7 +1533,7 @@ func (x *RevisionSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevisionSpec.ProtoReflect.Descriptor instead.
 func (*RevisionSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{19}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *RevisionSpec) GetServer() string {
@@ -1611,7 +1675,7 @@ type Artifact struct {
 
 func (x *Artifact) Reset() {
 	*x = Artifact{}
-	mi := &file_roost_v1_agent_proto_msgTypes[20]
+	mi := &file_roost_v1_agent_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1623,7 +1687,7 @@ func (x *Artifact) String() string {
 func (*Artifact) ProtoMessage() {}
 
 func (x *Artifact) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[20]
+	mi := &file_roost_v1_agent_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1636,7 +1700,7 @@ func (x *Artifact) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Artifact.ProtoReflect.Descriptor instead.
 func (*Artifact) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{20}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Artifact) GetSha256() string {
@@ -1669,7 +1733,7 @@ type InstallDiskHints struct {
 
 func (x *InstallDiskHints) Reset() {
 	*x = InstallDiskHints{}
-	mi := &file_roost_v1_agent_proto_msgTypes[21]
+	mi := &file_roost_v1_agent_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1681,7 +1745,7 @@ func (x *InstallDiskHints) String() string {
 func (*InstallDiskHints) ProtoMessage() {}
 
 func (x *InstallDiskHints) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[21]
+	mi := &file_roost_v1_agent_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1694,7 +1758,7 @@ func (x *InstallDiskHints) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InstallDiskHints.ProtoReflect.Descriptor instead.
 func (*InstallDiskHints) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{21}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *InstallDiskHints) GetSerial() string {
@@ -1744,7 +1808,7 @@ type FetchArtifactRequest struct {
 
 func (x *FetchArtifactRequest) Reset() {
 	*x = FetchArtifactRequest{}
-	mi := &file_roost_v1_agent_proto_msgTypes[22]
+	mi := &file_roost_v1_agent_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1756,7 +1820,7 @@ func (x *FetchArtifactRequest) String() string {
 func (*FetchArtifactRequest) ProtoMessage() {}
 
 func (x *FetchArtifactRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[22]
+	mi := &file_roost_v1_agent_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1769,7 +1833,7 @@ func (x *FetchArtifactRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchArtifactRequest.ProtoReflect.Descriptor instead.
 func (*FetchArtifactRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{22}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *FetchArtifactRequest) GetSha256() string {
@@ -1797,7 +1861,7 @@ type ArtifactChunk struct {
 
 func (x *ArtifactChunk) Reset() {
 	*x = ArtifactChunk{}
-	mi := &file_roost_v1_agent_proto_msgTypes[23]
+	mi := &file_roost_v1_agent_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1809,7 +1873,7 @@ func (x *ArtifactChunk) String() string {
 func (*ArtifactChunk) ProtoMessage() {}
 
 func (x *ArtifactChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[23]
+	mi := &file_roost_v1_agent_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1822,7 +1886,7 @@ func (x *ArtifactChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArtifactChunk.ProtoReflect.Descriptor instead.
 func (*ArtifactChunk) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{23}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ArtifactChunk) GetData() []byte {
@@ -1852,7 +1916,7 @@ type AcquireLeaseRequest struct {
 
 func (x *AcquireLeaseRequest) Reset() {
 	*x = AcquireLeaseRequest{}
-	mi := &file_roost_v1_agent_proto_msgTypes[24]
+	mi := &file_roost_v1_agent_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1864,7 +1928,7 @@ func (x *AcquireLeaseRequest) String() string {
 func (*AcquireLeaseRequest) ProtoMessage() {}
 
 func (x *AcquireLeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[24]
+	mi := &file_roost_v1_agent_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1877,7 +1941,7 @@ func (x *AcquireLeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcquireLeaseRequest.ProtoReflect.Descriptor instead.
 func (*AcquireLeaseRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{24}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *AcquireLeaseRequest) GetRevision() int64 {
@@ -1910,7 +1974,7 @@ type AcquireLeaseResponse struct {
 
 func (x *AcquireLeaseResponse) Reset() {
 	*x = AcquireLeaseResponse{}
-	mi := &file_roost_v1_agent_proto_msgTypes[25]
+	mi := &file_roost_v1_agent_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1922,7 +1986,7 @@ func (x *AcquireLeaseResponse) String() string {
 func (*AcquireLeaseResponse) ProtoMessage() {}
 
 func (x *AcquireLeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[25]
+	mi := &file_roost_v1_agent_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1935,7 +1999,7 @@ func (x *AcquireLeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcquireLeaseResponse.ProtoReflect.Descriptor instead.
 func (*AcquireLeaseResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{25}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *AcquireLeaseResponse) GetGranted() bool {
@@ -2063,13 +2127,16 @@ const file_roost_v1_agent_proto_rawDesc = "" +
 	"\x06number\x18\x01 \x01(\x03R\x06number\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"@\n" +
 	"\tHeartbeat\x123\n" +
-	"\asent_at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x06sentAt\"\xbd\x01\n" +
+	"\asent_at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x06sentAt\"\xea\x01\n" +
 	"\n" +
 	"HubMessage\x122\n" +
 	"\adesired\x18\x01 \x01(\v2\x16.roost.v1.DesiredStateH\x00R\adesired\x12>\n" +
 	"\x1aheartbeat_interval_seconds\x18\x02 \x01(\x03H\x00R\x18heartbeatIntervalSeconds\x120\n" +
-	"\amembers\x18\x03 \x01(\v2\x14.roost.v1.HubMembersH\x00R\amembersB\t\n" +
-	"\amessage\"1\n" +
+	"\amembers\x18\x03 \x01(\v2\x14.roost.v1.HubMembersH\x00R\amembers\x12+\n" +
+	"\ago_away\x18\x04 \x01(\v2\x10.roost.v1.GoAwayH\x00R\x06goAwayB\t\n" +
+	"\amessage\" \n" +
+	"\x06GoAway\x12\x16\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"1\n" +
 	"\n" +
 	"HubMembers\x12#\n" +
 	"\rapi_addresses\x18\x01 \x03(\tR\fapiAddresses\"\xd7\x01\n" +
@@ -2156,7 +2223,7 @@ func file_roost_v1_agent_proto_rawDescGZIP() []byte {
 	return file_roost_v1_agent_proto_rawDescData
 }
 
-var file_roost_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_roost_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_roost_v1_agent_proto_goTypes = []any{
 	(*ServerIdentity)(nil),           // 0: roost.v1.ServerIdentity
 	(*Inventory)(nil),                // 1: roost.v1.Inventory
@@ -2174,18 +2241,19 @@ var file_roost_v1_agent_proto_goTypes = []any{
 	(*FailedRevision)(nil),           // 13: roost.v1.FailedRevision
 	(*Heartbeat)(nil),                // 14: roost.v1.Heartbeat
 	(*HubMessage)(nil),               // 15: roost.v1.HubMessage
-	(*HubMembers)(nil),               // 16: roost.v1.HubMembers
-	(*DesiredState)(nil),             // 17: roost.v1.DesiredState
-	(*KubeletBootstrap)(nil),         // 18: roost.v1.KubeletBootstrap
-	(*RevisionSpec)(nil),             // 19: roost.v1.RevisionSpec
-	(*Artifact)(nil),                 // 20: roost.v1.Artifact
-	(*InstallDiskHints)(nil),         // 21: roost.v1.InstallDiskHints
-	(*FetchArtifactRequest)(nil),     // 22: roost.v1.FetchArtifactRequest
-	(*ArtifactChunk)(nil),            // 23: roost.v1.ArtifactChunk
-	(*AcquireLeaseRequest)(nil),      // 24: roost.v1.AcquireLeaseRequest
-	(*AcquireLeaseResponse)(nil),     // 25: roost.v1.AcquireLeaseResponse
-	(*Condition)(nil),                // 26: roost.v1.Condition
-	(*timestamppb.Timestamp)(nil),    // 27: google.protobuf.Timestamp
+	(*GoAway)(nil),                   // 16: roost.v1.GoAway
+	(*HubMembers)(nil),               // 17: roost.v1.HubMembers
+	(*DesiredState)(nil),             // 18: roost.v1.DesiredState
+	(*KubeletBootstrap)(nil),         // 19: roost.v1.KubeletBootstrap
+	(*RevisionSpec)(nil),             // 20: roost.v1.RevisionSpec
+	(*Artifact)(nil),                 // 21: roost.v1.Artifact
+	(*InstallDiskHints)(nil),         // 22: roost.v1.InstallDiskHints
+	(*FetchArtifactRequest)(nil),     // 23: roost.v1.FetchArtifactRequest
+	(*ArtifactChunk)(nil),            // 24: roost.v1.ArtifactChunk
+	(*AcquireLeaseRequest)(nil),      // 25: roost.v1.AcquireLeaseRequest
+	(*AcquireLeaseResponse)(nil),     // 26: roost.v1.AcquireLeaseResponse
+	(*Condition)(nil),                // 27: roost.v1.Condition
+	(*timestamppb.Timestamp)(nil),    // 28: google.protobuf.Timestamp
 }
 var file_roost_v1_agent_proto_depIdxs = []int32{
 	2,  // 0: roost.v1.Inventory.cpu:type_name -> roost.v1.CPUInfo
@@ -2198,34 +2266,35 @@ var file_roost_v1_agent_proto_depIdxs = []int32{
 	12, // 7: roost.v1.AgentMessage.status:type_name -> roost.v1.AgentStatus
 	14, // 8: roost.v1.AgentMessage.heartbeat:type_name -> roost.v1.Heartbeat
 	1,  // 9: roost.v1.AgentStatus.inventory:type_name -> roost.v1.Inventory
-	26, // 10: roost.v1.AgentStatus.conditions:type_name -> roost.v1.Condition
+	27, // 10: roost.v1.AgentStatus.conditions:type_name -> roost.v1.Condition
 	13, // 11: roost.v1.AgentStatus.failed_revisions:type_name -> roost.v1.FailedRevision
-	27, // 12: roost.v1.Heartbeat.sent_at:type_name -> google.protobuf.Timestamp
-	17, // 13: roost.v1.HubMessage.desired:type_name -> roost.v1.DesiredState
-	16, // 14: roost.v1.HubMessage.members:type_name -> roost.v1.HubMembers
-	19, // 15: roost.v1.DesiredState.spec:type_name -> roost.v1.RevisionSpec
-	18, // 16: roost.v1.DesiredState.kubelet_bootstrap:type_name -> roost.v1.KubeletBootstrap
-	27, // 17: roost.v1.KubeletBootstrap.expires_at:type_name -> google.protobuf.Timestamp
-	20, // 18: roost.v1.RevisionSpec.kernel:type_name -> roost.v1.Artifact
-	20, // 19: roost.v1.RevisionSpec.initrd:type_name -> roost.v1.Artifact
-	20, // 20: roost.v1.RevisionSpec.boot_loader:type_name -> roost.v1.Artifact
-	21, // 21: roost.v1.RevisionSpec.install_disk:type_name -> roost.v1.InstallDiskHints
-	27, // 22: roost.v1.AcquireLeaseResponse.expires_at:type_name -> google.protobuf.Timestamp
-	6,  // 23: roost.v1.AgentService.Enroll:input_type -> roost.v1.EnrollRequest
-	8,  // 24: roost.v1.AgentService.RenewCertificate:input_type -> roost.v1.RenewCertificateRequest
-	10, // 25: roost.v1.AgentService.Connect:input_type -> roost.v1.AgentMessage
-	22, // 26: roost.v1.AgentService.FetchArtifact:input_type -> roost.v1.FetchArtifactRequest
-	24, // 27: roost.v1.AgentService.AcquireLease:input_type -> roost.v1.AcquireLeaseRequest
-	7,  // 28: roost.v1.AgentService.Enroll:output_type -> roost.v1.EnrollResponse
-	9,  // 29: roost.v1.AgentService.RenewCertificate:output_type -> roost.v1.RenewCertificateResponse
-	15, // 30: roost.v1.AgentService.Connect:output_type -> roost.v1.HubMessage
-	23, // 31: roost.v1.AgentService.FetchArtifact:output_type -> roost.v1.ArtifactChunk
-	25, // 32: roost.v1.AgentService.AcquireLease:output_type -> roost.v1.AcquireLeaseResponse
-	28, // [28:33] is the sub-list for method output_type
-	23, // [23:28] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	28, // 12: roost.v1.Heartbeat.sent_at:type_name -> google.protobuf.Timestamp
+	18, // 13: roost.v1.HubMessage.desired:type_name -> roost.v1.DesiredState
+	17, // 14: roost.v1.HubMessage.members:type_name -> roost.v1.HubMembers
+	16, // 15: roost.v1.HubMessage.go_away:type_name -> roost.v1.GoAway
+	20, // 16: roost.v1.DesiredState.spec:type_name -> roost.v1.RevisionSpec
+	19, // 17: roost.v1.DesiredState.kubelet_bootstrap:type_name -> roost.v1.KubeletBootstrap
+	28, // 18: roost.v1.KubeletBootstrap.expires_at:type_name -> google.protobuf.Timestamp
+	21, // 19: roost.v1.RevisionSpec.kernel:type_name -> roost.v1.Artifact
+	21, // 20: roost.v1.RevisionSpec.initrd:type_name -> roost.v1.Artifact
+	21, // 21: roost.v1.RevisionSpec.boot_loader:type_name -> roost.v1.Artifact
+	22, // 22: roost.v1.RevisionSpec.install_disk:type_name -> roost.v1.InstallDiskHints
+	28, // 23: roost.v1.AcquireLeaseResponse.expires_at:type_name -> google.protobuf.Timestamp
+	6,  // 24: roost.v1.AgentService.Enroll:input_type -> roost.v1.EnrollRequest
+	8,  // 25: roost.v1.AgentService.RenewCertificate:input_type -> roost.v1.RenewCertificateRequest
+	10, // 26: roost.v1.AgentService.Connect:input_type -> roost.v1.AgentMessage
+	23, // 27: roost.v1.AgentService.FetchArtifact:input_type -> roost.v1.FetchArtifactRequest
+	25, // 28: roost.v1.AgentService.AcquireLease:input_type -> roost.v1.AcquireLeaseRequest
+	7,  // 29: roost.v1.AgentService.Enroll:output_type -> roost.v1.EnrollResponse
+	9,  // 30: roost.v1.AgentService.RenewCertificate:output_type -> roost.v1.RenewCertificateResponse
+	15, // 31: roost.v1.AgentService.Connect:output_type -> roost.v1.HubMessage
+	24, // 32: roost.v1.AgentService.FetchArtifact:output_type -> roost.v1.ArtifactChunk
+	26, // 33: roost.v1.AgentService.AcquireLease:output_type -> roost.v1.AcquireLeaseResponse
+	29, // [29:34] is the sub-list for method output_type
+	24, // [24:29] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_roost_v1_agent_proto_init() }
@@ -2243,15 +2312,16 @@ func file_roost_v1_agent_proto_init() {
 		(*HubMessage_Desired)(nil),
 		(*HubMessage_HeartbeatIntervalSeconds)(nil),
 		(*HubMessage_Members)(nil),
+		(*HubMessage_GoAway)(nil),
 	}
-	file_roost_v1_agent_proto_msgTypes[21].OneofWrappers = []any{}
+	file_roost_v1_agent_proto_msgTypes[22].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_roost_v1_agent_proto_rawDesc), len(file_roost_v1_agent_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   26,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
