@@ -14,8 +14,9 @@ const leadershipHandOverTimeout = 3 * time.Second
 
 // handOverLeadership makes another voter the leader when this member leads
 // and is not the only voter, before Close drains the API: draining waits
-// up to 5 s for agent streams, and a leader that only then shut down would
-// stop every write for that long plus an election. Raft's leadership
+// up to 5 s for streams (of agents too old for go_away, say), and a leader
+// that only then shut down would stop every write for that long plus an
+// election. Raft's leadership
 // transfer (TimeoutNow to the most up-to-date voter) takes about one round
 // trip and an election; writes arriving meanwhile fail with Unavailable
 // and clients retry them. When the transfer fails, Close goes on: the
