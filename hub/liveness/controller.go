@@ -91,21 +91,28 @@ func (c *Controller) Step(ctx context.Context) {
 	case !leader && c.Tracker.Leading():
 		c.Tracker.StopLeading()
 		c.Metrics.leading.Set(0)
+		// The counts are the leader's: a member that lost leadership
+		// (stopped or frozen meanwhile, say) must not go on exporting its
+		// last ones.
+		c.Metrics.reachable.Set(0)
+		c.Metrics.unreachable.Set(0)
 	}
 	if !leader {
 		return
 	}
 	changes, counts := c.Tracker.Evaluate(c.Servers())
 	c.Metrics.ttl.Set(counts.TTL.Seconds())
+	if len(changes) > 0 {
+		if err := c.Propose(ctx, &roostv1.SetServerReachability{Changes: changes}); err != nil {
+			if ctx.Err() == nil {
+				c.Log.Warn("liveness: recording transitions failed; retrying", "err", err, "changes", len(changes))
+			}
+			return // the counts include the transitions, which are not recorded
+		}
+	}
 	c.Metrics.reachable.Set(float64(counts.Reachable))
 	c.Metrics.unreachable.Set(float64(counts.Unreachable))
 	if len(changes) == 0 {
-		return
-	}
-	if err := c.Propose(ctx, &roostv1.SetServerReachability{Changes: changes}); err != nil {
-		if ctx.Err() == nil {
-			c.Log.Warn("liveness: recording transitions failed; retrying", "err", err, "changes", len(changes))
-		}
 		return
 	}
 	up, down := 0, 0

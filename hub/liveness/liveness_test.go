@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 )
 
@@ -194,9 +196,19 @@ func TestControllerAndReporter(t *testing.T) {
 	if proposals != 1 || recorded["b"] || !recorded["a"] {
 		t.Fatalf("proposals %d, recorded %v; want one batch marking b unreachable", proposals, recorded)
 	}
-	// A follower collects and forwards; failures keep the names.
+	gauges := func() (float64, float64) {
+		return testutil.ToFloat64(ctrl.Metrics.reachable), testutil.ToFloat64(ctrl.Metrics.unreachable)
+	}
+	if r, u := gauges(); r != 1 || u != 1 {
+		t.Fatalf("leader's gauges: reachable %v unreachable %v, want 1 1", r, u)
+	}
+	// A follower collects and forwards; failures keep the names. It
+	// exports no counts of its own.
 	leader = false
 	ctrl.Step(ctx)
+	if r, u := gauges(); r != 0 || u != 0 {
+		t.Fatalf("gauges after stepping down: reachable %v unreachable %v, want 0 0", r, u)
+	}
 	rep.Seen("a")
 	rep.Seen("b")
 	rep.Flush(ctx)
