@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -314,15 +315,15 @@ func newHost(cfg *config.AgentConfig, log *slog.Logger) (*agent.Host, error) {
 }
 
 // checkSimulateFlags refuses simulate flags out of range, naming the flag:
-// --count ≥ 1, --rate ≥ 0, --enroll-parallel ≥ 1, --duration ≥ 0,
+// --count ≥ 1, --rate 0 or ≥ 0.001, --enroll-parallel ≥ 1, --duration ≥ 0,
 // --progress > 0, --heartbeat 0 (as the hub says) or ≥ 1s, and
 // --rebalance-interval 0 (default), negative (never) or ≥ 1s.
 func checkSimulateFlags(o sim.Options, duration time.Duration) error {
 	switch {
 	case o.Count < 1:
 		return fmt.Errorf("simulate: --count %d: must be at least 1", o.Count)
-	case o.Rate < 0:
-		return fmt.Errorf("simulate: --rate %g: must be ≥ 0 (0: start all agents at once)", o.Rate)
+	case math.IsNaN(o.Rate) || math.IsInf(o.Rate, 0) || o.Rate < 0 || o.Rate > 0 && o.Rate < 0.001:
+		return fmt.Errorf("simulate: --rate %g: must be 0 (start all agents at once) or from 0.001 (agents per second)", o.Rate)
 	case o.EnrollParallel < 1:
 		return fmt.Errorf("simulate: --enroll-parallel %d: must be at least 1", o.EnrollParallel)
 	case duration < 0:

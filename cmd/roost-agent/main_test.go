@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -72,6 +73,8 @@ func TestCheckSimulateFlags(t *testing.T) {
 	}{
 		{func(o *sim.Options) { o.Count = 0 }, 0, "--count 0"},
 		{func(o *sim.Options) { o.Rate = -1 }, 0, "--rate -1"},
+		{func(o *sim.Options) { o.Rate = math.NaN() }, 0, "--rate NaN"},
+		{func(o *sim.Options) { o.Rate = 1e-10 }, 0, "--rate 1e-10"},
 		{func(o *sim.Options) { o.EnrollParallel = 0 }, 0, "--enroll-parallel 0"},
 		{func(*sim.Options) {}, -time.Second, "--duration -1s"},
 		{func(o *sim.Options) { o.ProgressEvery = 0 }, 0, "--progress 0s"},

@@ -161,7 +161,12 @@ The first member writes DIR/admin.conf: point roostctl at it with
 			}
 			<-ctx.Done()
 			opts.Logger.Info("shutting down")
-			return h.Close()
+			start := time.Now()
+			if err := h.Close(); err != nil {
+				return err
+			}
+			opts.Logger.Info("stopped", "took", time.Since(start).Round(time.Millisecond))
+			return nil
 		},
 	}
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
