@@ -197,7 +197,7 @@ before adding the next; grow to three or five voters.`,
 				return usageErrorf("--output %q: use json or yaml (or nothing for the command line)", output)
 			}
 			if ttl < time.Second || ttl > resource.MaxJoinTokenTTL {
-				return usageErrorf("--ttl %s: must be from 1s to %s (30 days)", ttl, window.FormatDuration(resource.MaxJoinTokenTTL))
+				return usageErrorf("--ttl %s: must be from 1s to %s (30 days)", window.FormatDuration(ttl), window.FormatDuration(resource.MaxJoinTokenTTL))
 			}
 			if uses < 1 {
 				return usageErrorf("--uses %d: must be at least 1", uses)
@@ -226,7 +226,7 @@ before adding the next; grow to three or five voters.`,
 		},
 	}
 	f := cmd.Flags()
-	f.DurationVar(&ttl, "ttl", time.Hour, "how long the token is valid, e.g. 30m, 24h (at most 720h)")
+	f.DurationVar(&ttl, "ttl", time.Hour, "how long the token is valid, e.g. 30m, 24h; 1s to 720h (30 days)")
 	f.Int32Var(&uses, "uses", 1, "how many members (`N`) may join with the token")
 	f.StringVarP(&output, "output", "o", "", "output `FORMAT`: json or yaml with token, expiresAt and apiAddresses\n(default: the token and a ready-to-run roost-hub command line)")
 	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletions(outJSON, outYAML))

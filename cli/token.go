@@ -110,7 +110,7 @@ to a Pool (it must exist), --label sets labels on them, and
 				return usageErrorf("--output %q: use json or yaml (or nothing for text)", output)
 			}
 			if ttl < 0 || (ttl > 0 && ttl < time.Second) || ttl > resource.MaxEnrollmentTokenTTL {
-				return usageErrorf("--ttl %s: must be 0 (never expires) or from 1s to %s (10 years)", ttl, window.FormatDuration(resource.MaxEnrollmentTokenTTL))
+				return usageErrorf("--ttl %s: must be 0 (never expires) or from 1s to %s (10 years)", window.FormatDuration(ttl), window.FormatDuration(resource.MaxEnrollmentTokenTTL))
 			}
 			if uses < 0 {
 				return usageErrorf("--uses %d: must be ≥ 0 (0: unlimited)", uses)
@@ -172,7 +172,7 @@ to a Pool (it must exist), --label sets labels on them, and
 		},
 	}
 	f := cmd.Flags()
-	f.DurationVar(&ttl, "ttl", 24*time.Hour, "how long the token is valid, e.g. 1h or 168h (a week), at most 87600h (10 years); 0: never expires")
+	f.DurationVar(&ttl, "ttl", 24*time.Hour, "how long the token is valid, e.g. 1h or 168h (a week); 1s to 87600h (10 years), or 0: never expires")
 	f.Int32Var(&uses, "uses", 0, "how many servers (`N`) may enroll with it; 0 is unlimited")
 	f.StringVar(&pool, "pool", "", "pre-assign enrolled servers to this `POOL`")
 	_ = cmd.RegisterFlagCompletionFunc("pool", o.flagCompletions(objectNames("Pool")))

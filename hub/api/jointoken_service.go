@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -31,8 +32,8 @@ func (s *Server) ListJoinTokens(ctx context.Context, req *roostv1.ListJoinTokens
 }
 
 // RevokeJoinTokens revokes the join tokens named by id: it records
-// revoked_at (and expires_at, for members that do not know revoked_at) as
-// the leader's time. Members that joined with a token stay. It fails with
+// revoked_at as the leader's time (and ends expires_at then too while a
+// member does not know revoked_at: state.RulesJoinTokenRevocation). Members that joined with a token stay. It fails with
 // InvalidArgument on no or duplicate ids and NotFound on an unknown id,
 // before revoking any.
 func (s *Server) RevokeJoinTokens(ctx context.Context, req *roostv1.RevokeJoinTokensRequest) (*roostv1.RevokeJoinTokensResponse, error) {
@@ -41,6 +42,10 @@ func (s *Server) RevokeJoinTokens(ctx context.Context, req *roostv1.RevokeJoinTo
 		return nil, apierror.Invalid("no join token to revoke", apierror.Violation{Field: "ids", Message: "name at least one token id (roostctl hub join-tokens lists them)"})
 	}
 	for i, id := range ids {
+		if id == "" {
+			return nil, apierror.Invalid("invalid revoke request", apierror.Violation{Field: fmt.Sprintf("ids[%d]", i),
+				Message: "is empty: give a join token's ID (roostctl hub join-tokens list) or the whole token"})
+		}
 		if slices.Contains(ids[:i], id) {
 			return nil, apierror.Invalid("invalid revoke request", apierror.Violation{Field: fmt.Sprintf("ids[%d]", i), Message: fmt.Sprintf("%q is given twice", id)})
 		}
@@ -52,11 +57,16 @@ func (s *Server) RevokeJoinTokens(ctx context.Context, req *roostv1.RevokeJoinTo
 		}
 		for _, id := range ids {
 			if byID[id] == nil {
-				return nil, apierror.NotFound("join token", id)
+				msg := fmt.Sprintf("join token %q not found", id)
+				if len(ids) > 1 {
+					msg += "; nothing was revoked"
+				}
+				return nil, &apierror.Error{Code: codes.NotFound, Message: msg + " ('roostctl hub join-tokens list' lists join tokens; enrollment tokens are revoked with 'roostctl token revoke')"}
 			}
 		}
 		out := &roostv1.RevokeJoinTokensResponse{}
 		now := timestamppb.New(s.now())
+		oldMembers := state.EffectiveRules(s.fsm.Members()) < state.RulesJoinTokenRevocation
 		for _, id := range ids {
 			t := proto.Clone(byID[id]).(*roostv1.JoinToken)
 			if t.GetRevokedAt() != nil {
@@ -64,7 +74,7 @@ func (s *Server) RevokeJoinTokens(ctx context.Context, req *roostv1.RevokeJoinTo
 				continue
 			}
 			t.RevokedAt = now
-			if t.GetExpiresAt() == nil || t.GetExpiresAt().AsTime().After(now.AsTime()) {
+			if oldMembers && (t.GetExpiresAt() == nil || t.GetExpiresAt().AsTime().After(now.AsTime())) {
 				t.ExpiresAt = now
 			}
 			if _, err := s.Propose(ctx, &roostv1.Command{Time: now, Command: &roostv1.Command_PutJoinToken{PutJoinToken: &roostv1.PutJoinToken{Token: t}}}); err != nil {

@@ -21,7 +21,8 @@ import (
 //	   reachability, and no liveness change is recorded for a
 //	   Decommissioned Server (its agent is refused); a Decommissioned Server
 //	   that enrolls again takes the pool of its new token, and the token's
-//	   labels replace those of the same keys (rulesDecommission)
+//	   labels replace those of the same keys (rulesDecommission); a join
+//	   token with revoked_at set is refused (RulesJoinTokenRevocation)
 const RulesVersion uint32 = 2
 
 // Versions that introduced a rule, for the applier's checks.
@@ -29,6 +30,10 @@ const (
 	// rulesDecommission: decommissioned Servers keep no pool or
 	// reachability.
 	rulesDecommission uint32 = 2
+	// RulesJoinTokenRevocation: members refuse a join token whose
+	// revoked_at is set. While an older member may apply the log, a
+	// revocation also ends the token's expires_at.
+	RulesJoinTokenRevocation uint32 = 2
 )
 
 // commandRules is the apply rules version of cmd; 0 (commands written

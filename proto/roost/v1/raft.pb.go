@@ -1002,9 +1002,9 @@ type JoinToken struct {
 	ExpiresAt    *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
 	MaxUses      int32                  `protobuf:"varint,4,opt,name=max_uses,json=maxUses,proto3" json:"max_uses,omitempty"`
 	Uses         int32                  `protobuf:"varint,5,opt,name=uses,proto3" json:"uses,omitempty"`
-	// revoked_at is when an operator revoked the token (RevokeJoinTokens);
-	// expires_at is set to it too, so members that do not know this field
-	// refuse the token as well.
+	// revoked_at is when an operator revoked the token (RevokeJoinTokens).
+	// While a member runs a roost-hub that does not know this field,
+	// expires_at is set to it too, so that member refuses the token as well.
 	RevokedAt     *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=revoked_at,json=revokedAt,proto3" json:"revoked_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
