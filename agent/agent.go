@@ -833,7 +833,7 @@ func (a *Agent) session(ctx context.Context) (err error) {
 			rebalC = nil
 			if probing = a.firstChoice(addr); probing != "" {
 				probeC = make(chan error, 1)
-				go func(to string) { probeC <- a.probeServing(sctx, to) }(probing)
+				go func(to string, done chan<- error) { done <- a.probeServing(sctx, to) }(probing, probeC)
 			}
 		case perr := <-probeC:
 			probeC = nil

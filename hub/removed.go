@@ -114,16 +114,25 @@ func (h *Hub) refuseStreamIfRemoved(srv any, ss grpc.ServerStream, info *grpc.St
 	if info.FullMethod == roostv1.AgentService_Connect_FullMethodName {
 		// Thousands of these: ended at the agent's next heartbeat
 		// (removedCheckStream), at the cost of an atomic load per message.
+		// This frame stays on every agent stream's goroutine stack while
+		// it waits, so it is kept small: the other streams' handling is in
+		// serveUntilRemoved.
 		return handler(srv, removedCheckStream{ServerStream: ss, h: h})
 	}
-	// Other streams (Watch) may carry nothing for a long time, and a
-	// removed member applies nothing more: end them when the removal is
-	// found.
+	return h.serveUntilRemoved(srv, ss, handler)
+}
+
+// serveUntilRemoved runs a stream that may carry nothing for a long time
+// (Watch) and ends it when this member finds it was removed (a removed
+// member applies nothing more), with the removed member's error.
+//
+//go:noinline
+func (h *Hub) serveUntilRemoved(srv any, ss grpc.ServerStream, handler grpc.StreamHandler) error {
 	ctx, cancel := context.WithCancel(ss.Context())
 	defer cancel()
 	stop := context.AfterFunc(h.removal.context(), cancel)
 	defer stop()
-	err := handler(srv, removedCheckStream{ServerStream: ss, h: h, ctx: ctx})
+	err := handler(srv, removalCtxStream{removedCheckStream: removedCheckStream{ServerStream: ss, h: h}, ctx: ctx})
 	if h.removed.Load() {
 		return apierror.Unavailable("%s", h.removedMessage())
 	}
@@ -132,20 +141,37 @@ func (h *Hub) refuseStreamIfRemoved(srv any, ss grpc.ServerStream, info *grpc.St
 
 // removedCheckStream ends a stream that was open when its member was
 // removed at its next message (an agent's next heartbeat), so the agent
-// moves to another member; an atomic load per message, no goroutine. ctx,
-// when set, replaces the stream's context.
+// moves to another member; an atomic load per message, no goroutine.
 type removedCheckStream struct {
 	grpc.ServerStream
-	h   *Hub
+	h *Hub
+}
+
+func (s removedCheckStream) RecvMsg(m any) error {
+	if err := s.ServerStream.RecvMsg(m); err != nil {
+		return err
+	}
+	if s.h.removed.Load() {
+		return apierror.Unavailable("%s", s.h.removedMessage())
+	}
+	return nil
+}
+
+func (s removedCheckStream) SendMsg(m any) error {
+	if s.h.removed.Load() {
+		return apierror.Unavailable("%s", s.h.removedMessage())
+	}
+	return s.ServerStream.SendMsg(m)
+}
+
+// removalCtxStream is a removedCheckStream whose context also ends when
+// the member finds it was removed (serveUntilRemoved).
+type removalCtxStream struct {
+	removedCheckStream
 	ctx context.Context
 }
 
-func (s removedCheckStream) Context() context.Context {
-	if s.ctx != nil {
-		return s.ctx
-	}
-	return s.ServerStream.Context()
-}
+func (s removalCtxStream) Context() context.Context { return s.ctx }
 
 // setRemoved records whether this member is removed; becoming removed
 // ends its open streams (removal).
@@ -187,23 +213,6 @@ func (r *removalSignal) set(removed bool) {
 	case r.ctx != nil && r.ctx.Err() != nil:
 		r.ctx, r.cancel = nil, nil
 	}
-}
-
-func (s removedCheckStream) RecvMsg(m any) error {
-	if err := s.ServerStream.RecvMsg(m); err != nil {
-		return err
-	}
-	if s.h.removed.Load() {
-		return apierror.Unavailable("%s", s.h.removedMessage())
-	}
-	return nil
-}
-
-func (s removedCheckStream) SendMsg(m any) error {
-	if s.h.removed.Load() {
-		return apierror.Unavailable("%s", s.h.removedMessage())
-	}
-	return s.ServerStream.SendMsg(m)
 }
 
 // checkOwnRaftAddress refuses to restart a member on another Raft address
