@@ -89,10 +89,8 @@ old roost-hub; the hub applies commands with the rules of its oldest member
   roostctl hub members -o json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			switch output {
-			case outTable, outJSON, outYAML:
-			default:
-				return usageErrorf("--output %q: use table, json or yaml", output)
+			if err := checkTableOutput(output); err != nil {
+				return err
 			}
 			ctx, conn, done, err := o.open(cmd.Context())
 			if err != nil {

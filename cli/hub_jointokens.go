@@ -53,10 +53,8 @@ at the leader's clock).`,
   roostctl hub join-tokens list -o json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			switch output {
-			case outTable, outJSON, outYAML:
-			default:
-				return usageErrorf("--output %q: use table, json or yaml", output)
+			if err := checkTableOutput(output); err != nil {
+				return err
 			}
 			ctx, conn, done, err := o.open(cmd.Context())
 			if err != nil {

@@ -132,10 +132,8 @@ configured for. FILE may be gzip-compressed, or "-" for standard input.`,
   roostctl hub snapshot inspect hub.snap -o json`,
 		Args: exactArgs(1, "a snapshot FILE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			switch output {
-			case outTable, outJSON, outYAML:
-			default:
-				return usageErrorf("--output %q: use table, json or yaml", output)
+			if err := checkTableOutput(output); err != nil {
+				return err
 			}
 			info, _, err := readSnapshotFile(args[0], o.In)
 			if err != nil {

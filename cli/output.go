@@ -258,3 +258,13 @@ func checkCreateOutput(output string) error {
 	}
 	return usageErrorf("--output %q: use json, yaml or name (or nothing for text)", output)
 }
+
+// checkTableOutput refuses an -o value other than table, json or yaml (the
+// commands that print one table or its structured form).
+func checkTableOutput(output string) error {
+	switch output {
+	case outTable, outJSON, outYAML:
+		return nil
+	}
+	return usageErrorf("--output %q: use table, json or yaml", output)
+}
