@@ -31,11 +31,12 @@ func (s *Server) ListJoinTokens(ctx context.Context, req *roostv1.ListJoinTokens
 	})
 }
 
-// RevokeJoinTokens revokes the join tokens named by id: it records
-// revoked_at as the leader's time (and ends expires_at then too while a
-// member does not know revoked_at: state.RulesJoinTokenRevocation). Members that joined with a token stay. It fails with
-// InvalidArgument on no or duplicate ids and NotFound on an unknown id,
-// before revoking any.
+// RevokeJoinTokens revokes the join tokens named by id in one Raft command
+// (RevokeJoinTokens): it records revoked_at as the leader's time and
+// changes nothing else on the token. While a member implements older apply
+// rules it falls back to revokeJoinTokensByPut. Members that joined with a
+// token stay. It fails with InvalidArgument on no or duplicate ids and
+// NotFound on an unknown id, before revoking any.
 func (s *Server) RevokeJoinTokens(ctx context.Context, req *roostv1.RevokeJoinTokensRequest) (*roostv1.RevokeJoinTokensResponse, error) {
 	ids := req.GetIds()
 	if len(ids) == 0 {
@@ -64,26 +65,51 @@ func (s *Server) RevokeJoinTokens(ctx context.Context, req *roostv1.RevokeJoinTo
 				return nil, &apierror.Error{Code: codes.NotFound, Message: msg + " ('roostctl hub join-tokens list' lists join tokens; enrollment tokens are revoked with 'roostctl token revoke')"}
 			}
 		}
+		rules := state.EffectiveRules(s.fsm.Members())
+		if rules < state.RulesJoinTokenRevokeCommand {
+			return revokeJoinTokensByPut(ctx, s, ids, byID, rules)
+		}
+		res, err := s.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_RevokeJoinTokens{RevokeJoinTokens: &roostv1.RevokeJoinTokens{Ids: ids}}})
+		if err != nil {
+			return nil, err
+		}
 		out := &roostv1.RevokeJoinTokensResponse{}
-		now := timestamppb.New(s.now())
-		oldMembers := state.EffectiveRules(s.fsm.Members()) < state.RulesJoinTokenRevocation
-		for _, id := range ids {
-			t := proto.Clone(byID[id]).(*roostv1.JoinToken)
-			if t.GetRevokedAt() != nil {
-				out.Already = append(out.Already, id)
-				continue
+		for _, r := range res.Results {
+			if r.GetAction() == "revoked" {
+				out.Revoked = append(out.Revoked, r.GetName())
+			} else {
+				out.Already = append(out.Already, r.GetName())
 			}
-			t.RevokedAt = now
-			if oldMembers && (t.GetExpiresAt() == nil || t.GetExpiresAt().AsTime().After(now.AsTime())) {
-				t.ExpiresAt = now
-			}
-			if _, err := s.Propose(ctx, &roostv1.Command{Time: now, Command: &roostv1.Command_PutJoinToken{PutJoinToken: &roostv1.PutJoinToken{Token: t}}}); err != nil {
-				return nil, err
-			}
-			out.Revoked = append(out.Revoked, id)
 		}
 		return out, nil
 	}, func(c *grpc.ClientConn, fctx context.Context) (*roostv1.RevokeJoinTokensResponse, error) {
 		return roostv1.NewHubServiceClient(c).RevokeJoinTokens(fctx, req)
 	})
+}
+
+// revokeJoinTokensByPut revokes ids while a member implements apply rules
+// older than state.RulesJoinTokenRevokeCommand and so does not know the
+// RevokeJoinTokens command: it puts each token back with revoked_at set,
+// one command per token, and ends expires_at too while a member does not
+// check revoked_at (state.RulesJoinTokenRevocation). A use of a token
+// applied between the read and the put loses its count.
+func revokeJoinTokensByPut(ctx context.Context, s *Server, ids []string, byID map[string]*roostv1.JoinToken, rules uint32) (*roostv1.RevokeJoinTokensResponse, error) {
+	out := &roostv1.RevokeJoinTokensResponse{}
+	now := timestamppb.New(s.now())
+	for _, id := range ids {
+		t := proto.Clone(byID[id]).(*roostv1.JoinToken)
+		if t.GetRevokedAt() != nil {
+			out.Already = append(out.Already, id)
+			continue
+		}
+		t.RevokedAt = now
+		if rules < state.RulesJoinTokenRevocation && (t.GetExpiresAt() == nil || t.GetExpiresAt().AsTime().After(now.AsTime())) {
+			t.ExpiresAt = now
+		}
+		if _, err := s.Propose(ctx, &roostv1.Command{Time: now, Command: &roostv1.Command_PutJoinToken{PutJoinToken: &roostv1.PutJoinToken{Token: t}}}); err != nil {
+			return nil, err
+		}
+		out.Revoked = append(out.Revoked, id)
+	}
+	return out, nil
 }

@@ -216,6 +216,8 @@ func (a *applier) run(cmd *roostv1.Command) (results []*roostv1.ApplyResult, com
 		err = a.putJoinToken(c.PutJoinToken)
 	case *roostv1.Command_UseJoinToken:
 		err = a.useJoinToken(c.UseJoinToken)
+	case *roostv1.Command_RevokeJoinTokens:
+		results, err = a.revokeJoinTokens(c.RevokeJoinTokens)
 	case *roostv1.Command_PutEnrollmentToken:
 		err = a.putEnrollmentToken(c.PutEnrollmentToken)
 	case *roostv1.Command_RevokeEnrollmentToken:
@@ -259,9 +261,16 @@ func (a *applier) run(cmd *roostv1.Command) (results []*roostv1.ApplyResult, com
 	case *roostv1.Command_SetConditions:
 		err = a.setConditions(c.SetConditions)
 	default:
-		err = apierror.Invalid(fmt.Sprintf("command at index %d has no known command set", a.index))
+		err = a.unknownCommand()
 	}
 	return results, true, err
+}
+
+// unknownCommand is the error for a command this build does not know, or
+// one newer than the command's apply rules: members implementing those
+// rules do not know it either, so every member fails it alike.
+func (a *applier) unknownCommand() *apierror.Error {
+	return apierror.Invalid(fmt.Sprintf("command at index %d has no known command set", a.index))
 }
 
 // now returns the command's time, or an error when the command has none.

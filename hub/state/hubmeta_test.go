@@ -1,6 +1,7 @@
 package state
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -161,4 +162,51 @@ func TestJoinTokenStatus(t *testing.T) {
 			t.Errorf("%v: %s, want %s", tc.tok, got, tc.want)
 		}
 	}
+}
+
+func TestRevokeJoinTokens(t *testing.T) {
+	const secret = "5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8"
+	revoke := func(rules uint32, ids ...string) *roostv1.Command {
+		return &roostv1.Command{RulesVersion: rules, Command: &roostv1.Command_RevokeJoinTokens{RevokeJoinTokens: &roostv1.RevokeJoinTokens{Ids: ids}}}
+	}
+	h := newHarness(t, Options{})
+	h.mustApply(putTokenCmd("a", secret, t0.Add(time.Hour), 5))
+	h.mustApply(putTokenCmd("b", secret, time.Time{}, 0))
+	// A use applied after the proposer read the token (uses 0) and before
+	// the revocation keeps its count: the command changes only revoked_at.
+	h.mustApply(useTokenCmd("a", secret))
+
+	// Refused alike by members that do not know the command.
+	e := wantCode(t, h.apply(revoke(RulesJoinTokenRevokeCommand-1, "a")).Err, codes.InvalidArgument)
+	if !strings.Contains(e.Message, "no known command") {
+		t.Errorf("under older rules: %q, want the unknown-command error", e.Message)
+	}
+	wantCode(t, h.apply(revoke(RulesJoinTokenRevokeCommand)).Err, codes.InvalidArgument)
+	// All or nothing: an unknown id after a known one revokes neither.
+	wantCode(t, h.apply(revoke(RulesJoinTokenRevokeCommand, "a", "nope")).Err, codes.NotFound)
+	wantCode(t, h.apply(revoke(RulesJoinTokenRevokeCommand, "")).Err, codes.NotFound)
+	for _, tok := range h.f.JoinTokens() {
+		if tok.GetRevokedAt() != nil {
+			t.Fatalf("token %s revoked by a failed command", tok.GetId())
+		}
+	}
+
+	res := h.mustApply(revoke(RulesJoinTokenRevokeCommand, "a"))
+	at := timeAt(h.idx)
+	if len(res.Results) != 1 || res.Results[0].GetName() != "a" || res.Results[0].GetAction() != "revoked" {
+		t.Errorf("results = %v, want a revoked", res.Results)
+	}
+	res = h.mustApply(revoke(RulesJoinTokenRevokeCommand, "b", "a"))
+	if got := fmt.Sprintln(res.Results[0].GetAction(), res.Results[1].GetAction()); got != "revoked unchanged\n" {
+		t.Errorf("second revocation actions = %q, want revoked unchanged", got)
+	}
+	toks := h.f.JoinTokens()
+	a := toks[0]
+	if a.GetUses() != 1 || a.GetMaxUses() != 5 || !a.GetRevokedAt().AsTime().Equal(at) || !a.GetExpiresAt().AsTime().Equal(t0.Add(time.Hour)) {
+		t.Errorf("token a = %v, want uses 1 of 5, revoked at %s, expiry kept", a, at)
+	}
+	if toks[1].GetRevokedAt() == nil {
+		t.Error("token b not revoked")
+	}
+	wantCode(t, h.apply(useTokenCmd("a", secret)).Err, codes.FailedPrecondition)
 }

@@ -2,7 +2,10 @@ package state
 
 import (
 	"crypto/subtle"
+	"fmt"
 	"time"
+
+	"google.golang.org/grpc/codes"
 
 	"google.golang.org/protobuf/proto"
 
@@ -94,6 +97,47 @@ func (a *applier) useJoinToken(c *roostv1.UseJoinToken) *apierror.Error {
 		return internal(err)
 	}
 	return nil
+}
+
+// revokeJoinTokens sets revoked_at on the named join tokens (the
+// RevokeJoinTokens command): all or nothing, NotFound on an unknown id,
+// and an unknown command under rules older than
+// RulesJoinTokenRevokeCommand. Each id gets an ApplyResult with action
+// "revoked", or "unchanged" when it was revoked already.
+func (a *applier) revokeJoinTokens(c *roostv1.RevokeJoinTokens) ([]*roostv1.ApplyResult, *apierror.Error) {
+	if a.rules < RulesJoinTokenRevokeCommand {
+		return nil, a.unknownCommand()
+	}
+	now, aerr := a.now()
+	if aerr != nil {
+		return nil, aerr
+	}
+	if len(c.GetIds()) == 0 {
+		return nil, apierror.Invalid("no join token to revoke", apierror.Violation{Field: "ids", Message: "is required"})
+	}
+	var results []*roostv1.ApplyResult
+	for _, id := range c.GetIds() {
+		raw, err := a.txn.First(tableJoinTokens, indexID, id)
+		if err != nil {
+			return nil, internal(err)
+		}
+		if raw == nil || id == "" {
+			return nil, &apierror.Error{Code: codes.NotFound, Message: fmt.Sprintf("join token %q not found", id)}
+		}
+		t := raw.(*roostv1.JoinToken)
+		res := &roostv1.ApplyResult{Kind: "JoinToken", Name: id, Action: "unchanged"}
+		results = append(results, res)
+		if t.GetRevokedAt() != nil {
+			continue
+		}
+		next := proto.Clone(t).(*roostv1.JoinToken)
+		next.RevokedAt = now
+		if err := a.txn.Insert(tableJoinTokens, next); err != nil {
+			return nil, internal(err)
+		}
+		res.Action = "revoked"
+	}
+	return results, nil
 }
 
 // JoinTokens returns copies of the stored join tokens (hashes only), sorted

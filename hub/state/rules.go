@@ -23,7 +23,11 @@ import (
 //	   that enrolls again takes the pool of its new token, and the token's
 //	   labels replace those of the same keys (rulesDecommission); a join
 //	   token with revoked_at set is refused (RulesJoinTokenRevocation)
-const RulesVersion uint32 = 2
+//	3: the RevokeJoinTokens command sets revoked_at inside Apply, so a use
+//	   applied just before a revocation keeps its count
+//	   (RulesJoinTokenRevokeCommand); under older rules the command is
+//	   unknown, as it is to the members implementing them
+const RulesVersion uint32 = 3
 
 // Versions that introduced a rule, for the applier's checks.
 const (
@@ -34,6 +38,11 @@ const (
 	// revoked_at is set. While an older member may apply the log, a
 	// revocation also ends the token's expires_at.
 	RulesJoinTokenRevocation uint32 = 2
+	// RulesJoinTokenRevokeCommand: members know the RevokeJoinTokens
+	// command. Before, the leader revoked a token by putting the whole
+	// record back with revoked_at set (PutJoinToken), which could undo a
+	// use applied between its read and its write.
+	RulesJoinTokenRevokeCommand uint32 = 3
 )
 
 // commandRules is the apply rules version of cmd; 0 (commands written
