@@ -234,7 +234,7 @@ func plan(in Inputs, latest *roostv1.Revision, note string) (*roostv1.RevisionSp
 	hash := in.Hash()
 	var next int64 = 1
 	if latest != nil {
-		if latest.GetSpec().GetInputsSha256() == hash && latest.GetSpec().GetMachine() == m.GetMetadata().GetName() {
+		if h := latest.GetSpec().GetInputsSha256(); (h == hash || h == in.LegacyHash()) && latest.GetSpec().GetMachine() == m.GetMetadata().GetName() {
 			return nil, nil, ""
 		}
 		next = latest.GetSpec().GetNumber() + 1

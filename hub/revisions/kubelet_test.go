@@ -307,8 +307,31 @@ func TestHashStable(t *testing.T) {
 	}
 	in := fullInputs()
 	in.Cluster, in.Pool.Spec.Cluster = nil, ""
-	if got, want := in.Hash(), "007b2043e5ed82e77bae9c72cf702142cd4bc22613727370ab3c7490e0492b14"; got != want {
+	if got, want := in.Hash(), "6deb81f719c7c8b66ac2e1a34fe863dacd09e1d6908ee04d67ed59d0dbbb1cb3"; got != want {
 		t.Errorf("pool without cluster: hash %s, want %s", got, want)
+	}
+	// The hash before the Pool's image selection and the release's
+	// channels were left out: Revisions stored with it are kept (plan).
+	if got, want := in.LegacyHash(), "007b2043e5ed82e77bae9c72cf702142cd4bc22613727370ab3c7490e0492b14"; got != want {
+		t.Errorf("pool without cluster: legacy hash %s, want %s", got, want)
+	}
+	if got, want := standaloneInputs().LegacyHash(), "94770d252ea4a3127ea447da3beadc177a5dee357f09343ba62acdccaa536514"; got != want {
+		t.Errorf("standalone legacy hash %s, want %s", got, want)
+	}
+}
+
+// TestPlanKeepsLegacyHash: a Revision hashed by an older roost-hub (the
+// Pool's image selection and the release's channels included) is not
+// rendered again after the upgrade; a real change still renders one.
+func TestPlanKeepsLegacyHash(t *testing.T) {
+	in := fullInputs()
+	latest := &roostv1.Revision{Spec: &roostv1.RevisionSpec{Number: 4, Machine: in.Machine.GetMetadata().GetName(), InputsSha256: in.LegacyHash()}}
+	if spec, _, note := plan(in, latest, ""); spec != nil || note != "" {
+		t.Fatalf("plan with a legacy-hashed latest Revision rendered %v (note %q)", spec, note)
+	}
+	in.Server.Metadata.Labels["rack"] = "r99"
+	if spec, _, _ := plan(in, latest, ""); spec.GetNumber() != 5 || spec.GetInputsSha256() != in.Hash() {
+		t.Errorf("plan after a change: %v, want Revision 5 with the new hash", spec)
 	}
 }
 

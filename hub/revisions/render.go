@@ -79,8 +79,21 @@ func (in Inputs) Labels() map[string]string {
 // Hash is the hex sha256 of the inputs' parts that a Revision depends on
 // (names, specs, operator labels and a worker's Node labels; not status,
 // metadata bookkeeping or spec fields that render nothing). A new
-// Revision is rendered exactly when it changes.
-func (in Inputs) Hash() string {
+// Revision is rendered exactly when it changes, or, for a Revision hashed
+// by an older roost-hub, when LegacyHash changes too.
+func (in Inputs) Hash() string { return in.hash(false) }
+
+// LegacyHash is Hash as earlier roost-hub builds computed it:
+// it also covered how the Pool picks its image (spec.imageChannel,
+// spec.imageVersion) and the picked release's channels, so promoting a
+// release to a channel, or pinning a Pool to the release it already runs,
+// rendered a new Revision, and rebooted, every Machine on it. The
+// controller accepts a Revision whose inputsSha256 is either, so Machines
+// keep their Revisions across the upgrade.
+func (in Inputs) LegacyHash() string { return in.hash(true) }
+
+// hash is Hash, or LegacyHash when legacy is set.
+func (in Inputs) hash(legacy bool) string {
 	h := sha256.New()
 	write := func(tag string, m proto.Message) {
 		b, _ := proto.MarshalOptions{Deterministic: true}.Marshal(m)
@@ -105,6 +118,12 @@ func (in Inputs) Hash() string {
 		pool = proto.Clone(s).(*roostv1.PoolSpec)
 	}
 	pool.Replicas, pool.Rollout, pool.MaintenanceWindows = nil, nil, nil
+	if !legacy {
+		// The release the Pool picks is hashed below, not how it was
+		// picked: the same release by channel or by version renders the
+		// same.
+		pool.ImageChannel, pool.ImageVersion = "", ""
+	}
 	write("pool", pool)
 	if s := in.MachineClass.GetSpec(); s != nil {
 		class = proto.Clone(s).(*roostv1.MachineClassSpec)
@@ -123,7 +142,13 @@ func (in Inputs) Hash() string {
 		}
 	}
 	fmt.Fprintf(h, "release %s\n", in.Release.GetMetadata().GetName())
-	write("release", in.Release.GetSpec())
+	release := in.Release.GetSpec()
+	if release != nil && !legacy {
+		// The channels a release is in render into nothing.
+		release = proto.Clone(release).(*roostv1.ImageReleaseSpec)
+		release.Channels = nil
+	}
+	write("release", release)
 	return hex.EncodeToString(h.Sum(nil))
 }
 

@@ -350,7 +350,6 @@ func TestHash(t *testing.T) {
 		"new server label":  func(in *Inputs) { in.Server.Metadata.Labels["gpu"] = "a100" },
 		"pool node label":   func(in *Inputs) { in.Pool.Spec.NodeLabels["zone"] = "a" },
 		"pool name":         func(in *Inputs) { in.Pool.Metadata.Name = "workers2" },
-		"pool channel":      func(in *Inputs) { in.Pool.Spec.ImageChannel = "beta" },
 		"class kernel args": func(in *Inputs) { in.MachineClass.Spec.KernelArgs = nil },
 		"class ssh keys":    func(in *Inputs) { in.MachineClass.Spec.SshAuthorizedKeys = nil },
 		"profile spec":      func(in *Inputs) { in.NetworkProfile.Spec.Vlans[0].Id = 200 },
@@ -412,6 +411,13 @@ func TestHash(t *testing.T) {
 			in.Pool.Spec.Rollout = &roostv1.RolloutPolicy{FailureBudget: 2, MaxUnavailable: &roostv1.IntOrString{Value: &roostv1.IntOrString_IntVal{IntVal: 3}}}
 		},
 		"class server selector": func(in *Inputs) { in.MachineClass.Spec.ServerSelector = []string{"roost.io/cpus>=64"} },
+		// How the Pool picks its release, and the channels the release is
+		// in: the picked release is hashed, and promoting it or pinning a
+		// Pool to the release it runs must not reboot the Pool.
+		"pool channel":            func(in *Inputs) { in.Pool.Spec.ImageChannel = "beta" },
+		"pool version pin":        func(in *Inputs) { in.Pool.Spec.ImageChannel, in.Pool.Spec.ImageVersion = "", "2026.11.0" },
+		"release channels":        func(in *Inputs) { in.Release.Spec.Channels = append(in.Release.Spec.Channels, "beta") },
+		"release channel removed": func(in *Inputs) { in.Release.Spec.Channels = nil },
 	}
 	for name, mod := range same {
 		in := fullInputs()
