@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/google/uuid"
+
 	"google.golang.org/protobuf/types/known/durationpb"
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -65,6 +67,18 @@ func validateMeta(e *violations, md *roostv1.ObjectMeta) {
 		e.add("metadata.name", "is required", `set a lower-case DNS-1123 label such as "workers"`)
 	default:
 		checkName(e, "metadata.name", name)
+	}
+	// The preconditions an apply may carry (hub/state checkPreconditions)
+	// must be what the hub wrote: a UUID in canonical form, a generation
+	// counted from 1.
+	if uid := md.GetUid(); uid != "" {
+		if u, err := uuid.Parse(uid); err != nil || u.String() != uid {
+			e.addf("metadata.uid", "copy it from 'roostctl get KIND NAME -o yaml', or remove it to skip the check",
+				"invalid uid %q: must be the lower-case RFC 4122 UUID the hub set", uid)
+		}
+	}
+	if g := md.GetGeneration(); g < 0 {
+		e.addf("metadata.generation", "copy it from 'roostctl get KIND NAME -o yaml', or remove it", "must be ≥ 0, got %d", g)
 	}
 	checkLabels(e, "metadata.labels", md.GetLabels())
 	for _, k := range sortedKeys(md.GetAnnotations()) {

@@ -105,6 +105,13 @@ func TestValidate(t *testing.T) {
 			[]want{{"metadata.name", `invalid name "Workers": a lowercase RFC 1123 label`}}},
 		{"long name", validPool(), func(m proto.Message) { m.(*roostv1.Pool).Metadata.Name = strings.Repeat("a", 64) },
 			[]want{{"metadata.name", "must be no more than 63 characters"}}},
+		{"uid as the hub sets it", validPool(), func(m proto.Message) { m.(*roostv1.Pool).Metadata.Uid = "6f1c2a3e-8d4b-4c5a-9e7f-0a1b2c3d4e5f" }, nil},
+		{"malformed uid", validPool(), func(m proto.Message) { m.(*roostv1.Pool).Metadata.Uid = "not-a-uid" },
+			[]want{{"metadata.uid", `invalid uid "not-a-uid": must be the lower-case RFC 4122 UUID the hub set`}}},
+		{"upper-case uid", validPool(), func(m proto.Message) { m.(*roostv1.Pool).Metadata.Uid = "6F1C2A3E-8D4B-4C5A-9E7F-0A1B2C3D4E5F" },
+			[]want{{"metadata.uid", "invalid uid"}}},
+		{"negative generation", validPool(), func(m proto.Message) { m.(*roostv1.Pool).Metadata.Generation = -5 },
+			[]want{{"metadata.generation", "must be ≥ 0, got -5"}}},
 		{"labels", validPool(), func(m proto.Message) {
 			m.(*roostv1.Pool).Metadata.Labels = map[string]string{"ok": "v", "bad key": "v", "k": "bad value!", "roost.io/rack": "r1"}
 		}, []want{{"metadata.labels[bad key]", `invalid label key "bad key"`}, {"metadata.labels[k]", `invalid label value "bad value!"`}}},
