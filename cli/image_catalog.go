@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -327,8 +328,8 @@ func newImageListCommand(o *options) *cobra.Command {
 		Use:     "list",
 		Aliases: []string{"ls"},
 		Short:   "List the ImageReleases with their channels and users",
-		Long: `List the ImageReleases, newest first: VERSION, CHANNELS, KERNEL (its size),
-CREATED (how long ago the release was recorded) and USED BY (how many
+		Long: `List the ImageReleases, newest first: VERSION, CHANNELS, KERNEL (the kernel
+version in the release's components; 'image describe' shows the files), CREATED (how long ago the release was recorded) and USED BY (how many
 Revisions name it: booted, staged or kept in the Servers' boot history; a
 release they name cannot be deleted). -o wide adds the name, KUBELET and the key that signed
 it. -o json|yaml|name print the ImageRelease objects as 'roostctl get
@@ -386,7 +387,7 @@ imagereleases' does.`,
 				r := ob.GetImageRelease()
 				ts := r.GetMetadata().GetCreationTimestamp()
 				row := []string{tableCell(r.GetSpec().GetVersion()), orNone(strings.Join(r.GetSpec().GetChannels(), ",")),
-					formatBytes(r.GetSpec().GetKernel().GetSize()), o.age(ts.AsTime(), ts != nil), strconv.Itoa(len(u.revisionsOf(r)))}
+					orNone(r.GetSpec().GetComponents()["kernel"]), o.age(ts.AsTime(), ts != nil), strconv.Itoa(len(u.revisionsOf(r)))}
 				if output == outWide {
 					row = append(row, r.GetMetadata().GetName(), orNone(r.GetSpec().GetComponents()["kubelet"]), orNone(signerOf(r)))
 				}
@@ -419,9 +420,19 @@ func (o *options) getRelease(ctx context.Context, conn *hubConn, arg string, sta
 		}
 	}
 	if err != nil {
-		return nil, o.wrapCallError(err)
+		return nil, o.wrapCallError(releaseNotFound(err, arg))
 	}
 	return resp.GetObject().GetImageRelease(), nil
+}
+
+// releaseNotFound words a NotFound answer for the release version arg in
+// the user's terms (the version given, not the object name the hub stores
+// it under); other errors pass through.
+func releaseNotFound(err error, arg string) error {
+	if statusCode(err) != codes.NotFound {
+		return err
+	}
+	return status.Errorf(codes.NotFound, "no image release %q ('roostctl image list' lists the versions)", arg)
 }
 
 func newImageDescribeCommand(o *options) *cobra.Command {
@@ -600,8 +611,13 @@ CHANNEL is a DNS label, e.g. stable or beta.`,
 				return nil
 			}
 			what := "promoted to " + channel
-			if remove {
+			switch {
+			case remove && resp.GetUnchanged():
+				what = "was not in " + channel
+			case remove:
 				what = "removed from " + channel
+			case resp.GetUnchanged():
+				what = "was already in " + channel
 			}
 			fmt.Fprintf(o.Out, "%s %s (channels: %s)\n", objectRef(obj), what, orNone(strings.Join(resp.GetRelease().GetSpec().GetChannels(), ",")))
 			return nil
@@ -640,7 +656,7 @@ artifacts stay in the members' stores.`,
 					name = r.GetMetadata().GetName()
 				}
 				if _, err := conn.hub.Delete(ctx, &roostv1.DeleteRequest{Kind: "ImageRelease", Name: name}); err != nil {
-					err = o.wrapCallError(err)
+					err = o.wrapCallError(releaseNotFound(err, arg))
 					if ignoreNotFound && statusCode(err) == codes.NotFound {
 						continue
 					}

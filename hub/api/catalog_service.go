@@ -168,7 +168,7 @@ func (s *Server) PromoteImageRelease(ctx context.Context, req *roostv1.PromoteIm
 		if err != nil {
 			return nil, err
 		}
-		return &roostv1.PromoteImageReleaseResponse{Release: o.GetImageRelease()}, nil
+		return &roostv1.PromoteImageReleaseResponse{Release: o.GetImageRelease(), Unchanged: res.Results[0].GetAction() == state.ActionUnchanged}, nil
 	}, func(c *grpc.ClientConn, fctx context.Context) (*roostv1.PromoteImageReleaseResponse, error) {
 		return roostv1.NewHubServiceClient(c).PromoteImageRelease(fctx, req)
 	})

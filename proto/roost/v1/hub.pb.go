@@ -301,8 +301,11 @@ func (x *PromoteImageReleaseRequest) GetRemove() bool {
 }
 
 type PromoteImageReleaseResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Release       *ImageRelease          `protobuf:"bytes,1,opt,name=release,proto3" json:"release,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Release *ImageRelease          `protobuf:"bytes,1,opt,name=release,proto3" json:"release,omitempty"`
+	// unchanged is true when the release was on the channel already (or,
+	// removing, was not on it): nothing was written.
+	Unchanged     bool `protobuf:"varint,2,opt,name=unchanged,proto3" json:"unchanged,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -342,6 +345,13 @@ func (x *PromoteImageReleaseResponse) GetRelease() *ImageRelease {
 		return x.Release
 	}
 	return nil
+}
+
+func (x *PromoteImageReleaseResponse) GetUnchanged() bool {
+	if x != nil {
+		return x.Unchanged
+	}
+	return false
 }
 
 type TrustReleaseKeyRequest struct {
@@ -3762,9 +3772,10 @@ const file_roost_v1_hub_proto_rawDesc = "" +
 	"\x1aPromoteImageReleaseRequest\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x12\x18\n" +
 	"\achannel\x18\x02 \x01(\tR\achannel\x12\x16\n" +
-	"\x06remove\x18\x03 \x01(\bR\x06remove\"O\n" +
+	"\x06remove\x18\x03 \x01(\bR\x06remove\"m\n" +
 	"\x1bPromoteImageReleaseResponse\x120\n" +
-	"\arelease\x18\x01 \x01(\v2\x16.roost.v1.ImageReleaseR\arelease\"X\n" +
+	"\arelease\x18\x01 \x01(\v2\x16.roost.v1.ImageReleaseR\arelease\x12\x1c\n" +
+	"\tunchanged\x18\x02 \x01(\bR\tunchanged\"X\n" +
 	"\x16TrustReleaseKeyRequest\x12$\n" +
 	"\x0epublic_key_pem\x18\x01 \x01(\tR\fpublicKeyPem\x12\x18\n" +
 	"\acomment\x18\x02 \x01(\tR\acomment\"A\n" +
