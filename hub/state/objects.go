@@ -336,7 +336,9 @@ func fieldOrEmpty(m protoreflect.Message, fd protoreflect.FieldDescriptor) proto
 
 // deleteObject deletes one object. It fails with NotFound when the object
 // does not exist and FailedPrecondition while other objects refer to it
-// (naming them and how to free it, see freeHint).
+// (naming them and how to free it, see freeHint). Under rulesPoolReferences
+// a Pool's users also include the Servers and EnrollmentTokens that
+// pre-assign servers to it (poolPreAssigners).
 func (a *applier) deleteObject(c *roostv1.DeleteObject) ([]*roostv1.ApplyResult, *apierror.Error) {
 	k, aerr := lookupKind(c.GetKind())
 	if aerr != nil {
@@ -360,6 +362,15 @@ func (a *applier) deleteObject(c *roostv1.DeleteObject) ([]*roostv1.ApplyResult,
 	users, err := usersOf(a.txn, k.Name, name)
 	if err != nil {
 		return nil, internal(err)
+	}
+	if k.Name == kindPool && a.rules >= rulesPoolReferences {
+		servers, tokens, aerr := a.poolPreAssigners(name)
+		if aerr != nil {
+			return nil, aerr
+		}
+		// In kind registry order, as usersOf lists them: Servers, then
+		// the Machines, then EnrollmentTokens.
+		users = append(append(servers, users...), tokens...)
 	}
 	if len(users) > 0 {
 		return nil, apierror.FailedPrecondition("%s %q is used by %s: %s", k.Name, name, joinUsers(users), freeHint(k.Name, name, users))

@@ -2,10 +2,13 @@ package state
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/hashicorp/go-memdb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/roostfleet/roost/apierror"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 	"github.com/roostfleet/roost/resource"
 )
@@ -80,18 +83,111 @@ func usersOf(txn *memdb.Txn, kind, name string) ([]string, error) {
 
 func joinUsers(users []string) string { return strings.Join(users, ", ") }
 
-// freeHint says how to free kind/name of users (as usersOf lists them)
-// before deleting it: release a Pool's Machines, or take the name out of
-// the Pools (and standalone Machines) that refer to it.
+// poolPreAssigners lists, as usersOf does, what pre-assigns Servers to
+// Pool pool (spec.pool), which deleting the Pool would leave pre-assigned
+// to a Pool that no longer exists, claimable by none (rulesPoolReferences):
+//
+//   - servers: the Servers whose spec.pool names it and that no Machine
+//     claims (a claimed Server's Machine is a user of the Pool already),
+//     except Decommissioned ones: their agent is refused, and enrolling
+//     again sets their pool anew;
+//   - tokens: the EnrollmentTokens whose spec.pool names it that can still
+//     enroll at the command's time (tokenCanEnroll); revoked, expired and
+//     used-up ones cannot pre-assign anything any more.
+//
+// Both are in name order. The scans read only the transaction and the
+// command's time, so every member finds the same.
+func (a *applier) poolPreAssigners(pool string) (servers, tokens []string, aerr *apierror.Error) {
+	it, err := a.txn.Get(kindServer, indexID)
+	if err != nil {
+		return nil, nil, internal(err)
+	}
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		s := raw.(*roostv1.Object).GetServer()
+		if s.GetSpec().GetPool() != pool || s.GetStatus().GetState() == ServerDecommissioned {
+			continue
+		}
+		name := s.GetMetadata().GetName()
+		m, err := a.txn.First(kindMachine, indexRefs, refKey(kindServer, name))
+		if err != nil {
+			return nil, nil, internal(err)
+		}
+		if m == nil {
+			servers = append(servers, fmt.Sprintf("%s %q", kindServer, name))
+		}
+	}
+	it, err = a.txn.Get(kindToken, indexID)
+	if err != nil {
+		return nil, nil, internal(err)
+	}
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		t := raw.(*roostv1.Object).GetEnrollmentToken()
+		if t.GetSpec().GetPool() != pool {
+			continue
+		}
+		var now *timestamppb.Timestamp
+		if t.GetSpec().GetExpiresAt() != nil {
+			if now, aerr = a.now(); aerr != nil {
+				return nil, nil, aerr
+			}
+		}
+		if tokenCanEnroll(t, now) {
+			tokens = append(tokens, fmt.Sprintf("%s %q", kindToken, t.GetMetadata().GetName()))
+		}
+	}
+	return servers, tokens, nil
+}
+
+// tokenCanEnroll says whether t can still enroll a Server at now, as
+// checkToken decides (its secret aside): it is Active (resource.TokenState:
+// not revoked, expired or used up). now is needed only when t expires.
+func tokenCanEnroll(t *roostv1.EnrollmentToken, now *timestamppb.Timestamp) bool {
+	return resource.TokenState(t, now.AsTime()) == "Active"
+}
+
+// usersNamed returns the names of the users (as usersOf lists them) of
+// kind.
+func usersNamed(users []string, kind string) []string {
+	var names []string
+	for _, u := range users {
+		if q, ok := strings.CutPrefix(u, kind+" "); ok {
+			if n, err := strconv.Unquote(q); err == nil {
+				names = append(names, n)
+			}
+		}
+	}
+	return names
+}
+
+// freeHint says how to free kind/name of users (as usersOf and
+// poolPreAssigners list them) before deleting it: release a Pool's
+// Machines, revoke the EnrollmentTokens and decommission the Servers
+// pre-assigned to it, or take the name out of the Pools (and standalone
+// Machines) that refer to it.
 func freeHint(kind, name string, users []string) string {
 	machines, pools := false, false
 	for _, u := range users {
 		machines = machines || strings.HasPrefix(u, kindMachine+" ")
 		pools = pools || strings.HasPrefix(u, kindPool+" ")
 	}
+	if kind == kindPool {
+		var hints []string
+		if machines {
+			hints = append(hints, fmt.Sprintf("release its servers first ('roostctl pool unassign %s SERVER...'; with replicas, set spec.replicas to 0)", name))
+		}
+		if tokens := usersNamed(users, kindToken); len(tokens) > 0 {
+			hints = append(hints, fmt.Sprintf("revoke the enrollment tokens that pre-assign servers to it ('roostctl token revoke %s'; "+
+				"create new ones without --pool, or with another pool, if you still need them)", strings.Join(tokens, " ")))
+		}
+		if len(usersNamed(users, kindServer)) > 0 {
+			hints = append(hints, "decommission the servers pre-assigned to it, which clears their pool ('roostctl server decommission SERVER...'; "+
+				"they come back by enrolling again with a token made without --pool, or with another pool)")
+		}
+		if len(hints) > 0 {
+			return strings.Join(hints, "; ")
+		}
+	}
 	switch {
-	case kind == kindPool && machines:
-		return fmt.Sprintf("release its servers first ('roostctl pool unassign %s SERVER...'; with replicas, set spec.replicas to 0)", name)
 	case pools && machines:
 		return "take it out of those Pools' and Machines' specs (roostctl apply), or delete them first"
 	case pools:

@@ -26,7 +26,10 @@ import (
 //	3: the RevokeJoinTokens command sets revoked_at inside Apply, so a use
 //	   applied just before a revocation keeps its count
 //	   (RulesJoinTokenRevokeCommand); under older rules the command is
-//	   unknown, as it is to the members implementing them
+//	   unknown, as it is to the members implementing them; a Pool is not
+//	   deleted while an EnrollmentToken that can still enroll, or a Server
+//	   that is not Decommissioned, pre-assigns servers to it (spec.pool;
+//	   rulesPoolReferences)
 const RulesVersion uint32 = 3
 
 // Versions that introduced a rule, for the applier's checks.
@@ -43,6 +46,14 @@ const (
 	// record back with revoked_at set (PutJoinToken), which could undo a
 	// use applied between its read and its write.
 	RulesJoinTokenRevokeCommand uint32 = 3
+	// rulesPoolReferences: deleting a Pool is refused while an
+	// EnrollmentToken that is not revoked, expired (at the command's time)
+	// or used up names it in spec.pool, or while a Server that is not
+	// Decommissioned and that no Machine claims does (see
+	// applier.poolPreAssigners). Before, the Pool went and such Servers
+	// stayed pre-assigned to a Pool that no longer existed, so no Pool
+	// could claim them.
+	rulesPoolReferences uint32 = 3
 )
 
 // commandRules is the apply rules version of cmd; 0 (commands written
