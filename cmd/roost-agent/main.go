@@ -260,7 +260,7 @@ test-sim' simulates rollouts.`,
 	_ = cmd.Flags().Set("log-level", "error")
 	cmd.Flags().Lookup("state-dir").Usage = "keep agent i's state in DIR/agent-NNNNN, so a second run resumes as the same Servers (default: in memory)"
 	fl := cmd.Flags()
-	fl.IntVar(&o.Count, "count", 1, "number of simulated agents")
+	fl.IntVar(&o.Count, "count", 1, "number of simulated agents (1 to 100000)")
 	fl.DurationVar(&o.Heartbeat, "heartbeat", 0, "heartbeat interval (default: as the hub says)")
 	fl.DurationVar(&o.RebalanceInterval, "rebalance-interval", 0, "shortest wait on a hub member that is not an agent's first choice before checking the first choice and moving there if it serves (0: 2m, or 12 heartbeats if longer; negative: never)")
 	fl.Int64Var(&o.Seed, "seed", 1, "seed of the simulated identities (same seed, same Servers)")
@@ -318,10 +318,15 @@ func newHost(cfg *config.AgentConfig, log *slog.Logger) (*agent.Host, error) {
 // --count ≥ 1, --rate 0 or ≥ 0.001, --enroll-parallel ≥ 1, --duration ≥ 0,
 // --progress > 0, --heartbeat 0 (as the hub says) or ≥ 1s, and
 // --rebalance-interval 0 (default), negative (never) or ≥ 1s.
+// maxSimulatedAgents bounds simulate --count: each simulated agent holds a
+// TLS connection, a gRPC stream and their goroutines in this one process,
+// so a count far beyond it exhausts memory instead of simulating a fleet.
+const maxSimulatedAgents = 100_000
+
 func checkSimulateFlags(o sim.Options, duration time.Duration) error {
 	switch {
-	case o.Count < 1:
-		return fmt.Errorf("simulate: --count %d: must be at least 1", o.Count)
+	case o.Count < 1 || o.Count > maxSimulatedAgents:
+		return fmt.Errorf("simulate: --count %d: must be from 1 to %d (run more processes for more agents)", o.Count, maxSimulatedAgents)
 	case math.IsNaN(o.Rate) || math.IsInf(o.Rate, 0) || o.Rate < 0 || o.Rate > 0 && o.Rate < 0.001:
 		return fmt.Errorf("simulate: --rate %g: must be 0 (start all agents at once) or from 0.001 (agents per second)", o.Rate)
 	case o.EnrollParallel < 1:

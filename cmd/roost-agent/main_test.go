@@ -72,6 +72,7 @@ func TestCheckSimulateFlags(t *testing.T) {
 		want     string
 	}{
 		{func(o *sim.Options) { o.Count = 0 }, 0, "--count 0"},
+		{func(o *sim.Options) { o.Count = 100_000_000 }, 0, "--count 100000000: must be from 1 to 100000"},
 		{func(o *sim.Options) { o.Rate = -1 }, 0, "--rate -1"},
 		{func(o *sim.Options) { o.Rate = math.NaN() }, 0, "--rate NaN"},
 		{func(o *sim.Options) { o.Rate = 1e-10 }, 0, "--rate 1e-10"},
