@@ -169,6 +169,8 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{[]string{"delete", "pool"}, "give the names"},
 		{[]string{"delete", "pool", "x", "-f", "a.yaml"}, "not both"},
 		{[]string{"hub", "remove"}, "needs the member ID"},
+		{[]string{"hub", "remove", ""}, `"roostctl hub remove": argument 1 is empty`},
+		{[]string{"token", "revoke", "abc", ""}, `"roostctl token revoke": argument 2 is empty`},
 		{[]string{"hub", "join", "--uses", "0"}, "--uses 0"},
 		{[]string{"hub", "join", "--ttl", "0s"}, "--ttl"},
 		{[]string{"completion", "tcsh"}, `invalid argument "tcsh"`},

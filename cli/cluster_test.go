@@ -202,7 +202,7 @@ func TestClusterSetCredentialsBadInput(t *testing.T) {
 	}{
 		{"no kubeconfig flag", "", []string{"prod"}, []string{`required flag(s) "kubeconfig" not set`}},
 		{"no name", "", []string{"--kubeconfig", kc}, []string{"needs a cluster NAME"}},
-		{"empty name", "", []string{"", "--kubeconfig", kc}, []string{"the cluster NAME is empty"}},
+		{"empty name", "", []string{"", "--kubeconfig", kc}, []string{"argument 1 is empty"}},
 		{"invalid name", "", []string{"Prod_1", "--kubeconfig", kc}, []string{`the cluster NAME "Prod_1" cannot name an object: a lowercase RFC 1123 label`}},
 		{"kind prefix only", "", []string{"cluster/", "--kubeconfig", kc}, []string{`the cluster NAME "cluster/" cannot name an object`}},
 		{"empty kubeconfig flag", "", []string{"prod", "--kubeconfig", ""}, []string{"--kubeconfig: empty file name; give the kubeconfig FILE, or - for standard input"}},

@@ -159,8 +159,19 @@ func exactArgs(n int, names string) cobra.PositionalArgs {
 		if len(args) != n {
 			return fmt.Errorf("%q needs %s, got %d argument(s)", cmd.CommandPath(), names, len(args))
 		}
-		return nil
+		return noEmptyArg(cmd, args)
 	}
+}
+
+// noEmptyArg refuses an empty argument (e.g. an unset shell variable), which
+// names nothing, before anything is sent to the hub.
+func noEmptyArg(cmd *cobra.Command, args []string) error {
+	for i, a := range args {
+		if a == "" {
+			return fmt.Errorf("%q: argument %d is empty (an unset shell variable?)", cmd.CommandPath(), i+1)
+		}
+	}
+	return nil
 }
 
 // checkNameArg checks that name, given as an argument for what (e.g. "a
@@ -183,7 +194,7 @@ func minArgs(n int, names string) cobra.PositionalArgs {
 		if len(args) < n {
 			return fmt.Errorf("%q needs %s", cmd.CommandPath(), names)
 		}
-		return nil
+		return noEmptyArg(cmd, args)
 	}
 }
 
