@@ -1,6 +1,7 @@
 package resource
 
 import (
+	"strconv"
 	"strings"
 
 	"golang.org/x/crypto/ssh"
@@ -24,6 +25,89 @@ const (
 	kernelArgRoostPrefix = "roost."
 )
 
+// The kernel command line budget, in bytes. Linux keeps at most
+// COMMAND_LINE_SIZE bytes of its command line, the terminating NUL
+// included, and drops the rest without a word: 2048 on x86 and arm64
+// (arch/x86/include/asm/setup.h, arch/arm64/include/uapi/asm/setup.h).
+// A Revision boots with the command line
+//
+//	<boot loader> <release cmdline> <MachineClass kernelArgs> systemd.hostname=<host> roost.revision=N
+//
+// where the boot loader's part is one initrd=<path> per initrd line of the
+// agent's boot entry (systemd-boot puts them before the entry's options,
+// src/boot/efi/boot.c: "add initrd= to options"), the hostname argument
+// is the hub's (hub/revisions.Render) and roost.revision=N the agent's
+// (agent/boot.Stage). MaxKernelArgsBytes is what is left for a
+// MachineClass once everything else has room at its largest:
+//
+//	  90  boot loader: initrd=/roost/<16 hex digits>/initrd.img initrd=/roost/rev-<N>/config.img (MaxBootLoaderArgsBytes)
+//	 625  the image release's cmdline (ReleaseCmdlineBudget; Flatcar stable's is 64, the default 35)
+//	1024  MachineClass kernelArgs joined with single spaces (MaxKernelArgsBytes)
+//	 270  hub: systemd.hostname=<host name of at most 253 bytes> (MaxHostnameArgBytes)
+//	  34  agent: roost.revision=<N of at most 19 digits> (MaxRevisionArgBytes)
+//	   4  spaces between the five parts
+//	----
+//	2047  MaxKernelCommandLine
+//
+// so the hub's systemd.hostname and the agent's roost.revision always fit
+// behind a valid MachineClass unless the release's cmdline is over its
+// budget; the hub refuses to render a Revision whose command line would
+// not fit (hub/revisions.Render).
+const (
+	// KernelCommandLineSize is Linux's COMMAND_LINE_SIZE on x86 and arm64,
+	// in bytes, the terminating NUL included.
+	KernelCommandLineSize = 2048
+	// MaxKernelCommandLine is the longest command line, in bytes, the
+	// kernel keeps whole.
+	MaxKernelCommandLine = KernelCommandLineSize - 1
+	// MaxHostnameBytes bounds a Machine's host name: its spec.hostname
+	// (at most 64, Linux's HOST_NAME_MAX) or else its name (a DNS-1123
+	// subdomain, at most 253).
+	MaxHostnameBytes = 253
+	// maxRevisionDigits is the length of the largest Revision number
+	// (an int64, ≥ 1).
+	maxRevisionDigits = 19
+	// MaxHostnameArgBytes bounds the hub's systemd.hostname=<host>.
+	MaxHostnameArgBytes = len(KernelArgHostname+"=") + MaxHostnameBytes
+	// MaxRevisionArgBytes bounds the agent's roost.revision=N.
+	MaxRevisionArgBytes = len(KernelArgRevision+"=") + maxRevisionDigits
+	// MaxBootLoaderArgsBytes bounds the boot loader's initrd= arguments,
+	// the space between them included (see BootLoaderArgs).
+	MaxBootLoaderArgsBytes = len(bootInitrdArg+" "+bootConfigArgPrefix+bootConfigArgSuffix) + maxRevisionDigits
+	// MaxKernelArgsBytes bounds a MachineClass's spec.kernelArgs joined
+	// with single spaces.
+	MaxKernelArgsBytes = 1024
+	// ReleaseCmdlineBudget is what the budget leaves for an image
+	// release's own cmdline (its manifest's, or the default console
+	// arguments), joined with single spaces.
+	ReleaseCmdlineBudget = MaxKernelCommandLine - MaxBootLoaderArgsBytes - MaxKernelArgsBytes -
+		MaxHostnameArgBytes - MaxRevisionArgBytes - 4
+	// MaxKernelArgs bounds the number of a MachineClass's kernelArgs:
+	// real command lines hold a few dozen arguments.
+	MaxKernelArgs = 128
+	// MaxKernelArgBytes bounds one of a MachineClass's kernelArgs: half
+	// the budget; a longer one is a pasted file or a list that belongs in
+	// the Ignition config, not a kernel argument.
+	MaxKernelArgBytes = MaxKernelArgsBytes / 2
+)
+
+// The boot loader's arguments for a Revision's boot entry, as the agent
+// lays the ESP out (agent/boot: ContentDir, InitrdName, RevisionDir,
+// ConfigInitrdName); systemd-boot writes the paths with backslashes, of
+// the same length.
+const (
+	bootInitrdArg       = "initrd=/roost/0123456789abcdef/initrd.img"
+	bootConfigArgPrefix = "initrd=/roost/rev-"
+	bootConfigArgSuffix = "/config.img"
+)
+
+// BootLoaderArgs is how many bytes the boot loader puts before the
+// options of Revision revision's boot entry: its two initrd= arguments
+// and a space after each.
+func BootLoaderArgs(revision int64) int {
+	return len(bootInitrdArg+" "+bootConfigArgPrefix+bootConfigArgSuffix+" ") + len(strconv.FormatInt(revision, 10))
+}
+
 // ReservedKernelArg says why a MachineClass may not carry kernel argument
 // arg ("name" or "name=value"), or returns "" when it may: Roost sets
 // roost.revision and systemd.hostname itself, and keeps every other
@@ -44,7 +128,10 @@ func ReservedKernelArg(arg string) string {
 // validateMachineClass: every server selector term parses (ParseRequirement);
 // install disk sizes are quantities ≥ 0 with minSize ≤ maxSize; kernel
 // arguments are single arguments, none that Roost sets itself
-// (ReservedKernelArg); SSH keys are single OpenSSH public keys.
+// (ReservedKernelArg), at most MaxKernelArgs of them, each at most
+// MaxKernelArgBytes and all together, joined with single spaces, at most
+// MaxKernelArgsBytes (only the first MaxKernelArgs are checked one by
+// one); SSH keys are single OpenSSH public keys.
 func validateMachineClass(e *violations, s *roostv1.MachineClassSpec) {
 	for i, term := range s.GetServerSelector() {
 		if _, err := ParseRequirement(term); err != nil {
@@ -57,19 +144,7 @@ func validateMachineClass(e *violations, s *roostv1.MachineClassSpec) {
 	if minQ != nil && maxQ != nil && minQ.Cmp(*maxQ) > 0 {
 		e.addf("spec.installDisk.minSize", "swap the two, or raise maxSize", "must not exceed maxSize (%s > %s)", d.GetMinSize(), d.GetMaxSize())
 	}
-	for i, a := range s.GetKernelArgs() {
-		f := joinIndex("spec.kernelArgs", i)
-		switch {
-		case a == "":
-			e.add(f, "is empty", "remove the item")
-		case strings.ContainsAny(a, " \t\r\n"):
-			e.addf(f, "give each argument as its own list item", "must be one argument without spaces, got %q", a)
-		default:
-			if why := ReservedKernelArg(a); why != "" {
-				e.addf(f, "remove the item", "%q: %s", a, why)
-			}
-		}
-	}
+	checkKernelArgs(e, s.GetKernelArgs())
 	for i, k := range s.GetSshAuthorizedKeys() {
 		f := joinIndex("spec.sshAuthorizedKeys", i)
 		const hint = `paste one line of a .pub file, e.g. "ssh-ed25519 AAAAC3Nza… user@host"`
@@ -81,6 +156,45 @@ func validateMachineClass(e *violations, s *roostv1.MachineClassSpec) {
 			e.add(f, "holds more than one key", "give each key as its own list item")
 		}
 	}
+}
+
+// checkKernelArgs checks a MachineClass's spec.kernelArgs (see
+// validateMachineClass).
+func checkKernelArgs(e *violations, args []string) {
+	const f = "spec.kernelArgs"
+	const hint = "remove arguments or shorten them"
+	if len(args) > MaxKernelArgs {
+		e.addf(f, hint, "%d arguments; at most %d", len(args), MaxKernelArgs)
+	}
+	if n := JoinedLen(args); n > MaxKernelArgsBytes {
+		e.addf(f, hint, "%d arguments take %d bytes joined; at most %d bytes (the kernel keeps %d, the image release, the hub and the boot loader add their own)",
+			len(args), n, MaxKernelArgsBytes, KernelCommandLineSize)
+	}
+	for i, a := range args[:min(len(args), MaxKernelArgs)] {
+		f := joinIndex(f, i)
+		switch {
+		case a == "":
+			e.add(f, "is empty", "remove the item")
+		case strings.ContainsAny(a, " \t\r\n"):
+			e.addf(f, "give each argument as its own list item", "must be one argument without spaces, got %q", a)
+		case len(a) > MaxKernelArgBytes:
+			e.addf(f, "shorten it, or drop it", "is %d bytes, more than the limit of %d for one argument", len(a), MaxKernelArgBytes)
+		default:
+			if why := ReservedKernelArg(a); why != "" {
+				e.addf(f, "remove the item", "%q: %s", a, why)
+			}
+		}
+	}
+}
+
+// JoinedLen is len(strings.Join(args, " ")) in bytes, without joining: the
+// length of a command line of args.
+func JoinedLen(args []string) int {
+	n := max(len(args)-1, 0)
+	for _, a := range args {
+		n += len(a)
+	}
+	return n
 }
 
 // checkSize parses an optional size quantity; it returns nil when unset or

@@ -184,8 +184,9 @@ type machineFacts struct {
 }
 
 // Render builds Revision number of in.Server. It fails when the release
-// lacks a kernel or initrd or its manifest, a worker's Cluster has no CA
-// bundle, or the Ignition config does not validate.
+// lacks a kernel or initrd or its manifest, the kernel command line would
+// not fit (checkCommandLine), a worker's Cluster has no CA bundle, or the
+// Ignition config does not validate.
 func Render(in Inputs, number int64) (*roostv1.RevisionSpec, error) {
 	rel := in.Release.GetSpec()
 	if rel.GetKernel().GetSha256() == "" || rel.GetInitrd().GetSha256() == "" {
@@ -207,6 +208,9 @@ func Render(in Inputs, number int64) (*roostv1.RevisionSpec, error) {
 		args = strings.Fields(DefaultKernelArgs)
 	}
 	args = append(append(append([]string(nil), args...), in.MachineClass.GetSpec().GetKernelArgs()...), "systemd.hostname="+host)
+	if err := checkCommandLine(in, args, number); err != nil {
+		return nil, err
+	}
 
 	agentCfg, err := (&config.AgentConfig{APIVersion: config.APIVersion, Kind: config.Kind, StateDir: StateDir}).Marshal()
 	if err != nil {
@@ -268,6 +272,43 @@ func Render(in Inputs, number int64) (*roostv1.RevisionSpec, error) {
 		InputsSha256:  in.Hash(),
 	}
 	return proto.Clone(spec).(*roostv1.RevisionSpec), nil
+}
+
+// checkCommandLine fails when the command line Revision number would boot
+// with (the boot loader's initrd= arguments, args, then the agent's
+// roost.revision=N) is longer than the kernel keeps
+// (resource.MaxKernelCommandLine): the kernel would cut off its end, and
+// with it the hub's systemd.hostname and the agent's roost.revision.
+// Validation bounds a MachineClass's kernelArgs so that they fit
+// (resource.MaxKernelArgsBytes) when the release's cmdline is within
+// resource.ReleaseCmdlineBudget; this catches a MachineClass stored before
+// that bound and a release over its budget. args end with the hub's
+// systemd.hostname argument.
+func checkCommandLine(in Inputs, args []string, number int64) error {
+	class := in.MachineClass.GetSpec().GetKernelArgs()
+	release := args[:len(args)-len(class)-1]
+	revisionArg := fmt.Sprintf("%s=%d", resource.KernelArgRevision, number)
+	total := resource.BootLoaderArgs(number) + resource.JoinedLen(args) + 1 + len(revisionArg)
+	if total <= resource.MaxKernelCommandLine {
+		return nil
+	}
+	rel, mc := in.Release.GetMetadata().GetName(), in.MachineClass.GetMetadata().GetName()
+	parts := fmt.Sprintf("ImageRelease %s's cmdline takes %d bytes (budget %d)", rel, resource.JoinedLen(release), resource.ReleaseCmdlineBudget)
+	if in.MachineClass != nil {
+		parts += fmt.Sprintf(", MachineClass %s's spec.kernelArgs %d (at most %d)", mc, resource.JoinedLen(class), resource.MaxKernelArgsBytes)
+	}
+	parts += fmt.Sprintf(", the hub's, the agent's and the boot loader's arguments %d", total-resource.JoinedLen(release)-resource.JoinedLen(class))
+	var fix string
+	switch {
+	case resource.JoinedLen(class) > resource.MaxKernelArgsBytes:
+		fix = fmt.Sprintf("shorten spec.kernelArgs of MachineClass %s to at most %d bytes joined", mc, resource.MaxKernelArgsBytes)
+	case len(class) > 0:
+		fix = fmt.Sprintf("use a release whose cmdline takes at most %d bytes, or shorten spec.kernelArgs of MachineClass %s", resource.ReleaseCmdlineBudget, mc)
+	default:
+		fix = fmt.Sprintf("use a release whose cmdline takes at most %d bytes", resource.ReleaseCmdlineBudget)
+	}
+	return fmt.Errorf("the kernel command line would be %d bytes, more than the %d the kernel keeps, which would cut off %s and %s at its end: %s; %s",
+		total, resource.MaxKernelCommandLine, args[len(args)-1], revisionArg, parts, fix)
 }
 
 const stateMount = `# Roost: the install disk's STATE partition holds the agent's identity and caches.
