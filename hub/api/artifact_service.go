@@ -391,6 +391,11 @@ func validateImageRelease(ir *roostv1.ImageRelease) []apierror.Violation {
 	if version != "" && m.Version != version {
 		add("spec.version", fmt.Sprintf("%q, but the manifest says %q", version, m.Version), "take the version from the manifest")
 	}
+	if n := resource.JoinedLen(m.Cmdline); n > resource.ReleaseCmdlineBudget {
+		add("spec.manifest", fmt.Sprintf("cmdline takes %d bytes joined, more than the %d a release has of the kernel command line (the kernel keeps %d; MachineClasses, the hub and the boot loader need the rest)",
+			n, resource.ReleaseCmdlineBudget, resource.KernelCommandLineSize),
+			"shorten cmdline in the image definition and make the release again (roost-image release)")
+	}
 	for _, ra := range releaseArtifacts(spec) {
 		ma, ok := m.Artifact(ra.name)
 		switch {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/roostfleet/roost/imagebuilder/release"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+	"github.com/roostfleet/roost/resource"
 )
 
 func TestImageReleaseName(t *testing.T) {
@@ -39,6 +40,13 @@ func TestValidateImageRelease(t *testing.T) {
 	if vs := validateImageRelease(valid()); len(vs) != 0 {
 		t.Fatalf("valid release: %v", vs)
 	}
+	fits := valid()
+	m.Cmdline = []string{"console=ttyS0", strings.Repeat("x", resource.ReleaseCmdlineBudget-len("console=ttyS0")-1)}
+	fits.Spec.Manifest, _ = json.Marshal(m)
+	m.Cmdline = nil
+	if vs := validateImageRelease(fits); len(vs) != 0 {
+		t.Fatalf("release with a cmdline of %d bytes: %v", resource.ReleaseCmdlineBudget, vs)
+	}
 	for name, tc := range map[string]struct {
 		edit  func(*roostv1.ImageRelease)
 		field string
@@ -57,6 +65,11 @@ func TestValidateImageRelease(t *testing.T) {
 		"other size":     {func(r *roostv1.ImageRelease) { r.Spec.Initrd.Size = 21 }, "release.spec.initrd"},
 		"extra artifact": {func(r *roostv1.ImageRelease) { r.Spec.BootLoader = &roostv1.Artifact{Sha256: k, Size: 10} }, "release.spec.bootLoader"},
 		"bad channel":    {func(r *roostv1.ImageRelease) { r.Spec.Channels = []string{"Stable!"} }, "release.spec.channels[0]"},
+		"long cmdline": {func(r *roostv1.ImageRelease) {
+			long := m
+			long.Cmdline = []string{"console=ttyS0", strings.Repeat("x", resource.ReleaseCmdlineBudget-len("console=ttyS0"))} // one byte over
+			r.Spec.Manifest, _ = json.Marshal(long)
+		}, "release.spec.manifest"},
 	} {
 		r := valid()
 		tc.edit(r)
