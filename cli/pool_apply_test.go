@@ -113,6 +113,9 @@ func TestApplyKeepsPauseAndWarnsOnUnpin(t *testing.T) {
 		t.Fatalf("pause: %d\n%s%s", r.code, r.out, r.err)
 	}
 	waitPhase("Paused")
+	if r := run("rollout", "pause", "workers"); r.code != 0 || r.out != "pool/workers was already paused\n" {
+		t.Fatalf("pause again: %d\n%s%s", r.code, r.out, r.err)
+	}
 	const keptWarning = "Warning from hub: pool/workers: spec.rollout.paused kept (paused by 'roostctl rollout pause' or an earlier manifest); " +
 		"'roostctl rollout resume workers' lifts it\n"
 	r = run("apply", "-f", manifest, "--dry-run")
@@ -149,6 +152,9 @@ func TestApplyKeepsPauseAndWarnsOnUnpin(t *testing.T) {
 	}
 	if getPool().GetSpec().GetRollout().GetPaused() {
 		t.Fatal("still paused after resume and apply")
+	}
+	if r := run("rollout", "resume", "workers"); r.code != 0 || r.out != "pool/workers was neither paused nor halted\n" {
+		t.Fatalf("resume again: %d\n%s%s", r.code, r.out, r.err)
 	}
 	waitPhase("Idle", "Progressing")
 

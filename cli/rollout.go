@@ -80,8 +80,28 @@ func (o *options) rolloutControl(cmd *cobra.Command, req *roostv1.RolloutControl
 	if err != nil {
 		return o.wrapCallError(err)
 	}
+	if resp.GetUnchanged() {
+		fmt.Fprintln(o.Out, rolloutUnchangedMessage(req.GetAction(), resp.GetPool()))
+		return nil
+	}
 	fmt.Fprintln(o.Out, rolloutControlMessage(req.GetAction(), verb, resp.GetPool()))
 	return nil
+}
+
+// rolloutUnchangedMessage says why action changed nothing on pool p.
+func rolloutUnchangedMessage(action roostv1.RolloutAction, p *roostv1.Pool) string {
+	name := p.GetMetadata().GetName()
+	switch action {
+	case roostv1.RolloutAction_ROLLOUT_ACTION_PAUSE:
+		return fmt.Sprintf("pool/%s was already paused", name)
+	case roostv1.RolloutAction_ROLLOUT_ACTION_RESUME:
+		return fmt.Sprintf("pool/%s was neither paused nor halted", name)
+	case roostv1.RolloutAction_ROLLOUT_ACTION_ABORT:
+		return fmt.Sprintf("pool/%s was already halted", name)
+	case roostv1.RolloutAction_ROLLOUT_ACTION_UNPIN:
+		return fmt.Sprintf("pool/%s was not pinned", name)
+	}
+	return fmt.Sprintf("pool/%s was already pinned to %s", name, p.GetSpec().GetImageVersion())
 }
 
 // rolloutHalted is the phase of a halted rollout (state.RolloutHalted; the

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/roostfleet/roost/apierror"
+	"github.com/roostfleet/roost/hub/state"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 	"github.com/roostfleet/roost/resource"
 )
@@ -51,14 +52,16 @@ func (s *Server) RolloutControl(ctx context.Context, req *roostv1.RolloutControl
 				return nil, apierror.FailedPrecondition("pool %s has no previous release to go back to", req.GetPool())
 			}
 		}
-		if _, err := s.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_ControlRollout{ControlRollout: c}}); err != nil {
+		res, err := s.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_ControlRollout{ControlRollout: c}})
+		if err != nil {
 			return nil, err
 		}
 		o, err := s.fsm.Get("Pool", req.GetPool())
 		if err != nil {
 			return nil, err
 		}
-		return &roostv1.RolloutControlResponse{Pool: o.GetPool()}, nil
+		unchanged := len(res.Results) == 1 && res.Results[0].GetAction() == state.ActionUnchanged
+		return &roostv1.RolloutControlResponse{Pool: o.GetPool(), Unchanged: unchanged}, nil
 	}, func(c *grpc.ClientConn, fctx context.Context) (*roostv1.RolloutControlResponse, error) {
 		return roostv1.NewHubServiceClient(c).RolloutControl(fctx, req)
 	})

@@ -675,8 +675,11 @@ func (x *RolloutControlRequest) GetVersion() string {
 }
 
 type RolloutControlResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Pool          *Pool                  `protobuf:"bytes,1,opt,name=pool,proto3" json:"pool,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Pool  *Pool                  `protobuf:"bytes,1,opt,name=pool,proto3" json:"pool,omitempty"`
+	// unchanged is true when the action changed nothing (e.g. a pause of a
+	// paused pool): nothing was written.
+	Unchanged     bool `protobuf:"varint,2,opt,name=unchanged,proto3" json:"unchanged,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -716,6 +719,13 @@ func (x *RolloutControlResponse) GetPool() *Pool {
 		return x.Pool
 	}
 	return nil
+}
+
+func (x *RolloutControlResponse) GetUnchanged() bool {
+	if x != nil {
+		return x.Unchanged
+	}
+	return false
 }
 
 type PushArtifactRequest struct {
@@ -3790,9 +3800,10 @@ const file_roost_v1_hub_proto_rawDesc = "" +
 	"\x15RolloutControlRequest\x12\x12\n" +
 	"\x04pool\x18\x01 \x01(\tR\x04pool\x12/\n" +
 	"\x06action\x18\x02 \x01(\x0e2\x17.roost.v1.RolloutActionR\x06action\x12\x18\n" +
-	"\aversion\x18\x03 \x01(\tR\aversion\"<\n" +
+	"\aversion\x18\x03 \x01(\tR\aversion\"Z\n" +
 	"\x16RolloutControlResponse\x12\"\n" +
-	"\x04pool\x18\x01 \x01(\v2\x0e.roost.v1.PoolR\x04pool\"m\n" +
+	"\x04pool\x18\x01 \x01(\v2\x0e.roost.v1.PoolR\x04pool\x12\x1c\n" +
+	"\tunchanged\x18\x02 \x01(\bR\tunchanged\"m\n" +
 	"\x13PushArtifactRequest\x12\x16\n" +
 	"\x06sha256\x18\x01 \x01(\tR\x06sha256\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x16\n" +
