@@ -121,7 +121,14 @@ comment (when --comment is given).`,
 			if output != "" {
 				return writeStructured(o.Out, keyJSON(k), output)
 			}
-			fmt.Fprintf(o.Out, "release key %s trusted (ID %s)\n", shortKeyID(k.GetId()), k.GetId())
+			switch {
+			case !resp.GetWasTrusted():
+				fmt.Fprintf(o.Out, "release key %s trusted (ID %s)\n", shortKeyID(k.GetId()), k.GetId())
+			case resp.GetPreviousComment() != k.GetComment():
+				fmt.Fprintf(o.Out, "release key %s was trusted already; comment %q replaced by %q\n", shortKeyID(k.GetId()), resp.GetPreviousComment(), k.GetComment())
+			default:
+				fmt.Fprintf(o.Out, "release key %s was trusted already\n", shortKeyID(k.GetId()))
+			}
 			return nil
 		},
 	}
@@ -206,7 +213,8 @@ Removing the last key turns signature checks off.`,
 			defer done()
 			var failed error
 			for _, id := range args {
-				if _, err := conn.hub.UntrustReleaseKey(ctx, &roostv1.UntrustReleaseKeyRequest{Id: id}); err != nil {
+				resp, err := conn.hub.UntrustReleaseKey(ctx, &roostv1.UntrustReleaseKeyRequest{Id: id})
+				if err != nil {
 					err = o.wrapCallError(err)
 					if !isHubError(err) {
 						return err
@@ -216,6 +224,9 @@ Removing the last key turns signature checks off.`,
 						failed = reportedError{exitCode(err)}
 					}
 					continue
+				}
+				if full := resp.GetId(); full != "" { // older hubs do not say
+					id = shortKeyID(full)
 				}
 				fmt.Fprintf(o.Out, "release key %s no longer trusted\n", id)
 			}

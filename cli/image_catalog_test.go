@@ -45,6 +45,16 @@ func TestImageCatalog(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.out), &key); err != nil || len(key.ID) != 64 || key.Comment != "beta team" || key.AddedAt == "" {
 		t.Fatalf("trust add -o json: %v %+v", err, key)
 	}
+	if r = run("image", "trust", "add", otherPub); r.code != 0 || r.out != "release key "+key.ID[:16]+" was trusted already\n" {
+		t.Fatalf("trust add again: %d %q %s", r.code, r.out, r.err)
+	}
+	if r = run("image", "trust", "add", otherPub, "--comment", "beta"); r.code != 0 ||
+		r.out != "release key "+key.ID[:16]+` was trusted already; comment "beta team" replaced by "beta"`+"\n" {
+		t.Fatalf("trust add with another comment: %d %q %s", r.code, r.out, r.err)
+	}
+	if r = run("image", "trust", "add", otherPub, "--comment", "beta team"); r.code != 0 {
+		t.Fatalf("trust add with the first comment: %d %q %s", r.code, r.out, r.err)
+	}
 	r = run("image", "trust", "list")
 	if r.code != 0 || !strings.Contains(r.out, key.ID[:16]) || strings.Contains(r.out, key.ID) || !strings.Contains(r.out, "beta team") {
 		t.Fatalf("trust list: %d\n%s%s", r.code, r.out, r.err)
@@ -156,7 +166,7 @@ func TestImageCatalog(t *testing.T) {
 	}
 
 	// trust remove: by prefix; unknown is exit 1, malformed exit 2.
-	if r = run("image", "trust", "remove", key.ID[:8]); r.code != 0 || !strings.Contains(r.out, "no longer trusted") {
+	if r = run("image", "trust", "remove", key.ID[:8]); r.code != 0 || r.out != "release key "+key.ID[:16]+" no longer trusted\n" {
 		t.Fatalf("trust remove: %d %s %s", r.code, r.out, r.err)
 	}
 	if r = run("image", "trust", "remove", key.ID[:8]); r.code != ExitFailed {

@@ -43,7 +43,8 @@ const noTrustedKeyWarning = "no release key is trusted, so the hub recorded the 
 
 // TrustReleaseKey adds an ed25519 public key (PKIX PEM) whose release
 // signatures the hub accepts. Trusting a key that is already trusted
-// succeeds (a new non-empty comment replaces the old one). Errors:
+// succeeds (a new non-empty comment replaces the old one; the response
+// says it was trusted and its comment before). Errors:
 // InvalidArgument (not a PEM ed25519 public key, comment too long).
 func (s *Server) TrustReleaseKey(ctx context.Context, req *roostv1.TrustReleaseKeyRequest) (*roostv1.TrustReleaseKeyResponse, error) {
 	var vs []apierror.Violation
@@ -62,12 +63,18 @@ func (s *Server) TrustReleaseKey(ctx context.Context, req *roostv1.TrustReleaseK
 	id := releasesig.KeyID(pub)
 	key := &roostv1.TrustedKey{Id: id, PublicKeyPem: string(releasesig.MarshalPublicKeyPEM(pub)), Comment: req.GetComment()}
 	return onLeader(ctx, s, func() (*roostv1.TrustReleaseKeyResponse, error) {
+		var before *roostv1.TrustedKey
+		for _, k := range s.fsm.TrustedKeys() {
+			if k.GetId() == id {
+				before = k
+			}
+		}
 		if _, err := s.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_PutTrustedKey{PutTrustedKey: &roostv1.PutTrustedKey{Key: key}}}); err != nil {
 			return nil, err
 		}
 		for _, k := range s.fsm.TrustedKeys() {
 			if k.GetId() == id {
-				return &roostv1.TrustReleaseKeyResponse{Key: k}, nil
+				return &roostv1.TrustReleaseKeyResponse{Key: k, WasTrusted: before != nil, PreviousComment: before.GetComment()}, nil
 			}
 		}
 		return nil, apierror.Unavailable("release key %s was removed meanwhile; retry", id)
@@ -98,7 +105,7 @@ func (s *Server) UntrustReleaseKey(ctx context.Context, req *roostv1.UntrustRele
 		if _, err := s.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_DeleteTrustedKey{DeleteTrustedKey: &roostv1.DeleteTrustedKey{Id: full}}}); err != nil {
 			return nil, err
 		}
-		return &roostv1.UntrustReleaseKeyResponse{}, nil
+		return &roostv1.UntrustReleaseKeyResponse{Id: full}, nil
 	}, func(c *grpc.ClientConn, fctx context.Context) (*roostv1.UntrustReleaseKeyResponse, error) {
 		return roostv1.NewHubServiceClient(c).UntrustReleaseKey(fctx, req)
 	})

@@ -409,10 +409,16 @@ func (x *TrustReleaseKeyRequest) GetComment() string {
 }
 
 type TrustReleaseKeyResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Key           *TrustedKey            `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Key   *TrustedKey            `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// was_trusted is true when the key was trusted before the request (its
+	// comment may have been replaced: compare previous_comment).
+	WasTrusted bool `protobuf:"varint,2,opt,name=was_trusted,json=wasTrusted,proto3" json:"was_trusted,omitempty"`
+	// previous_comment is the key's comment before the request, when
+	// was_trusted.
+	PreviousComment string `protobuf:"bytes,3,opt,name=previous_comment,json=previousComment,proto3" json:"previous_comment,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *TrustReleaseKeyResponse) Reset() {
@@ -450,6 +456,20 @@ func (x *TrustReleaseKeyResponse) GetKey() *TrustedKey {
 		return x.Key
 	}
 	return nil
+}
+
+func (x *TrustReleaseKeyResponse) GetWasTrusted() bool {
+	if x != nil {
+		return x.WasTrusted
+	}
+	return false
+}
+
+func (x *TrustReleaseKeyResponse) GetPreviousComment() string {
+	if x != nil {
+		return x.PreviousComment
+	}
+	return ""
 }
 
 type UntrustReleaseKeyRequest struct {
@@ -498,7 +518,9 @@ func (x *UntrustReleaseKeyRequest) GetId() string {
 }
 
 type UntrustReleaseKeyResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id is the whole id of the key removed.
+	Id            string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -531,6 +553,13 @@ func (x *UntrustReleaseKeyResponse) ProtoReflect() protoreflect.Message {
 // Deprecated: Use UntrustReleaseKeyResponse.ProtoReflect.Descriptor instead.
 func (*UntrustReleaseKeyResponse) Descriptor() ([]byte, []int) {
 	return file_roost_v1_hub_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *UntrustReleaseKeyResponse) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
 }
 
 type ListTrustedKeysRequest struct {
@@ -3788,12 +3817,16 @@ const file_roost_v1_hub_proto_rawDesc = "" +
 	"\tunchanged\x18\x02 \x01(\bR\tunchanged\"X\n" +
 	"\x16TrustReleaseKeyRequest\x12$\n" +
 	"\x0epublic_key_pem\x18\x01 \x01(\tR\fpublicKeyPem\x12\x18\n" +
-	"\acomment\x18\x02 \x01(\tR\acomment\"A\n" +
+	"\acomment\x18\x02 \x01(\tR\acomment\"\x8d\x01\n" +
 	"\x17TrustReleaseKeyResponse\x12&\n" +
-	"\x03key\x18\x01 \x01(\v2\x14.roost.v1.TrustedKeyR\x03key\"*\n" +
+	"\x03key\x18\x01 \x01(\v2\x14.roost.v1.TrustedKeyR\x03key\x12\x1f\n" +
+	"\vwas_trusted\x18\x02 \x01(\bR\n" +
+	"wasTrusted\x12)\n" +
+	"\x10previous_comment\x18\x03 \x01(\tR\x0fpreviousComment\"*\n" +
 	"\x18UntrustReleaseKeyRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"\x1b\n" +
-	"\x19UntrustReleaseKeyResponse\"\x18\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"+\n" +
+	"\x19UntrustReleaseKeyResponse\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"\x18\n" +
 	"\x16ListTrustedKeysRequest\"C\n" +
 	"\x17ListTrustedKeysResponse\x12(\n" +
 	"\x04keys\x18\x01 \x03(\v2\x14.roost.v1.TrustedKeyR\x04keys\"v\n" +
