@@ -77,6 +77,30 @@ func objectNames(kind string) lister {
 	}
 }
 
+// activeTokenNames lists the enrollment tokens that can still enroll
+// (resource.TokenState Active), with their pool as description: revoking
+// a revoked, expired or used-up token changes nothing.
+func activeTokenNames(ctx context.Context, hub roostv1.HubServiceClient, _ []string) ([]cobra.Completion, error) {
+	resp, err := hub.List(ctx, &roostv1.ListRequest{Kind: "EnrollmentToken", Consistency: roostv1.Consistency_CONSISTENCY_STALE})
+	if err != nil {
+		return nil, err
+	}
+	var out []cobra.Completion
+	now := time.Now()
+	for _, obj := range resp.GetObjects() {
+		t := obj.GetEnrollmentToken()
+		if resource.TokenState(t, now) != "Active" {
+			continue
+		}
+		desc := ""
+		if p := t.GetSpec().GetPool(); p != "" {
+			desc = "pool " + p
+		}
+		out = append(out, cobra.CompletionWithDesc(t.GetMetadata().GetName(), desc))
+	}
+	return out, nil
+}
+
 // kindArgNames lists the names of the objects of the kind given as the
 // first argument (get, describe, delete); nothing for an unknown kind.
 func kindArgNames(ctx context.Context, hub roostv1.HubServiceClient, args []string) ([]cobra.Completion, error) {

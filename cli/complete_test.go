@@ -24,6 +24,7 @@ func completionHub() *fakeHub {
 	f.put(resource.Wrap(&roostv1.Machine{Metadata: meta("workers-1"), Spec: &roostv1.MachineSpec{Pool: "workers", Server: "srv-a"}}))
 	f.put(resource.Wrap(&roostv1.Machine{Metadata: meta("edge-1"), Spec: &roostv1.MachineSpec{Server: "srv-b"}}))
 	f.put(resource.Wrap(&roostv1.EnrollmentToken{Metadata: meta("abcdef")}))
+	f.put(resource.Wrap(&roostv1.EnrollmentToken{Metadata: meta("revkd1"), Status: &roostv1.EnrollmentTokenStatus{Revoked: true}})) // not offered to revoke
 	f.put(resource.Wrap(&roostv1.MaintenanceWindow{Metadata: meta("nightly")}))
 	f.put(resource.Wrap(&roostv1.Cluster{Metadata: meta("prod")}))
 	f.put(resource.Wrap(&roostv1.MachineClass{Metadata: meta("big")}))

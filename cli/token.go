@@ -216,7 +216,7 @@ now on; servers that already enrolled with it keep their certificates and stay
 connected. Revoking twice is not an error.`,
 		Example:           `  roostctl token revoke abcdef`,
 		Args:              minArgs(1, "a token NAME"),
-		ValidArgsFunction: o.argCompletions(true, objectNames("EnrollmentToken")),
+		ValidArgsFunction: o.argCompletions(true, activeTokenNames),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, conn, done, err := o.open(cmd.Context())
 			if err != nil {
