@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 
 	"github.com/roostfleet/roost/apierror"
@@ -53,9 +54,10 @@ all-or-nothing write:
                          again since it was read (ignored when creating)
 
 If one fails, nothing is applied and roostctl exits with code 1:
-  Error from hub: pool/workers: modified since it was read (modifyIndex 42,
-  now 57): get it again and re-apply your change, or remove
-  metadata.modifyIndex to overwrite; nothing was applied:
+  Error from hub: an object changed since it was read; nothing was applied:
+  pool.yaml:4:3: Pool "workers": metadata.modifyIndex: modified since it was
+  read (modifyIndex 42, now 57) (get it again and re-apply your change, or
+  remove metadata.modifyIndex to overwrite)
 A manifest without them overwrites what is stored. --dry-run checks them too.
 
 Only desired-state kinds can be applied: Cluster, Pool, MachineClass,
@@ -187,7 +189,16 @@ func (o *options) reportApplyError(ms []*resource.Manifest, err error) error {
 		return err
 	}
 	located, rest := locateViolations(ms, e.Violations)
-	fmt.Fprintf(o.Err, "Error from hub: %s; nothing was applied:\n", e.Message)
+	msg := e.Message
+	if e.Code == codes.Aborted && len(rest) == 0 {
+		// The hub's message repeats the one conflict (or lists the
+		// objects); the lines below say it where the manifests say it.
+		msg = "an object changed since it was read"
+		if len(located) > 1 {
+			msg = fmt.Sprintf("%d objects changed since they were read", len(located))
+		}
+	}
+	fmt.Fprintf(o.Err, "Error from hub: %s; nothing was applied:\n", msg)
 	fmt.Fprint(o.Err, resource.FormatViolations(located))
 	for _, v := range rest {
 		fmt.Fprintf(o.Err, "  %s\n", v.String())
