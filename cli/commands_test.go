@@ -91,8 +91,8 @@ func TestApplyHubViolationsPointAtManifests(t *testing.T) {
 		t.Errorf("FailedPrecondition: exit %d, want 1", r.code)
 	}
 	want := "Error from hub: dangling references; nothing was applied:\n" +
+		pool + `:7:1: Pool "workers": spec.machineClass: missing` + "\n" + // at its parent, in line order
 		pool + `:8:3: Pool "workers": spec.cluster: Cluster "prod" does not exist (apply the Cluster first)` + "\n" +
-		pool + `:7:1: Pool "workers": spec.machineClass: missing` + "\n" +
 		"  objects: general\n"
 	if r.err != want {
 		t.Errorf("stderr:\n%s\nwant:\n%s", r.err, want)

@@ -220,6 +220,11 @@ var objectsField = regexp.MustCompile(`^objects\[(\d+)\](?:\.(.*))?$`)
 // line and column of PATH in it. Violations that name no object in range
 // come back unchanged in rest.
 func locateViolations(ms []*resource.Manifest, vs []apierror.Violation) (located resource.Diagnostics, rest []apierror.Violation) {
+	type placed struct {
+		manifest int
+		d        resource.Diagnostic
+	}
+	var ps []placed
 	for _, v := range vs {
 		sub := objectsField.FindStringSubmatch(v.Field)
 		if sub == nil {
@@ -243,7 +248,22 @@ func locateViolations(ms []*resource.Manifest, vs []apierror.Violation) (located
 		if m.Kind != nil {
 			d.Kind = m.Kind.Name
 		}
-		located = append(located, d)
+		ps = append(ps, placed{i, d})
+	}
+	// In the order of the manifests, and of the lines in each (the hub
+	// lists an object's violations by field name).
+	sort.SliceStable(ps, func(a, b int) bool {
+		pa, pb := ps[a], ps[b]
+		if pa.manifest != pb.manifest {
+			return pa.manifest < pb.manifest
+		}
+		if pa.d.Position.Line != pb.d.Position.Line {
+			return pa.d.Position.Line < pb.d.Position.Line
+		}
+		return pa.d.Position.Column < pb.d.Position.Column
+	})
+	for _, p := range ps {
+		located = append(located, p.d)
 	}
 	return located, rest
 }

@@ -65,16 +65,19 @@ func TestLocateViolations(t *testing.T) {
 		t.Fatalf("%d manifests, diagnostics %v", len(ms), diags)
 	}
 	located, rest := locateViolations(ms, []apierror.Violation{
+		{Field: "objects[2].spec.imageChannel", Message: `no release in channel "stable"`}, // after spec.cluster in the file
 		{Field: "objects[2].spec.cluster", Message: `Cluster "prod" does not exist`, Hint: "apply it first"},
 		{Field: "objects[1].spec.drainTimeout", Message: "is required"}, // not written: its parent
 		{Field: "objects[0]", Message: "whole object"},
 		{Field: "objects[7].spec", Message: "out of range"},
 		{Field: "labelSelector", Message: "not about an object"},
 	})
+	// In the order of the files and lines.
 	want := []string{
-		b + `:16:3: Pool "workers": spec.cluster: Cluster "prod" does not exist (apply it first)`,
-		b + `:5:1: Cluster "dev": spec.drainTimeout: is required`,
 		a + `:1:1: Cluster "prod": whole object`,
+		b + `:5:1: Cluster "dev": spec.drainTimeout: is required`,
+		b + `:16:3: Pool "workers": spec.cluster: Cluster "prod" does not exist (apply it first)`,
+		b + `:17:3: Pool "workers": spec.imageChannel: no release in channel "stable"`,
 	}
 	if len(located) != len(want) {
 		t.Fatalf("located %v", located)
