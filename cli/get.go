@@ -9,7 +9,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
 	"k8s.io/apimachinery/pkg/labels"
 
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
@@ -72,7 +75,9 @@ compared and stored. Getting a name that does not exist fails with exit code 1.
 
 With --watch, roostctl prints every object, then a row for every change as it
 happens (EVENT column: ADDED, MODIFIED, DELETED) until interrupted (Ctrl-C),
-reconnecting to another member when the one it talks to goes away.`,
+reconnecting to another member when the one it talks to goes away. When no
+member answers (the only member stopped, or none for --timeout), it ends
+with exit code 3.`,
 		Example:           getExample,
 		Args:              minArgs(1, "a KIND (e.g. pools)"),
 		ValidArgsFunction: o.kindAndNameCompletions(false),
@@ -198,6 +203,12 @@ func (o *options) printObjects(w io.Writer, objs []*roostv1.Object, format strin
 var watchRetry = time.Second
 
 // runWatch streams the objects of kind k and their changes until ctx ends.
+//
+// When the stream breaks, it reconnects from the last index, on whichever
+// member answers. A member that stops ends its streams with Unavailable
+// (memberStopping): the watch goes on on another member, or, when no other
+// member answers (a single-member hub), ends with exit code 3 at once. A
+// watch that reaches no member for --timeout ends the same way.
 func (o *options) runWatch(ctx context.Context, g *getOptions, k *resource.Kind, names []string, sel labels.Selector) error {
 	dialCtx, cancel := o.withTimeout(ctx)
 	conn, err := o.connect(dialCtx)
@@ -213,8 +224,19 @@ func (o *options) runWatch(ctx context.Context, g *getOptions, k *resource.Kind,
 	}
 	p := &watchPrinter{o: o, format: g.output}
 	var from uint64
+	// stopping is the notice of the member the watch was on (stoppingAddr)
+	// that it is stopping, until another member answers; lostSince is
+	// when reaching no member began, zero while one answers.
+	var stopping error
+	var stoppingAddr string
+	var lostSince time.Time
 	for {
-		err := o.watchOnce(ctx, conn, k, from, func(ev *roostv1.WatchEvent) error {
+		// answered is the last member that answered the Watch (gRPC's own
+		// retries included), events whether it delivered any.
+		var answered peer.Peer
+		events := false
+		err := o.watchOnce(ctx, conn, k, from, &answered, func(ev *roostv1.WatchEvent) error {
+			events = true
 			if ev.GetIndex() > from {
 				from = ev.GetIndex()
 			}
@@ -230,11 +252,36 @@ func (o *options) runWatch(ctx context.Context, g *getOptions, k *resource.Kind,
 		if ctx.Err() != nil {
 			return nil // interrupted: the normal end of a watch
 		}
+		addr := ""
+		if answered.Addr != nil {
+			addr = answered.Addr.String()
+		}
+		// reached: a member answered, other than one that said it stops.
+		reached := events || (addr != "" && addr != stoppingAddr)
+		switch {
+		case memberStopping(err):
+			stopping, stoppingAddr, reached = err, addr, true
+		case reached:
+			stopping, stoppingAddr = nil, ""
+		}
+		if reached {
+			lostSince = time.Time{}
+		}
 		err = o.wrapCallError(err)
 		switch {
 		case err == nil:
 			o.debugf("watch stream ended; reconnecting from index %d", from)
 		case exitCode(err) == ExitUnreachable:
+			if !reached {
+				if stopping != nil {
+					return o.watchLost(stopping, err)
+				}
+				if lostSince.IsZero() {
+					lostSince = time.Now()
+				} else if time.Since(lostSince) >= o.timeout {
+					return o.watchLost(nil, err)
+				}
+			}
 			o.debugf("watch interrupted (%v); reconnecting from index %d", err, from)
 		case isHubError(err) && statusCode(err) == codes.OutOfRange:
 			o.debugf("the hub no longer has events after index %d; listing again", from)
@@ -255,8 +302,50 @@ func (o *options) runWatch(ctx context.Context, g *getOptions, k *resource.Kind,
 	}
 }
 
-func (o *options) watchOnce(ctx context.Context, conn *hubConn, k *resource.Kind, from uint64, fn func(*roostv1.WatchEvent) error) error {
-	stream, err := conn.hub.Watch(ctx, &roostv1.WatchRequest{Kind: k.Name, FromIndex: from})
+// stoppingSuffix ends the message of the Unavailable a hub member ends its
+// streams with when it stops (hub: Hub.stoppingError).
+const stoppingSuffix = " is stopping; reconnect to another member"
+
+// memberStopping says whether err is a hub member's notice that it is
+// stopping.
+func memberStopping(err error) bool {
+	st, ok := grpcStatus(err)
+	return ok && st.Code() == codes.Unavailable && strings.HasSuffix(st.Message(), stoppingSuffix)
+}
+
+// watchLost is the error a watch ends with when no member answers: after
+// the member it was on stopped (stopping, that member's notice), or for
+// --timeout (stopping nil). last is the last attempt's error.
+func (o *options) watchLost(stopping, last error) error {
+	tried := fmt.Sprintf("tried %s (from %s)", strings.Join(o.tried, ", "), o.hubSource())
+	if stopping != nil {
+		st, _ := grpcStatus(stopping)
+		msg := strings.TrimSuffix(st.Message(), stoppingSuffix)
+		return unreachableHint{
+			hint: tried + ": no other member answered; watch again once a member is back" + hubsHint(o),
+			err:  status.Errorf(codes.Unavailable, "the watch ended: %s stopped, and no other hub member answered", msg),
+		}
+	}
+	msg := last.Error()
+	if st, ok := grpcStatus(last); ok {
+		msg = st.Message()
+	}
+	return unreachableHint{
+		hint: tried + "; watch again once a member is back" + hubsHint(o),
+		err:  status.Errorf(codes.Unavailable, "the watch ended: no hub member answered for %s (--timeout): %s", o.timeout, oneLine(msg)),
+	}
+}
+
+// hubsHint points at --hub when the members come from the configuration.
+func hubsHint(o *options) string {
+	if len(o.hubs) == 0 {
+		return " (--hub lists other members)"
+	}
+	return ""
+}
+
+func (o *options) watchOnce(ctx context.Context, conn *hubConn, k *resource.Kind, from uint64, answered *peer.Peer, fn func(*roostv1.WatchEvent) error) error {
+	stream, err := conn.hub.Watch(ctx, &roostv1.WatchRequest{Kind: k.Name, FromIndex: from}, grpc.Peer(answered))
 	if err != nil {
 		return err
 	}

@@ -168,6 +168,7 @@ type Hub struct {
 	// ran at least once.
 	wasMember, removed, removedLogged, removedChecked atomic.Bool
 	removal                                           removalSignal // ends open streams once removed
+	stopping                                          removalSignal // ends open Watch streams once Close drains
 }
 
 // runLiveness starts the liveness controller and the pool controller (both
@@ -494,7 +495,10 @@ func (h *Hub) hasMemberRecord() bool {
 // Close stops serving and shuts Raft down (a graceful stop: in-flight
 // requests finish, at most 5 s). A leader with other voters first hands
 // leadership to one of them (see handOverLeadership), so writes go on
-// while it drains.
+// while it drains. Streams that would hold the drain are ended first:
+// agents are told to go away (api.Server.GoAway) and open Watch streams
+// end with Unavailable (stopping, serveUntilRemoved), so that their
+// clients move to another member.
 func (h *Hub) Close() error {
 	if h.healthSrv != nil {
 		h.healthSrv.Shutdown() // NOT_SERVING from now on: probes and load balancers move on
@@ -515,6 +519,7 @@ func (h *Hub) Close() error {
 			h.log.Info("stopping: told agents to move to other members", "agents", n)
 		}
 	}
+	h.stopping.set(true) // ends open Watch streams (serveUntilRemoved)
 	if h.grpc != nil {
 		stopped := make(chan struct{})
 		go func() { h.grpc.GracefulStop(); close(stopped) }()

@@ -124,7 +124,11 @@ func (h *Hub) refuseStreamIfRemoved(srv any, ss grpc.ServerStream, info *grpc.St
 
 // serveUntilRemoved runs a stream that may carry nothing for a long time
 // (Watch) and ends it when this member finds it was removed (a removed
-// member applies nothing more), with the removed member's error.
+// member applies nothing more), with the removed member's error. A Watch
+// also ends when the member starts stopping (Close: stopping), with
+// stoppingError, so that it does not hold the graceful stop for its whole
+// timeout; transfers (artifacts, snapshots) end by themselves and get that
+// time to finish.
 //
 //go:noinline
 func (h *Hub) serveUntilRemoved(srv any, ss grpc.ServerStream, handler grpc.StreamHandler) error {
@@ -132,11 +136,35 @@ func (h *Hub) serveUntilRemoved(srv any, ss grpc.ServerStream, handler grpc.Stre
 	defer cancel()
 	stop := context.AfterFunc(h.removal.context(), cancel)
 	defer stop()
+	endOnStop := endsOnStop(ss)
+	if endOnStop {
+		stop := context.AfterFunc(h.stopping.context(), cancel)
+		defer stop()
+	}
 	err := handler(srv, removalCtxStream{removedCheckStream: removedCheckStream{ServerStream: ss, h: h}, ctx: ctx})
 	if h.removed.Load() {
 		return apierror.Unavailable("%s", h.removedMessage())
 	}
+	if endOnStop && ctx.Err() != nil && ss.Context().Err() == nil && h.stopping.context().Err() != nil {
+		return h.stoppingError()
+	}
 	return err
+}
+
+// endsOnStop says whether ss is a stream Close ends when the member starts
+// stopping: one that may wait for events indefinitely (HubService.Watch).
+// Agent streams (AgentService.Connect) are told with go_away instead
+// (api.Server.GoAway).
+func endsOnStop(ss grpc.ServerStream) bool {
+	m, _ := grpc.MethodFromServerStream(ss)
+	return m == roostv1.HubService_Watch_FullMethodName
+}
+
+// stoppingError is what a stream Close ends gets, and a Watch opened
+// while the member stops: Unavailable, so clients go to another member.
+// roostctl recognises the message's end (cli: memberStopping).
+func (h *Hub) stoppingError() error {
+	return apierror.Unavailable("hub member %s is stopping; reconnect to another member", h.id)
 }
 
 // removedCheckStream ends a stream that was open when its member was
@@ -182,7 +210,8 @@ func (h *Hub) setRemoved(v bool) {
 }
 
 // removalSignal is a context that is cancelled while the member is
-// removed, for streams to end on.
+// removed, for streams to end on. Hub.stopping is another, cancelled for
+// good when Close starts draining.
 type removalSignal struct {
 	mu     sync.Mutex
 	ctx    context.Context
