@@ -34,6 +34,11 @@ type parsedRule struct {
 	opts rrule.ROption
 	// counted is true with COUNT: the rule is always expanded from its anchor.
 	counted bool
+	// until is true with UNTIL. The rule's own parts say what it sets, not
+	// zero times in opts: a DTSTART or UNTIL in year 1 parses to the zero
+	// time.Time, which would otherwise read as "not set" (and rrule-go
+	// takes a zero DTSTART for now, a zero UNTIL for none).
+	until bool
 }
 
 // ruleError is a problem with the rule, with the fix; it becomes a
@@ -101,12 +106,20 @@ func parseRule(rule string, loc *time.Location) (*parsedRule, *ruleError) {
 			*t = floating(t.In(loc))
 		}
 	}
-	p := &parsedRule{text: up, opts: *opts, counted: values["COUNT"] != ""}
+	p := &parsedRule{text: up, opts: *opts, counted: values["COUNT"] != "", until: values["UNTIL"] != ""}
 	if err := p.checkCombination(values); err != nil {
 		return nil, err
 	}
-	if p.opts.Dtstart.IsZero() {
+	if values["DTSTART"] == "" {
 		p.opts.Dtstart = anchor
+	} else if err := checkDtstart(p.opts.Dtstart); err != nil {
+		// Before anything expands it: rrule-go takes a zero DTSTART
+		// (year 1) for now.
+		return nil, err
+	}
+	if p.until && p.opts.Until.Before(p.opts.Dtstart) {
+		// Also a zero UNTIL (year 1), which rrule-go would ignore.
+		return nil, badRule("move UNTIL later, or DTSTART earlier", "UNTIL=%s is before the first opening", p.opts.Until.Format("20060102T150405"))
 	}
 	p.opts.Dtstart = p.opts.Dtstart.Truncate(time.Second)
 	explicitDefaults(&p.opts)
@@ -114,6 +127,14 @@ func parseRule(rule string, loc *time.Location) (*parsedRule, *ruleError) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// checkDtstart refuses a DTSTART outside the years a window may start in.
+func checkDtstart(t time.Time) *ruleError {
+	if y := t.Year(); y < 1970 || y > 2999 {
+		return badRule("use a date from 1970 to 2999", "DTSTART is in the year %d", y)
+	}
+	return nil
 }
 
 // checkPart checks one KEY=VALUE part by parsing it with rrule-go, so that

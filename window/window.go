@@ -140,8 +140,8 @@ func checkOpens(p *parsedRule) (err *ruleError) {
 			err = badRule("simplify the rule", "cannot be expanded: %v", r)
 		}
 	}()
-	if y := p.opts.Dtstart.Year(); y < 1970 || y > 2999 {
-		return badRule("use a date from 1970 to 2999", "DTSTART is in the year %d", y)
+	if err := checkDtstart(p.opts.Dtstart); err != nil {
+		return err
 	}
 	never := badRule("check BYMONTH, BYMONTHDAY, BYDAY, BYYEARDAY, BYWEEKNO, BYSETPOS and INTERVAL against each other", "never matches any date")
 	probe := time.Date(probeYear, time.January, 1, 0, 0, 0, 0, time.UTC)
@@ -170,7 +170,7 @@ func checkOpens(p *parsedRule) (err *ruleError) {
 	if _, ok := r.Iterator()(); !ok {
 		return never
 	}
-	if !p.opts.Until.IsZero() {
+	if p.until {
 		r, e := rrule.NewRRule(p.opts)
 		if e != nil {
 			return badRule(ruleExample, "%v", e)
