@@ -29,7 +29,7 @@ const getExample = `  # List all pools as a table
   roostctl get machineclass big small -o yaml
 
   # Servers in rack r12, by label
-  roostctl get servers -l roost.io/rack=r12
+  roostctl get servers -l rack=r12
 
   # Just the names, for scripts
   roostctl get pools -o name
