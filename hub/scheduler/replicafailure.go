@@ -85,6 +85,8 @@ func ReplicaFailure(snap Snapshot, pool *roostv1.Pool) *roostv1.Condition {
 		msg.WriteString("; no more Servers can be claimed")
 	}
 	switch {
+	case mc != "" && len(terms) == 0:
+		fmt.Fprintf(&msg, ": %d enrolled (MachineClass %s selects any Server)", matched, mc)
 	case mc != "":
 		fmt.Fprintf(&msg, ": %d %s MachineClass %s (%s)", matched, plural(matched, "Server matches", "Servers match"), mc, strings.Join(terms, ", "))
 	default:

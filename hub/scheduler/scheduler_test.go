@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -209,6 +210,15 @@ func TestReplicas(t *testing.T) {
 		"of the 5 enrolled, 1 does not match: roost.io/cpus>=16 excludes 1"
 	if cond := h.replicaFailure(); cond.GetMessage() != want {
 		t.Fatalf("ReplicaFailure %v, want %q", cond, want)
+	}
+	// A class without a selector selects every Server: said so, not "()".
+	h.mustApply(&roostv1.Command{Command: &roostv1.Command_ApplyObjects{ApplyObjects: &roostv1.ApplyObjects{Objects: []*roostv1.Object{
+		resource.Wrap(&roostv1.MachineClass{Metadata: &roostv1.ObjectMeta{Name: "big"}, Spec: &roostv1.MachineClassSpec{}})}}}})
+	if err := c.Step(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if msg := h.replicaFailure().GetMessage(); !strings.Contains(msg, "5 enrolled (MachineClass big selects any Server): ") || strings.Contains(msg, "()") {
+		t.Errorf("ReplicaFailure with an empty selector: %q", msg)
 	}
 	// Enough replicas: the condition goes.
 	h.setReplicas(3)
