@@ -168,6 +168,11 @@ func (o *options) wrapCallError(err error) error {
 			return usageErrorf("TLS with the hub failed: %s\n  %s: is %s the admin.conf of the hub at %s?",
 				oneLine(msg), problem, o.configSource, strings.Join(o.tried, ", "))
 		}
+		if strings.Contains(msg, " was removed from the hub; ") {
+			// A removed member answers for itself only.
+			return unreachableHint{hint: fmt.Sprintf("tried %s (from %s): ask a member that is still in the hub (--hub HOST:PORT)",
+				strings.Join(o.tried, ", "), o.hubSource()), err: err}
+		}
 		if hubAnswered(msg) {
 			return unreachableHint{hint: "a hub member answered but could not serve the request: the hub may be electing a leader " +
 				"(retry in a few seconds), or more than half of its voters are down (see 'roostctl hub members')", err: err}

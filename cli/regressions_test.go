@@ -87,6 +87,8 @@ func TestUnavailableHints(t *testing.T) {
 	}{
 		{"no hub leader elected yet; retry", "more than half of its voters are down", ExitUnreachable},
 		{"node is not the leader; retry on another member", "electing a leader", ExitUnreachable},
+		{"this member (hub-c) was removed from the hub; its data dir is stale: wipe it and join again with a new token (roostctl hub join)",
+			"ask a member that is still in the hub (--hub HOST:PORT)", ExitUnreachable},
 		{`connection error: desc = "transport: Error while dialing: dial tcp h:1: connect: connection refused"`, "is roost-hub running there?", ExitUnreachable},
 		{`connection error: desc = "transport: authentication handshake failed: tls: failed to verify certificate: x509: certificate signed by unknown authority"`, "not signed by the CA in the client configuration", ExitUsage},
 		{`connection error: desc = "error reading server preface: remote error: tls: unknown certificate authority"`, "the hub refused the client certificate", ExitUsage},
