@@ -154,7 +154,7 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatalf("hub join -o json: %v %+v", err, joined)
 	}
 	r = run("hub", "join-tokens", "list")
-	if r.code != 0 || !strings.Contains(r.out, "ID") || !regexp.MustCompile(joined.ID+` +\S+ +0/1 +Active\n`).MatchString(r.out) {
+	if r.code != 0 || !strings.Contains(r.out, "ID") || !regexp.MustCompile(joined.ID+` +in \S+ +0/1 +Active\n`).MatchString(r.out) {
 		t.Errorf("hub join-tokens list: exit %d, out %q, err %q", r.code, r.out, r.err)
 	}
 	r = run("hub", "join-tokens", "revoke", joined.Token) // the whole token names it too

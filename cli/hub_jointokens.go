@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+	"github.com/roostfleet/roost/resource"
 )
 
 // joinTokenJSON is the -o json|yaml form of a join token (never its
@@ -47,7 +49,7 @@ func newHubJoinTokensListCommand(o *options) *cobra.Command {
 		Aliases: []string{"ls"},
 		Short:   "List join tokens (never their secrets)",
 		Long: `List join tokens: ID (the part of the token between "::" and the dot),
-EXPIRES, USES (used/allowed) and STATUS (Active, Expired, UsedUp or Revoked,
+EXPIRES (time left), USES (used/allowed; ∞ for no limit) and STATUS (Active, Expired, UsedUp or Revoked,
 at the leader's clock).`,
 		Example: `  roostctl hub join-tokens list
   roostctl hub join-tokens list -o json`,
@@ -82,7 +84,11 @@ at the leader's clock).`,
 			tw := tabwriter.NewWriter(o.Out, 0, 8, 3, ' ', 0)
 			fmt.Fprintln(tw, "ID\tEXPIRES\tUSES\tSTATUS")
 			for _, t := range resp.GetTokens() {
-				fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%s\n", t.GetId(), dash(rfc3339(t.GetExpiresAt().AsTime(), t.GetExpiresAt() != nil)), t.GetUses(), t.GetMaxUses(), t.GetStatus())
+				limit := "∞"
+				if m := t.GetMaxUses(); m > 0 {
+					limit = strconv.Itoa(int(m))
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%d/%s\t%s\n", t.GetId(), resource.UntilCell(t.GetExpiresAt(), o.now()), t.GetUses(), limit, t.GetStatus())
 			}
 			return tw.Flush()
 		},

@@ -237,7 +237,7 @@ var tableColumns = map[string][]column{
 	},
 	"EnrollmentToken": {
 		{header: "EXPIRES", value: func(r Resource, now time.Time) string {
-			return untilCell(r.(*roostv1.EnrollmentToken).GetSpec().GetExpiresAt(), now)
+			return UntilCell(r.(*roostv1.EnrollmentToken).GetSpec().GetExpiresAt(), now)
 		}},
 		{header: "USES", value: func(r Resource, _ time.Time) string {
 			t := r.(*roostv1.EnrollmentToken)
@@ -270,7 +270,7 @@ var tableColumns = map[string][]column{
 			return strconv.FormatUint(r.(*roostv1.Lease).GetSpec().GetFencingToken(), 10)
 		}},
 		{header: "EXPIRES", value: func(r Resource, now time.Time) string {
-			return untilCell(r.(*roostv1.Lease).GetSpec().GetExpiresAt(), now)
+			return UntilCell(r.(*roostv1.Lease).GetSpec().GetExpiresAt(), now)
 		}},
 		{header: "REVISION", value: func(r Resource, _ time.Time) string {
 			return strconv.FormatInt(r.(*roostv1.Lease).GetSpec().GetRevision(), 10)
@@ -398,9 +398,9 @@ func sinceCell(t *timestamppb.Timestamp, now time.Time) string {
 	return duration.HumanDuration(now.Sub(t.AsTime())) + " ago"
 }
 
-// untilCell is the time left until t ("in 3h"), "expired", or "never"
+// UntilCell is the time left until t ("in 3h"), "expired", or "never"
 // when unset.
-func untilCell(t *timestamppb.Timestamp, now time.Time) string {
+func UntilCell(t *timestamppb.Timestamp, now time.Time) string {
 	if t == nil {
 		return "never"
 	}
