@@ -401,3 +401,20 @@ func TestWatch(t *testing.T) {
 		t.Errorf("watch table:\n%s", out2.String())
 	}
 }
+
+// TestWatchRowsLineUp: rows printed one event at a time keep the columns of
+// the widest cells seen so far, so a narrower row lines up with earlier ones.
+func TestWatchRowsLineUp(t *testing.T) {
+	p := &watchPrinter{}
+	lines := []string{
+		p.row([]string{"NAME", "IMAGE", "AGE"}),
+		p.row([]string{"workers-with-a-long-name", "=2026.11.0 (stable)", "3d"}),
+		p.row([]string{"gpu", "<none>", "1m"}),
+	}
+	if a, b := strings.Index(lines[1], "3d"), strings.Index(lines[2], "1m"); a != b {
+		t.Errorf("AGE at %d and %d:\n%s", a, b, strings.Join(lines, "\n"))
+	}
+	if want := "workers-with-a-long-name   =2026.11.0 (stable)   3d"; lines[1] != want {
+		t.Errorf("row %q, want %q", lines[1], want)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
@@ -368,6 +369,39 @@ type watchPrinter struct {
 	o          *options
 	format     string
 	headerDone bool
+	// widths holds each table column's width so far, in runes: rows are
+	// printed one event at a time, each padded to the widest cell seen
+	// in its column (the header's included), so later rows line up with
+	// earlier ones unless a cell is wider than any before.
+	widths []int
+}
+
+// Table layout of the watch, as resource.PrintTable's tabwriter: a
+// column is at least watchMinWidth wide, with watchPadding spaces after
+// its widest cell.
+const (
+	watchMinWidth = 10
+	watchPadding  = 3
+)
+
+// row lays cells out in the columns, widening them for cells wider than
+// any before.
+func (p *watchPrinter) row(cells []string) string {
+	for i, c := range cells {
+		n := utf8.RuneCountInString(c)
+		if i == len(p.widths) {
+			p.widths = append(p.widths, 0)
+		}
+		p.widths[i] = max(p.widths[i], n)
+	}
+	var b strings.Builder
+	for i, c := range cells {
+		b.WriteString(c)
+		if i < len(cells)-1 {
+			b.WriteString(strings.Repeat(" ", max(p.widths[i]+watchPadding, watchMinWidth)-utf8.RuneCountInString(c)))
+		}
+	}
+	return b.String()
 }
 
 // eventColumn is the width of the EVENT column.
@@ -382,17 +416,22 @@ func (p *watchPrinter) print(ev *roostv1.WatchEvent) error {
 	obj := resource.StripWriteOnly(ev.GetObject())
 	switch p.format {
 	case outTable, outWide:
-		header, rows, err := p.o.splitTable([]*roostv1.Object{obj}, p.format == outWide)
+		cells, err := resource.TableRow(obj, p.format == outWide, p.o.now())
 		if err != nil {
 			return err
 		}
 		if !p.headerDone {
-			fmt.Fprintf(w, eventColumn+"%s\n", "EVENT", header)
+			_, k := resource.Unwrap(obj)
+			header := resource.Columns(k, p.format == outWide)
+			for i, h := range header { // the first row counts too
+				if i < len(cells) {
+					p.widths = append(p.widths, max(utf8.RuneCountInString(h), utf8.RuneCountInString(cells[i])))
+				}
+			}
+			fmt.Fprintf(w, eventColumn+"%s\n", "EVENT", p.row(header))
 			p.headerDone = true
 		}
-		for _, r := range rows {
-			fmt.Fprintf(w, eventColumn+"%s\n", eventName(ev.GetType()), r)
-		}
+		fmt.Fprintf(w, eventColumn+"%s\n", eventName(ev.GetType()), p.row(cells))
 		return nil
 	case outName:
 		fmt.Fprintf(w, "%s %s\n", strings.ToLower(eventName(ev.GetType())), objectRef(obj))

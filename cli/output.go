@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -94,26 +93,6 @@ func objectRef(o *roostv1.Object) string {
 		return "unknown/" + resource.NameOf(o)
 	}
 	return k.Singular + "/" + resource.NameOf(o)
-}
-
-// splitTable renders objs with resource.PrintTable and returns the header
-// line and the row lines.
-func (o *options) splitTable(objs []*roostv1.Object, wide bool) (header string, rows []string, err error) {
-	var buf bytes.Buffer
-	if err := resource.PrintTable(&buf, objs, wide, o.now()); err != nil {
-		return "", nil, err
-	}
-	sc := bufio.NewScanner(&buf)
-	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
-	first := true
-	for sc.Scan() {
-		if first {
-			header, first = sc.Text(), false
-			continue
-		}
-		rows = append(rows, sc.Text())
-	}
-	return header, rows, sc.Err()
 }
 
 // fixedCompletions completes a flag or argument from a fixed list.

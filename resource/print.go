@@ -345,21 +345,34 @@ func PrintTable(w io.Writer, objs []*roostv1.Object, wide bool, now time.Time) e
 		}
 		fmt.Fprintln(tw, strings.Join(Columns(g.kind, wide), "\t"))
 		for _, r := range g.objs {
-			name := r.GetMetadata().GetName()
+			cells := tableRow(g.kind, r, wide, now)
 			if len(groups) > 1 {
-				name = g.kind.Singular + "/" + name
+				cells[0] = cell(g.kind.Singular + "/" + r.GetMetadata().GetName())
 			}
-			cells := []string{cell(name)}
-			for _, c := range tableColumns[g.kind.Name] {
-				if wide || !c.wide {
-					cells = append(cells, cell(c.value(r, now)))
-				}
-			}
-			cells = append(cells, ageCell(r.GetMetadata().GetCreationTimestamp(), now))
 			fmt.Fprintln(tw, strings.Join(cells, "\t"))
 		}
 	}
 	return tw.Flush()
+}
+
+// TableRow returns the cells of o's row in PrintTable's table of its kind
+// (Columns names them), or an error for an empty Object envelope.
+func TableRow(o *roostv1.Object, wide bool, now time.Time) ([]string, error) {
+	r, k := Unwrap(o)
+	if r == nil {
+		return nil, fmt.Errorf("print: the object is empty (no kind set)")
+	}
+	return tableRow(k, r, wide, now), nil
+}
+
+func tableRow(k *Kind, r Resource, wide bool, now time.Time) []string {
+	cells := []string{cell(r.GetMetadata().GetName())}
+	for _, c := range tableColumns[k.Name] {
+		if wide || !c.wide {
+			cells = append(cells, cell(c.value(r, now)))
+		}
+	}
+	return append(cells, ageCell(r.GetMetadata().GetCreationTimestamp(), now))
 }
 
 // cell makes a value safe for one table cell.
