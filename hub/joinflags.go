@@ -84,3 +84,10 @@ func (d dataDir) readNodeID(want string) (string, error) {
 	}
 	return "hub-" + hex.EncodeToString(r), nil
 }
+
+// CheckLogStore checks --raft-log-store (kind) against the Raft log the
+// data dir dir holds, before anything binds or writes; roost-hub exits 2
+// when it fails (raftnode.CheckLogStore).
+func CheckLogStore(dir, kind string) error {
+	return raftnode.CheckLogStore(kind, dataDir(dir).raft())
+}

@@ -138,6 +138,10 @@ The first member writes DIR/admin.conf: point roostctl at it with
 			if err := hub.CheckForceNewCluster(opts.DataDir, opts.Join, opts.ForceNewCluster); err != nil {
 				return usageError{err}
 			}
+			// --raft-log-store against the log the data dir holds.
+			if err := hub.CheckLogStore(opts.DataDir, opts.LogStore); err != nil {
+				return usageError{err}
+			}
 			opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 			reg := prometheus.NewRegistry()
 			reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -165,3 +165,21 @@ func TestRefusesForceNewClusterUsedBefore(t *testing.T) {
 		t.Errorf("the data dir holds %v (%v), want raft and force-new-cluster.done only", entries, err)
 	}
 }
+
+// TestLogStoreMismatchIsUsage: --raft-log-store naming the other kind than
+// the data dir's log is a refused command line (exit 2), before anything
+// binds or writes.
+func TestLogStoreMismatchIsUsage(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	if err := os.MkdirAll(filepath.Join(dir, "raft", "wal"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	code := run([]string{"--data-dir", dir, "--api-addr", "127.0.0.1:0", "--raft-addr", "127.0.0.1:0", "--http-addr", "", "--raft-log-store", "boltdb"}, &stderr)
+	if code != exitUsage || !strings.Contains(stderr.String(), `holds a "wal" log; use --raft-log-store=wal`) {
+		t.Errorf("exit %d, stderr %q; want exit 2 naming --raft-log-store=wal", code, stderr.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "raft", "raft.db")); !os.IsNotExist(err) {
+		t.Errorf("a boltdb log was created: %v", err)
+	}
+}

@@ -30,18 +30,33 @@ type logStore interface {
 	io.Closer
 }
 
-// openLogStore opens (creating as needed) the named log store under dir.
-// It refuses to open one kind when the other kind's files are present, so a
-// changed flag cannot silently start an empty log next to the real one.
-func openLogStore(kind, dir string) (logStore, error) {
+// CheckLogStore fails when the Raft directory dir holds a log of the other
+// kind than kind (wal or boltdb), naming the flag to use: a changed
+// --raft-log-store must not start an empty log next to the real one.
+func CheckLogStore(kind, dir string) error {
 	walDir := filepath.Join(dir, "wal")
 	boltPath := filepath.Join(dir, "raft.db")
 	exists := func(p string) bool { _, err := os.Stat(p); return err == nil }
+	switch {
+	case (kind == "" || kind == LogStoreWAL) && exists(boltPath):
+		return fmt.Errorf("log store %q requested but %s holds a %q log; use --raft-log-store=%s", LogStoreWAL, boltPath, LogStoreBolt, LogStoreBolt)
+	case kind == LogStoreBolt && exists(walDir):
+		return fmt.Errorf("log store %q requested but %s holds a %q log; use --raft-log-store=%s", LogStoreBolt, walDir, LogStoreWAL, LogStoreWAL)
+	}
+	return nil
+}
+
+// openLogStore opens (creating as needed) the named log store under dir.
+// It refuses to open one kind when the other kind's files are present
+// (CheckLogStore).
+func openLogStore(kind, dir string) (logStore, error) {
+	if err := CheckLogStore(kind, dir); err != nil {
+		return nil, err
+	}
+	walDir := filepath.Join(dir, "wal")
+	boltPath := filepath.Join(dir, "raft.db")
 	switch kind {
 	case "", LogStoreWAL:
-		if exists(boltPath) {
-			return nil, fmt.Errorf("log store %q requested but %s holds a %q log; use --raft-log-store=%s", LogStoreWAL, boltPath, LogStoreBolt, LogStoreBolt)
-		}
 		if err := os.MkdirAll(walDir, 0o700); err != nil {
 			return nil, err
 		}
@@ -53,9 +68,6 @@ func openLogStore(kind, dir string) (logStore, error) {
 		}
 		return &walStore{WAL: w, meta: meta}, nil
 	case LogStoreBolt:
-		if exists(walDir) {
-			return nil, fmt.Errorf("log store %q requested but %s holds a %q log; use --raft-log-store=%s", LogStoreBolt, walDir, LogStoreWAL, LogStoreWAL)
-		}
 		return raftboltdb.New(raftboltdb.Options{Path: boltPath})
 	default:
 		return nil, fmt.Errorf("unknown raft log store %q: use %q or %q", kind, LogStoreWAL, LogStoreBolt)
