@@ -259,6 +259,14 @@ func (a *Agent) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			break
 		}
+		if status.Code(err) == codes.NotFound {
+			// The hub has no record of this Server (it restored an older
+			// snapshot, or an operator deleted it): record it again with
+			// the certificate, for an operator's approval.
+			if err = a.reregister(ctx); err == nil {
+				continue
+			}
+		}
 		refused := status.Code(err) == codes.PermissionDenied || status.Code(err) == codes.Unauthenticated
 		// A refusal is no stable session however long it took: the wait
 		// keeps growing until an operator acts.
@@ -536,6 +544,35 @@ func (a *Agent) gatherInventory(ctx context.Context) *roostv1.Inventory {
 		inv = &roostv1.Inventory{}
 	}
 	return inv
+}
+
+// reregister asks the hub member the agent tried last to record this
+// Server again (AgentService.Reregister) with the identity and inventory
+// it reports now; the hub holds it for an operator's approval. A Server
+// the hub has again meanwhile (AlreadyExists) is no error.
+func (a *Agent) reregister(ctx context.Context) error {
+	addr := a.tried
+	id, err := a.o.Identity.Identity(ctx)
+	if err != nil {
+		return fmt.Errorf("identity: %w", err)
+	}
+	inv := a.gatherInventory(ctx)
+	conn, err := a.dial(addr, false)
+	if err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
+	_, err = roostv1.NewAgentServiceClient(conn).Reregister(cctx, &roostv1.ReregisterRequest{Identity: id, Inventory: inv, AgentVersion: a.o.Version})
+	switch status.Code(err) {
+	case codes.OK:
+		a.log.Warn("the hub had no record of this Server; re-registered it with its certificate: it waits for an operator's approval",
+			"hub", addr, "server", a.state.ServerName, "fix", "roostctl server approve "+a.state.ServerName)
+		return nil
+	case codes.AlreadyExists:
+		return nil
+	}
+	return fmt.Errorf("re-register: %w", err)
 }
 
 func (a *Agent) enroll(ctx context.Context) error {

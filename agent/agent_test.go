@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"google.golang.org/protobuf/proto"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -405,5 +406,33 @@ func TestSecondAgentOnAStateDirIsRefused(t *testing.T) {
 	}
 	if _, _, _, _, _, enrolls := hub.Snapshot(); enrolls != 1 {
 		t.Errorf("enrolls = %d, want 1", enrolls)
+	}
+}
+
+// An agent whose Server the hub lost (a restored older snapshot, a delete)
+// records it again with its certificate instead of retrying forever: no new
+// token, no new enrollment.
+func TestAgentReregistersALostServer(t *testing.T) {
+	ca := fakehub.NewCA(t)
+	hub := fakehub.Start(t, ca)
+	hub.Mu.Lock()
+	hub.Lost = true
+	hub.Mu.Unlock()
+	store := agent.FileStore{Dir: filepath.Join(t.TempDir(), "state")}
+	id, inv := simServer(6)
+	r := startAgent(t, agent.Options{Hubs: []string{hub.Addr}, CA: ca.CertPEM, Token: hub.Token, Store: store, Identity: id, Inventory: inv})
+	fakehub.Eventually(t, "the stream after re-registering", func() bool { h, _, _, _, _, _ := hub.Snapshot(); return len(h) == 1 })
+	hub.Mu.Lock()
+	rereg := hub.Reregisters
+	hub.Mu.Unlock()
+	want, _ := id.Identity(context.Background())
+	if len(rereg) != 1 || !proto.Equal(rereg[0].GetIdentity(), want) || rereg[0].GetInventory() == nil {
+		t.Fatalf("re-registrations %v, want one with the Server's identity", rereg)
+	}
+	if _, _, _, _, _, enrolls := hub.Snapshot(); enrolls != 1 {
+		t.Errorf("enrolls = %d, want the first one only", enrolls)
+	}
+	if !strings.Contains(r.log.String(), "re-registered it with its certificate") {
+		t.Errorf("log does not say so:\n%s", r.log.String())
 	}
 }

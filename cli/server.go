@@ -34,7 +34,8 @@ commands change what the hub does with them:
 A command that finds a server as asked already changes nothing and says so
 (e.g. "server/NAME already cordoned"), with exit code 0. To forget a server
 for good, decommission (or deny) it first, then 'roostctl delete server
-NAME'.
+NAME' once the machine is off: an agent that still runs with a valid
+certificate records its server again, PendingApproval.
 
 List servers with 'roostctl get servers' and look at one with
 'roostctl describe server NAME'.`,

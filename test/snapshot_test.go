@@ -28,6 +28,7 @@ func TestSnapshotSaveAndRestore(t *testing.T) {
 	cfg := c.AdminConfig
 	harness.MustCtl(t, cfg, "apply", "-f", allManifest(t))
 	_, token := harness.CreateToken(t, cfg, "--ttl", "1h")
+	simSecret, _ := harness.CreateToken(t, cfg, "--ttl", "1h", "--uses", "2")
 	before := settledAll(t, cfg)
 
 	dir := t.TempDir()
@@ -45,7 +46,13 @@ func TestSnapshotSaveAndRestore(t *testing.T) {
 		t.Errorf("save over an existing file: %s", r)
 	}
 
-	// Change the state: revoke the token, delete a Pool, create another.
+	// Change the state: two Servers enroll, revoke the token, delete a
+	// Pool, create another.
+	sim := harness.StartProc(t, "simulate", harness.AgentBinary(t), "simulate", "--count", "2",
+		"--hub", strings.Join(c.APIAddrs(), ","), "--ca", harness.WriteCA(t, cfg), "--token", simSecret, "--seed", "7", "--log-level", "warn", "--progress", "100ms")
+	if _, err := sim.WaitCounter("connected", func(v int64) bool { return v == 2 }, time.Minute); err != nil {
+		t.Fatal(err)
+	}
 	harness.RevokeToken(t, cfg, token)
 	pool := firstName(t, before["Pool"])
 	harness.MustCtl(t, cfg, "delete", "pool", pool)
@@ -102,6 +109,35 @@ func TestSnapshotSaveAndRestore(t *testing.T) {
 	if !strings.Contains(r.Stderr, "Warning from hub: 1 enrollment tokens revoked since the snapshot") {
 		t.Errorf("restore did not warn about the revoked token: %s", r)
 	}
+	if !strings.Contains(r.Stderr, "Warning from hub: 2 Servers enrolled since the snapshot are not in it") {
+		t.Errorf("restore did not warn about the Servers enrolled since: %s", r)
+	}
+
+	// The two agents record their Servers again with their certificates,
+	// held for approval.
+	start := time.Now()
+	hc := c.Client(t)
+	if err := harness.WaitUntil(90*time.Second, func() error {
+		servers, err := tryListServers(hc)
+		if err != nil {
+			return err
+		}
+		pending := 0
+		for _, s := range servers {
+			for _, cd := range s.GetStatus().GetConditions() {
+				if s.GetStatus().GetState() == "PendingApproval" && cd.GetType() == "Approved" && cd.GetReason() == "Reregistered" {
+					pending++
+				}
+			}
+		}
+		if pending != 2 {
+			return fmt.Errorf("%d of %d Servers re-registered and PendingApproval, want 2", pending, len(servers))
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	harness.Report(t, "the 2 Servers enrolled after the snapshot re-registered in %v", time.Since(start).Round(time.Millisecond))
 
 	// Every member holds the saved Pools again (read locally, stale).
 	for _, m := range c.Members {

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"sort"
@@ -114,7 +115,10 @@ func (s *Server) agentServer(ctx context.Context, name string) (*roostv1.Server,
 		}
 		if apierror.Code(err) != codes.NotFound || time.Now().After(deadline) {
 			if apierror.Code(err) == codes.NotFound {
-				return nil, apierror.PermissionDenied("server %s is not enrolled (deleted?); enroll it again with a token", name)
+				// NotFound (not PermissionDenied): the agent may record its
+				// Server again (Reregister).
+				return nil, &apierror.Error{Code: codes.NotFound, Message: fmt.Sprintf("server %s is not enrolled: the hub has no record of it "+
+					"(deleted, or a restored snapshot older than its enrollment); its agent re-registers it for an operator's approval, or enroll it again with a token", name)}
 			}
 			return nil, err
 		}
@@ -124,6 +128,43 @@ func (s *Server) agentServer(ctx context.Context, name string) (*roostv1.Server,
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// Reregister records the calling agent's Server again when the state has
+// none of its name (see AgentService.Reregister in agent.proto): the name
+// comes from the agent's certificate (or, forwarded by a member, from the
+// request), the identity must give that name, and the Server comes back
+// PendingApproval. It refuses while a member does not know the
+// ReregisterServer command (FailedPrecondition).
+func (s *Server) Reregister(ctx context.Context, req *roostv1.ReregisterRequest) (*roostv1.ReregisterResponse, error) {
+	role, name, _ := ca.PeerRole(ctx)
+	if role == ca.RoleMember {
+		name = req.GetServer()
+	}
+	if name == "" {
+		return nil, apierror.Invalid("invalid re-registration", apierror.Violation{Field: "server", Message: "is required when a member forwards the call"})
+	}
+	if vs := ValidateReregisterRequest(req); len(vs) > 0 {
+		return nil, apierror.Invalid("invalid re-registration", vs...)
+	}
+	return onLeader(ctx, s, func() (*roostv1.ReregisterResponse, error) {
+		if v := state.EffectiveRules(s.fsm.Members()); v < state.RulesReregister {
+			return nil, apierror.FailedPrecondition("server %s cannot re-register while a hub member runs an older roost-hub (apply rules %d, needs %d): upgrade the members, or enroll it again with a token",
+				name, v, state.RulesReregister)
+		}
+		if _, err := s.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_ReregisterServer{ReregisterServer: &roostv1.ReregisterServer{
+			Name: name, Identity: req.GetIdentity(), Inventory: req.GetInventory(), AgentVersion: req.GetAgentVersion(), Uid: uuid.NewString(),
+		}}}); err != nil {
+			return nil, err
+		}
+		s.RefreshFleetSize()
+		s.log.Warn("server re-registered with its certificate; it waits for an operator's approval", "server", name)
+		return &roostv1.ReregisterResponse{ServerName: name}, nil
+	}, func(c *grpc.ClientConn, fctx context.Context) (*roostv1.ReregisterResponse, error) {
+		fwd := proto.Clone(req).(*roostv1.ReregisterRequest)
+		fwd.Server = name
+		return roostv1.NewAgentServiceClient(c).Reregister(fctx, fwd)
+	})
 }
 
 // RenewCertificate signs a new key for the calling agent. The name comes
@@ -267,14 +308,19 @@ func (s *Server) Connect(stream grpc.BidiStreamingServer[roostv1.AgentMessage, r
 }
 
 // deletedWhileConnected ends the stream of an agent whose Server was
-// deleted (roostctl delete server --force) while it was connected. The
-// Server existed when the stream opened, so there is no enrollment to wait
-// for (as agentServer does for a new stream): the agent is told at once.
-// PermissionDenied makes it stop and retry slowly, logging how to enroll
-// the server again; the hub refuses its certificate from now on.
+// deleted (roostctl delete server, or a restore of an older snapshot)
+// while it was connected. The Server existed when the stream opened, so
+// there is no enrollment to wait for (as agentServer does for a new
+// stream): the agent is told at once, with NotFound, as agentServer tells
+// a new stream; the agent records its Server again (Reregister), held for
+// an operator's approval. Kept out of Connect's frame (noinline): the
+// stream's stack is per agent.
+//
+//go:noinline
 func deletedWhileConnected(name string) error {
-	return apierror.PermissionDenied("server %s was deleted from the hub while its agent was connected; the hub no longer "+
-		"accepts this agent's certificate: to bring the server back, enroll it again with a token (roostctl token create)", name)
+	return &apierror.Error{Code: codes.NotFound, Message: fmt.Sprintf("server %s was deleted from the hub while its agent was connected "+
+		"(roostctl delete server, or a restored snapshot older than its enrollment); its agent re-registers it for an operator's approval, "+
+		"or enroll it again with a token", name)}
 }
 
 // helloTimeout bounds how long a new stream may stay silent before its hello.

@@ -21,6 +21,7 @@ var allowedRoles = map[string][]string{
 	"/roost.v1.AgentService/RenewCertificate":     {ca.RoleAgent},
 	"/roost.v1.AgentService/Connect":              {ca.RoleAgent},
 	"/roost.v1.AgentService/AcquireLease":         {ca.RoleAgent, ca.RoleMember},
+	"/roost.v1.AgentService/Reregister":           {ca.RoleAgent, ca.RoleMember},
 	"/roost.v1.AgentService/FetchArtifact":        {ca.RoleAgent, ca.RoleAdmin},
 	"/roost.v1.MemberService/ReportSeen":          {ca.RoleMember},
 	"/roost.v1.MemberService/ForwardServerStatus": {ca.RoleMember},

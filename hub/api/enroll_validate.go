@@ -85,7 +85,22 @@ func ValidateEnrollRequest(req *roostv1.EnrollRequest) []apierror.Violation {
 	} else if err := checkCSR(req.GetCsrPem()); err != nil {
 		c.add("csrPem", "%s", err.Error())
 	}
-	id := req.GetIdentity()
+	validateServerReport(c, req.GetIdentity(), req.GetInventory(), req.GetAgentVersion())
+	return c.vs
+}
+
+// ValidateReregisterRequest checks a re-registration at the edge: the
+// identity, inventory and agent version as ValidateEnrollRequest does.
+func ValidateReregisterRequest(req *roostv1.ReregisterRequest) []apierror.Violation {
+	c := &fieldChecker{}
+	validateServerReport(c, req.GetIdentity(), req.GetInventory(), req.GetAgentVersion())
+	c.str("server", req.GetServer(), MaxString)
+	return c.vs
+}
+
+// validateServerReport checks what an agent says of its Server when it
+// enrolls or re-registers.
+func validateServerReport(c *fieldChecker, id *roostv1.ServerIdentity, inv *roostv1.Inventory, agentVersion string) {
 	if id == nil {
 		c.add("identity", "is required")
 	}
@@ -105,9 +120,8 @@ func ValidateEnrollRequest(req *roostv1.EnrollRequest) []apierror.Violation {
 	if id != nil && id.GetSystemUuid() == "" && len(id.GetPermanentMacs()) == 0 {
 		c.add("identity", "needs a systemUuid or at least one permanent MAC address")
 	}
-	c.str("agentVersion", req.GetAgentVersion(), MaxString)
-	validateInventory(c, "inventory", req.GetInventory())
-	return c.vs
+	c.str("agentVersion", agentVersion, MaxString)
+	validateInventory(c, "inventory", inv)
 }
 
 // validateInventory checks an inventory (nil is allowed).

@@ -269,10 +269,11 @@ func (s *Server) recordLastSeen(ctx context.Context, srv *roostv1.Server) error 
 
 // checkServerDelete refuses, on the leader, to delete a Server that is
 // still in service, unless force: deleting drops only the hub's record;
-// the machine keeps running, its agent is refused (its certificate names a
-// Server the hub no longer knows) and it does not come back until someone
-// enrolls it again by hand. A Decommissioned (or denied) Server, whose
-// agent is refused already, may go. A Claimed one is refused with the
+// the machine keeps running, and its agent, whose certificate names a
+// Server the hub no longer knows, records it again (Reregister), held for
+// approval, or, once its certificate expired, needs a new enrollment by
+// hand. A Decommissioned (or denied) Server, whose agent is refused
+// already, may go. A Claimed one is refused with the
 // command that releases it, also with force (the FSM refuses deleting a
 // Server a Machine holds anyway). An unknown name is left to the delete
 // itself (NotFound).
@@ -300,7 +301,7 @@ func (s *Server) checkServerDelete(name string, force bool) error {
 			fmt.Sprintf("decommission it ('roostctl server decommission %s') and delete it", name)))
 	}
 	if force {
-		s.log.Warn("deleting a Server that is not decommissioned (--force); its agent is refused from its next heartbeat", "server", name, "state", st.GetState())
+		s.log.Warn("deleting a Server that is not decommissioned (--force); from its next heartbeat its agent records it again, for approval", "server", name, "state", st.GetState())
 		return nil
 	}
 	agent := "its agent is " + orState(st.GetReachability(), "not heard from yet")
@@ -311,7 +312,7 @@ func (s *Server) checkServerDelete(name string, force bool) error {
 		}
 	}
 	return apierror.FailedPrecondition("Server %s is %s and %s: deleting it would drop only the hub's record, and the running "+
-		"agent would be refused until the server is enrolled again by hand. Take it out of service first with "+
+		"agent would record the server again, waiting for approval, without its pool and labels. Take it out of service first with "+
 		"'roostctl server decommission %s' (its agent is then refused and stops reporting), then delete it; "+
 		"or delete it anyway with 'roostctl delete server %s --force'", name, orState(st.GetState(), "in no state"), agent, name, name)
 }

@@ -75,7 +75,7 @@ func (f *FSM) RestorePayload(data []byte) ([]byte, error) {
 
 // RestoreWarnings says what restoring the saved state data undoes that an
 // operator must redo or expect: Servers enrolled since it was saved (their
-// agents are refused until they enroll again), enrollment tokens revoked
+// agents record them again, PendingApproval), enrollment tokens revoked
 // since (active again) and release keys trusted or untrusted since. Errors
 // are those of decoding data.
 func (f *FSM) RestoreWarnings(data []byte) ([]string, error) {
@@ -111,8 +111,9 @@ func (f *FSM) RestoreWarnings(data []byte) ([]string, error) {
 	}
 	var warnings []string
 	if len(newServers) > 0 {
-		warnings = append(warnings, fmt.Sprintf("%d Servers enrolled since the snapshot are not in it (%s): their agents are refused "+
-			"until they enroll again with a token (remove agent.crt from the agent's state dir)", len(newServers), listSome(newServers)))
+		warnings = append(warnings, fmt.Sprintf("%d Servers enrolled since the snapshot are not in it (%s): their agents record them again "+
+			"with their certificates, without a pool, and they wait for approval ('roostctl server approve NAME'); an agent whose certificate "+
+			"has expired must enroll again with a token (remove agent.crt from its state dir)", len(newServers), listSome(newServers)))
 	}
 	if len(revoked) > 0 {
 		warnings = append(warnings, fmt.Sprintf("%d enrollment tokens revoked since the snapshot are active again (%s): revoke them again "+

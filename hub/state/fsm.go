@@ -218,6 +218,8 @@ func (a *applier) run(cmd *roostv1.Command) (results []*roostv1.ApplyResult, com
 		err = a.useJoinToken(c.UseJoinToken)
 	case *roostv1.Command_RevokeJoinTokens:
 		results, err = a.revokeJoinTokens(c.RevokeJoinTokens)
+	case *roostv1.Command_ReregisterServer:
+		results, err = a.reregisterServer(c.ReregisterServer)
 	case *roostv1.Command_PutEnrollmentToken:
 		err = a.putEnrollmentToken(c.PutEnrollmentToken)
 	case *roostv1.Command_RevokeEnrollmentToken:

@@ -29,7 +29,8 @@ import (
 //	   unknown, as it is to the members implementing them; a Pool is not
 //	   deleted while an EnrollmentToken that can still enroll, or a Server
 //	   that is not Decommissioned, pre-assigns servers to it (spec.pool;
-//	   rulesPoolReferences)
+//	   rulesPoolReferences); the ReregisterServer command records a Server
+//	   the state lost again for its agent (RulesReregister)
 const RulesVersion uint32 = 3
 
 // Versions that introduced a rule, for the applier's checks.
@@ -54,6 +55,10 @@ const (
 	// stayed pre-assigned to a Pool that no longer existed, so no Pool
 	// could claim them.
 	rulesPoolReferences uint32 = 3
+	// RulesReregister: members know the ReregisterServer command, with
+	// which an agent whose Server the state lost (a restore of an older
+	// snapshot, a delete) records it again, PendingApproval.
+	RulesReregister uint32 = 3
 )
 
 // commandRules is the apply rules version of cmd; 0 (commands written

@@ -108,6 +108,10 @@ type Hub struct {
 
 	Mu          sync.Mutex
 	Unavailable bool // Connect answers Unavailable
+	// Lost makes Connect answer NotFound, as a hub that has no record of
+	// the Server, until the agent re-registers it (Reregisters).
+	Lost        bool
+	Reregisters []*roostv1.ReregisterRequest
 	Enrolls     []*roostv1.EnrollRequest
 	Renewals    int
 	Hellos      []*roostv1.Hello
@@ -269,10 +273,13 @@ func (h *Hub) Connect(stream roostv1.AgentService_ConnectServer) error {
 		return status.Error(codes.Unauthenticated, "no client certificate")
 	}
 	h.Mu.Lock()
-	unavailable, refuse := h.Unavailable, h.RefuseConnect
+	unavailable, refuse, lost := h.Unavailable, h.RefuseConnect, h.Lost
 	h.Mu.Unlock()
 	if refuse != nil {
 		return refuse
+	}
+	if lost {
+		return status.Errorf(codes.NotFound, "server %s is not enrolled: the hub has no record of it", cn)
 	}
 	if unavailable {
 		return status.Error(codes.Unavailable, "not the leader")
@@ -322,6 +329,19 @@ func (h *Hub) Connect(stream roostv1.AgentService_ConnectServer) error {
 			}
 		}
 	}
+}
+
+// Reregister records the calling Server again while Lost.
+func (h *Hub) Reregister(ctx context.Context, req *roostv1.ReregisterRequest) (*roostv1.ReregisterResponse, error) {
+	cn := peerCN(ctx)
+	h.Mu.Lock()
+	defer h.Mu.Unlock()
+	if !h.Lost {
+		return nil, status.Errorf(codes.AlreadyExists, "server %s is enrolled", cn)
+	}
+	h.Lost = false
+	h.Reregisters = append(h.Reregisters, req)
+	return &roostv1.ReregisterResponse{ServerName: cn}, nil
 }
 
 // send pushes a message down the newest stream.

@@ -640,6 +640,121 @@ func (x *EnrollResponse) GetHubs() []string {
 	return nil
 }
 
+type ReregisterRequest struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Identity     *ServerIdentity        `protobuf:"bytes,1,opt,name=identity,proto3" json:"identity,omitempty"`
+	Inventory    *Inventory             `protobuf:"bytes,2,opt,name=inventory,proto3" json:"inventory,omitempty"`
+	AgentVersion string                 `protobuf:"bytes,3,opt,name=agent_version,json=agentVersion,proto3" json:"agent_version,omitempty"`
+	// server is set by a hub member forwarding an agent's call to the
+	// leader; agents leave it empty (their certificate names them).
+	Server        string `protobuf:"bytes,4,opt,name=server,proto3" json:"server,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReregisterRequest) Reset() {
+	*x = ReregisterRequest{}
+	mi := &file_roost_v1_agent_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReregisterRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReregisterRequest) ProtoMessage() {}
+
+func (x *ReregisterRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_agent_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReregisterRequest.ProtoReflect.Descriptor instead.
+func (*ReregisterRequest) Descriptor() ([]byte, []int) {
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ReregisterRequest) GetIdentity() *ServerIdentity {
+	if x != nil {
+		return x.Identity
+	}
+	return nil
+}
+
+func (x *ReregisterRequest) GetInventory() *Inventory {
+	if x != nil {
+		return x.Inventory
+	}
+	return nil
+}
+
+func (x *ReregisterRequest) GetAgentVersion() string {
+	if x != nil {
+		return x.AgentVersion
+	}
+	return ""
+}
+
+func (x *ReregisterRequest) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+type ReregisterResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// server_name is the Server recorded (the certificate's common name).
+	ServerName    string `protobuf:"bytes,1,opt,name=server_name,json=serverName,proto3" json:"server_name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReregisterResponse) Reset() {
+	*x = ReregisterResponse{}
+	mi := &file_roost_v1_agent_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReregisterResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReregisterResponse) ProtoMessage() {}
+
+func (x *ReregisterResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_agent_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReregisterResponse.ProtoReflect.Descriptor instead.
+func (*ReregisterResponse) Descriptor() ([]byte, []int) {
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ReregisterResponse) GetServerName() string {
+	if x != nil {
+		return x.ServerName
+	}
+	return ""
+}
+
 type RenewCertificateRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	CsrPem        []byte                 `protobuf:"bytes,1,opt,name=csr_pem,json=csrPem,proto3" json:"csr_pem,omitempty"`
@@ -649,7 +764,7 @@ type RenewCertificateRequest struct {
 
 func (x *RenewCertificateRequest) Reset() {
 	*x = RenewCertificateRequest{}
-	mi := &file_roost_v1_agent_proto_msgTypes[8]
+	mi := &file_roost_v1_agent_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -661,7 +776,7 @@ func (x *RenewCertificateRequest) String() string {
 func (*RenewCertificateRequest) ProtoMessage() {}
 
 func (x *RenewCertificateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[8]
+	mi := &file_roost_v1_agent_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -674,7 +789,7 @@ func (x *RenewCertificateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenewCertificateRequest.ProtoReflect.Descriptor instead.
 func (*RenewCertificateRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{8}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *RenewCertificateRequest) GetCsrPem() []byte {
@@ -695,7 +810,7 @@ type RenewCertificateResponse struct {
 
 func (x *RenewCertificateResponse) Reset() {
 	*x = RenewCertificateResponse{}
-	mi := &file_roost_v1_agent_proto_msgTypes[9]
+	mi := &file_roost_v1_agent_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -707,7 +822,7 @@ func (x *RenewCertificateResponse) String() string {
 func (*RenewCertificateResponse) ProtoMessage() {}
 
 func (x *RenewCertificateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[9]
+	mi := &file_roost_v1_agent_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -720,7 +835,7 @@ func (x *RenewCertificateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenewCertificateResponse.ProtoReflect.Descriptor instead.
 func (*RenewCertificateResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{9}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RenewCertificateResponse) GetCertificatePem() []byte {
@@ -758,7 +873,7 @@ type AgentMessage struct {
 
 func (x *AgentMessage) Reset() {
 	*x = AgentMessage{}
-	mi := &file_roost_v1_agent_proto_msgTypes[10]
+	mi := &file_roost_v1_agent_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -770,7 +885,7 @@ func (x *AgentMessage) String() string {
 func (*AgentMessage) ProtoMessage() {}
 
 func (x *AgentMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[10]
+	mi := &file_roost_v1_agent_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -783,7 +898,7 @@ func (x *AgentMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentMessage.ProtoReflect.Descriptor instead.
 func (*AgentMessage) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{10}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *AgentMessage) GetMessage() isAgentMessage_Message {
@@ -857,7 +972,7 @@ type Hello struct {
 
 func (x *Hello) Reset() {
 	*x = Hello{}
-	mi := &file_roost_v1_agent_proto_msgTypes[11]
+	mi := &file_roost_v1_agent_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -869,7 +984,7 @@ func (x *Hello) String() string {
 func (*Hello) ProtoMessage() {}
 
 func (x *Hello) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[11]
+	mi := &file_roost_v1_agent_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -882,7 +997,7 @@ func (x *Hello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hello.ProtoReflect.Descriptor instead.
 func (*Hello) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{11}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Hello) GetServerName() string {
@@ -933,7 +1048,7 @@ type AgentStatus struct {
 
 func (x *AgentStatus) Reset() {
 	*x = AgentStatus{}
-	mi := &file_roost_v1_agent_proto_msgTypes[12]
+	mi := &file_roost_v1_agent_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -945,7 +1060,7 @@ func (x *AgentStatus) String() string {
 func (*AgentStatus) ProtoMessage() {}
 
 func (x *AgentStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[12]
+	mi := &file_roost_v1_agent_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -958,7 +1073,7 @@ func (x *AgentStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentStatus.ProtoReflect.Descriptor instead.
 func (*AgentStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{12}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *AgentStatus) GetInventory() *Inventory {
@@ -1015,7 +1130,7 @@ type FailedRevision struct {
 
 func (x *FailedRevision) Reset() {
 	*x = FailedRevision{}
-	mi := &file_roost_v1_agent_proto_msgTypes[13]
+	mi := &file_roost_v1_agent_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1027,7 +1142,7 @@ func (x *FailedRevision) String() string {
 func (*FailedRevision) ProtoMessage() {}
 
 func (x *FailedRevision) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[13]
+	mi := &file_roost_v1_agent_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1040,7 +1155,7 @@ func (x *FailedRevision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailedRevision.ProtoReflect.Descriptor instead.
 func (*FailedRevision) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{13}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *FailedRevision) GetNumber() int64 {
@@ -1066,7 +1181,7 @@ type Heartbeat struct {
 
 func (x *Heartbeat) Reset() {
 	*x = Heartbeat{}
-	mi := &file_roost_v1_agent_proto_msgTypes[14]
+	mi := &file_roost_v1_agent_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1078,7 +1193,7 @@ func (x *Heartbeat) String() string {
 func (*Heartbeat) ProtoMessage() {}
 
 func (x *Heartbeat) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[14]
+	mi := &file_roost_v1_agent_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1091,7 +1206,7 @@ func (x *Heartbeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Heartbeat.ProtoReflect.Descriptor instead.
 func (*Heartbeat) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{14}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Heartbeat) GetSentAt() *timestamppb.Timestamp {
@@ -1116,7 +1231,7 @@ type HubMessage struct {
 
 func (x *HubMessage) Reset() {
 	*x = HubMessage{}
-	mi := &file_roost_v1_agent_proto_msgTypes[15]
+	mi := &file_roost_v1_agent_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1128,7 +1243,7 @@ func (x *HubMessage) String() string {
 func (*HubMessage) ProtoMessage() {}
 
 func (x *HubMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[15]
+	mi := &file_roost_v1_agent_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1141,7 +1256,7 @@ func (x *HubMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HubMessage.ProtoReflect.Descriptor instead.
 func (*HubMessage) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{15}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *HubMessage) GetMessage() isHubMessage_Message {
@@ -1232,7 +1347,7 @@ type GoAway struct {
 
 func (x *GoAway) Reset() {
 	*x = GoAway{}
-	mi := &file_roost_v1_agent_proto_msgTypes[16]
+	mi := &file_roost_v1_agent_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1244,7 +1359,7 @@ func (x *GoAway) String() string {
 func (*GoAway) ProtoMessage() {}
 
 func (x *GoAway) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[16]
+	mi := &file_roost_v1_agent_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1257,7 +1372,7 @@ func (x *GoAway) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GoAway.ProtoReflect.Descriptor instead.
 func (*GoAway) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{16}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GoAway) GetReason() string {
@@ -1277,7 +1392,7 @@ type HubMembers struct {
 
 func (x *HubMembers) Reset() {
 	*x = HubMembers{}
-	mi := &file_roost_v1_agent_proto_msgTypes[17]
+	mi := &file_roost_v1_agent_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1289,7 +1404,7 @@ func (x *HubMembers) String() string {
 func (*HubMembers) ProtoMessage() {}
 
 func (x *HubMembers) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[17]
+	mi := &file_roost_v1_agent_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1302,7 +1417,7 @@ func (x *HubMembers) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HubMembers.ProtoReflect.Descriptor instead.
 func (*HubMembers) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{17}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *HubMembers) GetApiAddresses() []string {
@@ -1335,7 +1450,7 @@ type DesiredState struct {
 
 func (x *DesiredState) Reset() {
 	*x = DesiredState{}
-	mi := &file_roost_v1_agent_proto_msgTypes[18]
+	mi := &file_roost_v1_agent_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1347,7 +1462,7 @@ func (x *DesiredState) String() string {
 func (*DesiredState) ProtoMessage() {}
 
 func (x *DesiredState) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[18]
+	mi := &file_roost_v1_agent_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1360,7 +1475,7 @@ func (x *DesiredState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DesiredState.ProtoReflect.Descriptor instead.
 func (*DesiredState) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{18}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *DesiredState) GetGeneration() int64 {
@@ -1413,7 +1528,7 @@ type KubeletBootstrap struct {
 
 func (x *KubeletBootstrap) Reset() {
 	*x = KubeletBootstrap{}
-	mi := &file_roost_v1_agent_proto_msgTypes[19]
+	mi := &file_roost_v1_agent_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1425,7 +1540,7 @@ func (x *KubeletBootstrap) String() string {
 func (*KubeletBootstrap) ProtoMessage() {}
 
 func (x *KubeletBootstrap) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[19]
+	mi := &file_roost_v1_agent_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1438,7 +1553,7 @@ func (x *KubeletBootstrap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KubeletBootstrap.ProtoReflect.Descriptor instead.
 func (*KubeletBootstrap) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{19}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *KubeletBootstrap) GetApiServer() string {
@@ -1508,7 +1623,7 @@ type RevisionSpec struct {
 
 func (x *RevisionSpec) Reset() {
 	*x = RevisionSpec{}
-	mi := &file_roost_v1_agent_proto_msgTypes[20]
+	mi := &file_roost_v1_agent_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1520,7 +1635,7 @@ func (x *RevisionSpec) String() string {
 func (*RevisionSpec) ProtoMessage() {}
 
 func (x *RevisionSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[20]
+	mi := &file_roost_v1_agent_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1533,7 +1648,7 @@ func (x *RevisionSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevisionSpec.ProtoReflect.Descriptor instead.
 func (*RevisionSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{20}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *RevisionSpec) GetServer() string {
@@ -1675,7 +1790,7 @@ type Artifact struct {
 
 func (x *Artifact) Reset() {
 	*x = Artifact{}
-	mi := &file_roost_v1_agent_proto_msgTypes[21]
+	mi := &file_roost_v1_agent_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1687,7 +1802,7 @@ func (x *Artifact) String() string {
 func (*Artifact) ProtoMessage() {}
 
 func (x *Artifact) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[21]
+	mi := &file_roost_v1_agent_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1700,7 +1815,7 @@ func (x *Artifact) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Artifact.ProtoReflect.Descriptor instead.
 func (*Artifact) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{21}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Artifact) GetSha256() string {
@@ -1733,7 +1848,7 @@ type InstallDiskHints struct {
 
 func (x *InstallDiskHints) Reset() {
 	*x = InstallDiskHints{}
-	mi := &file_roost_v1_agent_proto_msgTypes[22]
+	mi := &file_roost_v1_agent_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1745,7 +1860,7 @@ func (x *InstallDiskHints) String() string {
 func (*InstallDiskHints) ProtoMessage() {}
 
 func (x *InstallDiskHints) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[22]
+	mi := &file_roost_v1_agent_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1758,7 +1873,7 @@ func (x *InstallDiskHints) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InstallDiskHints.ProtoReflect.Descriptor instead.
 func (*InstallDiskHints) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{22}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *InstallDiskHints) GetSerial() string {
@@ -1808,7 +1923,7 @@ type FetchArtifactRequest struct {
 
 func (x *FetchArtifactRequest) Reset() {
 	*x = FetchArtifactRequest{}
-	mi := &file_roost_v1_agent_proto_msgTypes[23]
+	mi := &file_roost_v1_agent_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1820,7 +1935,7 @@ func (x *FetchArtifactRequest) String() string {
 func (*FetchArtifactRequest) ProtoMessage() {}
 
 func (x *FetchArtifactRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[23]
+	mi := &file_roost_v1_agent_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1833,7 +1948,7 @@ func (x *FetchArtifactRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchArtifactRequest.ProtoReflect.Descriptor instead.
 func (*FetchArtifactRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{23}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *FetchArtifactRequest) GetSha256() string {
@@ -1861,7 +1976,7 @@ type ArtifactChunk struct {
 
 func (x *ArtifactChunk) Reset() {
 	*x = ArtifactChunk{}
-	mi := &file_roost_v1_agent_proto_msgTypes[24]
+	mi := &file_roost_v1_agent_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1873,7 +1988,7 @@ func (x *ArtifactChunk) String() string {
 func (*ArtifactChunk) ProtoMessage() {}
 
 func (x *ArtifactChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[24]
+	mi := &file_roost_v1_agent_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1886,7 +2001,7 @@ func (x *ArtifactChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArtifactChunk.ProtoReflect.Descriptor instead.
 func (*ArtifactChunk) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{24}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ArtifactChunk) GetData() []byte {
@@ -1916,7 +2031,7 @@ type AcquireLeaseRequest struct {
 
 func (x *AcquireLeaseRequest) Reset() {
 	*x = AcquireLeaseRequest{}
-	mi := &file_roost_v1_agent_proto_msgTypes[25]
+	mi := &file_roost_v1_agent_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1928,7 +2043,7 @@ func (x *AcquireLeaseRequest) String() string {
 func (*AcquireLeaseRequest) ProtoMessage() {}
 
 func (x *AcquireLeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[25]
+	mi := &file_roost_v1_agent_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1941,7 +2056,7 @@ func (x *AcquireLeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcquireLeaseRequest.ProtoReflect.Descriptor instead.
 func (*AcquireLeaseRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{25}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *AcquireLeaseRequest) GetRevision() int64 {
@@ -1974,7 +2089,7 @@ type AcquireLeaseResponse struct {
 
 func (x *AcquireLeaseResponse) Reset() {
 	*x = AcquireLeaseResponse{}
-	mi := &file_roost_v1_agent_proto_msgTypes[26]
+	mi := &file_roost_v1_agent_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1986,7 +2101,7 @@ func (x *AcquireLeaseResponse) String() string {
 func (*AcquireLeaseResponse) ProtoMessage() {}
 
 func (x *AcquireLeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[26]
+	mi := &file_roost_v1_agent_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1999,7 +2114,7 @@ func (x *AcquireLeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcquireLeaseResponse.ProtoReflect.Descriptor instead.
 func (*AcquireLeaseResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{26}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *AcquireLeaseResponse) GetGranted() bool {
@@ -2096,7 +2211,15 @@ const file_roost_v1_agent_proto_rawDesc = "" +
 	"serverName\x12'\n" +
 	"\x0fcertificate_pem\x18\x02 \x01(\fR\x0ecertificatePem\x12\"\n" +
 	"\rca_bundle_pem\x18\x03 \x01(\fR\vcaBundlePem\x12\x12\n" +
-	"\x04hubs\x18\x04 \x03(\tR\x04hubs\"2\n" +
+	"\x04hubs\x18\x04 \x03(\tR\x04hubs\"\xb9\x01\n" +
+	"\x11ReregisterRequest\x124\n" +
+	"\bidentity\x18\x01 \x01(\v2\x18.roost.v1.ServerIdentityR\bidentity\x121\n" +
+	"\tinventory\x18\x02 \x01(\v2\x13.roost.v1.InventoryR\tinventory\x12#\n" +
+	"\ragent_version\x18\x03 \x01(\tR\fagentVersion\x12\x16\n" +
+	"\x06server\x18\x04 \x01(\tR\x06server\"5\n" +
+	"\x12ReregisterResponse\x12\x1f\n" +
+	"\vserver_name\x18\x01 \x01(\tR\n" +
+	"serverName\"2\n" +
 	"\x17RenewCertificateRequest\x12\x17\n" +
 	"\acsr_pem\x18\x01 \x01(\fR\x06csrPem\"{\n" +
 	"\x18RenewCertificateResponse\x12'\n" +
@@ -2203,13 +2326,15 @@ const file_roost_v1_agent_proto_rawDesc = "" +
 	"\n" +
 	"expires_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12\x16\n" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12.\n" +
-	"\x13retry_after_seconds\x18\x05 \x01(\x03R\x11retryAfterSeconds2\xfe\x02\n" +
+	"\x13retry_after_seconds\x18\x05 \x01(\x03R\x11retryAfterSeconds2\xc7\x03\n" +
 	"\fAgentService\x12;\n" +
 	"\x06Enroll\x12\x17.roost.v1.EnrollRequest\x1a\x18.roost.v1.EnrollResponse\x12Y\n" +
 	"\x10RenewCertificate\x12!.roost.v1.RenewCertificateRequest\x1a\".roost.v1.RenewCertificateResponse\x12;\n" +
 	"\aConnect\x12\x16.roost.v1.AgentMessage\x1a\x14.roost.v1.HubMessage(\x010\x01\x12J\n" +
 	"\rFetchArtifact\x12\x1e.roost.v1.FetchArtifactRequest\x1a\x17.roost.v1.ArtifactChunk0\x01\x12M\n" +
-	"\fAcquireLease\x12\x1d.roost.v1.AcquireLeaseRequest\x1a\x1e.roost.v1.AcquireLeaseResponseB4Z2github.com/roostfleet/roost/proto/roost/v1;roostv1b\x06proto3"
+	"\fAcquireLease\x12\x1d.roost.v1.AcquireLeaseRequest\x1a\x1e.roost.v1.AcquireLeaseResponse\x12G\n" +
+	"\n" +
+	"Reregister\x12\x1b.roost.v1.ReregisterRequest\x1a\x1c.roost.v1.ReregisterResponseB4Z2github.com/roostfleet/roost/proto/roost/v1;roostv1b\x06proto3"
 
 var (
 	file_roost_v1_agent_proto_rawDescOnce sync.Once
@@ -2223,7 +2348,7 @@ func file_roost_v1_agent_proto_rawDescGZIP() []byte {
 	return file_roost_v1_agent_proto_rawDescData
 }
 
-var file_roost_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_roost_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_roost_v1_agent_proto_goTypes = []any{
 	(*ServerIdentity)(nil),           // 0: roost.v1.ServerIdentity
 	(*Inventory)(nil),                // 1: roost.v1.Inventory
@@ -2233,27 +2358,29 @@ var file_roost_v1_agent_proto_goTypes = []any{
 	(*SystemInfo)(nil),               // 5: roost.v1.SystemInfo
 	(*EnrollRequest)(nil),            // 6: roost.v1.EnrollRequest
 	(*EnrollResponse)(nil),           // 7: roost.v1.EnrollResponse
-	(*RenewCertificateRequest)(nil),  // 8: roost.v1.RenewCertificateRequest
-	(*RenewCertificateResponse)(nil), // 9: roost.v1.RenewCertificateResponse
-	(*AgentMessage)(nil),             // 10: roost.v1.AgentMessage
-	(*Hello)(nil),                    // 11: roost.v1.Hello
-	(*AgentStatus)(nil),              // 12: roost.v1.AgentStatus
-	(*FailedRevision)(nil),           // 13: roost.v1.FailedRevision
-	(*Heartbeat)(nil),                // 14: roost.v1.Heartbeat
-	(*HubMessage)(nil),               // 15: roost.v1.HubMessage
-	(*GoAway)(nil),                   // 16: roost.v1.GoAway
-	(*HubMembers)(nil),               // 17: roost.v1.HubMembers
-	(*DesiredState)(nil),             // 18: roost.v1.DesiredState
-	(*KubeletBootstrap)(nil),         // 19: roost.v1.KubeletBootstrap
-	(*RevisionSpec)(nil),             // 20: roost.v1.RevisionSpec
-	(*Artifact)(nil),                 // 21: roost.v1.Artifact
-	(*InstallDiskHints)(nil),         // 22: roost.v1.InstallDiskHints
-	(*FetchArtifactRequest)(nil),     // 23: roost.v1.FetchArtifactRequest
-	(*ArtifactChunk)(nil),            // 24: roost.v1.ArtifactChunk
-	(*AcquireLeaseRequest)(nil),      // 25: roost.v1.AcquireLeaseRequest
-	(*AcquireLeaseResponse)(nil),     // 26: roost.v1.AcquireLeaseResponse
-	(*Condition)(nil),                // 27: roost.v1.Condition
-	(*timestamppb.Timestamp)(nil),    // 28: google.protobuf.Timestamp
+	(*ReregisterRequest)(nil),        // 8: roost.v1.ReregisterRequest
+	(*ReregisterResponse)(nil),       // 9: roost.v1.ReregisterResponse
+	(*RenewCertificateRequest)(nil),  // 10: roost.v1.RenewCertificateRequest
+	(*RenewCertificateResponse)(nil), // 11: roost.v1.RenewCertificateResponse
+	(*AgentMessage)(nil),             // 12: roost.v1.AgentMessage
+	(*Hello)(nil),                    // 13: roost.v1.Hello
+	(*AgentStatus)(nil),              // 14: roost.v1.AgentStatus
+	(*FailedRevision)(nil),           // 15: roost.v1.FailedRevision
+	(*Heartbeat)(nil),                // 16: roost.v1.Heartbeat
+	(*HubMessage)(nil),               // 17: roost.v1.HubMessage
+	(*GoAway)(nil),                   // 18: roost.v1.GoAway
+	(*HubMembers)(nil),               // 19: roost.v1.HubMembers
+	(*DesiredState)(nil),             // 20: roost.v1.DesiredState
+	(*KubeletBootstrap)(nil),         // 21: roost.v1.KubeletBootstrap
+	(*RevisionSpec)(nil),             // 22: roost.v1.RevisionSpec
+	(*Artifact)(nil),                 // 23: roost.v1.Artifact
+	(*InstallDiskHints)(nil),         // 24: roost.v1.InstallDiskHints
+	(*FetchArtifactRequest)(nil),     // 25: roost.v1.FetchArtifactRequest
+	(*ArtifactChunk)(nil),            // 26: roost.v1.ArtifactChunk
+	(*AcquireLeaseRequest)(nil),      // 27: roost.v1.AcquireLeaseRequest
+	(*AcquireLeaseResponse)(nil),     // 28: roost.v1.AcquireLeaseResponse
+	(*Condition)(nil),                // 29: roost.v1.Condition
+	(*timestamppb.Timestamp)(nil),    // 30: google.protobuf.Timestamp
 }
 var file_roost_v1_agent_proto_depIdxs = []int32{
 	2,  // 0: roost.v1.Inventory.cpu:type_name -> roost.v1.CPUInfo
@@ -2262,39 +2389,43 @@ var file_roost_v1_agent_proto_depIdxs = []int32{
 	5,  // 3: roost.v1.Inventory.system:type_name -> roost.v1.SystemInfo
 	0,  // 4: roost.v1.EnrollRequest.identity:type_name -> roost.v1.ServerIdentity
 	1,  // 5: roost.v1.EnrollRequest.inventory:type_name -> roost.v1.Inventory
-	11, // 6: roost.v1.AgentMessage.hello:type_name -> roost.v1.Hello
-	12, // 7: roost.v1.AgentMessage.status:type_name -> roost.v1.AgentStatus
-	14, // 8: roost.v1.AgentMessage.heartbeat:type_name -> roost.v1.Heartbeat
-	1,  // 9: roost.v1.AgentStatus.inventory:type_name -> roost.v1.Inventory
-	27, // 10: roost.v1.AgentStatus.conditions:type_name -> roost.v1.Condition
-	13, // 11: roost.v1.AgentStatus.failed_revisions:type_name -> roost.v1.FailedRevision
-	28, // 12: roost.v1.Heartbeat.sent_at:type_name -> google.protobuf.Timestamp
-	18, // 13: roost.v1.HubMessage.desired:type_name -> roost.v1.DesiredState
-	17, // 14: roost.v1.HubMessage.members:type_name -> roost.v1.HubMembers
-	16, // 15: roost.v1.HubMessage.go_away:type_name -> roost.v1.GoAway
-	20, // 16: roost.v1.DesiredState.spec:type_name -> roost.v1.RevisionSpec
-	19, // 17: roost.v1.DesiredState.kubelet_bootstrap:type_name -> roost.v1.KubeletBootstrap
-	28, // 18: roost.v1.KubeletBootstrap.expires_at:type_name -> google.protobuf.Timestamp
-	21, // 19: roost.v1.RevisionSpec.kernel:type_name -> roost.v1.Artifact
-	21, // 20: roost.v1.RevisionSpec.initrd:type_name -> roost.v1.Artifact
-	21, // 21: roost.v1.RevisionSpec.boot_loader:type_name -> roost.v1.Artifact
-	22, // 22: roost.v1.RevisionSpec.install_disk:type_name -> roost.v1.InstallDiskHints
-	28, // 23: roost.v1.AcquireLeaseResponse.expires_at:type_name -> google.protobuf.Timestamp
-	6,  // 24: roost.v1.AgentService.Enroll:input_type -> roost.v1.EnrollRequest
-	8,  // 25: roost.v1.AgentService.RenewCertificate:input_type -> roost.v1.RenewCertificateRequest
-	10, // 26: roost.v1.AgentService.Connect:input_type -> roost.v1.AgentMessage
-	23, // 27: roost.v1.AgentService.FetchArtifact:input_type -> roost.v1.FetchArtifactRequest
-	25, // 28: roost.v1.AgentService.AcquireLease:input_type -> roost.v1.AcquireLeaseRequest
-	7,  // 29: roost.v1.AgentService.Enroll:output_type -> roost.v1.EnrollResponse
-	9,  // 30: roost.v1.AgentService.RenewCertificate:output_type -> roost.v1.RenewCertificateResponse
-	15, // 31: roost.v1.AgentService.Connect:output_type -> roost.v1.HubMessage
-	24, // 32: roost.v1.AgentService.FetchArtifact:output_type -> roost.v1.ArtifactChunk
-	26, // 33: roost.v1.AgentService.AcquireLease:output_type -> roost.v1.AcquireLeaseResponse
-	29, // [29:34] is the sub-list for method output_type
-	24, // [24:29] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	0,  // 6: roost.v1.ReregisterRequest.identity:type_name -> roost.v1.ServerIdentity
+	1,  // 7: roost.v1.ReregisterRequest.inventory:type_name -> roost.v1.Inventory
+	13, // 8: roost.v1.AgentMessage.hello:type_name -> roost.v1.Hello
+	14, // 9: roost.v1.AgentMessage.status:type_name -> roost.v1.AgentStatus
+	16, // 10: roost.v1.AgentMessage.heartbeat:type_name -> roost.v1.Heartbeat
+	1,  // 11: roost.v1.AgentStatus.inventory:type_name -> roost.v1.Inventory
+	29, // 12: roost.v1.AgentStatus.conditions:type_name -> roost.v1.Condition
+	15, // 13: roost.v1.AgentStatus.failed_revisions:type_name -> roost.v1.FailedRevision
+	30, // 14: roost.v1.Heartbeat.sent_at:type_name -> google.protobuf.Timestamp
+	20, // 15: roost.v1.HubMessage.desired:type_name -> roost.v1.DesiredState
+	19, // 16: roost.v1.HubMessage.members:type_name -> roost.v1.HubMembers
+	18, // 17: roost.v1.HubMessage.go_away:type_name -> roost.v1.GoAway
+	22, // 18: roost.v1.DesiredState.spec:type_name -> roost.v1.RevisionSpec
+	21, // 19: roost.v1.DesiredState.kubelet_bootstrap:type_name -> roost.v1.KubeletBootstrap
+	30, // 20: roost.v1.KubeletBootstrap.expires_at:type_name -> google.protobuf.Timestamp
+	23, // 21: roost.v1.RevisionSpec.kernel:type_name -> roost.v1.Artifact
+	23, // 22: roost.v1.RevisionSpec.initrd:type_name -> roost.v1.Artifact
+	23, // 23: roost.v1.RevisionSpec.boot_loader:type_name -> roost.v1.Artifact
+	24, // 24: roost.v1.RevisionSpec.install_disk:type_name -> roost.v1.InstallDiskHints
+	30, // 25: roost.v1.AcquireLeaseResponse.expires_at:type_name -> google.protobuf.Timestamp
+	6,  // 26: roost.v1.AgentService.Enroll:input_type -> roost.v1.EnrollRequest
+	10, // 27: roost.v1.AgentService.RenewCertificate:input_type -> roost.v1.RenewCertificateRequest
+	12, // 28: roost.v1.AgentService.Connect:input_type -> roost.v1.AgentMessage
+	25, // 29: roost.v1.AgentService.FetchArtifact:input_type -> roost.v1.FetchArtifactRequest
+	27, // 30: roost.v1.AgentService.AcquireLease:input_type -> roost.v1.AcquireLeaseRequest
+	8,  // 31: roost.v1.AgentService.Reregister:input_type -> roost.v1.ReregisterRequest
+	7,  // 32: roost.v1.AgentService.Enroll:output_type -> roost.v1.EnrollResponse
+	11, // 33: roost.v1.AgentService.RenewCertificate:output_type -> roost.v1.RenewCertificateResponse
+	17, // 34: roost.v1.AgentService.Connect:output_type -> roost.v1.HubMessage
+	26, // 35: roost.v1.AgentService.FetchArtifact:output_type -> roost.v1.ArtifactChunk
+	28, // 36: roost.v1.AgentService.AcquireLease:output_type -> roost.v1.AcquireLeaseResponse
+	9,  // 37: roost.v1.AgentService.Reregister:output_type -> roost.v1.ReregisterResponse
+	32, // [32:38] is the sub-list for method output_type
+	26, // [26:32] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_roost_v1_agent_proto_init() }
@@ -2303,25 +2434,25 @@ func file_roost_v1_agent_proto_init() {
 		return
 	}
 	file_roost_v1_meta_proto_init()
-	file_roost_v1_agent_proto_msgTypes[10].OneofWrappers = []any{
+	file_roost_v1_agent_proto_msgTypes[12].OneofWrappers = []any{
 		(*AgentMessage_Hello)(nil),
 		(*AgentMessage_Status)(nil),
 		(*AgentMessage_Heartbeat)(nil),
 	}
-	file_roost_v1_agent_proto_msgTypes[15].OneofWrappers = []any{
+	file_roost_v1_agent_proto_msgTypes[17].OneofWrappers = []any{
 		(*HubMessage_Desired)(nil),
 		(*HubMessage_HeartbeatIntervalSeconds)(nil),
 		(*HubMessage_Members)(nil),
 		(*HubMessage_GoAway)(nil),
 	}
-	file_roost_v1_agent_proto_msgTypes[22].OneofWrappers = []any{}
+	file_roost_v1_agent_proto_msgTypes[24].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_roost_v1_agent_proto_rawDesc), len(file_roost_v1_agent_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   27,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

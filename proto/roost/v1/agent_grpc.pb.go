@@ -24,6 +24,7 @@ const (
 	AgentService_Connect_FullMethodName          = "/roost.v1.AgentService/Connect"
 	AgentService_FetchArtifact_FullMethodName    = "/roost.v1.AgentService/FetchArtifact"
 	AgentService_AcquireLease_FullMethodName     = "/roost.v1.AgentService/AcquireLease"
+	AgentService_Reregister_FullMethodName       = "/roost.v1.AgentService/Reregister"
 )
 
 // AgentServiceClient is the client API for AgentService service.
@@ -55,6 +56,15 @@ type AgentServiceClient interface {
 	// why (for example the pool's maxUnavailable is used up). Errors:
 	// FailedPrecondition (the revision is not the Server's desired one).
 	AcquireLease(ctx context.Context, in *AcquireLeaseRequest, opts ...grpc.CallOption) (*AcquireLeaseResponse, error)
+	// Reregister records the calling Server again when the hub has no record
+	// of it (its agent's Connect got NotFound: the hub restored a snapshot
+	// older than the enrollment, or an operator deleted the Server) while its
+	// agent still holds a valid certificate from the hub's CA. The Server
+	// comes back PendingApproval, without a pool. Errors: InvalidArgument
+	// (malformed identity or inventory), PermissionDenied (the identity is
+	// not the certificate's Server), AlreadyExists (the hub has the Server),
+	// FailedPrecondition (a hub member does not know the command yet).
+	Reregister(ctx context.Context, in *ReregisterRequest, opts ...grpc.CallOption) (*ReregisterResponse, error)
 }
 
 type agentServiceClient struct {
@@ -127,6 +137,16 @@ func (c *agentServiceClient) AcquireLease(ctx context.Context, in *AcquireLeaseR
 	return out, nil
 }
 
+func (c *agentServiceClient) Reregister(ctx context.Context, in *ReregisterRequest, opts ...grpc.CallOption) (*ReregisterResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReregisterResponse)
+	err := c.cc.Invoke(ctx, AgentService_Reregister_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AgentServiceServer is the server API for AgentService service.
 // All implementations must embed UnimplementedAgentServiceServer
 // for forward compatibility.
@@ -156,6 +176,15 @@ type AgentServiceServer interface {
 	// why (for example the pool's maxUnavailable is used up). Errors:
 	// FailedPrecondition (the revision is not the Server's desired one).
 	AcquireLease(context.Context, *AcquireLeaseRequest) (*AcquireLeaseResponse, error)
+	// Reregister records the calling Server again when the hub has no record
+	// of it (its agent's Connect got NotFound: the hub restored a snapshot
+	// older than the enrollment, or an operator deleted the Server) while its
+	// agent still holds a valid certificate from the hub's CA. The Server
+	// comes back PendingApproval, without a pool. Errors: InvalidArgument
+	// (malformed identity or inventory), PermissionDenied (the identity is
+	// not the certificate's Server), AlreadyExists (the hub has the Server),
+	// FailedPrecondition (a hub member does not know the command yet).
+	Reregister(context.Context, *ReregisterRequest) (*ReregisterResponse, error)
 	mustEmbedUnimplementedAgentServiceServer()
 }
 
@@ -180,6 +209,9 @@ func (UnimplementedAgentServiceServer) FetchArtifact(*FetchArtifactRequest, grpc
 }
 func (UnimplementedAgentServiceServer) AcquireLease(context.Context, *AcquireLeaseRequest) (*AcquireLeaseResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method AcquireLease not implemented")
+}
+func (UnimplementedAgentServiceServer) Reregister(context.Context, *ReregisterRequest) (*ReregisterResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Reregister not implemented")
 }
 func (UnimplementedAgentServiceServer) mustEmbedUnimplementedAgentServiceServer() {}
 func (UnimplementedAgentServiceServer) testEmbeddedByValue()                      {}
@@ -274,6 +306,24 @@ func _AgentService_AcquireLease_Handler(srv interface{}, ctx context.Context, de
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AgentService_Reregister_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReregisterRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServiceServer).Reregister(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AgentService_Reregister_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServiceServer).Reregister(ctx, req.(*ReregisterRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AgentService_ServiceDesc is the grpc.ServiceDesc for AgentService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -292,6 +342,10 @@ var AgentService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "AcquireLease",
 			Handler:    _AgentService_AcquireLease_Handler,
+		},
+		{
+			MethodName: "Reregister",
+			Handler:    _AgentService_Reregister_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -134,6 +134,7 @@ type Command struct {
 	//	*Command_PromoteImageRelease
 	//	*Command_SetConditions
 	//	*Command_RevokeJoinTokens
+	//	*Command_ReregisterServer
 	Command       isCommand_Command `protobuf_oneof:"command"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -451,6 +452,15 @@ func (x *Command) GetRevokeJoinTokens() *RevokeJoinTokens {
 	return nil
 }
 
+func (x *Command) GetReregisterServer() *ReregisterServer {
+	if x != nil {
+		if x, ok := x.Command.(*Command_ReregisterServer); ok {
+			return x.ReregisterServer
+		}
+	}
+	return nil
+}
+
 type isCommand_Command interface {
 	isCommand_Command()
 }
@@ -571,6 +581,10 @@ type Command_RevokeJoinTokens struct {
 	RevokeJoinTokens *RevokeJoinTokens `protobuf:"bytes,38,opt,name=revoke_join_tokens,json=revokeJoinTokens,proto3,oneof"`
 }
 
+type Command_ReregisterServer struct {
+	ReregisterServer *ReregisterServer `protobuf:"bytes,39,opt,name=reregister_server,json=reregisterServer,proto3,oneof"`
+}
+
 func (*Command_ApplyObjects) isCommand_Command() {}
 
 func (*Command_DeleteObject) isCommand_Command() {}
@@ -628,6 +642,8 @@ func (*Command_PromoteImageRelease) isCommand_Command() {}
 func (*Command_SetConditions) isCommand_Command() {}
 
 func (*Command_RevokeJoinTokens) isCommand_Command() {}
+
+func (*Command_ReregisterServer) isCommand_Command() {}
 
 // ApplyObjects creates or replaces objects, all or nothing.
 type ApplyObjects struct {
@@ -1196,6 +1212,90 @@ func (x *UseJoinToken) GetSecretSha256() string {
 	return ""
 }
 
+// ReregisterServer records Server name again, PendingApproval, for an
+// agent that holds a certificate for name from the hub's CA while the
+// state has no Server of that name (AgentService.Reregister). It fails
+// with AlreadyExists when the Server exists, PermissionDenied when the
+// identity does not give name, and InvalidArgument under apply rules
+// older than state.RulesReregister (members of those versions do not know
+// the command).
+type ReregisterServer struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Name         string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Identity     *ServerIdentity        `protobuf:"bytes,2,opt,name=identity,proto3" json:"identity,omitempty"`
+	Inventory    *Inventory             `protobuf:"bytes,3,opt,name=inventory,proto3" json:"inventory,omitempty"`
+	AgentVersion string                 `protobuf:"bytes,4,opt,name=agent_version,json=agentVersion,proto3" json:"agent_version,omitempty"`
+	// uid is the new Server's UID.
+	Uid           string `protobuf:"bytes,5,opt,name=uid,proto3" json:"uid,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReregisterServer) Reset() {
+	*x = ReregisterServer{}
+	mi := &file_roost_v1_raft_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReregisterServer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReregisterServer) ProtoMessage() {}
+
+func (x *ReregisterServer) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_raft_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReregisterServer.ProtoReflect.Descriptor instead.
+func (*ReregisterServer) Descriptor() ([]byte, []int) {
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *ReregisterServer) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ReregisterServer) GetIdentity() *ServerIdentity {
+	if x != nil {
+		return x.Identity
+	}
+	return nil
+}
+
+func (x *ReregisterServer) GetInventory() *Inventory {
+	if x != nil {
+		return x.Inventory
+	}
+	return nil
+}
+
+func (x *ReregisterServer) GetAgentVersion() string {
+	if x != nil {
+		return x.AgentVersion
+	}
+	return ""
+}
+
+func (x *ReregisterServer) GetUid() string {
+	if x != nil {
+		return x.Uid
+	}
+	return ""
+}
+
 // RevokeJoinTokens sets revoked_at to Command.time on each named join
 // token that is not revoked yet, all or nothing; it changes nothing else
 // on the token (a use applied before it keeps its count). It fails with
@@ -1213,7 +1313,7 @@ type RevokeJoinTokens struct {
 
 func (x *RevokeJoinTokens) Reset() {
 	*x = RevokeJoinTokens{}
-	mi := &file_roost_v1_raft_proto_msgTypes[11]
+	mi := &file_roost_v1_raft_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1225,7 +1325,7 @@ func (x *RevokeJoinTokens) String() string {
 func (*RevokeJoinTokens) ProtoMessage() {}
 
 func (x *RevokeJoinTokens) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[11]
+	mi := &file_roost_v1_raft_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1238,7 +1338,7 @@ func (x *RevokeJoinTokens) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeJoinTokens.ProtoReflect.Descriptor instead.
 func (*RevokeJoinTokens) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{11}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RevokeJoinTokens) GetIds() []string {
@@ -1262,7 +1362,7 @@ type PutEnrollmentToken struct {
 
 func (x *PutEnrollmentToken) Reset() {
 	*x = PutEnrollmentToken{}
-	mi := &file_roost_v1_raft_proto_msgTypes[12]
+	mi := &file_roost_v1_raft_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1274,7 +1374,7 @@ func (x *PutEnrollmentToken) String() string {
 func (*PutEnrollmentToken) ProtoMessage() {}
 
 func (x *PutEnrollmentToken) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[12]
+	mi := &file_roost_v1_raft_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1287,7 +1387,7 @@ func (x *PutEnrollmentToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutEnrollmentToken.ProtoReflect.Descriptor instead.
 func (*PutEnrollmentToken) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{12}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *PutEnrollmentToken) GetToken() *EnrollmentToken {
@@ -1314,7 +1414,7 @@ type RevokeEnrollmentToken struct {
 
 func (x *RevokeEnrollmentToken) Reset() {
 	*x = RevokeEnrollmentToken{}
-	mi := &file_roost_v1_raft_proto_msgTypes[13]
+	mi := &file_roost_v1_raft_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1326,7 +1426,7 @@ func (x *RevokeEnrollmentToken) String() string {
 func (*RevokeEnrollmentToken) ProtoMessage() {}
 
 func (x *RevokeEnrollmentToken) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[13]
+	mi := &file_roost_v1_raft_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1339,7 +1439,7 @@ func (x *RevokeEnrollmentToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeEnrollmentToken.ProtoReflect.Descriptor instead.
 func (*RevokeEnrollmentToken) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{13}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RevokeEnrollmentToken) GetName() string {
@@ -1370,7 +1470,7 @@ type EnrollServer struct {
 
 func (x *EnrollServer) Reset() {
 	*x = EnrollServer{}
-	mi := &file_roost_v1_raft_proto_msgTypes[14]
+	mi := &file_roost_v1_raft_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1382,7 +1482,7 @@ func (x *EnrollServer) String() string {
 func (*EnrollServer) ProtoMessage() {}
 
 func (x *EnrollServer) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[14]
+	mi := &file_roost_v1_raft_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1395,7 +1495,7 @@ func (x *EnrollServer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnrollServer.ProtoReflect.Descriptor instead.
 func (*EnrollServer) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{14}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *EnrollServer) GetTokenName() string {
@@ -1467,7 +1567,7 @@ type UpdateServerStatus struct {
 
 func (x *UpdateServerStatus) Reset() {
 	*x = UpdateServerStatus{}
-	mi := &file_roost_v1_raft_proto_msgTypes[15]
+	mi := &file_roost_v1_raft_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1479,7 +1579,7 @@ func (x *UpdateServerStatus) String() string {
 func (*UpdateServerStatus) ProtoMessage() {}
 
 func (x *UpdateServerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[15]
+	mi := &file_roost_v1_raft_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1492,7 +1592,7 @@ func (x *UpdateServerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateServerStatus.ProtoReflect.Descriptor instead.
 func (*UpdateServerStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{15}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *UpdateServerStatus) GetName() string {
@@ -1591,7 +1691,7 @@ type ReachabilityChange struct {
 
 func (x *ReachabilityChange) Reset() {
 	*x = ReachabilityChange{}
-	mi := &file_roost_v1_raft_proto_msgTypes[16]
+	mi := &file_roost_v1_raft_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1603,7 +1703,7 @@ func (x *ReachabilityChange) String() string {
 func (*ReachabilityChange) ProtoMessage() {}
 
 func (x *ReachabilityChange) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[16]
+	mi := &file_roost_v1_raft_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1616,7 +1716,7 @@ func (x *ReachabilityChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReachabilityChange.ProtoReflect.Descriptor instead.
 func (*ReachabilityChange) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{16}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ReachabilityChange) GetName() string {
@@ -1651,7 +1751,7 @@ type SetServerReachability struct {
 
 func (x *SetServerReachability) Reset() {
 	*x = SetServerReachability{}
-	mi := &file_roost_v1_raft_proto_msgTypes[17]
+	mi := &file_roost_v1_raft_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1663,7 +1763,7 @@ func (x *SetServerReachability) String() string {
 func (*SetServerReachability) ProtoMessage() {}
 
 func (x *SetServerReachability) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[17]
+	mi := &file_roost_v1_raft_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1676,7 +1776,7 @@ func (x *SetServerReachability) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetServerReachability.ProtoReflect.Descriptor instead.
 func (*SetServerReachability) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{17}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SetServerReachability) GetChanges() []*ReachabilityChange {
@@ -1702,7 +1802,7 @@ type ModifyServer struct {
 
 func (x *ModifyServer) Reset() {
 	*x = ModifyServer{}
-	mi := &file_roost_v1_raft_proto_msgTypes[18]
+	mi := &file_roost_v1_raft_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1714,7 +1814,7 @@ func (x *ModifyServer) String() string {
 func (*ModifyServer) ProtoMessage() {}
 
 func (x *ModifyServer) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[18]
+	mi := &file_roost_v1_raft_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1727,7 +1827,7 @@ func (x *ModifyServer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModifyServer.ProtoReflect.Descriptor instead.
 func (*ModifyServer) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{18}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ModifyServer) GetName() string {
@@ -1787,7 +1887,7 @@ type NewMachine struct {
 
 func (x *NewMachine) Reset() {
 	*x = NewMachine{}
-	mi := &file_roost_v1_raft_proto_msgTypes[19]
+	mi := &file_roost_v1_raft_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1799,7 +1899,7 @@ func (x *NewMachine) String() string {
 func (*NewMachine) ProtoMessage() {}
 
 func (x *NewMachine) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[19]
+	mi := &file_roost_v1_raft_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1812,7 +1912,7 @@ func (x *NewMachine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NewMachine.ProtoReflect.Descriptor instead.
 func (*NewMachine) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{19}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *NewMachine) GetName() string {
@@ -1880,7 +1980,7 @@ type CreateMachines struct {
 
 func (x *CreateMachines) Reset() {
 	*x = CreateMachines{}
-	mi := &file_roost_v1_raft_proto_msgTypes[20]
+	mi := &file_roost_v1_raft_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1892,7 +1992,7 @@ func (x *CreateMachines) String() string {
 func (*CreateMachines) ProtoMessage() {}
 
 func (x *CreateMachines) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[20]
+	mi := &file_roost_v1_raft_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1905,7 +2005,7 @@ func (x *CreateMachines) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateMachines.ProtoReflect.Descriptor instead.
 func (*CreateMachines) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{20}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CreateMachines) GetMachines() []*NewMachine {
@@ -1938,7 +2038,7 @@ type DeleteMachines struct {
 
 func (x *DeleteMachines) Reset() {
 	*x = DeleteMachines{}
-	mi := &file_roost_v1_raft_proto_msgTypes[21]
+	mi := &file_roost_v1_raft_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1950,7 +2050,7 @@ func (x *DeleteMachines) String() string {
 func (*DeleteMachines) ProtoMessage() {}
 
 func (x *DeleteMachines) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[21]
+	mi := &file_roost_v1_raft_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1963,7 +2063,7 @@ func (x *DeleteMachines) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteMachines.ProtoReflect.Descriptor instead.
 func (*DeleteMachines) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{21}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *DeleteMachines) GetNames() []string {
@@ -2002,7 +2102,7 @@ type PutRevision struct {
 
 func (x *PutRevision) Reset() {
 	*x = PutRevision{}
-	mi := &file_roost_v1_raft_proto_msgTypes[22]
+	mi := &file_roost_v1_raft_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2014,7 +2114,7 @@ func (x *PutRevision) String() string {
 func (*PutRevision) ProtoMessage() {}
 
 func (x *PutRevision) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[22]
+	mi := &file_roost_v1_raft_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2027,7 +2127,7 @@ func (x *PutRevision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutRevision.ProtoReflect.Descriptor instead.
 func (*PutRevision) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{22}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PutRevision) GetRevision() *Revision {
@@ -2066,7 +2166,7 @@ type GrantLease struct {
 
 func (x *GrantLease) Reset() {
 	*x = GrantLease{}
-	mi := &file_roost_v1_raft_proto_msgTypes[23]
+	mi := &file_roost_v1_raft_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2078,7 +2178,7 @@ func (x *GrantLease) String() string {
 func (*GrantLease) ProtoMessage() {}
 
 func (x *GrantLease) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[23]
+	mi := &file_roost_v1_raft_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2091,7 +2191,7 @@ func (x *GrantLease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GrantLease.ProtoReflect.Descriptor instead.
 func (*GrantLease) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{23}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *GrantLease) GetServer() string {
@@ -2148,7 +2248,7 @@ type ReleaseLeases struct {
 
 func (x *ReleaseLeases) Reset() {
 	*x = ReleaseLeases{}
-	mi := &file_roost_v1_raft_proto_msgTypes[24]
+	mi := &file_roost_v1_raft_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2160,7 +2260,7 @@ func (x *ReleaseLeases) String() string {
 func (*ReleaseLeases) ProtoMessage() {}
 
 func (x *ReleaseLeases) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[24]
+	mi := &file_roost_v1_raft_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2173,7 +2273,7 @@ func (x *ReleaseLeases) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseLeases.ProtoReflect.Descriptor instead.
 func (*ReleaseLeases) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{24}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ReleaseLeases) GetServers() []string {
@@ -2208,7 +2308,7 @@ type Snapshot struct {
 
 func (x *Snapshot) Reset() {
 	*x = Snapshot{}
-	mi := &file_roost_v1_raft_proto_msgTypes[25]
+	mi := &file_roost_v1_raft_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2220,7 +2320,7 @@ func (x *Snapshot) String() string {
 func (*Snapshot) ProtoMessage() {}
 
 func (x *Snapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[25]
+	mi := &file_roost_v1_raft_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2233,7 +2333,7 @@ func (x *Snapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Snapshot.ProtoReflect.Descriptor instead.
 func (*Snapshot) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{25}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Snapshot) GetObjects() []*Object {
@@ -2299,7 +2399,7 @@ type ControlRollout struct {
 
 func (x *ControlRollout) Reset() {
 	*x = ControlRollout{}
-	mi := &file_roost_v1_raft_proto_msgTypes[26]
+	mi := &file_roost_v1_raft_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2311,7 +2411,7 @@ func (x *ControlRollout) String() string {
 func (*ControlRollout) ProtoMessage() {}
 
 func (x *ControlRollout) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[26]
+	mi := &file_roost_v1_raft_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2324,7 +2424,7 @@ func (x *ControlRollout) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ControlRollout.ProtoReflect.Descriptor instead.
 func (*ControlRollout) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{26}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ControlRollout) GetPool() string {
@@ -2373,7 +2473,7 @@ type SetConditions struct {
 
 func (x *SetConditions) Reset() {
 	*x = SetConditions{}
-	mi := &file_roost_v1_raft_proto_msgTypes[27]
+	mi := &file_roost_v1_raft_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2385,7 +2485,7 @@ func (x *SetConditions) String() string {
 func (*SetConditions) ProtoMessage() {}
 
 func (x *SetConditions) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[27]
+	mi := &file_roost_v1_raft_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2398,7 +2498,7 @@ func (x *SetConditions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetConditions.ProtoReflect.Descriptor instead.
 func (*SetConditions) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{27}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *SetConditions) GetKind() string {
@@ -2439,7 +2539,7 @@ type UpdatePoolRollout struct {
 
 func (x *UpdatePoolRollout) Reset() {
 	*x = UpdatePoolRollout{}
-	mi := &file_roost_v1_raft_proto_msgTypes[28]
+	mi := &file_roost_v1_raft_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2451,7 +2551,7 @@ func (x *UpdatePoolRollout) String() string {
 func (*UpdatePoolRollout) ProtoMessage() {}
 
 func (x *UpdatePoolRollout) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[28]
+	mi := &file_roost_v1_raft_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2464,7 +2564,7 @@ func (x *UpdatePoolRollout) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdatePoolRollout.ProtoReflect.Descriptor instead.
 func (*UpdatePoolRollout) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{28}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *UpdatePoolRollout) GetPool() string {
@@ -2497,7 +2597,7 @@ type TrustedKey struct {
 
 func (x *TrustedKey) Reset() {
 	*x = TrustedKey{}
-	mi := &file_roost_v1_raft_proto_msgTypes[29]
+	mi := &file_roost_v1_raft_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2509,7 +2609,7 @@ func (x *TrustedKey) String() string {
 func (*TrustedKey) ProtoMessage() {}
 
 func (x *TrustedKey) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[29]
+	mi := &file_roost_v1_raft_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2522,7 +2622,7 @@ func (x *TrustedKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrustedKey.ProtoReflect.Descriptor instead.
 func (*TrustedKey) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{29}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *TrustedKey) GetId() string {
@@ -2562,7 +2662,7 @@ type PutTrustedKey struct {
 
 func (x *PutTrustedKey) Reset() {
 	*x = PutTrustedKey{}
-	mi := &file_roost_v1_raft_proto_msgTypes[30]
+	mi := &file_roost_v1_raft_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2574,7 +2674,7 @@ func (x *PutTrustedKey) String() string {
 func (*PutTrustedKey) ProtoMessage() {}
 
 func (x *PutTrustedKey) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[30]
+	mi := &file_roost_v1_raft_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2587,7 +2687,7 @@ func (x *PutTrustedKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutTrustedKey.ProtoReflect.Descriptor instead.
 func (*PutTrustedKey) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{30}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *PutTrustedKey) GetKey() *TrustedKey {
@@ -2606,7 +2706,7 @@ type DeleteTrustedKey struct {
 
 func (x *DeleteTrustedKey) Reset() {
 	*x = DeleteTrustedKey{}
-	mi := &file_roost_v1_raft_proto_msgTypes[31]
+	mi := &file_roost_v1_raft_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2618,7 +2718,7 @@ func (x *DeleteTrustedKey) String() string {
 func (*DeleteTrustedKey) ProtoMessage() {}
 
 func (x *DeleteTrustedKey) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[31]
+	mi := &file_roost_v1_raft_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2631,7 +2731,7 @@ func (x *DeleteTrustedKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTrustedKey.ProtoReflect.Descriptor instead.
 func (*DeleteTrustedKey) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{31}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *DeleteTrustedKey) GetId() string {
@@ -2654,7 +2754,7 @@ type PromoteImageRelease struct {
 
 func (x *PromoteImageRelease) Reset() {
 	*x = PromoteImageRelease{}
-	mi := &file_roost_v1_raft_proto_msgTypes[32]
+	mi := &file_roost_v1_raft_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2666,7 +2766,7 @@ func (x *PromoteImageRelease) String() string {
 func (*PromoteImageRelease) ProtoMessage() {}
 
 func (x *PromoteImageRelease) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[32]
+	mi := &file_roost_v1_raft_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2679,7 +2779,7 @@ func (x *PromoteImageRelease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromoteImageRelease.ProtoReflect.Descriptor instead.
 func (*PromoteImageRelease) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{32}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *PromoteImageRelease) GetVersion() string {
@@ -2715,7 +2815,7 @@ type UpdateClusterStatus struct {
 
 func (x *UpdateClusterStatus) Reset() {
 	*x = UpdateClusterStatus{}
-	mi := &file_roost_v1_raft_proto_msgTypes[33]
+	mi := &file_roost_v1_raft_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2727,7 +2827,7 @@ func (x *UpdateClusterStatus) String() string {
 func (*UpdateClusterStatus) ProtoMessage() {}
 
 func (x *UpdateClusterStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[33]
+	mi := &file_roost_v1_raft_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2740,7 +2840,7 @@ func (x *UpdateClusterStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateClusterStatus.ProtoReflect.Descriptor instead.
 func (*UpdateClusterStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{33}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *UpdateClusterStatus) GetCluster() string {
@@ -2771,7 +2871,7 @@ type UpdateMachineClusterStatus struct {
 
 func (x *UpdateMachineClusterStatus) Reset() {
 	*x = UpdateMachineClusterStatus{}
-	mi := &file_roost_v1_raft_proto_msgTypes[34]
+	mi := &file_roost_v1_raft_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2783,7 +2883,7 @@ func (x *UpdateMachineClusterStatus) String() string {
 func (*UpdateMachineClusterStatus) ProtoMessage() {}
 
 func (x *UpdateMachineClusterStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[34]
+	mi := &file_roost_v1_raft_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2796,7 +2896,7 @@ func (x *UpdateMachineClusterStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateMachineClusterStatus.ProtoReflect.Descriptor instead.
 func (*UpdateMachineClusterStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{34}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *UpdateMachineClusterStatus) GetMachine() string {
@@ -2838,7 +2938,7 @@ type BootstrapToken struct {
 
 func (x *BootstrapToken) Reset() {
 	*x = BootstrapToken{}
-	mi := &file_roost_v1_raft_proto_msgTypes[35]
+	mi := &file_roost_v1_raft_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2850,7 +2950,7 @@ func (x *BootstrapToken) String() string {
 func (*BootstrapToken) ProtoMessage() {}
 
 func (x *BootstrapToken) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[35]
+	mi := &file_roost_v1_raft_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2863,7 +2963,7 @@ func (x *BootstrapToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BootstrapToken.ProtoReflect.Descriptor instead.
 func (*BootstrapToken) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{35}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *BootstrapToken) GetMachine() string {
@@ -2910,7 +3010,7 @@ type PutBootstrapToken struct {
 
 func (x *PutBootstrapToken) Reset() {
 	*x = PutBootstrapToken{}
-	mi := &file_roost_v1_raft_proto_msgTypes[36]
+	mi := &file_roost_v1_raft_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2922,7 +3022,7 @@ func (x *PutBootstrapToken) String() string {
 func (*PutBootstrapToken) ProtoMessage() {}
 
 func (x *PutBootstrapToken) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[36]
+	mi := &file_roost_v1_raft_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2935,7 +3035,7 @@ func (x *PutBootstrapToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutBootstrapToken.ProtoReflect.Descriptor instead.
 func (*PutBootstrapToken) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{36}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *PutBootstrapToken) GetToken() *BootstrapToken {
@@ -2956,7 +3056,7 @@ type DeleteBootstrapTokens struct {
 
 func (x *DeleteBootstrapTokens) Reset() {
 	*x = DeleteBootstrapTokens{}
-	mi := &file_roost_v1_raft_proto_msgTypes[37]
+	mi := &file_roost_v1_raft_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2968,7 +3068,7 @@ func (x *DeleteBootstrapTokens) String() string {
 func (*DeleteBootstrapTokens) ProtoMessage() {}
 
 func (x *DeleteBootstrapTokens) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[37]
+	mi := &file_roost_v1_raft_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2981,7 +3081,7 @@ func (x *DeleteBootstrapTokens) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteBootstrapTokens.ProtoReflect.Descriptor instead.
 func (*DeleteBootstrapTokens) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{37}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *DeleteBootstrapTokens) GetTokenIds() []string {
@@ -2995,7 +3095,7 @@ var File_roost_v1_raft_proto protoreflect.FileDescriptor
 
 const file_roost_v1_raft_proto_rawDesc = "" +
 	"\n" +
-	"\x13roost/v1/raft.proto\x12\broost.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14roost/v1/agent.proto\x1a\x13roost/v1/meta.proto\x1a\x18roost/v1/resources.proto\"\x92\x11\n" +
+	"\x13roost/v1/raft.proto\x12\broost.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14roost/v1/agent.proto\x1a\x13roost/v1/meta.proto\x1a\x18roost/v1/resources.proto\"\xdd\x11\n" +
 	"\aCommand\x12.\n" +
 	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12#\n" +
 	"\rrules_version\x18\x02 \x01(\rR\frulesVersion\x12=\n" +
@@ -3030,7 +3130,8 @@ const file_roost_v1_raft_proto_rawDesc = "" +
 	"\x12delete_trusted_key\x18# \x01(\v2\x1a.roost.v1.DeleteTrustedKeyH\x00R\x10deleteTrustedKey\x12S\n" +
 	"\x15promote_image_release\x18$ \x01(\v2\x1d.roost.v1.PromoteImageReleaseH\x00R\x13promoteImageRelease\x12@\n" +
 	"\x0eset_conditions\x18% \x01(\v2\x17.roost.v1.SetConditionsH\x00R\rsetConditions\x12J\n" +
-	"\x12revoke_join_tokens\x18& \x01(\v2\x1a.roost.v1.RevokeJoinTokensH\x00R\x10revokeJoinTokensB\t\n" +
+	"\x12revoke_join_tokens\x18& \x01(\v2\x1a.roost.v1.RevokeJoinTokensH\x00R\x10revokeJoinTokens\x12I\n" +
+	"\x11reregister_server\x18' \x01(\v2\x1a.roost.v1.ReregisterServerH\x00R\x10reregisterServerB\t\n" +
 	"\acommand\"g\n" +
 	"\fApplyObjects\x12*\n" +
 	"\aobjects\x18\x01 \x03(\v2\x10.roost.v1.ObjectR\aobjects\x12\x12\n" +
@@ -3069,7 +3170,13 @@ const file_roost_v1_raft_proto_rawDesc = "" +
 	"\x05token\x18\x01 \x01(\v2\x13.roost.v1.JoinTokenR\x05token\"C\n" +
 	"\fUseJoinToken\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12#\n" +
-	"\rsecret_sha256\x18\x02 \x01(\tR\fsecretSha256\"$\n" +
+	"\rsecret_sha256\x18\x02 \x01(\tR\fsecretSha256\"\xc6\x01\n" +
+	"\x10ReregisterServer\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x124\n" +
+	"\bidentity\x18\x02 \x01(\v2\x18.roost.v1.ServerIdentityR\bidentity\x121\n" +
+	"\tinventory\x18\x03 \x01(\v2\x13.roost.v1.InventoryR\tinventory\x12#\n" +
+	"\ragent_version\x18\x04 \x01(\tR\fagentVersion\x12\x10\n" +
+	"\x03uid\x18\x05 \x01(\tR\x03uid\"$\n" +
 	"\x10RevokeJoinTokens\x12\x10\n" +
 	"\x03ids\x18\x01 \x03(\tR\x03ids\"W\n" +
 	"\x12PutEnrollmentToken\x12/\n" +
@@ -3226,7 +3333,7 @@ func file_roost_v1_raft_proto_rawDescGZIP() []byte {
 }
 
 var file_roost_v1_raft_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_roost_v1_raft_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
+var file_roost_v1_raft_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
 var file_roost_v1_raft_proto_goTypes = []any{
 	(RolloutAction)(0),                 // 0: roost.v1.RolloutAction
 	(*Command)(nil),                    // 1: roost.v1.Command
@@ -3240,48 +3347,49 @@ var file_roost_v1_raft_proto_goTypes = []any{
 	(*JoinToken)(nil),                  // 9: roost.v1.JoinToken
 	(*PutJoinToken)(nil),               // 10: roost.v1.PutJoinToken
 	(*UseJoinToken)(nil),               // 11: roost.v1.UseJoinToken
-	(*RevokeJoinTokens)(nil),           // 12: roost.v1.RevokeJoinTokens
-	(*PutEnrollmentToken)(nil),         // 13: roost.v1.PutEnrollmentToken
-	(*RevokeEnrollmentToken)(nil),      // 14: roost.v1.RevokeEnrollmentToken
-	(*EnrollServer)(nil),               // 15: roost.v1.EnrollServer
-	(*UpdateServerStatus)(nil),         // 16: roost.v1.UpdateServerStatus
-	(*ReachabilityChange)(nil),         // 17: roost.v1.ReachabilityChange
-	(*SetServerReachability)(nil),      // 18: roost.v1.SetServerReachability
-	(*ModifyServer)(nil),               // 19: roost.v1.ModifyServer
-	(*NewMachine)(nil),                 // 20: roost.v1.NewMachine
-	(*CreateMachines)(nil),             // 21: roost.v1.CreateMachines
-	(*DeleteMachines)(nil),             // 22: roost.v1.DeleteMachines
-	(*PutRevision)(nil),                // 23: roost.v1.PutRevision
-	(*GrantLease)(nil),                 // 24: roost.v1.GrantLease
-	(*ReleaseLeases)(nil),              // 25: roost.v1.ReleaseLeases
-	(*Snapshot)(nil),                   // 26: roost.v1.Snapshot
-	(*ControlRollout)(nil),             // 27: roost.v1.ControlRollout
-	(*SetConditions)(nil),              // 28: roost.v1.SetConditions
-	(*UpdatePoolRollout)(nil),          // 29: roost.v1.UpdatePoolRollout
-	(*TrustedKey)(nil),                 // 30: roost.v1.TrustedKey
-	(*PutTrustedKey)(nil),              // 31: roost.v1.PutTrustedKey
-	(*DeleteTrustedKey)(nil),           // 32: roost.v1.DeleteTrustedKey
-	(*PromoteImageRelease)(nil),        // 33: roost.v1.PromoteImageRelease
-	(*UpdateClusterStatus)(nil),        // 34: roost.v1.UpdateClusterStatus
-	(*UpdateMachineClusterStatus)(nil), // 35: roost.v1.UpdateMachineClusterStatus
-	(*BootstrapToken)(nil),             // 36: roost.v1.BootstrapToken
-	(*PutBootstrapToken)(nil),          // 37: roost.v1.PutBootstrapToken
-	(*DeleteBootstrapTokens)(nil),      // 38: roost.v1.DeleteBootstrapTokens
-	nil,                                // 39: roost.v1.ModifyServer.SetLabelsEntry
-	(*timestamppb.Timestamp)(nil),      // 40: google.protobuf.Timestamp
-	(*Object)(nil),                     // 41: roost.v1.Object
-	(*EnrollmentToken)(nil),            // 42: roost.v1.EnrollmentToken
+	(*ReregisterServer)(nil),           // 12: roost.v1.ReregisterServer
+	(*RevokeJoinTokens)(nil),           // 13: roost.v1.RevokeJoinTokens
+	(*PutEnrollmentToken)(nil),         // 14: roost.v1.PutEnrollmentToken
+	(*RevokeEnrollmentToken)(nil),      // 15: roost.v1.RevokeEnrollmentToken
+	(*EnrollServer)(nil),               // 16: roost.v1.EnrollServer
+	(*UpdateServerStatus)(nil),         // 17: roost.v1.UpdateServerStatus
+	(*ReachabilityChange)(nil),         // 18: roost.v1.ReachabilityChange
+	(*SetServerReachability)(nil),      // 19: roost.v1.SetServerReachability
+	(*ModifyServer)(nil),               // 20: roost.v1.ModifyServer
+	(*NewMachine)(nil),                 // 21: roost.v1.NewMachine
+	(*CreateMachines)(nil),             // 22: roost.v1.CreateMachines
+	(*DeleteMachines)(nil),             // 23: roost.v1.DeleteMachines
+	(*PutRevision)(nil),                // 24: roost.v1.PutRevision
+	(*GrantLease)(nil),                 // 25: roost.v1.GrantLease
+	(*ReleaseLeases)(nil),              // 26: roost.v1.ReleaseLeases
+	(*Snapshot)(nil),                   // 27: roost.v1.Snapshot
+	(*ControlRollout)(nil),             // 28: roost.v1.ControlRollout
+	(*SetConditions)(nil),              // 29: roost.v1.SetConditions
+	(*UpdatePoolRollout)(nil),          // 30: roost.v1.UpdatePoolRollout
+	(*TrustedKey)(nil),                 // 31: roost.v1.TrustedKey
+	(*PutTrustedKey)(nil),              // 32: roost.v1.PutTrustedKey
+	(*DeleteTrustedKey)(nil),           // 33: roost.v1.DeleteTrustedKey
+	(*PromoteImageRelease)(nil),        // 34: roost.v1.PromoteImageRelease
+	(*UpdateClusterStatus)(nil),        // 35: roost.v1.UpdateClusterStatus
+	(*UpdateMachineClusterStatus)(nil), // 36: roost.v1.UpdateMachineClusterStatus
+	(*BootstrapToken)(nil),             // 37: roost.v1.BootstrapToken
+	(*PutBootstrapToken)(nil),          // 38: roost.v1.PutBootstrapToken
+	(*DeleteBootstrapTokens)(nil),      // 39: roost.v1.DeleteBootstrapTokens
+	nil,                                // 40: roost.v1.ModifyServer.SetLabelsEntry
+	(*timestamppb.Timestamp)(nil),      // 41: google.protobuf.Timestamp
+	(*Object)(nil),                     // 42: roost.v1.Object
 	(*ServerIdentity)(nil),             // 43: roost.v1.ServerIdentity
 	(*Inventory)(nil),                  // 44: roost.v1.Inventory
-	(*Condition)(nil),                  // 45: roost.v1.Condition
-	(*FailedRevision)(nil),             // 46: roost.v1.FailedRevision
-	(ServerAction)(0),                  // 47: roost.v1.ServerAction
-	(*Revision)(nil),                   // 48: roost.v1.Revision
-	(*RolloutStatus)(nil),              // 49: roost.v1.RolloutStatus
-	(*ClusterStatus)(nil),              // 50: roost.v1.ClusterStatus
+	(*EnrollmentToken)(nil),            // 45: roost.v1.EnrollmentToken
+	(*Condition)(nil),                  // 46: roost.v1.Condition
+	(*FailedRevision)(nil),             // 47: roost.v1.FailedRevision
+	(ServerAction)(0),                  // 48: roost.v1.ServerAction
+	(*Revision)(nil),                   // 49: roost.v1.Revision
+	(*RolloutStatus)(nil),              // 50: roost.v1.RolloutStatus
+	(*ClusterStatus)(nil),              // 51: roost.v1.ClusterStatus
 }
 var file_roost_v1_raft_proto_depIdxs = []int32{
-	40, // 0: roost.v1.Command.time:type_name -> google.protobuf.Timestamp
+	41, // 0: roost.v1.Command.time:type_name -> google.protobuf.Timestamp
 	2,  // 1: roost.v1.Command.apply_objects:type_name -> roost.v1.ApplyObjects
 	3,  // 2: roost.v1.Command.delete_object:type_name -> roost.v1.DeleteObject
 	5,  // 3: roost.v1.Command.init_ca:type_name -> roost.v1.InitCA
@@ -3289,67 +3397,70 @@ var file_roost_v1_raft_proto_depIdxs = []int32{
 	8,  // 5: roost.v1.Command.delete_member:type_name -> roost.v1.DeleteMember
 	10, // 6: roost.v1.Command.put_join_token:type_name -> roost.v1.PutJoinToken
 	11, // 7: roost.v1.Command.use_join_token:type_name -> roost.v1.UseJoinToken
-	13, // 8: roost.v1.Command.put_enrollment_token:type_name -> roost.v1.PutEnrollmentToken
-	14, // 9: roost.v1.Command.revoke_enrollment_token:type_name -> roost.v1.RevokeEnrollmentToken
-	15, // 10: roost.v1.Command.enroll_server:type_name -> roost.v1.EnrollServer
-	16, // 11: roost.v1.Command.update_server_status:type_name -> roost.v1.UpdateServerStatus
-	18, // 12: roost.v1.Command.set_server_reachability:type_name -> roost.v1.SetServerReachability
-	19, // 13: roost.v1.Command.modify_server:type_name -> roost.v1.ModifyServer
-	21, // 14: roost.v1.Command.create_machines:type_name -> roost.v1.CreateMachines
-	22, // 15: roost.v1.Command.delete_machines:type_name -> roost.v1.DeleteMachines
-	23, // 16: roost.v1.Command.put_revision:type_name -> roost.v1.PutRevision
-	24, // 17: roost.v1.Command.grant_lease:type_name -> roost.v1.GrantLease
-	25, // 18: roost.v1.Command.release_leases:type_name -> roost.v1.ReleaseLeases
-	34, // 19: roost.v1.Command.update_cluster_status:type_name -> roost.v1.UpdateClusterStatus
-	35, // 20: roost.v1.Command.update_machine_cluster_status:type_name -> roost.v1.UpdateMachineClusterStatus
-	37, // 21: roost.v1.Command.put_bootstrap_token:type_name -> roost.v1.PutBootstrapToken
-	38, // 22: roost.v1.Command.delete_bootstrap_tokens:type_name -> roost.v1.DeleteBootstrapTokens
-	27, // 23: roost.v1.Command.control_rollout:type_name -> roost.v1.ControlRollout
-	29, // 24: roost.v1.Command.update_pool_rollout:type_name -> roost.v1.UpdatePoolRollout
-	31, // 25: roost.v1.Command.put_trusted_key:type_name -> roost.v1.PutTrustedKey
-	32, // 26: roost.v1.Command.delete_trusted_key:type_name -> roost.v1.DeleteTrustedKey
-	33, // 27: roost.v1.Command.promote_image_release:type_name -> roost.v1.PromoteImageRelease
-	28, // 28: roost.v1.Command.set_conditions:type_name -> roost.v1.SetConditions
-	12, // 29: roost.v1.Command.revoke_join_tokens:type_name -> roost.v1.RevokeJoinTokens
-	41, // 30: roost.v1.ApplyObjects.objects:type_name -> roost.v1.Object
-	4,  // 31: roost.v1.InitCA.ca:type_name -> roost.v1.CertificateAuthority
-	6,  // 32: roost.v1.PutMember.member:type_name -> roost.v1.HubMember
-	40, // 33: roost.v1.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
-	40, // 34: roost.v1.JoinToken.revoked_at:type_name -> google.protobuf.Timestamp
-	9,  // 35: roost.v1.PutJoinToken.token:type_name -> roost.v1.JoinToken
-	42, // 36: roost.v1.PutEnrollmentToken.token:type_name -> roost.v1.EnrollmentToken
-	43, // 37: roost.v1.EnrollServer.identity:type_name -> roost.v1.ServerIdentity
-	44, // 38: roost.v1.EnrollServer.inventory:type_name -> roost.v1.Inventory
-	44, // 39: roost.v1.UpdateServerStatus.inventory:type_name -> roost.v1.Inventory
-	45, // 40: roost.v1.UpdateServerStatus.conditions:type_name -> roost.v1.Condition
-	46, // 41: roost.v1.UpdateServerStatus.failed_revisions:type_name -> roost.v1.FailedRevision
-	40, // 42: roost.v1.ReachabilityChange.last_seen:type_name -> google.protobuf.Timestamp
-	17, // 43: roost.v1.SetServerReachability.changes:type_name -> roost.v1.ReachabilityChange
-	47, // 44: roost.v1.ModifyServer.action:type_name -> roost.v1.ServerAction
-	39, // 45: roost.v1.ModifyServer.set_labels:type_name -> roost.v1.ModifyServer.SetLabelsEntry
-	20, // 46: roost.v1.CreateMachines.machines:type_name -> roost.v1.NewMachine
-	48, // 47: roost.v1.PutRevision.revision:type_name -> roost.v1.Revision
-	40, // 48: roost.v1.GrantLease.expires_at:type_name -> google.protobuf.Timestamp
-	41, // 49: roost.v1.Snapshot.objects:type_name -> roost.v1.Object
-	4,  // 50: roost.v1.Snapshot.ca:type_name -> roost.v1.CertificateAuthority
-	6,  // 51: roost.v1.Snapshot.members:type_name -> roost.v1.HubMember
-	9,  // 52: roost.v1.Snapshot.join_tokens:type_name -> roost.v1.JoinToken
-	36, // 53: roost.v1.Snapshot.bootstrap_tokens:type_name -> roost.v1.BootstrapToken
-	30, // 54: roost.v1.Snapshot.trusted_keys:type_name -> roost.v1.TrustedKey
-	0,  // 55: roost.v1.ControlRollout.action:type_name -> roost.v1.RolloutAction
-	45, // 56: roost.v1.SetConditions.set:type_name -> roost.v1.Condition
-	49, // 57: roost.v1.UpdatePoolRollout.status:type_name -> roost.v1.RolloutStatus
-	40, // 58: roost.v1.TrustedKey.added_at:type_name -> google.protobuf.Timestamp
-	30, // 59: roost.v1.PutTrustedKey.key:type_name -> roost.v1.TrustedKey
-	50, // 60: roost.v1.UpdateClusterStatus.status:type_name -> roost.v1.ClusterStatus
-	45, // 61: roost.v1.UpdateMachineClusterStatus.conditions:type_name -> roost.v1.Condition
-	40, // 62: roost.v1.BootstrapToken.expires_at:type_name -> google.protobuf.Timestamp
-	36, // 63: roost.v1.PutBootstrapToken.token:type_name -> roost.v1.BootstrapToken
-	64, // [64:64] is the sub-list for method output_type
-	64, // [64:64] is the sub-list for method input_type
-	64, // [64:64] is the sub-list for extension type_name
-	64, // [64:64] is the sub-list for extension extendee
-	0,  // [0:64] is the sub-list for field type_name
+	14, // 8: roost.v1.Command.put_enrollment_token:type_name -> roost.v1.PutEnrollmentToken
+	15, // 9: roost.v1.Command.revoke_enrollment_token:type_name -> roost.v1.RevokeEnrollmentToken
+	16, // 10: roost.v1.Command.enroll_server:type_name -> roost.v1.EnrollServer
+	17, // 11: roost.v1.Command.update_server_status:type_name -> roost.v1.UpdateServerStatus
+	19, // 12: roost.v1.Command.set_server_reachability:type_name -> roost.v1.SetServerReachability
+	20, // 13: roost.v1.Command.modify_server:type_name -> roost.v1.ModifyServer
+	22, // 14: roost.v1.Command.create_machines:type_name -> roost.v1.CreateMachines
+	23, // 15: roost.v1.Command.delete_machines:type_name -> roost.v1.DeleteMachines
+	24, // 16: roost.v1.Command.put_revision:type_name -> roost.v1.PutRevision
+	25, // 17: roost.v1.Command.grant_lease:type_name -> roost.v1.GrantLease
+	26, // 18: roost.v1.Command.release_leases:type_name -> roost.v1.ReleaseLeases
+	35, // 19: roost.v1.Command.update_cluster_status:type_name -> roost.v1.UpdateClusterStatus
+	36, // 20: roost.v1.Command.update_machine_cluster_status:type_name -> roost.v1.UpdateMachineClusterStatus
+	38, // 21: roost.v1.Command.put_bootstrap_token:type_name -> roost.v1.PutBootstrapToken
+	39, // 22: roost.v1.Command.delete_bootstrap_tokens:type_name -> roost.v1.DeleteBootstrapTokens
+	28, // 23: roost.v1.Command.control_rollout:type_name -> roost.v1.ControlRollout
+	30, // 24: roost.v1.Command.update_pool_rollout:type_name -> roost.v1.UpdatePoolRollout
+	32, // 25: roost.v1.Command.put_trusted_key:type_name -> roost.v1.PutTrustedKey
+	33, // 26: roost.v1.Command.delete_trusted_key:type_name -> roost.v1.DeleteTrustedKey
+	34, // 27: roost.v1.Command.promote_image_release:type_name -> roost.v1.PromoteImageRelease
+	29, // 28: roost.v1.Command.set_conditions:type_name -> roost.v1.SetConditions
+	13, // 29: roost.v1.Command.revoke_join_tokens:type_name -> roost.v1.RevokeJoinTokens
+	12, // 30: roost.v1.Command.reregister_server:type_name -> roost.v1.ReregisterServer
+	42, // 31: roost.v1.ApplyObjects.objects:type_name -> roost.v1.Object
+	4,  // 32: roost.v1.InitCA.ca:type_name -> roost.v1.CertificateAuthority
+	6,  // 33: roost.v1.PutMember.member:type_name -> roost.v1.HubMember
+	41, // 34: roost.v1.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
+	41, // 35: roost.v1.JoinToken.revoked_at:type_name -> google.protobuf.Timestamp
+	9,  // 36: roost.v1.PutJoinToken.token:type_name -> roost.v1.JoinToken
+	43, // 37: roost.v1.ReregisterServer.identity:type_name -> roost.v1.ServerIdentity
+	44, // 38: roost.v1.ReregisterServer.inventory:type_name -> roost.v1.Inventory
+	45, // 39: roost.v1.PutEnrollmentToken.token:type_name -> roost.v1.EnrollmentToken
+	43, // 40: roost.v1.EnrollServer.identity:type_name -> roost.v1.ServerIdentity
+	44, // 41: roost.v1.EnrollServer.inventory:type_name -> roost.v1.Inventory
+	44, // 42: roost.v1.UpdateServerStatus.inventory:type_name -> roost.v1.Inventory
+	46, // 43: roost.v1.UpdateServerStatus.conditions:type_name -> roost.v1.Condition
+	47, // 44: roost.v1.UpdateServerStatus.failed_revisions:type_name -> roost.v1.FailedRevision
+	41, // 45: roost.v1.ReachabilityChange.last_seen:type_name -> google.protobuf.Timestamp
+	18, // 46: roost.v1.SetServerReachability.changes:type_name -> roost.v1.ReachabilityChange
+	48, // 47: roost.v1.ModifyServer.action:type_name -> roost.v1.ServerAction
+	40, // 48: roost.v1.ModifyServer.set_labels:type_name -> roost.v1.ModifyServer.SetLabelsEntry
+	21, // 49: roost.v1.CreateMachines.machines:type_name -> roost.v1.NewMachine
+	49, // 50: roost.v1.PutRevision.revision:type_name -> roost.v1.Revision
+	41, // 51: roost.v1.GrantLease.expires_at:type_name -> google.protobuf.Timestamp
+	42, // 52: roost.v1.Snapshot.objects:type_name -> roost.v1.Object
+	4,  // 53: roost.v1.Snapshot.ca:type_name -> roost.v1.CertificateAuthority
+	6,  // 54: roost.v1.Snapshot.members:type_name -> roost.v1.HubMember
+	9,  // 55: roost.v1.Snapshot.join_tokens:type_name -> roost.v1.JoinToken
+	37, // 56: roost.v1.Snapshot.bootstrap_tokens:type_name -> roost.v1.BootstrapToken
+	31, // 57: roost.v1.Snapshot.trusted_keys:type_name -> roost.v1.TrustedKey
+	0,  // 58: roost.v1.ControlRollout.action:type_name -> roost.v1.RolloutAction
+	46, // 59: roost.v1.SetConditions.set:type_name -> roost.v1.Condition
+	50, // 60: roost.v1.UpdatePoolRollout.status:type_name -> roost.v1.RolloutStatus
+	41, // 61: roost.v1.TrustedKey.added_at:type_name -> google.protobuf.Timestamp
+	31, // 62: roost.v1.PutTrustedKey.key:type_name -> roost.v1.TrustedKey
+	51, // 63: roost.v1.UpdateClusterStatus.status:type_name -> roost.v1.ClusterStatus
+	46, // 64: roost.v1.UpdateMachineClusterStatus.conditions:type_name -> roost.v1.Condition
+	41, // 65: roost.v1.BootstrapToken.expires_at:type_name -> google.protobuf.Timestamp
+	37, // 66: roost.v1.PutBootstrapToken.token:type_name -> roost.v1.BootstrapToken
+	67, // [67:67] is the sub-list for method output_type
+	67, // [67:67] is the sub-list for method input_type
+	67, // [67:67] is the sub-list for extension type_name
+	67, // [67:67] is the sub-list for extension extendee
+	0,  // [0:67] is the sub-list for field type_name
 }
 
 func init() { file_roost_v1_raft_proto_init() }
@@ -3390,6 +3501,7 @@ func file_roost_v1_raft_proto_init() {
 		(*Command_PromoteImageRelease)(nil),
 		(*Command_SetConditions)(nil),
 		(*Command_RevokeJoinTokens)(nil),
+		(*Command_ReregisterServer)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -3397,7 +3509,7 @@ func file_roost_v1_raft_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_roost_v1_raft_proto_rawDesc), len(file_roost_v1_raft_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   39,
+			NumMessages:   40,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
