@@ -148,6 +148,53 @@ func FuzzEnrollRequestValidation(f *testing.F) {
 	})
 }
 
+// FuzzReregisterRequestValidation feeds arbitrary bytes as a
+// ReregisterRequest: the validation never panics, and a request it accepts
+// re-registers the Server the same identity enrolls as, with valid labels.
+func FuzzReregisterRequestValidation(f *testing.F) {
+	valid := validEnrollRequest(f)
+	seed, _ := proto.Marshal(&roostv1.ReregisterRequest{Identity: valid.GetIdentity(), Inventory: valid.GetInventory(), AgentVersion: "v1"})
+	f.Add(seed)
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		req := &roostv1.ReregisterRequest{}
+		if proto.Unmarshal(data, req) != nil || len(ValidateReregisterRequest(req)) > 0 {
+			return
+		}
+		now := timestamppb.Now()
+		apply := func(fsm *state.FSM, i uint64, c *roostv1.Command) *state.ApplyResult {
+			c.Time, c.RulesVersion = now, state.RulesVersion
+			b, _ := proto.Marshal(c)
+			return fsm.Apply(&raft.Log{Index: i, Type: raft.LogCommand, Data: b}).(*state.ApplyResult)
+		}
+		// The name the identity enrolls as, from a token enrollment.
+		enrolled := state.New(state.Options{})
+		apply(enrolled, 1, &roostv1.Command{Command: &roostv1.Command_PutEnrollmentToken{PutEnrollmentToken: &roostv1.PutEnrollmentToken{
+			Token: &roostv1.EnrollmentToken{Metadata: &roostv1.ObjectMeta{Name: "abcdef"}, Spec: &roostv1.EnrollmentTokenSpec{SecretSha256: strings.Repeat("a", 64)}}, Uid: "u"}}})
+		res := apply(enrolled, 2, &roostv1.Command{Command: &roostv1.Command_EnrollServer{EnrollServer: &roostv1.EnrollServer{
+			TokenName: "abcdef", SecretSha256: strings.Repeat("a", 64), Identity: req.GetIdentity(), Inventory: req.GetInventory(), Uid: "u2"}}})
+		if res.Err != nil {
+			t.Fatalf("enrolling the identity: %v", res.Err)
+		}
+		name := res.Results[0].GetName()
+		fsm := state.New(state.Options{})
+		res = apply(fsm, 1, &roostv1.Command{Command: &roostv1.Command_ReregisterServer{ReregisterServer: &roostv1.ReregisterServer{
+			Name: name, Identity: req.GetIdentity(), Inventory: req.GetInventory(), AgentVersion: req.GetAgentVersion(), Uid: "u3"}}})
+		if res.Err != nil {
+			t.Fatalf("valid re-registration refused by the FSM: %v", res.Err)
+		}
+		o, err := fsm.Get("Server", name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range o.GetServer().GetMetadata().GetLabels() {
+			if msgs := validation.IsValidLabelValue(v); len(msgs) > 0 {
+				t.Fatalf("label %s=%q: %v", k, v, msgs)
+			}
+		}
+	})
+}
+
 // FuzzAgentStatusValidation feeds arbitrary bytes as an AgentStatus: the
 // validation never panics, and a status it accepts is recorded by the FSM
 // without error, with valid derived labels.
