@@ -28,7 +28,6 @@ func TestSnapshotSaveAndRestore(t *testing.T) {
 	cfg := c.AdminConfig
 	harness.MustCtl(t, cfg, "apply", "-f", allManifest(t))
 	_, token := harness.CreateToken(t, cfg, "--ttl", "1h")
-	simSecret, _ := harness.CreateToken(t, cfg, "--ttl", "1h", "--uses", "2")
 	before := settledAll(t, cfg)
 
 	dir := t.TempDir()
@@ -46,13 +45,7 @@ func TestSnapshotSaveAndRestore(t *testing.T) {
 		t.Errorf("save over an existing file: %s", r)
 	}
 
-	// Change the state: two Servers enroll, revoke the token, delete a
-	// Pool, create another.
-	sim := harness.StartProc(t, "simulate", harness.AgentBinary(t), "simulate", "--count", "2",
-		"--hub", strings.Join(c.APIAddrs(), ","), "--ca", harness.WriteCA(t, cfg), "--token", simSecret, "--seed", "7", "--log-level", "warn", "--progress", "100ms")
-	if _, err := sim.WaitCounter("connected", func(v int64) bool { return v == 2 }, time.Minute); err != nil {
-		t.Fatal(err)
-	}
+	// Change the state: revoke the token, delete a Pool, create another.
 	harness.RevokeToken(t, cfg, token)
 	pool := firstName(t, before["Pool"])
 	harness.MustCtl(t, cfg, "delete", "pool", pool)
@@ -109,41 +102,6 @@ func TestSnapshotSaveAndRestore(t *testing.T) {
 	if !strings.Contains(r.Stderr, "Warning from hub: 1 enrollment tokens revoked since the snapshot") {
 		t.Errorf("restore did not warn about the revoked token: %s", r)
 	}
-	if !strings.Contains(r.Stderr, "Warning from hub: 2 Servers enrolled since the snapshot are not in it") {
-		t.Errorf("restore did not warn about the Servers enrolled since: %s", r)
-	}
-
-	// The two agents record their Servers again with their certificates,
-	// held for approval.
-	start := time.Now()
-	hc := c.Client(t)
-	if err := harness.WaitUntil(90*time.Second, func() error {
-		servers, err := tryListServers(hc)
-		if err != nil {
-			return err
-		}
-		pending := 0
-		for _, s := range servers {
-			for _, cd := range s.GetStatus().GetConditions() {
-				if s.GetStatus().GetState() == "PendingApproval" && cd.GetType() == "Approved" && cd.GetReason() == "Reregistered" {
-					pending++
-				}
-			}
-		}
-		if pending != 2 {
-			return fmt.Errorf("%d of %d Servers re-registered and PendingApproval, want 2", pending, len(servers))
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	harness.Report(t, "the 2 Servers enrolled after the snapshot re-registered in %v", time.Since(start).Round(time.Millisecond))
-	// Forget them again (their agents stopped first, or they would record
-	// them once more), so that the state compares with the saved one.
-	sim.Stop()
-	for _, s := range listServers(t, hc) {
-		harness.MustCtl(t, cfg, "delete", "server", s.GetMetadata().GetName(), "--force")
-	}
 
 	// Every member holds the saved Pools again (read locally, stale).
 	for _, m := range c.Members {
@@ -187,4 +145,70 @@ func firstName(t *testing.T, yaml string) string {
 		t.Fatalf("no metadata.name in:\n%s", yaml)
 	}
 	return m[1]
+}
+
+// TestRestoreReregistersServers: Servers enrolled after a snapshot was
+// saved are not in it; after its restore their agents, whose streams the
+// hub ends (NotFound), record them again with their certificates, and they
+// wait for an operator's approval.
+func TestRestoreReregistersServers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process-level test (real roost-hub, roostctl and the agent simulator): run `make test-root`")
+	}
+	harness.CtlBinary(t)
+	c := harness.StartCluster(t, 1, harness.ClusterOptions{})
+	cfg := c.AdminConfig
+	secret, _ := harness.CreateToken(t, cfg, "--ttl", "1h", "--uses", "2")
+	file := filepath.Join(t.TempDir(), "hub.snap")
+	harness.MustCtl(t, cfg, "hub", "snapshot", "save", file)
+
+	sim := harness.StartProc(t, "simulate", harness.AgentBinary(t), "simulate", "--count", "2",
+		"--hub", strings.Join(c.APIAddrs(), ","), "--ca", harness.WriteCA(t, cfg), "--token", secret, "--seed", "7", "--log-level", "warn", "--progress", "100ms")
+	if _, err := sim.WaitCounter("connected", func(v int64) bool { return v == 2 }, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	r := harness.MustCtl(t, cfg, "hub", "snapshot", "restore", file)
+	if !strings.Contains(r.Stderr, "Warning from hub: 2 Servers enrolled since the snapshot are not in it") {
+		t.Errorf("restore did not warn about the Servers enrolled since: %s", r)
+	}
+	start := time.Now()
+	hc := c.Client(t)
+	if err := harness.WaitUntil(90*time.Second, func() error {
+		servers, err := tryListServers(hc)
+		if err != nil {
+			return err
+		}
+		pending := 0
+		for _, s := range servers {
+			for _, cd := range s.GetStatus().GetConditions() {
+				if s.GetStatus().GetState() == "PendingApproval" && cd.GetType() == "Approved" && cd.GetReason() == "Reregistered" {
+					pending++
+				}
+			}
+		}
+		if pending != 2 {
+			return fmt.Errorf("%d of %d Servers re-registered and PendingApproval, want 2", pending, len(servers))
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	harness.Report(t, "the 2 Servers enrolled after the snapshot re-registered in %v", time.Since(start).Round(time.Millisecond))
+	// Approved, they are Available and the agents stay connected.
+	for _, s := range listServers(t, hc) {
+		harness.MustCtl(t, cfg, "server", "approve", s.GetMetadata().GetName())
+	}
+	if err := harness.WaitUntil(30*time.Second, func() error {
+		for _, s := range listServers(t, hc) {
+			if st := s.GetStatus().GetState(); st != "Available" {
+				return fmt.Errorf("server %s is %s", s.GetMetadata().GetName(), st)
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := sim.Counter("connected"); n != 2 {
+		t.Errorf("connected = %d after the approval, want 2", n)
+	}
 }
