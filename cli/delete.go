@@ -53,7 +53,8 @@ a failure, prints every failure, and exits non-zero when any occurred.
 Deleting a worker Machine cordons and drains its Node first (see 'roostctl
 pool unassign --help'); --force deletes it at once. A Server is deleted only
 once Decommissioned ('roostctl server decommission'), or with --force (never
-while a Machine claims it); its agent must enroll again to come back.`,
+while a Machine claims it); an agent that still runs with a valid certificate
+records it again, PendingApproval (deny it to keep it out).`,
 		Example:           deleteExample,
 		ValidArgsFunction: o.kindAndNameCompletions(false),
 		RunE: func(cmd *cobra.Command, args []string) error {

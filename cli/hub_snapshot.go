@@ -174,7 +174,7 @@ snapshot was saved is lost; the hub's members stay as they are.
 What that undoes is printed as warnings (see --dry-run to see them first):
 Servers enrolled since the snapshot are not in it: their agents record them
 again with their certificates, and they wait for 'roostctl server approve';
-enrollment tokens revoked since are active again; release keys trusted or
+enrollment tokens revoked since are active again, those created since gone; release keys trusted or
 untrusted since are back as they were.
 
 FILE is checked first (as 'inspect' does; gzip and "-" are read too); a

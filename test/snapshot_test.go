@@ -99,7 +99,7 @@ func TestSnapshotSaveAndRestore(t *testing.T) {
 	}
 	r = harness.MustCtl(t, cfg, "--hub", follower.APIAddr, "hub", "snapshot", "restore", file)
 	harness.Report(t, "restore via %s: %s", follower.NodeID, strings.TrimSpace(r.Stdout))
-	if !strings.Contains(r.Stderr, "Warning from hub: 1 enrollment tokens revoked since the snapshot") {
+	if !strings.Contains(r.Stderr, "Warning from hub: 1 enrollment token revoked since the snapshot is active again") {
 		t.Errorf("restore did not warn about the revoked token: %s", r)
 	}
 

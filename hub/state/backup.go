@@ -75,8 +75,8 @@ func (f *FSM) RestorePayload(data []byte) ([]byte, error) {
 
 // RestoreWarnings says what restoring the saved state data undoes that an
 // operator must redo or expect: Servers enrolled since it was saved (their
-// agents record them again, PendingApproval), enrollment tokens revoked
-// since (active again) and release keys trusted or untrusted since. Errors
+// agents record them again, PendingApproval), enrollment tokens created
+// since (gone) and revoked since (active again), and release keys trusted or untrusted since. Errors
 // are those of decoding data.
 func (f *FSM) RestoreWarnings(data []byte) ([]string, error) {
 	snap := &roostv1.Snapshot{}
@@ -89,7 +89,7 @@ func (f *FSM) RestoreWarnings(data []byte) ([]string, error) {
 			saved[k.Name+"/"+r.GetMetadata().GetName()] = o
 		}
 	}
-	var newServers, revoked []string
+	var newServers, newTokens, revoked []string
 	txn := f.db.Load().Txn(false)
 	for _, kind := range []string{"Server", "EnrollmentToken"} {
 		it, err := txn.Get(kind, indexID)
@@ -104,20 +104,26 @@ func (f *FSM) RestoreWarnings(data []byte) ([]string, error) {
 			switch {
 			case kind == "Server" && !ok:
 				newServers = append(newServers, name)
-			case kind == "EnrollmentToken" && ok && o.GetEnrollmentToken().GetStatus().GetRevoked() && !old.GetEnrollmentToken().GetStatus().GetRevoked():
+			case kind == "EnrollmentToken" && !ok:
+				newTokens = append(newTokens, name)
+			case kind == "EnrollmentToken" && o.GetEnrollmentToken().GetStatus().GetRevoked() && !old.GetEnrollmentToken().GetStatus().GetRevoked():
 				revoked = append(revoked, name)
 			}
 		}
 	}
 	var warnings []string
 	if len(newServers) > 0 {
-		warnings = append(warnings, fmt.Sprintf("%d Servers enrolled since the snapshot are not in it (%s): their agents record them again "+
+		warnings = append(warnings, fmt.Sprintf("%s enrolled since the snapshot %s not in it (%s): their agents record them again "+
 			"with their certificates, without a pool, and they wait for approval ('roostctl server approve NAME'); an agent whose certificate "+
-			"has expired must enroll again with a token (remove agent.crt from its state dir)", len(newServers), listSome(newServers)))
+			"has expired must enroll again with a token (remove agent.crt from its state dir)", plural(len(newServers), "Server", "Servers"), isAre(len(newServers)), listSome(newServers)))
 	}
 	if len(revoked) > 0 {
-		warnings = append(warnings, fmt.Sprintf("%d enrollment tokens revoked since the snapshot are active again (%s): revoke them again "+
-			"('roostctl token revoke NAME')", len(revoked), listSome(revoked)))
+		warnings = append(warnings, fmt.Sprintf("%s revoked since the snapshot %s active again (%s): revoke them again "+
+			"('roostctl token revoke NAME')", plural(len(revoked), "enrollment token", "enrollment tokens"), isAre(len(revoked)), listSome(revoked)))
+	}
+	if len(newTokens) > 0 {
+		warnings = append(warnings, fmt.Sprintf("%s created since the snapshot %s not in it (%s): media or configurations carrying them "+
+			"cannot enroll; create new ones ('roostctl token create')", plural(len(newTokens), "enrollment token", "enrollment tokens"), isAre(len(newTokens)), listSome(newTokens)))
 	}
 	cur := map[string]bool{}
 	for _, k := range f.TrustedKeys() {
@@ -144,4 +150,12 @@ func listSome(names []string) string {
 		return strings.Join(names, ", ")
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(names[:5], ", "), len(names)-5)
+}
+
+// isAre is the verb for n things.
+func isAre(n int) string {
+	if n == 1 {
+		return "is"
+	}
+	return "are"
 }

@@ -66,3 +66,34 @@ func TestSaveSummarizeRestorePayload(t *testing.T) {
 		t.Error("garbage summarized")
 	}
 }
+
+// TestRestoreWarnings: what a restore undoes is named, in the right
+// number: Servers enrolled since, tokens created since, tokens revoked
+// since.
+func TestRestoreWarnings(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.mustApply(putEnrollTokenCmd("abcdef", tokSecret))
+	data, _, err := h.f.SaveState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.mustApply(enrollCmd(tokSecret, uuidA, []string{"52:54:00:00:00:01"}, inventory(8, 16)))
+	h.mustApply(&roostv1.Command{Command: &roostv1.Command_RevokeEnrollmentToken{RevokeEnrollmentToken: &roostv1.RevokeEnrollmentToken{Name: "abcdef"}}})
+	c := putEnrollTokenCmd("ghijkl", "ghijkl.0123456789abcdef")
+	c.GetPutEnrollmentToken().Uid = "00000000-0000-4000-8000-00000000cccc"
+	h.mustApply(c)
+	warnings, err := h.f.RestoreWarnings(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(warnings, "\n")
+	for _, want := range []string{
+		"1 Server enrolled since the snapshot is not in it (" + uuidA + "): their agents record them again",
+		"1 enrollment token revoked since the snapshot is active again (abcdef)",
+		"1 enrollment token created since the snapshot is not in it (ghijkl)",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("warnings lack %q:\n%s", want, got)
+		}
+	}
+}
