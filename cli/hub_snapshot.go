@@ -174,8 +174,8 @@ snapshot was saved is lost; the hub's members stay as they are.
 What that undoes is printed as warnings (see --dry-run to see them first):
 Servers enrolled since the snapshot are not in it: their agents record them
 again with their certificates, and they wait for 'roostctl server approve';
-enrollment tokens revoked since are active again, those created since gone; release keys trusted or
-untrusted since are back as they were.
+enrollment tokens revoked since are active again, and those created since
+are gone; release keys trusted or untrusted since are back as they were.
 
 FILE is checked first (as 'inspect' does; gzip and "-" are read too); a
 snapshot of another hub (another CA) is refused. Controllers then act on the
