@@ -212,6 +212,7 @@ Removing the last key turns signature checks off.`,
 			}
 			defer done()
 			var failed error
+			removed := false
 			for _, id := range args {
 				resp, err := conn.hub.UntrustReleaseKey(ctx, &roostv1.UntrustReleaseKeyRequest{Id: id})
 				if err != nil {
@@ -229,6 +230,13 @@ Removing the last key turns signature checks off.`,
 					id = shortKeyID(full)
 				}
 				fmt.Fprintf(o.Out, "release key %s no longer trusted\n", id)
+				removed = true
+			}
+			if removed {
+				if keys, err := conn.hub.ListTrustedKeys(ctx, &roostv1.ListTrustedKeysRequest{}); err == nil && len(keys.GetKeys()) == 0 {
+					fmt.Fprintln(o.Err, "Warning: no release key is trusted now: the hub records releases without checking their signatures "+
+						"(trust one with 'roostctl image trust add KEY.pub')")
+				}
 			}
 			return failed
 		},

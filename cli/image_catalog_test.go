@@ -169,6 +169,9 @@ func TestImageCatalog(t *testing.T) {
 	if r = run("image", "trust", "remove", key.ID[:8]); r.code != 0 || r.out != "release key "+key.ID[:16]+" no longer trusted\n" {
 		t.Fatalf("trust remove: %d %s %s", r.code, r.out, r.err)
 	}
+	if keys := run("image", "trust", "list", "-o", "json"); (keys.out == "[]\n") != strings.Contains(r.err, "Warning: no release key is trusted now") {
+		t.Errorf("trust remove: warning %q with keys %s", r.err, keys.out)
+	}
 	if r = run("image", "trust", "remove", key.ID[:8]); r.code != ExitFailed {
 		t.Fatalf("trust remove again: %d %s", r.code, r.err)
 	}
