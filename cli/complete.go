@@ -101,6 +101,22 @@ func activeTokenNames(ctx context.Context, hub roostv1.HubServiceClient, _ []str
 	return out, nil
 }
 
+// activeJoinTokenIDs lists the IDs of the join tokens that can still add
+// a member, with their expiry as description.
+func activeJoinTokenIDs(ctx context.Context, hub roostv1.HubServiceClient, _ []string) ([]cobra.Completion, error) {
+	resp, err := hub.ListJoinTokens(ctx, &roostv1.ListJoinTokensRequest{})
+	if err != nil {
+		return nil, err
+	}
+	var out []cobra.Completion
+	for _, t := range resp.GetTokens() {
+		if t.GetStatus() == "Active" {
+			out = append(out, cobra.CompletionWithDesc(t.GetId(), "expires "+resource.UntilCell(t.GetExpiresAt(), time.Now())))
+		}
+	}
+	return out, nil
+}
+
 // kindArgNames lists the names of the objects of the kind given as the
 // first argument (get, describe, delete); nothing for an unknown kind.
 func kindArgNames(ctx context.Context, hub roostv1.HubServiceClient, args []string) ([]cobra.Completion, error) {

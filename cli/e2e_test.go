@@ -157,6 +157,9 @@ func TestEndToEnd(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.out, "ID") || !regexp.MustCompile(joined.ID+` +in \S+ +0/1 +Active\n`).MatchString(r.out) {
 		t.Errorf("hub join-tokens list: exit %d, out %q, err %q", r.code, r.out, r.err)
 	}
+	if r = run("__complete", "hub", "join-tokens", "revoke", ""); !strings.HasPrefix(r.out, joined.ID+"\t") {
+		t.Errorf("join-tokens revoke completion: %q", r.out)
+	}
 	r = run("hub", "join-tokens", "revoke", joined.Token) // the whole token names it too
 	if r.code != 0 || r.out != "join token "+joined.ID+" revoked\n" {
 		t.Errorf("hub join-tokens revoke: exit %d, out %q, err %q", r.code, r.out, r.err)

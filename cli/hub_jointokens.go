@@ -106,8 +106,9 @@ func newHubJoinTokensRevokeCommand(o *options) *cobra.Command {
 R1…::ID.SECRET, names its token too). A revoked token is refused from now on;
 members that already joined with it stay. Revoking twice is not an error; an
 unknown ID revokes nothing and fails (exit 1).`,
-		Example: `  roostctl hub join-tokens revoke 8f2580eb`,
-		Args:    minArgs(1, "a join token ID"),
+		Example:           `  roostctl hub join-tokens revoke 8f2580eb`,
+		Args:              minArgs(1, "a join token ID"),
+		ValidArgsFunction: o.argCompletions(true, activeJoinTokenIDs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ids := make([]string, 0, len(args))
 			for _, a := range args {
