@@ -164,7 +164,7 @@ func checkKernelArgs(e *violations, args []string) {
 	const f = "spec.kernelArgs"
 	const hint = "remove arguments or shorten them"
 	if len(args) > MaxKernelArgs {
-		e.addf(f, hint, "%d arguments; at most %d", len(args), MaxKernelArgs)
+		e.addf(f, "remove arguments", "%d arguments; at most %d", len(args), MaxKernelArgs)
 	}
 	if n := JoinedLen(args); n > MaxKernelArgsBytes {
 		e.addf(f, hint, "%d arguments take %d bytes joined; at most %d bytes (the kernel keeps %d, the image release, the hub and the boot loader add their own)",

@@ -43,7 +43,7 @@ func TestValidateKernelArgsBounds(t *testing.T) {
 			"4 arguments take 1025 bytes joined; at most 1024 bytes (the kernel keeps 2048, the image release, the hub and the boot loader add their own) (remove arguments or shorten them)"}}},
 		{"most arguments", kernelArgsOfLen(MaxKernelArgs, MaxKernelArgs*4-1), nil},
 		{"too many arguments", kernelArgsOfLen(MaxKernelArgs+1, (MaxKernelArgs+1)*4-1), []want{{"spec.kernelArgs",
-			"129 arguments; at most 128 (remove arguments or shorten them)"}}},
+			"129 arguments; at most 128 (remove arguments)"}}},
 		{"longest argument", kernelArgsOfLen(1, MaxKernelArgBytes), nil},
 		{"argument too long", []string{"quiet", strings.Repeat("a", MaxKernelArgBytes+1)}, []want{{"spec.kernelArgs[1]",
 			"is 513 bytes, more than the limit of 512 for one argument (shorten it, or drop it)"}}},

@@ -74,7 +74,7 @@ func TestDeletePoolPreAssigned(t *testing.T) {
 		// is pre-assigned.
 		e := wantCode(t, h.apply(del(rulesPoolReferences)).Err, codes.FailedPrecondition)
 		want := `Pool "px" is used by Server "` + uuidA + `": decommission the servers pre-assigned to it, which clears their pool ` +
-			`('roostctl server decommission SERVER...'; they come back by enrolling again with a token made without --pool, or with another pool)`
+			`('roostctl server decommission ` + uuidA + `'; they come back by enrolling again with a token made without --pool, or with another pool)`
 		if e.Message != want {
 			t.Errorf("error\n%s\nwant\n%s", e.Message, want)
 		}
@@ -118,7 +118,7 @@ func TestDeletePoolPreAssigned(t *testing.T) {
 			`release its servers first ('roostctl pool unassign px SERVER...'; with replicas, set spec.replicas to 0); ` +
 			`revoke the enrollment tokens that pre-assign servers to it ('roostctl token revoke abcdef ghijkl'; ` +
 			`create new ones without --pool, or with another pool, if you still need them); ` +
-			`decommission the servers pre-assigned to it, which clears their pool ('roostctl server decommission SERVER...'; ` +
+			`decommission the servers pre-assigned to it, which clears their pool ('roostctl server decommission ` + uuidB + `'; ` +
 			`they come back by enrolling again with a token made without --pool, or with another pool)`
 		if e.Message != want {
 			t.Errorf("error\n%s\nwant\n%s", e.Message, want)

@@ -179,9 +179,9 @@ func freeHint(kind, name string, users []string) string {
 			hints = append(hints, fmt.Sprintf("revoke the enrollment tokens that pre-assign servers to it ('roostctl token revoke %s'; "+
 				"create new ones without --pool, or with another pool, if you still need them)", strings.Join(tokens, " ")))
 		}
-		if len(usersNamed(users, kindServer)) > 0 {
-			hints = append(hints, "decommission the servers pre-assigned to it, which clears their pool ('roostctl server decommission SERVER...'; "+
-				"they come back by enrolling again with a token made without --pool, or with another pool)")
+		if servers := usersNamed(users, kindServer); len(servers) > 0 {
+			hints = append(hints, fmt.Sprintf("decommission the servers pre-assigned to it, which clears their pool ('roostctl server decommission %s'; "+
+				"they come back by enrolling again with a token made without --pool, or with another pool)", strings.Join(servers, " ")))
 		}
 		if len(hints) > 0 {
 			return strings.Join(hints, "; ")
