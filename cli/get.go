@@ -224,6 +224,13 @@ func (o *options) runWatch(ctx context.Context, g *getOptions, k *resource.Kind,
 		wanted[n] = true
 	}
 	p := &watchPrinter{o: o, format: g.output}
+	if g.output == outTable || g.output == outWide {
+		// Size the columns for the objects there are, so that the first
+		// rows (one event each) line up too.
+		if resp, err := conn.hub.List(ctx, &roostv1.ListRequest{Kind: k.Name, Consistency: roostv1.Consistency_CONSISTENCY_STALE}); err == nil {
+			p.size(k, resp.GetObjects())
+		}
+	}
 	var from uint64
 	// stopping is the notice of the member the watch was on (stoppingAddr)
 	// that it is stopping, until another member answers; lostSince is
@@ -384,9 +391,18 @@ const (
 	watchPadding  = 3
 )
 
-// row lays cells out in the columns, widening them for cells wider than
-// any before.
-func (p *watchPrinter) row(cells []string) string {
+// size widens the columns for the header of kind k and the rows of objs.
+func (p *watchPrinter) size(k *resource.Kind, objs []*roostv1.Object) {
+	p.grow(resource.Columns(k, p.format == outWide))
+	for _, o := range objs {
+		if cells, err := resource.TableRow(o, p.format == outWide, p.o.now()); err == nil {
+			p.grow(cells)
+		}
+	}
+}
+
+// grow widens the columns for cells wider than any before.
+func (p *watchPrinter) grow(cells []string) {
 	for i, c := range cells {
 		n := utf8.RuneCountInString(c)
 		if i == len(p.widths) {
@@ -394,6 +410,12 @@ func (p *watchPrinter) row(cells []string) string {
 		}
 		p.widths[i] = max(p.widths[i], n)
 	}
+}
+
+// row lays cells out in the columns, widening them for cells wider than
+// any before.
+func (p *watchPrinter) row(cells []string) string {
+	p.grow(cells)
 	var b strings.Builder
 	for i, c := range cells {
 		b.WriteString(c)
@@ -422,13 +444,8 @@ func (p *watchPrinter) print(ev *roostv1.WatchEvent) error {
 		}
 		if !p.headerDone {
 			_, k := resource.Unwrap(obj)
-			header := resource.Columns(k, p.format == outWide)
-			for i, h := range header { // the first row counts too
-				if i < len(cells) {
-					p.widths = append(p.widths, max(utf8.RuneCountInString(h), utf8.RuneCountInString(cells[i])))
-				}
-			}
-			fmt.Fprintf(w, eventColumn+"%s\n", "EVENT", p.row(header))
+			p.grow(cells) // the first row counts too
+			fmt.Fprintf(w, eventColumn+"%s\n", "EVENT", p.row(resource.Columns(k, p.format == outWide)))
 			p.headerDone = true
 		}
 		fmt.Fprintf(w, eventColumn+"%s\n", eventName(ev.GetType()), p.row(cells))
