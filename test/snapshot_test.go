@@ -81,7 +81,7 @@ func TestSnapshotSaveAndRestore(t *testing.T) {
 
 	// A dry run says what the restore would undo, and changes nothing.
 	r = harness.MustCtl(t, cfg, "hub", "snapshot", "restore", file, "--dry-run")
-	if !strings.Contains(r.Stdout, "nothing was changed") || !strings.Contains(r.Stderr, "revoked since the snapshot are active again ("+token+")") {
+	if !strings.Contains(r.Stdout, "nothing was changed") || !strings.Contains(r.Stderr, "revoked since the snapshot is active again ("+token+")") {
 		t.Errorf("dry run: %s", r)
 	}
 	if r := harness.MustCtl(t, cfg, "get", "pool", "after-the-snapshot", "-o", "name"); strings.TrimSpace(r.Stdout) != "pool/after-the-snapshot" {
