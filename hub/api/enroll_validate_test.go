@@ -136,16 +136,23 @@ func FuzzEnrollRequestValidation(f *testing.F) {
 		if msgs := validation.IsDNS1123Label(name); len(msgs) > 0 {
 			t.Fatalf("server name %q: %v", name, msgs)
 		}
-		o, err := fsm.Get("Server", name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for k, v := range o.GetServer().GetMetadata().GetLabels() {
-			if msgs := validation.IsValidLabelValue(v); len(msgs) > 0 {
-				t.Fatalf("label %s=%q: %v", k, v, msgs)
-			}
-		}
+		checkServerLabels(t, fsm, name)
 	})
+}
+
+// checkServerLabels fails t when Server name is missing from fsm or one
+// of its labels is not a valid label value.
+func checkServerLabels(t *testing.T, fsm *state.FSM, name string) {
+	t.Helper()
+	o, err := fsm.Get("Server", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range o.GetServer().GetMetadata().GetLabels() {
+		if msgs := validation.IsValidLabelValue(v); len(msgs) > 0 {
+			t.Fatalf("label %s=%q: %v", k, v, msgs)
+		}
+	}
 }
 
 // FuzzReregisterRequestValidation feeds arbitrary bytes as a
@@ -183,15 +190,7 @@ func FuzzReregisterRequestValidation(f *testing.F) {
 		if res.Err != nil {
 			t.Fatalf("valid re-registration refused by the FSM: %v", res.Err)
 		}
-		o, err := fsm.Get("Server", name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for k, v := range o.GetServer().GetMetadata().GetLabels() {
-			if msgs := validation.IsValidLabelValue(v); len(msgs) > 0 {
-				t.Fatalf("label %s=%q: %v", k, v, msgs)
-			}
-		}
+		checkServerLabels(t, fsm, name)
 	})
 }
 
