@@ -1616,7 +1616,11 @@ type RevisionSpec struct {
 	RequiredUnits []string `protobuf:"bytes,17,rep,name=required_units,json=requiredUnits,proto3" json:"required_units,omitempty"`
 	// inputs_sha256 is the hex sha256 of everything the Revision was
 	// rendered from; the hub makes a new Revision only when it changes.
-	InputsSha256  string `protobuf:"bytes,18,opt,name=inputs_sha256,json=inputsSha256,proto3" json:"inputs_sha256,omitempty"`
+	InputsSha256 string `protobuf:"bytes,18,opt,name=inputs_sha256,json=inputsSha256,proto3" json:"inputs_sha256,omitempty"`
+	// extensions are the systemd-sysext images the Revision boots with, in
+	// merge order; the agent stages each beside the Revision and verifies it
+	// against its signed manifest.
+	Extensions    []*RevisionExtension `protobuf:"bytes,19,rep,name=extensions,proto3" json:"extensions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1777,6 +1781,92 @@ func (x *RevisionSpec) GetInputsSha256() string {
 	return ""
 }
 
+func (x *RevisionSpec) GetExtensions() []*RevisionExtension {
+	if x != nil {
+		return x.Extensions
+	}
+	return nil
+}
+
+// RevisionExtension pins one Extension in a Revision.
+type RevisionExtension struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Name    string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Version string                 `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
+	// image is the .raw file in the blob store.
+	Image *Artifact `protobuf:"bytes,3,opt,name=image,proto3" json:"image,omitempty"`
+	// manifest and signature are the Extension's, verbatim.
+	Manifest      []byte `protobuf:"bytes,4,opt,name=manifest,proto3" json:"manifest,omitempty"`
+	Signature     string `protobuf:"bytes,5,opt,name=signature,proto3" json:"signature,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevisionExtension) Reset() {
+	*x = RevisionExtension{}
+	mi := &file_roost_v1_agent_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevisionExtension) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevisionExtension) ProtoMessage() {}
+
+func (x *RevisionExtension) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_agent_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevisionExtension.ProtoReflect.Descriptor instead.
+func (*RevisionExtension) Descriptor() ([]byte, []int) {
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *RevisionExtension) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *RevisionExtension) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *RevisionExtension) GetImage() *Artifact {
+	if x != nil {
+		return x.Image
+	}
+	return nil
+}
+
+func (x *RevisionExtension) GetManifest() []byte {
+	if x != nil {
+		return x.Manifest
+	}
+	return nil
+}
+
+func (x *RevisionExtension) GetSignature() string {
+	if x != nil {
+		return x.Signature
+	}
+	return ""
+}
+
 // Artifact is one file of a release in the content-addressed blob store.
 type Artifact struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1790,7 +1880,7 @@ type Artifact struct {
 
 func (x *Artifact) Reset() {
 	*x = Artifact{}
-	mi := &file_roost_v1_agent_proto_msgTypes[23]
+	mi := &file_roost_v1_agent_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1802,7 +1892,7 @@ func (x *Artifact) String() string {
 func (*Artifact) ProtoMessage() {}
 
 func (x *Artifact) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[23]
+	mi := &file_roost_v1_agent_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1815,7 +1905,7 @@ func (x *Artifact) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Artifact.ProtoReflect.Descriptor instead.
 func (*Artifact) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{23}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Artifact) GetSha256() string {
@@ -1848,7 +1938,7 @@ type InstallDiskHints struct {
 
 func (x *InstallDiskHints) Reset() {
 	*x = InstallDiskHints{}
-	mi := &file_roost_v1_agent_proto_msgTypes[24]
+	mi := &file_roost_v1_agent_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1860,7 +1950,7 @@ func (x *InstallDiskHints) String() string {
 func (*InstallDiskHints) ProtoMessage() {}
 
 func (x *InstallDiskHints) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[24]
+	mi := &file_roost_v1_agent_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1873,7 +1963,7 @@ func (x *InstallDiskHints) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InstallDiskHints.ProtoReflect.Descriptor instead.
 func (*InstallDiskHints) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{24}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *InstallDiskHints) GetSerial() string {
@@ -1923,7 +2013,7 @@ type FetchArtifactRequest struct {
 
 func (x *FetchArtifactRequest) Reset() {
 	*x = FetchArtifactRequest{}
-	mi := &file_roost_v1_agent_proto_msgTypes[25]
+	mi := &file_roost_v1_agent_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1935,7 +2025,7 @@ func (x *FetchArtifactRequest) String() string {
 func (*FetchArtifactRequest) ProtoMessage() {}
 
 func (x *FetchArtifactRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[25]
+	mi := &file_roost_v1_agent_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1948,7 +2038,7 @@ func (x *FetchArtifactRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchArtifactRequest.ProtoReflect.Descriptor instead.
 func (*FetchArtifactRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{25}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *FetchArtifactRequest) GetSha256() string {
@@ -1976,7 +2066,7 @@ type ArtifactChunk struct {
 
 func (x *ArtifactChunk) Reset() {
 	*x = ArtifactChunk{}
-	mi := &file_roost_v1_agent_proto_msgTypes[26]
+	mi := &file_roost_v1_agent_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1988,7 +2078,7 @@ func (x *ArtifactChunk) String() string {
 func (*ArtifactChunk) ProtoMessage() {}
 
 func (x *ArtifactChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[26]
+	mi := &file_roost_v1_agent_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2001,7 +2091,7 @@ func (x *ArtifactChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArtifactChunk.ProtoReflect.Descriptor instead.
 func (*ArtifactChunk) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{26}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ArtifactChunk) GetData() []byte {
@@ -2031,7 +2121,7 @@ type AcquireLeaseRequest struct {
 
 func (x *AcquireLeaseRequest) Reset() {
 	*x = AcquireLeaseRequest{}
-	mi := &file_roost_v1_agent_proto_msgTypes[27]
+	mi := &file_roost_v1_agent_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2043,7 +2133,7 @@ func (x *AcquireLeaseRequest) String() string {
 func (*AcquireLeaseRequest) ProtoMessage() {}
 
 func (x *AcquireLeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[27]
+	mi := &file_roost_v1_agent_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2056,7 +2146,7 @@ func (x *AcquireLeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcquireLeaseRequest.ProtoReflect.Descriptor instead.
 func (*AcquireLeaseRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{27}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *AcquireLeaseRequest) GetRevision() int64 {
@@ -2089,7 +2179,7 @@ type AcquireLeaseResponse struct {
 
 func (x *AcquireLeaseResponse) Reset() {
 	*x = AcquireLeaseResponse{}
-	mi := &file_roost_v1_agent_proto_msgTypes[28]
+	mi := &file_roost_v1_agent_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2101,7 +2191,7 @@ func (x *AcquireLeaseResponse) String() string {
 func (*AcquireLeaseResponse) ProtoMessage() {}
 
 func (x *AcquireLeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[28]
+	mi := &file_roost_v1_agent_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2114,7 +2204,7 @@ func (x *AcquireLeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcquireLeaseResponse.ProtoReflect.Descriptor instead.
 func (*AcquireLeaseResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{28}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *AcquireLeaseResponse) GetGranted() bool {
@@ -2276,7 +2366,7 @@ const file_roost_v1_agent_proto_rawDesc = "" +
 	"api_server\x18\x01 \x01(\tR\tapiServer\x12\x14\n" +
 	"\x05token\x18\x02 \x01(\tR\x05token\x129\n" +
 	"\n" +
-	"expires_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\xc2\x05\n" +
+	"expires_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\xff\x05\n" +
 	"\fRevisionSpec\x12\x16\n" +
 	"\x06server\x18\x01 \x01(\tR\x06server\x12\x16\n" +
 	"\x06number\x18\x02 \x01(\x03R\x06number\x12\x18\n" +
@@ -2298,7 +2388,16 @@ const file_roost_v1_agent_proto_rawDesc = "" +
 	"\bhostname\x18\x0f \x01(\tR\bhostname\x12'\n" +
 	"\x0fnetwork_profile\x18\x10 \x01(\tR\x0enetworkProfile\x12%\n" +
 	"\x0erequired_units\x18\x11 \x03(\tR\rrequiredUnits\x12#\n" +
-	"\rinputs_sha256\x18\x12 \x01(\tR\finputsSha256\"6\n" +
+	"\rinputs_sha256\x18\x12 \x01(\tR\finputsSha256\x12;\n" +
+	"\n" +
+	"extensions\x18\x13 \x03(\v2\x1b.roost.v1.RevisionExtensionR\n" +
+	"extensions\"\xa5\x01\n" +
+	"\x11RevisionExtension\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\tR\aversion\x12(\n" +
+	"\x05image\x18\x03 \x01(\v2\x12.roost.v1.ArtifactR\x05image\x12\x1a\n" +
+	"\bmanifest\x18\x04 \x01(\fR\bmanifest\x12\x1c\n" +
+	"\tsignature\x18\x05 \x01(\tR\tsignature\"6\n" +
 	"\bArtifact\x12\x16\n" +
 	"\x06sha256\x18\x01 \x01(\tR\x06sha256\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\"\xa6\x01\n" +
@@ -2348,7 +2447,7 @@ func file_roost_v1_agent_proto_rawDescGZIP() []byte {
 	return file_roost_v1_agent_proto_rawDescData
 }
 
-var file_roost_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_roost_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_roost_v1_agent_proto_goTypes = []any{
 	(*ServerIdentity)(nil),           // 0: roost.v1.ServerIdentity
 	(*Inventory)(nil),                // 1: roost.v1.Inventory
@@ -2373,14 +2472,15 @@ var file_roost_v1_agent_proto_goTypes = []any{
 	(*DesiredState)(nil),             // 20: roost.v1.DesiredState
 	(*KubeletBootstrap)(nil),         // 21: roost.v1.KubeletBootstrap
 	(*RevisionSpec)(nil),             // 22: roost.v1.RevisionSpec
-	(*Artifact)(nil),                 // 23: roost.v1.Artifact
-	(*InstallDiskHints)(nil),         // 24: roost.v1.InstallDiskHints
-	(*FetchArtifactRequest)(nil),     // 25: roost.v1.FetchArtifactRequest
-	(*ArtifactChunk)(nil),            // 26: roost.v1.ArtifactChunk
-	(*AcquireLeaseRequest)(nil),      // 27: roost.v1.AcquireLeaseRequest
-	(*AcquireLeaseResponse)(nil),     // 28: roost.v1.AcquireLeaseResponse
-	(*Condition)(nil),                // 29: roost.v1.Condition
-	(*timestamppb.Timestamp)(nil),    // 30: google.protobuf.Timestamp
+	(*RevisionExtension)(nil),        // 23: roost.v1.RevisionExtension
+	(*Artifact)(nil),                 // 24: roost.v1.Artifact
+	(*InstallDiskHints)(nil),         // 25: roost.v1.InstallDiskHints
+	(*FetchArtifactRequest)(nil),     // 26: roost.v1.FetchArtifactRequest
+	(*ArtifactChunk)(nil),            // 27: roost.v1.ArtifactChunk
+	(*AcquireLeaseRequest)(nil),      // 28: roost.v1.AcquireLeaseRequest
+	(*AcquireLeaseResponse)(nil),     // 29: roost.v1.AcquireLeaseResponse
+	(*Condition)(nil),                // 30: roost.v1.Condition
+	(*timestamppb.Timestamp)(nil),    // 31: google.protobuf.Timestamp
 }
 var file_roost_v1_agent_proto_depIdxs = []int32{
 	2,  // 0: roost.v1.Inventory.cpu:type_name -> roost.v1.CPUInfo
@@ -2395,37 +2495,39 @@ var file_roost_v1_agent_proto_depIdxs = []int32{
 	14, // 9: roost.v1.AgentMessage.status:type_name -> roost.v1.AgentStatus
 	16, // 10: roost.v1.AgentMessage.heartbeat:type_name -> roost.v1.Heartbeat
 	1,  // 11: roost.v1.AgentStatus.inventory:type_name -> roost.v1.Inventory
-	29, // 12: roost.v1.AgentStatus.conditions:type_name -> roost.v1.Condition
+	30, // 12: roost.v1.AgentStatus.conditions:type_name -> roost.v1.Condition
 	15, // 13: roost.v1.AgentStatus.failed_revisions:type_name -> roost.v1.FailedRevision
-	30, // 14: roost.v1.Heartbeat.sent_at:type_name -> google.protobuf.Timestamp
+	31, // 14: roost.v1.Heartbeat.sent_at:type_name -> google.protobuf.Timestamp
 	20, // 15: roost.v1.HubMessage.desired:type_name -> roost.v1.DesiredState
 	19, // 16: roost.v1.HubMessage.members:type_name -> roost.v1.HubMembers
 	18, // 17: roost.v1.HubMessage.go_away:type_name -> roost.v1.GoAway
 	22, // 18: roost.v1.DesiredState.spec:type_name -> roost.v1.RevisionSpec
 	21, // 19: roost.v1.DesiredState.kubelet_bootstrap:type_name -> roost.v1.KubeletBootstrap
-	30, // 20: roost.v1.KubeletBootstrap.expires_at:type_name -> google.protobuf.Timestamp
-	23, // 21: roost.v1.RevisionSpec.kernel:type_name -> roost.v1.Artifact
-	23, // 22: roost.v1.RevisionSpec.initrd:type_name -> roost.v1.Artifact
-	23, // 23: roost.v1.RevisionSpec.boot_loader:type_name -> roost.v1.Artifact
-	24, // 24: roost.v1.RevisionSpec.install_disk:type_name -> roost.v1.InstallDiskHints
-	30, // 25: roost.v1.AcquireLeaseResponse.expires_at:type_name -> google.protobuf.Timestamp
-	6,  // 26: roost.v1.AgentService.Enroll:input_type -> roost.v1.EnrollRequest
-	10, // 27: roost.v1.AgentService.RenewCertificate:input_type -> roost.v1.RenewCertificateRequest
-	12, // 28: roost.v1.AgentService.Connect:input_type -> roost.v1.AgentMessage
-	25, // 29: roost.v1.AgentService.FetchArtifact:input_type -> roost.v1.FetchArtifactRequest
-	27, // 30: roost.v1.AgentService.AcquireLease:input_type -> roost.v1.AcquireLeaseRequest
-	8,  // 31: roost.v1.AgentService.Reregister:input_type -> roost.v1.ReregisterRequest
-	7,  // 32: roost.v1.AgentService.Enroll:output_type -> roost.v1.EnrollResponse
-	11, // 33: roost.v1.AgentService.RenewCertificate:output_type -> roost.v1.RenewCertificateResponse
-	17, // 34: roost.v1.AgentService.Connect:output_type -> roost.v1.HubMessage
-	26, // 35: roost.v1.AgentService.FetchArtifact:output_type -> roost.v1.ArtifactChunk
-	28, // 36: roost.v1.AgentService.AcquireLease:output_type -> roost.v1.AcquireLeaseResponse
-	9,  // 37: roost.v1.AgentService.Reregister:output_type -> roost.v1.ReregisterResponse
-	32, // [32:38] is the sub-list for method output_type
-	26, // [26:32] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	31, // 20: roost.v1.KubeletBootstrap.expires_at:type_name -> google.protobuf.Timestamp
+	24, // 21: roost.v1.RevisionSpec.kernel:type_name -> roost.v1.Artifact
+	24, // 22: roost.v1.RevisionSpec.initrd:type_name -> roost.v1.Artifact
+	24, // 23: roost.v1.RevisionSpec.boot_loader:type_name -> roost.v1.Artifact
+	25, // 24: roost.v1.RevisionSpec.install_disk:type_name -> roost.v1.InstallDiskHints
+	23, // 25: roost.v1.RevisionSpec.extensions:type_name -> roost.v1.RevisionExtension
+	24, // 26: roost.v1.RevisionExtension.image:type_name -> roost.v1.Artifact
+	31, // 27: roost.v1.AcquireLeaseResponse.expires_at:type_name -> google.protobuf.Timestamp
+	6,  // 28: roost.v1.AgentService.Enroll:input_type -> roost.v1.EnrollRequest
+	10, // 29: roost.v1.AgentService.RenewCertificate:input_type -> roost.v1.RenewCertificateRequest
+	12, // 30: roost.v1.AgentService.Connect:input_type -> roost.v1.AgentMessage
+	26, // 31: roost.v1.AgentService.FetchArtifact:input_type -> roost.v1.FetchArtifactRequest
+	28, // 32: roost.v1.AgentService.AcquireLease:input_type -> roost.v1.AcquireLeaseRequest
+	8,  // 33: roost.v1.AgentService.Reregister:input_type -> roost.v1.ReregisterRequest
+	7,  // 34: roost.v1.AgentService.Enroll:output_type -> roost.v1.EnrollResponse
+	11, // 35: roost.v1.AgentService.RenewCertificate:output_type -> roost.v1.RenewCertificateResponse
+	17, // 36: roost.v1.AgentService.Connect:output_type -> roost.v1.HubMessage
+	27, // 37: roost.v1.AgentService.FetchArtifact:output_type -> roost.v1.ArtifactChunk
+	29, // 38: roost.v1.AgentService.AcquireLease:output_type -> roost.v1.AcquireLeaseResponse
+	9,  // 39: roost.v1.AgentService.Reregister:output_type -> roost.v1.ReregisterResponse
+	34, // [34:40] is the sub-list for method output_type
+	28, // [28:34] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_roost_v1_agent_proto_init() }
@@ -2445,14 +2547,14 @@ func file_roost_v1_agent_proto_init() {
 		(*HubMessage_Members)(nil),
 		(*HubMessage_GoAway)(nil),
 	}
-	file_roost_v1_agent_proto_msgTypes[24].OneofWrappers = []any{}
+	file_roost_v1_agent_proto_msgTypes[25].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_roost_v1_agent_proto_rawDesc), len(file_roost_v1_agent_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   29,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

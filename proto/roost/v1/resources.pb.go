@@ -507,8 +507,21 @@ type MachineClassSpec struct {
 	// wipe_foreign_disks allows the agent to wipe an install disk that holds a
 	// partition table Roost did not write.
 	WipeForeignDisks bool `protobuf:"varint,5,opt,name=wipe_foreign_disks,json=wipeForeignDisks,proto3" json:"wipe_foreign_disks,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// extensions names the Extensions (systemd-sysext images) every Machine
+	// of the class runs, each "NAME" (the newest pushed version) or
+	// "NAME=VERSION". They are pinned by digest in each Revision, so a change
+	// rolls out by reboot.
+	Extensions []string `protobuf:"bytes,6,rep,name=extensions,proto3" json:"extensions,omitempty"`
+	// ignition is an Ignition config snippet (spec 3.x JSON or YAML) merged
+	// into every Revision of the class: storage.files, storage.directories,
+	// storage.links, systemd.units, passwd.users (the allow-list of the
+	// enrollment --user-config).
+	Ignition string `protobuf:"bytes,7,opt,name=ignition,proto3" json:"ignition,omitempty"`
+	// container_linux_config is a Flatcar Container Linux Config (YAML),
+	// transpiled and merged like ignition.
+	ContainerLinuxConfig string `protobuf:"bytes,8,opt,name=container_linux_config,json=containerLinuxConfig,proto3" json:"container_linux_config,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *MachineClassSpec) Reset() {
@@ -574,6 +587,27 @@ func (x *MachineClassSpec) GetWipeForeignDisks() bool {
 		return x.WipeForeignDisks
 	}
 	return false
+}
+
+func (x *MachineClassSpec) GetExtensions() []string {
+	if x != nil {
+		return x.Extensions
+	}
+	return nil
+}
+
+func (x *MachineClassSpec) GetIgnition() string {
+	if x != nil {
+		return x.Ignition
+	}
+	return ""
+}
+
+func (x *MachineClassSpec) GetContainerLinuxConfig() string {
+	if x != nil {
+		return x.ContainerLinuxConfig
+	}
+	return ""
 }
 
 type MachineClassStatus struct {
@@ -3055,6 +3089,222 @@ func (*ImageReleaseStatus) Descriptor() ([]byte, []int) {
 	return file_roost_v1_resources_proto_rawDescGZIP(), []int{35}
 }
 
+// Extension is one version of a signed systemd-sysext image (squashfs with
+// usr/lib/extension-release.d/extension-release.NAME) that adds files under
+// /usr (and /opt) at boot: the kubelet, the agent, site tools. Named
+// "<name>-<version>"; immutable once pushed.
+type Extension struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ApiVersion    string                 `protobuf:"bytes,1,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
+	Kind          string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Metadata      *ObjectMeta            `protobuf:"bytes,3,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	Spec          *ExtensionSpec         `protobuf:"bytes,4,opt,name=spec,proto3" json:"spec,omitempty"`
+	Status        *ExtensionStatus       `protobuf:"bytes,5,opt,name=status,proto3" json:"status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Extension) Reset() {
+	*x = Extension{}
+	mi := &file_roost_v1_resources_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Extension) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Extension) ProtoMessage() {}
+
+func (x *Extension) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_resources_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Extension.ProtoReflect.Descriptor instead.
+func (*Extension) Descriptor() ([]byte, []int) {
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *Extension) GetApiVersion() string {
+	if x != nil {
+		return x.ApiVersion
+	}
+	return ""
+}
+
+func (x *Extension) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *Extension) GetMetadata() *ObjectMeta {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *Extension) GetSpec() *ExtensionSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+func (x *Extension) GetStatus() *ExtensionStatus {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+type ExtensionSpec struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// name is the extension's name (the NAME of extension-release.NAME).
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// version, e.g. "v1.34.4".
+	Version string `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
+	// architecture is the ARCHITECTURE of its extension-release
+	// (systemd's names: "x86-64", "arm64"), empty for any.
+	Architecture string `protobuf:"bytes,3,opt,name=architecture,proto3" json:"architecture,omitempty"`
+	// image is the .raw file in the blob store.
+	Image *Artifact `protobuf:"bytes,4,opt,name=image,proto3" json:"image,omitempty"`
+	// paths are the files the image ships (absolute, e.g. "/usr/bin/kubelet").
+	Paths []string `protobuf:"bytes,5,rep,name=paths,proto3" json:"paths,omitempty"`
+	// manifest is the signed extension manifest (JSON, verbatim) and
+	// signature its base64 ed25519 signature, checked like a release's.
+	Manifest      []byte `protobuf:"bytes,6,opt,name=manifest,proto3" json:"manifest,omitempty"`
+	Signature     string `protobuf:"bytes,7,opt,name=signature,proto3" json:"signature,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExtensionSpec) Reset() {
+	*x = ExtensionSpec{}
+	mi := &file_roost_v1_resources_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExtensionSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExtensionSpec) ProtoMessage() {}
+
+func (x *ExtensionSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_resources_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExtensionSpec.ProtoReflect.Descriptor instead.
+func (*ExtensionSpec) Descriptor() ([]byte, []int) {
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *ExtensionSpec) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ExtensionSpec) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *ExtensionSpec) GetArchitecture() string {
+	if x != nil {
+		return x.Architecture
+	}
+	return ""
+}
+
+func (x *ExtensionSpec) GetImage() *Artifact {
+	if x != nil {
+		return x.Image
+	}
+	return nil
+}
+
+func (x *ExtensionSpec) GetPaths() []string {
+	if x != nil {
+		return x.Paths
+	}
+	return nil
+}
+
+func (x *ExtensionSpec) GetManifest() []byte {
+	if x != nil {
+		return x.Manifest
+	}
+	return nil
+}
+
+func (x *ExtensionSpec) GetSignature() string {
+	if x != nil {
+		return x.Signature
+	}
+	return ""
+}
+
+type ExtensionStatus struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExtensionStatus) Reset() {
+	*x = ExtensionStatus{}
+	mi := &file_roost_v1_resources_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExtensionStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExtensionStatus) ProtoMessage() {}
+
+func (x *ExtensionStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_resources_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExtensionStatus.ProtoReflect.Descriptor instead.
+func (*ExtensionStatus) Descriptor() ([]byte, []int) {
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{38}
+}
+
 // EnrollmentToken lets new Servers enroll. Only its hash is stored.
 type EnrollmentToken struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -3069,7 +3319,7 @@ type EnrollmentToken struct {
 
 func (x *EnrollmentToken) Reset() {
 	*x = EnrollmentToken{}
-	mi := &file_roost_v1_resources_proto_msgTypes[36]
+	mi := &file_roost_v1_resources_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3081,7 +3331,7 @@ func (x *EnrollmentToken) String() string {
 func (*EnrollmentToken) ProtoMessage() {}
 
 func (x *EnrollmentToken) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[36]
+	mi := &file_roost_v1_resources_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3094,7 +3344,7 @@ func (x *EnrollmentToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnrollmentToken.ProtoReflect.Descriptor instead.
 func (*EnrollmentToken) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{36}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *EnrollmentToken) GetApiVersion() string {
@@ -3151,7 +3401,7 @@ type EnrollmentTokenSpec struct {
 
 func (x *EnrollmentTokenSpec) Reset() {
 	*x = EnrollmentTokenSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[37]
+	mi := &file_roost_v1_resources_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3163,7 +3413,7 @@ func (x *EnrollmentTokenSpec) String() string {
 func (*EnrollmentTokenSpec) ProtoMessage() {}
 
 func (x *EnrollmentTokenSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[37]
+	mi := &file_roost_v1_resources_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3176,7 +3426,7 @@ func (x *EnrollmentTokenSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnrollmentTokenSpec.ProtoReflect.Descriptor instead.
 func (*EnrollmentTokenSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{37}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *EnrollmentTokenSpec) GetSecretSha256() string {
@@ -3234,7 +3484,7 @@ type EnrollmentTokenStatus struct {
 
 func (x *EnrollmentTokenStatus) Reset() {
 	*x = EnrollmentTokenStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[38]
+	mi := &file_roost_v1_resources_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3246,7 +3496,7 @@ func (x *EnrollmentTokenStatus) String() string {
 func (*EnrollmentTokenStatus) ProtoMessage() {}
 
 func (x *EnrollmentTokenStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[38]
+	mi := &file_roost_v1_resources_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3259,7 +3509,7 @@ func (x *EnrollmentTokenStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnrollmentTokenStatus.ProtoReflect.Descriptor instead.
 func (*EnrollmentTokenStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{38}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *EnrollmentTokenStatus) GetUses() int32 {
@@ -3304,7 +3554,7 @@ type Lease struct {
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_roost_v1_resources_proto_msgTypes[39]
+	mi := &file_roost_v1_resources_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3316,7 +3566,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[39]
+	mi := &file_roost_v1_resources_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3329,7 +3579,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{39}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *Lease) GetApiVersion() string {
@@ -3390,7 +3640,7 @@ type LeaseSpec struct {
 
 func (x *LeaseSpec) Reset() {
 	*x = LeaseSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[40]
+	mi := &file_roost_v1_resources_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3402,7 +3652,7 @@ func (x *LeaseSpec) String() string {
 func (*LeaseSpec) ProtoMessage() {}
 
 func (x *LeaseSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[40]
+	mi := &file_roost_v1_resources_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3415,7 +3665,7 @@ func (x *LeaseSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseSpec.ProtoReflect.Descriptor instead.
 func (*LeaseSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{40}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *LeaseSpec) GetServer() string {
@@ -3475,7 +3725,7 @@ type LeaseStatus struct {
 
 func (x *LeaseStatus) Reset() {
 	*x = LeaseStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[41]
+	mi := &file_roost_v1_resources_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3487,7 +3737,7 @@ func (x *LeaseStatus) String() string {
 func (*LeaseStatus) ProtoMessage() {}
 
 func (x *LeaseStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[41]
+	mi := &file_roost_v1_resources_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3500,7 +3750,7 @@ func (x *LeaseStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseStatus.ProtoReflect.Descriptor instead.
 func (*LeaseStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{41}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{44}
 }
 
 // Object is any one resource, tagged by kind.
@@ -3519,6 +3769,7 @@ type Object struct {
 	//	*Object_EnrollmentToken
 	//	*Object_Lease
 	//	*Object_Revision
+	//	*Object_Extension
 	Kind          isObject_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -3526,7 +3777,7 @@ type Object struct {
 
 func (x *Object) Reset() {
 	*x = Object{}
-	mi := &file_roost_v1_resources_proto_msgTypes[42]
+	mi := &file_roost_v1_resources_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3538,7 +3789,7 @@ func (x *Object) String() string {
 func (*Object) ProtoMessage() {}
 
 func (x *Object) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[42]
+	mi := &file_roost_v1_resources_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3551,7 +3802,7 @@ func (x *Object) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Object.ProtoReflect.Descriptor instead.
 func (*Object) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{42}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *Object) GetKind() isObject_Kind {
@@ -3660,6 +3911,15 @@ func (x *Object) GetRevision() *Revision {
 	return nil
 }
 
+func (x *Object) GetExtension() *Extension {
+	if x != nil {
+		if x, ok := x.Kind.(*Object_Extension); ok {
+			return x.Extension
+		}
+	}
+	return nil
+}
+
 type isObject_Kind interface {
 	isObject_Kind()
 }
@@ -3708,6 +3968,10 @@ type Object_Revision struct {
 	Revision *Revision `protobuf:"bytes,11,opt,name=revision,proto3,oneof"`
 }
 
+type Object_Extension struct {
+	Extension *Extension `protobuf:"bytes,12,opt,name=extension,proto3,oneof"`
+}
+
 func (*Object_Server) isObject_Kind() {}
 
 func (*Object_Machine) isObject_Kind() {}
@@ -3729,6 +3993,8 @@ func (*Object_EnrollmentToken) isObject_Kind() {}
 func (*Object_Lease) isObject_Kind() {}
 
 func (*Object_Revision) isObject_Kind() {}
+
+func (*Object_Extension) isObject_Kind() {}
 
 var File_roost_v1_resources_proto protoreflect.FileDescriptor
 
@@ -3771,14 +4037,19 @@ const file_roost_v1_resources_proto_rawDesc = "" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x120\n" +
 	"\bmetadata\x18\x03 \x01(\v2\x14.roost.v1.ObjectMetaR\bmetadata\x12.\n" +
 	"\x04spec\x18\x04 \x01(\v2\x1a.roost.v1.MachineClassSpecR\x04spec\x124\n" +
-	"\x06status\x18\x05 \x01(\v2\x1c.roost.v1.MachineClassStatusR\x06status\"\xf9\x01\n" +
+	"\x06status\x18\x05 \x01(\v2\x1c.roost.v1.MachineClassStatusR\x06status\"\xeb\x02\n" +
 	"\x10MachineClassSpec\x12'\n" +
 	"\x0fserver_selector\x18\x01 \x03(\tR\x0eserverSelector\x12=\n" +
 	"\finstall_disk\x18\x02 \x01(\v2\x1a.roost.v1.InstallDiskHintsR\vinstallDisk\x12\x1f\n" +
 	"\vkernel_args\x18\x03 \x03(\tR\n" +
 	"kernelArgs\x12.\n" +
 	"\x13ssh_authorized_keys\x18\x04 \x03(\tR\x11sshAuthorizedKeys\x12,\n" +
-	"\x12wipe_foreign_disks\x18\x05 \x01(\bR\x10wipeForeignDisks\"\x14\n" +
+	"\x12wipe_foreign_disks\x18\x05 \x01(\bR\x10wipeForeignDisks\x12\x1e\n" +
+	"\n" +
+	"extensions\x18\x06 \x03(\tR\n" +
+	"extensions\x12\x1a\n" +
+	"\bignition\x18\a \x01(\tR\bignition\x124\n" +
+	"\x16container_linux_config\x18\b \x01(\tR\x14containerLinuxConfig\"\x14\n" +
 	"\x12MachineClassStatus\"\xe1\x01\n" +
 	"\x0eNetworkProfile\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
@@ -3998,7 +4269,23 @@ const file_roost_v1_resources_proto_rawDesc = "" +
 	"\x0fComponentsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x14\n" +
-	"\x12ImageReleaseStatus\"\xe4\x01\n" +
+	"\x12ImageReleaseStatus\"\xd2\x01\n" +
+	"\tExtension\x12\x1f\n" +
+	"\vapi_version\x18\x01 \x01(\tR\n" +
+	"apiVersion\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x120\n" +
+	"\bmetadata\x18\x03 \x01(\v2\x14.roost.v1.ObjectMetaR\bmetadata\x12+\n" +
+	"\x04spec\x18\x04 \x01(\v2\x17.roost.v1.ExtensionSpecR\x04spec\x121\n" +
+	"\x06status\x18\x05 \x01(\v2\x19.roost.v1.ExtensionStatusR\x06status\"\xdb\x01\n" +
+	"\rExtensionSpec\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\tR\aversion\x12\"\n" +
+	"\farchitecture\x18\x03 \x01(\tR\farchitecture\x12(\n" +
+	"\x05image\x18\x04 \x01(\v2\x12.roost.v1.ArtifactR\x05image\x12\x14\n" +
+	"\x05paths\x18\x05 \x03(\tR\x05paths\x12\x1a\n" +
+	"\bmanifest\x18\x06 \x01(\fR\bmanifest\x12\x1c\n" +
+	"\tsignature\x18\a \x01(\tR\tsignature\"\x11\n" +
+	"\x0fExtensionStatus\"\xe4\x01\n" +
 	"\x0fEnrollmentToken\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
@@ -4040,7 +4327,7 @@ const file_roost_v1_resources_proto_rawDesc = "" +
 	"\brevision\x18\x05 \x01(\x03R\brevision\x12\x12\n" +
 	"\x04pool\x18\x06 \x01(\tR\x04pool\x12\x14\n" +
 	"\x05phase\x18\a \x01(\tR\x05phase\"\r\n" +
-	"\vLeaseStatus\"\xf4\x04\n" +
+	"\vLeaseStatus\"\xa9\x05\n" +
 	"\x06Object\x12*\n" +
 	"\x06server\x18\x01 \x01(\v2\x10.roost.v1.ServerH\x00R\x06server\x12-\n" +
 	"\amachine\x18\x02 \x01(\v2\x11.roost.v1.MachineH\x00R\amachine\x12$\n" +
@@ -4053,7 +4340,8 @@ const file_roost_v1_resources_proto_rawDesc = "" +
 	"\x10enrollment_token\x18\t \x01(\v2\x19.roost.v1.EnrollmentTokenH\x00R\x0fenrollmentToken\x12'\n" +
 	"\x05lease\x18\n" +
 	" \x01(\v2\x0f.roost.v1.LeaseH\x00R\x05lease\x120\n" +
-	"\brevision\x18\v \x01(\v2\x12.roost.v1.RevisionH\x00R\brevisionB\x06\n" +
+	"\brevision\x18\v \x01(\v2\x12.roost.v1.RevisionH\x00R\brevision\x123\n" +
+	"\textension\x18\f \x01(\v2\x13.roost.v1.ExtensionH\x00R\textensionB\x06\n" +
 	"\x04kind*\xcf\x01\n" +
 	"\fServerAction\x12\x1d\n" +
 	"\x19SERVER_ACTION_UNSPECIFIED\x10\x00\x12\x19\n" +
@@ -4077,7 +4365,7 @@ func file_roost_v1_resources_proto_rawDescGZIP() []byte {
 }
 
 var file_roost_v1_resources_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_roost_v1_resources_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
+var file_roost_v1_resources_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
 var file_roost_v1_resources_proto_goTypes = []any{
 	(ServerAction)(0),               // 0: roost.v1.ServerAction
 	(*Cluster)(nil),                 // 1: roost.v1.Cluster
@@ -4116,39 +4404,42 @@ var file_roost_v1_resources_proto_goTypes = []any{
 	(*ImageRelease)(nil),            // 34: roost.v1.ImageRelease
 	(*ImageReleaseSpec)(nil),        // 35: roost.v1.ImageReleaseSpec
 	(*ImageReleaseStatus)(nil),      // 36: roost.v1.ImageReleaseStatus
-	(*EnrollmentToken)(nil),         // 37: roost.v1.EnrollmentToken
-	(*EnrollmentTokenSpec)(nil),     // 38: roost.v1.EnrollmentTokenSpec
-	(*EnrollmentTokenStatus)(nil),   // 39: roost.v1.EnrollmentTokenStatus
-	(*Lease)(nil),                   // 40: roost.v1.Lease
-	(*LeaseSpec)(nil),               // 41: roost.v1.LeaseSpec
-	(*LeaseStatus)(nil),             // 42: roost.v1.LeaseStatus
-	(*Object)(nil),                  // 43: roost.v1.Object
-	nil,                             // 44: roost.v1.PoolSpec.NodeLabelsEntry
-	nil,                             // 45: roost.v1.ImageReleaseSpec.ComponentsEntry
-	nil,                             // 46: roost.v1.EnrollmentTokenSpec.ServerLabelsEntry
-	(*ObjectMeta)(nil),              // 47: roost.v1.ObjectMeta
-	(*durationpb.Duration)(nil),     // 48: google.protobuf.Duration
-	(*Condition)(nil),               // 49: roost.v1.Condition
-	(*InstallDiskHints)(nil),        // 50: roost.v1.InstallDiskHints
-	(*IntOrString)(nil),             // 51: roost.v1.IntOrString
-	(*timestamppb.Timestamp)(nil),   // 52: google.protobuf.Timestamp
-	(*Inventory)(nil),               // 53: roost.v1.Inventory
-	(*RevisionSpec)(nil),            // 54: roost.v1.RevisionSpec
-	(*Artifact)(nil),                // 55: roost.v1.Artifact
+	(*Extension)(nil),               // 37: roost.v1.Extension
+	(*ExtensionSpec)(nil),           // 38: roost.v1.ExtensionSpec
+	(*ExtensionStatus)(nil),         // 39: roost.v1.ExtensionStatus
+	(*EnrollmentToken)(nil),         // 40: roost.v1.EnrollmentToken
+	(*EnrollmentTokenSpec)(nil),     // 41: roost.v1.EnrollmentTokenSpec
+	(*EnrollmentTokenStatus)(nil),   // 42: roost.v1.EnrollmentTokenStatus
+	(*Lease)(nil),                   // 43: roost.v1.Lease
+	(*LeaseSpec)(nil),               // 44: roost.v1.LeaseSpec
+	(*LeaseStatus)(nil),             // 45: roost.v1.LeaseStatus
+	(*Object)(nil),                  // 46: roost.v1.Object
+	nil,                             // 47: roost.v1.PoolSpec.NodeLabelsEntry
+	nil,                             // 48: roost.v1.ImageReleaseSpec.ComponentsEntry
+	nil,                             // 49: roost.v1.EnrollmentTokenSpec.ServerLabelsEntry
+	(*ObjectMeta)(nil),              // 50: roost.v1.ObjectMeta
+	(*durationpb.Duration)(nil),     // 51: google.protobuf.Duration
+	(*Condition)(nil),               // 52: roost.v1.Condition
+	(*InstallDiskHints)(nil),        // 53: roost.v1.InstallDiskHints
+	(*IntOrString)(nil),             // 54: roost.v1.IntOrString
+	(*timestamppb.Timestamp)(nil),   // 55: google.protobuf.Timestamp
+	(*Inventory)(nil),               // 56: roost.v1.Inventory
+	(*RevisionSpec)(nil),            // 57: roost.v1.RevisionSpec
+	(*Artifact)(nil),                // 58: roost.v1.Artifact
 }
 var file_roost_v1_resources_proto_depIdxs = []int32{
-	47, // 0: roost.v1.Cluster.metadata:type_name -> roost.v1.ObjectMeta
+	50, // 0: roost.v1.Cluster.metadata:type_name -> roost.v1.ObjectMeta
 	2,  // 1: roost.v1.Cluster.spec:type_name -> roost.v1.ClusterSpec
 	4,  // 2: roost.v1.Cluster.status:type_name -> roost.v1.ClusterStatus
 	3,  // 3: roost.v1.ClusterSpec.join:type_name -> roost.v1.ClusterJoin
-	48, // 4: roost.v1.ClusterSpec.drain_timeout:type_name -> google.protobuf.Duration
-	48, // 5: roost.v1.ClusterJoin.bootstrap_token_ttl:type_name -> google.protobuf.Duration
-	49, // 6: roost.v1.ClusterStatus.conditions:type_name -> roost.v1.Condition
-	47, // 7: roost.v1.MachineClass.metadata:type_name -> roost.v1.ObjectMeta
+	51, // 4: roost.v1.ClusterSpec.drain_timeout:type_name -> google.protobuf.Duration
+	51, // 5: roost.v1.ClusterJoin.bootstrap_token_ttl:type_name -> google.protobuf.Duration
+	52, // 6: roost.v1.ClusterStatus.conditions:type_name -> roost.v1.Condition
+	50, // 7: roost.v1.MachineClass.metadata:type_name -> roost.v1.ObjectMeta
 	6,  // 8: roost.v1.MachineClass.spec:type_name -> roost.v1.MachineClassSpec
 	7,  // 9: roost.v1.MachineClass.status:type_name -> roost.v1.MachineClassStatus
-	50, // 10: roost.v1.MachineClassSpec.install_disk:type_name -> roost.v1.InstallDiskHints
-	47, // 11: roost.v1.NetworkProfile.metadata:type_name -> roost.v1.ObjectMeta
+	53, // 10: roost.v1.MachineClassSpec.install_disk:type_name -> roost.v1.InstallDiskHints
+	50, // 11: roost.v1.NetworkProfile.metadata:type_name -> roost.v1.ObjectMeta
 	9,  // 12: roost.v1.NetworkProfile.spec:type_name -> roost.v1.NetworkProfileSpec
 	17, // 13: roost.v1.NetworkProfile.status:type_name -> roost.v1.NetworkProfileStatus
 	12, // 14: roost.v1.NetworkProfileSpec.links:type_name -> roost.v1.Link
@@ -4161,71 +4452,76 @@ var file_roost_v1_resources_proto_depIdxs = []int32{
 	11, // 21: roost.v1.Bond.routes:type_name -> roost.v1.Route
 	11, // 22: roost.v1.Vlan.routes:type_name -> roost.v1.Route
 	11, // 23: roost.v1.Bridge.routes:type_name -> roost.v1.Route
-	47, // 24: roost.v1.MaintenanceWindow.metadata:type_name -> roost.v1.ObjectMeta
+	50, // 24: roost.v1.MaintenanceWindow.metadata:type_name -> roost.v1.ObjectMeta
 	19, // 25: roost.v1.MaintenanceWindow.spec:type_name -> roost.v1.MaintenanceWindowSpec
 	20, // 26: roost.v1.MaintenanceWindow.status:type_name -> roost.v1.MaintenanceWindowStatus
-	48, // 27: roost.v1.MaintenanceWindowSpec.duration:type_name -> google.protobuf.Duration
-	47, // 28: roost.v1.Pool.metadata:type_name -> roost.v1.ObjectMeta
+	51, // 27: roost.v1.MaintenanceWindowSpec.duration:type_name -> google.protobuf.Duration
+	50, // 28: roost.v1.Pool.metadata:type_name -> roost.v1.ObjectMeta
 	22, // 29: roost.v1.Pool.spec:type_name -> roost.v1.PoolSpec
 	24, // 30: roost.v1.Pool.status:type_name -> roost.v1.PoolStatus
-	44, // 31: roost.v1.PoolSpec.node_labels:type_name -> roost.v1.PoolSpec.NodeLabelsEntry
+	47, // 31: roost.v1.PoolSpec.node_labels:type_name -> roost.v1.PoolSpec.NodeLabelsEntry
 	23, // 32: roost.v1.PoolSpec.rollout:type_name -> roost.v1.RolloutPolicy
-	51, // 33: roost.v1.RolloutPolicy.max_unavailable:type_name -> roost.v1.IntOrString
-	48, // 34: roost.v1.RolloutPolicy.settle:type_name -> google.protobuf.Duration
-	48, // 35: roost.v1.RolloutPolicy.ready_timeout:type_name -> google.protobuf.Duration
-	49, // 36: roost.v1.PoolStatus.conditions:type_name -> roost.v1.Condition
+	54, // 33: roost.v1.RolloutPolicy.max_unavailable:type_name -> roost.v1.IntOrString
+	51, // 34: roost.v1.RolloutPolicy.settle:type_name -> google.protobuf.Duration
+	51, // 35: roost.v1.RolloutPolicy.ready_timeout:type_name -> google.protobuf.Duration
+	52, // 36: roost.v1.PoolStatus.conditions:type_name -> roost.v1.Condition
 	25, // 37: roost.v1.PoolStatus.rollout:type_name -> roost.v1.RolloutStatus
-	52, // 38: roost.v1.RolloutStatus.settle_until:type_name -> google.protobuf.Timestamp
-	52, // 39: roost.v1.RolloutStatus.next_window_start:type_name -> google.protobuf.Timestamp
-	47, // 40: roost.v1.Server.metadata:type_name -> roost.v1.ObjectMeta
+	55, // 38: roost.v1.RolloutStatus.settle_until:type_name -> google.protobuf.Timestamp
+	55, // 39: roost.v1.RolloutStatus.next_window_start:type_name -> google.protobuf.Timestamp
+	50, // 40: roost.v1.Server.metadata:type_name -> roost.v1.ObjectMeta
 	27, // 41: roost.v1.Server.spec:type_name -> roost.v1.ServerSpec
 	28, // 42: roost.v1.Server.status:type_name -> roost.v1.ServerStatus
-	52, // 43: roost.v1.ServerStatus.last_seen:type_name -> google.protobuf.Timestamp
-	49, // 44: roost.v1.ServerStatus.conditions:type_name -> roost.v1.Condition
-	53, // 45: roost.v1.ServerStatus.inventory:type_name -> roost.v1.Inventory
-	52, // 46: roost.v1.ServerStatus.enrolled_at:type_name -> google.protobuf.Timestamp
-	47, // 47: roost.v1.Machine.metadata:type_name -> roost.v1.ObjectMeta
+	55, // 43: roost.v1.ServerStatus.last_seen:type_name -> google.protobuf.Timestamp
+	52, // 44: roost.v1.ServerStatus.conditions:type_name -> roost.v1.Condition
+	56, // 45: roost.v1.ServerStatus.inventory:type_name -> roost.v1.Inventory
+	55, // 46: roost.v1.ServerStatus.enrolled_at:type_name -> google.protobuf.Timestamp
+	50, // 47: roost.v1.Machine.metadata:type_name -> roost.v1.ObjectMeta
 	30, // 48: roost.v1.Machine.spec:type_name -> roost.v1.MachineSpec
 	31, // 49: roost.v1.Machine.status:type_name -> roost.v1.MachineStatus
-	49, // 50: roost.v1.MachineStatus.conditions:type_name -> roost.v1.Condition
-	47, // 51: roost.v1.Revision.metadata:type_name -> roost.v1.ObjectMeta
-	54, // 52: roost.v1.Revision.spec:type_name -> roost.v1.RevisionSpec
+	52, // 50: roost.v1.MachineStatus.conditions:type_name -> roost.v1.Condition
+	50, // 51: roost.v1.Revision.metadata:type_name -> roost.v1.ObjectMeta
+	57, // 52: roost.v1.Revision.spec:type_name -> roost.v1.RevisionSpec
 	33, // 53: roost.v1.Revision.status:type_name -> roost.v1.RevisionStatus
-	52, // 54: roost.v1.RevisionStatus.booted_at:type_name -> google.protobuf.Timestamp
-	47, // 55: roost.v1.ImageRelease.metadata:type_name -> roost.v1.ObjectMeta
+	55, // 54: roost.v1.RevisionStatus.booted_at:type_name -> google.protobuf.Timestamp
+	50, // 55: roost.v1.ImageRelease.metadata:type_name -> roost.v1.ObjectMeta
 	35, // 56: roost.v1.ImageRelease.spec:type_name -> roost.v1.ImageReleaseSpec
 	36, // 57: roost.v1.ImageRelease.status:type_name -> roost.v1.ImageReleaseStatus
-	55, // 58: roost.v1.ImageReleaseSpec.kernel:type_name -> roost.v1.Artifact
-	55, // 59: roost.v1.ImageReleaseSpec.initrd:type_name -> roost.v1.Artifact
-	55, // 60: roost.v1.ImageReleaseSpec.boot_loader:type_name -> roost.v1.Artifact
-	45, // 61: roost.v1.ImageReleaseSpec.components:type_name -> roost.v1.ImageReleaseSpec.ComponentsEntry
-	47, // 62: roost.v1.EnrollmentToken.metadata:type_name -> roost.v1.ObjectMeta
-	38, // 63: roost.v1.EnrollmentToken.spec:type_name -> roost.v1.EnrollmentTokenSpec
-	39, // 64: roost.v1.EnrollmentToken.status:type_name -> roost.v1.EnrollmentTokenStatus
-	52, // 65: roost.v1.EnrollmentTokenSpec.expires_at:type_name -> google.protobuf.Timestamp
-	46, // 66: roost.v1.EnrollmentTokenSpec.server_labels:type_name -> roost.v1.EnrollmentTokenSpec.ServerLabelsEntry
-	52, // 67: roost.v1.EnrollmentTokenStatus.revoked_at:type_name -> google.protobuf.Timestamp
-	52, // 68: roost.v1.EnrollmentTokenStatus.last_used_at:type_name -> google.protobuf.Timestamp
-	47, // 69: roost.v1.Lease.metadata:type_name -> roost.v1.ObjectMeta
-	41, // 70: roost.v1.Lease.spec:type_name -> roost.v1.LeaseSpec
-	42, // 71: roost.v1.Lease.status:type_name -> roost.v1.LeaseStatus
-	52, // 72: roost.v1.LeaseSpec.expires_at:type_name -> google.protobuf.Timestamp
-	26, // 73: roost.v1.Object.server:type_name -> roost.v1.Server
-	29, // 74: roost.v1.Object.machine:type_name -> roost.v1.Machine
-	21, // 75: roost.v1.Object.pool:type_name -> roost.v1.Pool
-	1,  // 76: roost.v1.Object.cluster:type_name -> roost.v1.Cluster
-	5,  // 77: roost.v1.Object.machine_class:type_name -> roost.v1.MachineClass
-	8,  // 78: roost.v1.Object.network_profile:type_name -> roost.v1.NetworkProfile
-	18, // 79: roost.v1.Object.maintenance_window:type_name -> roost.v1.MaintenanceWindow
-	34, // 80: roost.v1.Object.image_release:type_name -> roost.v1.ImageRelease
-	37, // 81: roost.v1.Object.enrollment_token:type_name -> roost.v1.EnrollmentToken
-	40, // 82: roost.v1.Object.lease:type_name -> roost.v1.Lease
-	32, // 83: roost.v1.Object.revision:type_name -> roost.v1.Revision
-	84, // [84:84] is the sub-list for method output_type
-	84, // [84:84] is the sub-list for method input_type
-	84, // [84:84] is the sub-list for extension type_name
-	84, // [84:84] is the sub-list for extension extendee
-	0,  // [0:84] is the sub-list for field type_name
+	58, // 58: roost.v1.ImageReleaseSpec.kernel:type_name -> roost.v1.Artifact
+	58, // 59: roost.v1.ImageReleaseSpec.initrd:type_name -> roost.v1.Artifact
+	58, // 60: roost.v1.ImageReleaseSpec.boot_loader:type_name -> roost.v1.Artifact
+	48, // 61: roost.v1.ImageReleaseSpec.components:type_name -> roost.v1.ImageReleaseSpec.ComponentsEntry
+	50, // 62: roost.v1.Extension.metadata:type_name -> roost.v1.ObjectMeta
+	38, // 63: roost.v1.Extension.spec:type_name -> roost.v1.ExtensionSpec
+	39, // 64: roost.v1.Extension.status:type_name -> roost.v1.ExtensionStatus
+	58, // 65: roost.v1.ExtensionSpec.image:type_name -> roost.v1.Artifact
+	50, // 66: roost.v1.EnrollmentToken.metadata:type_name -> roost.v1.ObjectMeta
+	41, // 67: roost.v1.EnrollmentToken.spec:type_name -> roost.v1.EnrollmentTokenSpec
+	42, // 68: roost.v1.EnrollmentToken.status:type_name -> roost.v1.EnrollmentTokenStatus
+	55, // 69: roost.v1.EnrollmentTokenSpec.expires_at:type_name -> google.protobuf.Timestamp
+	49, // 70: roost.v1.EnrollmentTokenSpec.server_labels:type_name -> roost.v1.EnrollmentTokenSpec.ServerLabelsEntry
+	55, // 71: roost.v1.EnrollmentTokenStatus.revoked_at:type_name -> google.protobuf.Timestamp
+	55, // 72: roost.v1.EnrollmentTokenStatus.last_used_at:type_name -> google.protobuf.Timestamp
+	50, // 73: roost.v1.Lease.metadata:type_name -> roost.v1.ObjectMeta
+	44, // 74: roost.v1.Lease.spec:type_name -> roost.v1.LeaseSpec
+	45, // 75: roost.v1.Lease.status:type_name -> roost.v1.LeaseStatus
+	55, // 76: roost.v1.LeaseSpec.expires_at:type_name -> google.protobuf.Timestamp
+	26, // 77: roost.v1.Object.server:type_name -> roost.v1.Server
+	29, // 78: roost.v1.Object.machine:type_name -> roost.v1.Machine
+	21, // 79: roost.v1.Object.pool:type_name -> roost.v1.Pool
+	1,  // 80: roost.v1.Object.cluster:type_name -> roost.v1.Cluster
+	5,  // 81: roost.v1.Object.machine_class:type_name -> roost.v1.MachineClass
+	8,  // 82: roost.v1.Object.network_profile:type_name -> roost.v1.NetworkProfile
+	18, // 83: roost.v1.Object.maintenance_window:type_name -> roost.v1.MaintenanceWindow
+	34, // 84: roost.v1.Object.image_release:type_name -> roost.v1.ImageRelease
+	40, // 85: roost.v1.Object.enrollment_token:type_name -> roost.v1.EnrollmentToken
+	43, // 86: roost.v1.Object.lease:type_name -> roost.v1.Lease
+	32, // 87: roost.v1.Object.revision:type_name -> roost.v1.Revision
+	37, // 88: roost.v1.Object.extension:type_name -> roost.v1.Extension
+	89, // [89:89] is the sub-list for method output_type
+	89, // [89:89] is the sub-list for method input_type
+	89, // [89:89] is the sub-list for extension type_name
+	89, // [89:89] is the sub-list for extension extendee
+	0,  // [0:89] is the sub-list for field type_name
 }
 
 func init() { file_roost_v1_resources_proto_init() }
@@ -4236,7 +4532,7 @@ func file_roost_v1_resources_proto_init() {
 	file_roost_v1_agent_proto_init()
 	file_roost_v1_meta_proto_init()
 	file_roost_v1_resources_proto_msgTypes[21].OneofWrappers = []any{}
-	file_roost_v1_resources_proto_msgTypes[42].OneofWrappers = []any{
+	file_roost_v1_resources_proto_msgTypes[45].OneofWrappers = []any{
 		(*Object_Server)(nil),
 		(*Object_Machine)(nil),
 		(*Object_Pool)(nil),
@@ -4248,6 +4544,7 @@ func file_roost_v1_resources_proto_init() {
 		(*Object_EnrollmentToken)(nil),
 		(*Object_Lease)(nil),
 		(*Object_Revision)(nil),
+		(*Object_Extension)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -4255,7 +4552,7 @@ func file_roost_v1_resources_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_roost_v1_resources_proto_rawDesc), len(file_roost_v1_resources_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   46,
+			NumMessages:   49,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
