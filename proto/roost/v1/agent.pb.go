@@ -1620,7 +1620,11 @@ type RevisionSpec struct {
 	// extensions are the systemd-sysext images the Revision boots with, in
 	// merge order; the agent stages each beside the Revision and verifies it
 	// against its signed manifest.
-	Extensions    []*RevisionExtension `protobuf:"bytes,19,rep,name=extensions,proto3" json:"extensions,omitempty"`
+	Extensions []*RevisionExtension `protobuf:"bytes,19,rep,name=extensions,proto3" json:"extensions,omitempty"`
+	// health_urls are http:// URLs on the Server itself (e.g. the kubelet's
+	// "http://127.0.0.1:10248/healthz") that must answer 200 OK, besides
+	// required_units, before the agent marks the boot good.
+	HealthUrls    []string `protobuf:"bytes,20,rep,name=health_urls,json=healthUrls,proto3" json:"health_urls,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1784,6 +1788,13 @@ func (x *RevisionSpec) GetInputsSha256() string {
 func (x *RevisionSpec) GetExtensions() []*RevisionExtension {
 	if x != nil {
 		return x.Extensions
+	}
+	return nil
+}
+
+func (x *RevisionSpec) GetHealthUrls() []string {
+	if x != nil {
+		return x.HealthUrls
 	}
 	return nil
 }
@@ -2366,7 +2377,7 @@ const file_roost_v1_agent_proto_rawDesc = "" +
 	"api_server\x18\x01 \x01(\tR\tapiServer\x12\x14\n" +
 	"\x05token\x18\x02 \x01(\tR\x05token\x129\n" +
 	"\n" +
-	"expires_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\xff\x05\n" +
+	"expires_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\xa0\x06\n" +
 	"\fRevisionSpec\x12\x16\n" +
 	"\x06server\x18\x01 \x01(\tR\x06server\x12\x16\n" +
 	"\x06number\x18\x02 \x01(\x03R\x06number\x12\x18\n" +
@@ -2391,7 +2402,9 @@ const file_roost_v1_agent_proto_rawDesc = "" +
 	"\rinputs_sha256\x18\x12 \x01(\tR\finputsSha256\x12;\n" +
 	"\n" +
 	"extensions\x18\x13 \x03(\v2\x1b.roost.v1.RevisionExtensionR\n" +
-	"extensions\"\xa5\x01\n" +
+	"extensions\x12\x1f\n" +
+	"\vhealth_urls\x18\x14 \x03(\tR\n" +
+	"healthUrls\"\xa5\x01\n" +
 	"\x11RevisionExtension\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12(\n" +
