@@ -2,6 +2,7 @@ package agent
 
 import (
 	"crypto/ed25519"
+	"net/http"
 	"time"
 
 	"github.com/vishvananda/netns"
@@ -74,6 +75,9 @@ type Host struct {
 	// written while the hub hands a bootstrap token; default
 	// config.KubeletBootstrapPath.
 	KubeletBootstrapPath string
+	// HTTPClient asks the Revision's health URLs; default a client with a
+	// HealthCheckTimeout per request and no proxy.
+	HTTPClient *http.Client
 }
 
 // NewHost returns the real Host: go-diskfs and mkfs for disks, mount(2),
@@ -109,6 +113,9 @@ func (h *Host) withDefaults() *Host {
 	}
 	if c.FindPartition == nil {
 		c.FindPartition = boot.FindPartition
+	}
+	if c.HTTPClient == nil {
+		c.HTTPClient = &http.Client{Timeout: HealthCheckTimeout, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
 	}
 	if c.KubeletBootstrapPath == "" {
 		c.KubeletBootstrapPath = config.KubeletBootstrapPath

@@ -173,11 +173,18 @@ func (a *Agent) assess(ctx context.Context) {
 		return
 	}
 	esp := boot.ESP{Dir: h.ESPDir}
-	units := DefaultRequiredUnits
-	if spec, err := loadRevision(hs.stateRoot, n); err == nil && len(spec.GetRequiredUnits()) > 0 {
-		units = spec.GetRequiredUnits()
-	} else if err != nil {
+	units, urls := DefaultRequiredUnits, []string(nil)
+	if spec, err := loadRevision(hs.stateRoot, n); err == nil {
+		if len(spec.GetRequiredUnits()) > 0 {
+			units = spec.GetRequiredUnits()
+		}
+		urls = spec.GetHealthUrls()
+	} else {
 		a.log.Warn("no record of the booted revision; checking the default units", "revision", n, "err", err)
+	}
+	checked := fmt.Sprintf("units active (%s)", strings.Join(units, ", "))
+	if len(urls) > 0 {
+		checked += fmt.Sprintf(", healthy (%s)", strings.Join(urls, ", "))
 	}
 	deadline := a.o.Clock.Now().Add(h.HealthTimeout)
 	for {
@@ -186,12 +193,15 @@ func (a *Agent) assess(ctx context.Context) {
 			err = boot.CheckUnits(ctx, h.Units, units)
 		}
 		if err == nil {
+			err = checkHealthURLs(ctx, h.HTTPClient, urls)
+		}
+		if err == nil {
 			if berr := esp.Bless(n); berr != nil {
 				err = fmt.Errorf("mark the boot entry good: %w", berr)
 			}
 		}
 		if err == nil {
-			hs.set(CondHealthy, "True", "BootAssessed", fmt.Sprintf("revision %d: network profile verified, units active (%s); boot entry marked good", n, strings.Join(units, ", ")))
+			hs.set(CondHealthy, "True", "BootAssessed", fmt.Sprintf("revision %d: network profile verified, %s; boot entry marked good", n, checked))
 			failed, ferr := esp.Failed(n)
 			if ferr != nil {
 				a.log.Warn("reading boot entries", "err", ferr)
@@ -362,7 +372,7 @@ func (a *Agent) roll(ctx context.Context, d *roostv1.DesiredState) (time.Duratio
 			}
 		}
 	}
-	kernel, initrd, err := a.fetchVerified(ctx, client, spec)
+	kernel, initrd, exts, err := a.fetchVerified(ctx, client, spec)
 	if err != nil {
 		hs.set(CondStaged, "False", "ArtifactsUnavailable", err.Error())
 		return 0, err
@@ -370,7 +380,7 @@ func (a *Agent) roll(ctx context.Context, d *roostv1.DesiredState) (time.Duratio
 	if err := esp.Stage(boot.StageSpec{
 		Revision: n, Title: fmt.Sprintf("Roost revision %d (%s, image %s)", n, spec.GetHostname(), spec.GetImageVersion()),
 		KernelPath: kernel, InitrdPath: initrd, KernelSHA256: spec.GetKernel().GetSha256(), InitrdSHA256: spec.GetInitrd().GetSha256(),
-		Ignition: spec.GetIgnition(), KernelArgs: spec.GetKernelArgs(),
+		Ignition: spec.GetIgnition(), KernelArgs: spec.GetKernelArgs(), Extensions: exts,
 	}); err != nil {
 		hs.set(CondStaged, "False", "StagingFailed", err.Error())
 		return 0, err
@@ -519,22 +529,35 @@ func (a *Agent) mountESP(dev string) error {
 }
 
 // fetchVerified checks the release manifest's signature with the trusted
-// keys and that it lists the Revision's kernel and initrd, then downloads
-// both (resumable, sha256-checked) into STATE's cache.
-func (a *Agent) fetchVerified(ctx context.Context, client roostv1.AgentServiceClient, spec *roostv1.RevisionSpec) (kernel, initrd string, err error) {
+// keys and that it lists the Revision's kernel and initrd, and each
+// extension's signed manifest; then it downloads them all (resumable,
+// sha256-checked) into STATE's cache.
+func (a *Agent) fetchVerified(ctx context.Context, client roostv1.AgentServiceClient, spec *roostv1.RevisionSpec) (kernel, initrd string, exts []boot.Extension, err error) {
 	if err := VerifyRelease(spec, a.host.TrustedKeys); err != nil {
-		return "", "", err
+		return "", "", nil, err
+	}
+	for _, x := range spec.GetExtensions() {
+		if err := VerifyExtension(x, a.host.TrustedKeys); err != nil {
+			return "", "", nil, err
+		}
 	}
 	dir := filepath.Join(a.hs.stateRoot, CacheDir)
 	fctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
 	defer cancel()
 	if kernel, err = fetch.Fetch(fctx, client, spec.GetKernel(), dir, nil); err != nil {
-		return "", "", fmt.Errorf("kernel: %w", err)
+		return "", "", nil, fmt.Errorf("kernel: %w", err)
 	}
 	if initrd, err = fetch.Fetch(fctx, client, spec.GetInitrd(), dir, nil); err != nil {
-		return "", "", fmt.Errorf("initrd: %w", err)
+		return "", "", nil, fmt.Errorf("initrd: %w", err)
 	}
-	return kernel, initrd, nil
+	for _, x := range spec.GetExtensions() {
+		p, err := fetch.Fetch(fctx, client, x.GetImage(), dir, nil)
+		if err != nil {
+			return "", "", nil, fmt.Errorf("extension %s %s: %w", x.GetName(), x.GetVersion(), err)
+		}
+		exts = append(exts, boot.Extension{Name: x.GetName(), Path: p, SHA256: x.GetImage().GetSha256()})
+	}
+	return kernel, initrd, exts, nil
 }
 
 // VerifyRelease checks that spec's release manifest is signed by one of
@@ -548,6 +571,16 @@ func VerifyRelease(spec *roostv1.RevisionSpec, keys []ed25519.PublicKey) error {
 	}
 	_, err := releasesig.Verify(releasesig.FromRevision(spec), keys)
 	return err
+}
+
+// VerifyExtension checks that x's manifest is signed by one of keys and
+// names x's image (digest, size), name and version: releasesig's check,
+// the same the hub runs when an Extension is pushed.
+func VerifyExtension(x *roostv1.RevisionExtension, keys []ed25519.PublicKey) error {
+	if len(keys) == 0 {
+		return errors.New("no trusted release keys: add releaseKeys to the agent config (roost-image enroll --release-key)")
+	}
+	return releasesig.VerifyExtension(releasesig.FromRevisionExtension(x), keys)
 }
 
 // workerClient dials the first reachable hub for the host loop's calls

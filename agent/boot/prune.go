@@ -76,9 +76,14 @@ func (e ESP) Prune(keep ...int64) error {
 				names = []string{ConfigInitrdName}
 			}
 		case isContentDir(de.Name()):
-			for _, f := range []string{KernelName, InitrdName} {
-				if !used[dir+"/"+f] {
-					names = append(names, f)
+			files, err := os.ReadDir(e.path(dir))
+			if err != nil {
+				return fmt.Errorf("prune boot files: %w", err)
+			}
+			for _, f := range files {
+				n := f.Name()
+				if (n == KernelName || n == InitrdName || isExtensionInitrd(n)) && !used[dir+"/"+n] {
+					names = append(names, n)
 				}
 			}
 		default:

@@ -48,6 +48,9 @@ type StageSpec struct {
 	Ignition                   []byte   // the Revision's Ignition config (JSON)
 	KernelArgs                 []string // before roost.revision=N; no newlines
 	Tries                      int      // boot tries; 0 means DefaultTries
+	// Extensions are the systemd-sysext images the Revision boots with,
+	// each loaded as one more initrd after the config initrd, in order.
+	Extensions []Extension
 }
 
 // Stage writes revision s.Revision to the ESP (layout in the package doc):
@@ -150,6 +153,18 @@ func (s StageSpec) normalize() (StageSpec, error) {
 			return s, fmt.Errorf("kernel argument %q: Stage adds %s itself", a, RevisionArg)
 		}
 	}
+	seen := map[string]bool{}
+	for i := range s.Extensions {
+		x := &s.Extensions[i]
+		x.SHA256 = strings.ToLower(x.SHA256)
+		if err := x.check(); err != nil {
+			return s, err
+		}
+		if seen[x.Name] {
+			return s, fmt.Errorf("extension %s: named twice", x.Name)
+		}
+		seen[x.Name] = true
+	}
 	if s.Tries == 0 {
 		s.Tries = DefaultTries
 	}
@@ -173,6 +188,9 @@ func (s StageSpec) entry() string {
 	fmt.Fprintf(&b, "linux %s\n", s.kernel())
 	fmt.Fprintf(&b, "initrd %s\n", s.initrd())
 	fmt.Fprintf(&b, "initrd %s/%s\n", RevisionDir(s.Revision), ConfigInitrdName)
+	for _, x := range s.Extensions {
+		fmt.Fprintf(&b, "initrd %s\n", x.initrd())
+	}
 	fmt.Fprintf(&b, "options %s\n", strings.Join(args, " "))
 	return b.String()
 }
@@ -190,14 +208,19 @@ func (e ESP) sameContent(old []Entry, entry string, config []byte) bool {
 	return err == nil && bytes.Equal(got, config)
 }
 
-// stageFiles writes everything an entry references: kernel, initrd and
-// config initrd.
+// stageFiles writes everything an entry references: kernel, initrd,
+// extension initrds and config initrd.
 func (e ESP) stageFiles(s StageSpec, config []byte) error {
 	if err := e.copyContent(s.KernelPath, s.kernel(), s.KernelSHA256); err != nil {
 		return fmt.Errorf("kernel: %w", err)
 	}
 	if err := e.copyContent(s.InitrdPath, s.initrd(), s.InitrdSHA256); err != nil {
 		return fmt.Errorf("initrd: %w", err)
+	}
+	for _, x := range s.Extensions {
+		if err := e.stageExtension(x); err != nil {
+			return err
+		}
 	}
 	cfg := RevisionDir(s.Revision) + "/" + ConfigInitrdName
 	if got, err := os.ReadFile(e.path(cfg)); err == nil && bytes.Equal(got, config) {
