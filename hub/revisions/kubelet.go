@@ -249,12 +249,17 @@ func kubeletFiles(in Inputs) ([]ignition.File, []ignition.Unit, error) {
 		{Path: KubeletCAPath, Mode: 0o644, Contents: []byte(cl.GetSpec().GetCaBundle())},
 		{Path: KubeletConfigPath, Mode: 0o644, Contents: cfg},
 	}
-	dataDir := KubeletDataStateDir + "/" + in.Machine.GetMetadata().GetName()
-	units := []ignition.Unit{
-		{Name: KubeletUnit, Enabled: true, Contents: kubeletUnit(in)},
-		{Name: KubeletDataMountUnit, Contents: kubeletDataMount(dataDir)},
-		{Name: KubeletDataDirUnit, Contents: kubeletDataDirService(dataDir)},
+	units := []ignition.Unit{{Name: KubeletUnit, Enabled: true, Contents: kubeletUnit(in)}}
+	units = append(units, stateBindMount{
+		Dir: KubeletDataStateDir + "/" + in.Machine.GetMetadata().GetName(), Where: KubeletDataDir,
+		MountUnit: KubeletDataMountUnit, DirUnit: KubeletDataDirUnit,
+		What: "the kubelet's data (its client certificate and kubeconfig)", Mode: "0700",
+	}.units()...)
+	rfiles, runits, err := containerdFiles()
+	if err != nil {
+		return nil, nil, err
 	}
+	files, units = append(files, rfiles...), append(units, runits...)
 	return files, units, nil
 }
 
@@ -297,40 +302,4 @@ RestartSec=10
 WantedBy=multi-user.target
 `)
 	return b.String()
-}
-
-// kubeletDataMount bind-mounts dir (on STATE) at KubeletDataDir. It is
-// pulled in by the kubelet unit, not enabled on its own.
-func kubeletDataMount(dir string) string {
-	return `# Roost: the kubelet's data (its client certificate and kubeconfig) on the STATE partition, so it survives reboots.
-[Unit]
-Description=Kubelet data on the STATE partition
-Requires=` + StateMountUnit + ` ` + KubeletDataDirUnit + `
-After=` + StateMountUnit + ` ` + KubeletDataDirUnit + `
-
-[Mount]
-What=` + dir + `
-Where=` + KubeletDataDir + `
-Type=none
-Options=bind
-`
-}
-
-// kubeletDataDirService creates dir on STATE once STATE is mounted (the
-// Ignition stage runs before it is). No default dependencies: the bind
-// mount is ordered before local-fs.target, and sysinit.target (which
-// services follow by default) after it.
-func kubeletDataDirService(dir string) string {
-	return `# Roost: the kubelet's data directory on the STATE partition.
-[Unit]
-Description=Kubelet data directory on the STATE partition
-DefaultDependencies=no
-RequiresMountsFor=` + StateDir + `
-Before=` + KubeletDataMountUnit + `
-
-[Service]
-Type=oneshot
-RemainAfterExit=yes
-ExecStart=/usr/bin/mkdir -p -m 0700 ` + dir + `
-`
 }

@@ -1,7 +1,10 @@
 package revisions
 
 import (
+	"encoding/json"
+	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +15,7 @@ import (
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/roostfleet/roost/internal/golden"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 )
 
@@ -78,74 +82,82 @@ func TestKubeletConfiguration(t *testing.T) {
 // restarting until the agent wrote the bootstrap kubeconfig), the bind
 // mount of the Machine's data directory on STATE and the helper that
 // creates it.
-func TestKubeletUnits(t *testing.T) {
-	p, _ := renderKubelet(t, fullInputs())
-	want := map[string]string{
-		KubeletUnit: `# Roost: the kubelet of Machine workers-abcde, a worker of Cluster prod.
-[Unit]
-Description=Kubernetes kubelet
-Documentation=https://kubernetes.io/docs/reference/command-line-tools-reference/kubelet/
-Wants=network-online.target containerd.service
-After=network-online.target containerd.service
-Requires=var-lib-kubelet.mount
-After=var-lib-kubelet.mount
-StartLimitIntervalSec=0
-
-[Service]
-ExecStart=/usr/bin/kubelet \
-  --bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf \
-  --kubeconfig=/var/lib/kubelet/kubeconfig \
-  --config=/etc/kubernetes/kubelet.yaml \
-  --node-labels=roost.io/arch=amd64,roost.io/cpus=16,roost.io/machine=workers-abcde,roost.io/pool=workers,tier=gold
-Restart=always
-RestartSec=10
-
-[Install]
-WantedBy=multi-user.target
-`,
-		KubeletDataMountUnit: `# Roost: the kubelet's data (its client certificate and kubeconfig) on the STATE partition, so it survives reboots.
-[Unit]
-Description=Kubelet data on the STATE partition
-Requires=var-lib-roost.mount roost-kubelet-dir.service
-After=var-lib-roost.mount roost-kubelet-dir.service
-
-[Mount]
-What=/var/lib/roost/kubelet/workers-abcde
-Where=/var/lib/kubelet
-Type=none
-Options=bind
-`,
-		KubeletDataDirUnit: `# Roost: the kubelet's data directory on the STATE partition.
-[Unit]
-Description=Kubelet data directory on the STATE partition
-DefaultDependencies=no
-RequiresMountsFor=/var/lib/roost
-Before=var-lib-kubelet.mount
-
-[Service]
-Type=oneshot
-RemainAfterExit=yes
-ExecStart=/usr/bin/mkdir -p -m 0700 /var/lib/roost/kubelet/workers-abcde
-`,
+// TestWorkerGolden compares what a worker's Revision renders for its
+// kubelet, containerd and pod network (files and units, with modes and
+// whether each unit is enabled) with testdata/worker/ (go test -update
+// rewrites them). Only the kubelet and containerd are enabled: they pull
+// in the bind mounts, the mounts the directory helpers.
+func TestWorkerGolden(t *testing.T) {
+	in := fullInputs()
+	spec := mustRender(t, in, 7)
+	p := parseIgnition(t, spec.GetIgnition())
+	for _, path := range []string{KubeletConfigPath, KubeletCAPath, ContainerdConfigPath, CNIConfigPath} {
+		golden.Check(t, filepath.Join("testdata", "worker", "files", strings.ReplaceAll(strings.TrimPrefix(path, "/"), "/", "_")),
+			[]byte(fmt.Sprintf("# mode %04o\n%s", p.modes[path], p.files[path])))
 	}
-	for name, text := range want {
+	for _, name := range []string{KubeletUnit, KubeletDataMountUnit, KubeletDataDirUnit, ContainerdUnit, ContainerdDataMountUnit, ContainerdDataDirUnit} {
 		u, ok := p.units[name]
-		if !ok || u.Contents == nil {
+		if !ok {
 			t.Errorf("%s not rendered", name)
 			continue
 		}
-		if *u.Contents != text {
-			t.Errorf("%s =\n%s\nwant\n%s", name, *u.Contents, text)
+		var b strings.Builder
+		fmt.Fprintf(&b, "# enabled %v\n", u.Enabled != nil && *u.Enabled)
+		if u.Contents != nil {
+			b.WriteString(*u.Contents)
 		}
-		// Only the kubelet is enabled: it pulls in the mount, the mount
-		// the helper.
-		if enabled := u.Enabled != nil && *u.Enabled; enabled != (name == KubeletUnit) {
-			t.Errorf("%s enabled=%v", name, enabled)
+		for _, d := range u.Dropins {
+			fmt.Fprintf(&b, "# drop-in %s\n%s", d.Name, *d.Contents)
+		}
+		golden.Check(t, filepath.Join("testdata", "worker", "units", name), []byte(b.String()))
+	}
+	// A worker's boot is good only with containerd and the kubelet active
+	// and the kubelet's /healthz answering.
+	if got, want := spec.GetRequiredUnits(), []string{"systemd-networkd.service", "roost-agent.service", "containerd.service", "kubelet.service"}; !slices.Equal(got, want) {
+		t.Errorf("required units %v, want %v", got, want)
+	}
+	if got := spec.GetHealthUrls(); !slices.Equal(got, []string{"http://127.0.0.1:10248/healthz"}) {
+		t.Errorf("health URLs %v", got)
+	}
+	// Mount units are named for their mount points, as systemd wants.
+	for unit, where := range map[string]string{KubeletDataMountUnit: KubeletDataDir, ContainerdDataMountUnit: ContainerdDataDir} {
+		if unit != strings.ReplaceAll(strings.TrimPrefix(where, "/"), "/", "-")+".mount" {
+			t.Errorf("mount unit %s does not name %s", unit, where)
 		}
 	}
-	// The mount unit's name is the escaped mount point, as systemd wants.
-	if KubeletDataMountUnit != strings.ReplaceAll(strings.TrimPrefix(KubeletDataDir, "/"), "/", "-")+".mount" {
-		t.Errorf("mount unit %s does not name %s", KubeletDataMountUnit, KubeletDataDir)
+	// The CNI config is valid JSON naming plugins Debian and Flatcar ship.
+	var conf struct {
+		CNIVersion string `json:"cniVersion"`
+		Plugins    []struct {
+			Type string `json:"type"`
+			IPAM struct {
+				Type string `json:"type"`
+			} `json:"ipam"`
+		} `json:"plugins"`
+	}
+	if err := json.Unmarshal([]byte(p.files[CNIConfigPath]), &conf); err != nil || conf.CNIVersion != "1.0.0" ||
+		len(conf.Plugins) != 1 || conf.Plugins[0].Type != "bridge" || conf.Plugins[0].IPAM.Type != "host-local" {
+		t.Errorf("CNI config %+v (%v)", conf, err)
+	}
+}
+
+// TestStandaloneNoRuntime: a Machine that serves no Cluster gets no
+// kubelet, containerd or CNI files and no health URLs.
+func TestStandaloneNoRuntime(t *testing.T) {
+	in := fullInputs()
+	in.Cluster = nil
+	spec := mustRender(t, in, 7)
+	p := parseIgnition(t, spec.GetIgnition())
+	for _, path := range []string{KubeletConfigPath, ContainerdConfigPath, CNIConfigPath} {
+		if _, ok := p.files[path]; ok {
+			t.Errorf("%s rendered for a standalone Machine", path)
+		}
+	}
+	if _, ok := p.units[ContainerdUnit]; ok {
+		t.Errorf("%s rendered for a standalone Machine", ContainerdUnit)
+	}
+	if len(spec.GetHealthUrls()) != 0 || slices.Contains(spec.GetRequiredUnits(), KubeletUnit) {
+		t.Errorf("standalone Machine checks %v %v", spec.GetRequiredUnits(), spec.GetHealthUrls())
 	}
 }
 

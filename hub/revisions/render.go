@@ -268,8 +268,8 @@ func Render(in Inputs, number int64) (*roostv1.RevisionSpec, error) {
 		KernelArgs: args, Ignition: ign,
 		InstallDisk: mc.GetInstallDisk(), WipeForeignDisks: mc.GetWipeForeignDisks(),
 		Hostname: host, NetworkProfile: in.NetworkProfile.GetMetadata().GetName(),
-		RequiredUnits: DefaultRequiredUnits,
-		InputsSha256:  in.Hash(),
+		RequiredUnits: requiredUnits(in), HealthUrls: healthURLs(in),
+		InputsSha256: in.Hash(),
 	}
 	return proto.Clone(spec).(*roostv1.RevisionSpec), nil
 }

@@ -131,8 +131,9 @@ func TestRenderWorker(t *testing.T) {
 		ReleaseManifest: in.Release.Spec.Manifest, ReleaseSignature: "c2lnbmF0dXJl",
 		KernelArgs:  []string{"console=ttyS1,115200", "quiet", "mitigations=off", "systemd.hostname=workers-abcde"},
 		InstallDisk: &roostv1.InstallDiskHints{MinSize: "100Gi"}, WipeForeignDisks: true,
-		Hostname: "workers-abcde", NetworkProfile: "bonded", RequiredUnits: []string{"systemd-networkd.service", "roost-agent.service"},
-		InputsSha256: in.Hash()}
+		Hostname: "workers-abcde", NetworkProfile: "bonded",
+		RequiredUnits: []string{"systemd-networkd.service", "roost-agent.service", "containerd.service", "kubelet.service"},
+		HealthUrls:    []string{KubeletHealthzURL}, InputsSha256: in.Hash()}
 	got := proto.Clone(spec).(*roostv1.RevisionSpec)
 	got.Ignition = nil
 	if !proto.Equal(got, want) {
@@ -144,6 +145,8 @@ func TestRenderWorker(t *testing.T) {
 
 	p := parseIgnition(t, spec.GetIgnition())
 	wantFiles := []string{
+		CNIConfigPath,
+		ContainerdConfigPath,
 		"/etc/hostname",
 		"/etc/kubernetes/kubelet.yaml",
 		"/etc/kubernetes/pki/ca.crt",
@@ -205,7 +208,7 @@ func TestRenderWorker(t *testing.T) {
 
 	// Units: the STATE mount, enabled, the agent with its drop-in, and
 	// the kubelet's (see TestKubeletUnits).
-	if got := sortedKeys(p.units); !slices.Equal(got, []string{KubeletUnit, ignition.AgentUnitName, KubeletDataDirUnit, KubeletDataMountUnit, StateMountUnit}) {
+	if got := sortedKeys(p.units); !slices.Equal(got, []string{ContainerdUnit, KubeletUnit, ignition.AgentUnitName, ContainerdDataDirUnit, KubeletDataDirUnit, ContainerdDataMountUnit, KubeletDataMountUnit, StateMountUnit}) {
 		t.Errorf("units %v", got)
 	}
 	mount := p.units[StateMountUnit]
