@@ -3,8 +3,11 @@
 #   Debian's kernel (linux-image-amd64) + an initrd that is a whole small
 #   systemd root file system (debootstrap minbase + packages.txt), the kernel
 #   modules of modules.txt (with dependencies), Debian's ignition run at boot
-#   against the config the enrollment image appends, roost-agent, and sshd
-#   (keys for "core" from Ignition; host keys generated at boot).
+#   against the config the enrollment image appends, roost-agent, sshd
+#   (keys for "core" from Ignition; host keys generated at boot), and what a
+#   worker needs besides the kubelet, as on Flatcar: containerd, runc and
+#   the CNI plugins, and systemd-sysext to merge extension images (the
+#   kubelet's) that arrive as extra initrds in /etc/extensions.
 # The OS runs from RAM. Results are cached by a hash of this recipe and its
 # inputs under $ROOST_TESTBED_CACHE (default _output/testbed).
 #
@@ -145,6 +148,18 @@ AGENT
 	printf '127.0.0.1 localhost\n127.0.1.1 testbed\n' > "$r/etc/hosts"
 	mkdir -p "$r/usr/share/oem" "$r/etc/roost"
 	chroot "$r" systemctl enable roost-ignition.service systemd-networkd.service >/dev/null 2>&1
+	# System extensions (the kubelet, site tools) arrive as extra initrds in
+	# /etc/extensions; systemd-sysext merges them before sysinit.target.
+	chroot "$r" systemctl enable systemd-sysext.service >/dev/null 2>&1
+	chroot "$r" systemctl is-enabled systemd-sysext.service >/dev/null || { echo "testbed: systemd-sysext.service not enabled" >&2; exit 1; }
+	# containerd runs on workers only: their Revision enables it.
+	chroot "$r" systemctl disable containerd.service >/dev/null 2>&1 || true
+	# CNI plugins where kubeadm's packages and the Revision's containerd
+	# config look for them (Debian installs them in /usr/lib/cni).
+	mkdir -p "$r/opt/cni"
+	ln -sfn /usr/lib/cni "$r/opt/cni/bin"
+	[ -x "$r/opt/cni/bin/bridge" ] && [ -x "$r/opt/cni/bin/host-local" ] && [ -x "$r/opt/cni/bin/loopback" ] || {
+		echo "testbed: CNI plugins bridge, host-local, loopback missing from /usr/lib/cni" >&2; exit 1; }
 	# SSH: no host keys in the image (debootstrap's would be shared by every
 	# machine); roost-ssh-hostkeys.service runs ssh-keygen -A before sshd.
 	rm -f "$r"/etc/ssh/ssh_host_*
@@ -164,6 +179,8 @@ OS
 	cp "$base/vmlinuz" "$work/vmlinuz"
 	sysver=$(chroot "$r" dpkg-query -W -f '${Version}' systemd)
 	ignver=$(chroot "$r" dpkg-query -W -f '${Version}' ignition)
+	ctrver=$(chroot "$r" dpkg-query -W -f '${Version}' containerd)
+	runcver=$(chroot "$r" dpkg-query -W -f '${Version}' runc)
 	cat > "$work/testbed.yaml" <<DEF
 apiVersion: roost.io/v1
 kind: ImageDefinition
@@ -176,6 +193,8 @@ components:
   kernel: "$kver ($kpkgver)"
   systemd: "$sysver"
   ignition: "$ignver"
+  containerd: "$ctrver"
+  runc: "$runcver"
   roost-agent: "$agentsum"
 kernel: {path: vmlinuz}
 initrd: {path: initrd.img}
