@@ -16,6 +16,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -43,7 +44,7 @@ type Env struct {
 	// URL is the API server's address, "https://127.0.0.1:<port>".
 	URL string
 	// CAPEM is the PEM CA certificate the API server's serving certificate
-	// is signed by.
+	// is signed by (with WithNodes, the cluster CA).
 	CAPEM []byte
 	// BinDir is the folder the control-plane binaries ran from.
 	BinDir string
@@ -55,6 +56,8 @@ type Env struct {
 
 type options struct {
 	disruption bool
+	nodes      bool
+	nodeIPs    []net.IP
 }
 
 // Option configures Start.
@@ -66,6 +69,18 @@ type Option func(*options)
 // "still being processed"). The controller syncs within a second or two of
 // Start returning: poll for the status it writes.
 func WithDisruptionController() Option { return func(o *options) { o.disruption = true } }
+
+// WithNodes makes the control plane one that real kubelets join, as
+// kubeadm sets one up: a single cluster CA signs the API server's serving
+// certificate (valid for localhost, 127.0.0.1 and ips, such as QEMU's
+// 10.0.2.2 for a guest's kubelet), authenticates client certificates and
+// signs the kubelets' certificates; kube-controller-manager runs with
+// every default controller (CSR approving and signing, service accounts,
+// the root CA ConfigMap, disruption, node lifecycle) and the bootstrap
+// token cleaner. Env.CAPEM is that CA.
+func WithNodes(ips ...net.IP) Option {
+	return func(o *options) { o.nodes, o.nodeIPs = true, append(o.nodeIPs, ips...) }
+}
 
 var quietLogs sync.Once
 
@@ -85,7 +100,7 @@ func Start(t testing.TB, opts ...Option) *Env {
 		t.Skip("kubetest: starts kube-apiserver and etcd; skipped under -short")
 	}
 	bins := []string{"kube-apiserver", "etcd"}
-	if o.disruption {
+	if o.disruption || o.nodes {
 		bins = append(bins, "kube-controller-manager")
 	}
 	dir, err := findBinaries(bins...)
@@ -104,6 +119,14 @@ func Start(t testing.TB, opts ...Option) *Env {
 	te := &envtest.Environment{BinaryAssetsDirectory: dir}
 	api := te.ControlPlane.GetAPIServer()
 	api.Out, api.Err = logs, logs
+	var ca *clusterCA
+	if o.nodes {
+		ca, err = newClusterCA(t.TempDir(), o.nodeIPs)
+		if err != nil {
+			t.Fatalf("kubetest: cluster CA: %v", err)
+		}
+		api.CertDir, api.SecureServing.CA, api.Authn = ca.dir, ca.certPEM, caAuthn{ca}
+	}
 	args := api.Configure()
 	args.Set("enable-bootstrap-token-auth", "true")
 	args.Set("authorization-mode", "Node,RBAC")
@@ -134,9 +157,21 @@ func Start(t testing.TB, opts ...Option) *Env {
 		env:        te,
 	}
 	t.Logf("kubetest: etcd and kube-apiserver up in %v (%s)", time.Since(begin).Round(time.Millisecond), e.URL)
-	if o.disruption {
+	switch {
+	case o.nodes:
 		begin := time.Now()
-		e.startControllerManager(dir)
+		e.startControllerManager(dir,
+			"--controllers=*,bootstrapsigner,tokencleaner",
+			"--cluster-signing-cert-file="+ca.path(caCertFile),
+			"--cluster-signing-key-file="+ca.path(caKeyFile),
+			"--root-ca-file="+ca.path(caCertFile),
+			"--service-account-private-key-file="+ca.path(saKeyFile),
+			"--use-service-account-credentials=false",
+		)
+		t.Logf("kubetest: kube-controller-manager (all controllers, signing with the cluster CA) started in %v", time.Since(begin).Round(time.Millisecond))
+	case o.disruption:
+		begin := time.Now()
+		e.startControllerManager(dir, "--controllers=disruption-controller")
 		t.Logf("kubetest: kube-controller-manager (disruption-controller) started in %v", time.Since(begin).Round(time.Millisecond))
 	}
 	return e
@@ -190,9 +225,9 @@ func (e *Env) StopAPIServer() {
 	e.t.Logf("kubetest: kube-apiserver stopped in %v", time.Since(begin).Round(time.Millisecond))
 }
 
-// startControllerManager runs kube-controller-manager with only the
-// disruption controller, as an admin, until the test ends.
-func (e *Env) startControllerManager(dir string) {
+// startControllerManager runs kube-controller-manager with args (which
+// controllers, signing keys) as an admin, until the test ends.
+func (e *Env) startControllerManager(dir string, args ...string) {
 	t := e.t
 	kubeconfig := filepath.Join(t.TempDir(), "kube-controller-manager.kubeconfig")
 	kc, err := envtestKubeconfig(e.env, "system:kube-controller-manager", "system:masters")
@@ -203,15 +238,14 @@ func (e *Env) startControllerManager(dir string) {
 		t.Fatal(err)
 	}
 	logs := &tailBuffer{max: 64 << 10}
-	cmd := exec.Command(filepath.Join(dir, "kube-controller-manager"),
-		"--kubeconfig="+kubeconfig,
-		"--authentication-kubeconfig="+kubeconfig,
-		"--authorization-kubeconfig="+kubeconfig,
-		"--controllers=disruption-controller",
+	cmd := exec.Command(filepath.Join(dir, "kube-controller-manager"), append([]string{
+		"--kubeconfig=" + kubeconfig,
+		"--authentication-kubeconfig=" + kubeconfig,
+		"--authorization-kubeconfig=" + kubeconfig,
 		"--leader-elect=false",
 		"--secure-port=0",
 		"--v=1",
-	)
+	}, args...)...)
 	cmd.Stdout, cmd.Stderr = logs, logs
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
