@@ -28,7 +28,7 @@ test-root: build ## integration tests: real hub processes and Raft clusters on l
 	ROOST_BIN=$(BIN) $(GO) test -v -count=1 -timeout 30m -run . ./test/... ./netprofiles/
 	$(GO) test -v -count=1 -timeout 10m -run 'TestRolloutSurvivesLeaderLoss' ./hub/
 
-e2e: testbed ## QEMU end-to-end tests (no KVM needed; ~30-45 min): the ISO enrolls under SeaBIOS and OVMF; the main job on a UEFI server; a v1 → v2 rollout on two (test/e2e)
+e2e: testbed testbin ## QEMU end-to-end tests (no KVM needed; ~40-55 min): the ISO enrolls under SeaBIOS and OVMF; the main job on a UEFI server; a v1 → v2 rollout on two; a real Kubernetes worker joining kube-apiserver on the host (test/e2e)
 	./images/deps.sh --e2e
 	ROOST_E2E=1 ROOST_BIN=$(BIN) $(GO) test -v -count=1 -p 1 -timeout 80m ./imagebuilder/e2e/ ./test/e2e/
 

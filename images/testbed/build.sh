@@ -86,6 +86,12 @@ else
 				tail -30 "$deb/debootstrap.log" >&2; exit 1; }
 			touch "$deb/done"
 		fi
+		# debootstrap can leave /proc (or /sys) of the target mounted, e.g.
+		# when a package's maintainer script left a process behind
+		findmnt -rno TARGET | awk -v p="$deb/rootfs/" 'index($0, p) == 1' | sort -r | while read -r m; do
+			log "unmounting $m left by debootstrap"
+			umount -l "$m"
+		done
 		rm -rf "$base"
 		mkdir -p "$base"
 		cp -a "$deb/rootfs" "$base/rootfs"
@@ -158,7 +164,7 @@ AGENT
 	# config look for them (Debian installs them in /usr/lib/cni).
 	mkdir -p "$r/opt/cni"
 	ln -sfn /usr/lib/cni "$r/opt/cni/bin"
-	[ -x "$r/opt/cni/bin/bridge" ] && [ -x "$r/opt/cni/bin/host-local" ] && [ -x "$r/opt/cni/bin/loopback" ] || {
+	[ -x "$r/usr/lib/cni/bridge" ] && [ -x "$r/usr/lib/cni/host-local" ] && [ -x "$r/usr/lib/cni/loopback" ] || {
 		echo "testbed: CNI plugins bridge, host-local, loopback missing from /usr/lib/cni" >&2; exit 1; }
 	# SSH: no host keys in the image (debootstrap's would be shared by every
 	# machine); roost-ssh-hostkeys.service runs ssh-keygen -A before sshd.

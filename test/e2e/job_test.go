@@ -393,12 +393,21 @@ func (j *job) waitSSH(port int, command string) string {
 	return out
 }
 
-// machineClass renders the MachineClass "e2e" with the test's SSH key.
-func machineClass(pubKey string, kernelArgs ...string) string {
+// machineClass renders the MachineClass "e2e" with the test's SSH key
+// and, by name, the extensions its Machines run.
+func machineClass(pubKey string, extensions ...string) string {
+	return machineClassArgs(pubKey, nil, extensions...)
+}
+
+// machineClassArgs is machineClass with kernel arguments.
+func machineClassArgs(pubKey string, kernelArgs []string, extensions ...string) string {
 	var b strings.Builder
 	b.WriteString("apiVersion: roost.io/v1\nkind: MachineClass\nmetadata:\n  name: e2e\nspec:\n")
 	b.WriteString("  installDisk:\n    minSize: 8Gi\n")
 	fmt.Fprintf(&b, "  sshAuthorizedKeys:\n    - %q\n", strings.TrimSpace(pubKey))
+	if len(extensions) > 0 {
+		fmt.Fprintf(&b, "  extensions: [%s]\n", strings.Join(extensions, ", "))
+	}
 	if len(kernelArgs) > 0 {
 		b.WriteString("  kernelArgs:\n")
 		for _, a := range kernelArgs {

@@ -152,7 +152,7 @@ func TestMainJob(t *testing.T) {
 	// ---- 7. a Revision that never boots: boot counting falls back ----------
 	step = time.Now()
 	offset = j.vm.ConsoleOffset()
-	j.apply("machineclass-broken.yaml", machineClass(pub, "rdinit=/roost-broken", "panic=5"))
+	j.apply("machineclass-broken.yaml", machineClassArgs(pub, []string{"rdinit=/roost-broken", "panic=5"}))
 	var rev3 int64
 	j.poll("a new Revision with the broken kernel arguments", 5*time.Minute, func() (bool, string) {
 		m, err := j.getMachine()

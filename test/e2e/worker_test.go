@@ -1,0 +1,207 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/roostfleet/roost/hub/kube/kubetest"
+)
+
+// The worker of TestWorker: its SMBIOS UUID, management MAC and host name
+// (= its Node's name).
+const (
+	workerUUID     = "6f0e3c2a-52d1-4b7e-9a51-00000000e2f1"
+	workerMAC      = "52:54:00:e2:00:21"
+	workerHostname = "worker-1"
+	// kubeletVersion is the version make testbin builds (hack/testbin/go.mod).
+	kubeletVersion = "v1.34.4"
+)
+
+// workerJob is TestWorker's state: the job, the Kubernetes control plane
+// on the host and the worker.
+type workerJob struct {
+	*job
+	kube    *kubetest.Env
+	cs      kubernetes.Interface
+	vm      *VM
+	sshPort int
+	machine string
+}
+
+// TestWorker makes a Roost Machine a real Kubernetes worker: etcd,
+// kube-apiserver and kube-controller-manager run on the host (reachable
+// from the guest as 10.0.2.2), a Cluster names them, a MachineClass runs
+// the kubelet as a system extension built here from `make testbin`'s
+// kubelet, and a server that enrolls from the ISO and is assigned to a
+// Pool of that Cluster installs, boots its Revision (containerd from the
+// OS image, the kubelet merged by systemd-sysext) and joins through its
+// bootstrap token: its Node registers and turns Ready.
+func TestWorker(t *testing.T) {
+	tb := needTestbed(t)
+	kubelet := needKubelet(t)
+	kube := kubetest.Start(t, kubetest.WithNodes(net.ParseIP("10.0.2.2")))
+	j := &workerJob{job: newJob(t, tb, 45*time.Minute), kube: kube, cs: kube.Clientset()}
+	ctx := j.ctx
+
+	// ---- 1. the kubelet as a signed system extension -------------------------
+	step := time.Now()
+	raw := j.kubeletExtension(kubelet)
+	j.hub.MustCtl(t, ctx, "extension", "push", raw)
+	j.logTiming("kubelet extension built and pushed", time.Since(step))
+
+	// ---- 2. the Cluster, its credentials, a MachineClass and a Pool ----------
+	endpoint := "https://10.0.2.2:" + kube.URL[strings.LastIndex(kube.URL, ":")+1:]
+	j.apply("cluster.yaml", clusterManifest("e2e", endpoint, string(kube.CAPEM)))
+	kc := filepath.Join(t.TempDir(), "hub.kubeconfig")
+	if err := os.WriteFile(kc, kube.Kubeconfig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	j.hub.MustCtl(t, ctx, "cluster", "set-credentials", "e2e", "--kubeconfig", kc)
+	j.apply("workers.yaml", machineClass(j.sshPub(), "kubelet")+`---
+apiVersion: roost.io/v1
+kind: Pool
+metadata:
+  name: workers
+spec:
+  cluster: e2e
+  machineClass: e2e
+  imageChannel: test
+  nodeLabels:
+    example.com/tier: e2e
+`)
+	j.describe = append(j.describe, "cluster e2e", "pool workers")
+
+	// ---- 3. the server enrolls from the ISO ----------------------------------
+	iso := j.enrollmentISO()
+	j.sshPort = freePort(t)
+	j.vm = j.newVM(VMConfig{Dir: filepath.Join(t.TempDir(), "vm"), ISO: iso, UUID: workerUUID, MgmtMAC: workerMAC, SSHPort: j.sshPort, MemoryMiB: 2560})
+	step = time.Now()
+	j.vm.Start()
+	j.waitEnrolled(15*time.Minute, workerUUID)
+	j.logTiming("boot-to-enrolled", time.Since(step))
+
+	// ---- 4. assign: install, boot the Revision, join --------------------------
+	assigned := time.Now()
+	j.machine = j.assign("workers", workerUUID, workerHostname)
+	node := j.waitNode("Node "+workerHostname+" registered", 25*time.Minute, func(n *corev1.Node) bool { return n != nil })
+	j.logTiming("assign → Node registered", time.Since(assigned))
+	j.waitNode("Node "+workerHostname+" Ready", 10*time.Minute, nodeReady)
+	j.logTiming("assign → Node Ready", time.Since(assigned))
+	if got := node.Spec.ProviderID; got != "roost://"+strings.ToLower(workerUUID) && !strings.EqualFold(got, "roost://"+workerUUID) {
+		j.fatalf("Node providerID %q, want roost://%s", got, workerUUID)
+	}
+	if node.Labels["example.com/tier"] != "e2e" || node.Labels["roost.io/pool"] != "workers" {
+		j.fatalf("Node labels %v lack the Pool's", node.Labels)
+	}
+	j.waitReady(j.machine, "Machine Ready (Joined, boot assessed with the kubelet healthy)", 0, 10*time.Minute)
+	j.logTiming("assign → Machine Ready", time.Since(assigned))
+
+	// ---- 5. on the host: the extension merged, the runtime on STATE ----------
+	out := j.waitSSH(j.sshPort, "systemd-sysext status --no-pager; command -v kubelet; findmnt -no SOURCE,TARGET /var/lib/containerd /var/lib/kubelet; systemctl is-active containerd kubelet")
+	for _, want := range []string{"kubelet", "/usr/bin/kubelet", "/var/lib/containerd", "/var/lib/kubelet", "active\nactive"} {
+		if !strings.Contains(out, want) {
+			j.fatalf("on the worker, %q lacks %q", out, want)
+		}
+	}
+	t.Logf("worker: %s", strings.ReplaceAll(out, "\n", " | "))
+}
+
+// needKubelet is the kubelet make testbin builds; the test fails without it
+// (make e2e builds it).
+func needKubelet(t *testing.T) string {
+	t.Helper()
+	dir, err := kubetest.BinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "kubelet")
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("no kubelet (make testbin): %v", err)
+	}
+	return p
+}
+
+// kubeletExtension builds the kubelet's system extension with roost-image
+// sysext, signed with the testbed's release key.
+func (j *workerJob) kubeletExtension(kubelet string) string {
+	j.t.Helper()
+	raw := filepath.Join(j.t.TempDir(), "kubelet-"+kubeletVersion+".raw")
+	key := strings.TrimSuffix(j.tb.ReleaseKey, ".pub") + ".key"
+	out, err := exec.CommandContext(j.ctx, filepath.Join(j.tb.Bin, "roost-image"), "sysext", "--name", "kubelet", "--version", kubeletVersion,
+		"--file", kubelet+":/usr/bin/kubelet", "--key", key, "-o", raw).CombinedOutput()
+	if err != nil {
+		j.t.Fatalf("roost-image sysext: %v\n%s", err, out)
+	}
+	j.t.Logf("roost-image sysext: %s", strings.TrimSpace(string(out)))
+	return raw
+}
+
+// clusterManifest is a Cluster at endpoint trusting caPEM.
+func clusterManifest(name, endpoint, caPEM string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "apiVersion: roost.io/v1\nkind: Cluster\nmetadata:\n  name: %s\nspec:\n  apiEndpoint: %s\n  kubernetesVersion: %s\n", name, endpoint, kubeletVersion)
+	b.WriteString("  caBundle: |\n")
+	for _, l := range strings.Split(strings.TrimSpace(caPEM), "\n") {
+		b.WriteString("    " + l + "\n")
+	}
+	b.WriteString("  join:\n    clusterDns: [10.0.0.10]\n  drainTimeout: 3m\n")
+	return b.String()
+}
+
+// waitNode waits until the worker's Node satisfies ok (called with nil
+// while there is none) and returns it.
+func (j *workerJob) waitNode(what string, timeout time.Duration, ok func(*corev1.Node) bool) *corev1.Node {
+	j.t.Helper()
+	var node *corev1.Node
+	j.poll(what, timeout, func() (bool, string) {
+		ctx, cancel := context.WithTimeout(j.ctx, 10*time.Second)
+		defer cancel()
+		n, err := j.cs.CoreV1().Nodes().Get(ctx, workerHostname, metav1.GetOptions{})
+		if err != nil {
+			if m, merr := j.getMachine(j.machine); merr == nil {
+				return ok(nil), "no Node yet; Machine " + machineState(m)
+			}
+			return ok(nil), "no Node yet: " + err.Error()
+		}
+		node = n
+		return ok(n), nodeState(n)
+	})
+	return node
+}
+
+func nodeReady(n *corev1.Node) bool {
+	if n == nil {
+		return false
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func nodeState(n *corev1.Node) string {
+	s := "Node " + n.Name
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			s += fmt.Sprintf(" Ready=%s (%s: %s)", c.Status, c.Reason, c.Message)
+		}
+	}
+	if n.Spec.Unschedulable {
+		s += " cordoned"
+	}
+	return s
+}
