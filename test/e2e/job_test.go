@@ -366,15 +366,21 @@ func bootsOf(v *VM, offset, rev int64) int {
 func (j *job) ssh(port int, command string) (string, error) {
 	ctx, cancel := context.WithTimeout(j.ctx, 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "ssh", "-F", "/dev/null",
-		"-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
-		"-o", "ConnectTimeout=15", "-o", "LogLevel=ERROR", "-o", "IdentitiesOnly=yes",
-		"-i", j.sshKey, "-p", strconv.Itoa(port), "core@127.0.0.1", command)
+	cmd := exec.CommandContext(ctx, "ssh", append(sshOptions(j.sshKey, port), command)...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return string(out), fmt.Errorf("ssh %q: %v\n%s", command, err, out)
 	}
 	return string(out), nil
+}
+
+// sshOptions are ssh's arguments to log in as core with key on the
+// server whose SSH port is forwarded to 127.0.0.1:port.
+func sshOptions(key string, port int) []string {
+	return []string{"-F", "/dev/null",
+		"-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
+		"-o", "ConnectTimeout=15", "-o", "LogLevel=ERROR", "-o", "IdentitiesOnly=yes",
+		"-i", key, "-p", strconv.Itoa(port), "core@127.0.0.1"}
 }
 
 // waitSSH logs in as core on port (retrying while sshd starts: it makes its

@@ -8,12 +8,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"testing"
 	"time"
 
-	"testing"
-
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/roostfleet/roost/hub/kube/kubetest"
@@ -116,6 +119,162 @@ spec:
 		}
 	}
 	t.Logf("worker: %s", strings.ReplaceAll(out, "\n", " | "))
+
+	// ---- 6. a pod guarded by a PodDisruptionBudget runs on the Node -----------
+	step = time.Now()
+	archive := imageArchive(t)
+	if out, err := j.sshStdin(archive, "sudo ctr -n k8s.io images import -"); err != nil {
+		j.fatalf("importing the test images: %v", err)
+	} else {
+		t.Logf("ctr images import: %s", strings.TrimSpace(out))
+	}
+	j.startPod()
+	j.logTiming("images imported, pod Running and Ready", time.Since(step))
+
+	// ---- 7. v1 → v2: cordon, the budget holds the drain, evict, reboot --------
+	bundle, v2 := j.releaseV2()
+	j.pushImage(bundle)
+	j.promote(v2, "test")
+	rolled := time.Now()
+	j.waitNode("Node cordoned for the rollout", 10*time.Minute, func(n *corev1.Node) bool { return n != nil && n.Spec.Unschedulable })
+	j.logTiming("v2 promoted → Node cordoned", time.Since(rolled))
+	why := j.waitSaid("the reboot waits on PodDisruptionBudget web", 5*time.Minute, "PodDisruptionBudget web", "pool workers", "machine "+j.machine)
+	t.Logf("held: %s", why)
+	if _, err := j.getPod(); err != nil {
+		j.fatalf("the pod guarded by a budget that allows no disruption is gone: %v", err)
+	}
+	j.allowDisruption()
+	step = time.Now()
+	j.waitPodGone(5 * time.Minute)
+	j.logTiming("budget relaxed → pod evicted", time.Since(step))
+	step = time.Now()
+	rev2 := j.waitReady(j.machine, "Machine Ready on the v2 Revision", 0, 20*time.Minute)
+	j.checkImage(&rolloutNode{uuid: workerUUID, hostname: workerHostname}, v2)
+	j.waitNode("Node Ready and uncordoned on v2", 10*time.Minute, func(n *corev1.Node) bool { return nodeReady(n) && !n.Spec.Unschedulable })
+	j.logTiming("evicted → rebooted, Node Ready and uncordoned on v2 (revision "+fmt.Sprint(rev2)+")", time.Since(step))
+	j.logTiming("v1 → v2 rollout of the worker", time.Since(rolled))
+}
+
+// sshStdin runs command on the worker as core with file as its standard
+// input.
+func (j *workerJob) sshStdin(file, command string) (string, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	ctx, cancel := context.WithTimeout(j.ctx, 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "ssh", append(sshOptions(j.sshKey, j.sshPort), command)...)
+	cmd.Stdin = f
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("ssh %q: %v\n%s", command, err, out)
+	}
+	return string(out), nil
+}
+
+// The workload: pod "web" on the worker (there is no scheduler: it names
+// its node) with a PodDisruptionBudget that allows no disruption.
+const workloadNamespace = "default"
+
+func (j *workerJob) startPod() {
+	j.t.Helper()
+	ctx := j.ctx
+	one := intstr.FromInt32(1)
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: workloadNamespace},
+		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &one,
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}},
+	}
+	if _, err := j.cs.PolicyV1().PodDisruptionBudgets(workloadNamespace).Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
+		j.fatalf("creating the PodDisruptionBudget: %v", err)
+	}
+	no, grace := false, int64(5)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: workloadNamespace, Labels: map[string]string{"app": "web"}},
+		Spec: corev1.PodSpec{
+			NodeName:                      workerHostname,
+			AutomountServiceAccountToken:  &no,
+			TerminationGracePeriodSeconds: &grace,
+			Containers:                    []corev1.Container{{Name: "web", Image: appImage, ImagePullPolicy: corev1.PullNever}},
+		},
+	}
+	if _, err := j.cs.CoreV1().Pods(workloadNamespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		j.fatalf("creating the pod: %v", err)
+	}
+	j.poll("pod web Running and Ready, the budget allowing no disruption", 10*time.Minute, func() (bool, string) {
+		p, err := j.getPod()
+		if err != nil {
+			return false, err.Error()
+		}
+		b, err := j.cs.PolicyV1().PodDisruptionBudgets(workloadNamespace).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		ready := false
+		for _, c := range p.Status.Conditions {
+			ready = ready || (c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue)
+		}
+		state := fmt.Sprintf("pod %s ready=%v; budget healthy %d/%d, disruptions allowed %d", p.Status.Phase, ready,
+			b.Status.CurrentHealthy, b.Status.DesiredHealthy, b.Status.DisruptionsAllowed)
+		for _, cs := range p.Status.ContainerStatuses {
+			if w := cs.State.Waiting; w != nil {
+				state += fmt.Sprintf("; %s waiting: %s %s", cs.Name, w.Reason, w.Message)
+			}
+		}
+		return ready && b.Status.CurrentHealthy == 1 && b.Status.DisruptionsAllowed == 0 && b.Status.ObservedGeneration == b.Generation, state
+	})
+}
+
+func (j *workerJob) getPod() (*corev1.Pod, error) {
+	ctx, cancel := context.WithTimeout(j.ctx, 10*time.Second)
+	defer cancel()
+	return j.cs.CoreV1().Pods(workloadNamespace).Get(ctx, "web", metav1.GetOptions{})
+}
+
+// allowDisruption relaxes the budget to maxUnavailable 1.
+func (j *workerJob) allowDisruption() {
+	j.t.Helper()
+	patch := []byte(`{"spec":{"minAvailable":null,"maxUnavailable":1}}`)
+	if _, err := j.cs.PolicyV1().PodDisruptionBudgets(workloadNamespace).Patch(j.ctx, "web", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		j.fatalf("relaxing the PodDisruptionBudget: %v", err)
+	}
+	j.t.Logf("PodDisruptionBudget web relaxed to maxUnavailable 1")
+}
+
+func (j *workerJob) waitPodGone(timeout time.Duration) {
+	j.t.Helper()
+	j.poll("pod web evicted", timeout, func() (bool, string) {
+		p, err := j.getPod()
+		if apierrors.IsNotFound(err) {
+			return true, "pod web gone"
+		}
+		if err != nil {
+			return false, err.Error()
+		}
+		return false, fmt.Sprintf("pod %s deleting=%v", p.Status.Phase, p.DeletionTimestamp != nil)
+	})
+}
+
+// waitSaid waits until `roostctl describe` of one of objects says substr,
+// and returns the line that does.
+func (j *workerJob) waitSaid(what string, timeout time.Duration, substr string, objects ...string) string {
+	j.t.Helper()
+	var line string
+	j.poll(what, timeout, func() (bool, string) {
+		for _, o := range objects {
+			out, _ := j.hub.Ctl(j.ctx, append([]string{"describe"}, strings.Fields(o)...)...)
+			for _, l := range strings.Split(out, "\n") {
+				if strings.Contains(l, substr) {
+					line = o + ": " + strings.TrimSpace(l)
+					return true, line
+				}
+			}
+		}
+		return false, "nobody says " + substr + " yet"
+	})
+	return line
 }
 
 // needKubelet is the kubelet make testbin builds; the test fails without it
