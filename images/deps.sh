@@ -2,11 +2,12 @@
 # Install the Debian packages the image builder uses on the build host:
 # boot loaders baked into enrollment images (isolinux, syslinux-common,
 # grub-efi-amd64-bin), systemd-boot for release bundles (systemd-boot-efi),
-# and, with --e2e / --bench, QEMU + OVMF (plus the OpenSSH client and jq the
-# main-job test and make demo use) for boot tests and xorriso as the
-# benchmark baseline. Idempotent; needs root.
+# mksquashfs for system extensions (squashfs-tools), and, with --e2e /
+# --bench, QEMU + OVMF (plus the OpenSSH client and jq the main-job test
+# and make demo use) for boot tests and xorriso as the benchmark baseline.
+# Idempotent; needs root.
 set -euo pipefail
-pkgs=(isolinux syslinux-common grub-efi-amd64-bin systemd-boot-efi)
+pkgs=(isolinux syslinux-common grub-efi-amd64-bin systemd-boot-efi squashfs-tools)
 for a in "$@"; do
 	case $a in
 	--e2e) pkgs+=(qemu-system-x86 ovmf openssh-client jq) ;;
