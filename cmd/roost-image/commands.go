@@ -19,6 +19,7 @@ import (
 	"github.com/roostfleet/roost/imagebuilder/ignition"
 	"github.com/roostfleet/roost/imagebuilder/iso"
 	"github.com/roostfleet/roost/imagebuilder/release"
+	"github.com/roostfleet/roost/imagebuilder/sysext"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 	"github.com/roostfleet/roost/version"
 )
@@ -29,7 +30,7 @@ var now = time.Now
 func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "roost-image",
-		Short: "Bake Roost enrollment images and release bundles",
+		Short: "Bake Roost enrollment images, release bundles and system extensions",
 		Long: `roost-image bakes the images a Server first boots from: a hybrid ISO (BIOS
 isolinux + UEFI GRUB, for BMC virtual media or a CD) or a raw GPT disk image
 (UEFI, for USB sticks), holding an ImageRelease's kernel and initrd and an
@@ -58,7 +59,7 @@ keys that do not verify the release).`,
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err: err, help: true} })
-	root.AddCommand(newEnrollCmd(), newInspectCmd(), newReleaseCmd(), newKeygenCmd())
+	root.AddCommand(newEnrollCmd(), newInspectCmd(), newReleaseCmd(), newSysextCmd(), newKeygenCmd())
 	return root
 }
 
@@ -340,11 +341,15 @@ func createToken(ctx context.Context, cfg *client.Config, expires, t time.Time, 
 func newInspectCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "inspect IMAGE",
-		Short: "Show an image's boot entries, files, release and embedded config (secrets masked)",
+		Short: "Show an enrollment image (boot entries, files, release, config; secrets masked) or an extension (release fields, files, manifest)",
 		Example: `  roost-image inspect enroll.iso
-  roost-image inspect enroll.img`,
+  roost-image inspect enroll.img
+  roost-image inspect kubelet-v1.34.4.raw`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if sysext.IsImage(args[0]) {
+				return inspectSysext(cmd.OutOrStdout(), args[0])
+			}
 			t := now()
 			r, err := imagebuilder.Inspect(args[0], t)
 			if err != nil {
