@@ -137,6 +137,7 @@ else
 	cp -a "$base/rootfs" "$work/rootfs"
 	r=$work/rootfs
 	cp -a "$here/overlay/." "$r/"
+	chown -R 0:0 "$r/etc/sudoers.d" && chmod 0440 "$r/etc/sudoers.d/core"
 	if [ -x "$agent" ]; then
 		install -m 0755 "$agent" "$r/usr/bin/roost-agent"
 	else
