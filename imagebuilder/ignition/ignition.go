@@ -20,6 +20,7 @@ import (
 	"github.com/coreos/ignition/v2/config/v3_3"
 	"github.com/coreos/ignition/v2/config/v3_3/types"
 	"github.com/coreos/ignition/v2/config/validate"
+	"github.com/coreos/vcontext/report"
 )
 
 // Paths and names Roost writes into the machine.
@@ -51,13 +52,6 @@ RestartSec=5
 WantedBy=multi-user.target
 `
 
-// Snippet is one user config: Ignition v3 JSON (spec 3.0–3.3) or a
-// Container Linux Config (YAML). Name is used in error messages.
-type Snippet struct {
-	Name string
-	Data []byte
-}
-
 // Params is what goes into the rendered config.
 type Params struct {
 	// AgentConfig is the content of /etc/roost/agent.yaml (required).
@@ -66,9 +60,13 @@ type Params struct {
 	SSHKeys []string
 	// NetworkProfile is the NetworkProfile YAML for enrollment (optional).
 	NetworkProfile []byte
-	// Snippets are user configs merged in order; Roost's own entries are
-	// applied last and may not be overridden.
+	// Snippets are user configs, checked (CheckSnippet) and merged
+	// (MergeSnippets) in order; Roost's own entries are merged last, and
+	// a snippet may not write any of them.
 	Snippets []Snippet
+	// Reserved is what the Snippets may not write besides Roost's own
+	// entries (RevisionReserved for a Revision); nil for nothing more.
+	Reserved *Reserved
 	// NetworkProfilePath is where NetworkProfile is written; default
 	// EnrollNetworkPath.
 	NetworkProfilePath string
@@ -96,22 +94,30 @@ type Unit struct {
 	Dropins  map[string]string
 }
 
-// Render builds and validates the config.
+// Render builds and validates the config: the Snippets (see CheckSnippet
+// and MergeSnippets; an error is a *SnippetError or SnippetErrors), then
+// Roost's own entries, and SettingsUnit when the Snippets write kernel
+// module lists, sysctl or tmpfiles.d files.
 func Render(p Params) (types.Config, error) {
 	if len(p.AgentConfig) == 0 {
 		return types.Config{}, errors.New("ignition: agent config is empty")
 	}
 	own := roostConfig(p)
-	cfg := types.Config{Ignition: types.Ignition{Version: SpecVersion}}
+	reserved := p.Reserved.With(ownReserved(own))
+	parsed := make([]*Parsed, 0, len(p.Snippets))
 	for _, s := range p.Snippets {
-		sc, err := ParseSnippet(s)
+		ps, err := CheckSnippet(s, reserved)
 		if err != nil {
 			return types.Config{}, err
 		}
-		if err := checkConflicts(s.Name, sc, own); err != nil {
-			return types.Config{}, err
-		}
-		cfg = v3_3.Merge(cfg, sc)
+		parsed = append(parsed, ps)
+	}
+	cfg, err := MergeSnippets(parsed)
+	if err != nil {
+		return types.Config{}, err
+	}
+	if u, ok := settingsUnit(cfg); ok {
+		own.Systemd.Units = append(own.Systemd.Units, u)
 	}
 	cfg = v3_3.Merge(cfg, own)
 	cfg.Ignition.Version = SpecVersion
@@ -153,11 +159,15 @@ func Marshal(cfg types.Config) ([]byte, error) {
 // Validate runs the Ignition library's validation and returns its fatal
 // entries (with their field paths) as an error.
 func Validate(cfg types.Config) error {
-	rpt := validate.ValidateWithContext(cfg, nil)
+	rpt := validateReport(cfg)
 	if rpt.IsFatal() {
 		return fmt.Errorf("ignition: invalid config: %s", strings.TrimSpace(rpt.String()))
 	}
 	return nil
+}
+
+func validateReport(cfg types.Config) report.Report {
+	return validate.ValidateWithContext(cfg, nil)
 }
 
 // Sort orders files, directories and links by path, units by name, users
@@ -224,25 +234,6 @@ func roostConfig(p Params) types.Config {
 		cfg.Passwd.Users = append(cfg.Passwd.Users, u)
 	}
 	return cfg
-}
-
-// checkConflicts refuses a snippet that writes a file or unit Roost owns.
-func checkConflicts(name string, sc, own types.Config) error {
-	owned := map[string]bool{}
-	for _, f := range own.Storage.Files {
-		owned[f.Path] = true
-	}
-	for i, f := range sc.Storage.Files {
-		if owned[f.Path] {
-			return fmt.Errorf("user config %s: storage.files.%d (%s): Roost writes this file itself", name, i, f.Path)
-		}
-	}
-	for i, u := range sc.Systemd.Units {
-		if u.Name == AgentUnitName && u.Contents != nil {
-			return fmt.Errorf("user config %s: systemd.units.%d (%s): Roost writes this unit itself; use a drop-in", name, i, u.Name)
-		}
-	}
-	return nil
 }
 
 // DataURL encodes content as an RFC 2397 data URL (base64).

@@ -133,20 +133,24 @@ func TestRenderMinimalGolden(t *testing.T) {
 	}
 }
 
+// TestBadSnippets: Render refuses a bad --user-config with the snippet's
+// name, the field path and the line.
 func TestBadSnippets(t *testing.T) {
 	cases := []struct {
 		name, data string
 		want       []string
 	}{
-		{"bad.ign", `{"ignition":{"version":"3.3.0"},"storage":{"files":[{"path":"relative/x"}]}}`, []string{"bad.ign", "storage.files.0.path"}},
-		{"unknown-version.ign", `{"ignition":{"version":"9.9.0"}}`, []string{"unknown-version.ign", "version"}},
-		{"syntax.ign", `{"ignition":`, []string{"syntax.ign"}},
-		{"disk.yaml", "storage:\n  disks:\n    - device: /dev/sda\n      wipe_table: true\n", []string{"disk.yaml", "storage.disks.0.device", "storage.disks.0.wipeTable"}},
-		{"networkd.yaml", "networkd:\n  units:\n    - name: 00-eth.network\n      contents: \"[Match]\\nName=eth0\\n\"\n", []string{"networkd.yaml", "networkd.units.0.contents", "networkd.units.0.name"}},
-		{"groups.yaml", "passwd:\n  groups:\n    - name: ops\n", []string{"groups.yaml", "passwd.groups.0.name"}},
-		{"fs.yaml", "storage:\n  filesystems:\n    - name: data\n      mount:\n        device: /dev/sdb\n        format: ext4\n  files:\n    - path: /x\n      filesystem: data\n      contents:\n        inline: x\n", []string{"fs.yaml", "storage.filesystems.0"}},
-		{"clc-syntax.yaml", "storage: [\n", []string{"clc-syntax.yaml"}},
-		{"owned.ign", `{"ignition":{"version":"3.3.0"},"storage":{"files":[{"path":"/etc/roost/agent.yaml","contents":{"source":"data:,x"}}]}}`, []string{"owned.ign", "storage.files.0", "/etc/roost/agent.yaml"}},
+		{"bad.ign", `{"ignition":{"version":"3.3.0"},"storage":{"files":[{"path":"relative/x"}]}}`, []string{"user config bad.ign: line 1: storage.files[0].path: path not absolute"}},
+		{"unknown-version.ign", `{"ignition":{"version":"9.9.0"}}`, []string{"unknown-version.ign", `ignition.version: unknown Ignition config version "9.9.0"`}},
+		{"syntax.ign", `{"ignition":`, []string{"syntax.ign: line 1: JSON syntax error"}},
+		{"disk.yaml", "storage:\n  disks:\n    - device: /dev/sda\n      wipe_table: true\n", []string{"disk.yaml: line 3: storage.disks[0]: is not allowed in a snippet"}},
+		{"networkd.yaml", "networkd:\n  units:\n    - name: 00-eth.network\n      contents: \"[Match]\\nName=eth0\\n\"\n", []string{"networkd.yaml: line 3: networkd.units[0]: is not allowed", "NetworkProfile"}},
+		{"groups.yaml", "passwd:\n  groups:\n    - name: ops\n", []string{"groups.yaml: line 3: passwd.groups[0]: is not allowed"}},
+		{"fs.yaml", "storage:\n  filesystems:\n    - name: data\n      mount:\n        device: /dev/sdb\n        format: ext4\n  files:\n    - path: /x\n      filesystem: data\n      contents:\n        inline: x\n", []string{"fs.yaml", "line 3: storage.filesystems[0]", `line 9: storage.files[0].filesystem: file system "data"`}},
+		{"clc-syntax.yaml", "storage: [\n", []string{"clc-syntax.yaml: line 2: YAML syntax error"}},
+		{"owned.ign", `{"ignition":{"version":"3.3.0"},"storage":{"files":[{"path":"/etc/roost/agent.yaml","contents":{"source":"data:,x"}}]}}`, []string{"owned.ign", `storage.files[0].path: "/etc/roost/agent.yaml": Roost writes it itself`}},
+		{"owned-unit.ign", `{"ignition":{"version":"3.3.0"},"systemd":{"units":[{"name":"roost-agent.service","contents":"[Service]\n"}]}}`, []string{"owned-unit.ign", "systemd.units[0]: unit roost-agent.service: Roost writes it itself: a snippet may not set its contents"}},
+		{"remote.ign", `{"ignition":{"version":"3.3.0"},"storage":{"files":[{"path":"/etc/x","contents":{"source":"https://example.com/x"}}]}}`, []string{"remote.ign", "storage.files[0].contents.source: https source"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -161,6 +165,48 @@ func TestBadSnippets(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestUserConfigAsBefore: the enrollment --user-config keeps what it could
+// do before MachineClass snippets shared its code: Ignition JSON or a
+// Container Linux Config told apart by the first character, a drop-in for
+// the agent's unit, files the hub reserves in Revisions but an enrollment
+// image does not write (/etc/hostname, /usr), and Roost's own entries
+// applied last. TestRenderGolden pins the bytes.
+func TestUserConfigAsBefore(t *testing.T) {
+	p := Params{AgentConfig: []byte(agentYAML), Snippets: []Snippet{
+		{Name: "user.ign", Data: []byte(userJSON)},
+		{Name: "user.clc.yaml", Data: []byte(userCLC)},
+		{Name: "usr.ign", Data: []byte(`{"ignition":{"version":"3.3.0"},"storage":{"files":[{"path":"/usr/local/bin/tool","mode":493,"contents":{"source":"data:,x"}}]}}`)},
+	}}
+	cfg, err := Render(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]bool{}
+	for _, f := range cfg.Storage.Files {
+		files[f.Path] = true
+	}
+	for _, want := range []string{"/etc/hostname", "/etc/motd", "/usr/local/bin/tool", AgentConfigPath} {
+		if !files[want] {
+			t.Errorf("rendered config lacks %s", want)
+		}
+	}
+	for _, u := range cfg.Systemd.Units {
+		switch u.Name {
+		case AgentUnitName:
+			if len(u.Dropins) != 1 || u.Dropins[0].Name != "10-env.conf" || u.Contents == nil || *u.Contents != AgentUnit {
+				t.Errorf("agent unit %+v", u)
+			}
+		case SettingsUnit:
+			t.Errorf("%s rendered without a sysctl, modules or tmpfiles file", SettingsUnit)
+		}
+	}
+	// The same snippet in a Revision may not write /etc/hostname.
+	p.Reserved = RevisionReserved()
+	if _, err := Render(p); err == nil || !strings.Contains(err.Error(), `user config user.clc.yaml: line 3: storage.files[0].path: "/etc/hostname": the hub sets the host name`) {
+		t.Errorf("with RevisionReserved: %v", err)
 	}
 }
 
