@@ -37,23 +37,6 @@ func (p fieldPath) with(more ...any) fieldPath {
 	return append(append(fieldPath(nil), p...), more...)
 }
 
-// dottedPath parses "storage.files.0.path" (the form Ignition's
-// reports and the 2.3 translation use) into a fieldPath.
-func dottedPath(s string) fieldPath {
-	var p fieldPath
-	for _, e := range strings.Split(strings.TrimPrefix(strings.TrimPrefix(s, "$"), "."), ".") {
-		if e == "" {
-			continue
-		}
-		if i, err := strconv.Atoi(e); err == nil {
-			p = append(p, i)
-		} else {
-			p = append(p, e)
-		}
-	}
-	return p
-}
-
 // lineIndex finds where a field path is written in a snippet's text.
 // The zero lineIndex knows no lines.
 type lineIndex struct{ root tree.Node }
@@ -195,8 +178,9 @@ var yamlParserProblems = map[string]bool{
 }
 
 // yamlUnmarshal matches yaml.v3's type errors:
-// "cannot unmarshal !!str `nope` into int".
-var yamlUnmarshal = regexp.MustCompile("^cannot unmarshal !!(\\w+) `(.*)` into (.+)$")
+// "cannot unmarshal !!str `nope` into int", "cannot unmarshal !!seq into
+// int".
+var yamlUnmarshal = regexp.MustCompile("^cannot unmarshal !!(\\w+)( `(.*)`)? into (.+)$")
 
 // goKind names what a Go type (as yaml.v3 prints it) is written as.
 func goKind(t string) string {
@@ -214,7 +198,8 @@ func goKind(t string) string {
 }
 
 // yamlProblems turns a gopkg.in/yaml.v3 error into problems, one per line
-// of its text, each at the line it names; prefix starts each message.
+// of its text, each at the line it names; prefix starts the message of a
+// syntax error.
 func yamlProblems(err error, prefix string) []Problem {
 	var out []Problem
 	for _, l := range strings.Split(err.Error(), "\n") {
@@ -225,13 +210,23 @@ func yamlProblems(err error, prefix string) []Problem {
 		p := Problem{Message: prefix + strings.TrimPrefix(l, "yaml: ")}
 		if m := yamlErrorLine.FindStringSubmatch(l); m != nil {
 			p.Line, _ = strconv.Atoi(m[2])
-			p.Message = prefix + m[3]
+			p.Message = m[3]
+			if m[1] != "" { // "yaml: line N: …", a syntax error
+				p.Message = prefix + m[3]
+			}
 			if m[1] != "" && yamlParserProblems[m[3]] {
 				p.Line++
 			}
 			if u := yamlUnmarshal.FindStringSubmatch(m[3]); u != nil {
 				// a type error, not a syntax error
-				p.Message = fmt.Sprintf("expected %s, got %q", goKind(u[3]), u[2])
+				got := fmt.Sprintf("%q", u[3])
+				switch u[1] {
+				case "seq":
+					got = "a list"
+				case "map":
+					got = "a mapping"
+				}
+				p.Message = fmt.Sprintf("expected %s, got %s", goKind(u[4]), got)
 			}
 		}
 		out = append(out, p)
