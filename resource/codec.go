@@ -37,6 +37,10 @@ type Manifest struct {
 	// written: the key for fields and map entries, the item for list items.
 	// The path "" is the object's own mapping.
 	Positions map[string]Position
+	// TextLines maps the field path of every string field written as a
+	// literal block scalar ("|") to the line of the value's first line:
+	// line k of the value is line TextLines[path]+k-1 of the source.
+	TextLines map[string]int
 }
 
 // Name returns the object's metadata.name.
@@ -221,6 +225,7 @@ type decoder struct {
 	diags      Diagnostics
 	kind, name string              // of the object being decoded, for diagnostics
 	pos        map[string]Position // of the object being decoded
+	text       map[string]int      // of the object being decoded: Manifest.TextLines
 	nodes      int                 // nodes visited, against maxDecodeNodes
 	exhausted  bool
 }
@@ -400,6 +405,7 @@ func (d *decoder) object(root *yaml.Node) *Manifest {
 		return nil
 	}
 	d.pos = map[string]Position{"": posOf(root)}
+	d.text = map[string]int{}
 	r := kind.New()
 	if d.cfg.namesOnly {
 		d.nameOnly(root, r)
@@ -412,7 +418,7 @@ func (d *decoder) object(root *yaml.Node) *Manifest {
 	if d.cfg.apply && !d.cfg.namesOnly {
 		dropIgnoredOnApply(r)
 	}
-	return &Manifest{Object: kind.Wrap(r), Kind: kind, Source: d.source, Doc: d.doc, Positions: d.pos}
+	return &Manifest{Object: kind.Wrap(r), Kind: kind, Source: d.source, Doc: d.doc, Positions: d.pos, TextLines: d.text}
 }
 
 // nameOnly sets r's metadata.name from the object's mapping root, for
@@ -593,6 +599,9 @@ func (d *decoder) field(m protoreflect.Message, fd protoreflect.FieldDescriptor,
 	default:
 		if x, ok := d.value(v, fd, func() protoreflect.Value { return m.NewField(fd) }, path); ok {
 			m.Set(fd, x)
+			if fd.Kind() == protoreflect.StringKind && v.Style&yaml.LiteralStyle != 0 {
+				d.text[path] = v.Line + 1 // the text starts below the "|"
+			}
 		}
 	}
 }

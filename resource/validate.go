@@ -142,8 +142,9 @@ func sortedKeys(m map[string]string) []string {
 // each object, plus checks across documents (the same kind and name given
 // twice). Each violation is located through the manifest's position map:
 // at its field, or at the nearest ancestor written in the manifest when the
-// field itself is missing. Diagnostics come per manifest in the given
-// order, sorted by position within a manifest; nil means no problems.
+// field itself is missing, or at its line inside a block of text (see
+// Manifest.locate). Diagnostics come per manifest in the given order,
+// sorted by position within a manifest; nil means no problems.
 func ValidateManifests(ms []*Manifest) Diagnostics {
 	var out Diagnostics
 	seen := map[string]*Manifest{}
@@ -157,7 +158,8 @@ func ValidateManifests(ms []*Manifest) Diagnostics {
 		}
 		name := m.Name()
 		at := func(v apierror.Violation) Diagnostic {
-			return Diagnostic{Source: m.Source, Doc: m.Doc, Position: m.Pos(v.Field), Kind: kind, Name: name, Violation: v}
+			pos, v := m.locate(v)
+			return Diagnostic{Source: m.Source, Doc: m.Doc, Position: pos, Kind: kind, Name: name, Violation: v}
 		}
 		var ds Diagnostics
 		for _, v := range Validate(m.Object) {

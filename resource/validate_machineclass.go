@@ -131,7 +131,8 @@ func ReservedKernelArg(arg string) string {
 // (ReservedKernelArg), at most MaxKernelArgs of them, each at most
 // MaxKernelArgBytes and all together, joined with single spaces, at most
 // MaxKernelArgsBytes (only the first MaxKernelArgs are checked one by
-// one); SSH keys are single OpenSSH public keys.
+// one); SSH keys are single OpenSSH public keys; the Ignition and
+// Container Linux Config snippets pass validateSnippets.
 func validateMachineClass(e *violations, s *roostv1.MachineClassSpec) {
 	for i, term := range s.GetServerSelector() {
 		if _, err := ParseRequirement(term); err != nil {
@@ -145,6 +146,7 @@ func validateMachineClass(e *violations, s *roostv1.MachineClassSpec) {
 		e.addf("spec.installDisk.minSize", "swap the two, or raise maxSize", "must not exceed maxSize (%s > %s)", d.GetMinSize(), d.GetMaxSize())
 	}
 	checkKernelArgs(e, s.GetKernelArgs())
+	validateSnippets(e, s)
 	for i, k := range s.GetSshAuthorizedKeys() {
 		f := joinIndex("spec.sshAuthorizedKeys", i)
 		const hint = `paste one line of a .pub file, e.g. "ssh-ed25519 AAAAC3Nza… user@host"`
