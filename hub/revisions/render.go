@@ -255,6 +255,7 @@ func Render(in Inputs, number int64) (*roostv1.RevisionSpec, error) {
 		}
 		p.Files, p.Units = append(p.Files, files...), append(p.Units, units...)
 	}
+	addClassSnippets(&p, in)
 	ign, err := ignition.RenderJSON(p)
 	if err != nil {
 		return nil, fmt.Errorf("render Ignition config: %w", err)
