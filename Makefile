@@ -33,6 +33,10 @@ e2e: testbed testbin ## QEMU end-to-end tests (no KVM needed; ~40-55 min): the I
 	./images/deps.sh --e2e
 	ROOST_E2E=1 ROOST_BIN=$(BIN) $(GO) test -v -count=1 -p 1 -timeout 80m ./imagebuilder/e2e/ ./test/e2e/
 
+e2e-worker: testbed testbin ## the worker end-to-end test alone (TestWorker): a QEMU server joins a real kube-apiserver on the host, its Node turns Ready, a pod with a PodDisruptionBudget is drained for a v1 → v2 rollout
+	./images/deps.sh --e2e
+	ROOST_E2E=1 ROOST_E2E_WORKER=1 ROOST_BIN=$(BIN) $(GO) test -v -count=1 -timeout 60m -run 'TestWorker' ./test/e2e/
+
 testbed: build ## build the testbed OS release bundle from Debian packages (cached in _output/testbed; installs debootstrap etc.)
 	ROOST_BIN=$(BIN) ./images/testbed/build.sh
 
@@ -78,4 +82,4 @@ check-generated: generate ## fail when committed generated code differs from `ma
 demo: ## the main job, narrated: a hub, the testbed image, a QEMU server that enrolls, is assigned to pool demo and boots from disk (hack/demo.sh)
 	./hack/demo.sh
 
-.PHONY: help build test test-unit test-root test-kube test-sim e2e testbed testbin bench lint tools generate check-generated demo
+.PHONY: help build test test-unit test-root test-kube test-sim e2e e2e-worker testbed testbin bench lint tools generate check-generated demo
