@@ -1,6 +1,9 @@
 package resource
 
 import (
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -112,5 +115,42 @@ func TestSnippetLines(t *testing.T) {
 				t.Errorf("diagnostics:\n%s\nwant one starting %q", FormatViolations(ds), tc.want)
 			}
 		})
+	}
+}
+
+// TestCustomisingDoc: docs/customising.md shows
+// examples/machineclass-custom.yaml as it is, and its other snippets (the
+// JSON form, the Container Linux Config) are valid MachineClass snippets.
+func TestCustomisingDoc(t *testing.T) {
+	doc, err := os.ReadFile("../docs/customising.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	example, err := os.ReadFile(filepath.Join(examplesDir, "machineclass-custom.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), "```yaml\n"+string(example)+"```\n") {
+		t.Error("docs/customising.md does not show examples/machineclass-custom.yaml as it is: copy it there")
+	}
+	blocks := regexp.MustCompile("(?s)```(json|yaml)\n(.*?)```\n").FindAllStringSubmatch(string(doc), -1)
+	var checked int
+	for _, b := range blocks {
+		mc := validClass()
+		switch {
+		case b[1] == "json":
+			mc.Spec.Ignition = b[2]
+		case strings.HasPrefix(b[2], "storage:"):
+			mc.Spec.ContainerLinuxConfig = b[2]
+		default:
+			continue
+		}
+		checked++
+		if vs := Validate(Wrap(mc)); len(vs) > 0 {
+			t.Errorf("docs/customising.md snippet:\n%s\n%s", b[2], violationsText(vs))
+		}
+	}
+	if checked != 2 {
+		t.Errorf("checked %d snippets of docs/customising.md, want 2 (the JSON one, the Container Linux Config)", checked)
 	}
 }

@@ -3,6 +3,8 @@ package ignition
 import (
 	"encoding/json"
 	"errors"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -332,5 +334,30 @@ func TestMergeSnippets(t *testing.T) {
 	}
 	if strings.Join(paths, " ") != "/etc/issue /etc/motd" || strings.Join(units, " ") != "a.service b.service" || cfg.Ignition.Version != SpecVersion {
 		t.Errorf("merged %v %v %s", paths, units, cfg.Ignition.Version)
+	}
+}
+
+// TestAllowedDocumented: docs/customising.md lists every field of the
+// allow-list (as storage.files[].path), and names no other.
+func TestAllowedDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/customising.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	for _, m := range regexp.MustCompile("`((?:ignition|storage|systemd|passwd)\\.[A-Za-z.\\[\\]]+)`").FindAllStringSubmatch(string(doc), -1) {
+		listed[m[1]] = true
+	}
+	for _, a := range Allowed {
+		d := strings.ReplaceAll(a, ".*", "[]")
+		if !listed[d] {
+			t.Errorf("docs/customising.md does not list %s", d)
+		}
+		delete(listed, d)
+	}
+	for d := range listed {
+		if strings.Contains(d, "[]") {
+			t.Errorf("docs/customising.md lists %s, which is not in Allowed", d)
+		}
 	}
 }
