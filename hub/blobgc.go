@@ -13,7 +13,7 @@ import (
 
 // Blob garbage collection runs on every member, leader or not: each member
 // has its own blob store (hub/blobs). A pass removes the complete blobs
-// that no ImageRelease (and no Revision) in the member's applied state
+// that no ImageRelease, Extension or Revision in the member's applied state
 // names and that were stored or last checked (blobs.Store.Touch) more
 // than the grace before the pass read the state, and the partial uploads
 // untouched for blobs.DefaultPartialGrace.
@@ -171,7 +171,8 @@ func (h *Hub) blobGCNotReady() string {
 }
 
 // referencedBlobs returns the digests of the artifacts that the
-// ImageReleases and Revisions in this member's applied state name.
+// ImageReleases, Extensions and Revisions (their release artifacts and
+// extension images) in this member's applied state name.
 func (h *Hub) referencedBlobs() map[string]bool {
 	keep := map[string]bool{}
 	add := func(as ...*roostv1.Artifact) {
@@ -189,6 +190,12 @@ func (h *Hub) referencedBlobs() map[string]bool {
 	r.EachRevision(func(rv *roostv1.Revision) {
 		s := rv.GetSpec()
 		add(s.GetKernel(), s.GetInitrd(), s.GetBootLoader())
+		for _, x := range s.GetExtensions() {
+			add(x.GetImage())
+		}
 	})
+	for _, o := range r.List("Extension") {
+		add(o.GetExtension().GetSpec().GetImage())
+	}
 	return keep
 }

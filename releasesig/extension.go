@@ -134,6 +134,14 @@ func VerifyExtension(e Extension, keys []ed25519.PublicKey) error {
 	if !signed {
 		return fmt.Errorf("%s: %w", e, ErrUntrusted)
 	}
+	return e.CheckManifest()
+}
+
+// CheckManifest is VerifyExtension without the signature: it checks only
+// that e's manifest describes e. The hub runs it on every Extension, also
+// while it trusts no release key. Errors wrap ErrExtensionMismatch (or
+// are JSON errors), prefixed with "extension NAME VERSION: ".
+func (e Extension) CheckManifest() error {
 	m, err := ParseExtensionManifest(e.Manifest)
 	if err != nil {
 		return fmt.Errorf("%s: %w", e, err)

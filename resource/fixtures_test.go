@@ -106,6 +106,11 @@ func sampleObjects() []*roostv1.Object {
 				ImageVersion: "2026.11.0", Hostname: "node-7", NetworkProfile: "rack-r12", KernelArgs: []string{"console=ttyS0"},
 				Kernel: &roostv1.Artifact{Sha256: "aa", Size: 8 << 20}, InputsSha256: "bb"},
 			Status: &roostv1.RevisionStatus{Phase: "Failed", Reason: "boot entry roost-rev-7 ran out of tries (3 failed boots); booted revision 6"}}),
+		Wrap(&roostv1.Extension{ApiVersion: APIVersion, Kind: "Extension", Metadata: meta("kubelet-v1-34-4", "2026-11-19T08:00:00Z"),
+			Spec: &roostv1.ExtensionSpec{Name: "kubelet", Version: "v1.34.4", Architecture: "x86-64",
+				Image:    &roostv1.Artifact{Sha256: "5e2b0c7d9a41f3e8b6c1d0a9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9", Size: 58 << 20},
+				Paths:    []string{"/usr/bin/kubelet", "/usr/lib/extension-release.d/extension-release.kubelet"},
+				Manifest: []byte(`{"apiVersion":"roost.io/v1","kind":"ExtensionManifest","name":"kubelet"}`), Signature: "c2lnbmF0dXJl"}}),
 	}
 }
 

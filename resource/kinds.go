@@ -98,6 +98,12 @@ var kinds = []*Kind{
 		wrap: func(r Resource) *roostv1.Object {
 			return &roostv1.Object{Kind: &roostv1.Object_Revision{Revision: r.(*roostv1.Revision)}}
 		}},
+	// Extensions are pushed with 'roostctl extension push', not applied.
+	{Name: "Extension", Singular: "extension", Plural: "extensions", Short: []string{"ext", "exts"},
+		New: func() Resource { return &roostv1.Extension{} },
+		wrap: func(r Resource) *roostv1.Object {
+			return &roostv1.Object{Kind: &roostv1.Object_Extension{Extension: r.(*roostv1.Extension)}}
+		}},
 }
 
 var byAlias = func() map[string]*Kind {
@@ -172,6 +178,8 @@ func Unwrap(o *roostv1.Object) (Resource, *Kind) {
 		r = v.Lease
 	case *roostv1.Object_Revision:
 		r = v.Revision
+	case *roostv1.Object_Extension:
+		r = v.Extension
 	default:
 		return nil, nil
 	}

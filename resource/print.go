@@ -294,6 +294,29 @@ var tableColumns = map[string][]column{
 		{header: "HOSTNAME", wide: true, value: func(r Resource, _ time.Time) string { return r.(*roostv1.Revision).GetSpec().GetHostname() }},
 		{header: "REASON", wide: true, value: func(r Resource, _ time.Time) string { return r.(*roostv1.Revision).GetStatus().GetReason() }},
 	},
+	"Extension": extensionColumns,
+}
+
+// extensionColumns are an Extension's: its version, architecture ("any"
+// when it has none), image size and the first 12 hex digits of its
+// sha256; wide adds the extension's name and how many paths it ships.
+var extensionColumns = []column{
+	{header: "VERSION", value: func(r Resource, _ time.Time) string { return r.(*roostv1.Extension).GetSpec().GetVersion() }},
+	{header: "ARCH", value: func(r Resource, _ time.Time) string {
+		if a := r.(*roostv1.Extension).GetSpec().GetArchitecture(); a != "" {
+			return a
+		}
+		return "any"
+	}},
+	{header: "SIZE", value: func(r Resource, _ time.Time) string { return bytesCell(r.(*roostv1.Extension).GetSpec().GetImage().GetSize()) }},
+	{header: "SHA256", value: func(r Resource, _ time.Time) string {
+		d := r.(*roostv1.Extension).GetSpec().GetImage().GetSha256()
+		return d[:min(len(d), 12)]
+	}},
+	{header: "EXTENSION", wide: true, value: func(r Resource, _ time.Time) string { return r.(*roostv1.Extension).GetSpec().GetName() }},
+	{header: "PATHS", wide: true, value: func(r Resource, _ time.Time) string {
+		return strconv.Itoa(len(r.(*roostv1.Extension).GetSpec().GetPaths()))
+	}},
 }
 
 // Columns returns the table headers PrintTable writes for a kind, NAME

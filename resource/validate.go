@@ -46,6 +46,8 @@ func Validate(obj *roostv1.Object) []apierror.Violation {
 		validateNetworkProfile(&e, x.GetSpec())
 	case *roostv1.MaintenanceWindow:
 		validateMaintenanceWindow(&e, x.GetSpec())
+	case *roostv1.Extension:
+		validateExtension(&e, x.GetMetadata(), x.GetSpec())
 	}
 	return e.list
 }

@@ -132,7 +132,8 @@ func ReservedKernelArg(arg string) string {
 // MaxKernelArgBytes and all together, joined with single spaces, at most
 // MaxKernelArgsBytes (only the first MaxKernelArgs are checked one by
 // one); SSH keys are single OpenSSH public keys; the Ignition and
-// Container Linux Config snippets pass validateSnippets.
+// Container Linux Config snippets pass validateSnippets; extensions are
+// references (checkClassExtensions).
 func validateMachineClass(e *violations, s *roostv1.MachineClassSpec) {
 	for i, term := range s.GetServerSelector() {
 		if _, err := ParseRequirement(term); err != nil {
@@ -158,6 +159,7 @@ func validateMachineClass(e *violations, s *roostv1.MachineClassSpec) {
 			e.add(f, "holds more than one key", "give each key as its own list item")
 		}
 	}
+	checkClassExtensions(e, s.GetExtensions())
 }
 
 // checkKernelArgs checks a MachineClass's spec.kernelArgs (see

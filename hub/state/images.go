@@ -158,11 +158,17 @@ func (f *FSM) ImageReleaseUsage(version string) (ImageReleaseUsage, error) {
 	return u, nil
 }
 
-// deleteObjectChecked is deleteObject with the image catalog's rule: an
+// deleteObjectChecked is deleteObject with the catalogs' rules: an
 // ImageRelease is not deleted while a Revision boots it or a Pool pins
-// its version (FailedPrecondition naming a few of them). Other kinds go
-// straight to deleteObject.
+// its version (FailedPrecondition naming a few of them), an Extension
+// while a MachineClass resolves to it (checkExtensionDelete). Other kinds
+// go straight to deleteObject.
 func (a *applier) deleteObjectChecked(c *roostv1.DeleteObject) ([]*roostv1.ApplyResult, *apierror.Error) {
+	if k, err := resource.Lookup(c.GetKind()); err == nil && k.Name == kindExtension {
+		if aerr := a.checkExtensionDelete(c.GetName()); aerr != nil {
+			return nil, aerr
+		}
+	}
 	if k, err := resource.Lookup(c.GetKind()); err == nil && k.Name == kindImageRelease && c.GetName() != "" {
 		raw, err := a.txn.First(kindImageRelease, indexID, c.GetName())
 		if err != nil {

@@ -35,6 +35,9 @@ func (a *applier) applyObjects(c *roostv1.ApplyObjects) ([]*roostv1.ApplyResult,
 		in   resource.Resource
 		name string
 	}
+	if aerr := a.checkExtensionPuts(c); aerr != nil {
+		return nil, aerr
+	}
 	objs := c.GetObjects()
 	items := make([]item, len(objs))
 	var bad []apierror.Violation
@@ -167,6 +170,9 @@ func (a *applier) applyObjects(c *roostv1.ApplyObjects) ([]*roostv1.ApplyResult,
 			msg = bad[0].Message
 		}
 		return nil, apierror.FailedPreconditionFields(msg, bad...)
+	}
+	if aerr := a.checkExtensionUse(final, results); aerr != nil {
+		return nil, aerr
 	}
 	for _, o := range final {
 		warnings, aerr := a.referenceWarnings(o)

@@ -31,7 +31,15 @@ import (
 //	   that is not Decommissioned, pre-assigns servers to it (spec.pool;
 //	   rulesPoolReferences); the ReregisterServer command records a Server
 //	   the state lost again for its agent (RulesReregister)
-const RulesVersion uint32 = 3
+//	4: ApplyObjects may carry Extensions, checked and kept immutable by
+//	   the FSM (signed by a trusted key once one is trusted); a
+//	   MachineClass's spec.extensions must resolve to Extensions that can
+//	   be merged on its Machines' Servers, checked when the class, a Pool
+//	   using it or a new version it follows is applied; an Extension a
+//	   class resolves to is not deleted (RulesExtensions). Under older
+//	   rules the kind is unknown, as it is to the members implementing
+//	   them.
+const RulesVersion uint32 = 4
 
 // Versions that introduced a rule, for the applier's checks.
 const (
@@ -59,6 +67,9 @@ const (
 	// which an agent whose Server the state lost (a restore of an older
 	// snapshot, a delete) records it again, PendingApproval.
 	RulesReregister uint32 = 3
+	// RulesExtensions: members know the Extension kind and check
+	// Extensions and MachineClass spec.extensions (extensions.go).
+	RulesExtensions uint32 = 4
 )
 
 // commandRules is the apply rules version of cmd; 0 (commands written

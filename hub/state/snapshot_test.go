@@ -102,6 +102,7 @@ func compareTables(t *testing.T, got, want tables) {
 func TestSnapshotRoundTrip(t *testing.T) {
 	h := newHarness(t, Options{})
 	h.mustApply(h.objects(oneOfEach()...))
+	h.mustApply(ext(h.objects(extensionObj("kubelet", "v1.34.4"), classWith("with-extensions", "kubelet"))))
 	h.mustApply(initCACmd("-----BEGIN CERTIFICATE-----", "-----BEGIN PRIVATE KEY-----"))
 	h.mustApply(putMemberCmd("hub-b", "10.0.0.2:7000", "10.0.0.2:7443"))
 	h.mustApply(putMemberCmd("hub-a", "10.0.0.1:7000", "10.0.0.1:7443"))
