@@ -115,10 +115,10 @@ func TestEnrollBadInputs(t *testing.T) {
 		{"bad token", func(e *env) []string { return set(e.args, "--token", "nope") }, []string{"token"}},
 		{"invalid user config", func(e *env) []string {
 			return append(e.args, "--user-config", write(t, e.dir, "bad.ign", `{"ignition":{"version":"3.3.0"},"storage":{"files":[{"path":"etc/x"}]}}`))
-		}, []string{"bad.ign", "storage.files.0.path"}},
+		}, []string{"bad.ign", "line 1: storage.files[0].path: path not absolute"}},
 		{"untranslatable CLC", func(e *env) []string {
 			return append(e.args, "--user-config", write(t, e.dir, "disk.yaml", "storage:\n  disks:\n    - device: /dev/sda\n"))
-		}, []string{"disk.yaml", "storage.disks.0.device"}},
+		}, []string{"disk.yaml", "line 3: storage.disks[0]: is not allowed in a snippet"}},
 		{"missing ssh key", func(e *env) []string { return append(e.args, "--ssh-key", filepath.Join(e.dir, "nokey.pub")) }, []string{"SSH key"}},
 		{"bad format", func(e *env) []string { return append(e.args, "--format", "vhd") }, []string{"--format"}},
 	}
