@@ -1,7 +1,10 @@
-// Package ignition renders the Ignition config (spec 3.3.0) baked into an
-// enrollment image: the agent configuration file, the roost-agent unit, SSH
-// keys for the user "core", the optional enrollment network profile, and the
-// user's own snippets (Ignition v3 JSON or Container Linux Config YAML).
+// Package ignition renders Ignition configs (spec 3.3.0): the one baked
+// into an enrollment image (the agent configuration file, the roost-agent
+// unit, SSH keys for the user "core", the optional enrollment network
+// profile) and, for hub/revisions, each Revision's; and it checks and
+// merges users' snippets into them (snippet.go: Ignition spec 3 as JSON
+// or YAML, or a Container Linux Config; one allow-list, Allowed, for the
+// enrollment --user-config and a MachineClass's snippets alike).
 //
 // Spec 3.3.0 is what Debian's ignition (2.14) and Flatcar read. The output is
 // deterministic: the same inputs give the same bytes (files, directories,

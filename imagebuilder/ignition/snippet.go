@@ -148,13 +148,14 @@ func ParseSnippet(s Snippet) (types.Config, error) {
 //     FormatIgnition, a Container Linux Config for FormatCLC (unknown
 //     fields included);
 //  2. for Ignition, the version (3.0.0 to 3.3.0) and the Ignition
-//     library's validation (types, absolute paths, unit names, duplicate
-//     entries…); for a Container Linux Config, the transpiler's validation
-//     and the translation to spec 3.3 (translate23);
+//     library's validation (types, absolute and clean paths, nothing
+//     under a link the snippet creates, unit names, duplicate entries…);
+//     for a Container Linux Config, the transpiler's validation, no
+//     Flatcar-only section (flatcarSections), the translation to spec 3.3
+//     (translate23) and the library's validation of the result;
 //  3. the allow-list (Allowed, checkAllowed: inline content only), the
-//     paths and units r reserves (nil reserves nothing), entries under a
-//     link the snippet creates, and names systemd would not read
-//     (checkSettingsFiles).
+//     paths and units r reserves (nil reserves nothing), and names
+//     systemd would not read (checkSettingsFiles).
 //
 // It returns the config in spec 3.3, or a *SnippetError listing every
 // problem of the failing step, each with the field path and line it is at
