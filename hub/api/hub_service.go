@@ -25,6 +25,9 @@ func (s *Server) Apply(ctx context.Context, req *roostv1.ApplyRequest) (*roostv1
 	if len(req.GetObjects()) == 0 {
 		return nil, apierror.Invalid("nothing to apply", apierror.Violation{Field: "objects", Message: "must hold at least one object"})
 	}
+	if resp, done, err := s.applyExtensions(ctx, req); done { // Extensions are pushed (extension.go)
+		return resp, err
+	}
 	var vs []apierror.Violation
 	for i, o := range req.GetObjects() {
 		prefix := fmt.Sprintf("objects[%d]", i)
