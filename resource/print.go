@@ -308,7 +308,9 @@ var extensionColumns = []column{
 		}
 		return "any"
 	}},
-	{header: "SIZE", value: func(r Resource, _ time.Time) string { return bytesCell(r.(*roostv1.Extension).GetSpec().GetImage().GetSize()) }},
+	{header: "SIZE", value: func(r Resource, _ time.Time) string {
+		return bytesCell(r.(*roostv1.Extension).GetSpec().GetImage().GetSize())
+	}},
 	{header: "SHA256", value: func(r Resource, _ time.Time) string {
 		d := r.(*roostv1.Extension).GetSpec().GetImage().GetSha256()
 		return d[:min(len(d), 12)]

@@ -63,7 +63,7 @@ type memo struct {
 }
 
 // watchedKinds are the kinds a Revision is rendered from.
-var watchedKinds = [...]string{"Machine", "Server", "Pool", "MachineClass", "NetworkProfile", "Cluster", "ImageRelease", "Revision"}
+var watchedKinds = [...]string{"Machine", "Server", "Pool", "MachineClass", "NetworkProfile", "Cluster", "ImageRelease", "Revision", "Extension"}
 
 const (
 	watchServer   = 1
@@ -88,6 +88,9 @@ type memoKey struct {
 	latest     *roostv1.Revision
 	latestRead bool
 	indexes    [8]uint64
+	// extensions is Inputs.extensionsKey: the resolved Extensions, or why
+	// they could not be.
+	extensions string
 }
 
 func newMemoKey(in Inputs, latest *roostv1.Revision, latestRead bool) memoKey {
@@ -96,7 +99,7 @@ func newMemoKey(in Inputs, latest *roostv1.Revision, latestRead bool) memoKey {
 		indexes: [8]uint64{in.Machine.GetMetadata().GetModifyIndex(), in.Server.GetMetadata().GetModifyIndex(),
 			in.Pool.GetMetadata().GetModifyIndex(), in.MachineClass.GetMetadata().GetModifyIndex(),
 			in.NetworkProfile.GetMetadata().GetModifyIndex(), in.Cluster.GetMetadata().GetModifyIndex(),
-			in.Release.GetMetadata().GetModifyIndex(), latest.GetMetadata().GetModifyIndex()}}
+			in.Release.GetMetadata().GetModifyIndex(), latest.GetMetadata().GetModifyIndex()}, extensions: in.extensionsKey}
 }
 
 // Run reconciles until ctx ends.
@@ -269,6 +272,10 @@ type view struct {
 	// sameServers (sameRevisions): no Server (Revision) was written since
 	// the snapshot the memo was checked against.
 	sameServers, sameRevisions bool
+	// exts caches what each MachineClass's extensions resolve to, and
+	// allExts holds every Extension (read at the first use).
+	exts    map[*roostv1.MachineClass]resolved
+	allExts []*roostv1.Extension
 }
 
 // kindName keys view's caches: a kind and a name, or a pinned version
@@ -367,7 +374,7 @@ func (v *view) inputs(m *roostv1.Machine, prev *memoKey) (Inputs, string) {
 			return in, "no ImageRelease yet (roostctl image push BUNDLE_DIR)"
 		}
 	}
-	return in, ""
+	return in, v.extensions(&in)
 }
 
 // PickRelease chooses the ImageRelease with version, else the newest (by

@@ -55,6 +55,12 @@ type Inputs struct {
 	NetworkProfile *roostv1.NetworkProfile
 	Cluster        *roostv1.Cluster
 	Release        *roostv1.ImageRelease
+	// Extensions are the MachineClass's spec.extensions resolved for the
+	// Server, by name (see extensions.go); the controller sets them.
+	Extensions []*roostv1.Extension
+	// extensionsKey identifies Extensions (or why they could not be
+	// resolved) for the controller's memo.
+	extensionsKey string
 }
 
 // Hostname is the Machine's host name: spec.hostname, else its name
@@ -130,6 +136,7 @@ func (in Inputs) hash(legacy bool) string {
 	}
 	class.ServerSelector = nil
 	write("class", class)
+	hashExtensions(h, in)
 	fmt.Fprintf(h, "profile %s\n", in.NetworkProfile.GetMetadata().GetName())
 	write("profile", in.NetworkProfile.GetSpec())
 	fmt.Fprintf(h, "cluster %s\n", in.Cluster.GetMetadata().GetName())
@@ -260,6 +267,10 @@ func Render(in Inputs, number int64) (*roostv1.RevisionSpec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("render Ignition config: %w", err)
 	}
+	exts, err := revisionExtensions(in)
+	if err != nil {
+		return nil, err
+	}
 	mc := in.MachineClass.GetSpec()
 	spec := &roostv1.RevisionSpec{
 		Server: server, Number: number, Machine: in.Machine.GetMetadata().GetName(),
@@ -270,7 +281,7 @@ func Render(in Inputs, number int64) (*roostv1.RevisionSpec, error) {
 		InstallDisk: mc.GetInstallDisk(), WipeForeignDisks: mc.GetWipeForeignDisks(),
 		Hostname: host, NetworkProfile: in.NetworkProfile.GetMetadata().GetName(),
 		RequiredUnits: requiredUnits(in), HealthUrls: healthURLs(in),
-		InputsSha256: in.Hash(),
+		InputsSha256: in.Hash(), Extensions: exts,
 	}
 	return proto.Clone(spec).(*roostv1.RevisionSpec), nil
 }
