@@ -149,95 +149,6 @@ func (a *applier) trustedKeys() ([]ed25519.PublicKey, error) {
 
 // ---- what MachineClasses resolve to
 
-// CompareExtensionVersions orders extension versions "naturally", as
-// semantic versions extended to any version string: a leading "v" before
-// a digit is ignored; runs of digits compare as numbers and other runs as
-// text ("v1.34.10" > "v1.34.9" > "1.34"); a "-" or "~" starts a
-// pre-release, which comes before the version without it ("1.35.0-rc.1"
-// < "1.35.0"), and a "+" build suffix comes after. Versions equal under
-// these rules are ordered by their bytes, so the order is total. It
-// returns -1, 0 or +1.
-func CompareExtensionVersions(a, b string) int {
-	split := func(v string) (core, pre, build string, hasPre bool) {
-		if len(v) > 1 && (v[0] == 'v' || v[0] == 'V') && v[1] >= '0' && v[1] <= '9' {
-			v = v[1:]
-		}
-		v, build, _ = strings.Cut(v, "+")
-		if i := strings.IndexAny(v, "-~"); i >= 0 {
-			return v[:i], v[i+1:], build, true
-		}
-		return v, "", build, false
-	}
-	ac, ap, ab, aPre := split(a)
-	bc, bp, bb, bPre := split(b)
-	if c := naturalCompare(ac, bc); c != 0 {
-		return c
-	}
-	switch {
-	case aPre && !bPre:
-		return -1
-	case !aPre && bPre:
-		return 1
-	}
-	if c := naturalCompare(ap, bp); c != 0 {
-		return c
-	}
-	if c := naturalCompare(ab, bb); c != 0 {
-		return c
-	}
-	return strings.Compare(a, b)
-}
-
-// naturalCompare compares a and b run by run: digit runs as numbers,
-// other runs as bytes; a prefix comes first.
-func naturalCompare(a, b string) int {
-	isDigit := func(c byte) bool { return c >= '0' && c <= '9' }
-	run := func(s string) (string, string) {
-		i := 1
-		for i < len(s) && isDigit(s[i]) == isDigit(s[0]) {
-			i++
-		}
-		return s[:i], s[i:]
-	}
-	for a != "" && b != "" {
-		var ra, rb string
-		ra, a = run(a)
-		rb, b = run(b)
-		da, db := isDigit(ra[0]), isDigit(rb[0])
-		switch {
-		case da && db:
-			na, nb := strings.TrimLeft(ra, "0"), strings.TrimLeft(rb, "0")
-			if len(na) != len(nb) {
-				return cmpInt(len(na), len(nb))
-			}
-			if c := strings.Compare(na, nb); c != 0 {
-				return c
-			}
-		case da != db:
-			// a number sorts before text ("1.0.1" < "1.0.a")
-			if da {
-				return -1
-			}
-			return 1
-		default:
-			if c := strings.Compare(ra, rb); c != 0 {
-				return c
-			}
-		}
-	}
-	return cmpInt(len(a), len(b))
-}
-
-func cmpInt(a, b int) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
 // ExtensionRefError is why a MachineClass's spec.extensions item (Index,
 // Ref) cannot be resolved or used.
 type ExtensionRefError struct {
@@ -253,7 +164,7 @@ func (e *ExtensionRefError) Error() string {
 
 // ResolveExtensions resolves refs, a MachineClass's spec.extensions,
 // against all, every Extension: "NAME" is the newest version of NAME
-// (CompareExtensionVersions), "NAME=VERSION" that version. The result is
+// (resource.CompareExtensionVersions), "NAME=VERSION" that version. The result is
 // sorted by extension name (the order systemd-sysext merges them in),
 // with the index into refs of each. The error is an *ExtensionRefError
 // for the first item that names no Extension (or does not parse).
@@ -274,7 +185,7 @@ func ResolveExtensions(all []*roostv1.Extension, refs []string) ([]*roostv1.Exte
 				if s.GetVersion() == version {
 					pick = x
 				}
-			case pick == nil || CompareExtensionVersions(s.GetVersion(), pick.GetSpec().GetVersion()) > 0:
+			case pick == nil || resource.CompareExtensionVersions(s.GetVersion(), pick.GetSpec().GetVersion()) > 0:
 				pick = x
 			}
 		}
@@ -319,7 +230,7 @@ func extensionVersions(all []*roostv1.Extension, name string) []string {
 			vs = append(vs, x.GetSpec().GetVersion())
 		}
 	}
-	sort.Slice(vs, func(i, j int) bool { return CompareExtensionVersions(vs[i], vs[j]) < 0 })
+	sort.Slice(vs, func(i, j int) bool { return resource.CompareExtensionVersions(vs[i], vs[j]) < 0 })
 	return vs
 }
 

@@ -312,20 +312,6 @@ func TestExtensionSnapshotRoundTrip(t *testing.T) {
 	wantCode(t, rh.apply(ext(rh.objects(extensionObj("tools", "1.0", func(m *releasesig.ExtensionManifest) { m.Image.Size = 1 })))).Err, codes.FailedPrecondition)
 }
 
-func TestCompareExtensionVersions(t *testing.T) {
-	ordered := []string{"0.9", "1", "1.0", "1.0.0-rc.1", "1.0.0-rc.2", "1.0.0-rc.10", "1.0.0", "v1.0.0", "1.0.0+build1", "1.0.1", "1.0.a",
-		"1.2", "1.10", "v1.34.4", "v1.34.10", "2026.11.0"}
-	for i := range ordered {
-		for j := range ordered {
-			got := CompareExtensionVersions(ordered[i], ordered[j])
-			want := cmpInt(i, j)
-			if got != want {
-				t.Errorf("CompareExtensionVersions(%q, %q) = %d, want %d", ordered[i], ordered[j], got, want)
-			}
-		}
-	}
-}
-
 func TestResolveExtensions(t *testing.T) {
 	var all []*roostv1.Extension
 	for _, nv := range [][2]string{{"kubelet", "v1.34.10"}, {"kubelet", "v1.34.9"}, {"agent", "0.4.0"}, {"agent", "0.4.0-rc.1"}} {
