@@ -88,6 +88,11 @@ func TestExtensionPush(t *testing.T) {
 		!strings.Contains(r.out, "  version: v1.34.4\n") || !strings.Contains(r.out, "    - /usr/bin/kubelet\n") {
 		t.Fatalf("get -o yaml: %d\n%s%s", r.code, r.out, r.err)
 	}
+	// What get prints cannot be applied: Extensions are pushed.
+	if a := run("apply", "-f", writeFile(t, dir, "ext.yaml", r.out)); a.code != ExitUsage || !strings.Contains(a.err, "Extensions are pushed with their signed image, not applied") ||
+		!strings.Contains(a.err, "roostctl extension push NAME-VERSION.raw") {
+		t.Fatalf("apply an Extension: %d\n%s", a.code, a.err)
+	}
 	if r = run("get", "ext", "kubelet-v1-34-4", "-o", "json"); r.code != 0 || !strings.Contains(r.out, `"architecture": "x86-64"`) {
 		t.Fatalf("get -o json: %d\n%s%s", r.code, r.out, r.err)
 	}

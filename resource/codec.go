@@ -400,6 +400,11 @@ func (d *decoder) object(root *yaml.Node) *Manifest {
 				names = append(names, k.Name)
 			}
 		}
+		if kind.Name == "Extension" {
+			d.errorf(kv, "kind", "push the image with 'roostctl extension push NAME-VERSION.raw'",
+				"Extensions are pushed with their signed image, not applied")
+			return nil
+		}
 		d.errorf(kv, "kind", "appliable kinds: "+strings.Join(names, ", "),
 			"%s objects are written by the hub and cannot be applied", kind.Name)
 		return nil
