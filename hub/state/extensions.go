@@ -51,18 +51,31 @@ const pushHint = "push it first: roostctl extension push NAME-VERSION.raw (roost
 // when one is trusted (FailedPrecondition naming the extension and the
 // key its manifest names) and be the stored one when its name is taken
 // (FailedPrecondition: Extensions are immutable). While no key is
-// trusted, a warning says the signature was not checked.
-func (a *applier) checkExtensionPuts(c *roostv1.ApplyObjects) *apierror.Error {
+// trusted, a warning says the signature was not checked. It also returns
+// what the stored MachineClasses and Pools of the command resolve their
+// extensions from before the command (extensionInputs), for
+// checkExtensionUse.
+func (a *applier) checkExtensionPuts(c *roostv1.ApplyObjects) (map[string]string, *apierror.Error) {
 	var keys []ed25519.PublicKey
 	keysRead := false
+	before := map[string]string{}
 	for i, o := range c.GetObjects() {
+		if r, k := resource.Unwrap(o); r != nil && (k.Name == kindPool || k.Name == "MachineClass") {
+			raw, err := a.txn.First(k.Name, indexID, r.GetMetadata().GetName())
+			if err != nil {
+				return nil, internal(err)
+			}
+			if raw != nil {
+				before[refKey(k.Name, r.GetMetadata().GetName())] = extensionInputs(raw.(*roostv1.Object))
+			}
+		}
 		x := o.GetExtension()
 		if x == nil {
 			continue
 		}
 		field := fmt.Sprintf("objects[%d]", i)
 		if a.rules < RulesExtensions {
-			return apierror.Invalid("invalid objects", apierror.Violation{Field: field,
+			return nil, apierror.Invalid("invalid objects", apierror.Violation{Field: field,
 				Message: fmt.Sprintf("has no kind this hub's apply rules (version %d) know: Extensions need version %d", a.rules, RulesExtensions),
 				Hint:    "run a roost-hub that knows Extensions on every member"})
 		}
@@ -70,30 +83,30 @@ func (a *applier) checkExtensionPuts(c *roostv1.ApplyObjects) *apierror.Error {
 			for j := range vs {
 				vs[j].Field = field + "." + vs[j].Field
 			}
-			return apierror.Invalid("invalid Extension", vs...)
+			return nil, apierror.Invalid("invalid Extension", vs...)
 		}
 		spec := x.GetSpec()
 		ext := releasesig.FromExtension(spec)
 		raw, err := a.txn.First(kindExtension, indexID, x.GetMetadata().GetName())
 		if err != nil {
-			return internal(err)
+			return nil, internal(err)
 		}
 		if raw != nil {
 			old := raw.(*roostv1.Object).GetExtension().GetSpec()
 			if old.GetName() != spec.GetName() || old.GetVersion() != spec.GetVersion() {
-				return apierror.FailedPrecondition("extension %s %s and the recorded extension %s %s share the Extension name %s: "+
+				return nil, apierror.FailedPrecondition("extension %s %s and the recorded extension %s %s share the Extension name %s: "+
 					"give the new one a name or version that differs in more than case and separators (. _ + ~ -)",
 					spec.GetName(), spec.GetVersion(), old.GetName(), old.GetVersion(), x.GetMetadata().GetName())
 			}
 			if !proto.Equal(old, spec) {
-				return apierror.FailedPrecondition("Extension %s (%s) is recorded with another image (sha256 %s, %d bytes), manifest or signature; "+
+				return nil, apierror.FailedPrecondition("Extension %s (%s) is recorded with another image (sha256 %s, %d bytes), manifest or signature; "+
 					"extensions are immutable: build it under a new version (roost-image sysext --version) and push that",
 					x.GetMetadata().GetName(), ext, old.GetImage().GetSha256(), old.GetImage().GetSize())
 			}
 		}
 		if !keysRead {
 			if keys, err = a.trustedKeys(); err != nil {
-				return internal(err)
+				return nil, internal(err)
 			}
 			keysRead = true
 		}
@@ -102,10 +115,20 @@ func (a *applier) checkExtensionPuts(c *roostv1.ApplyObjects) *apierror.Error {
 			continue
 		}
 		if err := releasesig.VerifyExtension(ext, keys); err != nil {
-			return extensionSignatureError(field, ext, spec.GetManifest(), err)
+			return nil, extensionSignatureError(field, ext, spec.GetManifest(), err)
 		}
 	}
-	return nil
+	return before, nil
+}
+
+// extensionInputs is what a Pool (its spec.machineClass) or a
+// MachineClass (its spec.extensions) contributes to what its Machines'
+// extensions resolve to.
+func extensionInputs(o *roostv1.Object) string {
+	if p := o.GetPool(); p != nil {
+		return p.GetSpec().GetMachineClass()
+	}
+	return strings.Join(o.GetMachineClass().GetSpec().GetExtensions(), "\n")
 }
 
 // extensionSignatureError is the error of an Extension whose signature
@@ -264,7 +287,7 @@ func checkExtensionArch(exts []*roostv1.Extension, refIdx []int, refs []string, 
 		if a := s.GetArchitecture(); arch != "" && a != "" && a != arch {
 			return &ExtensionRefError{Index: refIdx[i], Ref: refs[refIdx[i]],
 				Message: fmt.Sprintf("Extension %s (%s %s) is built for %s, not %s", x.GetMetadata().GetName(), s.GetName(), s.GetVersion(), a, arch),
-				Hint:    fmt.Sprintf("push a %s build of %s and name its version, or leave it out of classes for %s Servers", arch, s.GetName(), arch)}
+				Hint:    fmt.Sprintf("push a build of %s for %s and name its version, or leave it out of classes for %s Servers", s.GetName(), arch, arch)}
 		}
 	}
 	return nil
@@ -423,13 +446,16 @@ func checkClassExtensions(txn *memdb.Txn, all []*roostv1.Extension, class *roost
 
 // checkExtensionUse runs the MachineClass checks of an apply under
 // RulesExtensions, after every object of the command is in the
-// transaction (final, with their results): each MachineClass the command
-// changed, the class of each Pool it changed (for that Pool's Machines)
-// and each class that follows (by "NAME") an extension the command
-// created. A problem with an object of the command is FailedPrecondition
+// transaction (final, with their results; before as checkExtensionPuts
+// returned it): each MachineClass whose spec.extensions the command
+// created or changed, the class of each existing Pool whose
+// spec.machineClass it changed (for that Pool's Machines) and each class
+// that follows (by "NAME") an extension the command created. Other
+// changes are not refused for what they do not change (a Pool's replicas,
+// a class's kernel arguments). A problem with an object of the command is FailedPrecondition
 // with the field path objects[I].spec.extensions[J]; one a pushed
 // Extension causes names the class and how to keep it.
-func (a *applier) checkExtensionUse(final []*roostv1.Object, results []*roostv1.ApplyResult) *apierror.Error {
+func (a *applier) checkExtensionUse(final []*roostv1.Object, results []*roostv1.ApplyResult, before map[string]string) *apierror.Error {
 	if a.rules < RulesExtensions {
 		return nil
 	}
@@ -449,6 +475,11 @@ func (a *applier) checkExtensionUse(final []*roostv1.Object, results []*roostv1.
 	for i, o := range final {
 		if results[i] == nil || results[i].GetAction() == ActionUnchanged {
 			continue
+		}
+		if r, k := resource.Unwrap(o); k != nil && (k.Name == kindPool || k.Name == "MachineClass") {
+			if was, ok := before[refKey(k.Name, r.GetMetadata().GetName())]; ok && was == extensionInputs(o) {
+				continue
+			}
 		}
 		switch {
 		case o.GetMachineClass() != nil:

@@ -246,6 +246,24 @@ func TestClassExtensionsChecked(t *testing.T) {
 	}
 	// Unchanged objects are not checked again.
 	h.mustApply(ext(h.objects(classWith("arm-class", "arm"))))
+
+	// A Machine claimed later, on a Server the class does not fit: changes
+	// that do not change what its extensions resolve to are not refused
+	// (the revision controller says why it renders nothing), changes that
+	// do are.
+	h.mustApply(ext(h.objects(poolObj("later", "prod", func(s *roostv1.PoolSpec) { s.Replicas, s.MachineClass = nil, "arm-class" }))))
+	availableServer(h, uuidB, "52:54:00:00:00:02")
+	h.mustApply(createMachinesCmd(false, newMachine("later-b", uuidB, "later")))
+	h.mustApply(ext(h.objects(poolObj("later", "prod", func(s *roostv1.PoolSpec) {
+		s.Replicas, s.MachineClass, s.NodeLabels = nil, "arm-class", map[string]string{"a": "b"}
+	}))))
+	armClass := classWith("arm-class", "arm")
+	armClass.GetMachineClass().Spec.KernelArgs = []string{"quiet"}
+	h.mustApply(ext(h.objects(armClass)))
+	e = wantCode(t, h.apply(ext(h.objects(classWith("arm-class", "arm", "tools")))).Err, codes.FailedPrecondition)
+	if len(e.Violations) != 1 || !strings.Contains(e.Violations[0].Message, "Machine later-b runs on") {
+		t.Errorf("class change with a Machine it does not fit: %v", e.Violations)
+	}
 }
 
 func getMachineClass(t *testing.T, f *FSM, name string) *roostv1.MachineClass {

@@ -35,7 +35,8 @@ func (a *applier) applyObjects(c *roostv1.ApplyObjects) ([]*roostv1.ApplyResult,
 		in   resource.Resource
 		name string
 	}
-	if aerr := a.checkExtensionPuts(c); aerr != nil {
+	extBefore, aerr := a.checkExtensionPuts(c)
+	if aerr != nil {
 		return nil, aerr
 	}
 	objs := c.GetObjects()
@@ -171,7 +172,7 @@ func (a *applier) applyObjects(c *roostv1.ApplyObjects) ([]*roostv1.ApplyResult,
 		}
 		return nil, apierror.FailedPreconditionFields(msg, bad...)
 	}
-	if aerr := a.checkExtensionUse(final, results); aerr != nil {
+	if aerr := a.checkExtensionUse(final, results, extBefore); aerr != nil {
 		return nil, aerr
 	}
 	for _, o := range final {
