@@ -149,7 +149,10 @@ exec sleep infinity
 AGENT
 		chmod 0755 "$r/usr/bin/roost-agent"
 	fi
-	ln -sf /lib/systemd/systemd "$r/init"
+	# /init copies the root into a tmpfs and switch_roots to systemd there
+	# (overlay usr/lib/roost/init): runc cannot pivot_root from rootfs
+	ln -sf /usr/lib/roost/init "$r/init"
+	mkdir -p "$r/sysroot"
 	: > "$r/etc/machine-id"
 	echo "testbed" > "$r/etc/hostname"
 	printf '127.0.0.1 localhost\n127.0.1.1 testbed\n' > "$r/etc/hosts"

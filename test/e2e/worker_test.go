@@ -71,7 +71,9 @@ func TestWorker(t *testing.T) {
 	j.hub.MustCtl(t, ctx, "extension", "push", raw)
 	j.logTiming("kubelet extension built and pushed", time.Since(step))
 
-	// ---- 2. the Cluster, its credentials, a MachineClass and a Pool ----------
+	// ---- 2. the release on channel test; the Cluster, its credentials, a
+	// MachineClass and a Pool
+	j.promote(readRelease(t, tb.Bundle).Version, "test")
 	endpoint := "https://10.0.2.2:" + kube.URL[strings.LastIndex(kube.URL, ":")+1:]
 	j.apply("cluster.yaml", clusterManifest("e2e", endpoint, string(kube.CAPEM)))
 	kc := filepath.Join(t.TempDir(), "hub.kubeconfig")
@@ -119,7 +121,7 @@ spec:
 	j.logTiming("assign → Machine Ready", time.Since(assigned))
 
 	// ---- 5. on the host: the extension merged, the runtime on STATE ----------
-	out := j.waitSSH(j.sshPort, "systemd-sysext status --no-pager; command -v kubelet; findmnt -no SOURCE,TARGET /var/lib/containerd /var/lib/kubelet; systemctl is-active containerd kubelet")
+	out := j.waitSSH(j.sshPort, "systemd-sysext status --no-pager; command -v kubelet; findmnt -rno TARGET | grep -E '^/var/lib/(containerd|kubelet)$'; sudo systemctl is-active containerd kubelet")
 	for _, want := range []string{"kubelet", "/usr/bin/kubelet", "/var/lib/containerd", "/var/lib/kubelet", "active\nactive"} {
 		if !strings.Contains(out, want) {
 			j.fatalf("on the worker, %q lacks %q", out, want)
