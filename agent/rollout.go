@@ -173,12 +173,15 @@ func (a *Agent) assess(ctx context.Context) {
 		return
 	}
 	esp := boot.ESP{Dir: h.ESPDir}
-	units, urls := DefaultRequiredUnits, []string(nil)
+	units, urls, timeout := DefaultRequiredUnits, []string(nil), h.HealthTimeout
 	if spec, err := loadRevision(hs.stateRoot, n); err == nil {
 		if len(spec.GetRequiredUnits()) > 0 {
 			units = spec.GetRequiredUnits()
 		}
 		urls = spec.GetHealthUrls()
+		if t := spec.GetBootAssessmentTimeout(); t.IsValid() && t.AsDuration() > 0 {
+			timeout = t.AsDuration()
+		}
 	} else {
 		a.log.Warn("no record of the booted revision; checking the default units", "revision", n, "err", err)
 	}
@@ -186,7 +189,7 @@ func (a *Agent) assess(ctx context.Context) {
 	if len(urls) > 0 {
 		checked += fmt.Sprintf(", healthy (%s)", strings.Join(urls, ", "))
 	}
-	deadline := a.o.Clock.Now().Add(h.HealthTimeout)
+	deadline := a.o.Clock.Now().Add(timeout)
 	for {
 		err := netErr
 		if err == nil {
@@ -214,7 +217,7 @@ func (a *Agent) assess(ctx context.Context) {
 			return
 		}
 		if !a.o.Clock.Now().Before(deadline) {
-			msg := fmt.Sprintf("revision %d unhealthy after %s: %v; rebooting so the boot loader counts this try", n, h.HealthTimeout, err)
+			msg := fmt.Sprintf("revision %d unhealthy after %s: %v; rebooting so the boot loader counts this try", n, timeout, err)
 			hs.set(CondHealthy, "False", "AssessmentFailed", msg)
 			a.log.Error(msg)
 			a.pause(ctx, 5*time.Second) // let the status reach the hub

@@ -10,7 +10,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -472,5 +475,35 @@ func writeRevisionRecord(t *testing.T, stateDir string, spec *roostv1.RevisionSp
 	}
 	if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%d.json", spec.GetNumber())), data, 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestAssessHealthURLAndTimeout: the booted Revision's record names a
+// health URL that does not answer 200 and its own boot assessment
+// timeout: the agent reboots after that timeout (not HealthTimeout), and
+// says which URL failed.
+func TestAssessHealthURLAndTimeout(t *testing.T) {
+	kubelet := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "not ready", http.StatusServiceUnavailable)
+	}))
+	defer kubelet.Close()
+	rg := newHostRig(t, 2, newRelease(t, 2).public())
+	if err := os.WriteFile(filepath.Join(rg.host.ESPDir, install.EntriesDir, "roost-rev-2+2-1.conf"), []byte("title x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	two := newRelease(t, 2).spec
+	two.RequiredUnits = []string{"roost-agent.service"}
+	two.HealthUrls = []string{kubelet.URL + "/healthz"}
+	two.BootAssessmentTimeout = durationpb.New(45 * time.Second)
+	writeRevisionRecord(t, rg.stateDir, two)
+	rg.units.Set("roost-agent.service", "active")
+	rg.start(t)
+	fakehub.Eventually(t, "reboot", func() bool { return rg.rebooter.Reboots() == 1 })
+	c := rg.waitCondition(t, agent.CondHealthy, "False", "AssessmentFailed")
+	if !strings.Contains(c.GetMessage(), "unhealthy after 45s") || !strings.Contains(c.GetMessage(), kubelet.URL+"/healthz: 503") {
+		t.Errorf("Healthy = %v", c)
+	}
+	if got := rg.entries(t); len(got) != 1 || got[0] != "roost-rev-2+2-1.conf" {
+		t.Errorf("entries %v", got)
 	}
 }

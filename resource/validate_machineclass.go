@@ -3,6 +3,7 @@ package resource
 import (
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/crypto/ssh"
 	k8sres "k8s.io/apimachinery/pkg/api/resource"
@@ -160,7 +161,15 @@ func validateMachineClass(e *violations, s *roostv1.MachineClassSpec) {
 		}
 	}
 	checkClassExtensions(e, s.GetExtensions())
+	checkDurationRange(e, "spec.bootAssessmentTimeout", s.GetBootAssessmentTimeout(), MinBootAssessmentTimeout, MaxBootAssessmentTimeout,
+		`how long a booted Revision has to become healthy before the agent reboots it (the boot loader counts the try); the default is "5m"`)
 }
+
+// Bounds of a MachineClass's spec.bootAssessmentTimeout.
+const (
+	MinBootAssessmentTimeout = 30 * time.Second
+	MaxBootAssessmentTimeout = time.Hour
+)
 
 // checkKernelArgs checks a MachineClass's spec.kernelArgs (see
 // validateMachineClass).

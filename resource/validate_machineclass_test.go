@@ -5,6 +5,9 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/roostfleet/roost/agent/boot"
 )
@@ -86,5 +89,25 @@ func TestKernelCommandLineBudget(t *testing.T) {
 	}
 	if BootLoaderArgs(math.MaxInt64) != MaxBootLoaderArgsBytes+1 {
 		t.Errorf("BootLoaderArgs(max) = %d, MaxBootLoaderArgsBytes %d (+ a space)", BootLoaderArgs(math.MaxInt64), MaxBootLoaderArgsBytes)
+	}
+}
+
+func TestValidateBootAssessmentTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		d    time.Duration
+		want []want
+	}{
+		{"shortest", MinBootAssessmentTimeout, nil},
+		{"longest", MaxBootAssessmentTimeout, nil},
+		{"too short", 10 * time.Second, []want{{"spec.bootAssessmentTimeout", "must be at least 30s, got 10s"}}},
+		{"too long", 2 * time.Hour, []want{{"spec.bootAssessmentTimeout", "must be at most 1h, got 2h"}}},
+		{"zero", 0, []want{{"spec.bootAssessmentTimeout", "must be > 0, got 0s"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mc := validClass()
+			mc.Spec.BootAssessmentTimeout = durationpb.New(tc.d)
+			checkViolations(t, Validate(Wrap(mc)), tc.want)
+		})
 	}
 }

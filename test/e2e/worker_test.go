@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -41,6 +42,7 @@ type workerJob struct {
 	vm      *VM
 	sshPort int
 	machine string
+	pod     string // the workload's pod, once Running
 }
 
 // TestWorker makes a Roost Machine a real Kubernetes worker: etcd,
@@ -183,36 +185,45 @@ func (j *workerJob) sshStdin(file, command string) (string, error) {
 	return string(out), nil
 }
 
-// The workload: pod "web" on the worker (there is no scheduler: it names
-// its node) with a PodDisruptionBudget that allows no disruption.
+// The workload: ReplicaSet "web" of one pod bound to the worker (there is
+// no scheduler: the template names the node; kubectl's drain, which the
+// hub uses, refuses bare pods), and a PodDisruptionBudget that allows no
+// disruption.
 const workloadNamespace = "default"
 
 func (j *workerJob) startPod() {
 	j.t.Helper()
 	ctx := j.ctx
 	one := intstr.FromInt32(1)
+	labels := map[string]string{"app": "web"}
 	pdb := &policyv1.PodDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: workloadNamespace},
-		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &one,
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: labels}},
 	}
 	if _, err := j.cs.PolicyV1().PodDisruptionBudgets(workloadNamespace).Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
 		j.fatalf("creating the PodDisruptionBudget: %v", err)
 	}
-	no, grace := false, int64(5)
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: workloadNamespace, Labels: map[string]string{"app": "web"}},
-		Spec: corev1.PodSpec{
-			NodeName:                      workerHostname,
-			AutomountServiceAccountToken:  &no,
-			TerminationGracePeriodSeconds: &grace,
-			Containers:                    []corev1.Container{{Name: "web", Image: appImage, ImagePullPolicy: corev1.PullNever}},
+	no, grace, replicas := false, int64(5), int32(1)
+	rs := &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: workloadNamespace},
+		Spec: appsv1.ReplicaSetSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					NodeName:                      workerHostname,
+					AutomountServiceAccountToken:  &no,
+					TerminationGracePeriodSeconds: &grace,
+					Containers:                    []corev1.Container{{Name: "web", Image: appImage, ImagePullPolicy: corev1.PullNever}},
+				},
+			},
 		},
 	}
-	if _, err := j.cs.CoreV1().Pods(workloadNamespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		j.fatalf("creating the pod: %v", err)
+	if _, err := j.cs.AppsV1().ReplicaSets(workloadNamespace).Create(ctx, rs, metav1.CreateOptions{}); err != nil {
+		j.fatalf("creating the ReplicaSet: %v", err)
 	}
-	j.poll("pod web Running and Ready, the budget allowing no disruption", 10*time.Minute, func() (bool, string) {
+	j.poll("pod of ReplicaSet web Running and Ready, the budget allowing no disruption", 10*time.Minute, func() (bool, string) {
 		p, err := j.getPod()
 		if err != nil {
 			return false, err.Error()
@@ -225,21 +236,36 @@ func (j *workerJob) startPod() {
 		for _, c := range p.Status.Conditions {
 			ready = ready || (c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue)
 		}
-		state := fmt.Sprintf("pod %s ready=%v; budget healthy %d/%d, disruptions allowed %d", p.Status.Phase, ready,
+		state := fmt.Sprintf("pod %s %s ready=%v; budget healthy %d/%d, disruptions allowed %d", p.Name, p.Status.Phase, ready,
 			b.Status.CurrentHealthy, b.Status.DesiredHealthy, b.Status.DisruptionsAllowed)
 		for _, cs := range p.Status.ContainerStatuses {
 			if w := cs.State.Waiting; w != nil {
 				state += fmt.Sprintf("; %s waiting: %s %s", cs.Name, w.Reason, w.Message)
 			}
 		}
+		if ready {
+			j.pod = p.Name
+		}
 		return ready && b.Status.CurrentHealthy == 1 && b.Status.DisruptionsAllowed == 0 && b.Status.ObservedGeneration == b.Generation, state
 	})
 }
 
+// getPod is the workload's pod: the one named j.pod once known, else the
+// first of the ReplicaSet's.
 func (j *workerJob) getPod() (*corev1.Pod, error) {
 	ctx, cancel := context.WithTimeout(j.ctx, 10*time.Second)
 	defer cancel()
-	return j.cs.CoreV1().Pods(workloadNamespace).Get(ctx, "web", metav1.GetOptions{})
+	if j.pod != "" {
+		return j.cs.CoreV1().Pods(workloadNamespace).Get(ctx, j.pod, metav1.GetOptions{})
+	}
+	l, err := j.cs.CoreV1().Pods(workloadNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+	if err != nil {
+		return nil, err
+	}
+	if len(l.Items) == 0 {
+		return nil, fmt.Errorf("no pod of ReplicaSet web yet")
+	}
+	return &l.Items[0], nil
 }
 
 // allowDisruption relaxes the budget to maxUnavailable 1.
@@ -254,10 +280,10 @@ func (j *workerJob) allowDisruption() {
 
 func (j *workerJob) waitPodGone(timeout time.Duration) {
 	j.t.Helper()
-	j.poll("pod web evicted", timeout, func() (bool, string) {
+	j.poll("pod "+j.pod+" evicted", timeout, func() (bool, string) {
 		p, err := j.getPod()
 		if apierrors.IsNotFound(err) {
-			return true, "pod web gone"
+			return true, "pod " + j.pod + " gone"
 		}
 		if err != nil {
 			return false, err.Error()

@@ -9,6 +9,7 @@ package roostv1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	durationpb "google.golang.org/protobuf/types/known/durationpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -1624,9 +1625,12 @@ type RevisionSpec struct {
 	// health_urls are http:// URLs on the Server itself (e.g. the kubelet's
 	// "http://127.0.0.1:10248/healthz") that must answer 200 OK, besides
 	// required_units, before the agent marks the boot good.
-	HealthUrls    []string `protobuf:"bytes,20,rep,name=health_urls,json=healthUrls,proto3" json:"health_urls,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	HealthUrls []string `protobuf:"bytes,20,rep,name=health_urls,json=healthUrls,proto3" json:"health_urls,omitempty"`
+	// boot_assessment_timeout is the MachineClass's; unset means the agent's
+	// default (5m).
+	BootAssessmentTimeout *durationpb.Duration `protobuf:"bytes,21,opt,name=boot_assessment_timeout,json=bootAssessmentTimeout,proto3" json:"boot_assessment_timeout,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *RevisionSpec) Reset() {
@@ -1795,6 +1799,13 @@ func (x *RevisionSpec) GetExtensions() []*RevisionExtension {
 func (x *RevisionSpec) GetHealthUrls() []string {
 	if x != nil {
 		return x.HealthUrls
+	}
+	return nil
+}
+
+func (x *RevisionSpec) GetBootAssessmentTimeout() *durationpb.Duration {
+	if x != nil {
+		return x.BootAssessmentTimeout
 	}
 	return nil
 }
@@ -2257,7 +2268,7 @@ var File_roost_v1_agent_proto protoreflect.FileDescriptor
 
 const file_roost_v1_agent_proto_rawDesc = "" +
 	"\n" +
-	"\x14roost/v1/agent.proto\x12\broost.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x13roost/v1/meta.proto\"X\n" +
+	"\x14roost/v1/agent.proto\x12\broost.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x13roost/v1/meta.proto\"X\n" +
 	"\x0eServerIdentity\x12\x1f\n" +
 	"\vsystem_uuid\x18\x01 \x01(\tR\n" +
 	"systemUuid\x12%\n" +
@@ -2377,7 +2388,7 @@ const file_roost_v1_agent_proto_rawDesc = "" +
 	"api_server\x18\x01 \x01(\tR\tapiServer\x12\x14\n" +
 	"\x05token\x18\x02 \x01(\tR\x05token\x129\n" +
 	"\n" +
-	"expires_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\xa0\x06\n" +
+	"expires_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\xf3\x06\n" +
 	"\fRevisionSpec\x12\x16\n" +
 	"\x06server\x18\x01 \x01(\tR\x06server\x12\x16\n" +
 	"\x06number\x18\x02 \x01(\x03R\x06number\x12\x18\n" +
@@ -2404,7 +2415,8 @@ const file_roost_v1_agent_proto_rawDesc = "" +
 	"extensions\x18\x13 \x03(\v2\x1b.roost.v1.RevisionExtensionR\n" +
 	"extensions\x12\x1f\n" +
 	"\vhealth_urls\x18\x14 \x03(\tR\n" +
-	"healthUrls\"\xa5\x01\n" +
+	"healthUrls\x12Q\n" +
+	"\x17boot_assessment_timeout\x18\x15 \x01(\v2\x19.google.protobuf.DurationR\x15bootAssessmentTimeout\"\xa5\x01\n" +
 	"\x11RevisionExtension\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12(\n" +
@@ -2494,6 +2506,7 @@ var file_roost_v1_agent_proto_goTypes = []any{
 	(*AcquireLeaseResponse)(nil),     // 29: roost.v1.AcquireLeaseResponse
 	(*Condition)(nil),                // 30: roost.v1.Condition
 	(*timestamppb.Timestamp)(nil),    // 31: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),      // 32: google.protobuf.Duration
 }
 var file_roost_v1_agent_proto_depIdxs = []int32{
 	2,  // 0: roost.v1.Inventory.cpu:type_name -> roost.v1.CPUInfo
@@ -2522,25 +2535,26 @@ var file_roost_v1_agent_proto_depIdxs = []int32{
 	24, // 23: roost.v1.RevisionSpec.boot_loader:type_name -> roost.v1.Artifact
 	25, // 24: roost.v1.RevisionSpec.install_disk:type_name -> roost.v1.InstallDiskHints
 	23, // 25: roost.v1.RevisionSpec.extensions:type_name -> roost.v1.RevisionExtension
-	24, // 26: roost.v1.RevisionExtension.image:type_name -> roost.v1.Artifact
-	31, // 27: roost.v1.AcquireLeaseResponse.expires_at:type_name -> google.protobuf.Timestamp
-	6,  // 28: roost.v1.AgentService.Enroll:input_type -> roost.v1.EnrollRequest
-	10, // 29: roost.v1.AgentService.RenewCertificate:input_type -> roost.v1.RenewCertificateRequest
-	12, // 30: roost.v1.AgentService.Connect:input_type -> roost.v1.AgentMessage
-	26, // 31: roost.v1.AgentService.FetchArtifact:input_type -> roost.v1.FetchArtifactRequest
-	28, // 32: roost.v1.AgentService.AcquireLease:input_type -> roost.v1.AcquireLeaseRequest
-	8,  // 33: roost.v1.AgentService.Reregister:input_type -> roost.v1.ReregisterRequest
-	7,  // 34: roost.v1.AgentService.Enroll:output_type -> roost.v1.EnrollResponse
-	11, // 35: roost.v1.AgentService.RenewCertificate:output_type -> roost.v1.RenewCertificateResponse
-	17, // 36: roost.v1.AgentService.Connect:output_type -> roost.v1.HubMessage
-	27, // 37: roost.v1.AgentService.FetchArtifact:output_type -> roost.v1.ArtifactChunk
-	29, // 38: roost.v1.AgentService.AcquireLease:output_type -> roost.v1.AcquireLeaseResponse
-	9,  // 39: roost.v1.AgentService.Reregister:output_type -> roost.v1.ReregisterResponse
-	34, // [34:40] is the sub-list for method output_type
-	28, // [28:34] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	32, // 26: roost.v1.RevisionSpec.boot_assessment_timeout:type_name -> google.protobuf.Duration
+	24, // 27: roost.v1.RevisionExtension.image:type_name -> roost.v1.Artifact
+	31, // 28: roost.v1.AcquireLeaseResponse.expires_at:type_name -> google.protobuf.Timestamp
+	6,  // 29: roost.v1.AgentService.Enroll:input_type -> roost.v1.EnrollRequest
+	10, // 30: roost.v1.AgentService.RenewCertificate:input_type -> roost.v1.RenewCertificateRequest
+	12, // 31: roost.v1.AgentService.Connect:input_type -> roost.v1.AgentMessage
+	26, // 32: roost.v1.AgentService.FetchArtifact:input_type -> roost.v1.FetchArtifactRequest
+	28, // 33: roost.v1.AgentService.AcquireLease:input_type -> roost.v1.AcquireLeaseRequest
+	8,  // 34: roost.v1.AgentService.Reregister:input_type -> roost.v1.ReregisterRequest
+	7,  // 35: roost.v1.AgentService.Enroll:output_type -> roost.v1.EnrollResponse
+	11, // 36: roost.v1.AgentService.RenewCertificate:output_type -> roost.v1.RenewCertificateResponse
+	17, // 37: roost.v1.AgentService.Connect:output_type -> roost.v1.HubMessage
+	27, // 38: roost.v1.AgentService.FetchArtifact:output_type -> roost.v1.ArtifactChunk
+	29, // 39: roost.v1.AgentService.AcquireLease:output_type -> roost.v1.AcquireLeaseResponse
+	9,  // 40: roost.v1.AgentService.Reregister:output_type -> roost.v1.ReregisterResponse
+	35, // [35:41] is the sub-list for method output_type
+	29, // [29:35] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_roost_v1_agent_proto_init() }

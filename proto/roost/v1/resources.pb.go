@@ -520,8 +520,13 @@ type MachineClassSpec struct {
 	// container_linux_config is a Flatcar Container Linux Config (YAML),
 	// transpiled and merged like ignition.
 	ContainerLinuxConfig string `protobuf:"bytes,8,opt,name=container_linux_config,json=containerLinuxConfig,proto3" json:"container_linux_config,omitempty"`
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	// boot_assessment_timeout bounds how long a booted Revision has to
+	// become healthy (network profile verified, required units active,
+	// health URLs answering) before the agent reboots it, so that the boot
+	// loader counts the try. Default 5m; between 30s and 1h.
+	BootAssessmentTimeout *durationpb.Duration `protobuf:"bytes,9,opt,name=boot_assessment_timeout,json=bootAssessmentTimeout,proto3" json:"boot_assessment_timeout,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *MachineClassSpec) Reset() {
@@ -608,6 +613,13 @@ func (x *MachineClassSpec) GetContainerLinuxConfig() string {
 		return x.ContainerLinuxConfig
 	}
 	return ""
+}
+
+func (x *MachineClassSpec) GetBootAssessmentTimeout() *durationpb.Duration {
+	if x != nil {
+		return x.BootAssessmentTimeout
+	}
+	return nil
 }
 
 type MachineClassStatus struct {
@@ -4037,7 +4049,7 @@ const file_roost_v1_resources_proto_rawDesc = "" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x120\n" +
 	"\bmetadata\x18\x03 \x01(\v2\x14.roost.v1.ObjectMetaR\bmetadata\x12.\n" +
 	"\x04spec\x18\x04 \x01(\v2\x1a.roost.v1.MachineClassSpecR\x04spec\x124\n" +
-	"\x06status\x18\x05 \x01(\v2\x1c.roost.v1.MachineClassStatusR\x06status\"\xeb\x02\n" +
+	"\x06status\x18\x05 \x01(\v2\x1c.roost.v1.MachineClassStatusR\x06status\"\xbe\x03\n" +
 	"\x10MachineClassSpec\x12'\n" +
 	"\x0fserver_selector\x18\x01 \x03(\tR\x0eserverSelector\x12=\n" +
 	"\finstall_disk\x18\x02 \x01(\v2\x1a.roost.v1.InstallDiskHintsR\vinstallDisk\x12\x1f\n" +
@@ -4049,7 +4061,8 @@ const file_roost_v1_resources_proto_rawDesc = "" +
 	"extensions\x18\x06 \x03(\tR\n" +
 	"extensions\x12\x1a\n" +
 	"\bignition\x18\a \x01(\tR\bignition\x124\n" +
-	"\x16container_linux_config\x18\b \x01(\tR\x14containerLinuxConfig\"\x14\n" +
+	"\x16container_linux_config\x18\b \x01(\tR\x14containerLinuxConfig\x12Q\n" +
+	"\x17boot_assessment_timeout\x18\t \x01(\v2\x19.google.protobuf.DurationR\x15bootAssessmentTimeout\"\x14\n" +
 	"\x12MachineClassStatus\"\xe1\x01\n" +
 	"\x0eNetworkProfile\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
@@ -4439,89 +4452,90 @@ var file_roost_v1_resources_proto_depIdxs = []int32{
 	6,  // 8: roost.v1.MachineClass.spec:type_name -> roost.v1.MachineClassSpec
 	7,  // 9: roost.v1.MachineClass.status:type_name -> roost.v1.MachineClassStatus
 	53, // 10: roost.v1.MachineClassSpec.install_disk:type_name -> roost.v1.InstallDiskHints
-	50, // 11: roost.v1.NetworkProfile.metadata:type_name -> roost.v1.ObjectMeta
-	9,  // 12: roost.v1.NetworkProfile.spec:type_name -> roost.v1.NetworkProfileSpec
-	17, // 13: roost.v1.NetworkProfile.status:type_name -> roost.v1.NetworkProfileStatus
-	12, // 14: roost.v1.NetworkProfileSpec.links:type_name -> roost.v1.Link
-	13, // 15: roost.v1.NetworkProfileSpec.bonds:type_name -> roost.v1.Bond
-	14, // 16: roost.v1.NetworkProfileSpec.vlans:type_name -> roost.v1.Vlan
-	15, // 17: roost.v1.NetworkProfileSpec.bridges:type_name -> roost.v1.Bridge
-	16, // 18: roost.v1.NetworkProfileSpec.dns:type_name -> roost.v1.DNS
-	10, // 19: roost.v1.Link.match:type_name -> roost.v1.LinkMatch
-	11, // 20: roost.v1.Link.routes:type_name -> roost.v1.Route
-	11, // 21: roost.v1.Bond.routes:type_name -> roost.v1.Route
-	11, // 22: roost.v1.Vlan.routes:type_name -> roost.v1.Route
-	11, // 23: roost.v1.Bridge.routes:type_name -> roost.v1.Route
-	50, // 24: roost.v1.MaintenanceWindow.metadata:type_name -> roost.v1.ObjectMeta
-	19, // 25: roost.v1.MaintenanceWindow.spec:type_name -> roost.v1.MaintenanceWindowSpec
-	20, // 26: roost.v1.MaintenanceWindow.status:type_name -> roost.v1.MaintenanceWindowStatus
-	51, // 27: roost.v1.MaintenanceWindowSpec.duration:type_name -> google.protobuf.Duration
-	50, // 28: roost.v1.Pool.metadata:type_name -> roost.v1.ObjectMeta
-	22, // 29: roost.v1.Pool.spec:type_name -> roost.v1.PoolSpec
-	24, // 30: roost.v1.Pool.status:type_name -> roost.v1.PoolStatus
-	47, // 31: roost.v1.PoolSpec.node_labels:type_name -> roost.v1.PoolSpec.NodeLabelsEntry
-	23, // 32: roost.v1.PoolSpec.rollout:type_name -> roost.v1.RolloutPolicy
-	54, // 33: roost.v1.RolloutPolicy.max_unavailable:type_name -> roost.v1.IntOrString
-	51, // 34: roost.v1.RolloutPolicy.settle:type_name -> google.protobuf.Duration
-	51, // 35: roost.v1.RolloutPolicy.ready_timeout:type_name -> google.protobuf.Duration
-	52, // 36: roost.v1.PoolStatus.conditions:type_name -> roost.v1.Condition
-	25, // 37: roost.v1.PoolStatus.rollout:type_name -> roost.v1.RolloutStatus
-	55, // 38: roost.v1.RolloutStatus.settle_until:type_name -> google.protobuf.Timestamp
-	55, // 39: roost.v1.RolloutStatus.next_window_start:type_name -> google.protobuf.Timestamp
-	50, // 40: roost.v1.Server.metadata:type_name -> roost.v1.ObjectMeta
-	27, // 41: roost.v1.Server.spec:type_name -> roost.v1.ServerSpec
-	28, // 42: roost.v1.Server.status:type_name -> roost.v1.ServerStatus
-	55, // 43: roost.v1.ServerStatus.last_seen:type_name -> google.protobuf.Timestamp
-	52, // 44: roost.v1.ServerStatus.conditions:type_name -> roost.v1.Condition
-	56, // 45: roost.v1.ServerStatus.inventory:type_name -> roost.v1.Inventory
-	55, // 46: roost.v1.ServerStatus.enrolled_at:type_name -> google.protobuf.Timestamp
-	50, // 47: roost.v1.Machine.metadata:type_name -> roost.v1.ObjectMeta
-	30, // 48: roost.v1.Machine.spec:type_name -> roost.v1.MachineSpec
-	31, // 49: roost.v1.Machine.status:type_name -> roost.v1.MachineStatus
-	52, // 50: roost.v1.MachineStatus.conditions:type_name -> roost.v1.Condition
-	50, // 51: roost.v1.Revision.metadata:type_name -> roost.v1.ObjectMeta
-	57, // 52: roost.v1.Revision.spec:type_name -> roost.v1.RevisionSpec
-	33, // 53: roost.v1.Revision.status:type_name -> roost.v1.RevisionStatus
-	55, // 54: roost.v1.RevisionStatus.booted_at:type_name -> google.protobuf.Timestamp
-	50, // 55: roost.v1.ImageRelease.metadata:type_name -> roost.v1.ObjectMeta
-	35, // 56: roost.v1.ImageRelease.spec:type_name -> roost.v1.ImageReleaseSpec
-	36, // 57: roost.v1.ImageRelease.status:type_name -> roost.v1.ImageReleaseStatus
-	58, // 58: roost.v1.ImageReleaseSpec.kernel:type_name -> roost.v1.Artifact
-	58, // 59: roost.v1.ImageReleaseSpec.initrd:type_name -> roost.v1.Artifact
-	58, // 60: roost.v1.ImageReleaseSpec.boot_loader:type_name -> roost.v1.Artifact
-	48, // 61: roost.v1.ImageReleaseSpec.components:type_name -> roost.v1.ImageReleaseSpec.ComponentsEntry
-	50, // 62: roost.v1.Extension.metadata:type_name -> roost.v1.ObjectMeta
-	38, // 63: roost.v1.Extension.spec:type_name -> roost.v1.ExtensionSpec
-	39, // 64: roost.v1.Extension.status:type_name -> roost.v1.ExtensionStatus
-	58, // 65: roost.v1.ExtensionSpec.image:type_name -> roost.v1.Artifact
-	50, // 66: roost.v1.EnrollmentToken.metadata:type_name -> roost.v1.ObjectMeta
-	41, // 67: roost.v1.EnrollmentToken.spec:type_name -> roost.v1.EnrollmentTokenSpec
-	42, // 68: roost.v1.EnrollmentToken.status:type_name -> roost.v1.EnrollmentTokenStatus
-	55, // 69: roost.v1.EnrollmentTokenSpec.expires_at:type_name -> google.protobuf.Timestamp
-	49, // 70: roost.v1.EnrollmentTokenSpec.server_labels:type_name -> roost.v1.EnrollmentTokenSpec.ServerLabelsEntry
-	55, // 71: roost.v1.EnrollmentTokenStatus.revoked_at:type_name -> google.protobuf.Timestamp
-	55, // 72: roost.v1.EnrollmentTokenStatus.last_used_at:type_name -> google.protobuf.Timestamp
-	50, // 73: roost.v1.Lease.metadata:type_name -> roost.v1.ObjectMeta
-	44, // 74: roost.v1.Lease.spec:type_name -> roost.v1.LeaseSpec
-	45, // 75: roost.v1.Lease.status:type_name -> roost.v1.LeaseStatus
-	55, // 76: roost.v1.LeaseSpec.expires_at:type_name -> google.protobuf.Timestamp
-	26, // 77: roost.v1.Object.server:type_name -> roost.v1.Server
-	29, // 78: roost.v1.Object.machine:type_name -> roost.v1.Machine
-	21, // 79: roost.v1.Object.pool:type_name -> roost.v1.Pool
-	1,  // 80: roost.v1.Object.cluster:type_name -> roost.v1.Cluster
-	5,  // 81: roost.v1.Object.machine_class:type_name -> roost.v1.MachineClass
-	8,  // 82: roost.v1.Object.network_profile:type_name -> roost.v1.NetworkProfile
-	18, // 83: roost.v1.Object.maintenance_window:type_name -> roost.v1.MaintenanceWindow
-	34, // 84: roost.v1.Object.image_release:type_name -> roost.v1.ImageRelease
-	40, // 85: roost.v1.Object.enrollment_token:type_name -> roost.v1.EnrollmentToken
-	43, // 86: roost.v1.Object.lease:type_name -> roost.v1.Lease
-	32, // 87: roost.v1.Object.revision:type_name -> roost.v1.Revision
-	37, // 88: roost.v1.Object.extension:type_name -> roost.v1.Extension
-	89, // [89:89] is the sub-list for method output_type
-	89, // [89:89] is the sub-list for method input_type
-	89, // [89:89] is the sub-list for extension type_name
-	89, // [89:89] is the sub-list for extension extendee
-	0,  // [0:89] is the sub-list for field type_name
+	51, // 11: roost.v1.MachineClassSpec.boot_assessment_timeout:type_name -> google.protobuf.Duration
+	50, // 12: roost.v1.NetworkProfile.metadata:type_name -> roost.v1.ObjectMeta
+	9,  // 13: roost.v1.NetworkProfile.spec:type_name -> roost.v1.NetworkProfileSpec
+	17, // 14: roost.v1.NetworkProfile.status:type_name -> roost.v1.NetworkProfileStatus
+	12, // 15: roost.v1.NetworkProfileSpec.links:type_name -> roost.v1.Link
+	13, // 16: roost.v1.NetworkProfileSpec.bonds:type_name -> roost.v1.Bond
+	14, // 17: roost.v1.NetworkProfileSpec.vlans:type_name -> roost.v1.Vlan
+	15, // 18: roost.v1.NetworkProfileSpec.bridges:type_name -> roost.v1.Bridge
+	16, // 19: roost.v1.NetworkProfileSpec.dns:type_name -> roost.v1.DNS
+	10, // 20: roost.v1.Link.match:type_name -> roost.v1.LinkMatch
+	11, // 21: roost.v1.Link.routes:type_name -> roost.v1.Route
+	11, // 22: roost.v1.Bond.routes:type_name -> roost.v1.Route
+	11, // 23: roost.v1.Vlan.routes:type_name -> roost.v1.Route
+	11, // 24: roost.v1.Bridge.routes:type_name -> roost.v1.Route
+	50, // 25: roost.v1.MaintenanceWindow.metadata:type_name -> roost.v1.ObjectMeta
+	19, // 26: roost.v1.MaintenanceWindow.spec:type_name -> roost.v1.MaintenanceWindowSpec
+	20, // 27: roost.v1.MaintenanceWindow.status:type_name -> roost.v1.MaintenanceWindowStatus
+	51, // 28: roost.v1.MaintenanceWindowSpec.duration:type_name -> google.protobuf.Duration
+	50, // 29: roost.v1.Pool.metadata:type_name -> roost.v1.ObjectMeta
+	22, // 30: roost.v1.Pool.spec:type_name -> roost.v1.PoolSpec
+	24, // 31: roost.v1.Pool.status:type_name -> roost.v1.PoolStatus
+	47, // 32: roost.v1.PoolSpec.node_labels:type_name -> roost.v1.PoolSpec.NodeLabelsEntry
+	23, // 33: roost.v1.PoolSpec.rollout:type_name -> roost.v1.RolloutPolicy
+	54, // 34: roost.v1.RolloutPolicy.max_unavailable:type_name -> roost.v1.IntOrString
+	51, // 35: roost.v1.RolloutPolicy.settle:type_name -> google.protobuf.Duration
+	51, // 36: roost.v1.RolloutPolicy.ready_timeout:type_name -> google.protobuf.Duration
+	52, // 37: roost.v1.PoolStatus.conditions:type_name -> roost.v1.Condition
+	25, // 38: roost.v1.PoolStatus.rollout:type_name -> roost.v1.RolloutStatus
+	55, // 39: roost.v1.RolloutStatus.settle_until:type_name -> google.protobuf.Timestamp
+	55, // 40: roost.v1.RolloutStatus.next_window_start:type_name -> google.protobuf.Timestamp
+	50, // 41: roost.v1.Server.metadata:type_name -> roost.v1.ObjectMeta
+	27, // 42: roost.v1.Server.spec:type_name -> roost.v1.ServerSpec
+	28, // 43: roost.v1.Server.status:type_name -> roost.v1.ServerStatus
+	55, // 44: roost.v1.ServerStatus.last_seen:type_name -> google.protobuf.Timestamp
+	52, // 45: roost.v1.ServerStatus.conditions:type_name -> roost.v1.Condition
+	56, // 46: roost.v1.ServerStatus.inventory:type_name -> roost.v1.Inventory
+	55, // 47: roost.v1.ServerStatus.enrolled_at:type_name -> google.protobuf.Timestamp
+	50, // 48: roost.v1.Machine.metadata:type_name -> roost.v1.ObjectMeta
+	30, // 49: roost.v1.Machine.spec:type_name -> roost.v1.MachineSpec
+	31, // 50: roost.v1.Machine.status:type_name -> roost.v1.MachineStatus
+	52, // 51: roost.v1.MachineStatus.conditions:type_name -> roost.v1.Condition
+	50, // 52: roost.v1.Revision.metadata:type_name -> roost.v1.ObjectMeta
+	57, // 53: roost.v1.Revision.spec:type_name -> roost.v1.RevisionSpec
+	33, // 54: roost.v1.Revision.status:type_name -> roost.v1.RevisionStatus
+	55, // 55: roost.v1.RevisionStatus.booted_at:type_name -> google.protobuf.Timestamp
+	50, // 56: roost.v1.ImageRelease.metadata:type_name -> roost.v1.ObjectMeta
+	35, // 57: roost.v1.ImageRelease.spec:type_name -> roost.v1.ImageReleaseSpec
+	36, // 58: roost.v1.ImageRelease.status:type_name -> roost.v1.ImageReleaseStatus
+	58, // 59: roost.v1.ImageReleaseSpec.kernel:type_name -> roost.v1.Artifact
+	58, // 60: roost.v1.ImageReleaseSpec.initrd:type_name -> roost.v1.Artifact
+	58, // 61: roost.v1.ImageReleaseSpec.boot_loader:type_name -> roost.v1.Artifact
+	48, // 62: roost.v1.ImageReleaseSpec.components:type_name -> roost.v1.ImageReleaseSpec.ComponentsEntry
+	50, // 63: roost.v1.Extension.metadata:type_name -> roost.v1.ObjectMeta
+	38, // 64: roost.v1.Extension.spec:type_name -> roost.v1.ExtensionSpec
+	39, // 65: roost.v1.Extension.status:type_name -> roost.v1.ExtensionStatus
+	58, // 66: roost.v1.ExtensionSpec.image:type_name -> roost.v1.Artifact
+	50, // 67: roost.v1.EnrollmentToken.metadata:type_name -> roost.v1.ObjectMeta
+	41, // 68: roost.v1.EnrollmentToken.spec:type_name -> roost.v1.EnrollmentTokenSpec
+	42, // 69: roost.v1.EnrollmentToken.status:type_name -> roost.v1.EnrollmentTokenStatus
+	55, // 70: roost.v1.EnrollmentTokenSpec.expires_at:type_name -> google.protobuf.Timestamp
+	49, // 71: roost.v1.EnrollmentTokenSpec.server_labels:type_name -> roost.v1.EnrollmentTokenSpec.ServerLabelsEntry
+	55, // 72: roost.v1.EnrollmentTokenStatus.revoked_at:type_name -> google.protobuf.Timestamp
+	55, // 73: roost.v1.EnrollmentTokenStatus.last_used_at:type_name -> google.protobuf.Timestamp
+	50, // 74: roost.v1.Lease.metadata:type_name -> roost.v1.ObjectMeta
+	44, // 75: roost.v1.Lease.spec:type_name -> roost.v1.LeaseSpec
+	45, // 76: roost.v1.Lease.status:type_name -> roost.v1.LeaseStatus
+	55, // 77: roost.v1.LeaseSpec.expires_at:type_name -> google.protobuf.Timestamp
+	26, // 78: roost.v1.Object.server:type_name -> roost.v1.Server
+	29, // 79: roost.v1.Object.machine:type_name -> roost.v1.Machine
+	21, // 80: roost.v1.Object.pool:type_name -> roost.v1.Pool
+	1,  // 81: roost.v1.Object.cluster:type_name -> roost.v1.Cluster
+	5,  // 82: roost.v1.Object.machine_class:type_name -> roost.v1.MachineClass
+	8,  // 83: roost.v1.Object.network_profile:type_name -> roost.v1.NetworkProfile
+	18, // 84: roost.v1.Object.maintenance_window:type_name -> roost.v1.MaintenanceWindow
+	34, // 85: roost.v1.Object.image_release:type_name -> roost.v1.ImageRelease
+	40, // 86: roost.v1.Object.enrollment_token:type_name -> roost.v1.EnrollmentToken
+	43, // 87: roost.v1.Object.lease:type_name -> roost.v1.Lease
+	32, // 88: roost.v1.Object.revision:type_name -> roost.v1.Revision
+	37, // 89: roost.v1.Object.extension:type_name -> roost.v1.Extension
+	90, // [90:90] is the sub-list for method output_type
+	90, // [90:90] is the sub-list for method input_type
+	90, // [90:90] is the sub-list for extension type_name
+	90, // [90:90] is the sub-list for extension extendee
+	0,  // [0:90] is the sub-list for field type_name
 }
 
 func init() { file_roost_v1_resources_proto_init() }
