@@ -407,8 +407,19 @@ func machineClass(pubKey string, extensions ...string) string {
 
 // machineClassArgs is machineClass with kernel arguments.
 func machineClassArgs(pubKey string, kernelArgs []string, extensions ...string) string {
+	return machineClassSpec(pubKey, "", kernelArgs, extensions...)
+}
+
+// machineClassWith is machineClass with more spec lines (YAML, indented
+// two spaces).
+func machineClassWith(pubKey, more string, extensions ...string) string {
+	return machineClassSpec(pubKey, more, nil, extensions...)
+}
+
+func machineClassSpec(pubKey, more string, kernelArgs []string, extensions ...string) string {
 	var b strings.Builder
 	b.WriteString("apiVersion: roost.io/v1\nkind: MachineClass\nmetadata:\n  name: e2e\nspec:\n")
+	b.WriteString(more)
 	b.WriteString("  installDisk:\n    minSize: 8Gi\n")
 	fmt.Fprintf(&b, "  sshAuthorizedKeys:\n    - %q\n", strings.TrimSpace(pubKey))
 	if len(extensions) > 0 {

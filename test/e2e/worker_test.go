@@ -164,6 +164,58 @@ spec:
 	j.waitNode("Node Ready and uncordoned on v2", 10*time.Minute, func(n *corev1.Node) bool { return nodeReady(n) && !n.Spec.Unschedulable })
 	j.logTiming("evicted → rebooted, Node Ready and uncordoned on v2 (revision "+fmt.Sprint(rev2)+")", time.Since(step))
 	j.logTiming("v1 → v2 rollout of the worker", time.Since(rolled))
+
+	// ---- 8. a kubelet that cannot start: the class pins it, the worker
+	// reboots into it, the boot never turns healthy, runs out of tries and
+	// falls back to the previous Revision; the Revision is Failed and the
+	// Pool halts
+	step = time.Now()
+	broken := j.brokenKubeletExtension()
+	j.hub.MustCtl(t, ctx, "extension", "push", broken)
+	j.apply("workers-broken.yaml", machineClassWith(j.sshPub(), "  bootAssessmentTimeout: 60s\n", "kubelet="+brokenKubeletVersion))
+	var rev3 int64
+	j.poll("a new Revision with the broken kubelet", 5*time.Minute, func() (bool, string) {
+		m, err := j.getMachine(j.machine)
+		if err != nil {
+			return false, err.Error()
+		}
+		rev3 = int64(m.Status.Revision)
+		return rev3 > rev2, machineState(m)
+	})
+	j.poll(fmt.Sprintf("Revision %d Failed, back on %d, Pool halted", rev3, rev2), 30*time.Minute, func() (bool, string) {
+		m, err := j.getMachine(j.machine)
+		if err != nil {
+			return false, err.Error()
+		}
+		p := j.getPool("workers")
+		st := m.Status
+		return int64(st.FailedRevision) == rev3 && int64(st.BootedRevision) == rev2 && p.Status.Rollout.Phase == "Halted",
+			machineState(m) + "; pool " + p.Status.Rollout.Phase + ": " + p.Status.Rollout.Reason
+	})
+	j.logTiming(fmt.Sprintf("broken kubelet → fallback (revision %d failed, back on %d)", rev3, rev2), time.Since(step))
+	j.waitNode("Node Ready again on the previous Revision", 10*time.Minute, nodeReady)
+	t.Logf("pool workers: %s", j.getPool("workers").Status.Rollout.Reason)
+}
+
+// brokenKubeletVersion is the version of a kubelet extension whose
+// /usr/bin/kubelet exits 1 at once.
+const brokenKubeletVersion = "v1.34.4-broken"
+
+func (j *workerJob) brokenKubeletExtension() string {
+	j.t.Helper()
+	dir := j.t.TempDir()
+	script := filepath.Join(dir, "kubelet")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho 'kubelet: broken on purpose by TestWorker' >&2\nexit 1\n"), 0o755); err != nil {
+		j.t.Fatal(err)
+	}
+	raw := filepath.Join(dir, "kubelet-"+brokenKubeletVersion+".raw")
+	key := strings.TrimSuffix(j.tb.ReleaseKey, ".pub") + ".key"
+	out, err := exec.CommandContext(j.ctx, filepath.Join(j.tb.Bin, "roost-image"), "sysext", "--name", "kubelet", "--version", brokenKubeletVersion,
+		"--file", script+":/usr/bin/kubelet", "--key", key, "-o", raw).CombinedOutput()
+	if err != nil {
+		j.t.Fatalf("roost-image sysext (broken kubelet): %v\n%s", err, out)
+	}
+	return raw
 }
 
 // sshStdin runs command on the worker as core with file as its standard
