@@ -11,6 +11,14 @@
 //     install release v1; release v2 is pushed while the Pool's
 //     maintenance window is closed (pre-staged, no reboot), then the
 //     window opens and they move to v2 one at a time.
+//   - TestWorker: a real Kubernetes worker. etcd, kube-apiserver and
+//     kube-controller-manager (make testbin) run on the host; the kubelet
+//     reaches the server as a signed system extension; the server enrolls,
+//     is assigned to a Pool of that Cluster, and its Node registers through
+//     its bootstrap token and turns Ready. A ReplicaSet's pod guarded by a
+//     PodDisruptionBudget holds the v1 → v2 drain until the budget is
+//     relaxed; the Node comes back Ready and uncordoned on v2. A kubelet
+//     extension that cannot start falls back, is Failed and halts the Pool.
 //
 // Run: make build testbed && ROOST_E2E=1 go test -v -timeout 90m ./test/e2e/
 // (make e2e does both; images/deps.sh --e2e installs QEMU, OVMF and the
@@ -27,4 +35,6 @@
 //   - main_test.go: TestMainJob; testdata/fleet.yaml: its NetworkProfile
 //     and Pool.
 //   - rollout_test.go: TestRolloutTwoServers.
+//   - worker_test.go: TestWorker; images_test.go: the container images it
+//     imports (testdata/sleeper as pause and workload, no registry).
 package e2e
