@@ -206,6 +206,11 @@ func New(o Options) (*Agent, error) {
 	a.backoff = Backoff{Base: o.BackoffBase, Max: o.BackoffMax}
 	if o.Host != nil {
 		a.host, a.hs = o.Host.withDefaults(), newHostState()
+		if n := a.host.BootedRevision; n > 0 {
+			// The first report of a boot says the assessment is pending,
+			// so the hub never takes the last boot's Healthy for this one.
+			a.hs.set(CondHealthy, "False", "Assessing", fmt.Sprintf("revision %d: the boot assessment has not finished", n))
+		}
 	}
 	return a, nil
 }

@@ -409,3 +409,29 @@ func TestUnreachableServerMachineNotReady(t *testing.T) {
 		t.Fatalf("machine after reachable again: %v", m.GetStatus())
 	}
 }
+
+// TestNewBootDropsStaleHealthy: a report of a new booted Revision that
+// carries no conditions (the agent had nothing to say yet) does not make
+// that Revision Good on the last boot's Healthy=True: under
+// RulesBootHealth the stale condition is dropped; older rules kept it.
+func TestNewBootDropsStaleHealthy(t *testing.T) {
+	for _, tc := range []struct {
+		rules uint32
+		want  string
+	}{{RulesBootHealth, "1=Good 2=Booted"}, {RulesBootHealth - 1, "1=Good 2=Good"}} {
+		t.Run(fmt.Sprintf("rules %d", tc.rules), func(t *testing.T) {
+			h := newHarness(t, Options{})
+			standalonePool(h)
+			claimedServer(h, uuidA, "52:54:00:00:00:01", "m1", "edge")
+			h.mustApply(putRevisionCmd(uuidA, "m1", 1))
+			h.mustApply(bootReport(uuidA, 1, "True"))
+			h.mustApply(putRevisionCmd(uuidA, "m1", 2))
+			cmd := statusCmd(&roostv1.UpdateServerStatus{Name: uuidA, HasBootedRevision: true, BootedRevision: 2})
+			cmd.RulesVersion = tc.rules
+			h.mustApply(cmd)
+			if got := revisionPhases(h.f, uuidA); got != tc.want {
+				t.Errorf("phases %s, want %s", got, tc.want)
+			}
+		})
+	}
+}

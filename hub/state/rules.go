@@ -38,7 +38,10 @@ import (
 //	   using it or a new version it follows is applied; an Extension a
 //	   class resolves to is not deleted (RulesExtensions). Under older
 //	   rules the kind is unknown, as it is to the members implementing
-//	   them.
+//	   them; a status update that changes a Server's booted Revision
+//	   without conditions drops the agent's Healthy condition, which was
+//	   about the previous boot, so a Revision is Good only once its own
+//	   boot assessment passed (RulesBootHealth)
 const RulesVersion uint32 = 4
 
 // Versions that introduced a rule, for the applier's checks.
@@ -70,6 +73,9 @@ const (
 	// RulesExtensions: members know the Extension kind and check
 	// Extensions and MachineClass spec.extensions (extensions.go).
 	RulesExtensions uint32 = 4
+	// RulesBootHealth: a new booted Revision drops the stale Healthy
+	// condition (updateServerStatus).
+	RulesBootHealth uint32 = 4
 )
 
 // commandRules is the apply rules version of cmd; 0 (commands written

@@ -392,6 +392,9 @@ func (a *applier) updateServerStatus(c *roostv1.UpdateServerStatus) *apierror.Er
 		s.Metadata.Labels = labels
 	}
 	if c.GetHasBootedRevision() {
+		if a.rules >= RulesBootHealth && c.GetBootedRevision() != st.GetBootedRevision() && !c.GetHasConditions() {
+			st.Conditions = removeCondition(st.GetConditions(), AgentHealthy)
+		}
 		st.BootedRevision = c.GetBootedRevision()
 		if raw, err := a.txn.First(kindRevision, indexID, RevisionName(c.GetName(), st.BootedRevision)); err != nil {
 			return internal(err)
