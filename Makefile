@@ -46,8 +46,8 @@ testbin: ## build kube-apiserver, kube-controller-manager and etcd for the tests
 # Packages whose tests start a real kube-apiserver: those importing hub/kube/kubetest.
 KUBE_TEST_PKGS = $(GO) list -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | awk '/ github.com\/roostfleet\/roost\/hub\/kube\/kubetest( |$$)/ {print $$1}'
 
-test-kube: testbin ## tests against a real kube-apiserver and etcd (envtest; every package importing hub/kube/kubetest)
-	KUBEBUILDER_ASSETS=$$(./hack/testbin/build.sh) $(GO) test -v -count=1 -timeout 20m $$($(KUBE_TEST_PKGS))
+test-kube: testbin ## tests against a real kube-apiserver and etcd (envtest; hub/kube/kubetest and every package importing it)
+	KUBEBUILDER_ASSETS=$$(./hack/testbin/build.sh) $(GO) test -v -count=1 -timeout 20m $$($(KUBE_TEST_PKGS)) ./hub/kube/kubetest/
 
 test-sim: ## rollout simulation: 2,000 servers in 40 pools, three time zones, a DST change, injected failures, 20 seeds (fake clock, real FSM and rollout controller)
 	$(GO) test -v -count=1 -timeout 60m -run TestRolloutSimulation ./hub/rollout/
