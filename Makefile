@@ -31,11 +31,11 @@ test-root: build ## integration tests: real hub processes and Raft clusters on l
 
 e2e: testbed testbin ## QEMU end-to-end tests (no KVM needed; ~40-55 min): the ISO enrolls under SeaBIOS and OVMF; the main job on a UEFI server; a v1 → v2 rollout on two; a real Kubernetes worker joining kube-apiserver on the host (test/e2e)
 	./images/deps.sh --e2e
-	ROOST_E2E=1 ROOST_BIN=$(BIN) $(GO) test -v -count=1 -p 1 -timeout 80m ./imagebuilder/e2e/ ./test/e2e/
+	ROOST_E2E=1 ROOST_BIN=$(BIN) $(GO) test -v -count=1 -p 1 -timeout 85m ./imagebuilder/e2e/ ./test/e2e/
 
-e2e-worker: testbed testbin ## the worker end-to-end test alone (TestWorker): a QEMU server joins a real kube-apiserver on the host, its Node turns Ready, a pod with a PodDisruptionBudget is drained for a v1 → v2 rollout
+e2e-worker: testbed testbin ## the worker end-to-end test alone (TestWorker, also part of e2e): a QEMU server joins a real kube-apiserver on the host, its Node turns Ready, a pod with a PodDisruptionBudget is drained for a v1 → v2 rollout
 	./images/deps.sh --e2e
-	ROOST_E2E=1 ROOST_E2E_WORKER=1 ROOST_BIN=$(BIN) $(GO) test -v -count=1 -timeout 60m -run 'TestWorker' ./test/e2e/
+	ROOST_E2E=1 ROOST_BIN=$(BIN) $(GO) test -v -count=1 -timeout 60m -run 'TestWorker' ./test/e2e/
 
 testbed: build ## build the testbed OS release bundle from Debian packages (cached in _output/testbed; installs debootstrap etc.)
 	ROOST_BIN=$(BIN) ./images/testbed/build.sh

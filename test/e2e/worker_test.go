@@ -53,15 +53,8 @@ type workerJob struct {
 // Pool of that Cluster installs, boots its Revision (containerd from the
 // OS image, the kubelet merged by systemd-sysext) and joins through its
 // bootstrap token: its Node registers and turns Ready.
-//
-// It runs only with ROOST_E2E_WORKER=1 besides ROOST_E2E=1 until the hub
-// resolves a MachineClass's extensions into Revisions (issue 18: the
-// Extension catalog); make e2e-worker sets both.
 func TestWorker(t *testing.T) {
 	tb := needTestbed(t)
-	if os.Getenv("ROOST_E2E_WORKER") == "" {
-		t.Skip("set ROOST_E2E_WORKER=1: needs the hub's Extension catalog (roostctl extension push, MachineClass spec.extensions), not yet complete")
-	}
 	kubelet := needKubelet(t)
 	kube := kubetest.Start(t, kubetest.WithNodes(net.ParseIP("10.0.2.2")))
 	j := &workerJob{job: newJob(t, tb, 45*time.Minute), kube: kube, cs: kube.Clientset()}
