@@ -82,11 +82,15 @@ say "Pushing the testbed OS release to the hub"
 relkey=_output/testbed/release-key.pub
 [ -f "$relkey" ] || die "no $relkey (make testbed signs the bundle with it)"
 run bin/roostctl image push "$bundle" --key "$relkey"
+say "Pushing the agent as a system extension (the testbed OS, like a stock Flatcar, has no roost-agent; every Revision runs this one)"
+agentext=_output/testbed/roost-agent.raw
+[ -f "$agentext" ] || die "no $agentext (make testbed builds it)"
+run bin/roostctl extension push "$agentext"
 
 # ---- 4. enrollment ISO --------------------------------------------------------
 say "Baking the enrollment ISO (the guest reaches the hub as 10.0.2.2:$api_port)"
 run bin/roost-image enroll --release "$bundle" --config "$ROOST_CONFIG" --hub "10.0.2.2:$api_port" \
-	--release-key "$relkey" --create-token --expires 2h -o "$dir/enroll.iso"
+	--release-key "$relkey" --extension "$agentext" --create-token --expires 2h -o "$dir/enroll.iso"
 
 # ---- 5. fleet -----------------------------------------------------------------
 say "Applying the demo fleet (examples/demo.yaml) with an SSH key made for this run"

@@ -22,9 +22,12 @@ const InfoPath = "roost/image.inf"
 
 // Info is the content of InfoPath.
 type Info struct {
-	Release       string            `json:"release,omitempty"`
-	ReleaseName   string            `json:"releaseName,omitempty"`
-	Components    map[string]string `json:"components,omitempty"`
+	Release     string            `json:"release,omitempty"`
+	ReleaseName string            `json:"releaseName,omitempty"`
+	Components  map[string]string `json:"components,omitempty"`
+	// Extensions maps the name of each extension the image carries to
+	// its version.
+	Extensions    map[string]string `json:"extensions,omitempty"`
 	Hubs          []string          `json:"hubs"`
 	TokenID       string            `json:"tokenID,omitempty"`
 	TokenExpires  *time.Time        `json:"tokenExpires,omitempty"`
@@ -50,9 +53,14 @@ type EnrollOptions struct {
 	// the releases it installs (agent config releaseKeys).
 	ReleaseKeys []string
 	UserConfigs []ignition.Snippet
-	Format      iso.Format
-	Loaders     iso.BootLoaders
-	Cmdline     []string
+	// Extensions are system extension images (.raw from roost-image
+	// sysext) the live OS merges before the agent starts, unpacked at
+	// ExtensionsDir: the roost-agent extension for an OS image without the
+	// agent (see loadExtensions for the checks).
+	Extensions []string
+	Format     iso.Format
+	Loaders    iso.BootLoaders
+	Cmdline    []string
 	// Now is the current time (for expiry checks); zero means time.Now.
 	Now      time.Time
 	Progress iso.Progress
@@ -159,6 +167,15 @@ func prepare(o EnrollOptions) (iso.Spec, error) {
 		return iso.Spec{}, errors.New("no kernel and initrd: give a release bundle (--release) or --kernel and --initrd")
 	}
 	cmdline = append(cmdline, o.Cmdline...)
+	extFiles, extVersions, err := loadExtensions(o.Extensions, o.ReleaseKeys)
+	if err != nil {
+		return iso.Spec{}, err
+	}
+	if rel != nil {
+		if err := checkAgent(extVersions, rel.Manifest.Components); err != nil {
+			return iso.Spec{}, err
+		}
+	}
 
 	ac := agentconfig.AgentConfig{
 		APIVersion:  agentconfig.APIVersion,
@@ -190,14 +207,15 @@ func prepare(o EnrollOptions) (iso.Spec, error) {
 		return iso.Spec{}, err
 	}
 	spec := iso.Spec{
-		Format:   o.Format,
-		Kernel:   kernel,
-		Initrd:   initrd,
-		Config:   cfg,
-		Cmdline:  cmdline,
-		Loaders:  o.Loaders,
-		Epoch:    epoch,
-		Progress: o.Progress,
+		Format:            o.Format,
+		Kernel:            kernel,
+		Initrd:            initrd,
+		Config:            cfg,
+		ConfigInitrdFiles: extFiles,
+		Cmdline:           cmdline,
+		Loaders:           o.Loaders,
+		Epoch:             epoch,
+		Progress:          o.Progress,
 	}
 	info := Info{
 		Hubs:          o.Hubs,
@@ -205,6 +223,7 @@ func prepare(o EnrollOptions) (iso.Spec, error) {
 		KernelCmdline: spec.KernelCmdline(),
 		ConfigPath:    iso.ConfigPath,
 		Format:        string(o.Format),
+		Extensions:    extVersions,
 	}
 	if rel != nil {
 		info.Release = rel.Manifest.Version

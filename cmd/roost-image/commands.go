@@ -80,6 +80,7 @@ type enrollFlags struct {
 	format                  string
 	isolinux, ldlinux, grub string
 	cmdline                 []string
+	extensions              []string
 	quiet                   bool
 }
 
@@ -104,10 +105,24 @@ Roost's own files and the agent unit cannot be overridden (drop-ins can).
 
 With --release and --release-key, one of the keys must verify the bundle's
 signature (release.json.sig), as the agent checks before it installs a
-release: an image whose agent would refuse its own release is not written.`,
+release: an image whose agent would refuse its own release is not written.
+
+System extensions (--extension, repeatable: .raw images from 'roost-image
+sysext') are merged into the live OS by systemd-sysext before the agent
+starts. An OS image without Roost's agent (a stock Flatcar, the testbed) needs
+the roost-agent extension; when the release lists its components and
+roost-agent is not among them, an image without it is refused. Push the same
+file to the hub (roostctl extension push) and every installed Machine runs it
+too. With --release-key each extension must be signed by one of the keys.`,
 		Example: `  # ISO from a release bundle, hubs and CA from admin.conf, a fresh token
   roost-image enroll --release _output/testbed/bundle --config /tmp/roost-hub/admin.conf \
       --create-token --expires 72h -o enroll.iso
+
+  # an OS image without the agent: carry the roost-agent extension
+  roost-image sysext --name roost-agent --version 0.4.0 --file bin/roost-agent:/usr/bin/roost-agent \
+      --key release.key -o roost-agent-0.4.0.raw
+  roost-image enroll --release flatcar-bundle --config admin.conf --create-token \
+      --release-key release.pub --extension roost-agent-0.4.0.raw -o enroll.iso
 
   # raw USB image, explicit hub, CA and token, an LACP enrollment profile and SSH key
   roost-image enroll --kernel vmlinuz --initrd initrd.img --hub 10.0.0.1:7443 --ca ca.pem \
@@ -138,6 +153,7 @@ release: an image whose agent would refuse its own release is not written.`,
 	fl.StringVar(&f.ldlinux, "ldlinux", "", "ldlinux.c32 (default: Debian package syslinux-common)")
 	fl.StringVar(&f.grub, "grub-efi", "", "GRUB EFI image for BOOTX64.EFI (default: Debian package grub-efi-amd64-bin)")
 	fl.StringArrayVar(&f.cmdline, "cmdline", nil, "extra kernel argument (repeatable)")
+	fl.StringArrayVar(&f.extensions, "extension", nil, "system extension image (.raw from 'roost-image sysext') merged into the live OS,\ne.g. the roost-agent extension (repeatable)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress output")
 	_ = cmd.MarkFlagRequired("output")
 	return cmd
@@ -262,7 +278,7 @@ func runEnroll(cmd *cobra.Command, f enrollFlags) error {
 	o := imagebuilder.EnrollOptions{
 		Release: f.release, Kernel: f.kernel, Initrd: f.initrd,
 		Hubs: hubs, CA: ca, Token: f.token, TokenExpires: expires,
-		NetworkProfile: profile, Format: format, Cmdline: f.cmdline, Now: t,
+		NetworkProfile: profile, Format: format, Cmdline: f.cmdline, Now: t, Extensions: f.extensions,
 		Loaders: iso.BootLoaders{Isolinux: f.isolinux, Ldlinux: f.ldlinux, GrubEFI: f.grub},
 	}
 	for _, k := range keys {

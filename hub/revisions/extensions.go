@@ -26,17 +26,18 @@ import (
 // renders a new Revision for every Machine of the class, which then rolls
 // out by reboot inside the Pool's windows like any other change. The hash
 // of a Machine whose class names no extension is what it was before
-// extensions existed.
+// extensions existed (while no agent extension is pushed).
+//
+// Every Revision also runs the agent extension (state.AgentExtension,
+// state.ClassExtensionRefs): the newest pushed roost-agent unless the
+// class pins a version of it, so pushing a new agent rolls every Pool by
+// reboot inside its windows, as a new OS image does.
 
 // extensions resolves the extensions of in's MachineClass for in's
 // Server into in.Extensions, or returns a note saying why it cannot.
 // Resolutions are shared per MachineClass within a step; the result is
 // also kept, for the memo, as in.extensionsKey.
 func (v *view) extensions(in *Inputs) string {
-	refs := in.MachineClass.GetSpec().GetExtensions()
-	if len(refs) == 0 {
-		return ""
-	}
 	if v.exts == nil {
 		v.exts = map[*roostv1.MachineClass]resolved{}
 		for _, o := range v.r.List("Extension") {
@@ -45,8 +46,13 @@ func (v *view) extensions(in *Inputs) string {
 	}
 	res, ok := v.exts[in.MachineClass]
 	if !ok {
-		res.exts, res.idx, res.err = state.ResolveExtensions(v.allExts, refs)
+		res.refs = state.ClassExtensionRefs(in.MachineClass.GetSpec().GetExtensions(), v.allExts)
+		res.exts, res.idx, res.err = state.ResolveExtensions(v.allExts, res.refs)
 		v.exts[in.MachineClass] = res
+	}
+	refs := res.refs
+	if len(refs) == 0 {
+		return ""
 	}
 	err := res.err
 	if err == nil {
@@ -71,6 +77,9 @@ func (v *view) extensions(in *Inputs) string {
 
 // resolved is what a MachineClass's spec.extensions resolve to.
 type resolved struct {
+	// refs are the class's spec.extensions and the implied agent
+	// extension (state.ClassExtensionRefs).
+	refs []string
 	exts []*roostv1.Extension
 	idx  []int
 	err  error
@@ -80,7 +89,7 @@ type resolved struct {
 // when in's MachineClass names extensions that were not resolved into
 // in.Extensions (Inputs built without gathering them).
 func revisionExtensions(in Inputs) ([]*roostv1.RevisionExtension, error) {
-	refs := in.MachineClass.GetSpec().GetExtensions()
+	refs := state.ClassExtensionRefs(in.MachineClass.GetSpec().GetExtensions(), in.Extensions)
 	if len(refs) != len(in.Extensions) {
 		return nil, fmt.Errorf("MachineClass %s names %d extensions, %d were resolved", in.MachineClass.GetMetadata().GetName(), len(refs), len(in.Extensions))
 	}

@@ -201,3 +201,57 @@ func TestControllerExtensionsForAnotherArchitecture(t *testing.T) {
 		t.Fatalf("after an x86-64 build: %v", got)
 	}
 }
+
+// TestControllerAgentExtension: every Revision runs the newest pushed
+// roost-agent, whether its class names extensions or not; a new agent
+// renders a new Revision; a class may pin an agent version; a class
+// without extensions while no agent is pushed renders as before.
+func TestControllerAgentExtension(t *testing.T) {
+	fl := extFleet(t, nil)
+	fl.step()
+	if got := pinnedVersions(fl.f.LatestRevision(testServer)); len(got) != 0 {
+		t.Fatalf("no agent pushed: revision pins %v", got)
+	}
+	fl.objectsWithRules(testExtension(state.AgentExtension, "0.4.0", "x86-64"))
+	fl.step()
+	if got := pinnedVersions(fl.f.LatestRevision(testServer)); !slices.Equal(got, []string{"roost-agent=0.4.0"}) || fl.f.LatestRevision(testServer).GetSpec().GetNumber() != 2 {
+		t.Fatalf("after the agent's push: revisions %v, latest pins %v", fl.numbers(testServer), got)
+	}
+	in, note := newView(fl.f.Reader()).inputs(fl.f.MachineOf(testServer), nil)
+	if note != "" || !proto.Equal(fl.f.LatestRevision(testServer).GetSpec(), mustRender(t, in, 2)) {
+		t.Fatalf("Step rendered other than Render: %q", note)
+	}
+	// A class with extensions of its own runs the agent too, sorted in.
+	fl.objectsWithRules(testExtension("kubelet", "v1.34.4", "x86-64"),
+		&roostv1.MachineClass{Metadata: &roostv1.ObjectMeta{Name: "standard"}, Spec: &roostv1.MachineClassSpec{Extensions: []string{"kubelet"}}})
+	fl.step()
+	if got := pinnedVersions(fl.f.LatestRevision(testServer)); !slices.Equal(got, []string{"kubelet=v1.34.4", "roost-agent=0.4.0"}) {
+		t.Fatalf("class with kubelet: %v", got)
+	}
+	// A newer agent rolls out; a class pinning the older one keeps it.
+	fl.objectsWithRules(testExtension(state.AgentExtension, "0.5.0", "x86-64"))
+	fl.step()
+	if got := pinnedVersions(fl.f.LatestRevision(testServer)); !slices.Equal(got, []string{"kubelet=v1.34.4", "roost-agent=0.5.0"}) {
+		t.Fatalf("after agent 0.5.0: %v", got)
+	}
+	fl.objectsWithRules(&roostv1.MachineClass{Metadata: &roostv1.ObjectMeta{Name: "standard"}, Spec: &roostv1.MachineClassSpec{Extensions: []string{"kubelet", "roost-agent=0.4.0"}}})
+	fl.step()
+	if got := pinnedVersions(fl.f.LatestRevision(testServer)); !slices.Equal(got, []string{"kubelet=v1.34.4", "roost-agent=0.4.0"}) {
+		t.Fatalf("class pinning agent 0.4.0: %v", got)
+	}
+	if got := fl.numbers(testServer); !slices.Equal(got, []int64{1, 2, 3, 4, 5}) {
+		t.Fatalf("revisions %v", got)
+	}
+}
+
+// An agent extension built for another architecture is named as the
+// implied agent extension, not as an item of spec.extensions.
+func TestControllerAgentExtensionArchitecture(t *testing.T) {
+	fl := extFleet(t, nil, testExtension(state.AgentExtension, "0.4.0", "arm64"))
+	fl.step()
+	want := `MachineClass standard: the agent extension roost-agent: Extension roost-agent-0-4-0 (roost-agent 0.4.0) is built for arm64, not x86-64`
+	c := state.FindCondition(fl.f.MachineOf(testServer).GetStatus().GetConditions(), state.MachineProvisioned)
+	if !strings.HasPrefix(c.GetMessage(), want) {
+		t.Fatalf("Provisioned %v, want a message starting %q", c, want)
+	}
+}

@@ -182,7 +182,40 @@ type ExtensionRefError struct {
 }
 
 func (e *ExtensionRefError) Error() string {
+	if e.Ref == AgentExtension+AgentExtensionImplied {
+		return fmt.Sprintf("the agent extension %s: %s", AgentExtension, e.Message)
+	}
 	return fmt.Sprintf("spec.extensions[%d] %q: %s", e.Index, e.Ref, e.Message)
+}
+
+// AgentExtension is the name of the system extension that ships
+// /usr/bin/roost-agent. Every Revision runs one (ClassExtensionRefs), so
+// an installed Machine gets its agent from its Revision, not from the OS
+// image, and a stock immutable OS needs nothing of Roost's.
+const AgentExtension = "roost-agent"
+
+// AgentExtensionImplied marks the item ClassExtensionRefs adds for the
+// agent extension ("roost-agent" + this), which ResolveExtensions reads
+// as "roost-agent" and errors name as the agent extension.
+const AgentExtensionImplied = " (implied)"
+
+// ClassExtensionRefs is what a MachineClass's Machines run: refs, its
+// spec.extensions, and, unless refs name the agent extension themselves
+// ("roost-agent=VERSION" pins one), the newest pushed roost-agent as a
+// last item when all holds one. With no agent extension pushed, refs
+// alone: the OS image must then ship /usr/bin/roost-agent.
+func ClassExtensionRefs(refs []string, all []*roostv1.Extension) []string {
+	for _, ref := range refs {
+		if name, _, err := resource.ParseExtensionRef(ref); err == nil && name == AgentExtension {
+			return refs
+		}
+	}
+	for _, x := range all {
+		if x.GetSpec().GetName() == AgentExtension {
+			return append(append([]string(nil), refs...), AgentExtension+AgentExtensionImplied)
+		}
+	}
+	return refs
 }
 
 // ResolveExtensions resolves refs, a MachineClass's spec.extensions,
@@ -195,7 +228,7 @@ func ResolveExtensions(all []*roostv1.Extension, refs []string) ([]*roostv1.Exte
 	out := make([]*roostv1.Extension, 0, len(refs))
 	idx := make([]int, 0, len(refs))
 	for i, ref := range refs {
-		name, version, err := resource.ParseExtensionRef(ref)
+		name, version, err := resource.ParseExtensionRef(strings.TrimSuffix(ref, AgentExtensionImplied))
 		if err != nil {
 			return nil, nil, &ExtensionRefError{Index: i, Ref: ref, Message: err.Error()}
 		}
@@ -590,6 +623,31 @@ func (a *applier) checkFollowers(all []*roostv1.Extension, x *roostv1.Extension)
 	return nil
 }
 
+// checkLastAgentDelete refuses (RulesAgentExtension) to delete x when it
+// is the last agent extension while a MachineClass exists: every class's
+// Revisions run it (ClassExtensionRefs), and without one they would boot
+// an OS that may have no agent, which nothing could then reach.
+func (a *applier) checkLastAgentDelete(x *roostv1.Extension, all []*roostv1.Extension) *apierror.Error {
+	if a.rules < RulesAgentExtension || x.GetSpec().GetName() != AgentExtension {
+		return nil
+	}
+	for _, o := range all {
+		if o != x && o.GetSpec().GetName() == AgentExtension {
+			return nil
+		}
+	}
+	class, err := a.txn.First("MachineClass", indexID)
+	if err != nil {
+		return internal(err)
+	}
+	if class == nil {
+		return nil
+	}
+	return apierror.FailedPrecondition("Extension %s (%s) is the last %s: the Revisions of every MachineClass run it, and without it "+
+		"Machines would boot without an agent unless their OS ships one. Push another version first (roostctl extension push)",
+		x.GetMetadata().GetName(), releasesig.FromExtension(x.GetSpec()), AgentExtension)
+}
+
 func indexOf(list []string, s string) int {
 	for i, v := range list {
 		if v == s {
@@ -645,7 +703,7 @@ func (a *applier) checkExtensionDelete(name string) *apierror.Error {
 		}
 	}
 	if len(users) == 0 {
-		return nil
+		return a.checkLastAgentDelete(x, all)
 	}
 	return apierror.FailedPrecondition("Extension %s (%s) is used by %s: name another version in those classes first (%s=VERSION), "+
 		"or take it out of their spec.extensions (roostctl apply)", name, releasesig.FromExtension(x.GetSpec()), fewNames(users), x.GetSpec().GetName())

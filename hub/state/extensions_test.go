@@ -314,6 +314,19 @@ func TestExtensionDeleteWhileUsed(t *testing.T) {
 	h.mustApply(ext(deleteCmd("Extension", "tools-1-0")))
 }
 
+// The last agent extension stays while a MachineClass exists: every
+// Revision runs it (RulesAgentExtension); under older rules it goes.
+func TestExtensionDeleteLastAgent(t *testing.T) {
+	h := classFixture(t)
+	h.mustApply(ext(h.objects(extensionObj(AgentExtension, "0.4.0"), extensionObj(AgentExtension, "0.5.0"))))
+	agent := withRules(RulesAgentExtension, deleteCmd("Extension", "roost-agent-0-5-0"))
+	h.mustApply(agent)
+	last := withRules(RulesAgentExtension, deleteCmd("Extension", "roost-agent-0-4-0"))
+	e := wantCode(t, h.apply(last).Err, codes.FailedPrecondition)
+	wantMessage(t, e, "Extension roost-agent-0-4-0 (extension roost-agent 0.4.0) is the last roost-agent", "Push another version first")
+	h.mustApply(ext(deleteCmd("Extension", "roost-agent-0-4-0")))
+}
+
 func TestExtensionSnapshotRoundTrip(t *testing.T) {
 	h := classFixture(t)
 	h.mustApply(ext(h.objects(classWith("standard", "kubelet", "tools=1.0"))))

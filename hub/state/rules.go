@@ -42,7 +42,9 @@ import (
 //	   without conditions drops the agent's Healthy condition, which was
 //	   about the previous boot, so a Revision is Good only once its own
 //	   boot assessment passed (RulesBootHealth)
-const RulesVersion uint32 = 4
+//	5: the last roost-agent Extension is not deleted while a MachineClass
+//	   exists: every Revision runs it (RulesAgentExtension)
+const RulesVersion uint32 = 5
 
 // Versions that introduced a rule, for the applier's checks.
 const (
@@ -76,6 +78,9 @@ const (
 	// RulesBootHealth: a new booted Revision drops the stale Healthy
 	// condition (updateServerStatus).
 	RulesBootHealth uint32 = 4
+	// RulesAgentExtension: the last agent extension is kept
+	// (checkLastAgentDelete).
+	RulesAgentExtension uint32 = 5
 )
 
 // commandRules is the apply rules version of cmd; 0 (commands written

@@ -105,6 +105,7 @@ func TestEnrollmentImageBoots(t *testing.T) {
 			img := filepath.Join(t.TempDir(), "enroll.iso")
 			out, err := exec.Command(filepath.Join(bin, "roost-image"), "enroll", "--release", bundle,
 				"--config", admin, "--hub", fmt.Sprintf("10.0.2.2:%d", api),
+				"--extension", filepath.Join(filepath.Dir(bundle), "roost-agent.raw"),
 				"--create-token", "--expires", "1h", "-o", img).CombinedOutput()
 			if err != nil {
 				t.Fatalf("roost-image enroll: %v\n%s", err, out)

@@ -76,6 +76,9 @@ type Spec struct {
 	// Config is the Ignition config (JSON), packed at ConfigPath in the
 	// extra initrd.
 	Config []byte
+	// ConfigInitrdFiles are further files of the extra initrd, after the
+	// config (system extensions at /etc/extensions/NAME.raw).
+	ConfigInitrdFiles []CPIOFile
 	// Cmdline are extra kernel arguments after the console arguments.
 	Cmdline []string
 	// Label is the boot menu entry's title.
@@ -181,7 +184,8 @@ func Build(spec Spec, out string) (err error) {
 // tree lists the files common to both formats.
 func (s Spec) tree() ([]treeFile, error) {
 	var cpio strings.Builder
-	if err := WriteCPIO(&cpio, []CPIOFile{{Path: ConfigPath, Mode: 0o600, Data: s.Config}}, s.Epoch.Unix()); err != nil {
+	initrd := append([]CPIOFile{{Path: ConfigPath, Mode: 0o600, Data: s.Config}}, s.ConfigInitrdFiles...)
+	if err := WriteCPIO(&cpio, initrd, s.Epoch.Unix()); err != nil {
 		return nil, err
 	}
 	files := []treeFile{

@@ -3,11 +3,15 @@
 #   Debian's kernel (linux-image-amd64) + an initrd that is a whole small
 #   systemd root file system (debootstrap minbase + packages.txt), the kernel
 #   modules of modules.txt (with dependencies), Debian's ignition run at boot
-#   against the config the enrollment image appends, roost-agent, sshd
-#   (keys for "core" from Ignition; host keys generated at boot), and what a
-#   worker needs besides the kubelet, as on Flatcar: containerd, runc and
-#   the CNI plugins, and systemd-sysext to merge extension images (the
-#   kubelet's) that arrive as extra initrds in /etc/extensions.
+#   against the config the enrollment image appends, sshd (keys for "core"
+#   from Ignition; host keys generated at boot), and what a worker needs
+#   besides the kubelet, as on Flatcar: containerd, runc and the CNI
+#   plugins, and systemd-sysext to merge extension images that arrive as
+#   extra initrds in /etc/extensions.
+# Like a stock Flatcar, the OS has nothing of Roost's: roost-agent comes as
+# a system extension, roost-agent.raw (+ signed manifest) built here from
+# $ROOST_BIN/roost-agent, which the enrollment image carries and the hub
+# pins in every Revision.
 # The OS runs from RAM. Results are cached by a hash of this recipe and its
 # inputs under $ROOST_TESTBED_CACHE (default _output/testbed).
 #
@@ -56,16 +60,9 @@ base_recipe=3
 debkey=$( { echo "base-recipe $base_recipe $suite $mirror"; echo "$pkgvers"; cat "$here/packages.txt"; } | sha256sum | cut -c1-16)
 basekey=$( { echo "$debkey $kpkg $kpkgver"; cat "$here/modules.txt"; } | sha256sum | cut -c1-16)
 
-agent=$bin/roost-agent
-if [ -x "$agent" ]; then
-	agentsum=$(sha256sum "$agent" | cut -c1-16)
-else
-	agentsum=placeholder
-	log "WARNING: $agent not found (make build): the testbed gets a placeholder roost-agent that only logs its config"
-fi
 overlaysum=$(cd "$here/overlay" && find . -type f | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-16)
 scriptsum=$(sha256sum "$here/build.sh" | cut -c1-16)
-key=$(echo "$basekey $agentsum $overlaysum $scriptsum" | sha256sum | cut -c1-16)
+key=$(echo "$basekey $overlaysum $scriptsum" | sha256sum | cut -c1-16)
 
 deb=$cache/debootstrap-$debkey
 base=$cache/base-$basekey
@@ -130,7 +127,7 @@ else
 		touch "$base/done"
 	fi
 
-	# --- final root file system: base + overlay + agent ------------------------
+	# --- final root file system: base + overlay ---------------------------------
 	work=$(mktemp -d "$cache/.work-XXXXXX")
 	trap 'rm -rf "$work"' EXIT
 	log "assemble"
@@ -138,17 +135,6 @@ else
 	r=$work/rootfs
 	cp -a "$here/overlay/." "$r/"
 	chown -R 0:0 "$r/etc/sudoers.d" && chmod 0440 "$r/etc/sudoers.d/core"
-	if [ -x "$agent" ]; then
-		install -m 0755 "$agent" "$r/usr/bin/roost-agent"
-	else
-		cat > "$r/usr/bin/roost-agent" <<'AGENT'
-#!/bin/sh
-# Placeholder: the real roost-agent was not built when this testbed was made.
-echo "roost-agent placeholder: args $*"; [ -f /etc/roost/agent.yaml ] && echo "roost-agent placeholder: /etc/roost/agent.yaml present"
-exec sleep infinity
-AGENT
-		chmod 0755 "$r/usr/bin/roost-agent"
-	fi
 	# /init copies the root into a tmpfs and switch_roots to systemd there
 	# (overlay usr/lib/roost/init): runc cannot pivot_root from rootfs
 	ln -sf /usr/lib/roost/init "$r/init"
@@ -205,7 +191,6 @@ components:
   ignition: "$ignver"
   containerd: "$ctrver"
   runc: "$runcver"
-  roost-agent: "$agentsum"
 kernel: {path: vmlinuz}
 initrd: {path: initrd.img}
 bootloader: {path: /usr/lib/systemd/boot/efi/systemd-bootx64.efi, package: systemd-boot-efi}
@@ -224,3 +209,17 @@ keyfile=$cache/release-key
 "$bin/roost-image" release --manifest "$out/testbed.yaml" --key "$keyfile.key" -o "$cache/bundle"
 ln -sfn "$key" "$cache/current"
 ls -la "$cache/bundle" >&2
+
+# --- the agent as a system extension -----------------------------------------
+# Its version carries the binary's digest: extensions are immutable, so
+# every new build is a new version.
+agent=$bin/roost-agent
+[ -x "$agent" ] || { echo "testbed: $agent missing: run make build" >&2; exit 1; }
+agentver=0.0.0-dev.$(sha256sum "$agent" | cut -c1-12)
+if [ "$(cat "$cache/roost-agent.version" 2>/dev/null)" != "$agentver" ] || [ ! -f "$cache/roost-agent.raw.manifest.json.sig" ]; then
+	rm -f "$cache"/roost-agent.raw*
+	"$bin/roost-image" sysext --name roost-agent --version "$agentver" --file "$agent:/usr/bin/roost-agent" \
+		--key "$keyfile.key" -o "$cache/roost-agent.raw" >&2
+	echo "$agentver" > "$cache/roost-agent.version"
+fi
+log "agent extension: $cache/roost-agent.raw ($agentver)"

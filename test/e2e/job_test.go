@@ -24,12 +24,16 @@ type testbed struct {
 	Bin        string // directory with roost-hub, roostctl, roost-image
 	Bundle     string // release bundle directory (release.json, artifacts)
 	ReleaseKey string // ed25519 public key (.pub) that signed Bundle
+	// Agent is the roost-agent system extension (.raw, with its signed
+	// manifest beside it): the testbed OS has no agent of its own.
+	Agent string
 }
 
 // needTestbed skips the test unless ROOST_E2E is set, and fails it when
 // the binaries, the bundle, its key or the OpenSSH client are missing.
 // ROOST_BIN, ROOST_TESTBED_BUNDLE and ROOST_TESTBED_KEY override the
-// defaults (bin/, _output/testbed/bundle and the release-key.pub beside it).
+// defaults (bin/, _output/testbed/bundle and the release-key.pub beside it);
+// the agent extension is the roost-agent.raw beside the bundle.
 func needTestbed(t *testing.T) testbed {
 	t.Helper()
 	if os.Getenv("ROOST_E2E") == "" {
@@ -63,6 +67,10 @@ func needTestbed(t *testing.T) testbed {
 	if _, err := os.Stat(tb.ReleaseKey); err != nil {
 		t.Fatalf("the testbed release key: %v", err)
 	}
+	tb.Agent = filepath.Join(filepath.Dir(tb.Bundle), "roost-agent.raw")
+	if _, err := os.Stat(tb.Agent + ".manifest.json.sig"); err != nil {
+		t.Fatalf("the testbed's signed agent extension (make testbed): %v", err)
+	}
 	for _, c := range []string{"ssh", "ssh-keygen"} {
 		if _, err := exec.LookPath(c); err != nil {
 			t.Fatalf("%s missing (images/deps.sh --e2e installs openssh-client)", c)
@@ -88,7 +96,7 @@ type job struct {
 
 // newJob starts a one-member hub with a deadline for the whole test (at
 // most max, a minute before go test's -timeout), pushes the testbed
-// release and makes an SSH key.
+// release and the agent extension, and makes an SSH key.
 func newJob(t *testing.T, tb testbed, max time.Duration) *job {
 	t.Helper()
 	deadline := time.Now().Add(max)
@@ -107,7 +115,10 @@ func newJob(t *testing.T, tb testbed, max time.Duration) *job {
 	j.hub = StartHub(t, tb.Bin)
 	t.Logf("hub: 127.0.0.1:%d, data %s, log %s", j.hub.APIPort, j.hub.Dir, j.hub.Log)
 	j.pushImage(tb.Bundle)
-	j.logTiming("hub start and image push", time.Since(step))
+	// every Revision runs the newest pushed roost-agent: the testbed OS,
+	// like a stock Flatcar, has none
+	j.hub.MustCtl(t, ctx, "extension", "push", tb.Agent)
+	j.logTiming("hub start, image and agent extension push", time.Since(step))
 
 	j.sshKey = filepath.Join(t.TempDir(), "id_ed25519")
 	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "roost-e2e", "-f", j.sshKey).CombinedOutput(); err != nil {
@@ -126,14 +137,14 @@ func (j *job) pushImage(bundle string) {
 
 // enrollmentISO bakes the enrollment ISO of the testbed release: the hub
 // as QEMU's user network sees the host (10.0.2.2), a fresh token, the
-// testbed release key.
+// testbed release key, the agent extension.
 func (j *job) enrollmentISO() string {
 	j.t.Helper()
 	step := time.Now()
 	iso := filepath.Join(j.t.TempDir(), "enroll.iso")
 	if out, err := exec.CommandContext(j.ctx, filepath.Join(j.tb.Bin, "roost-image"), "enroll", "--release", j.tb.Bundle,
 		"--config", j.hub.Admin, "--hub", fmt.Sprintf("10.0.2.2:%d", j.hub.APIPort), "--release-key", j.tb.ReleaseKey,
-		"--create-token", "--expires", "1h", "-o", iso).CombinedOutput(); err != nil {
+		"--extension", j.tb.Agent, "--create-token", "--expires", "1h", "-o", iso).CombinedOutput(); err != nil {
 		j.t.Fatalf("roost-image enroll: %v\n%s", err, out)
 	}
 	j.logTiming("enrollment ISO", time.Since(step))
