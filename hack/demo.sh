@@ -2,20 +2,29 @@
 # make demo: the Roost main job on your machine, narrated.
 #
 #   1. installs what it needs (images/deps.sh --e2e: QEMU, OVMF, OpenSSH
-#      client, jq) and builds the binaries and the testbed OS (make build testbed)
+#      client, jq) and builds the binaries, the testbed OS and the
+#      Kubernetes binaries (make build testbed testbin)
 #   2. starts a one-member hub in a temporary directory (loopback only)
-#   3. pushes the testbed OS release to the hub (roostctl image push)
-#   4. bakes an enrollment ISO (roost-image enroll) that calls home to the hub
-#   5. applies a small fleet (examples/demo.yaml: NetworkProfile, MachineClass
-#      with an SSH key made for this run, Pool "demo" of standalone hosts)
-#   6. boots a UEFI QEMU server with an empty 10 GiB disk and the ISO
-#   7. waits until the server has enrolled, assigns it to pool demo as
+#   3. pushes the testbed OS release and the roost-agent system extension
+#      (the testbed OS, like a stock Flatcar, has no agent of its own)
+#   4. starts a Kubernetes control plane on this machine (etcd,
+#      kube-apiserver, kube-controller-manager: hack/kubecluster), records
+#      it as Cluster "demo" with its credentials, and pushes the kubelet as
+#      a system extension
+#   5. bakes an enrollment ISO (roost-image enroll) that calls home to the hub
+#   6. applies a small fleet (examples/demo.yaml: NetworkProfile, MachineClass
+#      with the kubelet extension and an SSH key made for this run, Pool
+#      "demo" of workers of Cluster demo)
+#   7. boots a UEFI QEMU server with an empty 10 GiB disk and the ISO
+#   8. waits until the server has enrolled, assigns it to pool demo as
 #      demo-1, and follows its Machine: Scheduled, Provisioned (the agent
-#      installed the disk and the server rebooted into its Revision), Ready
-#   8. tells you how to log in and look around; Enter (or Ctrl-C) stops
-#      the server and the hub.
+#      installed the disk and the server rebooted into its Revision), its
+#      Node registered and Ready, Machine Ready
+#   9. tells you how to log in and look around; Enter (or Ctrl-C) stops
+#      the server, the control plane and the hub.
 #
-# QEMU runs without KVM when there is none: expect 5-15 minutes in total.
+# QEMU runs without KVM when there is none: expect 10-20 minutes in total
+# (and ~15 more the first time, to build the Kubernetes binaries).
 # Needs root (the testbed OS is built with debootstrap).
 # Env: ROOST_DEMO_PORT_BASE (default 27440: hub API +3, Raft +4, HTTP +5,
 #      SSH to the server +6), ROOST_DEMO_TIMEOUT (seconds, default 2400),
@@ -45,22 +54,26 @@ for p in $api_port $raft_port $http_port $ssh_port; do
 done
 
 # ---- 1. prerequisites ---------------------------------------------------------
-say "Prerequisites: QEMU, OVMF, OpenSSH client, jq (images/deps.sh --e2e); binaries and the testbed OS (make build testbed)"
+say "Prerequisites: QEMU, OVMF, OpenSSH client, jq (images/deps.sh --e2e); binaries, the testbed OS and Kubernetes (make build testbed testbin)"
 [ "$(id -u)" = 0 ] || die "run as root: images/deps.sh installs packages and the testbed OS is built with debootstrap"
 ./images/deps.sh --e2e
 make --no-print-directory build testbed
+testbin=$(./hack/testbin/build.sh)
+kver=$(basename "$testbin"); kver=${kver#kubernetes-}; kver=${kver%%-etcd-*}
 for c in qemu-system-x86_64 jq ssh ssh-keygen; do command -v "$c" >/dev/null || die "$c missing after images/deps.sh --e2e"; done
 bundle=_output/testbed/bundle
 [ -f "$bundle/release.json" ] || die "no testbed release bundle in $bundle"
 
 dir=$(mktemp -d /tmp/roost-demo.XXXXXX)
-hub_pid= vm_pid=
+hub_pid= vm_pid= kube_pid= node_pid=
 cleanup() {
 	trap - EXIT INT TERM
+	[ -n "$node_pid" ] && { kill "$node_pid" 2>/dev/null; wait "$node_pid" 2>/dev/null || true; }
 	[ -n "$vm_pid" ] && { kill "$vm_pid" 2>/dev/null; wait "$vm_pid" 2>/dev/null || true; }
+	[ -n "$kube_pid" ] && { kill "$kube_pid" 2>/dev/null; wait "$kube_pid" 2>/dev/null || true; }
 	[ -n "$hub_pid" ] && { kill "$hub_pid" 2>/dev/null; wait "$hub_pid" 2>/dev/null || true; }
 	echo
-	echo "demo: stopped the server and the hub. Logs and data stay in $dir (console.log, hub.log, hub/)."
+	echo "demo: stopped the server, the control plane and the hub. Logs and data stay in $dir (console.log, hub.log, kube.log, hub/)."
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -87,23 +100,45 @@ agentext=_output/testbed/roost-agent.raw
 [ -f "$agentext" ] || die "no $agentext (make testbed builds it)"
 run bin/roostctl extension push "$agentext"
 
-# ---- 4. enrollment ISO --------------------------------------------------------
+# ---- 4. Kubernetes --------------------------------------------------------------
+say "Starting a Kubernetes control plane for the worker (etcd, kube-apiserver, kube-controller-manager $kver; log $dir/kube.log)"
+go build -o "$dir/kubecluster" ./hack/kubecluster
+KUBEBUILDER_ASSETS=$testbin "$dir/kubecluster" serve -dir "$dir/kube" -node-ip 10.0.2.2 >"$dir/kube.log" 2>&1 &
+kube_pid=$!
+mkdir -p "$dir/kube"
+for _ in $(seq 600); do [ -s "$dir/kube/url" ] && break; kill -0 "$kube_pid" 2>/dev/null || break; sleep 0.2; done
+[ -s "$dir/kube/url" ] || { tail -20 "$dir/kube.log" >&2; die "the control plane did not start (see $dir/kube.log)"; }
+kube_url=$(cat "$dir/kube/url")
+say "Recording it as Cluster demo: the guest reaches the API server as https://10.0.2.2:${kube_url##*:}"
+{
+	printf 'apiVersion: roost.io/v1\nkind: Cluster\nmetadata:\n  name: demo\nspec:\n'
+	printf '  apiEndpoint: https://10.0.2.2:%s\n  kubernetesVersion: %s\n  caBundle: |\n' "${kube_url##*:}" "$kver"
+	sed 's/^/    /' "$dir/kube/ca.crt"
+} >"$dir/cluster.yaml"
+run bin/roostctl apply -f "$dir/cluster.yaml"
+run bin/roostctl cluster set-credentials demo --kubeconfig "$dir/kube/admin.kubeconfig"
+say "Pushing the kubelet $kver as a system extension (built from make testbin's kubelet, signed with the testbed key)"
+run bin/roost-image sysext --name kubelet --version "$kver" --file "$testbin/kubelet:/usr/bin/kubelet" \
+	--key _output/testbed/release-key.key -o "$dir/kubelet-$kver.raw"
+run bin/roostctl extension push "$dir/kubelet-$kver.raw"
+
+# ---- 5. enrollment ISO --------------------------------------------------------
 say "Baking the enrollment ISO (the guest reaches the hub as 10.0.2.2:$api_port)"
 run bin/roost-image enroll --release "$bundle" --config "$ROOST_CONFIG" --hub "10.0.2.2:$api_port" \
 	--release-key "$relkey" --extension "$agentext" --create-token --expires 2h -o "$dir/enroll.iso"
 
-# ---- 5. fleet -----------------------------------------------------------------
+# ---- 6. fleet -----------------------------------------------------------------
 say "Applying the demo fleet (examples/demo.yaml) with an SSH key made for this run"
 ssh-keygen -q -t ed25519 -N '' -C roost-demo -f "$dir/id_ed25519"
 pub=$(cat "$dir/id_ed25519.pub")
 awk -v k="$pub" '/^    - ssh-ed25519 / { print "    - " k; next } { print }' examples/demo.yaml >"$dir/demo.yaml"
 run bin/roostctl apply -f "$dir/demo.yaml"
 
-# ---- 6. the server --------------------------------------------------------------
+# ---- 7. the server --------------------------------------------------------------
 truncate -s 10G "$dir/disk.raw"
 cp /usr/share/OVMF/OVMF_VARS_4M.fd "$dir/vars.fd"
 say "Booting the server: UEFI QEMU, empty 10 GiB disk, the ISO as CD-ROM (console: tail -f $dir/console.log)"
-qemu-system-x86_64 -name roost-demo -machine pc -m 1536 -smp 1 \
+qemu-system-x86_64 -name roost-demo -machine pc -m 2560 -smp 1 \
 	-display none -monitor none -nodefaults -vga std \
 	-drive if=pflash,format=raw,unit=0,readonly=on,file=/usr/share/OVMF/OVMF_CODE_4M.fd \
 	-drive "if=pflash,format=raw,unit=1,file=$dir/vars.fd" \
@@ -122,7 +157,7 @@ check_alive() {
 	[ "$(date +%s)" -lt "$deadline" ] || die "gave up after ${timeout}s (ROOST_DEMO_TIMEOUT); console: $dir/console.log, hub log: $dir/hub.log"
 }
 
-# ---- 7. enroll, assign, follow ------------------------------------------------
+# ---- 8. enroll, assign, follow ------------------------------------------------
 # items of a roostctl -o json answer: a List, or one bare object
 items='if .kind == "List" then .items[] else . end'
 server= last=
@@ -151,6 +186,9 @@ while [ -z "$machine" ]; do
 	[ -n "$machine" ] || sleep 2
 done
 say "Machine $machine claims Server $server"
+"$dir/kubecluster" wait-node -kubeconfig "$dir/kube/admin.kubeconfig" -node demo-1 -timeout "${timeout}s" 2>>"$dir/kube.log" |
+	while read -r l; do say "Kubernetes: $l"; done &
+node_pid=$!
 
 seen=" " rev=0 booted=0 waiting=
 while :; do
@@ -171,9 +209,11 @@ while :; do
 	[ "$phase" = Ready ] && [ "$r" != 0 ] && [ "$b" = "$r" ] && break
 	sleep 3
 done
-say "Ready: demo-1 runs revision $rev from its disk (elapsed since the start of the demo)"
+wait "$node_pid" || die "Node demo-1 did not turn Ready (see $dir/kube.log and the console)"
+node_pid=
+say "Ready: demo-1 runs revision $rev from its disk and is a Ready Kubernetes Node (elapsed since the start of the demo)"
 
-# ---- 8. look around -------------------------------------------------------------
+# ---- 9. look around -------------------------------------------------------------
 cat <<EOF
 
 Look around (in another terminal):
@@ -182,7 +222,9 @@ Look around (in another terminal):
   $PWD/bin/roostctl get machines -o wide
   $PWD/bin/roostctl describe machine $machine
   ssh -i $dir/id_ed25519 -p $ssh_port -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null core@127.0.0.1
-      (then: hostname; ip -br addr; ip -d link show br-demo)
+      (then: hostname; ip -br addr; ip -d link show br-demo; systemd-sysext status; sudo crictl ps)
+  $dir/kubecluster wait-node -kubeconfig $dir/kube/admin.kubeconfig -node demo-1   # the Node, Ready
+      (the control plane's admin kubeconfig, for kubectl: $dir/kube/admin.kubeconfig)
   tail -f $dir/console.log        # the server's serial console
 EOF
 if [ "${ROOST_DEMO_WAIT:-1}" != 0 ] && [ -t 0 ]; then

@@ -76,18 +76,7 @@ func TestWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	j.hub.MustCtl(t, ctx, "cluster", "set-credentials", "e2e", "--kubeconfig", kc)
-	j.apply("workers.yaml", machineClass(j.sshPub(), "kubelet")+`---
-apiVersion: roost.io/v1
-kind: Pool
-metadata:
-  name: workers
-spec:
-  cluster: e2e
-  machineClass: e2e
-  imageChannel: test
-  nodeLabels:
-    example.com/tier: e2e
-`)
+	j.apply("workers.yaml", machineClass(j.sshPub(), "kubelet")+"---\n"+workersPool("test"))
 	j.describe = append(j.describe, "cluster e2e", "pool workers")
 
 	// ---- 3. the server enrolls from the ISO ----------------------------------
@@ -116,8 +105,9 @@ spec:
 	j.logTiming("assign → Machine Ready", time.Since(assigned))
 
 	// ---- 5. on the host: the extension merged, the runtime on STATE ----------
-	out := j.waitSSH(j.sshPort, "systemd-sysext status --no-pager; command -v kubelet; findmnt -rno TARGET | grep -E '^/var/lib/(containerd|kubelet)$'; sudo systemctl is-active containerd kubelet")
-	for _, want := range []string{"kubelet", "/usr/bin/kubelet", "/var/lib/containerd", "/var/lib/kubelet", "active\nactive"} {
+	// (the agent, too, runs from its extension: the testbed OS has none)
+	out := j.waitSSH(j.sshPort, "systemd-sysext status --no-pager; command -v kubelet roost-agent; findmnt -rno TARGET | grep -E '^/var/lib/(containerd|kubelet)$'; sudo systemctl is-active containerd kubelet")
+	for _, want := range []string{"kubelet", "roost-agent", "/usr/bin/kubelet", "/usr/bin/roost-agent", "/var/lib/containerd", "/var/lib/kubelet", "active\nactive"} {
 		if !strings.Contains(out, want) {
 			j.fatalf("on the worker, %q lacks %q", out, want)
 		}
@@ -136,9 +126,13 @@ spec:
 	j.logTiming("images imported, pod Running and Ready", time.Since(step))
 
 	// ---- 7. v1 → v2: cordon, the budget holds the drain, evict, reboot --------
+	// One apply changes the class (an Ignition snippet: a file, a unit, a
+	// sysctl) and moves the Pool to the channel of v2: one Revision, one
+	// rollout.
 	bundle, v2 := j.releaseV2()
 	j.pushImage(bundle)
-	j.promote(v2, "test")
+	j.promote(v2, "v2")
+	j.apply("workers-v2.yaml", machineClassWith(j.sshPub(), classSnippet, "kubelet")+"---\n"+workersPool("v2"))
 	rolled := time.Now()
 	j.waitNode("Node cordoned for the rollout", 10*time.Minute, func(n *corev1.Node) bool { return n != nil && n.Spec.Unschedulable })
 	j.logTiming("v2 promoted → Node cordoned", time.Since(rolled))
@@ -157,6 +151,11 @@ spec:
 	j.waitNode("Node Ready and uncordoned on v2", 10*time.Minute, func(n *corev1.Node) bool { return nodeReady(n) && !n.Spec.Unschedulable })
 	j.logTiming("evicted → rebooted, Node Ready and uncordoned on v2 (revision "+fmt.Sprint(rev2)+")", time.Since(step))
 	j.logTiming("v1 → v2 rollout of the worker", time.Since(rolled))
+	out = j.waitSSH(j.sshPort, "cat /etc/roost-e2e/class-file; systemctl is-active roost-e2e-class.service; sysctl -n net.ipv4.tcp_keepalive_time")
+	if want := "from the MachineClass\nactive\n617"; out != want {
+		j.fatalf("the class snippet on the worker after the rollout: %q, want %q", out, want)
+	}
+	t.Logf("class snippet: %s", strings.ReplaceAll(out, "\n", " | "))
 
 	// ---- 8. a kubelet that cannot start: the class pins it, the worker
 	// reboots into it, the boot never turns healthy, runs out of tries and
@@ -189,6 +188,52 @@ spec:
 	j.waitNode("Node Ready again on the previous Revision", 10*time.Minute, nodeReady)
 	t.Logf("pool workers: %s", j.getPool("workers").Status.Rollout.Reason)
 }
+
+// workersPool is the Pool "workers" of Cluster e2e following channel.
+func workersPool(channel string) string {
+	return `apiVersion: roost.io/v1
+kind: Pool
+metadata:
+  name: workers
+spec:
+  cluster: e2e
+  machineClass: e2e
+  imageChannel: ` + channel + `
+  nodeLabels:
+    example.com/tier: e2e
+`
+}
+
+// classSnippet is MachineClass spec lines with an Ignition snippet: a
+// file, an enabled unit and a sysctl file (acceptance 5 of the worker
+// issue: it reaches the Machine after one rollout).
+const classSnippet = `  ignition: |
+    ignition:
+      version: 3.3.0
+    storage:
+      files:
+        - path: /etc/roost-e2e/class-file
+          mode: 0644
+          contents:
+            source: "data:,from%20the%20MachineClass%0A"
+        - path: /etc/sysctl.d/90-roost-e2e.conf
+          mode: 0644
+          contents:
+            source: "data:,net.ipv4.tcp_keepalive_time%20%3D%20617%0A"
+    systemd:
+      units:
+        - name: roost-e2e-class.service
+          enabled: true
+          contents: |
+            [Unit]
+            Description=A unit from the MachineClass
+            [Service]
+            Type=oneshot
+            RemainAfterExit=yes
+            ExecStart=/bin/true
+            [Install]
+            WantedBy=multi-user.target
+`
 
 // brokenKubeletVersion is the version of a kubelet extension whose
 // /usr/bin/kubelet exits 1 at once.

@@ -49,7 +49,7 @@ type Env struct {
 	// BinDir is the folder the control-plane binaries ran from.
 	BinDir string
 
-	t       testing.TB
+	t       T
 	env     *envtest.Environment
 	stopKCM func() // stops kube-controller-manager if it runs; idempotent
 }
@@ -58,6 +58,22 @@ type options struct {
 	disruption bool
 	nodes      bool
 	nodeIPs    []net.IP
+}
+
+// T is what Start needs of its caller: a testing.TB is one; a program
+// that runs a control plane outside go test (hack/kubecluster, for the
+// demo) gives its own, whose Fatalf stops the program after the cleanups.
+type T interface {
+	Helper()
+	Logf(format string, args ...any)
+	Errorf(format string, args ...any)
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+	Skipf(format string, args ...any)
+	Skip(args ...any)
+	Failed() bool
+	Cleanup(func())
+	TempDir() string
 }
 
 // Option configures Start.
@@ -90,13 +106,13 @@ var quietLogs sync.Once
 // test under -short or when the binaries are missing (fails instead when
 // CI or KUBEBUILDER_ASSETS is set). The control plane stops when the test
 // ends.
-func Start(t testing.TB, opts ...Option) *Env {
+func Start(t T, opts ...Option) *Env {
 	t.Helper()
 	var o options
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if testing.Short() {
+	if _, inTest := t.(testing.TB); inTest && testing.Short() {
 		t.Skip("kubetest: starts kube-apiserver and etcd; skipped under -short")
 	}
 	bins := []string{"kube-apiserver", "etcd"}
