@@ -142,6 +142,13 @@ func (r *Report) Write(w io.Writer, now time.Time) error {
 		} else {
 			fmt.Fprintf(w, "Release:   (none: kernel and initrd given directly)\n")
 		}
+		if len(r.Info.Extensions) > 0 {
+			label := "Extensions:"
+			for _, k := range sortedKeys(r.Info.Extensions) {
+				fmt.Fprintf(w, "%-11s%s %s\n", label, k, r.Info.Extensions[k])
+				label = ""
+			}
+		}
 		fmt.Fprintf(w, "Hubs:      %s\n", strings.Join(r.Info.Hubs, ", "))
 		switch {
 		case r.Info.TokenExpires == nil:
