@@ -369,12 +369,12 @@ func start(ctx context.Context, opts Options, apiLn, httpLn, raftLn net.Listener
 	rcfg.TLS = raftTLS
 	if opts.ForceNewCluster {
 		if err := h.forceNewCluster(rcfg, raftLn.Addr().String(), hasState, halt); err != nil {
-			return nil, err
+			return nil, h.withRecovery(err)
 		}
 	}
 	node, err := raftnode.Open(rcfg)
 	if err != nil {
-		return nil, err
+		return nil, h.withRecovery(err)
 	}
 	if err := checkOwnRaftAddress(node); err != nil {
 		node.Shutdown()

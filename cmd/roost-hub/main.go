@@ -7,7 +7,10 @@
 //
 // Exit codes: 0 after a graceful stop, 1 when the hub fails, 2 for a
 // command line it refuses (an unknown flag, a value out of its range; see
-// checkFlags), before anything touches the data dir.
+// checkFlags), before anything touches the data dir, 65
+// (hub.ExitDamagedStorage) when the member's Raft log or newest snapshot
+// is damaged, 78 (hub.ExitRulesTooNew) when its log needs a newer
+// roost-hub.
 package main
 
 import (
@@ -87,6 +90,9 @@ func run(args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "roost-hub:", err)
 		if errors.As(err, new(usageError)) {
 			return exitUsage
+		}
+		if errors.As(err, new(*raftnode.DamagedError)) {
+			return hub.ExitDamagedStorage
 		}
 		return exitFailed
 	}

@@ -48,7 +48,9 @@ func CheckLogStore(kind, dir string) error {
 
 // openLogStore opens (creating as needed) the named log store under dir.
 // It refuses to open one kind when the other kind's files are present
-// (CheckLogStore).
+// (CheckLogStore). A raft-wal log is verified first (checkWAL, with its
+// durable-index mark, walmark.go): a damaged one is refused with a
+// *DamagedError.
 func openLogStore(kind, dir string) (logStore, error) {
 	if err := CheckLogStore(kind, dir); err != nil {
 		return nil, err
@@ -60,13 +62,35 @@ func openLogStore(kind, dir string) (logStore, error) {
 		if err := os.MkdirAll(walDir, 0o700); err != nil {
 			return nil, err
 		}
+		mark, err := readMark(markPath(walDir))
+		if err != nil {
+			return nil, err
+		}
+		if err := checkWAL(walDir, mark); err != nil {
+			return nil, err
+		}
 		meta := &metadb.BoltMetaDB{}
 		w, err := raftwal.Open(walDir, raftwal.WithMetaStore(meta))
 		if err != nil {
 			meta.Close()
 			return nil, err
 		}
-		return &walStore{WAL: w, meta: meta}, nil
+		ws := &walStore{WAL: w, meta: meta}
+		last, err := w.LastIndex()
+		if err == nil && last < mark {
+			// checkWAL passed, yet raft-wal recovered less: refuse all the same.
+			err = &DamagedError{What: "log", File: walDir, Offset: -1, End: -1, FirstIndex: last + 1, LastIndex: mark,
+				Reason: fmt.Sprintf("raft-wal recovered the log up to index %d, but indexes up to %d were stored durably before the member stopped", last, mark)}
+		}
+		var m *markedWAL
+		if err == nil {
+			m, err = openMark(ws, markPath(walDir), last)
+		}
+		if err != nil {
+			ws.Close()
+			return nil, err
+		}
+		return m, nil
 	case LogStoreBolt:
 		return raftboltdb.New(raftboltdb.Options{Path: boltPath})
 	default:

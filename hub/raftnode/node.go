@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -58,8 +59,11 @@ type Node struct {
 var ErrNotLeader = raft.ErrNotLeader
 
 // Open starts a Raft member. It does not bootstrap: call Bootstrap on the
-// first member of a new cluster. Errors come from opening the log store,
-// the snapshot store or the listener.
+// first member of a new cluster. Before Raft starts, the raft-wal log is
+// verified record by record (checkWAL) and the newest snapshot against
+// its checksums (checkSnapshots): damage is a *DamagedError naming the
+// file, the byte offset and the Raft indexes. Other errors come from
+// opening the log store, the snapshot store or the listener.
 func Open(cfg Config) (*Node, error) {
 	if cfg.ID == "" || cfg.Dir == "" || (cfg.BindAddr == "" && cfg.Listener == nil) || cfg.FSM == nil || cfg.TLS == nil {
 		if cfg.Listener != nil {
@@ -104,7 +108,7 @@ func Open(cfg Config) (*Node, error) {
 }
 
 // openStores returns the Raft configuration for cfg and opens its log and
-// snapshot stores; the caller closes the log store.
+// snapshot stores, verified (see Open); the caller closes the log store.
 func openStores(cfg Config) (*raft.Config, logStore, raft.SnapshotStore, error) {
 	logger := cfg.Logger
 	if logger == nil {
@@ -131,9 +135,24 @@ func openStores(cfg Config) (*raft.Config, logStore, raft.SnapshotStore, error) 
 	}
 	store, err := openLogStore(cfg.LogStore, cfg.Dir)
 	if err != nil {
+		if _, ok := errors.AsType[*DamagedError](err); ok {
+			return nil, nil, nil, err
+		}
 		return nil, nil, nil, fmt.Errorf("open raft log store: %w", err)
 	}
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.Dir, retain, logger.Named("snapshots"))
+	first, err := store.FirstIndex()
+	var last uint64
+	if err == nil {
+		last, err = store.LastIndex()
+	}
+	if err == nil {
+		err = checkSnapshots(filepath.Join(cfg.Dir, "snapshots"), first, last)
+	}
+	if err != nil {
+		store.Close()
+		return nil, nil, nil, err
+	}
+	snaps, err := newSnapshotStore(cfg.Dir, retain, logger.Named("snapshots"))
 	if err != nil {
 		store.Close()
 		return nil, nil, nil, fmt.Errorf("open snapshot store: %w", err)
@@ -149,7 +168,7 @@ func openStores(cfg Config) (*raft.Config, logStore, raft.SnapshotStore, error) 
 // and keeps everything the member had. Run it with the member stopped (Open
 // not called); start the member normally afterwards. cfg.Listener and TLS
 // are not used. Errors: the stores cannot be opened, or there is no state
-// to recover (raft.RecoverCluster's error).
+// to recover (raft.RecoverCluster's error), or a *DamagedError as Open's.
 func Recover(cfg Config, addr string) error {
 	if cfg.ID == "" || cfg.Dir == "" || addr == "" || cfg.FSM == nil {
 		return errors.New("raftnode: ID, Dir, the Raft address and FSM are required to recover")
