@@ -50,11 +50,15 @@ func (h *Hub) serveHTTP(ln net.Listener) {
 // healthy is nil when the member can serve every request: it leads, or it
 // follows a known leader whose API address it has applied (so it can
 // forward), and the hub CA is replicated. A member removed from the hub
-// says so (see removed.go).
+// says so (see removed.go), and so does one whose Raft log differs from
+// the leader's (logverify.go).
 func (h *Hub) healthy() error {
 	// A removed member knows no leader either; say why.
 	if h.checkRemoved() {
 		return errors.New(h.removedMessage())
+	}
+	if err := h.logVerifyUnhealthy(); err != nil {
+		return err
 	}
 	switch st := h.node.State(); st {
 	case "Leader", "Follower":

@@ -114,6 +114,10 @@ type Options struct {
 	// for good. The other members are dropped from the configuration and
 	// their records from the state; new members join afterwards.
 	ForceNewCluster bool
+	// LogVerifyInterval is how often the leader appends a Raft log
+	// verification checkpoint when the log grew (raftnode.Config.VerifyInterval):
+	// zero means raftnode.DefaultVerifyInterval (1 min), negative none.
+	LogVerifyInterval time.Duration
 	// BlobGCGrace is how long an artifact that no release names stays
 	// after it was stored or last checked; zero or negative means
 	// DefaultBlobGCGrace (1 h). Partial uploads stay 24 h after their last
@@ -312,6 +316,7 @@ func start(ctx context.Context, opts Options, apiLn, httpLn, raftLn net.Listener
 		ID: id, Dir: h.dir.raft(), BindAddr: opts.RaftAddr, Listener: raftLn, LogStore: opts.LogStore,
 		HeartbeatTimeout: opts.HeartbeatTimeout, ElectionTimeout: opts.ElectionTimeout,
 		LeaderLeaseTimeout: opts.LeaderLeaseTimeout, SnapshotThreshold: opts.SnapshotThreshold,
+		VerifyInterval: opts.LogVerifyInterval, VerifyReport: h.logVerifyReport,
 		Logger: hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: raftOut}).With("member", id),
 	}
 	hasState, err := raftnode.HasState(rcfg)
@@ -398,7 +403,7 @@ func start(ctx context.Context, opts Options, apiLn, httpLn, raftLn net.Listener
 		}
 		h.log.Info("bootstrapped a new single-member cluster")
 	}
-	reg.MustRegister(newRaftCollector(node, h.fsm))
+	reg.MustRegister(newRaftCollector(node, h.fsm), newLogVerifyCollector(node))
 	h.blobGC = newBlobGCMetrics(reg)
 
 	livecfg := liveness.Config{MinTTL: opts.HeartbeatMinTTL, MaxHeartbeatsPerSecond: opts.MaxHeartbeatsPerSecond}

@@ -9,10 +9,12 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+	"github.com/hashicorp/raft-wal/verifier"
 )
 
 // Config configures one Raft member.
@@ -44,12 +46,23 @@ type Config struct {
 	SnapshotThreshold uint64
 	// SnapshotsRetained is how many snapshot files to keep; 0 means 3.
 	SnapshotsRetained int
+	// VerifyInterval is how often the leader appends a log verification
+	// checkpoint (logverify.go) when the log grew; 0 means
+	// DefaultVerifyInterval, negative appends none (Node.Checkpoint still
+	// does).
+	VerifyInterval time.Duration
+	// VerifyReport, when set, receives every log verification report of
+	// this member (one at a time; it must not block).
+	VerifyReport func(verifier.VerificationReport)
 }
 
 // Node is one running Raft member.
 type Node struct {
 	raft      *raft.Raft
-	store     logStore
+	store     *verifiedStore
+	verify    *logVerify
+	stop      chan struct{} // closed by Shutdown: ends runCheckpoints
+	stopOnce  sync.Once
 	transport *raft.NetworkTransport
 	id        raft.ServerID
 	addr      raft.ServerAddress
@@ -98,13 +111,23 @@ func Open(cfg Config) (*Node, error) {
 		Timeout: 10 * time.Second,
 		Logger:  rc.Logger.Named("transport"),
 	})
-	r, err := raft.NewRaft(rc, cfg.FSM, store, store, snaps, transport)
+	verify := &logVerify{report: cfg.VerifyReport}
+	vstore := newVerifiedStore(store, verify)
+	r, err := raft.NewRaft(rc, cfg.FSM, vstore, vstore, snaps, transport)
 	if err != nil {
 		transport.Close()
-		store.Close()
+		vstore.Close()
 		return nil, err
 	}
-	return &Node{raft: r, store: store, transport: transport, id: rc.LocalID, addr: transport.LocalAddr()}, nil
+	n := &Node{raft: r, store: vstore, verify: verify, stop: make(chan struct{}), transport: transport, id: rc.LocalID, addr: transport.LocalAddr()}
+	interval := cfg.VerifyInterval
+	if interval == 0 {
+		interval = DefaultVerifyInterval
+	}
+	if interval > 0 {
+		go n.runCheckpoints(interval)
+	}
+	return n, nil
 }
 
 // openStores returns the Raft configuration for cfg and opens its log and
@@ -315,6 +338,7 @@ func (n *Node) CommitIndex() uint64 { return n.raft.CommitIndex() }
 
 // Shutdown stops Raft, then closes the transport and the log store.
 func (n *Node) Shutdown() error {
+	n.stopOnce.Do(func() { close(n.stop) })
 	err := n.raft.Shutdown().Error()
 	n.transport.Close()
 	if cerr := n.store.Close(); err == nil {
