@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -95,5 +96,30 @@ func TestLogVerificationNoticesADivergingFollower(t *testing.T) {
 			}
 			return false
 		})
+	}
+}
+
+// The leader appends a checkpoint after the log grew, and none while the
+// hub is idle (an idle hub's Raft index does not move).
+func TestLogVerificationCheckpointsOnlyAfterWrites(t *testing.T) {
+	dir := t.TempDir()
+	h := startHub(t, dir, hub.Options{LogVerifyInterval: 50 * time.Millisecond})
+	waitFor(t, "admin.conf", func() bool { return fileExists(h.AdminConfigPath()) })
+	c := dial(t, h.AdminConfigPath(), h.APIAddr())
+	applyClusters(t, c, "one", 1)
+	waitFor(t, "a checkpoint verified", func() bool {
+		v := h.Node().LogVerification()
+		return v.Checkpoints >= 1 && v.Verified >= 1 && v.Failure == nil
+	})
+	var idle uint64
+	waitFor(t, "the log to settle", func() bool {
+		before := h.Node().LastIndex()
+		time.Sleep(200 * time.Millisecond)
+		idle = h.Node().LastIndex()
+		return idle == before
+	})
+	time.Sleep(300 * time.Millisecond) // six more intervals
+	if got := h.Node().LastIndex(); got != idle {
+		t.Fatalf("the idle hub's last index moved from %d to %d", idle, got)
 	}
 }

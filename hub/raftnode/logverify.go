@@ -139,11 +139,13 @@ func (n *Node) Checkpoint(ctx context.Context) error {
 }
 
 // runCheckpoints appends a checkpoint every interval while this member
-// leads and the log grew since the last one (an idle hub writes none).
+// leads and the log grew since the last one, or since it became leader:
+// an idle hub writes none.
 func (n *Node) runCheckpoints(interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	var last uint64
+	leading := false
 	for {
 		select {
 		case <-n.stop:
@@ -151,10 +153,15 @@ func (n *Node) runCheckpoints(interval time.Duration) {
 		case <-t.C:
 		}
 		if !n.IsLeader() {
-			last = 0
+			leading = false
 			continue
 		}
-		if li := n.raft.LastIndex(); li == last {
+		li := n.raft.LastIndex()
+		if !leading {
+			leading, last = true, li
+			continue
+		}
+		if li == last {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
