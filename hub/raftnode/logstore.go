@@ -98,7 +98,7 @@ func openLogStore(kind, dir string) (logStore, error) {
 	}
 }
 
-// walStore closes raft-wal's bbolt meta store too: raft-wal v0.4.0's
+// walStore closes raft-wal's bbolt meta store too: raft-wal v0.4.1's
 // WAL.Close leaves it open, and with it the file lock, so the same process
 // could not open the directory again.
 type walStore struct {

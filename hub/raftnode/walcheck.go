@@ -17,7 +17,7 @@ import (
 
 // Verifying raft-wal's segment files at start.
 //
-// raft-wal (v0.4.0, segment format version 0) already checksums every
+// raft-wal (v0.4.1, segment format version 0) already checksums every
 // record: each append batch (the entry frames of one StoreLogs call, and
 // the index frame that seals a segment) ends with a commit frame holding
 // the CRC32C (Castagnoli) of every byte of the batch, the first batch
@@ -35,7 +35,7 @@ import (
 // ends early lost durable records or only a write that was never
 // acknowledged, it tells from the durable-index mark (walmark.go).
 
-// Segment format constants of raft-wal v0.4.0 (segment/format.go).
+// Segment format constants of raft-wal v0.4.x (segment/format.go).
 const (
 	walFileHeaderLen  = 32
 	walFrameHeaderLen = 8
@@ -165,7 +165,11 @@ scan:
 			off += walFrameHeaderLen + padded
 		case segment.FrameCommit:
 			first, last := idx(batchFirst), idx(entries)-1
-			live := entries == batchFirst || last >= info.MinIndex
+			// A batch matters when it holds the segment's index, or an entry
+			// still in the log: not below MinIndex (deleted after a
+			// snapshot), nor, in a segment sealed by a tail truncation,
+			// above MaxIndex (a torn write left there is never read).
+			live := entries == batchFirst || (last >= info.MinIndex && (!sealed || first <= info.MaxIndex))
 			if crc != length {
 				if bad == nil && live {
 					var which string

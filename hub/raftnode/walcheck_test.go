@@ -225,6 +225,12 @@ func TestCheckWALAfterTailTruncation(t *testing.T) {
 	if err := s.GetLog(61, &l); err != nil || string(l.Data) != "replacement" {
 		t.Fatalf("entry 61: %q %v", l.Data, err)
 	}
+	// raft-wal v0.4.0 sealed the truncated segment without writing its
+	// index, so after a restart its entries could not be read ("sealed
+	// segment has no index block", hashicorp/raft-wal#31, fixed in v0.4.1).
+	if err := s.GetLog(10, &l); err != nil || !strings.HasPrefix(string(l.Data), "entry-00010") {
+		t.Fatalf("entry 10 after a tail truncation and a restart: %q %v", l.Data, err)
+	}
 	if m, _ := readMark(markPath(filepath.Join(dir, "wal"))); m != 61 {
 		t.Fatalf("mark %d, want 61", m)
 	}
