@@ -80,8 +80,15 @@ func checkWAL(walDir string, durable uint64) error {
 		case durable >= si.BaseIndex:
 			need = durable
 		}
-		if err := checkSegment(filepath.Join(walDir, segment.FileName(si)), si, sealed, need); err != nil {
+		path := filepath.Join(walDir, segment.FileName(si))
+		if err := checkSegment(path, si, sealed, need); err != nil {
 			return err
+		}
+		if sealed && si.IndexStart == 0 && si.MinIndex <= si.MaxIndex {
+			// raft-wal v0.4.0 sealed the segment of a tail truncation without
+			// writing its index; no version can read its entries since.
+			return &DamagedError{What: "log segment", File: path, Offset: -1, End: -1, FirstIndex: si.MinIndex, LastIndex: si.MaxIndex,
+				Reason: "the segment was sealed by a tail truncation without its index (raft-wal v0.4.0, hashicorp/raft-wal#31), so its entries cannot be read"}
 		}
 	}
 	return nil

@@ -305,3 +305,35 @@ func BenchmarkCheckWAL(b *testing.B) {
 		}
 	}
 }
+
+// A segment raft-wal v0.4.0 sealed at a tail truncation has no index, and
+// its entries cannot be read: refused with a clear error rather than
+// Raft's panic at the first read.
+func TestCheckWALRefusesASealedSegmentWithoutIndex(t *testing.T) {
+	dir := t.TempDir()
+	meta := &metadb.BoltMetaDB{}
+	w, err := raftwal.Open(dir, raftwal.WithMetaStore(meta), raftwal.WithSegmentSize(4096))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 100; i++ {
+		if err := w.StoreLog(&raft.Log{Index: uint64(i), Term: 1, Data: bytes.Repeat([]byte("z"), 100)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	st, err := meta.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Segments[0].IndexStart = 0 // as v0.4.0 left it
+	if err := meta.CommitState(st); err != nil {
+		t.Fatal(err)
+	}
+	meta.Close()
+	err = checkWAL(dir, 100)
+	var d *DamagedError
+	if !errors.As(err, &d) || !strings.Contains(d.Reason, "raft-wal#31") || d.FirstIndex != st.Segments[0].MinIndex {
+		t.Fatalf("err = %v, want a DamagedError for the first segment naming raft-wal#31", err)
+	}
+}
