@@ -38,9 +38,9 @@ import (
 // A whole-file CRC64 says that a snapshot is damaged, not where. Roost
 // adds blocks.crc32c beside state.bin (blockSink): the CRC32C of every
 // snapshotBlock bytes of the state, so a mismatch is named by its byte
-// range. Snapshots written before (or by a member that crashed between
-// writing it and its snapshot) have none: their damage is named by file
-// only.
+// range. It is written into the snapshot's temporary directory before raft
+// renames it, so a snapshot has it or never existed; snapshots written by
+// an older roost-hub have none, and their damage is named by file only.
 
 const (
 	snapshotBlock  = 4 << 10 // bytes per checksummed block of state.bin
