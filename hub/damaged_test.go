@@ -187,25 +187,41 @@ func TestDamagedSnapshotRefused(t *testing.T) {
 	}
 }
 
-// A member of a 3-member hub whose newest log segment is damaged refuses to
-// start; the documented recovery (remove it, wipe its data dir, join it
-// again) brings it back with every acknowledged write, including those
-// acknowledged while it was down.
-func TestDamagedLogMemberRejoins(t *testing.T) {
+// A member of a 3-member hub whose newest log segment (or, separately,
+// newest snapshot) is damaged refuses to start; the documented recovery
+// (remove it, wipe its data dir, join it again) brings it back with every
+// acknowledged write, including those acknowledged while it was down.
+func TestDamagedMemberRejoins(t *testing.T) {
+	for _, damage := range []string{"log segment", "snapshot"} {
+		t.Run(strings.ReplaceAll(damage, " ", "-"), func(t *testing.T) { testDamagedMemberRejoins(t, damage) })
+	}
+}
+
+func testDamagedMemberRejoins(t *testing.T, damage string) {
 	members, dirs, admin := threeMembers(t)
 	applyClusters(t, admin, "before", 10)
 	waitFor(t, "hub-c applied every write", func() bool {
 		return members[2].FSM().LastIndex() >= members[0].FSM().LastIndex()
 	})
+	if damage == "snapshot" {
+		if err := members[2].Node().Snapshot(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	raftAddr := members[2].Node().Addr()
 	if err := members[2].Close(); err != nil {
 		t.Fatal(err)
 	}
 	applyClusters(t, admin, "while-down", 10)
 
-	seg := newestFile(t, filepath.Join(dirs[2], "raft", "wal", "*.wal"))
-	flipByte(t, seg, "before-5")
-	startDamaged(t, hub.Options{NodeID: "hub-c", DataDir: dirs[2], APIAddr: "127.0.0.1:0", RaftAddr: raftAddr}, seg)
+	file := newestFile(t, filepath.Join(dirs[2], "raft", "wal", "*.wal"))
+	if damage == "snapshot" {
+		file = filepath.Join(newestFile(t, filepath.Join(dirs[2], "raft", "snapshots", "*-*-*")), "state.bin")
+	}
+	flipByte(t, file, "before-5")
+	if d := startDamaged(t, hub.Options{NodeID: "hub-c", DataDir: dirs[2], APIAddr: "127.0.0.1:0", RaftAddr: raftAddr}, file); d.What != damage {
+		t.Fatalf("damaged %s reported, want %s", d.What, damage)
+	}
 
 	// Recovery: remove the member, wipe its data dir, join it again.
 	if _, err := admin.RemoveMember(context.Background(), &roostv1.RemoveMemberRequest{Id: "hub-c"}); err != nil {
