@@ -40,7 +40,30 @@ type Error struct {
 	Code       codes.Code
 	Message    string
 	Violations []Violation
+	// Reason is "" or one of the Reason constants: what the error says
+	// about the write it answers, carried as a google.rpc.ErrorInfo
+	// detail (domain Domain) so that it survives forwarding between
+	// members and reaches the client.
+	Reason string
 }
+
+// Domain is the google.rpc.ErrorInfo domain of Roost's reasons.
+const Domain = "roost.dev"
+
+// Reasons an error gives about the outcome of a write.
+const (
+	// ReasonNotApplied: the request was refused before anything was
+	// proposed to Raft (no leader yet, not the leader, a leadership
+	// transfer, a member stopping): nothing was applied and it is safe
+	// to send the request again.
+	ReasonNotApplied = "NOT_APPLIED"
+	// ReasonOutcomeUnknown: the write was proposed and the hub cannot
+	// tell whether it was applied (leadership lost before it committed,
+	// the member stopped, the call's deadline passed while it
+	// committed). Read the state, or send the request again with the
+	// same request ID, which the hub applies at most once.
+	ReasonOutcomeUnknown = "OUTCOME_UNKNOWN"
+)
 
 func (e *Error) Error() string {
 	if len(e.Violations) == 0 {
@@ -98,8 +121,48 @@ func PermissionDenied(format string, a ...any) *Error {
 }
 
 // Unavailable reports a transient condition (no leader, shutting down).
+// It says nothing about whether a write was applied; see NotApplied.
 func Unavailable(format string, a ...any) *Error {
 	return &Error{Code: codes.Unavailable, Message: fmt.Sprintf(format, a...)}
+}
+
+// NotApplied reports a transient condition met before the request was
+// proposed (no leader, not the leader, stopping): Unavailable with
+// ReasonNotApplied, which clients retry, on another member if need be.
+func NotApplied(format string, a ...any) *Error {
+	return &Error{Code: codes.Unavailable, Message: fmt.Sprintf(format, a...), Reason: ReasonNotApplied}
+}
+
+// OutcomeUnknown reports a write that was proposed and may or may not
+// have been applied: code Unknown with ReasonOutcomeUnknown.
+func OutcomeUnknown(format string, a ...any) *Error {
+	return &Error{Code: codes.Unknown, Message: fmt.Sprintf(format, a...), Reason: ReasonOutcomeUnknown}
+}
+
+// ReasonOf returns the reason err carries (an *Error's Reason, or the
+// google.rpc.ErrorInfo of domain Domain in a gRPC status), "" for none.
+func ReasonOf(err error) string {
+	if err == nil {
+		return ""
+	}
+	var e *Error
+	if errors.As(err, &e) && e.Reason != "" {
+		return e.Reason
+	}
+	var se interface{ GRPCStatus() *status.Status }
+	if !errors.As(err, &se) {
+		return ""
+	}
+	return reasonOfStatus(se.GRPCStatus())
+}
+
+func reasonOfStatus(st *status.Status) string {
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == Domain {
+			return info.GetReason()
+		}
+	}
+	return ""
 }
 
 // ToStatus converts any error to a gRPC status: *Error keeps its code and
@@ -121,6 +184,11 @@ func ToStatus(err error) *status.Status {
 				})
 			}
 			if withDetails, derr := st.WithDetails(br); derr == nil {
+				st = withDetails
+			}
+		}
+		if e.Reason != "" {
+			if withDetails, derr := st.WithDetails(&errdetails.ErrorInfo{Reason: e.Reason, Domain: Domain}); derr == nil {
 				st = withDetails
 			}
 		}
@@ -149,7 +217,7 @@ func FromError(err error) *Error {
 		return e
 	}
 	st, _ := status.FromError(err)
-	out := &Error{Code: st.Code(), Message: st.Message()}
+	out := &Error{Code: st.Code(), Message: st.Message(), Reason: reasonOfStatus(st)}
 	for _, d := range st.Details() {
 		if br, ok := d.(*errdetails.BadRequest); ok {
 			for _, fv := range br.GetFieldViolations() {

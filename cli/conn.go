@@ -14,6 +14,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
 	"github.com/roostfleet/roost/client"
@@ -222,10 +223,29 @@ func (o *options) hubSource() string {
 	return o.configSource
 }
 
+// logUnary logs each attempt of a call with --verbose: its code, for a
+// failed write what it says about the write ("not applied", "outcome
+// unknown"), and its request ID.
 func (o *options) logUnary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	if !o.verbose {
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}
 	start := time.Now()
-	err := invoker(ctx, method, req, reply, cc, opts...)
-	o.debugf("%s: %s in %s", method, status.Code(err), time.Since(start).Round(time.Millisecond))
+	var p peer.Peer
+	err := invoker(ctx, method, req, reply, cc, append(opts, grpc.Peer(&p))...)
+	what := status.Code(err).String()
+	if err != nil && client.IsWrite(method) {
+		switch client.OutcomeOf(err, p.Addr != nil) {
+		case client.NotApplied:
+			what += " (not applied)"
+		case client.Unknown:
+			what += " (outcome unknown)"
+		}
+	}
+	if id := client.RequestIDOf(ctx); id != "" {
+		what += ", request " + id
+	}
+	o.debugf("%s: %s in %s", method, what, time.Since(start).Round(time.Millisecond))
 	return err
 }
 

@@ -87,6 +87,9 @@ func exitCode(err error) int {
 	if errors.As(err, &u) || isCobraUsage(err) {
 		return ExitUsage
 	}
+	if isOutcomeUnknown(err) {
+		return ExitUnknown
+	}
 	if st, ok := grpcStatus(err); ok {
 		return exitCodeOf(st.Code())
 	}
@@ -103,7 +106,7 @@ func exitCode(err error) int {
 // problem and not a transport failure).
 func isHubError(err error) bool {
 	st, ok := grpcStatus(err)
-	if !ok {
+	if !ok || isOutcomeUnknown(err) {
 		return false
 	}
 	switch st.Code() {
@@ -116,6 +119,10 @@ func isHubError(err error) bool {
 // printError writes err to w: hub refusals as "Error from hub: MESSAGE" with
 // one violation per line, everything else as "error: MESSAGE".
 func printError(w io.Writer, err error) {
+	if isOutcomeUnknown(err) {
+		fmt.Fprintf(w, "error: outcome unknown: the hub may have applied it (%s)\n", oneLine(apierror.FromError(err).Message))
+		return
+	}
 	if st, ok := grpcStatus(err); ok {
 		e := apierror.FromError(st.Err())
 		switch st.Code() {

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/roostfleet/roost/client"
 )
 
 // Exit codes roostctl returns; scripts may rely on them.
@@ -33,8 +35,17 @@ const (
 	// InvalidArgument from the hub), no usable client configuration.
 	ExitUsage = 2
 	// ExitUnreachable means no hub member answered (Unavailable or
-	// DeadlineExceeded after trying every member).
+	// DeadlineExceeded after trying every member) and nothing was
+	// applied: a write either never left roostctl or every member that
+	// answered refused it before proposing it.
 	ExitUnreachable = 3
+	// ExitUnknown means a write's outcome is unknown: it reached the hub
+	// and the hub may or may not have applied it (the leader was lost
+	// while it committed, the connection dropped after it was sent,
+	// --timeout ran out meanwhile). Check the state, or run the command
+	// again with the --request-id it printed: the hub applies a request
+	// ID at most once (for an hour).
+	ExitUnknown = 4
 )
 
 // Streams are the standard streams a command reads and writes.
@@ -59,6 +70,10 @@ type options struct {
 	tried []string
 	// configSource says where the configuration came from, for messages.
 	configSource string
+	// requestID is --request-id; requestIDs gives the command's write
+	// calls their request IDs (its Base is set when the command starts).
+	requestID  string
+	requestIDs *client.RequestIDs
 }
 
 const rootLong = `roostctl manages a Roost fleet: bare-metal (or virtual) Kubernetes worker
@@ -80,7 +95,13 @@ Exit codes (stable, for scripts):
      changed since it was read, …)
   2  bad usage or invalid input: flags, arguments, unknown kinds, manifests
      that fail validation (locally or at the hub), no usable configuration
-  3  hub unreachable: no member answered (unavailable or timed out)
+  3  hub unreachable: no member answered (unavailable or timed out);
+     nothing was applied
+  4  outcome unknown: a write reached the hub, which may or may not have
+     applied it (the leader was lost, the connection dropped or --timeout
+     ran out while it committed); check with 'roostctl get ...', or run the
+     same command again with the --request-id it printed, which the hub
+     applies at most once (for an hour)
 
 Errors go to standard error, prefixed with "error:" (problems found locally)
 or "Error from hub:" (requests the hub refused), one violation per line.`
@@ -123,6 +144,9 @@ func newRootCommand(o *options) *cobra.Command {
 			if err := cmd.ValidateRequiredFlags(); err != nil {
 				return err
 			}
+			if err := o.startRequestIDs(); err != nil {
+				return err
+			}
 			o.started = true
 			return nil
 		},
@@ -138,6 +162,8 @@ func newRootCommand(o *options) *cobra.Command {
 	pf.StringVar(&o.configPath, "config", "", "client configuration `FILE` (hub addresses, CA, client certificate)\n(default $ROOST_CONFIG, then ~/.roost/config)")
 	pf.StringSliceVar(&o.hubs, "hub", nil, "hub API `ADDRESSES` host:port, comma-separated, used instead of the\nconfiguration's list; calls fail over between them")
 	pf.DurationVar(&o.timeout, "timeout", o.timeout, "how long to wait for the hub, per command (e.g. 10s, 2m);\n--watch streams are not limited")
+	pf.StringVar(&o.requestID, "request-id", "", "`ID` of this command's writes (letters, digits, '.', '_', ':', '-'; at most 100):\n"+
+		"the hub applies each at most once for an hour, so running a command\nagain with the ID it printed after exit code 4 cannot apply it twice\n(default: a fresh random ID)")
 	pf.BoolVarP(&o.verbose, "verbose", "v", false, "print what roostctl does (configuration, hub addresses, each call and\nits duration) to standard error")
 
 	root.AddGroup(
@@ -186,7 +212,8 @@ func Run(ctx context.Context, args []string, streams Streams) int {
 func (o *options) run(ctx context.Context, args []string) int {
 	root := newRootCommand(o)
 	root.SetArgs(args)
-	cmd, err := root.ExecuteContextC(ctx)
+	o.requestIDs = &client.RequestIDs{}
+	cmd, err := root.ExecuteContextC(client.WithRequestIDs(ctx, o.requestIDs))
 	if err == nil {
 		return ExitOK
 	}
@@ -195,7 +222,11 @@ func (o *options) run(ctx context.Context, args []string) int {
 	}
 	code := exitCode(err)
 	if !isReported(err) {
-		printError(o.Err, err)
+		if isOutcomeUnknown(err) {
+			o.printOutcomeUnknown(err, cmd)
+		} else {
+			printError(o.Err, err)
+		}
 	}
 	if code == ExitUsage && cmd != nil && isCobraUsage(err) {
 		fmt.Fprintf(o.Err, "See '%s --help' for usage.\n", cmd.CommandPath())

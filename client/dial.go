@@ -28,12 +28,26 @@ const (
 
 // serviceConfig balances calls over every member (round_robin only picks
 // members whose connection is ready, so a dead member is skipped) and
-// retries calls that fail with UNAVAILABLE before reaching a server, on
-// another member when one is ready.
+// retries reads and streams that fail with UNAVAILABLE before reaching a
+// server, on another member when one is ready. Writes get no retry policy
+// of gRPC's: gRPC would also resend a write whose connection dropped after
+// it was sent (it may have been applied); retryWrite retries them instead.
+// gRPC's transparent retries (a request that never left, or that the
+// server refused unprocessed) stay on for all.
 const serviceConfig = `{
   "loadBalancingConfig": [{"round_robin": {}}],
   "methodConfig": [{
-    "name": [{}],
+    "name": [
+      {"service": "roost.v1.HubService", "method": "Get"},
+      {"service": "roost.v1.HubService", "method": "List"},
+      {"service": "roost.v1.HubService", "method": "ListMembers"},
+      {"service": "roost.v1.HubService", "method": "ListJoinTokens"},
+      {"service": "roost.v1.HubService", "method": "StatArtifact"},
+      {"service": "roost.v1.HubService", "method": "ListTrustedKeys"},
+      {"service": "roost.v1.HubService", "method": "Watch"},
+      {"service": "roost.v1.HubService", "method": "SaveSnapshot"},
+      {"service": "grpc.health.v1.Health"}
+    ],
     "retryPolicy": {
       "maxAttempts": 5,
       "initialBackoff": "0.1s",
@@ -58,11 +72,15 @@ const MaxMessageBytes = 64 << 20
 // trusts only cfg's CA, with TLS ServerName ca.ServerName.
 //
 // Calls are spread over all members (round_robin); members that refuse
-// connections are skipped, and calls failing with UNAVAILABLE are retried
-// up to 5 attempts with 0.1s–1s backoff, and then, for unary calls with a
+// connections are skipped. Reads failing with UNAVAILABLE are retried up
+// to 5 attempts with 0.1s–1s backoff, and then, for unary calls with a
 // deadline, again until the deadline (retryUnavailable: a leader election
-// takes longer). Write RPCs may land on any member: the hub forwards them
-// to the leader.
+// takes longer). Writes (IsWrite) carry a request ID (RequestIDKey; fresh,
+// or from WithRequestID or WithRequestIDs) and are retried only when
+// no attempt can have been applied, or with that ID, which the hub applies
+// at most once; a write whose outcome stays unknown fails with an
+// *OutcomeUnknownError (retryWrite). Write RPCs may land on any member:
+// the hub forwards them to the leader.
 //
 // Dial does not connect; the first call does, and ctx only aborts Dial
 // itself when already done. opts are appended to Dial's own options (e.g.
@@ -99,7 +117,7 @@ func Dial(ctx context.Context, cfg *Config, hubs []string, opts ...grpc.DialOpti
 		grpc.WithResolvers(r),
 		grpc.WithTransportCredentials(credentials.NewTLS(tlsCfg)),
 		grpc.WithDefaultServiceConfig(serviceConfig),
-		grpc.WithChainUnaryInterceptor(retryUnavailable),
+		grpc.WithChainUnaryInterceptor(addRequestID, retryUnavailable),
 		// Lists of a large fleet exceed gRPC's 4 MiB default.
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessageBytes)),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{

@@ -43,7 +43,7 @@ func (h *Hub) removedError() error {
 	if !removed {
 		return nil
 	}
-	return apierror.Unavailable("%s", h.removedMessage())
+	return apierror.NotApplied("%s", h.removedMessage()) // checked before any handler runs
 }
 
 func (h *Hub) removedMessage() string {

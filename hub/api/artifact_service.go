@@ -294,7 +294,7 @@ func (s *Server) PutImageRelease(ctx context.Context, req *roostv1.PutImageRelea
 			return nil, err
 		}
 		setWarning(ctx, warning)
-		res, err := s.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_ApplyObjects{ApplyObjects: &roostv1.ApplyObjects{
+		res, err := s.proposeRequest(ctx, req, &roostv1.Command{Command: &roostv1.Command_ApplyObjects{ApplyObjects: &roostv1.ApplyObjects{
 			Objects: []*roostv1.Object{obj}, Uids: newUIDs(1),
 		}}})
 		if err != nil {

@@ -69,7 +69,7 @@ func (s *Server) TrustReleaseKey(ctx context.Context, req *roostv1.TrustReleaseK
 				before = k
 			}
 		}
-		if _, err := s.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_PutTrustedKey{PutTrustedKey: &roostv1.PutTrustedKey{Key: key}}}); err != nil {
+		if _, err := s.proposeRequest(ctx, req, &roostv1.Command{Command: &roostv1.Command_PutTrustedKey{PutTrustedKey: &roostv1.PutTrustedKey{Key: key}}}); err != nil {
 			return nil, err
 		}
 		for _, k := range s.fsm.TrustedKeys() {
@@ -102,7 +102,7 @@ func (s *Server) UntrustReleaseKey(ctx context.Context, req *roostv1.UntrustRele
 		if err != nil {
 			return nil, err
 		}
-		if _, err := s.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_DeleteTrustedKey{DeleteTrustedKey: &roostv1.DeleteTrustedKey{Id: full}}}); err != nil {
+		if _, err := s.proposeRequest(ctx, req, &roostv1.Command{Command: &roostv1.Command_DeleteTrustedKey{DeleteTrustedKey: &roostv1.DeleteTrustedKey{Id: full}}}); err != nil {
 			return nil, err
 		}
 		return &roostv1.UntrustReleaseKeyResponse{Id: full}, nil
@@ -163,7 +163,7 @@ func (s *Server) PromoteImageRelease(ctx context.Context, req *roostv1.PromoteIm
 		return nil, apierror.Invalid("invalid promotion", vs...)
 	}
 	return onLeader(ctx, s, func() (*roostv1.PromoteImageReleaseResponse, error) {
-		res, err := s.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_PromoteImageRelease{PromoteImageRelease: &roostv1.PromoteImageRelease{
+		res, err := s.proposeRequest(ctx, req, &roostv1.Command{Command: &roostv1.Command_PromoteImageRelease{PromoteImageRelease: &roostv1.PromoteImageRelease{
 			Version: req.GetVersion(), Channel: req.GetChannel(), Remove: req.GetRemove()}}})
 		if err != nil {
 			return nil, err
@@ -383,7 +383,7 @@ func (s *Server) peerConn(addr string) (*grpc.ClientConn, error) {
 	if c, ok := s.conns[addr]; ok {
 		return c, nil
 	}
-	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(s.peerCreds))
+	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(s.peerCreds), grpc.WithUnaryInterceptor(markUnsent))
 	if err != nil {
 		return nil, err
 	}

@@ -6,30 +6,42 @@ import (
 
 	"github.com/hashicorp/raft"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/roostfleet/roost/apierror"
+	"github.com/roostfleet/roost/hub/raftnode"
 )
 
-// toStatus is the hub's one mapping from errors to gRPC statuses. Raft
-// errors that guarantee the command never entered the log are Unavailable,
-// which clients retry on another member. Leadership lost after the command
-// was appended is Unknown: it may or may not commit, so only the caller can
-// decide whether to retry. Everything else goes through apierror.ToStatus,
-// which keeps the code of an *apierror.Error (e.g. Aborted for an apply
-// whose metadata.modifyIndex or uid precondition failed) and its field
-// violations.
+// toStatus is the hub's one mapping from errors to gRPC statuses, and
+// says what became of a write:
+//
+//   - Raft errors that guarantee the command never entered the log
+//     (ErrNotLeader, ErrLeadershipTransferInProgress, ErrEnqueueTimeout,
+//     ErrRaftShutdown before queueing) are Unavailable with
+//     apierror.ReasonNotApplied: clients retry them, on another member.
+//   - A command proposed whose fate Raft could not tell
+//     (raftnode.OutcomeUnknownError: leadership lost before commit, the
+//     member stopping, the caller's deadline) is Unknown with
+//     apierror.ReasonOutcomeUnknown: it may or may not commit, so only a
+//     retry with the same request ID (applied at most once) or a read can
+//     settle it.
+//   - Everything else goes through apierror.ToStatus, which keeps the code
+//     of an *apierror.Error (e.g. Aborted for an apply whose
+//     metadata.modifyIndex or uid precondition failed), its field
+//     violations and its reason.
 func toStatus(err error) error {
 	if err == nil {
 		return nil
 	}
 	switch {
+	case raftnode.IsOutcomeUnknown(err):
+		return apierror.OutcomeUnknown("the hub lost track of the write while it was committing (%v); it may or may not have been applied", err).GRPCStatus().Err()
 	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrRaftShutdown),
 		errors.Is(err, raft.ErrLeadershipTransferInProgress), errors.Is(err, raft.ErrEnqueueTimeout):
-		return status.Error(codes.Unavailable, err.Error()+"; retry on another member")
+		return apierror.NotApplied("%s; retry on another member", err.Error()).GRPCStatus().Err()
 	case errors.Is(err, raft.ErrLeadershipLost):
-		return status.Error(codes.Unknown, "leadership changed while the write was committing; it may or may not have been applied: read it back, or apply again (applies are idempotent)")
+		// Not from Apply (which wraps it): a membership change or a
+		// barrier; a membership change may or may not have happened.
+		return apierror.OutcomeUnknown("leadership changed while the change was committing; it may or may not have been applied").GRPCStatus().Err()
 	}
 	return apierror.ToStatus(err).Err()
 }

@@ -138,7 +138,7 @@ func (s *Server) pushExtensions(ctx context.Context, req *roostv1.ApplyRequest) 
 		if err := s.checkExtensionRules("objects"); err != nil {
 			return nil, err
 		}
-		res, err := s.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_ApplyObjects{ApplyObjects: &roostv1.ApplyObjects{
+		res, err := s.proposeRequest(ctx, fwd, &roostv1.Command{Command: &roostv1.Command_ApplyObjects{ApplyObjects: &roostv1.ApplyObjects{
 			Objects: objs, Uids: newUIDs(len(objs)), DryRun: req.GetDryRun(),
 		}}})
 		if err != nil {

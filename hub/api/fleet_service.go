@@ -1,10 +1,13 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"fmt"
+	"io"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -25,11 +28,16 @@ const tokenAlphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
 
 // newEnrollmentToken returns a fresh "<6>.<16>" secret, each character
 // uniform over the alphabet (rejection sampling).
-func newEnrollmentToken() (string, error) {
+func newEnrollmentToken() (string, error) { return enrollmentTokenFrom(rand.Reader) }
+
+// enrollmentTokenFrom makes a "<6>.<16>" secret from the bytes of src
+// (random, or derived from a request ID: derivedSource), each character
+// uniform over the alphabet when the bytes are (rejection sampling).
+func enrollmentTokenFrom(src io.Reader) (string, error) {
 	out := make([]byte, 0, 23)
 	buf := make([]byte, 64)
 	for len(out) < 23 {
-		if _, err := rand.Read(buf); err != nil {
+		if _, err := io.ReadFull(src, buf); err != nil {
 			return "", err
 		}
 		for _, c := range buf {
@@ -83,7 +91,7 @@ func (s *Server) CreateEnrollmentToken(ctx context.Context, req *roostv1.CreateE
 	}
 	return onLeader(ctx, s, func() (*roostv1.CreateEnrollmentTokenResponse, error) {
 		for attempt := 0; ; attempt++ {
-			secret, err := newEnrollmentToken()
+			secret, err := s.enrollmentSecret(ctx, attempt)
 			if err != nil {
 				return nil, err
 			}
@@ -97,9 +105,13 @@ func (s *Server) CreateEnrollmentToken(ctx context.Context, req *roostv1.CreateE
 			if ttl := req.GetTtlSeconds(); ttl > 0 {
 				spec.ExpiresAt = timestamppb.New(now.Add(time.Duration(ttl) * time.Second))
 			}
-			_, err = s.Propose(ctx, &roostv1.Command{Time: timestamppb.New(now), Command: &roostv1.Command_PutEnrollmentToken{PutEnrollmentToken: &roostv1.PutEnrollmentToken{
+			cmd := &roostv1.Command{Time: timestamppb.New(now), Command: &roostv1.Command_PutEnrollmentToken{PutEnrollmentToken: &roostv1.PutEnrollmentToken{
 				Token: &roostv1.EnrollmentToken{Metadata: &roostv1.ObjectMeta{Name: name}, Spec: spec}, Uid: uuid.NewString(),
-			}}})
+			}}}
+			if err := s.withRequest(ctx, cmd, req, drawName(attempt)); err != nil {
+				return nil, err
+			}
+			_, err = s.Propose(ctx, cmd)
 			if apierror.Code(err) == codes.AlreadyExists && attempt < 3 {
 				continue // a 6-character id collided; draw again
 			}
@@ -118,13 +130,57 @@ func (s *Server) CreateEnrollmentToken(ctx context.Context, req *roostv1.CreateE
 	})
 }
 
+// drawName names the attempt-th draw of a token within one request for
+// withRequest and derivedSource: "" for the first, then "2", "3", ….
+func drawName(attempt int) string {
+	if attempt == 0 {
+		return ""
+	}
+	return strconv.Itoa(attempt + 1)
+}
+
+// derivedSource returns the bytes a token created by the request in ctx
+// is made from at its attempt-th draw: derived from the request ID with
+// the hub CA's key (ca.Authority.DeriveSecret), so that a retry of the
+// request, on any member, makes the same token and the FSM finds it
+// applied (state.RulesRequestIDs) instead of creating a second one; nil
+// when the request has no ID (then the token is random).
+func (s *Server) derivedSource(ctx context.Context, purpose string, attempt, n int) (io.Reader, error) {
+	id := requestID(ctx)
+	if id == "" {
+		return nil, nil
+	}
+	authority, err := s.authority()
+	if err != nil {
+		return nil, err
+	}
+	b, err := authority.DeriveSecret(purpose, id+"/"+drawName(attempt), n)
+	if err != nil {
+		return nil, err
+	}
+	return bytes.NewReader(b), nil
+}
+
+// enrollmentSecret is the attempt-th draw of an enrollment token for the
+// request in ctx: derived from its request ID (derivedSource), or random.
+func (s *Server) enrollmentSecret(ctx context.Context, attempt int) (string, error) {
+	src, err := s.derivedSource(ctx, "enrollment-token", attempt, 1024)
+	if err != nil || src == nil {
+		if err == nil {
+			return newEnrollmentToken()
+		}
+		return "", err
+	}
+	return enrollmentTokenFrom(src)
+}
+
 // RevokeEnrollmentToken revokes a token; enrolled Servers are not affected.
 func (s *Server) RevokeEnrollmentToken(ctx context.Context, req *roostv1.RevokeEnrollmentTokenRequest) (*roostv1.RevokeEnrollmentTokenResponse, error) {
 	if req.GetName() == "" {
 		return nil, apierror.Invalid("no token named", apierror.Violation{Field: "name", Message: "is required"})
 	}
 	return onLeader(ctx, s, func() (*roostv1.RevokeEnrollmentTokenResponse, error) {
-		if _, err := s.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_RevokeEnrollmentToken{RevokeEnrollmentToken: &roostv1.RevokeEnrollmentToken{Name: req.GetName()}}}); err != nil {
+		if _, err := s.proposeRequest(ctx, req, &roostv1.Command{Command: &roostv1.Command_RevokeEnrollmentToken{RevokeEnrollmentToken: &roostv1.RevokeEnrollmentToken{Name: req.GetName()}}}); err != nil {
 			return nil, err
 		}
 		o, err := s.fsm.Get("EnrollmentToken", req.GetName())
@@ -182,7 +238,7 @@ func (s *Server) UpdateServer(ctx context.Context, req *roostv1.UpdateServerRequ
 				}
 			}
 		}
-		res, err := s.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_ModifyServer{ModifyServer: &roostv1.ModifyServer{
+		res, err := s.proposeRequest(ctx, req, &roostv1.Command{Command: &roostv1.Command_ModifyServer{ModifyServer: &roostv1.ModifyServer{
 			Name: req.GetName(), Action: req.GetAction(), Reason: req.GetReason(), SetLabels: req.GetSetLabels(), RemoveLabels: req.GetRemoveLabels(),
 		}}})
 		if err != nil {

@@ -54,7 +54,7 @@ func (s *Server) Apply(ctx context.Context, req *roostv1.ApplyRequest) (*roostv1
 		return nil, apierror.Invalid("invalid objects", vs...)
 	}
 	return onLeader(ctx, s, func() (*roostv1.ApplyResponse, error) {
-		res, err := s.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_ApplyObjects{ApplyObjects: &roostv1.ApplyObjects{
+		res, err := s.proposeRequest(ctx, req, &roostv1.Command{Command: &roostv1.Command_ApplyObjects{ApplyObjects: &roostv1.ApplyObjects{
 			Objects: req.GetObjects(), Uids: newUIDs(len(req.GetObjects())), DryRun: req.GetDryRun(),
 		}}})
 		if err != nil {
@@ -99,7 +99,7 @@ func (s *Server) Delete(ctx context.Context, req *roostv1.DeleteRequest) (*roost
 				}
 			}
 		}
-		res, err := s.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_DeleteObject{DeleteObject: &roostv1.DeleteObject{Kind: k.Name, Name: req.GetName()}}})
+		res, err := s.proposeRequest(ctx, req, &roostv1.Command{Command: &roostv1.Command_DeleteObject{DeleteObject: &roostv1.DeleteObject{Kind: k.Name, Name: req.GetName()}}})
 		if err != nil {
 			return nil, err
 		}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"regexp"
 )
 
@@ -42,8 +43,14 @@ func ParseJoinToken(s string) (JoinToken, error) {
 
 // newJoinToken makes a token with fresh random id and secret.
 func newJoinToken(caFingerprint string) (JoinToken, error) {
+	return joinTokenFrom(caFingerprint, rand.Reader)
+}
+
+// joinTokenFrom makes a token whose id and secret are the next 20 bytes of
+// src (random, or derived from a request ID: derivedSource).
+func joinTokenFrom(caFingerprint string, src io.Reader) (JoinToken, error) {
 	b := make([]byte, 20)
-	if _, err := rand.Read(b); err != nil {
+	if _, err := io.ReadFull(src, b); err != nil {
 		return JoinToken{}, err
 	}
 	return JoinToken{CAFingerprint: caFingerprint, ID: hex.EncodeToString(b[:4]), Secret: hex.EncodeToString(b[4:])}, nil

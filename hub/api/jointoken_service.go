@@ -69,7 +69,7 @@ func (s *Server) RevokeJoinTokens(ctx context.Context, req *roostv1.RevokeJoinTo
 		if rules < state.RulesJoinTokenRevokeCommand {
 			return revokeJoinTokensByPut(ctx, s, ids, byID, rules)
 		}
-		res, err := s.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_RevokeJoinTokens{RevokeJoinTokens: &roostv1.RevokeJoinTokens{Ids: ids}}})
+		res, err := s.proposeRequest(ctx, req, &roostv1.Command{Command: &roostv1.Command_RevokeJoinTokens{RevokeJoinTokens: &roostv1.RevokeJoinTokens{Ids: ids}}})
 		if err != nil {
 			return nil, err
 		}

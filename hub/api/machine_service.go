@@ -90,7 +90,7 @@ func (s *Server) AssignServers(ctx context.Context, req *roostv1.AssignServersRe
 		for _, srv := range req.GetServers() {
 			c.Machines = append(c.Machines, &roostv1.NewMachine{Name: MachineName(req.GetPool()), Uid: uuid.NewString(), Server: srv, Pool: req.GetPool(), Hostname: req.GetHostname()})
 		}
-		res, err := s.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_CreateMachines{CreateMachines: c}})
+		res, err := s.proposeRequest(ctx, req, &roostv1.Command{Command: &roostv1.Command_CreateMachines{CreateMachines: c}})
 		if err != nil {
 			return nil, err
 		}
@@ -131,7 +131,7 @@ func (s *Server) UnassignServers(ctx context.Context, req *roostv1.UnassignServe
 				return nil, err
 			}
 		}
-		res, err := s.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_DeleteMachines{DeleteMachines: &roostv1.DeleteMachines{
+		res, err := s.proposeRequest(ctx, req, &roostv1.Command{Command: &roostv1.Command_DeleteMachines{DeleteMachines: &roostv1.DeleteMachines{
 			Pool: req.GetPool(), Servers: req.GetServers()}}})
 		if err != nil {
 			return nil, err
@@ -168,7 +168,7 @@ func (s *Server) CreateMachine(ctx context.Context, req *roostv1.CreateMachineRe
 		return nil, apierror.Invalid("invalid machine", vs...)
 	}
 	return onLeader(ctx, s, func() (*roostv1.CreateMachineResponse, error) {
-		res, err := s.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_CreateMachines{CreateMachines: &roostv1.CreateMachines{
+		res, err := s.proposeRequest(ctx, req, &roostv1.Command{Command: &roostv1.Command_CreateMachines{CreateMachines: &roostv1.CreateMachines{
 			Machines: []*roostv1.NewMachine{{Name: name, Uid: uuid.NewString(), Server: req.GetServer(), Hostname: req.GetHostname(),
 				MachineClass: req.GetMachineClass(), NetworkProfile: req.GetNetworkProfile()}}}}})
 		if err != nil {

@@ -67,6 +67,11 @@ func (s *Server) CreateJoinToken(ctx context.Context, req *roostv1.CreateJoinTok
 			return nil, err
 		}
 		tok, err := newJoinToken(authority.Fingerprint())
+		if src, derr := s.derivedSource(ctx, "join-token", 0, 20); derr != nil {
+			return nil, derr
+		} else if src != nil {
+			tok, err = joinTokenFrom(authority.Fingerprint(), src) // a retry makes the same token
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -80,10 +85,20 @@ func (s *Server) CreateJoinToken(ctx context.Context, req *roostv1.CreateJoinTok
 		}
 		now := s.now()
 		expires := timestamppb.New(now.Add(ttl))
-		if _, err := s.Propose(ctx, &roostv1.Command{Time: timestamppb.New(now), Command: &roostv1.Command_PutJoinToken{PutJoinToken: &roostv1.PutJoinToken{
+		res, err := s.proposeRequest(ctx, req, &roostv1.Command{Time: timestamppb.New(now), Command: &roostv1.Command_PutJoinToken{PutJoinToken: &roostv1.PutJoinToken{
 			Token: &roostv1.JoinToken{Id: tok.ID, SecretSha256: tok.SecretSHA256(), ExpiresAt: expires, MaxUses: uses},
-		}}}); err != nil {
+		}}})
+		if err != nil {
 			return nil, err
+		}
+		if res.Repeated {
+			// A retry of a request applied before: the token it made,
+			// with its expiry as stored.
+			for _, t := range s.fsm.JoinTokens() {
+				if t.GetId() == tok.ID {
+					expires = t.GetExpiresAt()
+				}
+			}
 		}
 		resp := &roostv1.CreateJoinTokenResponse{Token: tok.String(), ExpiresAt: expires, Id: tok.ID}
 		for _, m := range s.fsm.Members() {

@@ -52,7 +52,7 @@ func (s *Server) RolloutControl(ctx context.Context, req *roostv1.RolloutControl
 				return nil, apierror.FailedPrecondition("pool %s has no previous release to go back to", req.GetPool())
 			}
 		}
-		res, err := s.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_ControlRollout{ControlRollout: c}})
+		res, err := s.proposeRequest(ctx, req, &roostv1.Command{Command: &roostv1.Command_ControlRollout{ControlRollout: c}})
 		if err != nil {
 			return nil, err
 		}

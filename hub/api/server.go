@@ -259,17 +259,18 @@ func isForwarded(ctx context.Context) bool {
 	return len(md.Get(forwardedKey)) > 0
 }
 
-// leaderClient returns a HubService client on the leader and a context
-// marked as forwarded. It fails with Unavailable when no leader is known,
-// when the leader's API address is not recorded yet, or when the request
-// was already forwarded once.
+// leaderConn returns a connection to the leader and a context marked as
+// forwarded, carrying the call's request ID (forwardRequest). It fails
+// with Unavailable (apierror.NotApplied) when no leader is known, when
+// the leader's API address is not recorded yet, or when the request was
+// already forwarded once.
 func (s *Server) leaderConn(ctx context.Context) (*grpc.ClientConn, context.Context, error) {
 	if isForwarded(ctx) {
-		return nil, nil, apierror.Unavailable("member %s received a forwarded request but is not the leader (leadership changed); retry", s.node.ID())
+		return nil, nil, apierror.NotApplied("member %s received a forwarded request but is not the leader (leadership changed); retry", s.node.ID())
 	}
 	_, leaderID := s.node.Leader()
 	if leaderID == "" {
-		return nil, nil, apierror.Unavailable("no hub leader elected yet; retry")
+		return nil, nil, apierror.NotApplied("no hub leader elected yet; retry")
 	}
 	var apiAddr string
 	for _, m := range s.fsm.Members() {
@@ -278,13 +279,13 @@ func (s *Server) leaderConn(ctx context.Context) (*grpc.ClientConn, context.Cont
 		}
 	}
 	if apiAddr == "" {
-		return nil, nil, apierror.Unavailable("the API address of leader %s is not known yet; retry", leaderID)
+		return nil, nil, apierror.NotApplied("the API address of leader %s is not known yet; retry", leaderID)
 	}
 	c, err := s.peerConn(apiAddr)
 	if err != nil {
 		return nil, nil, err
 	}
-	return c, metadata.AppendToOutgoingContext(ctx, forwardedKey, s.node.ID()), nil
+	return c, forwardRequest(ctx, metadata.AppendToOutgoingContext(ctx, forwardedKey, s.node.ID())), nil
 }
 
 // onLeader runs local when this member leads and otherwise calls remote on

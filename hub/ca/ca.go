@@ -25,6 +25,7 @@ import (
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
+	"crypto/hkdf"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/x509"
@@ -289,4 +290,19 @@ func randomSerial() (*big.Int, error) {
 			return n, nil
 		}
 	}
+}
+
+// DeriveSecret returns n bytes (at most 8,160) derived from the CA's
+// private key, purpose and id with HKDF-SHA256: the same on every member
+// that holds this CA, unpredictable to anyone without its key. It serves
+// secrets that a retried request must get again, e.g. a token created
+// under a client's request ID (its secret is derived from the ID, so a
+// retry on another member returns the same token). Errors come from
+// encoding the key or n out of range.
+func (a *Authority) DeriveSecret(purpose, id string, n int) ([]byte, error) {
+	der, err := x509.MarshalPKCS8PrivateKey(a.key)
+	if err != nil {
+		return nil, fmt.Errorf("ca: derive secret: %w", err)
+	}
+	return hkdf.Key(sha256.New, der, []byte("roost derived secret v1"), purpose+"\x00"+id, n)
 }

@@ -234,18 +234,22 @@ func (n *Node) ID() string { return string(n.id) }
 func (n *Node) Addr() string { return string(n.addr) }
 
 // Apply proposes data as one log entry and waits until it is applied to
-// the local FSM, returning the FSM's response and the entry's index. It
-// fails with ErrNotLeader on followers, with raft.ErrLeadershipLost when
-// leadership is lost before commit (the entry may or may not commit), and
-// with ctx's error on cancellation (the entry may still commit).
+// the local FSM, returning the FSM's response and the entry's index.
+// Errors that guarantee nothing was appended come as Raft's own
+// (ErrNotLeader on followers, ErrLeadershipTransferInProgress,
+// ErrEnqueueTimeout, ErrRaftShutdown before the entry was queued); every
+// other failure after the entry was queued (raft.ErrLeadershipLost before
+// commit, a shutdown, ctx's end) is an *OutcomeUnknownError: the entry may
+// or may not commit.
 func (n *Node) Apply(ctx context.Context, data []byte) (any, uint64, error) {
 	timeout := 30 * time.Second
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = time.Until(dl)
 	}
 	f := n.raft.Apply(data, timeout)
+	queued := !neverQueued(f)
 	if err := waitFuture(ctx, f); err != nil {
-		return nil, 0, err
+		return nil, 0, classifyApply(err, queued)
 	}
 	return f.Response(), f.Index(), nil
 }

@@ -112,6 +112,10 @@ type ApplyResult struct {
 	// Err is nil or an *apierror.Error. A command with Err set changed
 	// nothing.
 	Err error
+	// Repeated is true when the command carried a request ID that an
+	// earlier command applied (requests.go): this entry changed nothing,
+	// and Index, Results and Warnings are the earlier command's.
+	Repeated bool
 }
 
 // Apply applies one Raft log entry and returns an *ApplyResult. Entries
@@ -141,8 +145,24 @@ func (f *FSM) Apply(l *raft.Log) interface{} {
 	}
 
 	txn := db.Txn(true)
+	byRequest := usesRequestID(cmd)
+	if byRequest {
+		if prior, ok := repeatedRequest(txn, cmd); ok {
+			txn.Abort()
+			f.setLastIndex(db, l.Index)
+			if prior.Err != nil {
+				prior.Index = l.Index
+			}
+			return prior
+		}
+	}
 	a := &applier{txn: txn, index: l.Index, time: cmd.GetTime(), rules: commandRules(cmd)}
 	results, commit, aerr := a.run(cmd)
+	if aerr == nil && commit && byRequest {
+		if err := recordRequest(txn, cmd, l.Index, results, a.warnings); err != nil {
+			aerr = internal(err)
+		}
+	}
 	if aerr != nil || !commit {
 		txn.Abort()
 		f.setLastIndex(db, l.Index)

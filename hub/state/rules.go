@@ -44,7 +44,13 @@ import (
 //	   boot assessment passed (RulesBootHealth)
 //	5: the last roost-agent Extension is not deleted while a MachineClass
 //	   exists: every Revision runs it (RulesAgentExtension)
-const RulesVersion uint32 = 5
+//	6: a command carrying a request ID (Command.request_id) that an
+//	   earlier command applied changes nothing and returns that command's
+//	   result; successful commands with a request ID are recorded, and
+//	   records expire by command time and index (RulesRequestIDs,
+//	   requests.go). Under older rules the ID is ignored, as the members
+//	   implementing them ignore it
+const RulesVersion uint32 = 6
 
 // Versions that introduced a rule, for the applier's checks.
 const (
@@ -81,6 +87,9 @@ const (
 	// RulesAgentExtension: the last agent extension is kept
 	// (checkLastAgentDelete).
 	RulesAgentExtension uint32 = 5
+	// RulesRequestIDs: members deduplicate commands by request ID
+	// (requests.go), so a retried create returns the first result.
+	RulesRequestIDs uint32 = 6
 )
 
 // commandRules is the apply rules version of cmd; 0 (commands written

@@ -52,6 +52,7 @@ func newSchema() *memdb.DBSchema {
 	s.Tables[tableMembers] = singleTable(tableMembers, keyIndexer[*roostv1.HubMember](func(m *roostv1.HubMember) string { return m.GetId() }))
 	s.Tables[tableJoinTokens] = singleTable(tableJoinTokens, keyIndexer[*roostv1.JoinToken](func(t *roostv1.JoinToken) string { return t.GetId() }))
 	s.Tables[tableTrustedKeys] = singleTable(tableTrustedKeys, keyIndexer[*roostv1.TrustedKey](func(k *roostv1.TrustedKey) string { return k.GetId() }))
+	s.Tables[tableRequests] = requestsTable()
 	s.Tables[tableBootstrapTokens] = singleTable(tableBootstrapTokens, keyIndexer[*roostv1.BootstrapToken](func(t *roostv1.BootstrapToken) string { return t.GetTokenId() }))
 	return s
 }

@@ -88,6 +88,9 @@ func marshalSnapshot(txn *memdb.Txn) ([]byte, error) {
 	for raw := it.Next(); raw != nil; raw = it.Next() {
 		snap.TrustedKeys = append(snap.TrustedKeys, raw.(*roostv1.TrustedKey))
 	}
+	if snap.Requests, err = requestRecords(txn); err != nil {
+		return nil, err
+	}
 	return proto.MarshalOptions{Deterministic: true}.Marshal(snap)
 }
 
@@ -175,6 +178,9 @@ func buildDB(snap *roostv1.Snapshot) (*memdb.MemDB, error) {
 		if err := insertUnique(txn, tableTrustedKeys, k.GetId(), k); err != nil {
 			return nil, fmt.Errorf("trustedKeys[%d]: %w", i, err)
 		}
+	}
+	if err := restoreRequests(txn, snap.GetRequests()); err != nil {
+		return nil, err
 	}
 	if err := txn.Insert(tableMeta, &metaRow{LastIndex: snap.GetLastIndex()}); err != nil {
 		return nil, err

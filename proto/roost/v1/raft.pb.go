@@ -103,6 +103,19 @@ type Command struct {
 	// version all members implement. 0 (commands written before versions
 	// were recorded) means 1.
 	RulesVersion uint32 `protobuf:"varint,2,opt,name=rules_version,json=rulesVersion,proto3" json:"rules_version,omitempty"`
+	// request_id is the client's ID of the API request this command carries
+	// out (gRPC metadata x-roost-request-id, at most 128 bytes), or empty.
+	// Under apply rules 6 and later, when a command with the same ID was
+	// applied and its RequestRecord is still kept, the command changes
+	// nothing and its result is that of the first one (a client's retry of
+	// a write whose outcome it did not learn); a command that fails records
+	// nothing. Records are kept for RequestRecord's window.
+	RequestId string `protobuf:"bytes,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// request_fingerprint is the hex SHA-256 of the API method and request
+	// message that carried request_id; a later command with the same
+	// request_id and another fingerprint fails with FailedPrecondition (an ID
+	// reused for a different request).
+	RequestFingerprint string `protobuf:"bytes,4,opt,name=request_fingerprint,json=requestFingerprint,proto3" json:"request_fingerprint,omitempty"`
 	// Types that are valid to be assigned to Command:
 	//
 	//	*Command_ApplyObjects
@@ -182,6 +195,20 @@ func (x *Command) GetRulesVersion() uint32 {
 		return x.RulesVersion
 	}
 	return 0
+}
+
+func (x *Command) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *Command) GetRequestFingerprint() string {
+	if x != nil {
+		return x.RequestFingerprint
+	}
+	return ""
 }
 
 func (x *Command) GetCommand() isCommand_Command {
@@ -2302,8 +2329,10 @@ type Snapshot struct {
 	LastIndex       uint64            `protobuf:"varint,5,opt,name=last_index,json=lastIndex,proto3" json:"last_index,omitempty"`
 	BootstrapTokens []*BootstrapToken `protobuf:"bytes,6,rep,name=bootstrap_tokens,json=bootstrapTokens,proto3" json:"bootstrap_tokens,omitempty"`
 	TrustedKeys     []*TrustedKey     `protobuf:"bytes,7,rep,name=trusted_keys,json=trustedKeys,proto3" json:"trusted_keys,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// requests are the kept RequestRecords, sorted by index.
+	Requests      []*RequestRecord `protobuf:"bytes,8,rep,name=requests,proto3" json:"requests,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Snapshot) Reset() {
@@ -2385,6 +2414,169 @@ func (x *Snapshot) GetTrustedKeys() []*TrustedKey {
 	return nil
 }
 
+func (x *Snapshot) GetRequests() []*RequestRecord {
+	if x != nil {
+		return x.Requests
+	}
+	return nil
+}
+
+// RequestRecord is the result of a command that carried a request_id,
+// kept so that a retry of the same request returns it instead of applying
+// again. The FSM keeps a record while it is among the newest
+// state.MaxRequestRecords and younger than state.RequestRecordTTL by the
+// time of the newest command that carried a request ID (commands' times,
+// never a member's clock).
+type RequestRecord struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id is Command.request_id.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// fingerprint is Command.request_fingerprint.
+	Fingerprint string `protobuf:"bytes,2,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
+	// index is the Raft index of the command that applied the request.
+	Index uint64 `protobuf:"varint,3,opt,name=index,proto3" json:"index,omitempty"`
+	// time is that command's time.
+	Time *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=time,proto3" json:"time,omitempty"`
+	// results and warnings are that command's (state.ApplyResult).
+	Results       []*RecordedResult `protobuf:"bytes,5,rep,name=results,proto3" json:"results,omitempty"`
+	Warnings      []string          `protobuf:"bytes,6,rep,name=warnings,proto3" json:"warnings,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RequestRecord) Reset() {
+	*x = RequestRecord{}
+	mi := &file_roost_v1_raft_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RequestRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RequestRecord) ProtoMessage() {}
+
+func (x *RequestRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_raft_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RequestRecord.ProtoReflect.Descriptor instead.
+func (*RequestRecord) Descriptor() ([]byte, []int) {
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *RequestRecord) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *RequestRecord) GetFingerprint() string {
+	if x != nil {
+		return x.Fingerprint
+	}
+	return ""
+}
+
+func (x *RequestRecord) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *RequestRecord) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
+func (x *RequestRecord) GetResults() []*RecordedResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+func (x *RequestRecord) GetWarnings() []string {
+	if x != nil {
+		return x.Warnings
+	}
+	return nil
+}
+
+// RecordedResult is one roost.v1.ApplyResult of a RequestRecord.
+type RecordedResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Kind          string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Action        string                 `protobuf:"bytes,3,opt,name=action,proto3" json:"action,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordedResult) Reset() {
+	*x = RecordedResult{}
+	mi := &file_roost_v1_raft_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordedResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordedResult) ProtoMessage() {}
+
+func (x *RecordedResult) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_raft_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordedResult.ProtoReflect.Descriptor instead.
+func (*RecordedResult) Descriptor() ([]byte, []int) {
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *RecordedResult) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *RecordedResult) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *RecordedResult) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
 // ControlRollout is an operator's action on a Pool's rollout (see
 // RolloutControlRequest).
 type ControlRollout struct {
@@ -2399,7 +2591,7 @@ type ControlRollout struct {
 
 func (x *ControlRollout) Reset() {
 	*x = ControlRollout{}
-	mi := &file_roost_v1_raft_proto_msgTypes[27]
+	mi := &file_roost_v1_raft_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2411,7 +2603,7 @@ func (x *ControlRollout) String() string {
 func (*ControlRollout) ProtoMessage() {}
 
 func (x *ControlRollout) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[27]
+	mi := &file_roost_v1_raft_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2424,7 +2616,7 @@ func (x *ControlRollout) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ControlRollout.ProtoReflect.Descriptor instead.
 func (*ControlRollout) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{27}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ControlRollout) GetPool() string {
@@ -2473,7 +2665,7 @@ type SetConditions struct {
 
 func (x *SetConditions) Reset() {
 	*x = SetConditions{}
-	mi := &file_roost_v1_raft_proto_msgTypes[28]
+	mi := &file_roost_v1_raft_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2485,7 +2677,7 @@ func (x *SetConditions) String() string {
 func (*SetConditions) ProtoMessage() {}
 
 func (x *SetConditions) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[28]
+	mi := &file_roost_v1_raft_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2498,7 +2690,7 @@ func (x *SetConditions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetConditions.ProtoReflect.Descriptor instead.
 func (*SetConditions) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{28}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *SetConditions) GetKind() string {
@@ -2539,7 +2731,7 @@ type UpdatePoolRollout struct {
 
 func (x *UpdatePoolRollout) Reset() {
 	*x = UpdatePoolRollout{}
-	mi := &file_roost_v1_raft_proto_msgTypes[29]
+	mi := &file_roost_v1_raft_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2551,7 +2743,7 @@ func (x *UpdatePoolRollout) String() string {
 func (*UpdatePoolRollout) ProtoMessage() {}
 
 func (x *UpdatePoolRollout) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[29]
+	mi := &file_roost_v1_raft_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2564,7 +2756,7 @@ func (x *UpdatePoolRollout) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdatePoolRollout.ProtoReflect.Descriptor instead.
 func (*UpdatePoolRollout) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{29}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *UpdatePoolRollout) GetPool() string {
@@ -2597,7 +2789,7 @@ type TrustedKey struct {
 
 func (x *TrustedKey) Reset() {
 	*x = TrustedKey{}
-	mi := &file_roost_v1_raft_proto_msgTypes[30]
+	mi := &file_roost_v1_raft_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2609,7 +2801,7 @@ func (x *TrustedKey) String() string {
 func (*TrustedKey) ProtoMessage() {}
 
 func (x *TrustedKey) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[30]
+	mi := &file_roost_v1_raft_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2622,7 +2814,7 @@ func (x *TrustedKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrustedKey.ProtoReflect.Descriptor instead.
 func (*TrustedKey) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{30}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *TrustedKey) GetId() string {
@@ -2662,7 +2854,7 @@ type PutTrustedKey struct {
 
 func (x *PutTrustedKey) Reset() {
 	*x = PutTrustedKey{}
-	mi := &file_roost_v1_raft_proto_msgTypes[31]
+	mi := &file_roost_v1_raft_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2674,7 +2866,7 @@ func (x *PutTrustedKey) String() string {
 func (*PutTrustedKey) ProtoMessage() {}
 
 func (x *PutTrustedKey) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[31]
+	mi := &file_roost_v1_raft_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2687,7 +2879,7 @@ func (x *PutTrustedKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutTrustedKey.ProtoReflect.Descriptor instead.
 func (*PutTrustedKey) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{31}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *PutTrustedKey) GetKey() *TrustedKey {
@@ -2706,7 +2898,7 @@ type DeleteTrustedKey struct {
 
 func (x *DeleteTrustedKey) Reset() {
 	*x = DeleteTrustedKey{}
-	mi := &file_roost_v1_raft_proto_msgTypes[32]
+	mi := &file_roost_v1_raft_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2718,7 +2910,7 @@ func (x *DeleteTrustedKey) String() string {
 func (*DeleteTrustedKey) ProtoMessage() {}
 
 func (x *DeleteTrustedKey) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[32]
+	mi := &file_roost_v1_raft_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2731,7 +2923,7 @@ func (x *DeleteTrustedKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTrustedKey.ProtoReflect.Descriptor instead.
 func (*DeleteTrustedKey) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{32}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *DeleteTrustedKey) GetId() string {
@@ -2754,7 +2946,7 @@ type PromoteImageRelease struct {
 
 func (x *PromoteImageRelease) Reset() {
 	*x = PromoteImageRelease{}
-	mi := &file_roost_v1_raft_proto_msgTypes[33]
+	mi := &file_roost_v1_raft_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2766,7 +2958,7 @@ func (x *PromoteImageRelease) String() string {
 func (*PromoteImageRelease) ProtoMessage() {}
 
 func (x *PromoteImageRelease) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[33]
+	mi := &file_roost_v1_raft_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2779,7 +2971,7 @@ func (x *PromoteImageRelease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromoteImageRelease.ProtoReflect.Descriptor instead.
 func (*PromoteImageRelease) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{33}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *PromoteImageRelease) GetVersion() string {
@@ -2815,7 +3007,7 @@ type UpdateClusterStatus struct {
 
 func (x *UpdateClusterStatus) Reset() {
 	*x = UpdateClusterStatus{}
-	mi := &file_roost_v1_raft_proto_msgTypes[34]
+	mi := &file_roost_v1_raft_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2827,7 +3019,7 @@ func (x *UpdateClusterStatus) String() string {
 func (*UpdateClusterStatus) ProtoMessage() {}
 
 func (x *UpdateClusterStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[34]
+	mi := &file_roost_v1_raft_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2840,7 +3032,7 @@ func (x *UpdateClusterStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateClusterStatus.ProtoReflect.Descriptor instead.
 func (*UpdateClusterStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{34}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *UpdateClusterStatus) GetCluster() string {
@@ -2871,7 +3063,7 @@ type UpdateMachineClusterStatus struct {
 
 func (x *UpdateMachineClusterStatus) Reset() {
 	*x = UpdateMachineClusterStatus{}
-	mi := &file_roost_v1_raft_proto_msgTypes[35]
+	mi := &file_roost_v1_raft_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2883,7 +3075,7 @@ func (x *UpdateMachineClusterStatus) String() string {
 func (*UpdateMachineClusterStatus) ProtoMessage() {}
 
 func (x *UpdateMachineClusterStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[35]
+	mi := &file_roost_v1_raft_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2896,7 +3088,7 @@ func (x *UpdateMachineClusterStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateMachineClusterStatus.ProtoReflect.Descriptor instead.
 func (*UpdateMachineClusterStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{35}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *UpdateMachineClusterStatus) GetMachine() string {
@@ -2938,7 +3130,7 @@ type BootstrapToken struct {
 
 func (x *BootstrapToken) Reset() {
 	*x = BootstrapToken{}
-	mi := &file_roost_v1_raft_proto_msgTypes[36]
+	mi := &file_roost_v1_raft_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2950,7 +3142,7 @@ func (x *BootstrapToken) String() string {
 func (*BootstrapToken) ProtoMessage() {}
 
 func (x *BootstrapToken) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[36]
+	mi := &file_roost_v1_raft_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2963,7 +3155,7 @@ func (x *BootstrapToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BootstrapToken.ProtoReflect.Descriptor instead.
 func (*BootstrapToken) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{36}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *BootstrapToken) GetMachine() string {
@@ -3010,7 +3202,7 @@ type PutBootstrapToken struct {
 
 func (x *PutBootstrapToken) Reset() {
 	*x = PutBootstrapToken{}
-	mi := &file_roost_v1_raft_proto_msgTypes[37]
+	mi := &file_roost_v1_raft_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3022,7 +3214,7 @@ func (x *PutBootstrapToken) String() string {
 func (*PutBootstrapToken) ProtoMessage() {}
 
 func (x *PutBootstrapToken) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[37]
+	mi := &file_roost_v1_raft_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3035,7 +3227,7 @@ func (x *PutBootstrapToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutBootstrapToken.ProtoReflect.Descriptor instead.
 func (*PutBootstrapToken) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{37}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *PutBootstrapToken) GetToken() *BootstrapToken {
@@ -3056,7 +3248,7 @@ type DeleteBootstrapTokens struct {
 
 func (x *DeleteBootstrapTokens) Reset() {
 	*x = DeleteBootstrapTokens{}
-	mi := &file_roost_v1_raft_proto_msgTypes[38]
+	mi := &file_roost_v1_raft_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3068,7 +3260,7 @@ func (x *DeleteBootstrapTokens) String() string {
 func (*DeleteBootstrapTokens) ProtoMessage() {}
 
 func (x *DeleteBootstrapTokens) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[38]
+	mi := &file_roost_v1_raft_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3081,7 +3273,7 @@ func (x *DeleteBootstrapTokens) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteBootstrapTokens.ProtoReflect.Descriptor instead.
 func (*DeleteBootstrapTokens) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{38}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *DeleteBootstrapTokens) GetTokenIds() []string {
@@ -3095,10 +3287,13 @@ var File_roost_v1_raft_proto protoreflect.FileDescriptor
 
 const file_roost_v1_raft_proto_rawDesc = "" +
 	"\n" +
-	"\x13roost/v1/raft.proto\x12\broost.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14roost/v1/agent.proto\x1a\x13roost/v1/meta.proto\x1a\x18roost/v1/resources.proto\"\xdd\x11\n" +
+	"\x13roost/v1/raft.proto\x12\broost.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14roost/v1/agent.proto\x1a\x13roost/v1/meta.proto\x1a\x18roost/v1/resources.proto\"\xad\x12\n" +
 	"\aCommand\x12.\n" +
 	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12#\n" +
-	"\rrules_version\x18\x02 \x01(\rR\frulesVersion\x12=\n" +
+	"\rrules_version\x18\x02 \x01(\rR\frulesVersion\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x03 \x01(\tR\trequestId\x12/\n" +
+	"\x13request_fingerprint\x18\x04 \x01(\tR\x12requestFingerprint\x12=\n" +
 	"\rapply_objects\x18\n" +
 	" \x01(\v2\x16.roost.v1.ApplyObjectsH\x00R\fapplyObjects\x12=\n" +
 	"\rdelete_object\x18\v \x01(\v2\x16.roost.v1.DeleteObjectH\x00R\fdeleteObject\x12+\n" +
@@ -3254,7 +3449,7 @@ const file_roost_v1_raft_proto_rawDesc = "" +
 	"\x05phase\x18\x06 \x01(\tR\x05phase\"P\n" +
 	"\rReleaseLeases\x12\x18\n" +
 	"\aservers\x18\x01 \x03(\tR\aservers\x12%\n" +
-	"\x0efencing_tokens\x18\x02 \x03(\x04R\rfencingTokens\"\xe8\x02\n" +
+	"\x0efencing_tokens\x18\x02 \x03(\x04R\rfencingTokens\"\x9d\x03\n" +
 	"\bSnapshot\x12*\n" +
 	"\aobjects\x18\x01 \x03(\v2\x10.roost.v1.ObjectR\aobjects\x12.\n" +
 	"\x02ca\x18\x02 \x01(\v2\x1e.roost.v1.CertificateAuthorityR\x02ca\x12-\n" +
@@ -3264,7 +3459,19 @@ const file_roost_v1_raft_proto_rawDesc = "" +
 	"\n" +
 	"last_index\x18\x05 \x01(\x04R\tlastIndex\x12C\n" +
 	"\x10bootstrap_tokens\x18\x06 \x03(\v2\x18.roost.v1.BootstrapTokenR\x0fbootstrapTokens\x127\n" +
-	"\ftrusted_keys\x18\a \x03(\v2\x14.roost.v1.TrustedKeyR\vtrustedKeys\"o\n" +
+	"\ftrusted_keys\x18\a \x03(\v2\x14.roost.v1.TrustedKeyR\vtrustedKeys\x123\n" +
+	"\brequests\x18\b \x03(\v2\x17.roost.v1.RequestRecordR\brequests\"\xd7\x01\n" +
+	"\rRequestRecord\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12 \n" +
+	"\vfingerprint\x18\x02 \x01(\tR\vfingerprint\x12\x14\n" +
+	"\x05index\x18\x03 \x01(\x04R\x05index\x12.\n" +
+	"\x04time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x122\n" +
+	"\aresults\x18\x05 \x03(\v2\x18.roost.v1.RecordedResultR\aresults\x12\x1a\n" +
+	"\bwarnings\x18\x06 \x03(\tR\bwarnings\"P\n" +
+	"\x0eRecordedResult\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x16\n" +
+	"\x06action\x18\x03 \x01(\tR\x06action\"o\n" +
 	"\x0eControlRollout\x12\x12\n" +
 	"\x04pool\x18\x01 \x01(\tR\x04pool\x12/\n" +
 	"\x06action\x18\x02 \x01(\x0e2\x17.roost.v1.RolloutActionR\x06action\x12\x18\n" +
@@ -3333,7 +3540,7 @@ func file_roost_v1_raft_proto_rawDescGZIP() []byte {
 }
 
 var file_roost_v1_raft_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_roost_v1_raft_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
+var file_roost_v1_raft_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
 var file_roost_v1_raft_proto_goTypes = []any{
 	(RolloutAction)(0),                 // 0: roost.v1.RolloutAction
 	(*Command)(nil),                    // 1: roost.v1.Command
@@ -3363,33 +3570,35 @@ var file_roost_v1_raft_proto_goTypes = []any{
 	(*GrantLease)(nil),                 // 25: roost.v1.GrantLease
 	(*ReleaseLeases)(nil),              // 26: roost.v1.ReleaseLeases
 	(*Snapshot)(nil),                   // 27: roost.v1.Snapshot
-	(*ControlRollout)(nil),             // 28: roost.v1.ControlRollout
-	(*SetConditions)(nil),              // 29: roost.v1.SetConditions
-	(*UpdatePoolRollout)(nil),          // 30: roost.v1.UpdatePoolRollout
-	(*TrustedKey)(nil),                 // 31: roost.v1.TrustedKey
-	(*PutTrustedKey)(nil),              // 32: roost.v1.PutTrustedKey
-	(*DeleteTrustedKey)(nil),           // 33: roost.v1.DeleteTrustedKey
-	(*PromoteImageRelease)(nil),        // 34: roost.v1.PromoteImageRelease
-	(*UpdateClusterStatus)(nil),        // 35: roost.v1.UpdateClusterStatus
-	(*UpdateMachineClusterStatus)(nil), // 36: roost.v1.UpdateMachineClusterStatus
-	(*BootstrapToken)(nil),             // 37: roost.v1.BootstrapToken
-	(*PutBootstrapToken)(nil),          // 38: roost.v1.PutBootstrapToken
-	(*DeleteBootstrapTokens)(nil),      // 39: roost.v1.DeleteBootstrapTokens
-	nil,                                // 40: roost.v1.ModifyServer.SetLabelsEntry
-	(*timestamppb.Timestamp)(nil),      // 41: google.protobuf.Timestamp
-	(*Object)(nil),                     // 42: roost.v1.Object
-	(*ServerIdentity)(nil),             // 43: roost.v1.ServerIdentity
-	(*Inventory)(nil),                  // 44: roost.v1.Inventory
-	(*EnrollmentToken)(nil),            // 45: roost.v1.EnrollmentToken
-	(*Condition)(nil),                  // 46: roost.v1.Condition
-	(*FailedRevision)(nil),             // 47: roost.v1.FailedRevision
-	(ServerAction)(0),                  // 48: roost.v1.ServerAction
-	(*Revision)(nil),                   // 49: roost.v1.Revision
-	(*RolloutStatus)(nil),              // 50: roost.v1.RolloutStatus
-	(*ClusterStatus)(nil),              // 51: roost.v1.ClusterStatus
+	(*RequestRecord)(nil),              // 28: roost.v1.RequestRecord
+	(*RecordedResult)(nil),             // 29: roost.v1.RecordedResult
+	(*ControlRollout)(nil),             // 30: roost.v1.ControlRollout
+	(*SetConditions)(nil),              // 31: roost.v1.SetConditions
+	(*UpdatePoolRollout)(nil),          // 32: roost.v1.UpdatePoolRollout
+	(*TrustedKey)(nil),                 // 33: roost.v1.TrustedKey
+	(*PutTrustedKey)(nil),              // 34: roost.v1.PutTrustedKey
+	(*DeleteTrustedKey)(nil),           // 35: roost.v1.DeleteTrustedKey
+	(*PromoteImageRelease)(nil),        // 36: roost.v1.PromoteImageRelease
+	(*UpdateClusterStatus)(nil),        // 37: roost.v1.UpdateClusterStatus
+	(*UpdateMachineClusterStatus)(nil), // 38: roost.v1.UpdateMachineClusterStatus
+	(*BootstrapToken)(nil),             // 39: roost.v1.BootstrapToken
+	(*PutBootstrapToken)(nil),          // 40: roost.v1.PutBootstrapToken
+	(*DeleteBootstrapTokens)(nil),      // 41: roost.v1.DeleteBootstrapTokens
+	nil,                                // 42: roost.v1.ModifyServer.SetLabelsEntry
+	(*timestamppb.Timestamp)(nil),      // 43: google.protobuf.Timestamp
+	(*Object)(nil),                     // 44: roost.v1.Object
+	(*ServerIdentity)(nil),             // 45: roost.v1.ServerIdentity
+	(*Inventory)(nil),                  // 46: roost.v1.Inventory
+	(*EnrollmentToken)(nil),            // 47: roost.v1.EnrollmentToken
+	(*Condition)(nil),                  // 48: roost.v1.Condition
+	(*FailedRevision)(nil),             // 49: roost.v1.FailedRevision
+	(ServerAction)(0),                  // 50: roost.v1.ServerAction
+	(*Revision)(nil),                   // 51: roost.v1.Revision
+	(*RolloutStatus)(nil),              // 52: roost.v1.RolloutStatus
+	(*ClusterStatus)(nil),              // 53: roost.v1.ClusterStatus
 }
 var file_roost_v1_raft_proto_depIdxs = []int32{
-	41, // 0: roost.v1.Command.time:type_name -> google.protobuf.Timestamp
+	43, // 0: roost.v1.Command.time:type_name -> google.protobuf.Timestamp
 	2,  // 1: roost.v1.Command.apply_objects:type_name -> roost.v1.ApplyObjects
 	3,  // 2: roost.v1.Command.delete_object:type_name -> roost.v1.DeleteObject
 	5,  // 3: roost.v1.Command.init_ca:type_name -> roost.v1.InitCA
@@ -3408,59 +3617,62 @@ var file_roost_v1_raft_proto_depIdxs = []int32{
 	24, // 16: roost.v1.Command.put_revision:type_name -> roost.v1.PutRevision
 	25, // 17: roost.v1.Command.grant_lease:type_name -> roost.v1.GrantLease
 	26, // 18: roost.v1.Command.release_leases:type_name -> roost.v1.ReleaseLeases
-	35, // 19: roost.v1.Command.update_cluster_status:type_name -> roost.v1.UpdateClusterStatus
-	36, // 20: roost.v1.Command.update_machine_cluster_status:type_name -> roost.v1.UpdateMachineClusterStatus
-	38, // 21: roost.v1.Command.put_bootstrap_token:type_name -> roost.v1.PutBootstrapToken
-	39, // 22: roost.v1.Command.delete_bootstrap_tokens:type_name -> roost.v1.DeleteBootstrapTokens
-	28, // 23: roost.v1.Command.control_rollout:type_name -> roost.v1.ControlRollout
-	30, // 24: roost.v1.Command.update_pool_rollout:type_name -> roost.v1.UpdatePoolRollout
-	32, // 25: roost.v1.Command.put_trusted_key:type_name -> roost.v1.PutTrustedKey
-	33, // 26: roost.v1.Command.delete_trusted_key:type_name -> roost.v1.DeleteTrustedKey
-	34, // 27: roost.v1.Command.promote_image_release:type_name -> roost.v1.PromoteImageRelease
-	29, // 28: roost.v1.Command.set_conditions:type_name -> roost.v1.SetConditions
+	37, // 19: roost.v1.Command.update_cluster_status:type_name -> roost.v1.UpdateClusterStatus
+	38, // 20: roost.v1.Command.update_machine_cluster_status:type_name -> roost.v1.UpdateMachineClusterStatus
+	40, // 21: roost.v1.Command.put_bootstrap_token:type_name -> roost.v1.PutBootstrapToken
+	41, // 22: roost.v1.Command.delete_bootstrap_tokens:type_name -> roost.v1.DeleteBootstrapTokens
+	30, // 23: roost.v1.Command.control_rollout:type_name -> roost.v1.ControlRollout
+	32, // 24: roost.v1.Command.update_pool_rollout:type_name -> roost.v1.UpdatePoolRollout
+	34, // 25: roost.v1.Command.put_trusted_key:type_name -> roost.v1.PutTrustedKey
+	35, // 26: roost.v1.Command.delete_trusted_key:type_name -> roost.v1.DeleteTrustedKey
+	36, // 27: roost.v1.Command.promote_image_release:type_name -> roost.v1.PromoteImageRelease
+	31, // 28: roost.v1.Command.set_conditions:type_name -> roost.v1.SetConditions
 	13, // 29: roost.v1.Command.revoke_join_tokens:type_name -> roost.v1.RevokeJoinTokens
 	12, // 30: roost.v1.Command.reregister_server:type_name -> roost.v1.ReregisterServer
-	42, // 31: roost.v1.ApplyObjects.objects:type_name -> roost.v1.Object
+	44, // 31: roost.v1.ApplyObjects.objects:type_name -> roost.v1.Object
 	4,  // 32: roost.v1.InitCA.ca:type_name -> roost.v1.CertificateAuthority
 	6,  // 33: roost.v1.PutMember.member:type_name -> roost.v1.HubMember
-	41, // 34: roost.v1.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
-	41, // 35: roost.v1.JoinToken.revoked_at:type_name -> google.protobuf.Timestamp
+	43, // 34: roost.v1.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
+	43, // 35: roost.v1.JoinToken.revoked_at:type_name -> google.protobuf.Timestamp
 	9,  // 36: roost.v1.PutJoinToken.token:type_name -> roost.v1.JoinToken
-	43, // 37: roost.v1.ReregisterServer.identity:type_name -> roost.v1.ServerIdentity
-	44, // 38: roost.v1.ReregisterServer.inventory:type_name -> roost.v1.Inventory
-	45, // 39: roost.v1.PutEnrollmentToken.token:type_name -> roost.v1.EnrollmentToken
-	43, // 40: roost.v1.EnrollServer.identity:type_name -> roost.v1.ServerIdentity
-	44, // 41: roost.v1.EnrollServer.inventory:type_name -> roost.v1.Inventory
-	44, // 42: roost.v1.UpdateServerStatus.inventory:type_name -> roost.v1.Inventory
-	46, // 43: roost.v1.UpdateServerStatus.conditions:type_name -> roost.v1.Condition
-	47, // 44: roost.v1.UpdateServerStatus.failed_revisions:type_name -> roost.v1.FailedRevision
-	41, // 45: roost.v1.ReachabilityChange.last_seen:type_name -> google.protobuf.Timestamp
+	45, // 37: roost.v1.ReregisterServer.identity:type_name -> roost.v1.ServerIdentity
+	46, // 38: roost.v1.ReregisterServer.inventory:type_name -> roost.v1.Inventory
+	47, // 39: roost.v1.PutEnrollmentToken.token:type_name -> roost.v1.EnrollmentToken
+	45, // 40: roost.v1.EnrollServer.identity:type_name -> roost.v1.ServerIdentity
+	46, // 41: roost.v1.EnrollServer.inventory:type_name -> roost.v1.Inventory
+	46, // 42: roost.v1.UpdateServerStatus.inventory:type_name -> roost.v1.Inventory
+	48, // 43: roost.v1.UpdateServerStatus.conditions:type_name -> roost.v1.Condition
+	49, // 44: roost.v1.UpdateServerStatus.failed_revisions:type_name -> roost.v1.FailedRevision
+	43, // 45: roost.v1.ReachabilityChange.last_seen:type_name -> google.protobuf.Timestamp
 	18, // 46: roost.v1.SetServerReachability.changes:type_name -> roost.v1.ReachabilityChange
-	48, // 47: roost.v1.ModifyServer.action:type_name -> roost.v1.ServerAction
-	40, // 48: roost.v1.ModifyServer.set_labels:type_name -> roost.v1.ModifyServer.SetLabelsEntry
+	50, // 47: roost.v1.ModifyServer.action:type_name -> roost.v1.ServerAction
+	42, // 48: roost.v1.ModifyServer.set_labels:type_name -> roost.v1.ModifyServer.SetLabelsEntry
 	21, // 49: roost.v1.CreateMachines.machines:type_name -> roost.v1.NewMachine
-	49, // 50: roost.v1.PutRevision.revision:type_name -> roost.v1.Revision
-	41, // 51: roost.v1.GrantLease.expires_at:type_name -> google.protobuf.Timestamp
-	42, // 52: roost.v1.Snapshot.objects:type_name -> roost.v1.Object
+	51, // 50: roost.v1.PutRevision.revision:type_name -> roost.v1.Revision
+	43, // 51: roost.v1.GrantLease.expires_at:type_name -> google.protobuf.Timestamp
+	44, // 52: roost.v1.Snapshot.objects:type_name -> roost.v1.Object
 	4,  // 53: roost.v1.Snapshot.ca:type_name -> roost.v1.CertificateAuthority
 	6,  // 54: roost.v1.Snapshot.members:type_name -> roost.v1.HubMember
 	9,  // 55: roost.v1.Snapshot.join_tokens:type_name -> roost.v1.JoinToken
-	37, // 56: roost.v1.Snapshot.bootstrap_tokens:type_name -> roost.v1.BootstrapToken
-	31, // 57: roost.v1.Snapshot.trusted_keys:type_name -> roost.v1.TrustedKey
-	0,  // 58: roost.v1.ControlRollout.action:type_name -> roost.v1.RolloutAction
-	46, // 59: roost.v1.SetConditions.set:type_name -> roost.v1.Condition
-	50, // 60: roost.v1.UpdatePoolRollout.status:type_name -> roost.v1.RolloutStatus
-	41, // 61: roost.v1.TrustedKey.added_at:type_name -> google.protobuf.Timestamp
-	31, // 62: roost.v1.PutTrustedKey.key:type_name -> roost.v1.TrustedKey
-	51, // 63: roost.v1.UpdateClusterStatus.status:type_name -> roost.v1.ClusterStatus
-	46, // 64: roost.v1.UpdateMachineClusterStatus.conditions:type_name -> roost.v1.Condition
-	41, // 65: roost.v1.BootstrapToken.expires_at:type_name -> google.protobuf.Timestamp
-	37, // 66: roost.v1.PutBootstrapToken.token:type_name -> roost.v1.BootstrapToken
-	67, // [67:67] is the sub-list for method output_type
-	67, // [67:67] is the sub-list for method input_type
-	67, // [67:67] is the sub-list for extension type_name
-	67, // [67:67] is the sub-list for extension extendee
-	0,  // [0:67] is the sub-list for field type_name
+	39, // 56: roost.v1.Snapshot.bootstrap_tokens:type_name -> roost.v1.BootstrapToken
+	33, // 57: roost.v1.Snapshot.trusted_keys:type_name -> roost.v1.TrustedKey
+	28, // 58: roost.v1.Snapshot.requests:type_name -> roost.v1.RequestRecord
+	43, // 59: roost.v1.RequestRecord.time:type_name -> google.protobuf.Timestamp
+	29, // 60: roost.v1.RequestRecord.results:type_name -> roost.v1.RecordedResult
+	0,  // 61: roost.v1.ControlRollout.action:type_name -> roost.v1.RolloutAction
+	48, // 62: roost.v1.SetConditions.set:type_name -> roost.v1.Condition
+	52, // 63: roost.v1.UpdatePoolRollout.status:type_name -> roost.v1.RolloutStatus
+	43, // 64: roost.v1.TrustedKey.added_at:type_name -> google.protobuf.Timestamp
+	33, // 65: roost.v1.PutTrustedKey.key:type_name -> roost.v1.TrustedKey
+	53, // 66: roost.v1.UpdateClusterStatus.status:type_name -> roost.v1.ClusterStatus
+	48, // 67: roost.v1.UpdateMachineClusterStatus.conditions:type_name -> roost.v1.Condition
+	43, // 68: roost.v1.BootstrapToken.expires_at:type_name -> google.protobuf.Timestamp
+	39, // 69: roost.v1.PutBootstrapToken.token:type_name -> roost.v1.BootstrapToken
+	70, // [70:70] is the sub-list for method output_type
+	70, // [70:70] is the sub-list for method input_type
+	70, // [70:70] is the sub-list for extension type_name
+	70, // [70:70] is the sub-list for extension extendee
+	0,  // [0:70] is the sub-list for field type_name
 }
 
 func init() { file_roost_v1_raft_proto_init() }
@@ -3509,7 +3721,7 @@ func file_roost_v1_raft_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_roost_v1_raft_proto_rawDesc), len(file_roost_v1_raft_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   40,
+			NumMessages:   42,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

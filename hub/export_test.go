@@ -1,0 +1,37 @@
+package hub
+
+import (
+	"context"
+	"time"
+)
+
+// Kill stops the member at once, as a crash (kill -9) would, for tests of
+// failures: every API connection drops with its calls in flight, and Raft
+// stops without handing leadership over or waiting for anything. Writes
+// the member was committing may or may not commit on the others. The data
+// dir is released, so the member can be started again on it (hub.Start
+// with the same addresses). Close must not be called afterwards.
+func (h *Hub) Kill() {
+	if h.grpc != nil {
+		h.grpc.Stop()
+	}
+	if h.node != nil {
+		_ = h.node.Shutdown()
+	}
+	if h.cancel != nil {
+		h.cancel()
+		<-h.done
+		<-h.liveDone
+	}
+	if h.http != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_ = h.http.Shutdown(ctx)
+		cancel()
+	}
+	if h.api != nil {
+		h.api.Close()
+	}
+	if h.unlock != nil {
+		h.unlock()
+	}
+}
