@@ -72,6 +72,7 @@ func (o *options) printOutcomeUnknown(err error, cmd *cobra.Command) {
 var checks = []struct{ prefix, check string }{
 	{"roostctl token", "roostctl token list"},
 	{"roostctl hub join", "roostctl hub join-tokens list"},
+	{"roostctl hub join-tokens", "roostctl hub join-tokens list"},
 	{"roostctl hub snapshot", "roostctl hub members"},
 	{"roostctl hub", "roostctl hub members"},
 	{"roostctl machine", "roostctl get machines"},

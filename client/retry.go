@@ -13,8 +13,9 @@ import (
 	"github.com/roostfleet/roost/apierror"
 )
 
-// Backoff between the attempts of retryUnavailable.
-const (
+// Backoff between the attempts of retryUnavailable and retryWrite
+// (variables for tests).
+var (
 	retryBaseDelay = 250 * time.Millisecond
 	retryMaxDelay  = 2 * time.Second
 )

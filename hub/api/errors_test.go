@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/roostfleet/roost/apierror"
+	"github.com/roostfleet/roost/hub/raftnode"
 )
 
 func TestToStatusMapsEveryErrorOnce(t *testing.T) {
@@ -63,5 +64,35 @@ func TestJoinTokenFormat(t *testing.T) {
 	}
 	if tok.SecretSHA256() == tok.Secret {
 		t.Error("secret stored in clear")
+	}
+}
+
+// toStatus says what became of a write, in a reason that survives the trip
+// to the client (and through a forwarding member, which passes statuses on).
+func TestToStatusReasons(t *testing.T) {
+	for _, c := range []struct {
+		err    error
+		code   codes.Code
+		reason string
+	}{
+		{raft.ErrNotLeader, codes.Unavailable, apierror.ReasonNotApplied},
+		{raft.ErrLeadershipTransferInProgress, codes.Unavailable, apierror.ReasonNotApplied},
+		{raft.ErrEnqueueTimeout, codes.Unavailable, apierror.ReasonNotApplied},
+		{&raftnode.OutcomeUnknownError{Err: raft.ErrLeadershipLost}, codes.Unknown, apierror.ReasonOutcomeUnknown},
+		{&raftnode.OutcomeUnknownError{Err: raft.ErrRaftShutdown}, codes.Unknown, apierror.ReasonOutcomeUnknown},
+		{&raftnode.OutcomeUnknownError{Err: context.DeadlineExceeded}, codes.Unknown, apierror.ReasonOutcomeUnknown},
+		{apierror.NotApplied("no hub leader elected yet; retry"), codes.Unavailable, apierror.ReasonNotApplied},
+		{apierror.FailedPrecondition("in use"), codes.FailedPrecondition, ""},
+	} {
+		st := toStatus(c.err)
+		// As the client receives it: a status error rebuilt from the wire form.
+		wire := status.FromProto(status.Convert(st).Proto()).Err()
+		if status.Code(wire) != c.code || apierror.ReasonOf(wire) != c.reason || apierror.FromError(wire).Reason != c.reason {
+			t.Errorf("toStatus(%v) = %v, reason %q; want %v, %q", c.err, wire, apierror.ReasonOf(wire), c.code, c.reason)
+		}
+		// Passed on again by a forwarding member.
+		if again := toStatus(wire); apierror.ReasonOf(again) != c.reason {
+			t.Errorf("forwarded %v lost its reason", c.err)
+		}
 	}
 }
