@@ -13,7 +13,7 @@ import (
 
 type nopFSM struct{}
 
-func (nopFSM) Apply(*raft.Log) any                  { return nil }
+func (nopFSM) Apply(*raft.Log) any                 { return nil }
 func (nopFSM) Snapshot() (raft.FSMSnapshot, error) { return nil, errors.New("no") }
 func (nopFSM) Restore(io.ReadCloser) error         { return nil }
 
