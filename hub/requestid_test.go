@@ -88,4 +88,14 @@ func TestRetriedCreatesReturnTheFirstResult(t *testing.T) {
 	if err != nil || a2.GetIndex() != a1.GetIndex() || a2.GetResults()[0].GetAction() != "configured" {
 		t.Errorf("retried apply: %v %v, want the first result %v", a2, err, a1)
 	}
+
+	// A delete retried after it applied answers as the first did, not NotFound.
+	dctx := client.WithRequestID(context.Background(), "retry-test-4")
+	d1, err := admin.Delete(dctx, &roostv1.DeleteRequest{Kind: "Cluster", Name: "prod"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d2, err := admin.Delete(dctx, &roostv1.DeleteRequest{Kind: "Cluster", Name: "prod"}); err != nil || d2.GetIndex() != d1.GetIndex() {
+		t.Errorf("retried delete: %v %v, want index %d", d2, err, d1.GetIndex())
+	}
 }

@@ -87,6 +87,9 @@ func (s *Server) Delete(ctx context.Context, req *roostv1.DeleteRequest) (*roost
 			"change the Machine, Pool, MachineClass or labels to make a new one, or delete the Machine")
 	}
 	return onLeader(ctx, s, func() (*roostv1.DeleteResponse, error) {
+		if rec, ok := s.priorRequest(ctx, req); ok {
+			return &roostv1.DeleteResponse{Index: rec.GetIndex()}, nil // a retry of a delete that was applied
+		}
 		if k.Name == "Server" {
 			if err := s.checkServerDelete(req.GetName(), req.GetForce()); err != nil {
 				return nil, err

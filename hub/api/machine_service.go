@@ -122,6 +122,13 @@ func (s *Server) UnassignServers(ctx context.Context, req *roostv1.UnassignServe
 		return nil, apierror.Invalid("invalid unassignment", vs...)
 	}
 	return onLeader(ctx, s, func() (*roostv1.UnassignServersResponse, error) {
+		if rec, ok := s.priorRequest(ctx, req); ok { // a retry of a release that was applied
+			out := &roostv1.UnassignServersResponse{Index: rec.GetIndex()}
+			for _, r := range rec.GetResults() {
+				out.Machines = append(out.Machines, r.GetName())
+			}
+			return out, nil
+		}
 		if !req.GetForce() {
 			ms, err := s.machinesOfServers(req.GetPool(), req.GetServers())
 			if err != nil {

@@ -77,6 +77,25 @@ func fingerprint(ctx context.Context, req proto.Message) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
+// priorRequest returns the record of the request in ctx when this member
+// has applied it before (its request ID recorded with req's fingerprint):
+// for handlers whose checks before proposing would refuse a retry of a
+// request that was applied (the object it deleted is gone), so that they
+// answer with the first result instead. The leader's state may lag the
+// log for a moment after an election: a request not found here is still
+// deduplicated when its command is applied.
+func (s *Server) priorRequest(ctx context.Context, req proto.Message) (*roostv1.RequestRecord, bool) {
+	id := requestID(ctx)
+	if id == "" {
+		return nil, false
+	}
+	rec, ok := s.fsm.RequestRecord(id)
+	if !ok || rec.GetFingerprint() != fingerprint(ctx, req) {
+		return nil, false
+	}
+	return rec, true
+}
+
 // proposeRequest is Propose for the command that carries out the request
 // req of the call in ctx (withRequest, sub "").
 func (s *Server) proposeRequest(ctx context.Context, req proto.Message, cmd *roostv1.Command) (*state.ApplyResult, error) {

@@ -218,7 +218,12 @@ func (s *Server) Close() {
 }
 
 // Propose sends cmd through Raft on this member, which must lead. It sets
-// the command time, and returns the FSM's result or its error.
+// the command time, and returns the FSM's result or its error. A command
+// carrying a request ID the FSM applied before (withRequest) changes
+// nothing and returns that first result (ApplyResult.Repeated). Raft
+// errors say whether the command may have been applied
+// (raftnode.OutcomeUnknownError) or not (raft.ErrNotLeader, …; see
+// toStatus).
 func (s *Server) Propose(ctx context.Context, cmd *roostv1.Command) (*state.ApplyResult, error) {
 	if cmd.Time == nil {
 		cmd.Time = timestamppb.New(s.now())
@@ -240,6 +245,9 @@ func (s *Server) Propose(ctx context.Context, cmd *roostv1.Command) (*state.Appl
 	}
 	if res.Err != nil {
 		return nil, res.Err
+	}
+	if res.Repeated {
+		s.log.Info("request applied before: answering with its result", "request", cmd.GetRequestId(), "index", res.Index)
 	}
 	return res, nil
 }
