@@ -110,11 +110,17 @@ func OutcomeOf(err error, sent bool) Outcome {
 		return Unknown
 	}
 	switch status.Code(err) {
-	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled, codes.Unknown, codes.Internal:
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled:
 		if !sent {
 			return NotApplied
 		}
 		return Unknown
+	case codes.Unknown, codes.Internal:
+		if sent {
+			return Unknown
+		}
+		// A local failure before sending (the request did not encode):
+		// not applied, and no retry would help.
 	}
 	return Answered
 }

@@ -191,6 +191,7 @@ func TestOutcomeOf(t *testing.T) {
 		{dropped, true, Unknown},
 		{refused, false, NotApplied},
 		{status.Error(codes.Internal, "server closed the stream without sending trailers"), true, Unknown},
+		{status.Error(codes.Internal, "grpc: error while marshaling"), false, Answered},
 		{status.Error(codes.DeadlineExceeded, "deadline"), true, Unknown},
 		{status.Error(codes.DeadlineExceeded, "deadline"), false, NotApplied},
 		{inUse, true, Answered},
