@@ -34,7 +34,7 @@ func toStatus(err error) error {
 	}
 	switch {
 	case raftnode.IsOutcomeUnknown(err):
-		return apierror.OutcomeUnknown("the hub lost track of the write while it was committing (%v); it may or may not have been applied", err).GRPCStatus().Err()
+		return apierror.OutcomeUnknown("%v (read the state, or send the request again with the same request ID)", err).GRPCStatus().Err()
 	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrRaftShutdown),
 		errors.Is(err, raft.ErrLeadershipTransferInProgress), errors.Is(err, raft.ErrEnqueueTimeout):
 		return apierror.NotApplied("%s; retry on another member", err.Error()).GRPCStatus().Err()

@@ -247,7 +247,7 @@ func (s *Server) AddVoter(ctx context.Context, req *roostv1.AddVoterRequest) (*r
 func (s *Server) authority() (*ca.Authority, error) {
 	c := s.fsm.CA()
 	if c == nil {
-		return nil, apierror.Unavailable("the hub CA is not initialised yet; retry")
+		return nil, apierror.NotApplied("the hub CA is not initialised yet; retry")
 	}
 	return ca.Load(c)
 }

@@ -16,7 +16,7 @@ import (
 type OutcomeUnknownError struct{ Err error }
 
 func (e *OutcomeUnknownError) Error() string {
-	return "the write may or may not have been applied: " + e.Err.Error()
+	return e.Err.Error() + ": the write may or may not have been applied"
 }
 
 func (e *OutcomeUnknownError) Unwrap() error { return e.Err }
