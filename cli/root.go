@@ -35,9 +35,11 @@ const (
 	// InvalidArgument from the hub), no usable client configuration.
 	ExitUsage = 2
 	// ExitUnreachable means no hub member answered (Unavailable or
-	// DeadlineExceeded after trying every member) and nothing was
-	// applied: a write either never left roostctl or every member that
-	// answered refused it before proposing it.
+	// DeadlineExceeded after trying every member) and the write that
+	// failed was not applied: it either never left roostctl or every
+	// member that answered refused it before proposing it. (A command of
+	// several writes, e.g. delete A B, stops there; the writes before it
+	// were applied.)
 	ExitUnreachable = 3
 	// ExitUnknown means a write's outcome is unknown: it reached the hub
 	// and the hub may or may not have applied it (the leader was lost
@@ -95,8 +97,8 @@ Exit codes (stable, for scripts):
      changed since it was read, …)
   2  bad usage or invalid input: flags, arguments, unknown kinds, manifests
      that fail validation (locally or at the hub), no usable configuration
-  3  hub unreachable: no member answered (unavailable or timed out);
-     nothing was applied
+  3  hub unreachable: no member answered (unavailable or timed out); the
+     write that failed was not applied
   4  outcome unknown: a write reached the hub, which may or may not have
      applied it (the leader was lost, the connection dropped or --timeout
      ran out while it committed); check with 'roostctl get ...', or run the
