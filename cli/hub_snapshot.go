@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/cobra"
 
 	agentconfig "github.com/roostfleet/roost/agent/config"
+	"github.com/roostfleet/roost/client"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 	"github.com/roostfleet/roost/snapshot"
 )
@@ -207,6 +208,11 @@ the Revisions it names.`,
 			}
 			resp, err := stream.CloseAndRecv()
 			if err != nil {
+				if !dryRun && client.OutcomeOf(err, true) == client.Unknown {
+					// The hub had the whole state: it may have restored it
+					// (restoring the same file again is harmless).
+					return &client.OutcomeUnknownError{Err: err}
+				}
 				return o.wrapCallError(err)
 			}
 			for _, w := range resp.GetWarnings() {
