@@ -61,6 +61,10 @@ func (o *options) printOutcomeUnknown(err error, cmd *cobra.Command) {
 		path = cmd.CommandPath()
 	}
 	fmt.Fprintf(o.Err, "  check with '%s'", checkCommand(path))
+	if strings.HasPrefix(path, "roostctl hub snapshot restore") {
+		fmt.Fprintln(o.Err, ", or restore the same file again (harmless)")
+		return
+	}
 	if o.requestIDs != nil && o.requestIDs.Base != "" {
 		fmt.Fprintf(o.Err, ", or run the same command again with --request-id %s within an hour: the hub applies it at most once", o.requestIDs.Base)
 	}
@@ -73,7 +77,7 @@ var checks = []struct{ prefix, check string }{
 	{"roostctl token", "roostctl token list"},
 	{"roostctl hub join", "roostctl hub join-tokens list"},
 	{"roostctl hub join-tokens", "roostctl hub join-tokens list"},
-	{"roostctl hub snapshot", "roostctl hub members"},
+	{"roostctl hub snapshot", "roostctl get KIND NAME"},
 	{"roostctl hub", "roostctl hub members"},
 	{"roostctl machine", "roostctl get machines"},
 	{"roostctl pool", "roostctl get machines"},
