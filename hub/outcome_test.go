@@ -14,7 +14,6 @@ import (
 
 	"github.com/roostfleet/roost/cli"
 	"github.com/roostfleet/roost/hub"
-	"github.com/roostfleet/roost/hub/raftnode"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 	"github.com/roostfleet/roost/syncbuf"
 )
@@ -35,15 +34,8 @@ type killable struct {
 	h                  *hub.Hub // nil while killed
 }
 
-// outcomeLogStore is the members' log store. Not raft-wal v0.4.0 (the
-// default): a killed leader that restarts truncates its log's uncommitted
-// tail, which v0.4.0 seals without an index, so the member's next restart
-// panics ("sealed segment has no index block", hashicorp/raft-wal#31,
-// fixed in v0.4.1). Use the default once go.mod has the fix.
-const outcomeLogStore = raftnode.LogStoreBolt
-
 func (k *killable) start(t *testing.T, join, token string) error {
-	o := fastRaft(hub.Options{NodeID: k.id, DataDir: k.dir, APIAddr: k.api, RaftAddr: k.raft, Join: join, JoinToken: token, LogStore: outcomeLogStore})
+	o := fastRaft(hub.Options{NodeID: k.id, DataDir: k.dir, APIAddr: k.api, RaftAddr: k.raft, Join: join, JoinToken: token})
 	if o.APIAddr == "" {
 		o.APIAddr, o.RaftAddr = "127.0.0.1:0", "127.0.0.1:0"
 	}
