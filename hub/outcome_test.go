@@ -262,14 +262,18 @@ func TestExitStatusesMatchState(t *testing.T) {
 		t.FailNow()
 	}
 
-	// The final state, from the leader once every member applied the same.
+	// The final state, from a leader that has applied every committed
+	// write (a barrier; leadership may still move once after the last
+	// restart, so until one succeeds).
 	var leader *killable
-	waitFor(t, "a leader", func() bool { leader = leaderOfMembers(); return leader != nil })
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := leader.h.Node().Barrier(ctx); err != nil {
-		t.Fatal(err)
-	}
+	waitFor(t, "a leader that applied every write", func() bool {
+		if leader = leaderOfMembers(); leader == nil {
+			return false
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		return leader.h.Node().Barrier(ctx) == nil
+	})
 	fsm := leader.h.FSM()
 	clusters := map[string]bool{}
 	objs, _, err := fsm.List("Cluster", "")
