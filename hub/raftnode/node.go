@@ -54,6 +54,13 @@ type Config struct {
 	// VerifyReport, when set, receives every log verification report of
 	// this member (one at a time; it must not block).
 	VerifyReport func(verifier.VerificationReport)
+	// HandshakeTimeout bounds the TLS handshake of an incoming connection:
+	// one not completed by then is closed. 0 means DefaultHandshakeTimeout.
+	HandshakeTimeout time.Duration
+	// MaxPendingHandshakes bounds the incoming connections in their TLS
+	// handshake (beyond it the oldest is closed; one address may hold 16);
+	// 0 means DefaultMaxPendingHandshakes.
+	MaxPendingHandshakes int
 }
 
 // Node is one running Raft member.
@@ -92,7 +99,13 @@ func Open(cfg Config) (*Node, error) {
 			return nil, fmt.Errorf("raft transport: %w", err)
 		}
 	}
-	stream, err := newTLSStreamLayer(ln, cfg.AdvertiseAddr, cfg.TLS)
+	var tlog hclog.Logger
+	if cfg.Logger != nil {
+		tlog = cfg.Logger.Named("transport")
+	} else {
+		tlog = hclog.New(&hclog.LoggerOptions{Name: "raft.transport", Level: hclog.Warn, Output: os.Stderr})
+	}
+	stream, err := newTLSStreamLayer(ln, cfg.AdvertiseAddr, cfg.TLS, cfg.HandshakeTimeout, cfg.MaxPendingHandshakes, tlog)
 	if err != nil {
 		return nil, fmt.Errorf("raft transport: %w", err)
 	}

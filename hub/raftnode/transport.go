@@ -6,6 +6,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 )
 
@@ -43,9 +44,11 @@ func checkAdvertisable(a net.Addr) error {
 	return nil
 }
 
-// newTLSStreamLayer serves TLS on ln and advertises advertise (host:port;
-// empty means the bound address). It closes ln when it fails.
-func newTLSStreamLayer(ln net.Listener, advertise string, config *tls.Config) (*tlsStreamLayer, error) {
+// newTLSStreamLayer serves TLS on ln (handshakeListener: each handshake
+// within timeout, at most maxPending at once; zero takes the defaults) and
+// advertises advertise (host:port; empty means the bound address). It
+// closes ln when it fails.
+func newTLSStreamLayer(ln net.Listener, advertise string, config *tls.Config, timeout time.Duration, maxPending int, log hclog.Logger) (*tlsStreamLayer, error) {
 	var adv net.Addr = ln.Addr()
 	if advertise != "" {
 		a, err := net.ResolveTCPAddr("tcp", advertise)
@@ -59,7 +62,7 @@ func newTLSStreamLayer(ln net.Listener, advertise string, config *tls.Config) (*
 		ln.Close()
 		return nil, err
 	}
-	return &tlsStreamLayer{Listener: tls.NewListener(ln, config), advertise: adv, config: config}, nil
+	return &tlsStreamLayer{Listener: newHandshakeListener(ln, config, timeout, maxPending, log), advertise: adv, config: config}, nil
 }
 
 // Addr is the advertised address.
