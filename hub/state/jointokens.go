@@ -58,29 +58,24 @@ func JoinTokenStatus(t *roostv1.JoinToken, now time.Time) string {
 	return JoinTokenActive
 }
 
-// useJoinToken counts one use of a join token. It fails with
-// FailedPrecondition when the token is unknown, the secret hash does not
-// match (compared in constant time), or it is not Active at Command.time
-// (JoinTokenStatus).
-func (a *applier) useJoinToken(c *roostv1.UseJoinToken) *apierror.Error {
-	raw, err := a.txn.First(tableJoinTokens, indexID, c.GetId())
-	if err != nil {
-		return internal(err)
+// JoinTokenRefused is the one refusal message (FailedPrecondition) for a
+// join token whose id is unknown or whose secret is wrong: a caller cannot
+// tell the two apart, so it cannot probe for token ids.
+const JoinTokenRefused = "join token refused: unknown token or wrong secret (make a new one with 'roostctl hub join')"
+
+// CheckJoinToken applies the rules of UseJoinToken to t (nil: no token
+// with id) at now: nil when secretSHA256 (hex sha256 of the secret)
+// matches, compared in constant time, and t is Active (JoinTokenStatus);
+// otherwise FailedPrecondition, with JoinTokenRefused for an unknown id or
+// a wrong secret. Members call it before proposing a use (see
+// FSM.JoinToken); the FSM calls it again, where concurrent uses race.
+func CheckJoinToken(t *roostv1.JoinToken, id, secretSHA256 string, now time.Time) *apierror.Error {
+	if t == nil || id == "" {
+		subtle.ConstantTimeCompare(make([]byte, 64), []byte(secretSHA256))
+		return apierror.FailedPrecondition("%s", JoinTokenRefused)
 	}
-	if raw == nil || c.GetId() == "" {
-		return apierror.FailedPrecondition("join token %q is unknown", c.GetId())
-	}
-	t := raw.(*roostv1.JoinToken)
-	if subtle.ConstantTimeCompare([]byte(t.GetSecretSha256()), []byte(c.GetSecretSha256())) != 1 {
-		return apierror.FailedPrecondition("join token %q: wrong secret", t.GetId())
-	}
-	var now time.Time
-	if t.GetExpiresAt() != nil || t.GetRevokedAt() != nil {
-		ts, aerr := a.now()
-		if aerr != nil {
-			return aerr
-		}
-		now = ts.AsTime()
+	if subtle.ConstantTimeCompare([]byte(t.GetSecretSha256()), []byte(secretSHA256)) != 1 {
+		return apierror.FailedPrecondition("%s", JoinTokenRefused)
 	}
 	switch JoinTokenStatus(t, now) {
 	case JoinTokenRevoked:
@@ -90,6 +85,41 @@ func (a *applier) useJoinToken(c *roostv1.UseJoinToken) *apierror.Error {
 			t.GetExpiresAt().AsTime().UTC().Format(time.RFC3339))
 	case JoinTokenUsedUp:
 		return apierror.FailedPrecondition("join token %q is used up (%d of %d uses)", t.GetId(), t.GetUses(), t.GetMaxUses())
+	}
+	return nil
+}
+
+// JoinToken returns the stored join token with id without copying it
+// (callers must not modify it), or nil when there is none.
+func (f *FSM) JoinToken(id string) *roostv1.JoinToken {
+	raw, err := f.db.Load().Txn(false).First(tableJoinTokens, indexID, id)
+	if err != nil || raw == nil {
+		return nil
+	}
+	return raw.(*roostv1.JoinToken)
+}
+
+// useJoinToken counts one use of a join token: CheckJoinToken at
+// Command.time.
+func (a *applier) useJoinToken(c *roostv1.UseJoinToken) *apierror.Error {
+	raw, err := a.txn.First(tableJoinTokens, indexID, c.GetId())
+	if err != nil {
+		return internal(err)
+	}
+	var t *roostv1.JoinToken
+	if raw != nil {
+		t = raw.(*roostv1.JoinToken)
+	}
+	var now time.Time
+	if t.GetExpiresAt() != nil || t.GetRevokedAt() != nil {
+		ts, aerr := a.now()
+		if aerr != nil {
+			return aerr
+		}
+		now = ts.AsTime()
+	}
+	if aerr := CheckJoinToken(t, c.GetId(), c.GetSecretSha256(), now); aerr != nil {
+		return aerr
 	}
 	next := proto.Clone(t).(*roostv1.JoinToken)
 	next.Uses++

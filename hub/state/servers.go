@@ -182,13 +182,27 @@ func formatTime(ts *timestamppb.Timestamp) string {
 	return ts.AsTime().UTC().Format(time.RFC3339)
 }
 
-// checkToken applies the token rules of EnrollServer.
-func checkToken(t *roostv1.EnrollmentToken, name, secretSHA256 string, now *timestamppb.Timestamp) *apierror.Error {
+// EnrollmentTokenRefused is the one refusal message (PermissionDenied) for
+// an enrollment token whose name is unknown or whose secret is wrong: a
+// caller cannot tell the two apart, so it cannot probe for token names.
+const EnrollmentTokenRefused = "enrollment token refused: unknown token or wrong secret " +
+	"(give the agent the whole token 'roostctl token create' printed; 'roostctl token list' shows the tokens that exist)"
+
+// CheckEnrollmentToken applies the token rules of EnrollServer to t (nil:
+// no token named name) at now: nil when secretSHA256 (hex sha256 of the
+// whole secret) matches and the token is neither revoked, expired nor used
+// up; otherwise PermissionDenied, with EnrollmentTokenRefused for an
+// unknown name or a wrong secret. Members call it before proposing an
+// enrollment (see FSM.EnrollmentToken); the FSM calls it again, where
+// concurrent uses race.
+func CheckEnrollmentToken(t *roostv1.EnrollmentToken, name, secretSHA256 string, now *timestamppb.Timestamp) *apierror.Error {
 	if t == nil || name == "" {
-		return apierror.PermissionDenied("unknown enrollment token %q", name)
+		// Compare anyway, so an unknown name costs the time of a wrong secret.
+		subtle.ConstantTimeCompare(make([]byte, 64), []byte(secretSHA256))
+		return apierror.PermissionDenied("%s", EnrollmentTokenRefused)
 	}
 	if subtle.ConstantTimeCompare([]byte(t.GetSpec().GetSecretSha256()), []byte(secretSHA256)) != 1 {
-		return apierror.PermissionDenied("enrollment token %s: wrong secret", name)
+		return apierror.PermissionDenied("%s", EnrollmentTokenRefused)
 	}
 	if t.GetStatus().GetRevoked() {
 		if at := t.GetStatus().GetRevokedAt(); at != nil {
@@ -205,6 +219,16 @@ func checkToken(t *roostv1.EnrollmentToken, name, secretSHA256 string, now *time
 	return nil
 }
 
+// EnrollmentToken returns the stored EnrollmentToken named name without
+// copying it (callers must not modify it), or nil when there is none.
+func (f *FSM) EnrollmentToken(name string) *roostv1.EnrollmentToken {
+	raw, err := f.db.Load().Txn(false).First(kindToken, indexID, name)
+	if err != nil || raw == nil {
+		return nil
+	}
+	return raw.(*roostv1.Object).GetEnrollmentToken()
+}
+
 // enrollServer checks the token and creates or updates the Server, all in
 // one step. The one result names the Server.
 func (a *applier) enrollServer(c *roostv1.EnrollServer) ([]*roostv1.ApplyResult, *apierror.Error) {
@@ -216,7 +240,7 @@ func (a *applier) enrollServer(c *roostv1.EnrollServer) ([]*roostv1.ApplyResult,
 	if aerr != nil {
 		return nil, aerr
 	}
-	if aerr := checkToken(tok, c.GetTokenName(), c.GetSecretSha256(), now); aerr != nil {
+	if aerr := CheckEnrollmentToken(tok, c.GetTokenName(), c.GetSecretSha256(), now); aerr != nil {
 		return nil, aerr
 	}
 	name, uuid, fp, macs := baseServerName(c.GetIdentity())
