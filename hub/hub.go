@@ -123,7 +123,22 @@ type Options struct {
 	// DefaultBlobGCGrace (1 h). Partial uploads stay 24 h after their last
 	// bytes (blobs.DefaultPartialGrace).
 	BlobGCGrace time.Duration
+	// Unauthenticated limits the API calls without a client certificate
+	// (Enroll, Join, gRPC health) per source address and in all; zero
+	// fields take api.DefaultUnauthenticatedLimits'.
+	Unauthenticated api.UnauthenticatedLimits
+	// HandshakeTimeout bounds the TLS handshake of a new connection to
+	// the API and the Raft port: a connection that has not completed it
+	// by then is closed. Zero means DefaultHandshakeTimeout (10 s).
+	HandshakeTimeout time.Duration
+	// MaxPendingHandshakes bounds the Raft port's connections still in
+	// their TLS handshake (raftnode.Config.MaxPendingHandshakes); zero
+	// means raftnode.DefaultMaxPendingHandshakes.
+	MaxPendingHandshakes int
 }
+
+// DefaultHandshakeTimeout is Options.HandshakeTimeout's default.
+const DefaultHandshakeTimeout = 10 * time.Second
 
 // Hub is one running member.
 type Hub struct {
@@ -317,6 +332,7 @@ func start(ctx context.Context, opts Options, apiLn, httpLn, raftLn net.Listener
 		HeartbeatTimeout: opts.HeartbeatTimeout, ElectionTimeout: opts.ElectionTimeout,
 		LeaderLeaseTimeout: opts.LeaderLeaseTimeout, SnapshotThreshold: opts.SnapshotThreshold,
 		VerifyInterval: opts.LogVerifyInterval, VerifyReport: h.logVerifyReport,
+		HandshakeTimeout: handshakeTimeout(opts), MaxPendingHandshakes: opts.MaxPendingHandshakes,
 		Logger: hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: raftOut}).With("member", id),
 	}
 	hasState, err := raftnode.HasState(rcfg)
@@ -408,14 +424,19 @@ func start(ctx context.Context, opts Options, apiLn, httpLn, raftLn net.Listener
 
 	livecfg := liveness.Config{MinTTL: opts.HeartbeatMinTTL, MaxHeartbeatsPerSecond: opts.MaxHeartbeatsPerSecond}
 	h.api = api.New(api.Config{FSM: h.fsm, Node: node, PeerCredentials: credentials.NewTLS(clientTLS), Logger: h.log,
-		AgentCertLifetime: opts.AgentCertLifetime, Liveness: livecfg, Registry: reg, Blobs: blobStore, Health: h.healthy})
+		AgentCertLifetime: opts.AgentCertLifetime, Liveness: livecfg, Registry: reg, Blobs: blobStore, Health: h.healthy,
+		Unauthenticated: opts.Unauthenticated, LeaderReady: h.termBarrier})
 	h.clusters = h.clusterController()
 	h.api.SetDrainer(h.clusters)
 	h.rollouts = h.rolloutController()
 	h.api.SetAdmitter(h.rollouts)
 	liveMetrics := liveness.NewMetrics(reg)
-	h.grpc = grpc.NewServer(append(api.ServerOptions(api.NewMetrics(reg)), grpc.Creds(credentials.NewTLS(serverTLS)),
-		grpc.ChainUnaryInterceptor(h.refuseUnaryIfRemoved), grpc.ChainStreamInterceptor(h.refuseStreamIfRemoved))...)
+	grpcOpts := append(api.ServerOptions(api.NewMetrics(reg)), grpc.Creds(credentials.NewTLS(serverTLS)),
+		// A connection that does not finish its TLS handshake in time is
+		// closed (gRPC's default waits 120 s).
+		grpc.ConnectionTimeout(handshakeTimeout(opts)),
+		grpc.ChainUnaryInterceptor(h.refuseUnaryIfRemoved), grpc.ChainStreamInterceptor(h.refuseStreamIfRemoved))
+	h.grpc = grpc.NewServer(append(grpcOpts, h.api.LimitOptions()...)...)
 	h.api.Register(h.grpc)
 	h.healthSrv = health.NewServer() // NOT_SERVING until watchHealth's first check
 	h.healthSrv.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
@@ -441,6 +462,14 @@ func start(ctx context.Context, opts Options, apiLn, httpLn, raftLn net.Listener
 	h.runLiveness(runCtx, liveMetrics)
 	h.log.Info("hub member serving", "api", h.apiLn.Addr().String(), "raft", node.Addr(), "http", opts.HTTPAddr)
 	return h, nil
+}
+
+// handshakeTimeout is opts.HandshakeTimeout or its default.
+func handshakeTimeout(opts Options) time.Duration {
+	if opts.HandshakeTimeout > 0 {
+		return opts.HandshakeTimeout
+	}
+	return DefaultHandshakeTimeout
 }
 
 // ID returns the member's Raft ID.

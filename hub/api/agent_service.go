@@ -12,7 +12,9 @@ import (
 	"github.com/google/uuid"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/roostfleet/roost/apierror"
 	"github.com/roostfleet/roost/hub/ca"
@@ -21,9 +23,18 @@ import (
 )
 
 // Enroll checks the request at the edge, then on the leader checks the
-// token and records the Server in one Raft command, and signs the agent's
-// key with the Server's name as common name.
-func (s *Server) Enroll(ctx context.Context, req *roostv1.EnrollRequest) (*roostv1.EnrollResponse, error) {
+// token against its state (so a refusal writes nothing to Raft), records
+// the Server in one Raft command (whose apply checks the token again,
+// where concurrent uses race), and signs the agent's key with the
+// Server's name as common name. An unknown token and a wrong secret get
+// the same refusal (state.EnrollmentTokenRefused). Refusals are counted
+// and logged, sampled, by the member the agent called.
+func (s *Server) Enroll(ctx context.Context, req *roostv1.EnrollRequest) (resp *roostv1.EnrollResponse, err error) {
+	defer func() {
+		s.guard.refusedCall(ctx, "/roost.v1.AgentService/Enroll", err, state.EnrollmentTokenRefused,
+			func(*status.Status) bool { return false },
+			func(st *status.Status) bool { return st.Code() == codes.PermissionDenied })
+	}()
 	if vs := ValidateEnrollRequest(req); len(vs) > 0 {
 		return nil, apierror.Invalid("invalid enrollment request", vs...)
 	}
@@ -33,6 +44,9 @@ func (s *Server) Enroll(ctx context.Context, req *roostv1.EnrollRequest) (*roost
 		return nil, err
 	}
 	return onLeader(ctx, s, func() (*roostv1.EnrollResponse, error) {
+		if err := s.checkEnrollmentToken(ctx, tokenName, secretSHA); err != nil {
+			return nil, err
+		}
 		res, err := s.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_EnrollServer{EnrollServer: &roostv1.EnrollServer{
 			TokenName: tokenName, SecretSha256: secretSHA, Identity: req.GetIdentity(), Inventory: req.GetInventory(),
 			AgentVersion: req.GetAgentVersion(), Uid: uuid.NewString(),
@@ -54,6 +68,22 @@ func (s *Server) Enroll(ctx context.Context, req *roostv1.EnrollRequest) (*roost
 	}, func(c *grpc.ClientConn, fctx context.Context) (*roostv1.EnrollResponse, error) {
 		return roostv1.NewAgentServiceClient(c).Enroll(fctx, req)
 	})
+}
+
+// checkEnrollmentToken checks an enrollment token on the leader against
+// its state before anything is proposed (state.CheckEnrollmentToken at
+// this member's clock), once the leader has applied its predecessors'
+// entries (Config.LeaderReady).
+func (s *Server) checkEnrollmentToken(ctx context.Context, name, secretSHA256 string) error {
+	if s.leaderReady != nil {
+		if err := s.leaderReady(ctx); err != nil {
+			return apierror.Unavailable("the hub leader is not ready to check tokens yet (%v); retry", err)
+		}
+	}
+	if aerr := state.CheckEnrollmentToken(s.fsm.EnrollmentToken(name), name, secretSHA256, timestamppb.New(s.now())); aerr != nil {
+		return aerr
+	}
+	return nil
 }
 
 // hubAddresses are the members' API addresses, sorted.

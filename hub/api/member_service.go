@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"net"
 	"sort"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/roostfleet/roost/apierror"
@@ -148,8 +150,19 @@ func (s *Server) RemoveMember(ctx context.Context, req *roostv1.RemoveMemberRequ
 // Join checks a join token (counting one use through Raft) and signs the
 // new member's certificate request. A node ID, or a Raft address (when the
 // request has one), that a member of the Raft configuration has is refused
-// first (FailedPrecondition), before the token's use is counted.
-func (s *Server) Join(ctx context.Context, req *roostv1.JoinRequest) (*roostv1.JoinResponse, error) {
+// first (FailedPrecondition), before the token's use is counted. The
+// leader checks the token against its state before it proposes the use,
+// so a refusal writes nothing to Raft; an unknown token and a wrong secret
+// get the same refusal (state.JoinTokenRefused). Refusals are counted and
+// logged, sampled, by the member the caller called.
+func (s *Server) Join(ctx context.Context, req *roostv1.JoinRequest) (resp *roostv1.JoinResponse, err error) {
+	defer func() {
+		s.guard.refusedCall(ctx, "/roost.v1.MemberService/Join", err, state.JoinTokenRefused,
+			func(st *status.Status) bool { return st.Code() == codes.PermissionDenied },
+			func(st *status.Status) bool {
+				return st.Code() == codes.FailedPrecondition && strings.HasPrefix(st.Message(), "join token ")
+			})
+	}()
 	tok, err := ParseJoinToken(req.GetToken())
 	if err != nil {
 		return nil, apierror.Invalid(err.Error(), apierror.Violation{Field: "token", Message: err.Error()})
@@ -174,6 +187,11 @@ func (s *Server) Join(ctx context.Context, req *roostv1.JoinRequest) (*roostv1.J
 		}
 	}
 	return onLeader(ctx, s, func() (*roostv1.JoinResponse, error) {
+		// The token first, read-only: a caller without one learns nothing
+		// about the members.
+		if err := s.checkJoinToken(ctx, tok); err != nil {
+			return nil, err
+		}
 		// Refuse an ID in use before the token's use is counted or a
 		// certificate issued: the new member would take the other's place.
 		servers, err := s.node.Servers()
@@ -202,6 +220,22 @@ func (s *Server) Join(ctx context.Context, req *roostv1.JoinRequest) (*roostv1.J
 	}, func(c *grpc.ClientConn, fctx context.Context) (*roostv1.JoinResponse, error) {
 		return roostv1.NewMemberServiceClient(c).Join(fctx, req)
 	})
+}
+
+// checkJoinToken checks a join token on the leader against its state
+// before its use is proposed (state.CheckJoinToken at this member's
+// clock), once the leader has applied its predecessors' entries
+// (Config.LeaderReady).
+func (s *Server) checkJoinToken(ctx context.Context, tok JoinToken) error {
+	if s.leaderReady != nil {
+		if err := s.leaderReady(ctx); err != nil {
+			return apierror.Unavailable("the hub leader is not ready to check tokens yet (%v); retry", err)
+		}
+	}
+	if aerr := state.CheckJoinToken(s.fsm.JoinToken(tok.ID), tok.ID, tok.SecretSHA256(), s.now()); aerr != nil {
+		return aerr
+	}
+	return nil
 }
 
 // AddVoter adds the calling member (its certificate's common name must be

@@ -68,6 +68,10 @@ type Server struct {
 	admitter Admitter
 	// health is Config.Health.
 	health func() error
+	// guard limits, counts and logs calls without a certificate.
+	guard *guard
+	// leaderReady is Config.LeaderReady.
+	leaderReady func(context.Context) error
 }
 
 // Config wires a Server.
@@ -102,6 +106,15 @@ type Config struct {
 	// why not, as its /healthz and gRPC health service do; nil reports
 	// this member Healthy in ListMembers.
 	Health func() error
+	// Unauthenticated limits the calls without a client certificate
+	// (Enroll, Join, health); zero fields take
+	// DefaultUnauthenticatedLimits'. Serve them with LimitOptions.
+	Unauthenticated UnauthenticatedLimits
+	// LeaderReady returns once this member, leading, has applied every
+	// entry committed before its term (the hub's term barrier), or fails;
+	// token checks before a proposal wait for it, so a token created under
+	// the previous leader is not refused as unknown. Nil: no wait.
+	LeaderReady func(context.Context) error
 }
 
 // DefaultAgentCertLifetime is how long agent certificates last by default;
@@ -120,7 +133,8 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{fsm: cfg.FSM, node: cfg.Node, peerCreds: cfg.PeerCredentials, log: log, now: now, conns: map[string]*grpc.ClientConn{},
 		agentCertLifetime: cfg.AgentCertLifetime, liveness: cfg.Liveness, tracker: cfg.Tracker, reporter: cfg.Reporter}
-	s.blobs, s.health = cfg.Blobs, cfg.Health
+	s.blobs, s.health, s.leaderReady = cfg.Blobs, cfg.Health, cfg.LeaderReady
+	s.guard = newGuard(cfg.Unauthenticated, log, now)
 	if s.agentCertLifetime <= 0 {
 		s.agentCertLifetime = DefaultAgentCertLifetime
 	}
@@ -132,7 +146,7 @@ func New(cfg Config) *Server {
 	}
 	s.streams = prometheus.NewGauge(prometheus.GaugeOpts{Name: "roost_agent_streams", Help: "Agent streams (AgentService.Connect) open on this member."})
 	if cfg.Registry != nil {
-		cfg.Registry.MustRegister(s.streams)
+		cfg.Registry.MustRegister(s.streams, s.guard.refusals)
 	}
 	s.RefreshFleetSize()
 	return s
@@ -198,6 +212,14 @@ func TransportOptions() []grpc.ServerOption {
 		grpc.WriteBufferSize(writeBufferSize),
 		grpc.SharedWriteBuffer(true),
 	}
+}
+
+// LimitOptions returns the interceptors that hold calls without a client
+// certificate to Config.Unauthenticated (ResourceExhausted with a
+// RetryInfo detail beyond it); add them to the gRPC server after
+// ServerOptions.
+func (s *Server) LimitOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{grpc.ChainUnaryInterceptor(s.guard.unary), grpc.ChainStreamInterceptor(s.guard.stream)}
 }
 
 // Register registers HubService, MemberService and AgentService on g.
