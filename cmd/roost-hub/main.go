@@ -77,6 +77,16 @@ const (
 	// The fleet heartbeat rate the TTL is scaled for, per second.
 	minHeartbeatsPerSecond = 1
 	maxHeartbeatsPerSecond = 100_000
+	// Calls without a client certificate (Enroll, Join, health), per
+	// second and in a burst, per source address and in all.
+	minUnauthRate, maxUnauthRate   = 0.01, 1_000_000
+	minUnauthBurst, maxUnauthBurst = 1, 1_000_000
+	// The TLS handshake deadline of the API and Raft ports: long enough
+	// for a slow link, short enough that silent connections do not pile up.
+	minHandshakeTimeout = time.Second
+	maxHandshakeTimeout = 5 * time.Minute
+	// Raft connections in their TLS handshake at once.
+	minPendingHandshakes, maxPendingHandshakes = 1, 65_536
 )
 
 // run runs roost-hub with the command line args (without the program
@@ -197,6 +207,23 @@ The first member writes DIR/admin.conf: point roostctl at it with
 		"smallest time a silent server stays Reachable; grows with the fleet; %s to %s", window.FormatDuration(minHeartbeatMinTTL), window.FormatDuration(maxHeartbeatMinTTL)))
 	f.Float64Var(&opts.MaxHeartbeatsPerSecond, "max-heartbeats-per-second", liveness.DefaultMaxHeartbeatsPerSecond, fmt.Sprintf(
 		"fleet heartbeat rate the TTL is scaled for: ttl = max(min TTL, servers / this); %d to %d", minHeartbeatsPerSecond, maxHeartbeatsPerSecond))
+	d := api.DefaultUnauthenticatedLimits
+	opts.Unauthenticated.MaxAddresses = d.MaxAddresses
+	unauth := "calls without a client certificate (Enroll, Join, health)"
+	f.Float64Var(&opts.Unauthenticated.PerAddress, "unauthenticated-rate-per-address", d.PerAddress, fmt.Sprintf(
+		"%s per second from one address (IPv6: a /64);\nmore fail with ResourceExhausted and the wait; %g to %g", unauth, minUnauthRate, float64(maxUnauthRate)))
+	f.IntVar(&opts.Unauthenticated.PerAddressBurst, "unauthenticated-burst-per-address", d.PerAddressBurst, fmt.Sprintf(
+		"%s at once from one address, above its rate; %d to %d", unauth, minUnauthBurst, maxUnauthBurst))
+	f.Float64Var(&opts.Unauthenticated.Global, "unauthenticated-rate", d.Global, fmt.Sprintf(
+		"%s per second to this member from all addresses; %g to %g", unauth, minUnauthRate, float64(maxUnauthRate)))
+	f.IntVar(&opts.Unauthenticated.GlobalBurst, "unauthenticated-burst", d.GlobalBurst, fmt.Sprintf(
+		"%s at once to this member from all addresses, above the rate; %d to %d", unauth, minUnauthBurst, maxUnauthBurst))
+	f.DurationVar(&opts.HandshakeTimeout, "handshake-timeout", hub.DefaultHandshakeTimeout, fmt.Sprintf(
+		"time a new connection to the API or Raft port has to complete its TLS handshake before it is closed; %s to %s",
+		window.FormatDuration(minHandshakeTimeout), window.FormatDuration(maxHandshakeTimeout)))
+	f.IntVar(&opts.MaxPendingHandshakes, "raft-max-pending-handshakes", raftnode.DefaultMaxPendingHandshakes, fmt.Sprintf(
+		"Raft port connections in their TLS handshake at once (16 per address); beyond it the oldest is closed; %d to %d",
+		minPendingHandshakes, maxPendingHandshakes))
 	return cmd, &opts
 }
 
@@ -222,6 +249,7 @@ func checkFlags(opts hub.Options) error {
 	}{
 		{"--agent-cert-lifetime", opts.AgentCertLifetime, minAgentCertLifetime, maxAgentCertLifetime},
 		{"--heartbeat-min-ttl", opts.HeartbeatMinTTL, minHeartbeatMinTTL, maxHeartbeatMinTTL},
+		{"--handshake-timeout", opts.HandshakeTimeout, minHandshakeTimeout, maxHandshakeTimeout},
 	}
 	for _, d := range durations {
 		allowed := fmt.Sprintf("(allowed: %s to %s)", window.FormatDuration(d.min), window.FormatDuration(d.max))
@@ -232,15 +260,39 @@ func checkFlags(opts hub.Options) error {
 			errs = append(errs, fmt.Errorf("%s: must be at most %s, got %s %s", d.flag, window.FormatDuration(d.max), d.v, allowed))
 		}
 	}
-	const rate = "--max-heartbeats-per-second"
-	v, allowed := opts.MaxHeartbeatsPerSecond, fmt.Sprintf("(allowed: %d to %d)", minHeartbeatsPerSecond, maxHeartbeatsPerSecond)
-	switch {
-	case math.IsNaN(v):
-		errs = append(errs, fmt.Errorf("%s: must be a number, got NaN %s", rate, allowed))
-	case v < minHeartbeatsPerSecond:
-		errs = append(errs, fmt.Errorf("%s: must be at least %d, got %s %s", rate, minHeartbeatsPerSecond, floatText(v), allowed))
-	case v > maxHeartbeatsPerSecond:
-		errs = append(errs, fmt.Errorf("%s: must be at most %d, got %s %s", rate, maxHeartbeatsPerSecond, floatText(v), allowed))
+	floats := []struct {
+		flag     string
+		v        float64
+		min, max float64
+	}{
+		{"--max-heartbeats-per-second", opts.MaxHeartbeatsPerSecond, minHeartbeatsPerSecond, maxHeartbeatsPerSecond},
+		{"--unauthenticated-rate-per-address", opts.Unauthenticated.PerAddress, minUnauthRate, maxUnauthRate},
+		{"--unauthenticated-rate", opts.Unauthenticated.Global, minUnauthRate, maxUnauthRate},
+	}
+	for _, r := range floats {
+		allowed := fmt.Sprintf("(allowed: %s to %s)", floatText(r.min), floatText(r.max))
+		switch {
+		case math.IsNaN(r.v):
+			errs = append(errs, fmt.Errorf("%s: must be a number, got NaN %s", r.flag, allowed))
+		case r.v < r.min:
+			errs = append(errs, fmt.Errorf("%s: must be at least %s, got %s %s", r.flag, floatText(r.min), floatText(r.v), allowed))
+		case r.v > r.max:
+			errs = append(errs, fmt.Errorf("%s: must be at most %s, got %s %s", r.flag, floatText(r.max), floatText(r.v), allowed))
+		}
+	}
+	ints := []struct {
+		flag     string
+		v        int
+		min, max int
+	}{
+		{"--unauthenticated-burst-per-address", opts.Unauthenticated.PerAddressBurst, minUnauthBurst, maxUnauthBurst},
+		{"--unauthenticated-burst", opts.Unauthenticated.GlobalBurst, minUnauthBurst, maxUnauthBurst},
+		{"--raft-max-pending-handshakes", opts.MaxPendingHandshakes, minPendingHandshakes, maxPendingHandshakes},
+	}
+	for _, n := range ints {
+		if n.v < n.min || n.v > n.max {
+			errs = append(errs, fmt.Errorf("%s: must be %d to %d, got %d", n.flag, n.min, n.max, n.v))
+		}
 	}
 	return errors.Join(errs...)
 }
