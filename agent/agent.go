@@ -290,8 +290,14 @@ func (a *Agent) Run(ctx context.Context) error {
 		failed := a.tried
 		a.setCurrent(failed, 1)
 		d := a.backoff.Next()
+		// A member that limits calls (ResourceExhausted) says how long to
+		// wait: at least that long, still growing the backoff.
+		hint := retryHint(err)
+		d = max(d, hint)
 		var away *goAwayError
 		switch {
+		case hint > 0:
+			a.log.Warn("the hub member limits calls now; retrying later", "hub", failed, "err", err, "next", a.currentHub(), "after", d.Round(time.Millisecond), "attempt", a.backoff.Attempts())
 		case errors.As(err, &away):
 			a.log.Info("the hub member asked the agent to move on", "hub", failed, "reason", away.reason, "next", a.currentHub(), "after", d.Round(time.Millisecond))
 		case refused:

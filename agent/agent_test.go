@@ -16,8 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/roostfleet/roost/agent"
 	"github.com/roostfleet/roost/agent/internal/fakehub"
@@ -175,6 +177,39 @@ func TestEnrollRefused(t *testing.T) {
 	}
 	if !strings.Contains(r.log.String(), `reason="enrollment token abcdef has expired"`) {
 		t.Errorf("log lacks the reason:\n%s", r.log)
+	}
+}
+
+// A hub member that limits enrollments (ResourceExhausted with a
+// RetryInfo of 500 ms) is retried no sooner than it asked, however short
+// the agent's own backoff, and the agent keeps trying.
+func TestEnrollWaitsForRetryInfo(t *testing.T) {
+	ca := fakehub.NewCA(t)
+	hub := fakehub.Start(t, ca)
+	st, err := status.New(codes.ResourceExhausted, "too many calls without a client certificate; retry in 500ms").
+		WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(500 * time.Millisecond)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hub.Refuse = st.Err()
+	id, inv := simServer(2)
+	r := startAgent(t, agent.Options{Hubs: []string{hub.Addr}, CA: ca.CertPEM, Token: hub.Token, Store: &agent.MemStore{}, Identity: id, Inventory: inv})
+	time.Sleep(1800 * time.Millisecond)
+	hub.Mu.Lock()
+	n := len(hub.Enrolls)
+	hub.Mu.Unlock()
+	// 20-200 ms of backoff alone would make about 15 attempts.
+	if n < 2 || n > 4 {
+		t.Errorf("%d enrollment attempts in 1.8 s, want 2 to 4 (one per 500-600 ms)", n)
+	}
+	select {
+	case err := <-r.done:
+		r.done <- err
+		t.Fatalf("the agent stopped: %v", err)
+	default:
+	}
+	if !strings.Contains(r.log.String(), "the hub member limits calls now; retrying later") {
+		t.Errorf("log lacks the retry line:\n%s", r.log)
 	}
 }
 
