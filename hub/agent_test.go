@@ -103,9 +103,11 @@ func TestEnrollTokenRules(t *testing.T) {
 		t.Errorf("certificate lifetime %v, want 24h (+ backdate)", life)
 	}
 
+	// A refusal writes nothing to Raft: the token is checked before the
+	// enrollment is proposed.
 	refused := func(token, want string) {
 		t.Helper()
-		before := f.servers()
+		before, index := f.servers(), f.h.Node().LastIndex()
 		req, _ := enrollReq(t, token, "", "52:54:00:00:00:99")
 		_, err := anon.Enroll(ctx, req)
 		if status.Code(err) != codes.PermissionDenied || !strings.Contains(status.Convert(err).Message(), want) {
@@ -114,10 +116,14 @@ func TestEnrollTokenRules(t *testing.T) {
 		if n := f.servers(); n != before {
 			t.Errorf("refused enrollment left %d servers, want %d", n, before)
 		}
+		if i := f.h.Node().LastIndex(); i != index {
+			t.Errorf("refused enrollment moved the Raft log from index %d to %d", index, i)
+		}
 	}
 	refused(good, "used up (1/1 uses)")
-	refused(good[:7]+strings.Repeat("x", 16), "wrong secret")
-	refused("zzzzzz.0123456789abcdef", `unknown enrollment token "zzzzzz"`)
+	// A wrong secret and an unknown token get the same answer.
+	refused(good[:7]+strings.Repeat("x", 16), state.EnrollmentTokenRefused)
+	refused("zzzzzz.0123456789abcdef", state.EnrollmentTokenRefused)
 	revoked := f.token(&roostv1.CreateEnrollmentTokenRequest{})
 	if _, err := f.admin.RevokeEnrollmentToken(ctx, &roostv1.RevokeEnrollmentTokenRequest{Name: revoked[:6]}); err != nil {
 		t.Fatal(err)

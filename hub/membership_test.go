@@ -18,10 +18,12 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 
 	"github.com/roostfleet/roost/apierror"
 	"github.com/roostfleet/roost/client"
 	"github.com/roostfleet/roost/hub"
+	"github.com/roostfleet/roost/hub/api"
 	"github.com/roostfleet/roost/hub/ca"
 	"github.com/roostfleet/roost/hub/state"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
@@ -545,5 +547,49 @@ func TestCheckJoinFlags(t *testing.T) {
 	startHub(t, dir, hub.Options{})
 	if err := hub.CheckJoinFlags(dir, "", tok); err != nil {
 		t.Errorf("on a data dir with Raft state: %v", err)
+	}
+}
+
+// A join with an unknown token or a wrong secret is refused with one
+// message for both, before anything is proposed: the Raft log does not
+// move and the token's uses are not counted.
+func TestJoinRefusalWritesNothing(t *testing.T) {
+	f := newAgentFixture(t)
+	ctx := context.Background()
+	resp, err := f.admin.CreateJoinToken(ctx, &roostv1.CreateJoinTokenRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, err := api.ParseJoinToken(resp.GetToken())
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := client.Dial(ctx, &client.Config{Hubs: f.cfg.Hubs, CertificateAuthority: f.cfg.CertificateAuthority}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	members := roostv1.NewMemberServiceClient(conn)
+	csr, _, err := ca.NewCSR("hub-x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrong, unknown := good, good
+	wrong.Secret = strings.Repeat("0", 32)
+	unknown.ID = "00000000"
+	index := f.h.Node().LastIndex()
+	for name, tok := range map[string]api.JoinToken{"wrong secret": wrong, "unknown token": unknown} {
+		_, err := members.Join(ctx, &roostv1.JoinRequest{Token: tok.String(), NodeId: "hub-x", CsrPem: csr})
+		if st := status.Convert(err); st.Code() != codes.FailedPrecondition || st.Message() != state.JoinTokenRefused {
+			t.Errorf("join with a %s: %v, want FailedPrecondition %q", name, err, state.JoinTokenRefused)
+		}
+	}
+	if i := f.h.Node().LastIndex(); i != index {
+		t.Errorf("refused joins moved the Raft log from index %d to %d", index, i)
+	}
+	for _, jt := range f.h.FSM().JoinTokens() {
+		if jt.GetUses() != 0 {
+			t.Errorf("join token %s counts %d uses after refused joins", jt.GetId(), jt.GetUses())
+		}
 	}
 }
