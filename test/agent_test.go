@@ -279,7 +279,7 @@ func TestEnrollmentTokenRules(t *testing.T) {
 func TestAgentsSurviveLeaderKill(t *testing.T) {
 	skipShort(t, "three roost-hub processes and the agent simulator")
 	const n = 200
-	c := harness.StartCluster(t, 3, harness.ClusterOptions{})
+	c := harness.StartCluster(t, 3, harness.ClusterOptions{Args: harness.SimulatorArgs})
 	secret, _ := harness.CreateToken(t, c.AdminConfig, "--ttl", "1h", "--uses", fmt.Sprint(n))
 	caFile := harness.WriteCA(t, c.AdminConfig)
 	start := time.Now()

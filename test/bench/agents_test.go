@@ -227,7 +227,7 @@ func memLimit(v float64) string {
 // agentHub starts a single roost-hub process and returns it, the CA file
 // for agents and a token for n enrollments.
 func agentHub(b *testing.B, n int) (*harness.Member, string, string) {
-	c := harness.StartCluster(b, 1, harness.ClusterOptions{})
+	c := harness.StartCluster(b, 1, harness.ClusterOptions{Args: harness.SimulatorArgs})
 	token, _ := harness.CreateToken(b, c.AdminConfig, "--ttl", "1h", "--uses", fmt.Sprint(n))
 	return c.Members[0], harness.WriteCA(b, c.AdminConfig), token
 }

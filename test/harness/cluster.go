@@ -29,6 +29,15 @@ type Cluster struct {
 	clients map[string]roostv1.HubServiceClient
 }
 
+// SimulatorArgs lift a member's limits on calls without a certificate
+// (roost-hub --unauthenticated-*) to their maximum: the agent simulator
+// enrolls thousands of agents from one address at once, which the default
+// limits would spread over minutes. Pass them in ClusterOptions.Args.
+var SimulatorArgs = []string{
+	"--unauthenticated-rate-per-address", "1000000", "--unauthenticated-burst-per-address", "1000000",
+	"--unauthenticated-rate", "1000000", "--unauthenticated-burst", "1000000",
+}
+
 // ClusterOptions describe a process cluster.
 type ClusterOptions struct {
 	// LogStore is every member's --raft-log-store; empty keeps the default.
