@@ -10,12 +10,12 @@ import (
 )
 
 // Acceptance 6 of issue 24, on a running hub: a connection to the API or
-// the Raft port that sends no TLS handshake is closed once
-// Options.HandshakeTimeout passes.
+// the Raft port that sends no TLS handshake, or to the HTTP port that
+// sends no request, is closed once Options.HandshakeTimeout passes.
 func TestSilentConnectionsClosedAtHandshakeTimeout(t *testing.T) {
 	const timeout = 500 * time.Millisecond
-	h := startHub(t, t.TempDir(), hub.Options{HandshakeTimeout: timeout})
-	for port, addr := range map[string]string{"API": h.APIAddr(), "Raft": h.Node().Addr()} {
+	h := startHub(t, t.TempDir(), hub.Options{HandshakeTimeout: timeout, HTTPAddr: "127.0.0.1:0"})
+	for port, addr := range map[string]string{"API": h.APIAddr(), "Raft": h.Node().Addr(), "HTTP": h.HTTPAddr()} {
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -43,7 +44,9 @@ func (h *Hub) serveHTTP(ln net.Listener) {
 		}
 		fmt.Fprintln(w, "ok")
 	})
-	h.http = &http.Server{Handler: mux}
+	// A client that does not send its request headers within the
+	// handshake timeout, or stays idle for two minutes, is closed.
+	h.http = &http.Server{Handler: mux, ReadHeaderTimeout: handshakeTimeout(h.opts), IdleTimeout: 2 * time.Minute}
 	go h.http.Serve(ln)
 }
 

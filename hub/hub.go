@@ -128,8 +128,9 @@ type Options struct {
 	// fields take api.DefaultUnauthenticatedLimits'.
 	Unauthenticated api.UnauthenticatedLimits
 	// HandshakeTimeout bounds the TLS handshake of a new connection to
-	// the API and the Raft port: a connection that has not completed it
-	// by then is closed. Zero means DefaultHandshakeTimeout (10 s).
+	// the API and the Raft port, and the request headers on the HTTP
+	// port: a connection that has not completed them by then is closed.
+	// Zero means DefaultHandshakeTimeout (10 s).
 	HandshakeTimeout time.Duration
 	// MaxPendingHandshakes bounds the Raft port's connections still in
 	// their TLS handshake (raftnode.Config.MaxPendingHandshakes); zero

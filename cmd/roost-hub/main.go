@@ -219,7 +219,7 @@ The first member writes DIR/admin.conf: point roostctl at it with
 	f.IntVar(&opts.Unauthenticated.GlobalBurst, "unauthenticated-burst", d.GlobalBurst, fmt.Sprintf(
 		"%s at once to this member from all addresses, above the rate; %d to %d", unauth, minUnauthBurst, maxUnauthBurst))
 	f.DurationVar(&opts.HandshakeTimeout, "handshake-timeout", hub.DefaultHandshakeTimeout, fmt.Sprintf(
-		"time a new connection to the API or Raft port has to complete its TLS handshake before it is closed; %s to %s",
+		"time a new API or Raft connection has to complete its TLS handshake, and an HTTP client to send\nits request headers, before it is closed; %s to %s",
 		window.FormatDuration(minHandshakeTimeout), window.FormatDuration(maxHandshakeTimeout)))
 	f.IntVar(&opts.MaxPendingHandshakes, "raft-max-pending-handshakes", raftnode.DefaultMaxPendingHandshakes, fmt.Sprintf(
 		"Raft port connections in their TLS handshake at once (16 per address); beyond it the oldest is closed; %d to %d",
