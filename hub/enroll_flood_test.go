@@ -89,8 +89,9 @@ func TestEnrollFloodWritesNothing(t *testing.T) {
 		// Limits high enough that most of the flood reaches the token
 		// check (the path that used to write), low enough that some is
 		// refused by them.
-		Unauthenticated: api.UnauthenticatedLimits{PerAddress: 1000, PerAddressBurst: 200, Global: 1500, GlobalBurst: 500},
-		HeartbeatMinTTL: time.Hour, // no reachability writes for the real Servers during the test
+		Unauthenticated:   api.UnauthenticatedLimits{PerAddress: 1000, PerAddressBurst: 200, Global: 1500, GlobalBurst: 500},
+		HeartbeatMinTTL:   time.Hour, // no reachability writes for the real Servers during the test
+		LogVerifyInterval: -1,        // nor log verification checkpoints
 	})
 	waitFor(t, "admin.conf", func() bool { _, err := client.LoadConfig(f.h.AdminConfigPath()); return err == nil })
 	cfg, err := client.LoadConfig(f.h.AdminConfigPath())
