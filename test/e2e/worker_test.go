@@ -106,7 +106,7 @@ func TestWorker(t *testing.T) {
 
 	// ---- 5. on the host: the extension merged, the runtime on STATE ----------
 	// (the agent, too, runs from its extension: the testbed OS has none)
-	out := j.waitSSH(j.sshPort, "systemd-sysext status --no-pager; command -v kubelet roost-agent; findmnt -rno TARGET | grep -E '^/var/lib/(containerd|kubelet)$'; sudo systemctl is-active containerd kubelet")
+	out := j.waitSSH(j.sshPort, "systemd-sysext status --no-pager; command -v kubelet; command -v roost-agent; findmnt -rno TARGET | grep -E '^/var/lib/(containerd|kubelet)$'; sudo systemctl is-active containerd kubelet")
 	for _, want := range []string{"kubelet", "roost-agent", "/usr/bin/kubelet", "/usr/bin/roost-agent", "/var/lib/containerd", "/var/lib/kubelet", "active\nactive"} {
 		if !strings.Contains(out, want) {
 			j.fatalf("on the worker, %q lacks %q", out, want)
