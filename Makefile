@@ -21,9 +21,9 @@ build: ## build roost-hub, roostctl, roost-agent and roost-image into bin/
 
 test: test-unit test-root test-kube test-sim e2e ## run every test tier CI runs (unit, root/integration, Kubernetes API, rollout simulation, e2e)
 
-test-unit: ## fast unit tests (no root, no processes, no VMs; installs the image builder's Debian packages, e.g. squashfs-tools, when root)
+test-unit: ## fast unit tests with the race detector (no root, no processes, no VMs; installs the image builder's Debian packages, e.g. squashfs-tools, when root)
 	@if [ "$$(id -u)" = 0 ]; then ./images/deps.sh; fi
-	$(GO) test -short -count=1 ./...
+	$(GO) test -short -race -count=1 ./...
 
 test-root: build ## integration tests: real hub processes and Raft clusters on loopback; network-namespace tests need root
 	ROOST_BIN=$(BIN) $(GO) test -v -count=1 -timeout 30m -run . ./test/... ./netprofiles/
