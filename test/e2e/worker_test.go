@@ -151,7 +151,7 @@ func TestWorker(t *testing.T) {
 	j.waitNode("Node Ready and uncordoned on v2", 10*time.Minute, func(n *corev1.Node) bool { return nodeReady(n) && !n.Spec.Unschedulable })
 	j.logTiming("evicted → rebooted, Node Ready and uncordoned on v2 (revision "+fmt.Sprint(rev2)+")", time.Since(step))
 	j.logTiming("v1 → v2 rollout of the worker", time.Since(rolled))
-	out = j.waitSSH(j.sshPort, "cat /etc/roost-e2e/class-file; systemctl is-active e2e-class.service; sysctl -n net.ipv4.tcp_keepalive_time")
+	out = j.waitSSH(j.sshPort, "cat /etc/roost-e2e/class-file; sudo systemctl is-active e2e-class.service 2>/dev/null; cat /proc/sys/net/ipv4/tcp_keepalive_time")
 	if want := "from the MachineClass\nactive\n617"; out != want {
 		j.fatalf("the class snippet on the worker after the rollout: %q, want %q", out, want)
 	}
