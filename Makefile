@@ -19,7 +19,11 @@ help: ## show this help
 build: ## build roost-hub, roostctl, roost-agent and roost-image into bin/
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...
 
-test: test-unit test-root test-kube test-sim e2e ## run every test tier CI runs (unit, root/integration, Kubernetes API, rollout simulation, e2e)
+test: ## run every test tier CI runs (unit, root/integration, Kubernetes API, rollout simulation, e2e), printing each tier's time
+	@for t in test-unit test-root test-kube test-sim e2e; do \
+		s=$$(date +%s); $(MAKE) --no-print-directory $$t || { echo "== tier $$t FAILED after $$(( $$(date +%s) - s ))s"; exit 1; }; \
+		echo "== tier $$t: $$(( $$(date +%s) - s ))s"; \
+	done
 
 test-unit: ## fast unit tests with the race detector (no root, no processes, no VMs; installs the image builder's Debian packages, e.g. squashfs-tools, when root)
 	@if [ "$$(id -u)" = 0 ]; then ./images/deps.sh; fi
