@@ -141,7 +141,7 @@ func resolveKeyID(keys []*roostv1.TrustedKey, id string) (string, error) {
 // leader sees them.
 func (s *Server) ListTrustedKeys(ctx context.Context, req *roostv1.ListTrustedKeysRequest) (*roostv1.ListTrustedKeysResponse, error) {
 	return onLeader(ctx, s, func() (*roostv1.ListTrustedKeysResponse, error) {
-		if err := s.node.Barrier(ctx); err != nil {
+		if _, err := s.node.ReadBarrier(ctx); err != nil {
 			return nil, err
 		}
 		return &roostv1.ListTrustedKeysResponse{Keys: s.fsm.TrustedKeys()}, nil

@@ -129,7 +129,7 @@ func (s *Server) Get(ctx context.Context, req *roostv1.GetRequest) (*roostv1.Get
 		return local()
 	}
 	return onLeader(ctx, s, func() (*roostv1.GetResponse, error) {
-		if err := s.node.Barrier(ctx); err != nil {
+		if _, err := s.node.ReadBarrier(ctx); err != nil {
 			return nil, err
 		}
 		return local()
@@ -158,7 +158,7 @@ func (s *Server) List(ctx context.Context, req *roostv1.ListRequest) (*roostv1.L
 		return local()
 	}
 	return onLeader(ctx, s, func() (*roostv1.ListResponse, error) {
-		if err := s.node.Barrier(ctx); err != nil {
+		if _, err := s.node.ReadBarrier(ctx); err != nil {
 			return nil, err
 		}
 		return local()

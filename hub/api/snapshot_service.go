@@ -23,7 +23,7 @@ import (
 const restoreTimeout = 5 * time.Minute
 
 // SaveSnapshot streams the replicated state as the leader has applied it
-// after a barrier (see HubService in hub.proto). A follower relays the
+// after a read barrier (Node.ReadBarrier; see HubService in hub.proto). A follower relays the
 // leader's stream.
 func (s *Server) SaveSnapshot(req *roostv1.SaveSnapshotRequest, stream grpc.ServerStreamingServer[roostv1.SnapshotChunk]) error {
 	ctx := stream.Context()
@@ -49,7 +49,10 @@ func (s *Server) SaveSnapshot(req *roostv1.SaveSnapshotRequest, stream grpc.Serv
 			}
 		}
 	}
-	if err := s.node.Barrier(ctx); err != nil {
+	// The saved state holds every write acknowledged before the call:
+	// ReadBarrier verifies leadership and waits for the FSM to apply the
+	// commit index, appending nothing.
+	if _, err := s.node.ReadBarrier(ctx); err != nil {
 		return err
 	}
 	data, index, err := s.fsm.SaveState()

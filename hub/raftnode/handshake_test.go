@@ -16,7 +16,7 @@ import (
 )
 
 // memberTLS returns the mutual TLS configuration of a member of a fresh CA.
-func memberTLS(t *testing.T) *tls.Config {
+func memberTLS(t testing.TB) *tls.Config {
 	t.Helper()
 	now := time.Now()
 	raw, err := ca.New("test", now)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -73,6 +74,15 @@ type Node struct {
 	transport *raft.NetworkTransport
 	id        raft.ServerID
 	addr      raft.ServerAddress
+
+	// fsmIndex is the FSM's own applied index (IndexedFSM), nil when the
+	// FSM reports none; fsmConfig: the FSM receives configuration entries
+	// too (raft.ConfigurationStore or raft.BatchingFSM). See ReadBarrier.
+	fsmIndex  func() uint64
+	fsmConfig bool
+	// readyTerm is the last term in which this member, leading, saw an
+	// entry of that term committed (ReadBarrier).
+	readyTerm atomic.Uint64
 }
 
 // ErrNotLeader is returned by leader-only operations on a follower.
@@ -133,6 +143,12 @@ func Open(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{raft: r, store: vstore, verify: verify, stop: make(chan struct{}), transport: transport, id: rc.LocalID, addr: transport.LocalAddr()}
+	if ix, ok := cfg.FSM.(IndexedFSM); ok {
+		n.fsmIndex = ix.LastIndex
+	}
+	_, cs := cfg.FSM.(raft.ConfigurationStore)
+	_, bf := cfg.FSM.(raft.BatchingFSM)
+	n.fsmConfig = cs || bf
 	interval := cfg.VerifyInterval
 	if interval == 0 {
 		interval = DefaultVerifyInterval
@@ -268,9 +284,10 @@ func (n *Node) Apply(ctx context.Context, data []byte) (any, uint64, error) {
 }
 
 // Barrier waits until every entry committed before the call is applied to
-// the local FSM. On the leader it commits an entry of the current term, so
-// a successful Barrier also proves leadership at that point; reads of the
-// local FSM afterwards are linearizable.
+// the local FSM. On the leader it commits an entry of the current term (a
+// log append, fsynced on a quorum), so a successful Barrier also proves
+// leadership at that point. For linearizable reads use ReadBarrier, which
+// writes nothing.
 func (n *Node) Barrier(ctx context.Context) error {
 	timeout := 10 * time.Second
 	if dl, ok := ctx.Deadline(); ok {

@@ -28,8 +28,10 @@ type Consistency int32
 const (
 	// CONSISTENCY_UNSPECIFIED means CONSISTENCY_LINEARIZABLE.
 	Consistency_CONSISTENCY_UNSPECIFIED Consistency = 0
-	// CONSISTENCY_LINEARIZABLE reads on the leader after a Raft barrier: the
-	// result reflects every write that completed before the read began.
+	// CONSISTENCY_LINEARIZABLE reads on the leader once it has confirmed its
+	// leadership with a quorum (a heartbeat round, no log entry) and applied
+	// its commit index: the result reflects every write that completed
+	// before the read began.
 	Consistency_CONSISTENCY_LINEARIZABLE Consistency = 1
 	// CONSISTENCY_STALE reads the answering member's local state, which may
 	// lag the leader.

@@ -84,7 +84,7 @@ type HubServiceClient interface {
 	// RemoveMember removes a member from the Raft configuration.
 	RemoveMember(ctx context.Context, in *RemoveMemberRequest, opts ...grpc.CallOption) (*RemoveMemberResponse, error)
 	// SaveSnapshot streams a copy of the replicated state as the leader has
-	// applied it after a barrier: first a chunk holding only info, then the
+	// applied it after a read barrier (as a linearizable read): first a chunk holding only info, then the
 	// state (a Snapshot message, as Raft snapshots hold it) in chunks of at
 	// most 1 MiB. Image artifacts (blobs) are not part of it.
 	SaveSnapshot(ctx context.Context, in *SaveSnapshotRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SnapshotChunk], error)
@@ -484,7 +484,7 @@ type HubServiceServer interface {
 	// RemoveMember removes a member from the Raft configuration.
 	RemoveMember(context.Context, *RemoveMemberRequest) (*RemoveMemberResponse, error)
 	// SaveSnapshot streams a copy of the replicated state as the leader has
-	// applied it after a barrier: first a chunk holding only info, then the
+	// applied it after a read barrier (as a linearizable read): first a chunk holding only info, then the
 	// state (a Snapshot message, as Raft snapshots hold it) in chunks of at
 	// most 1 MiB. Image artifacts (blobs) are not part of it.
 	SaveSnapshot(*SaveSnapshotRequest, grpc.ServerStreamingServer[SnapshotChunk]) error
