@@ -12,7 +12,8 @@
 //     both survivors, and the measured write gap is under 5 s.
 //   - linearizability_test.go: concurrent writes and linearizable reads
 //     against three in-process members with forced leader changes, checked
-//     with porcupine for 20 seeds.
+//     with porcupine for 20 seeds; TestLinearizabilityLeaderKills does the
+//     same with leaders killed (Raft stopped at once) and restarted.
 //
 // Each test prints its figures (t.Logf and standard output, so they show
 // under `go test -v` in CI logs). Package harness runs the processes;

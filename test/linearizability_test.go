@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,6 +33,19 @@ const (
 	linTransfers    = 3 // forced leader changes per seed
 	linOpTimeout    = time.Second
 	linCheckTimeout = 30 * time.Second
+
+	linKillSeeds        = 6
+	linKillSeedDuration = 3 * time.Second
+	linKills            = 2                      // leaders killed per seed
+	linKillDowntime     = 300 * time.Millisecond // before the killed member restarts
+)
+
+// linDisruption is how a seed changes leaders.
+type linDisruption int
+
+const (
+	linTransfer linDisruption = iota // the leader hands over leadership
+	linKill                          // the leader crashes (Raft stops at once) and restarts
 )
 
 // kvInput is one operation on the register of one key.
@@ -141,7 +155,7 @@ func TestLinearizability(t *testing.T) {
 	for seed := uint64(1); seed <= linSeeds; seed++ {
 		t.Run(fmt.Sprintf("seed=%02d", seed), func(t *testing.T) {
 			waitStableLeader(t, c)
-			st, _ := runLinearizabilitySeed(t, c, clients, seed, roostv1.Consistency_CONSISTENCY_LINEARIZABLE)
+			st, _ := runLinearizabilitySeed(t, c, clients, seed, roostv1.Consistency_CONSISTENCY_LINEARIZABLE, linSeedDuration, linTransfers, linTransfer)
 			total.add(st)
 		})
 	}
@@ -152,7 +166,7 @@ func TestLinearizability(t *testing.T) {
 		caught := 0
 		for seed := uint64(101); seed < 101+linControlSeeds; seed++ {
 			waitStableLeader(t, c)
-			if _, res := runLinearizabilitySeed(t, c, clients, seed, roostv1.Consistency_CONSISTENCY_STALE); res == porcupine.Illegal {
+			if _, res := runLinearizabilitySeed(t, c, clients, seed, roostv1.Consistency_CONSISTENCY_STALE, linSeedDuration, linTransfers, linTransfer); res == porcupine.Illegal {
 				caught++
 			}
 		}
@@ -163,6 +177,37 @@ func TestLinearizability(t *testing.T) {
 	})
 	harness.Report(t, "%d seeds: %d ops checked of %d writes and %d reads; %d ambiguous writes (%d observed, kept); left out: %d failed writes, %d failed reads; %d leader changes",
 		linSeeds, total.ops, total.writes, total.reads, total.ambiguous, total.ambiguousKept, total.failedWrites, total.failedReads, total.transfers)
+	harness.Report(t, "errors: %s", formatCounts(total.errors))
+}
+
+// TestLinearizabilityLeaderKills is TestLinearizability with crashes
+// instead of hand-overs: in each of linKillSeeds seeds of
+// linKillSeedDuration, the leader is killed linKills times (its Raft stops
+// at once, with writes in flight; harness.InProcess.Kill) and restarted on
+// its data dir linKillDowntime later. Clients of the killed member fail
+// until it is back (writes: outcome unknown, kept as ambiguous). The
+// history must be linearizable: a new leader answers linearizable reads
+// only once it has committed an entry of its term and verified its
+// leadership, and never from the dead leader's last view.
+func TestLinearizabilityLeaderKills(t *testing.T) {
+	if testing.Short() {
+		t.Skip("Raft cluster test (3 in-process members, ~40 s): run `make test-root`")
+	}
+	c := harness.StartInProcess(t, harness.InProcessOptions{Voters: 3, FastRaft: true})
+	clients := make([]roostv1.HubServiceClient, linClients)
+	for i := range clients {
+		clients[i] = c.Dial(t, []string{c.Hubs[i%len(c.Hubs)].APIAddr()}, grpc.WithDisableRetry())
+	}
+	var total linStats
+	for seed := uint64(201); seed < 201+linKillSeeds; seed++ {
+		t.Run(fmt.Sprintf("seed=%03d", seed), func(t *testing.T) {
+			waitStableLeader(t, c)
+			st, _ := runLinearizabilitySeed(t, c, clients, seed, roostv1.Consistency_CONSISTENCY_LINEARIZABLE, linKillSeedDuration, linKills, linKill)
+			total.add(st)
+		})
+	}
+	harness.Report(t, "%d seeds with leader kills: %d ops checked of %d writes and %d reads; %d ambiguous writes (%d observed, kept); left out: %d failed writes, %d failed reads; %d leaders killed",
+		linKillSeeds, total.ops, total.writes, total.reads, total.ambiguous, total.ambiguousKept, total.failedWrites, total.failedReads, total.transfers)
 	harness.Report(t, "errors: %s", formatCounts(total.errors))
 }
 
@@ -230,10 +275,12 @@ func pruneUnobserved(history []porcupine.Operation) []porcupine.Operation {
 	return out
 }
 
-// runLinearizabilitySeed runs one seed with reads at the given consistency
+// runLinearizabilitySeed runs one seed of duration with reads at the given
+// consistency and changes leaders `changes` times (by hand-over or kill),
 // and returns its figures and porcupine's verdict; it fails the test when
 // the run itself went wrong (no leader change, out of time).
-func runLinearizabilitySeed(t *testing.T, c *harness.InProcess, clients []roostv1.HubServiceClient, seed uint64, readConsistency roostv1.Consistency) (linStats, porcupine.CheckResult) {
+func runLinearizabilitySeed(t *testing.T, c *harness.InProcess, clients []roostv1.HubServiceClient, seed uint64, readConsistency roostv1.Consistency,
+	duration time.Duration, changes int, how linDisruption) (linStats, porcupine.CheckResult) {
 	keys := make([]string, linKeys)
 	for i := range keys {
 		keys[i] = fmt.Sprintf("s%d-k%d", seed, i)
@@ -248,19 +295,32 @@ func runLinearizabilitySeed(t *testing.T, c *harness.InProcess, clients []roostv
 	ctx := harness.Context(t, time.Minute)
 	start := time.Now()
 	now := func() int64 { return int64(time.Since(start)) }
-	stop := start.Add(linSeedDuration)
+	stop := start.Add(duration)
 
 	// Forced leader changes at random times within the run.
 	rng := rand.New(rand.NewPCG(seed, 0))
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		slot := linSeedDuration / (linTransfers + 1)
-		for i := range linTransfers {
+		slot := duration / time.Duration(changes+1)
+		for i := range changes {
 			at := start.Add(slot*time.Duration(i+1) + time.Duration(rng.Int64N(int64(slot/2))) - slot/4)
 			time.Sleep(time.Until(at))
 			lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			if leader := c.Leader(lctx); leader != nil {
+			if leader := c.Leader(lctx); leader != nil && how == linKill {
+				i := slices.Index(c.Hubs, leader)
+				t.Logf("killing leader %s", leader.ID())
+				c.Kill(i)
+				mu.Lock()
+				st.transfers++
+				mu.Unlock()
+				time.Sleep(linKillDowntime)
+				rctx, rcancel := context.WithTimeout(ctx, 20*time.Second)
+				if err := c.Restart(rctx, i); err != nil {
+					t.Errorf("restart after the kill: %v", err)
+				}
+				rcancel()
+			} else if leader != nil {
 				if err := leader.Node().LeadershipTransfer(lctx); err == nil {
 					mu.Lock()
 					st.transfers++

@@ -35,6 +35,9 @@ type InProcess struct {
 	Hubs        []*hub.Hub
 	AdminConfig string
 	LogPath     string // the members' structured logs and Raft's
+
+	opts   func(i int) hub.Options // member i's options (without Join)
+	killed map[int]bool            // members Kill closed and Restart did not start again
 }
 
 // StartInProcess starts o.Voters members and returns once every member has
@@ -54,7 +57,9 @@ func StartInProcess(t testing.TB, o InProcessOptions) *InProcess {
 	logger := slog.New(slog.NewTextHandler(logf, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	t.Cleanup(func() {
 		for i := len(c.Hubs) - 1; i >= 0; i-- {
-			c.Hubs[i].Close()
+			if !c.killed[i] {
+				c.Hubs[i].Close()
+			}
 		}
 		logf.Close()
 		if t.Failed() {
@@ -73,6 +78,7 @@ func StartInProcess(t testing.TB, o InProcessOptions) *InProcess {
 		}
 		return ho
 	}
+	c.opts = opts
 	start := func(o hub.Options) (*hub.Hub, error) { return hub.Start(ctx, o) }
 	first, err := start(opts(0))
 	if err != nil {
@@ -121,6 +127,35 @@ func StartInProcess(t testing.TB, o InProcessOptions) *InProcess {
 		}
 	}
 	return c
+}
+
+// Kill stops member i as a crash does for its peers: its Raft stops at
+// once (no leadership hand-over; entries it was committing may or may not
+// commit), then the member closes, releasing its data dir. Restart starts
+// it again.
+func (c *InProcess) Kill(i int) {
+	h := c.Hubs[i]
+	_ = h.Node().Shutdown()
+	_ = h.Close()
+	if c.killed == nil {
+		c.killed = map[int]bool{}
+	}
+	c.killed[i] = true
+}
+
+// Restart starts member i, stopped by Kill, again on its data dir and
+// addresses; it returns once the member knows a leader (bounded by ctx).
+func (c *InProcess) Restart(ctx context.Context, i int) error {
+	old := c.Hubs[i]
+	o := c.opts(i)
+	o.APIAddr, o.RaftAddr = old.APIAddr(), old.Node().Addr()
+	h, err := hub.Start(ctx, o)
+	if err != nil {
+		return fmt.Errorf("restart %s: %w", o.NodeID, err)
+	}
+	c.Hubs[i] = h
+	delete(c.killed, i)
+	return h.WaitLeader(ctx)
 }
 
 // Leader returns the member that currently leads, waiting for one (bounded
