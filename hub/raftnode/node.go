@@ -75,11 +75,9 @@ type Node struct {
 	id        raft.ServerID
 	addr      raft.ServerAddress
 
-	// fsmIndex is the FSM's own applied index (IndexedFSM), nil when the
-	// FSM reports none; fsmConfig: the FSM receives configuration entries
-	// too (raft.ConfigurationStore or raft.BatchingFSM). See ReadBarrier.
-	fsmIndex  func() uint64
-	fsmConfig bool
+	// fsm wraps Config.FSM to track what it applied (ReadBarrier); nil
+	// when Config.FSM has optional interfaces the wrapper would hide.
+	fsm *trackedFSM
 	// readyTerm is the last term in which this member, leading, saw an
 	// entry of that term committed (ReadBarrier).
 	readyTerm atomic.Uint64
@@ -136,19 +134,18 @@ func Open(cfg Config) (*Node, error) {
 	})
 	verify := &logVerify{report: cfg.VerifyReport}
 	vstore := newVerifiedStore(store, verify)
-	r, err := raft.NewRaft(rc, cfg.FSM, vstore, vstore, snaps, transport)
+	fsm := raft.FSM(cfg.FSM)
+	tracked := newTrackedFSM(cfg.FSM)
+	if tracked != nil {
+		fsm = tracked
+	}
+	r, err := raft.NewRaft(rc, fsm, vstore, vstore, snaps, transport)
 	if err != nil {
 		transport.Close()
 		vstore.Close()
 		return nil, err
 	}
-	n := &Node{raft: r, store: vstore, verify: verify, stop: make(chan struct{}), transport: transport, id: rc.LocalID, addr: transport.LocalAddr()}
-	if ix, ok := cfg.FSM.(IndexedFSM); ok {
-		n.fsmIndex = ix.LastIndex
-	}
-	_, cs := cfg.FSM.(raft.ConfigurationStore)
-	_, bf := cfg.FSM.(raft.BatchingFSM)
-	n.fsmConfig = cs || bf
+	n := &Node{raft: r, store: vstore, verify: verify, stop: make(chan struct{}), transport: transport, id: rc.LocalID, addr: transport.LocalAddr(), fsm: tracked}
 	interval := cfg.VerifyInterval
 	if interval == 0 {
 		interval = DefaultVerifyInterval

@@ -4,18 +4,44 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
 )
 
-// IndexedFSM is an FSM that reports the index of the last log entry its
-// Apply (or a Restore) took in, as state.FSM.LastIndex does. ReadBarrier
-// needs it: Raft's own AppliedIndex counts entries handed to the FSM's
-// goroutine, not entries the FSM has applied.
-type IndexedFSM interface {
+// trackedFSM is the member's FSM as Raft sees it: it records the index of
+// the last entry the FSM's Apply returned from (0 after a Restore, which
+// does not say its index), because Raft's AppliedIndex counts entries
+// handed to the FSM's goroutine, not entries the FSM has applied.
+type trackedFSM struct {
 	raft.FSM
-	LastIndex() uint64
+	applied atomic.Uint64
+}
+
+// newTrackedFSM wraps fsm, or returns nil when fsm has optional
+// interfaces (raft.BatchingFSM, raft.ConfigurationStore) the wrapper would
+// hide from Raft.
+func newTrackedFSM(fsm raft.FSM) *trackedFSM {
+	_, batching := fsm.(raft.BatchingFSM)
+	_, configs := fsm.(raft.ConfigurationStore)
+	if batching || configs {
+		return nil
+	}
+	return &trackedFSM{FSM: fsm}
+}
+
+func (f *trackedFSM) Apply(l *raft.Log) any {
+	res := f.FSM.Apply(l)
+	f.applied.Store(l.Index)
+	return res
+}
+
+func (f *trackedFSM) Restore(rc io.ReadCloser) error {
+	f.applied.Store(0) // everything up to the snapshot's index: Raft's last snapshot says which
+	return f.FSM.Restore(rc)
 }
 
 // ReadBarrier makes the next read of the local FSM linearizable without
@@ -37,13 +63,13 @@ type IndexedFSM interface {
 // does not lead, or cannot verify its leadership (a deposed or
 // partitioned leader: VerifyLeader fails once the leader's lease ends, or
 // the term changed meanwhile); raft.ErrRaftShutdown; ctx's error when ctx
-// ends first. No error means nothing about the log; none of them means a
-// write happened. An FSM that is not an IndexedFSM falls back to Barrier
-// (which appends an entry), as does a leader whose commit index has no
-// log entry to check the term of (right after Restore's hole in the log),
-// once per term.
+// ends first. None of them means a write happened. An FSM that is a
+// raft.BatchingFSM or raft.ConfigurationStore falls back to Barrier
+// (which appends an entry), as does, once per term, a leader whose commit
+// index has no log entry to check the term of (right after Restore's hole
+// in the log).
 func (n *Node) ReadBarrier(ctx context.Context) (uint64, error) {
-	if n.fsmIndex == nil {
+	if n.fsm == nil {
 		if err := n.Barrier(ctx); err != nil {
 			return 0, err
 		}
@@ -118,15 +144,16 @@ func (n *Node) readIndex(ctx context.Context) (term, index uint64, err error) {
 
 // waitApplied waits until the FSM has applied every entry up to index
 // (step 4 of ReadBarrier): Raft has handed them to the FSM
-// (AppliedIndex), and the FSM has taken in the last one it receives
-// (entries such as Raft's no-ops and barriers never reach it).
+// (AppliedIndex), and the FSM has returned from the last one it receives
+// (entries such as Raft's no-ops and barriers never reach it), or that
+// entry is in a snapshot the FSM took or restored.
 func (n *Node) waitApplied(ctx context.Context, index uint64) error {
-	if n.fsmIndex() >= index {
+	if n.fsm.applied.Load() >= index {
 		return nil
 	}
 	wait := readPollMin
 	for n.raft.AppliedIndex() < index {
-		if err := sleepCtx(ctx, &wait); err != nil {
+		if err := n.sleepApply(ctx, &wait); err != nil {
 			return err
 		}
 	}
@@ -134,18 +161,38 @@ func (n *Node) waitApplied(ctx context.Context, index uint64) error {
 	if err != nil {
 		return err
 	}
-	for n.fsmIndex() < target {
-		if err := sleepCtx(ctx, &wait); err != nil {
+	if target == 0 || target <= n.lastSnapshotIndex() {
+		return nil
+	}
+	for n.fsm.applied.Load() < target {
+		if err := n.sleepApply(ctx, &wait); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// lastSnapshotIndex is the index of the member's last snapshot (taken from
+// the FSM, or restored into it), 0 when unknown.
+func (n *Node) lastSnapshotIndex() uint64 {
+	i, _ := strconv.ParseUint(n.raft.Stats()["last_snapshot_index"], 10, 64)
+	return i
+}
+
+// sleepApply is sleepCtx for waitApplied: a member that stopped applies
+// nothing more (raft.ErrRaftShutdown).
+func (n *Node) sleepApply(ctx context.Context, d *time.Duration) error {
+	if n.raft.State() == raft.Shutdown {
+		return raft.ErrRaftShutdown
+	}
+	return sleepCtx(ctx, d)
+}
+
 // lastFSMEntry returns the index of the last entry at or before index
-// that Raft hands to the FSM, 0 when the log holds none: entries before
-// the log's first are in a snapshot the FSM has restored or taken (Raft
-// removes entries only then).
+// that Raft hands to the FSM (a command: the tracked FSM is neither a
+// BatchingFSM nor a ConfigurationStore), 0 when the log holds none:
+// entries before the log's first, or before the hole a user restore
+// leaves, are in a snapshot the FSM has taken or restored.
 func (n *Node) lastFSMEntry(index uint64) (uint64, error) {
 	first, err := n.store.FirstIndex()
 	if err != nil {
@@ -155,11 +202,11 @@ func (n *Node) lastFSMEntry(index uint64) (uint64, error) {
 		var l raft.Log
 		if err := n.store.GetLog(i, &l); err != nil {
 			if errors.Is(err, raft.ErrLogNotFound) {
-				return 0, nil // the hole of a user restore, applied already
+				return 0, nil // the hole of a user restore
 			}
 			return 0, fmt.Errorf("reading log entry %d: %w", i, err)
 		}
-		if l.Type == raft.LogCommand || (l.Type == raft.LogConfiguration && n.fsmConfig) {
+		if l.Type == raft.LogCommand {
 			return i, nil
 		}
 	}
