@@ -55,7 +55,7 @@ func (registerSnapshot) Release() {}
 
 func value(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
 
-// testCluster starts n members on loopback (short Raft timeouts, no log
+// testCluster starts n members on loopback (Raft timeouts of 500 ms, no log
 // verification checkpoints) and returns them with their FSMs once
 // members[0] leads all of them. Members shut down when the test ends.
 func testCluster(t testing.TB, n int, delay time.Duration) ([]*Node, []*registerFSM) {
@@ -67,7 +67,7 @@ func testCluster(t testing.TB, n int, delay time.Duration) ([]*Node, []*register
 		fsms[i] = &registerFSM{delay: delay}
 		nd, err := Open(Config{
 			ID: fmt.Sprintf("m%d", i+1), Dir: t.TempDir(), BindAddr: "127.0.0.1:0", TLS: tlsCfg, FSM: fsms[i],
-			HeartbeatTimeout: 200 * time.Millisecond, ElectionTimeout: 200 * time.Millisecond, LeaderLeaseTimeout: 100 * time.Millisecond,
+			HeartbeatTimeout: 500 * time.Millisecond, ElectionTimeout: 500 * time.Millisecond, LeaderLeaseTimeout: 250 * time.Millisecond,
 			VerifyInterval: -1,
 			Logger:         hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Error, Output: io.Discard}),
 		})
@@ -262,7 +262,7 @@ func TestReadBarrierRefusesWithoutLeadership(t *testing.T) {
 		}
 	}
 	if !nodes[0].IsLeader() {
-		t.Skip("the leader stepped down before the read; nothing to test") // lease 100 ms: unlikely
+		t.Skip("the leader stepped down before the read; nothing to test") // lease 250 ms: unlikely
 	}
 	start := time.Now()
 	rctx, rcancel := context.WithTimeout(ctx, 10*time.Second)
