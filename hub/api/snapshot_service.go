@@ -23,8 +23,8 @@ import (
 const restoreTimeout = 5 * time.Minute
 
 // SaveSnapshot streams the replicated state as the leader has applied it
-// after a read barrier (Node.ReadBarrier; see HubService in hub.proto). A follower relays the
-// leader's stream.
+// after a read barrier (Node.ReadBarrier; see HubService in hub.proto). A
+// follower relays the leader's stream.
 func (s *Server) SaveSnapshot(req *roostv1.SaveSnapshotRequest, stream grpc.ServerStreamingServer[roostv1.SnapshotChunk]) error {
 	ctx := stream.Context()
 	if !s.isLeader() {
