@@ -11,8 +11,9 @@ import (
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 )
 
-// TestLinearizableReadsWriteNothing: linearizable Get, List and
-// ListTrustedKeys (and a snapshot save) verify leadership and read, and
+// TestLinearizableReadsWriteNothing: linearizable Get, List,
+// ListTrustedKeys and ListJoinTokens (and a snapshot save) verify
+// leadership and read, and
 // append nothing to the Raft log; each read sees the write before it.
 func TestLinearizableReadsWriteNothing(t *testing.T) {
 	const reads = 300
@@ -34,7 +35,7 @@ func TestLinearizableReadsWriteNothing(t *testing.T) {
 	start := time.Now()
 	for i := range reads {
 		var err error
-		switch i % 3 {
+		switch i % 4 {
 		case 0:
 			_, err = c.Get(ctx, &roostv1.GetRequest{Kind: "Cluster", Name: "c1"})
 		case 1:
@@ -44,6 +45,8 @@ func TestLinearizableReadsWriteNothing(t *testing.T) {
 			}
 		case 2:
 			_, err = c.ListTrustedKeys(ctx, &roostv1.ListTrustedKeysRequest{})
+		case 3:
+			_, err = c.ListJoinTokens(ctx, &roostv1.ListJoinTokensRequest{})
 		}
 		if err != nil {
 			t.Fatalf("read %d: %v", i, err)

@@ -16,9 +16,14 @@ import (
 )
 
 // ListJoinTokens lists the join tokens, without secrets, sorted by id, with
-// their status at the leader's clock (state.JoinTokenStatus).
+// their status at the leader's clock (state.JoinTokenStatus), as a
+// linearizable read (Node.ReadBarrier): a revocation acknowledged before
+// the call shows.
 func (s *Server) ListJoinTokens(ctx context.Context, req *roostv1.ListJoinTokensRequest) (*roostv1.ListJoinTokensResponse, error) {
 	return onLeader(ctx, s, func() (*roostv1.ListJoinTokensResponse, error) {
+		if _, err := s.node.ReadBarrier(ctx); err != nil {
+			return nil, err
+		}
 		now := s.now()
 		out := &roostv1.ListJoinTokensResponse{}
 		for _, t := range s.fsm.JoinTokens() {
