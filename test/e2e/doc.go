@@ -20,6 +20,11 @@
 //     relaxed; the Node comes back Ready and uncordoned on v2. A kubelet
 //     extension that cannot start falls back, is Failed and halts the Pool.
 //
+// TestMainJob and TestWorker run in parallel, after TestRolloutTwoServers:
+// each has its own hub and a one-vCPU QEMU server, so on a 2-core machine
+// they share it with little slowdown and the tier takes ~10 min less than
+// in series; TestRolloutTwoServers (two servers) runs alone.
+//
 // Run: make build testbed && ROOST_E2E=1 go test -v -timeout 90m ./test/e2e/
 // (make e2e does both; images/deps.sh --e2e installs QEMU, OVMF and the
 // OpenSSH client). Without ROOST_E2E=1 the test skips.

@@ -43,6 +43,7 @@ func (j *mainJob) ssh(command string) (string, error) { return j.job.ssh(j.sshPo
 // a Revision whose kernel cannot start.
 func TestMainJob(t *testing.T) {
 	tb := needTestbed(t)
+	t.Parallel() // with TestWorker: one vCPU each, see doc.go
 	j := &mainJob{job: newJob(t, tb, 55*time.Minute)}
 	ctx := j.ctx
 	var bootToEnrolled, assignToReady time.Duration

@@ -55,6 +55,7 @@ type workerJob struct {
 // bootstrap token: its Node registers and turns Ready.
 func TestWorker(t *testing.T) {
 	tb := needTestbed(t)
+	t.Parallel() // with TestMainJob: one vCPU each, see doc.go
 	kubelet := needKubelet(t)
 	kube := kubetest.Start(t, kubetest.WithNodes(net.ParseIP("10.0.2.2")))
 	j := &workerJob{job: newJob(t, tb, 45*time.Minute), kube: kube, cs: kube.Clientset()}
