@@ -188,6 +188,9 @@ func (c *Client) roundTrip(ctx context.Context, op, method, path string, body an
 	resp, err := c.http.Do(req)
 	if err != nil {
 		e := transportError(op, err)
+		if e.Kind == bmc.ErrTimeout {
+			e.Detail = fmt.Sprintf("no answer within %s", time.Since(start).Round(time.Millisecond))
+		}
 		c.log(ctx, method, path, 0, time.Since(start), e.Kind)
 		return nil, nil, e
 	}
