@@ -32,8 +32,8 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		Use:   "roost-image",
 		Short: "Bake Roost enrollment images, release bundles and system extensions",
 		Long: `roost-image bakes the images a Server first boots from: a hybrid ISO (BIOS
-isolinux + UEFI GRUB, for BMC virtual media or a CD) or a raw GPT disk image
-(UEFI, for USB sticks), holding an ImageRelease's kernel and initrd and an
+isolinux + UEFI GRUB, for BMC virtual media, a CD or, isohybrid, a USB stick) or
+a raw GPT disk image (UEFI only), holding an ImageRelease's kernel and initrd and an
 Ignition config that starts roost-agent with the hub endpoints, the pinned hub
 CA and an enrollment token.
 
@@ -79,6 +79,7 @@ type enrollFlags struct {
 	out                     string
 	format                  string
 	isolinux, ldlinux, grub string
+	isohybridMBR            string
 	cmdline                 []string
 	extensions              []string
 	quiet                   bool
@@ -148,8 +149,9 @@ too. With --release-key each extension must be signed by one of the keys.`,
 	fl.StringArrayVar(&f.releaseKeys, "release-key", nil, "ed25519 public key (.pub from roost-image keygen) the agent trusts to sign\nthe releases it installs (repeatable; without one the agent installs nothing)")
 	fl.StringArrayVar(&f.userConfigs, "user-config", nil, "Ignition JSON or Container Linux Config YAML to merge (repeatable)")
 	fl.StringVarP(&f.out, "output", "o", "", "output image file (required)")
-	fl.StringVar(&f.format, "format", "iso", "image format: iso (BIOS+UEFI, CD/virtual media) or raw (GPT disk, UEFI, USB)")
+	fl.StringVar(&f.format, "format", "iso", "image format: iso (BIOS+UEFI, CD/virtual media/USB) or raw (GPT disk, UEFI only)")
 	fl.StringVar(&f.isolinux, "isolinux", "", "isolinux.bin (default: Debian package isolinux)")
+	fl.StringVar(&f.isohybridMBR, "isohybrid-mbr", "", "isohdpfx.bin, the ISO's MBR boot code for USB sticks (default: Debian package isolinux)")
 	fl.StringVar(&f.ldlinux, "ldlinux", "", "ldlinux.c32 (default: Debian package syslinux-common)")
 	fl.StringVar(&f.grub, "grub-efi", "", "GRUB EFI image for BOOTX64.EFI (default: Debian package grub-efi-amd64-bin)")
 	fl.StringArrayVar(&f.cmdline, "cmdline", nil, "extra kernel argument (repeatable)")
@@ -279,7 +281,7 @@ func runEnroll(cmd *cobra.Command, f enrollFlags) error {
 		Release: f.release, Kernel: f.kernel, Initrd: f.initrd,
 		Hubs: hubs, CA: ca, Token: f.token, TokenExpires: expires,
 		NetworkProfile: profile, Format: format, Cmdline: f.cmdline, Now: t, Extensions: f.extensions,
-		Loaders: iso.BootLoaders{Isolinux: f.isolinux, Ldlinux: f.ldlinux, GrubEFI: f.grub},
+		Loaders: iso.BootLoaders{Isolinux: f.isolinux, Ldlinux: f.ldlinux, IsohybridMBR: f.isohybridMBR, GrubEFI: f.grub},
 	}
 	for _, k := range keys {
 		o.SSHKeys = append(o.SSHKeys, string(k))

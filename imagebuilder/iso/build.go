@@ -1,8 +1,9 @@
-// Package iso writes enrollment images with go-diskfs: a hybrid ISO 9660
-// image with El Torito entries for BIOS (isolinux, with a boot information
-// table) and UEFI (GRUB on a FAT ESP image), or a raw GPT disk image with
-// an EFI System Partition for USB sticks (UEFI only: go-diskfs writes no
-// isohybrid MBR).
+// Package iso writes enrollment images with go-diskfs: an ISO 9660 image
+// with El Torito entries for BIOS (isolinux, with a boot information table)
+// and UEFI (GRUB on a FAT ESP image) that is also isohybrid (an MBR with
+// isolinux's disk boot code and a partition over the ESP image, and a GPT:
+// written to a USB stick it boots under BIOS and UEFI), or a raw GPT disk
+// image with an EFI System Partition (UEFI only).
 //
 // Both hold the kernel, the initrd and an extra initrd (an uncompressed cpio)
 // carrying the Ignition config at ConfigPath. Builds are reproducible: all
@@ -350,7 +351,7 @@ func buildISO(spec Spec, files []treeFile, work, out string) error {
 	if err := stage(tree, all, spec.Epoch); err != nil {
 		return err
 	}
-	return WriteISO(tree, out, ISOOptions{Epoch: spec.Epoch, Progress: spec.Progress, Bootable: true, VolumeID: spec.VolumeLabel()})
+	return WriteISO(tree, out, ISOOptions{Epoch: spec.Epoch, Progress: spec.Progress, Bootable: true, VolumeID: spec.VolumeLabel(), HybridMBR: spec.Loaders.IsohybridMBR})
 }
 
 // ISOOptions tune WriteISO.
@@ -364,11 +365,22 @@ type ISOOptions struct {
 	// Bootable adds the El Torito entries (the tree must hold IsolinuxBin
 	// and ESPImagePath).
 	Bootable bool
+	// HybridMBR, with Bootable, is the isohybrid MBR boot code
+	// (isohdpfx.bin) that makes the image bootable from a disk too (see
+	// makeHybrid); empty writes a plain ISO.
+	HybridMBR string
 }
 
 // WriteISO writes the directory tree (which it consumes: go-diskfs removes
 // its workspace) as an ISO 9660 image with Joliet names to out.
 func WriteISO(tree, out string, o ISOOptions) error {
+	var hybridCode []byte
+	if o.Bootable && o.HybridMBR != "" {
+		var err error
+		if hybridCode, err = readHybridMBR(o.HybridMBR); err != nil {
+			return err
+		}
+	}
 	var total int64
 	_ = filepath.Walk(tree, func(p string, fi os.FileInfo, err error) error {
 		if err == nil {
@@ -430,6 +442,11 @@ func WriteISO(tree, out string, o ISOOptions) error {
 	size, err := normalizeISO(f, o.Epoch)
 	if err != nil {
 		return fmt.Errorf("normalize ISO: %w", err)
+	}
+	if hybridCode != nil {
+		if size, err = makeHybrid(f, size, hybridCode); err != nil {
+			return fmt.Errorf("isohybrid: %w", err)
+		}
 	}
 	if err := f.Truncate(size); err != nil {
 		return err

@@ -36,7 +36,9 @@ func fixture(t *testing.T) Spec {
 		Loaders: BootLoaders{
 			Isolinux: w("isolinux.bin", 40_000, 'b'),
 			Ldlinux:  w("ldlinux.c32", 120_000, 'l'),
-			GrubEFI:  w("grubx64.efi", 900_000, 'g'),
+			// isohdpfx.bin is 432 bytes of boot code
+			IsohybridMBR: w("isohdpfx.bin", 432, 'm'),
+			GrubEFI:      w("grubx64.efi", 900_000, 'g'),
 		},
 		Cmdline: []string{"roost.test=1"},
 		Files:   []File{{Path: "roost/image.inf", Data: []byte(`{"release":"test"}`)}},

@@ -11,6 +11,10 @@ type BootLoaders struct {
 	Isolinux string
 	// Ldlinux is ldlinux.c32 (Debian package syslinux-common).
 	Ldlinux string
+	// IsohybridMBR is isohdpfx.bin (Debian package isolinux), the MBR boot
+	// code that starts isolinux.bin when the ISO is written to a disk or
+	// USB stick.
+	IsohybridMBR string
 	// GrubEFI is a standalone GRUB EFI image (Debian package
 	// grub-efi-amd64-bin: its monolithic CD image) used as
 	// EFI/BOOT/BOOTX64.EFI.
@@ -25,6 +29,7 @@ type candidate struct {
 
 var (
 	isolinuxPaths = candidate{[]string{"/usr/lib/ISOLINUX/isolinux.bin", "/usr/lib/syslinux/isolinux.bin", "/usr/share/syslinux/isolinux.bin"}, "isolinux", "--isolinux"}
+	hybridPaths   = candidate{[]string{"/usr/lib/ISOLINUX/isohdpfx.bin", "/usr/lib/syslinux/isohdpfx.bin", "/usr/share/syslinux/isohdpfx.bin", "/usr/lib/syslinux/mbr/isohdpfx.bin"}, "isolinux", "--isohybrid-mbr"}
 	ldlinuxPaths  = candidate{[]string{"/usr/lib/syslinux/modules/bios/ldlinux.c32", "/usr/share/syslinux/ldlinux.c32", "/usr/lib/syslinux/ldlinux.c32"}, "syslinux-common", "--ldlinux"}
 	grubPaths     = candidate{[]string{"/usr/lib/grub/x86_64-efi/monolithic/gcdx64.efi"}, "grub-efi-amd64-bin", "--grub-efi"}
 )
@@ -55,6 +60,9 @@ func FindBootLoaders(given BootLoaders, needBIOS bool) (BootLoaders, error) {
 			return out, err
 		}
 		if out.Ldlinux, err = find("ldlinux.c32", given.Ldlinux, ldlinuxPaths); err != nil {
+			return out, err
+		}
+		if out.IsohybridMBR, err = find("isohdpfx.bin", given.IsohybridMBR, hybridPaths); err != nil {
 			return out, err
 		}
 	}

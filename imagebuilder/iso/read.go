@@ -239,17 +239,24 @@ func (im *Image) extent(p string) (uint32, error) {
 		return 0, err
 	}
 	defer f.Close()
+	ext, _, err := fileExtent(f, p)
+	return ext, err
+}
+
+// fileExtent finds a file of the ISO 9660 image r (in its primary tree) and
+// returns its starting sector and its size in bytes.
+func fileExtent(r io.ReaderAt, p string) (lba, size uint32, err error) {
 	vd := make([]byte, sector)
-	if _, err := f.ReadAt(vd, 16*sector); err != nil {
-		return 0, err
+	if _, err := r.ReadAt(vd, 16*sector); err != nil {
+		return 0, 0, err
 	}
 	ext := binary.LittleEndian.Uint32(vd[156+2:])
-	size := binary.LittleEndian.Uint32(vd[156+10:])
+	size = binary.LittleEndian.Uint32(vd[156+10:])
 	parts := strings.Split(strings.Trim(p, "/"), "/")
 	for i, part := range parts {
 		buf := make([]byte, size)
-		if _, err := f.ReadAt(buf, int64(ext)*sector); err != nil {
-			return 0, err
+		if _, err := r.ReadAt(buf, int64(ext)*sector); err != nil {
+			return 0, 0, err
 		}
 		found := false
 		for off := 0; off < len(buf); {
@@ -269,11 +276,11 @@ func (im *Image) extent(p string) (uint32, error) {
 			off += l
 		}
 		if !found {
-			return 0, fs.ErrNotExist
+			return 0, 0, fs.ErrNotExist
 		}
 		if i == len(parts)-1 {
-			return ext, nil
+			return ext, size, nil
 		}
 	}
-	return 0, fs.ErrNotExist
+	return 0, 0, fs.ErrNotExist
 }
