@@ -111,9 +111,9 @@ type ComputerSystem struct {
 	UUID       string     `json:"UUID,omitempty"`
 	PowerState PowerState `json:"PowerState,omitempty"`
 	Boot       Boot       `json:"Boot"`
-	// VirtualMedia is the system's own VirtualMediaCollection
-	// (ComputerSystem.v1_13 and later); older services have it only under
-	// the Manager.
+	// VirtualMedia is the system's own VirtualMediaCollection, which newer
+	// ComputerSystem versions have; older services have it only under the
+	// Manager.
 	VirtualMedia *ODataID `json:"VirtualMedia,omitempty"`
 	Links        struct {
 		ManagedBy []ODataID `json:"ManagedBy,omitempty"`
