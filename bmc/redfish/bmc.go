@@ -98,7 +98,9 @@ func (c *Client) cdDrive(ctx context.Context) (*VirtualMedia, error) {
 }
 
 // InsertMedia inserts the image at imageURL (http or https) in the virtual
-// CD drive, write-protected, ejecting what the drive held first.
+// CD drive, write-protected, ejecting what the drive held first (many BMCs
+// refuse to insert over inserted media); should the insert then fail, the
+// drive is left empty.
 func (c *Client) InsertMedia(ctx context.Context, imageURL string) error {
 	u, err := url.Parse(imageURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

@@ -2,7 +2,6 @@ package redfish
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -10,8 +9,6 @@ import (
 
 	"github.com/roostfleet/roost/bmc"
 )
-
-func decodeJSON(raw []byte, out any) error { return json.Unmarshal(raw, out) }
 
 // get reads the resource at path into out.
 func (c *Client) get(ctx context.Context, path string, out any) (*response, error) {

@@ -2,6 +2,7 @@ package redfish
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
 
@@ -24,7 +25,7 @@ func (c *Client) login(ctx context.Context) (string, error) {
 	path := defaultSessionsPath
 	var root ServiceRoot
 	if _, raw, err := c.roundTrip(ctx, "GET /redfish/v1", http.MethodGet, "/redfish/v1", nil, "", nil); err == nil {
-		if decodeJSON(raw, &root) == nil && root.Links.Sessions != nil && root.Links.Sessions.ODataID != "" {
+		if json.Unmarshal(raw, &root) == nil && root.Links.Sessions != nil && root.Links.Sessions.ODataID != "" {
 			path = root.Links.Sessions.ODataID
 		}
 	}
