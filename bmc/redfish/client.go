@@ -148,6 +148,9 @@ func (c *Client) doOnce(ctx context.Context, method, path string, body, out any,
 	if err != nil {
 		return nil, err
 	}
+	if out != nil && method == http.MethodGet && len(bytes.TrimSpace(raw)) == 0 {
+		return nil, &Error{Op: op, Kind: bmc.ErrServer, Detail: "empty response"}
+	}
 	if out != nil && len(bytes.TrimSpace(raw)) > 0 {
 		if err := json.Unmarshal(raw, out); err != nil {
 			return nil, &Error{Op: op, Kind: bmc.ErrServer, Detail: "response is not the expected JSON: " + err.Error()}
@@ -196,9 +199,18 @@ func (c *Client) roundTrip(ctx context.Context, op, method, path string, body an
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err == nil && ctx.Err() != nil {
+		// net/http may still hand over a response that raced with the
+		// deadline; past it, the answer does not count.
+		err = ctx.Err()
+	}
 	c.log(ctx, method, path, resp.StatusCode, time.Since(start), err)
 	if err != nil {
-		return nil, nil, transportError(op, err)
+		e := transportError(op, err)
+		if e.Kind == bmc.ErrTimeout {
+			e.Detail = fmt.Sprintf("no answer within %s", time.Since(start).Round(time.Millisecond))
+		}
+		return nil, nil, e
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return nil, nil, statusError(op, resp.StatusCode, raw)

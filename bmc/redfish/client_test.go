@@ -74,3 +74,21 @@ func TestStatusErrorBodies(t *testing.T) {
 		}
 	}
 }
+
+// A 200 without a body (as a broken proxy may send) is no resource.
+func TestEmptyResponse(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	addr, err := ParseAddress("redfish+http://" + strings.TrimPrefix(srv.URL, "http://") + "/redfish/v1/Systems/1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(addr, Options{Credentials: Credentials{Username: "admin", Password: "x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.PowerState(context.Background())
+	if bmc.Reason(err) != bmc.ReasonServerError || !strings.Contains(fmt.Sprint(err), "empty response") {
+		t.Fatalf("PowerState = %v (reason %s), want an empty-response ServerError", err, bmc.Reason(err))
+	}
+}

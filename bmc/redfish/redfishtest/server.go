@@ -212,7 +212,9 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 			case <-r.Context().Done():
 			case <-s.closing:
 			}
-			return
+			// Abort: a hanging BMC never answers, not even with an
+			// empty 200 once the client has gone.
+			panic(http.ErrAbortHandler)
 		case fault == FaultServerError && !(r.Method == http.MethodGet && strings.TrimSuffix(r.URL.Path, "/") == "/redfish/v1"):
 			writeError(w, http.StatusInternalServerError, "Base.1.8.InternalError", "The request failed due to an internal service error.  The service is still operational.")
 			return
