@@ -1,6 +1,6 @@
 // Package e2e boots enrollment images in QEMU (software emulation): the
 // testbed release bundle (make testbed) baked by roost-image, under SeaBIOS
-// and OVMF, with a real hub on the host's loopback (the guest reaches it as
+// and OVMF, as a CD and as a USB stick (a hard disk), with a real hub on the host's loopback (the guest reaches it as
 // 10.0.2.2 through QEMU user networking). It asserts on the hub side that
 // the Server enrolled, and on the console that Ignition and the agent ran.
 //
@@ -59,6 +59,40 @@ var firmwares = []firmware{
 	}},
 }
 
+// medium is how the enrollment ISO is attached: as a CD, or as a hard disk
+// the way a USB stick written with dd is (the isohybrid MBR and GPT).
+type medium string
+
+const (
+	cdrom medium = "cdrom"
+	disk  medium = "disk"
+)
+
+func (m medium) args(img string) []string {
+	if m == disk {
+		return []string{"-drive", "file=" + img + ",format=raw,if=ide,media=disk"}
+	}
+	return []string{"-cdrom", img}
+}
+
+// bootCase is one boot of TestEnrollmentImageBoots.
+type bootCase struct {
+	firmware firmware
+	medium   medium
+}
+
+func (c bootCase) name() string { return c.firmware.name + "/" + string(c.medium) }
+
+// bootCases: a CD under SeaBIOS, and the same ISO as a USB stick under
+// SeaBIOS (isolinux through the isohybrid MBR) and OVMF (GRUB from the GPT's
+// EFI System Partition). A CD under OVMF is how test/e2e boots every server.
+var bootCases = []bootCase{
+	{firmwares[0], cdrom},
+	{firmwares[0], disk},
+	{firmwares[1], disk},
+}
+
+// TestEnrollmentImageBoots boots each of bootCases to enrollment on one hub.
 func TestEnrollmentImageBoots(t *testing.T) {
 	if os.Getenv("ROOST_E2E") == "" {
 		t.Skip("set ROOST_E2E=1 (QEMU boots take minutes)")
@@ -94,12 +128,13 @@ func TestEnrollmentImageBoots(t *testing.T) {
 	admin := filepath.Join(dir, "hub", "admin.conf")
 	waitFor(t, 60*time.Second, "admin.conf", func() bool { _, err := os.Stat(admin); return err == nil })
 
-	for i, fw := range firmwares {
+	for i, c := range bootCases {
+		fw := c.firmware
 		// a distinct machine per boot (SMBIOS UUID, MAC): the hub would
 		// otherwise see the same Server enroll again
 		uuid := fmt.Sprintf("6f0e3c2a-52d1-4b7e-9a51-%012d", i+1)
 		mac := fmt.Sprintf("52:54:00:ee:00:%02x", i+1)
-		t.Run(fw.name, func(t *testing.T) {
+		t.Run(c.name(), func(t *testing.T) {
 			fwArgs := fw.args(t)
 			before := servers(t, bin, admin)
 			img := filepath.Join(t.TempDir(), "enroll.iso")
@@ -115,7 +150,7 @@ func TestEnrollmentImageBoots(t *testing.T) {
 			defer cancel()
 			args := append([]string{"-m", "1536", "-smp", "1", "-nographic", "-no-reboot",
 				"-monitor", "none", "-serial", "file:" + console,
-				"-uuid", uuid, "-nic", "user,model=virtio-net-pci,mac=" + mac, "-cdrom", img}, fwArgs...)
+				"-uuid", uuid, "-nic", "user,model=virtio-net-pci,mac=" + mac}, append(c.medium.args(img), fwArgs...)...)
 			vm := exec.CommandContext(ctx, qemu, args...)
 			vm.Stdout, vm.Stderr = os.Stderr, os.Stderr
 			start := time.Now()
@@ -135,11 +170,11 @@ func TestEnrollmentImageBoots(t *testing.T) {
 			waitFor(t, 10*time.Minute, "systemd in the guest", func() bool {
 				return strings.Contains(con(), "systemd") && strings.Contains(con(), "running in system mode")
 			})
-			t.Logf("%s: systemd after %s", fw.name, time.Since(start).Round(time.Second))
+			t.Logf("%s: systemd after %s", c.name(), time.Since(start).Round(time.Second))
 			waitFor(t, 5*time.Minute, "Ignition applied", func() bool { return strings.Contains(con(), "roost-ignition: done") })
-			t.Logf("%s: ignition done after %s", fw.name, time.Since(start).Round(time.Second))
+			t.Logf("%s: ignition done after %s", c.name(), time.Since(start).Round(time.Second))
 			waitFor(t, 5*time.Minute, "a new Server on the hub", func() bool { return servers(t, bin, admin) > before })
-			t.Logf("%s: enrolled after %s", fw.name, time.Since(start).Round(time.Second))
+			t.Logf("%s: enrolled after %s", c.name(), time.Since(start).Round(time.Second))
 		})
 	}
 }
