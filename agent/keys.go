@@ -12,6 +12,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/roostfleet/roost/internal/tlsconfig"
 )
 
 // The agent's key is ECDSA P-256, generated once on first start and kept in
@@ -20,13 +22,13 @@ import (
 // match, whatever moment the agent is stopped at.
 
 // HubServerName is the DNS name every hub member's certificate carries
-// (hub/ca.ServerName; the agent cannot import hub/).
-const HubServerName = "roost-hub"
+// (internal/tlsconfig, shared with hub/ca; the agent cannot import hub/).
+const HubServerName = tlsconfig.ServerName
 
-// Roles in the certificate Subject Organization (as hub/ca).
+// Roles in the certificate Subject Organization (internal/tlsconfig).
 const (
-	RoleMember = "roost:members"
-	RoleAgent  = "roost:agents"
+	RoleMember = tlsconfig.RoleMember
+	RoleAgent  = tlsconfig.RoleAgent
 )
 
 // NewKey generates an ECDSA P-256 key and returns it PKCS#8 PEM-encoded.

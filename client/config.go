@@ -20,7 +20,7 @@
 //
 // hubs lists the API addresses of all hub members; Dial spreads calls over
 // them and skips dead ones. The CA is pinned: a hub is trusted only when its
-// certificate chains to certificateAuthority and names ca.ServerName.
+// certificate chains to certificateAuthority and names tlsconfig.ServerName.
 // clientCertificate and clientKey may both be empty for a configuration that
 // can only call the join/enroll RPC.
 package client
@@ -35,9 +35,9 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"sigs.k8s.io/yaml"
+	"github.com/roostfleet/roost/internal/tlsconfig"
 
-	"github.com/roostfleet/roost/hub/ca"
+	"sigs.k8s.io/yaml"
 )
 
 // APIVersion and Kind identify a configuration file.
@@ -213,8 +213,8 @@ func (c *Config) CertPool() (*x509.CertPool, error) {
 	return pool, nil
 }
 
-// TLSConfig returns the client TLS configuration (ca.ClientTLS): the pinned
-// CA, ServerName ca.ServerName, and the client certificate when present.
+// TLSConfig returns the client TLS configuration (tlsconfig.ClientTLS): the pinned
+// CA, ServerName tlsconfig.ServerName, and the client certificate when present.
 func (c *Config) TLSConfig() (*tls.Config, error) {
 	pool, err := c.CertPool()
 	if err != nil {
@@ -228,14 +228,14 @@ func (c *Config) TLSConfig() (*tls.Config, error) {
 	case len(key) == 0:
 		return nil, errors.New("clientKey: missing (clientCertificate is set)")
 	default:
-		if _, err := ca.ParseCertificatePEM(cert); err != nil {
+		if _, err := tlsconfig.ParseCertificatePEM(cert); err != nil {
 			return nil, fmt.Errorf("clientCertificate: %w", err)
 		}
 		if _, err := tls.X509KeyPair(cert, key); err != nil {
 			return nil, fmt.Errorf("clientKey: does not match clientCertificate or is not a PEM private key: %w", err)
 		}
 	}
-	cfg, err := ca.ClientTLS(cert, key, pool)
+	cfg, err := tlsconfig.ClientTLS(cert, key, pool)
 	if err != nil {
 		return nil, err
 	}

@@ -6,14 +6,14 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/roostfleet/roost/internal/tlsconfig"
+
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/resolver"
 	"google.golang.org/grpc/resolver/manual"
-
-	"github.com/roostfleet/roost/hub/ca"
 )
 
 // KeepaliveTime is how often an idle-looking connection with active streams
@@ -69,7 +69,7 @@ const MaxMessageBytes = 64 << 20
 // Dial returns a gRPC client connection to the hub members in hubs, or in
 // cfg.Hubs when hubs is empty. It authenticates with cfg's client
 // certificate (none when cfg has none: only join/enroll then work) and
-// trusts only cfg's CA, with TLS ServerName ca.ServerName.
+// trusts only cfg's CA, with TLS ServerName tlsconfig.ServerName.
 //
 // Calls are spread over all members (round_robin); members that refuse
 // connections are skipped. Reads failing with UNAVAILABLE are retried up
@@ -136,7 +136,7 @@ func Dial(ctx context.Context, cfg *Config, hubs []string, opts ...grpc.DialOpti
 		}),
 	}
 	all = append(all, opts...)
-	conn, err := grpc.NewClient(r.Scheme()+":///"+ca.ServerName, all...)
+	conn, err := grpc.NewClient(r.Scheme()+":///"+tlsconfig.ServerName, all...)
 	if err != nil {
 		return nil, fmt.Errorf("roost dial: %w", err)
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/roostfleet/roost/internal/tlsconfig"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -92,12 +94,12 @@ func TestEnrollTokenRules(t *testing.T) {
 	if resp.GetServerName() != testUUID || len(resp.GetHubs()) != 1 || len(resp.GetCaBundlePem()) == 0 {
 		t.Fatalf("response = %v", resp)
 	}
-	cert, err := ca.ParseCertificatePEM(resp.GetCertificatePem())
+	cert, err := tlsconfig.ParseCertificatePEM(resp.GetCertificatePem())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cert.Subject.CommonName != testUUID || ca.RoleOf(cert) != ca.RoleAgent {
-		t.Errorf("certificate CN %q role %q", cert.Subject.CommonName, ca.RoleOf(cert))
+	if cert.Subject.CommonName != testUUID || tlsconfig.RoleOf(cert) != ca.RoleAgent {
+		t.Errorf("certificate CN %q role %q", cert.Subject.CommonName, tlsconfig.RoleOf(cert))
 	}
 	if life := cert.NotAfter.Sub(cert.NotBefore); life < 24*time.Hour || life > 25*time.Hour {
 		t.Errorf("certificate lifetime %v, want 24h (+ backdate)", life)
@@ -182,7 +184,7 @@ func TestAgentStreamRenewAndRevokedToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c, _ := ca.ParseCertificatePEM(rr.GetCertificatePem()); c.Subject.CommonName != name {
+	if c, _ := tlsconfig.ParseCertificatePEM(rr.GetCertificatePem()); c.Subject.CommonName != name {
 		t.Errorf("renewed certificate is for %q", c.Subject.CommonName)
 	}
 	agent = f.agentClient(rr.GetCertificatePem(), key2)

@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/roostfleet/roost/internal/tlsconfig"
+
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -373,7 +375,7 @@ func start(ctx context.Context, opts Options, apiLn, httpLn, raftLn net.Listener
 	if err != nil {
 		return nil, err
 	}
-	clientTLS, err := ca.ClientTLS(memberCert, memberKey, caPool)
+	clientTLS, err := tlsconfig.ClientTLS(memberCert, memberKey, caPool)
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/roostfleet/roost/internal/tlsconfig"
+
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -103,7 +105,7 @@ func memberConn(t *testing.T, dir, addr string) *grpc.ClientConn {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := ca.ClientTLS(cert, key, pool)
+	cfg, err := tlsconfig.ClientTLS(cert, key, pool)
 	if err != nil {
 		t.Fatal(err)
 	}

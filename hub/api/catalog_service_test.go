@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/roostfleet/roost/internal/tlsconfig"
+
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -350,7 +352,7 @@ func memberConn(t *testing.T, h *hub.Hub, addr string) *grpc.ClientConn {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := ca.ClientTLS(cert, key, pool)
+	cfg, err := tlsconfig.ClientTLS(cert, key, pool)
 	if err != nil {
 		t.Fatal(err)
 	}

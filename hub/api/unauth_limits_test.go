@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/roostfleet/roost/internal/tlsconfig"
+
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
@@ -77,7 +79,7 @@ func withCert(t *testing.T, ip, role string) context.Context {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cert, err := ca.ParseCertificatePEM(certPEM)
+	cert, err := tlsconfig.ParseCertificatePEM(certPEM)
 	if err != nil {
 		t.Fatal(err)
 	}

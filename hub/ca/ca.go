@@ -16,9 +16,12 @@
 // TLS configurations:
 //   - ServerTLS: the hub API. A client certificate is verified when given but
 //     not required, because the join/enroll RPC is called without one.
-//   - ClientTLS: operators, agents and joiners dialing the hub API.
 //   - MutualTLS: Raft traffic between members; both sides must present a
 //     RoleMember certificate.
+//
+// The roles, ServerName and ClientTLS (operators, agents and joiners
+// dialing the hub API) live in the leaf internal/tlsconfig, so that clients
+// do not link this package.
 package ca
 
 import (
@@ -38,23 +41,25 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/roostfleet/roost/internal/tlsconfig"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 )
 
-// Roles, carried in the certificate Subject Organization.
+// Roles, carried in the certificate Subject Organization (defined in
+// internal/tlsconfig, which clients use without this package).
 const (
 	// RoleAdmin is an operator (roostctl). Client usage only.
-	RoleAdmin = "roost:admins"
+	RoleAdmin = tlsconfig.RoleAdmin
 	// RoleMember is a hub member. Server and client usage: members serve the
 	// API and Raft and dial each other.
-	RoleMember = "roost:members"
+	RoleMember = tlsconfig.RoleMember
 	// RoleAgent is a Server's agent. Client usage only.
-	RoleAgent = "roost:agents"
+	RoleAgent = tlsconfig.RoleAgent
 )
 
 // ServerName is the DNS name every member certificate carries. Clients dial
 // any member with tls.Config.ServerName = ServerName.
-const ServerName = "roost-hub"
+const ServerName = tlsconfig.ServerName
 
 // CALifetime is the validity of a CA created by New (it starts one hour
 // before the creation time to tolerate clock skew).
@@ -65,10 +70,9 @@ const caBackdate = time.Hour
 
 // PEM block types.
 const (
-	pemCertificate = "CERTIFICATE"
-	pemPrivateKey  = "PRIVATE KEY" // PKCS#8
-	pemECKey       = "EC PRIVATE KEY"
-	pemCSR         = "CERTIFICATE REQUEST"
+	pemPrivateKey = "PRIVATE KEY" // PKCS#8
+	pemECKey      = "EC PRIVATE KEY"
+	pemCSR        = "CERTIFICATE REQUEST"
 )
 
 // New creates a self-signed ECDSA P-256 CA named commonName, valid from
@@ -106,7 +110,7 @@ func New(commonName string, now time.Time) (*roostv1.CertificateAuthority, error
 		return nil, fmt.Errorf("ca: new CA: %w", err)
 	}
 	return &roostv1.CertificateAuthority{
-		CertificatePem: pem.EncodeToMemory(&pem.Block{Type: pemCertificate, Bytes: der}),
+		CertificatePem: pem.EncodeToMemory(&pem.Block{Type: tlsconfig.PEMCertificate, Bytes: der}),
 		PrivateKeyPem:  keyPEM,
 	}, nil
 }
@@ -126,7 +130,7 @@ func Load(c *roostv1.CertificateAuthority) (*Authority, error) {
 	if c == nil {
 		return nil, errors.New("ca: load: no CA")
 	}
-	cert, err := ParseCertificatePEM(c.GetCertificatePem())
+	cert, err := tlsconfig.ParseCertificatePEM(c.GetCertificatePem())
 	if err != nil {
 		return nil, fmt.Errorf("ca: load: certificate: %w", err)
 	}
@@ -143,7 +147,7 @@ func Load(c *roostv1.CertificateAuthority) (*Authority, error) {
 	if !publicKeysEqual(key.Public(), cert.PublicKey) {
 		return nil, errors.New("ca: load: private key does not match the certificate")
 	}
-	certPEM := pem.EncodeToMemory(&pem.Block{Type: pemCertificate, Bytes: cert.Raw})
+	certPEM := pem.EncodeToMemory(&pem.Block{Type: tlsconfig.PEMCertificate, Bytes: cert.Raw})
 	return &Authority{cert: cert, certPEM: certPEM, key: key}, nil
 }
 
@@ -173,7 +177,7 @@ func (a *Authority) Fingerprint() string {
 // FingerprintPEM returns the fingerprint (as Authority.Fingerprint) of the
 // first certificate in certPEM, for checking a pinned CA hash.
 func FingerprintPEM(certPEM []byte) (string, error) {
-	cert, err := ParseCertificatePEM(certPEM)
+	cert, err := tlsconfig.ParseCertificatePEM(certPEM)
 	if err != nil {
 		return "", err
 	}
@@ -185,65 +189,8 @@ func fingerprint(der []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// RoleOf returns the Roost role (RoleAdmin, RoleMember or RoleAgent) in the
-// certificate's Subject Organization, or "" when it carries none.
-func RoleOf(cert *x509.Certificate) string {
-	if cert == nil {
-		return ""
-	}
-	for _, o := range cert.Subject.Organization {
-		if validRole(o) {
-			return o
-		}
-	}
-	return ""
-}
-
-func validRole(r string) bool {
-	return r == RoleAdmin || r == RoleMember || r == RoleAgent
-}
-
-// ParseCertificatePEM parses the first CERTIFICATE block of pemBytes.
-func ParseCertificatePEM(pemBytes []byte) (*x509.Certificate, error) {
-	block, err := decodePEM(pemBytes, pemCertificate)
-	if err != nil {
-		return nil, err
-	}
-	cert, err := x509.ParseCertificate(block.Bytes)
-	if err != nil {
-		return nil, fmt.Errorf("parse certificate: %w", err)
-	}
-	return cert, nil
-}
-
-// decodePEM returns the first PEM block of type want, skipping other blocks.
-func decodePEM(data []byte, want ...string) (*pem.Block, error) {
-	if len(data) == 0 {
-		return nil, errors.New("empty PEM")
-	}
-	rest := data
-	var seen []string
-	for {
-		var block *pem.Block
-		block, rest = pem.Decode(rest)
-		if block == nil {
-			break
-		}
-		for _, w := range want {
-			if block.Type == w {
-				return block, nil
-			}
-		}
-		seen = append(seen, block.Type)
-	}
-	if len(seen) == 0 {
-		return nil, errors.New("no PEM data found")
-	}
-	return nil, fmt.Errorf("no %q PEM block (found %q)", want, seen)
-}
-
 func parseKeyPEM(data []byte) (crypto.Signer, error) {
-	block, err := decodePEM(data, pemPrivateKey, pemECKey)
+	block, err := tlsconfig.DecodePEM(data, pemPrivateKey, pemECKey)
 	if err != nil {
 		return nil, err
 	}

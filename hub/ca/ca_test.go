@@ -21,6 +21,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/peer"
 
+	"github.com/roostfleet/roost/internal/tlsconfig"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 )
 
@@ -41,7 +42,7 @@ func newTestCA(t *testing.T) *Authority {
 
 func mustParse(t *testing.T, certPEM []byte) *x509.Certificate {
 	t.Helper()
-	c, err := ParseCertificatePEM(certPEM)
+	c, err := tlsconfig.ParseCertificatePEM(certPEM)
 	if err != nil {
 		t.Fatalf("parse: %v", err)
 	}
@@ -180,7 +181,7 @@ func TestIssueRolesUsagesSANs(t *testing.T) {
 				t.Fatalf("key pair: %v", err)
 			}
 			c := mustParse(t, certPEM)
-			if got := RoleOf(c); got != tc.p.Role {
+			if got := tlsconfig.RoleOf(c); got != tc.p.Role {
 				t.Errorf("RoleOf = %q, want %q", got, tc.p.Role)
 			}
 			if c.Subject.CommonName != tc.p.CommonName {
@@ -274,7 +275,7 @@ func TestSignCSR(t *testing.T) {
 		t.Fatalf("issued certificate does not match the CSR key: %v", err)
 	}
 	c := mustParse(t, certPEM)
-	if c.Subject.CommonName != "server-7" || RoleOf(c) != RoleAgent {
+	if c.Subject.CommonName != "server-7" || tlsconfig.RoleOf(c) != RoleAgent {
 		t.Errorf("subject %v: the profile, not the CSR, decides", c.Subject)
 	}
 	if err := verify(a, c, testNow, x509.ExtKeyUsageClientAuth); err != nil {
@@ -298,7 +299,7 @@ func TestSignCSRIgnoresRequestedSANsAndRole(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := mustParse(t, certPEM)
-	if RoleOf(c) != RoleAgent || c.Subject.CommonName != "server-9" || len(c.DNSNames) != 0 || len(c.Subject.Organization) != 1 {
+	if tlsconfig.RoleOf(c) != RoleAgent || c.Subject.CommonName != "server-9" || len(c.DNSNames) != 0 || len(c.Subject.Organization) != 1 {
 		t.Errorf("CSR content leaked into the certificate: %v %q", c.Subject, c.DNSNames)
 	}
 }
@@ -418,7 +419,7 @@ func TestTLSHandshakes(t *testing.T) {
 		return cfg
 	}
 	client := func(p pair) *tls.Config {
-		cfg, err := ClientTLS(p.cert, p.key, pool)
+		cfg, err := tlsconfig.ClientTLS(p.cert, p.key, pool)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -498,7 +499,7 @@ func TestRequirePeerRole(t *testing.T) {
 	a := newTestCA(t)
 	admin := mustParse(t, issue(t, a, "alice", RoleAdmin, testNow, time.Hour).cert)
 	member := mustParse(t, issue(t, a, "hub-1", RoleMember, testNow, time.Hour).cert)
-	check := requirePeerRole(RoleMember, "server")
+	check := tlsconfig.RequirePeerRole(RoleMember, "server")
 	if err := check(tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{admin, a.Certificate()}}}); err == nil {
 		t.Error("admin accepted as member")
 	}
@@ -528,14 +529,14 @@ func TestTLSConfigShape(t *testing.T) {
 	if s.MinVersion != tls.VersionTLS13 || s.ClientAuth != tls.VerifyClientCertIfGiven || s.ClientCAs == nil {
 		t.Errorf("server config %+v", s)
 	}
-	c, err := ClientTLS(nil, nil, a.CertPool())
+	c, err := tlsconfig.ClientTLS(nil, nil, a.CertPool())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.ServerName != ServerName || c.MinVersion != tls.VersionTLS13 || len(c.Certificates) != 0 {
 		t.Errorf("client config %+v", c)
 	}
-	if _, err := ClientTLS(m.cert, nil, a.CertPool()); err == nil {
+	if _, err := tlsconfig.ClientTLS(m.cert, nil, a.CertPool()); err == nil {
 		t.Error("ClientTLS with a certificate but no key: no error")
 	}
 	if _, err := ServerTLS(nil, nil, a.CertPool()); err == nil {
@@ -599,7 +600,7 @@ func TestPeerRoleOverGRPC(t *testing.T) {
 		{member, [3]string{RoleMember, "hub-1", "true"}},
 		{pair{}, [3]string{"", "", "false"}},
 	} {
-		ccfg, err := ClientTLS(tc.p.cert, tc.p.key, a.CertPool())
+		ccfg, err := tlsconfig.ClientTLS(tc.p.cert, tc.p.key, a.CertPool())
 		if err != nil {
 			t.Fatal(err)
 		}

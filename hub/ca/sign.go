@@ -1,6 +1,8 @@
 package ca
 
 import (
+	"github.com/roostfleet/roost/internal/tlsconfig"
+
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
@@ -45,7 +47,7 @@ func (p Profile) validate() error {
 	if p.CommonName == "" {
 		return errors.New("profile: empty common name")
 	}
-	if !validRole(p.Role) {
+	if !tlsconfig.IsRole(p.Role) {
 		return fmt.Errorf("profile: unknown role %q (want %q, %q or %q)", p.Role, RoleAdmin, RoleMember, RoleAgent)
 	}
 	if p.Lifetime <= 0 {
@@ -72,7 +74,7 @@ func (p Profile) validate() error {
 // PEM/CSR, bad signature, unsupported or weak key, invalid profile, expired
 // CA.
 func (a *Authority) SignCSR(csrPEM []byte, p Profile, now time.Time) ([]byte, error) {
-	block, err := decodePEM(csrPEM, pemCSR, "NEW CERTIFICATE REQUEST")
+	block, err := tlsconfig.DecodePEM(csrPEM, pemCSR, "NEW CERTIFICATE REQUEST")
 	if err != nil {
 		return nil, fmt.Errorf("ca: sign CSR: %w", err)
 	}
@@ -172,7 +174,7 @@ func (a *Authority) sign(pub crypto.PublicKey, p Profile, now time.Time) ([]byte
 	if err != nil {
 		return nil, fmt.Errorf("ca: sign: create certificate: %w", err)
 	}
-	return pem.EncodeToMemory(&pem.Block{Type: pemCertificate, Bytes: der}), nil
+	return pem.EncodeToMemory(&pem.Block{Type: tlsconfig.PEMCertificate, Bytes: der}), nil
 }
 
 // checkPublicKey accepts ECDSA P-256/P-384/P-521, Ed25519 and RSA of at

@@ -1,6 +1,8 @@
 package ca
 
 import (
+	"github.com/roostfleet/roost/internal/tlsconfig"
+
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -21,7 +23,7 @@ func ServerTLS(certPEM, keyPEM []byte, ca *x509.CertPool) (*tls.Config, error) {
 	if ca == nil {
 		return nil, errors.New("ca: server TLS: no CA pool")
 	}
-	cert, err := keyPair(certPEM, keyPEM)
+	cert, err := tlsconfig.KeyPair(certPEM, keyPEM)
 	if err != nil {
 		return nil, fmt.Errorf("ca: server TLS: %w", err)
 	}
@@ -33,34 +35,6 @@ func ServerTLS(certPEM, keyPEM []byte, ca *x509.CertPool) (*tls.Config, error) {
 	}, nil
 }
 
-// ClientTLS returns the TLS configuration for dialing the hub API: TLS 1.3
-// minimum, server verified against ca under ServerName and required to hold
-// a RoleMember certificate. certPEM and keyPEM are the client certificate;
-// pass both nil to dial without one (the join/enroll call).
-func ClientTLS(certPEM, keyPEM []byte, ca *x509.CertPool) (*tls.Config, error) {
-	if ca == nil {
-		return nil, errors.New("ca: client TLS: no CA pool")
-	}
-	cfg := &tls.Config{
-		MinVersion:       tls.VersionTLS13,
-		RootCAs:          ca,
-		ServerName:       ServerName,
-		VerifyConnection: requirePeerRole(RoleMember, "server"),
-	}
-	switch {
-	case len(certPEM) == 0 && len(keyPEM) == 0:
-	case len(certPEM) == 0 || len(keyPEM) == 0:
-		return nil, errors.New("ca: client TLS: certificate and key must be given together")
-	default:
-		cert, err := keyPair(certPEM, keyPEM)
-		if err != nil {
-			return nil, fmt.Errorf("ca: client TLS: %w", err)
-		}
-		cfg.Certificates = []tls.Certificate{cert}
-	}
-	return cfg, nil
-}
-
 // MutualTLS returns the TLS configuration for Raft traffic between members,
 // usable both to listen (tls.NewListener) and to dial (tls.Dial): TLS 1.3
 // minimum, both sides present a certificate signed by ca, and both sides
@@ -70,11 +44,11 @@ func MutualTLS(certPEM, keyPEM []byte, ca *x509.CertPool) (*tls.Config, error) {
 	if ca == nil {
 		return nil, errors.New("ca: mutual TLS: no CA pool")
 	}
-	cert, err := keyPair(certPEM, keyPEM)
+	cert, err := tlsconfig.KeyPair(certPEM, keyPEM)
 	if err != nil {
 		return nil, fmt.Errorf("ca: mutual TLS: %w", err)
 	}
-	if r := RoleOf(cert.Leaf); r != RoleMember {
+	if r := tlsconfig.RoleOf(cert.Leaf); r != RoleMember {
 		return nil, fmt.Errorf("ca: mutual TLS: own certificate has role %q, want %q", r, RoleMember)
 	}
 	return &tls.Config{
@@ -84,46 +58,8 @@ func MutualTLS(certPEM, keyPEM []byte, ca *x509.CertPool) (*tls.Config, error) {
 		ClientCAs:        ca,
 		ClientAuth:       tls.RequireAndVerifyClientCert,
 		ServerName:       ServerName,
-		VerifyConnection: requirePeerRole(RoleMember, "peer"),
+		VerifyConnection: tlsconfig.RequirePeerRole(RoleMember, "peer"),
 	}, nil
-}
-
-// requirePeerRole returns a VerifyConnection hook that refuses a peer
-// without a verified certificate of the given role. It runs after the
-// standard chain verification, on either side of the handshake.
-func requirePeerRole(role, who string) func(tls.ConnectionState) error {
-	return func(cs tls.ConnectionState) error {
-		if len(cs.VerifiedChains) == 0 || len(cs.VerifiedChains[0]) == 0 {
-			return fmt.Errorf("roost: %s presented no verified certificate", who)
-		}
-		leaf := cs.VerifiedChains[0][0]
-		if r := RoleOf(leaf); r != role {
-			return fmt.Errorf("roost: %s certificate %q has role %q, want %q", who, leaf.Subject.CommonName, r, role)
-		}
-		return nil
-	}
-}
-
-func keyPair(certPEM, keyPEM []byte) (tls.Certificate, error) {
-	if len(certPEM) == 0 {
-		return tls.Certificate{}, errors.New("no certificate")
-	}
-	if len(keyPEM) == 0 {
-		return tls.Certificate{}, errors.New("no private key")
-	}
-	cert, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("key pair: %w", err)
-	}
-	// tls.X509KeyPair fills Leaf since Go 1.23; parse defensively anyway.
-	if cert.Leaf == nil {
-		leaf, err := x509.ParseCertificate(cert.Certificate[0])
-		if err != nil {
-			return tls.Certificate{}, fmt.Errorf("parse certificate: %w", err)
-		}
-		cert.Leaf = leaf
-	}
-	return cert, nil
 }
 
 // PeerCertificate returns the verified client certificate of the gRPC peer
@@ -158,7 +94,7 @@ func PeerRole(ctx context.Context) (role string, commonName string, ok bool) {
 	if !found {
 		return "", "", false
 	}
-	role = RoleOf(cert)
+	role = tlsconfig.RoleOf(cert)
 	if role == "" {
 		return "", "", false
 	}

@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/roostfleet/roost/internal/tlsconfig"
+
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -88,7 +90,7 @@ func runFloorServer(dir string) int {
 		}
 		return data
 	}
-	caCert, err := ca.ParseCertificatePEM(read(floorCA))
+	caCert, err := tlsconfig.ParseCertificatePEM(read(floorCA))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -217,7 +219,7 @@ func grpcFloor(b *testing.B, n int) floorResult {
 			b.Fatal(err)
 		}
 	}
-	clientTLS, err := ca.ClientTLS(agentCert, agentKey, authority.CertPool())
+	clientTLS, err := tlsconfig.ClientTLS(agentCert, agentKey, authority.CertPool())
 	if err != nil {
 		b.Fatal(err)
 	}
