@@ -13,7 +13,7 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/roostfleet/roost/imagebuilder/cpio"
+	"github.com/roostfleet/roost/internal/cpio"
 )
 
 // DefaultTries is how many boots a staged entry gets before systemd-boot

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/roostfleet/roost/imagebuilder/cpio"
+	"github.com/roostfleet/roost/internal/cpio"
 )
 
 // newESP returns an ESP in a temporary folder laid out as

@@ -9,7 +9,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/roostfleet/roost/imagebuilder/cpio"
+	"github.com/roostfleet/roost/internal/cpio"
 )
 
 // ExtensionsDir is where the kernel unpacks a Revision's system

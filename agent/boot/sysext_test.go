@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/roostfleet/roost/imagebuilder/cpio"
+	"github.com/roostfleet/roost/internal/cpio"
 )
 
 // TestStageExtensions: each extension becomes one more initrd line after

@@ -3,7 +3,7 @@ package iso
 import (
 	"io"
 
-	"github.com/roostfleet/roost/imagebuilder/cpio"
+	"github.com/roostfleet/roost/internal/cpio"
 )
 
 // ConfigPath is where the Ignition config sits inside the extra initrd: the

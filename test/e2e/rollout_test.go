@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/roostfleet/roost/imagebuilder/cpio"
 	"github.com/roostfleet/roost/imagebuilder/release"
+	"github.com/roostfleet/roost/internal/cpio"
 )
 
 // rebootLine is what the kernel prints when a server restarts.
