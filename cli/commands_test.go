@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/roostfleet/roost/cli/printers"
+
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -126,7 +128,7 @@ func TestGet(t *testing.T) {
 
 	r := runCLI(t, "", "--config", config, "get", "pools")
 	var want strings.Builder
-	resource.PrintTable(&want, pools, false, testNow)
+	printers.PrintTable(&want, pools, false, testNow)
 	if r.code != 0 || r.out != want.String() {
 		t.Errorf("table: exit %d\n got %q\nwant %q", r.code, r.out, want.String())
 	}
@@ -136,7 +138,7 @@ func TestGet(t *testing.T) {
 
 	r = runCLI(t, "", "--config", config, "get", "pl", "-o", "wide", "--stale", "-l", "env=prod")
 	want.Reset()
-	resource.PrintTable(&want, pools, true, testNow)
+	printers.PrintTable(&want, pools, true, testNow)
 	if r.code != 0 || r.out != want.String() {
 		t.Errorf("wide: exit %d\n got %q\nwant %q", r.code, r.out, want.String())
 	}

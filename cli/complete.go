@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/roostfleet/roost/cli/printers"
+
 	"github.com/spf13/cobra"
 
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
@@ -111,7 +113,7 @@ func activeJoinTokenIDs(ctx context.Context, hub roostv1.HubServiceClient, _ []s
 	var out []cobra.Completion
 	for _, t := range resp.GetTokens() {
 		if t.GetStatus() == "Active" {
-			out = append(out, cobra.CompletionWithDesc(t.GetId(), "expires "+resource.UntilCell(t.GetExpiresAt(), time.Now())))
+			out = append(out, cobra.CompletionWithDesc(t.GetId(), "expires "+printers.UntilCell(t.GetExpiresAt(), time.Now())))
 		}
 	}
 	return out, nil

@@ -1,10 +1,10 @@
 package cli
 
 import (
+	"github.com/roostfleet/roost/cli/printers"
 	"github.com/spf13/cobra"
 
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
-	"github.com/roostfleet/roost/resource"
 )
 
 const describeExample = `  # Everything about one pool: spec, status, conditions
@@ -45,7 +45,7 @@ KIND is a kind name in any form (singular, plural, short name; see
 			if err != nil {
 				return o.wrapCallError(err)
 			}
-			return resource.Describe(o.Out, resp.GetObject(), o.now())
+			return printers.Describe(o.Out, resp.GetObject(), o.now())
 		},
 	}
 	cmd.Flags().BoolVar(&d.stale, "stale", false, "read the reached member's local state without asking the leader (may lag)")

@@ -9,6 +9,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/roostfleet/roost/cli/printers"
+
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -183,7 +185,7 @@ func (o *options) printObjects(w io.Writer, objs []*roostv1.Object, format strin
 		if len(objs) == 0 {
 			return nil
 		}
-		return resource.PrintTable(w, objs, format == outWide, o.now())
+		return printers.PrintTable(w, objs, format == outWide, o.now())
 	case outName:
 		for _, obj := range objs {
 			fmt.Fprintln(w, objectRef(obj))
@@ -383,7 +385,7 @@ type watchPrinter struct {
 	widths []int
 }
 
-// Table layout of the watch, as resource.PrintTable's tabwriter: a
+// Table layout of the watch, as printers.PrintTable's tabwriter: a
 // column is at least watchMinWidth wide, with watchPadding spaces after
 // its widest cell.
 const (
@@ -393,9 +395,9 @@ const (
 
 // size widens the columns for the header of kind k and the rows of objs.
 func (p *watchPrinter) size(k *resource.Kind, objs []*roostv1.Object) {
-	p.grow(resource.Columns(k, p.format == outWide))
+	p.grow(printers.Columns(k, p.format == outWide))
 	for _, o := range objs {
-		if cells, err := resource.TableRow(o, p.format == outWide, p.o.now()); err == nil {
+		if cells, err := printers.TableRow(o, p.format == outWide, p.o.now()); err == nil {
 			p.grow(cells)
 		}
 	}
@@ -438,14 +440,14 @@ func (p *watchPrinter) print(ev *roostv1.WatchEvent) error {
 	obj := resource.StripWriteOnly(ev.GetObject())
 	switch p.format {
 	case outTable, outWide:
-		cells, err := resource.TableRow(obj, p.format == outWide, p.o.now())
+		cells, err := printers.TableRow(obj, p.format == outWide, p.o.now())
 		if err != nil {
 			return err
 		}
 		if !p.headerDone {
 			_, k := resource.Unwrap(obj)
 			p.grow(cells) // the first row counts too
-			fmt.Fprintf(w, eventColumn+"%s\n", "EVENT", p.row(resource.Columns(k, p.format == outWide)))
+			fmt.Fprintf(w, eventColumn+"%s\n", "EVENT", p.row(printers.Columns(k, p.format == outWide)))
 			p.headerDone = true
 		}
 		fmt.Fprintf(w, eventColumn+"%s\n", eventName(ev.GetType()), p.row(cells))

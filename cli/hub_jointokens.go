@@ -7,10 +7,11 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/roostfleet/roost/cli/printers"
+
 	"github.com/spf13/cobra"
 
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
-	"github.com/roostfleet/roost/resource"
 )
 
 // joinTokenJSON is the -o json|yaml form of a join token (never its
@@ -88,7 +89,7 @@ at the leader's clock).`,
 				if m := t.GetMaxUses(); m > 0 {
 					limit = strconv.Itoa(int(m))
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%d/%s\t%s\n", t.GetId(), resource.UntilCell(t.GetExpiresAt(), o.now()), t.GetUses(), limit, t.GetStatus())
+				fmt.Fprintf(tw, "%s\t%s\t%d/%s\t%s\n", t.GetId(), printers.UntilCell(t.GetExpiresAt(), o.now()), t.GetUses(), limit, t.GetStatus())
 			}
 			return tw.Flush()
 		},

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/roostfleet/roost/cli/printers"
+
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -403,7 +405,7 @@ func TestKubeDrainBeforeLeaseAndClusterDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := resource.Describe(&out, o.GetObject(), time.Now()); err != nil {
+	if err := printers.Describe(&out, o.GetObject(), time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "ClusterUnreachable") || !strings.Contains(out.String(), "unreachable") {

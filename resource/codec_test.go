@@ -9,12 +9,14 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+	"github.com/roostfleet/roost/resource/resourcetest"
 )
 
 func TestRoundTrip(t *testing.T) {
-	objs := sampleObjects()
+	objs := resourcetest.SampleObjects()
 	if len(objs) != len(Kinds()) {
 		t.Fatalf("sampleObjects has %d objects, want one per kind (%d)", len(objs), len(Kinds()))
 	}
@@ -46,7 +48,7 @@ func TestRoundTrip(t *testing.T) {
 }
 
 func TestEncodeGolden(t *testing.T) {
-	objs := sampleObjects()
+	objs := resourcetest.SampleObjects()
 	for _, format := range []string{"yaml", "json"} {
 		a, err := Encode(objs, format)
 		if err != nil {
@@ -123,9 +125,9 @@ func TestFormatDuration(t *testing.T) {
 		{time.Hour + 30*time.Second, "1h30s"}, {1500 * time.Millisecond, "1.5s"}, {500 * time.Millisecond, "500ms"},
 		{-90 * time.Second, "-1m30s"}, {time.Minute + 5*time.Nanosecond, "1m0.000000005s"},
 	} {
-		got := formatDuration(durationOf(tc.d))
+		got := FormatDuration(durationpb.New(tc.d))
 		if got != tc.want {
-			t.Errorf("formatDuration(%v) = %q, want %q", tc.d, got, tc.want)
+			t.Errorf("FormatDuration(%v) = %q, want %q", tc.d, got, tc.want)
 		}
 		if back, err := time.ParseDuration(got); err != nil || back != tc.d {
 			t.Errorf("ParseDuration(%q) = %v, %v; want %v", got, back, err, tc.d)
@@ -240,7 +242,7 @@ func TestDecodeSkipsEmptyDocuments(t *testing.T) {
 }
 
 func TestDecodeList(t *testing.T) {
-	objs := sampleObjects()[2:5]
+	objs := resourcetest.SampleObjects()[2:5]
 	data, err := Encode(objs, "json")
 	if err != nil {
 		t.Fatal(err)
@@ -429,7 +431,7 @@ func TestDecodeAliasBomb(t *testing.T) {
 // the other hub-set metadata.
 func TestDecodeForApplyWhatGetPrints(t *testing.T) {
 	n := 0
-	for _, o := range sampleObjects() {
+	for _, o := range resourcetest.SampleObjects() {
 		_, k := Unwrap(o)
 		if !k.Appliable {
 			continue

@@ -1,7 +1,8 @@
 // Package resource knows Roost's resource kinds: their names (singular,
 // plural, short, as kubectl accepts them), how to wrap and unwrap them in the
 // roostv1.Object envelope, how to read them from YAML manifests with field
-// paths and line numbers, how to validate them, and how to print them.
+// paths and line numbers, and how to validate them. Printing them for people (`roostctl get` tables,
+// `roostctl describe`) is cli/printers'.
 //
 // It is shared by the hub (authoritative validation), roostctl (validation
 // at the edge with YAML positions) and tests. It does not talk to the network.
@@ -15,7 +16,7 @@
 //     (a whole apply, with source positions).
 //   - selector.go: MachineClass server selector terms.
 //   - diagnostic.go: Diagnostic and FormatViolations.
-//   - print.go, describe.go: `roostctl get` tables and `roostctl describe`.
+//   - tokens.go: token lifetimes and TokenState.
 //
 // # Field paths
 //

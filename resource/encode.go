@@ -201,9 +201,9 @@ func scalarText(fd protoreflect.FieldDescriptor, v protoreflect.Value) (text, ta
 	case protoreflect.MessageKind, protoreflect.GroupKind:
 		switch m := v.Message().Interface().(type) {
 		case *durationpb.Duration:
-			return formatDuration(m), "!!str", true
+			return FormatDuration(m), "!!str", true
 		case *timestamppb.Timestamp:
-			return formatTimestamp(m), "!!str", true
+			return FormatTimestamp(m), "!!str", true
 		case *roostv1.IntOrString:
 			switch x := m.GetValue().(type) {
 			case *roostv1.IntOrString_IntVal:
@@ -217,11 +217,11 @@ func scalarText(fd protoreflect.FieldDescriptor, v protoreflect.Value) (text, ta
 	return "", "", false
 }
 
-// formatDuration writes a Duration in the shortest form time.ParseDuration
+// FormatDuration writes a Duration in the shortest form time.ParseDuration
 // reads back: "30s", "4h", "1h30m", "1m0.5s", "500ms" (time.Duration's
 // String without zero units). Durations outside time.Duration's range (±292
 // years) are clamped to it.
-func formatDuration(pd *durationpb.Duration) string {
+func FormatDuration(pd *durationpb.Duration) string {
 	d := pd.AsDuration()
 	if d > -time.Second && d < time.Second {
 		return d.String() // "0s", "500ms", "1.5µs"
@@ -254,9 +254,9 @@ func formatDuration(pd *durationpb.Duration) string {
 	return string(b)
 }
 
-// formatTimestamp writes a Timestamp as RFC 3339 in UTC, with as many
+// FormatTimestamp writes a Timestamp as RFC 3339 in UTC, with as many
 // fractional digits as needed.
-func formatTimestamp(t *timestamppb.Timestamp) string {
+func FormatTimestamp(t *timestamppb.Timestamp) string {
 	return t.AsTime().UTC().Format(time.RFC3339Nano)
 }
 
@@ -316,9 +316,9 @@ func writeJSONString(b *bytes.Buffer, s string) {
 	}
 }
 
-// formatScalarForHumans renders a scalar for tables and describe; it is
+// FormatScalarForHumans renders a scalar for tables and describe; it is
 // scalarText without the tag.
-func formatScalarForHumans(fd protoreflect.FieldDescriptor, v protoreflect.Value) (string, bool) {
+func FormatScalarForHumans(fd protoreflect.FieldDescriptor, v protoreflect.Value) (string, bool) {
 	s, _, ok := scalarText(fd, v)
 	return s, ok
 }

@@ -135,7 +135,7 @@ func checkDurationRange(e *violations, field string, d *durationpb.Duration, min
 }
 
 // durationText writes d as manifests do: "1h", "90s", "-5m".
-func durationText(d time.Duration) string { return formatDuration(durationpb.New(d)) }
+func durationText(d time.Duration) string { return FormatDuration(durationpb.New(d)) }
 
 // CheckKubeconfig checks a Cluster's spec.kubeconfig, the hub's
 // credentials for the cluster: at most MaxKubeconfigBytes; it parses with

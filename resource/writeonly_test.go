@@ -2,50 +2,17 @@ package resource
 
 import (
 	"bytes"
-	"strings"
 	"testing"
+
+	"github.com/roostfleet/roost/resource/resourcetest"
 
 	"google.golang.org/protobuf/proto"
 
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 )
 
-const fixtureSecret = "fixture-secret-token-do-not-print"
-
-func sampleCluster(t *testing.T) *roostv1.Object {
-	t.Helper()
-	for _, o := range sampleObjects() {
-		if o.GetCluster() != nil {
-			if !strings.Contains(o.GetCluster().GetSpec().GetKubeconfig(), fixtureSecret) {
-				t.Fatal("the fixture Cluster should hold a kubeconfig with the fixture secret")
-			}
-			return o
-		}
-	}
-	t.Fatal("no Cluster in the fixtures")
-	return nil
-}
-
-// TestDescribeNeverShowsKubeconfig: describe says the kubeconfig is there,
-// and nothing of it.
-func TestDescribeNeverShowsKubeconfig(t *testing.T) {
-	var buf bytes.Buffer
-	if err := Describe(&buf, sampleCluster(t), fixtureNow); err != nil {
-		t.Fatal(err)
-	}
-	out := buf.String()
-	if !strings.Contains(out, "Kubeconfig:             <redacted>\n") {
-		t.Errorf("describe should show the kubeconfig as <redacted>:\n%s", out)
-	}
-	for _, s := range []string{fixtureSecret, "roost@prod", "current-context"} {
-		if strings.Contains(out, s) {
-			t.Errorf("describe shows %q of the kubeconfig:\n%s", s, out)
-		}
-	}
-}
-
 func TestStripWriteOnly(t *testing.T) {
-	cl := sampleCluster(t)
+	cl := resourcetest.Cluster(t)
 	orig := proto.Clone(cl)
 	got := StripWriteOnly(cl)
 	if got == cl {
@@ -68,13 +35,13 @@ func TestStripWriteOnly(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if bytes.Contains(data, []byte("kubeconfig")) || bytes.Contains(data, []byte(fixtureSecret)) {
+		if bytes.Contains(data, []byte("kubeconfig")) || bytes.Contains(data, []byte(resourcetest.KubeconfigSecret)) {
 			t.Errorf("%s of a stripped Cluster holds the kubeconfig:\n%s", format, data)
 		}
 	}
 
 	// Objects without write-only fields are passed through as they are.
-	objs := sampleObjects()
+	objs := resourcetest.SampleObjects()
 	out := StripWriteOnlyAll(objs)
 	if len(out) != len(objs) {
 		t.Fatalf("got %d objects, want %d", len(out), len(objs))

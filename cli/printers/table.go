@@ -1,8 +1,10 @@
-package resource
+package printers
 
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -12,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+	"github.com/roostfleet/roost/resource"
 )
 
 // none is written for an empty cell, as kubectl does.
@@ -21,78 +24,86 @@ const none = "<none>"
 type column struct {
 	header string
 	wide   bool // only with wide output
-	value  func(r Resource, now time.Time) string
+	value  func(r resource.Resource, now time.Time) string
 }
 
 // tableColumns are the columns between NAME and AGE, per kind.
 var tableColumns = map[string][]column{
 	"Server": {
-		{header: "UUID", value: func(r Resource, _ time.Time) string { return r.(*roostv1.Server).GetSpec().GetSystemUuid() }},
-		{header: "STATE", value: func(r Resource, _ time.Time) string { return ServerStateCell(r.(*roostv1.Server)) }},
-		{header: "POOL", value: func(r Resource, _ time.Time) string { return ServerPoolCell(r.(*roostv1.Server)) }},
-		{header: "CPUS", value: func(r Resource, _ time.Time) string {
+		{header: "UUID", value: func(r resource.Resource, _ time.Time) string { return r.(*roostv1.Server).GetSpec().GetSystemUuid() }},
+		{header: "STATE", value: func(r resource.Resource, _ time.Time) string { return ServerStateCell(r.(*roostv1.Server)) }},
+		{header: "POOL", value: func(r resource.Resource, _ time.Time) string { return ServerPoolCell(r.(*roostv1.Server)) }},
+		{header: "CPUS", value: func(r resource.Resource, _ time.Time) string {
 			cpu := r.(*roostv1.Server).GetStatus().GetInventory().GetCpu()
 			if n := cpu.GetThreads(); n > 0 {
 				return strconv.Itoa(int(n))
 			}
 			return intCell(int64(cpu.GetCores()))
 		}},
-		{header: "MEMORY", value: func(r Resource, _ time.Time) string {
+		{header: "MEMORY", value: func(r resource.Resource, _ time.Time) string {
 			return bytesCell(r.(*roostv1.Server).GetStatus().GetInventory().GetMemoryBytes())
 		}},
-		{header: "IMAGE", value: func(r Resource, _ time.Time) string { return r.(*roostv1.Server).GetStatus().GetImageVersion() }},
-		{header: "REVISION", value: func(r Resource, _ time.Time) string {
+		{header: "IMAGE", value: func(r resource.Resource, _ time.Time) string {
+			return r.(*roostv1.Server).GetStatus().GetImageVersion()
+		}},
+		{header: "REVISION", value: func(r resource.Resource, _ time.Time) string {
 			return intCell(r.(*roostv1.Server).GetStatus().GetBootedRevision())
 		}},
-		{header: "LAST-SEEN", value: func(r Resource, now time.Time) string {
+		{header: "LAST-SEEN", value: func(r resource.Resource, now time.Time) string {
 			cell, _ := ServerLastSeen(r.(*roostv1.Server), now)
 			return cell
 		}},
-		{header: "AGENT", wide: true, value: func(r Resource, _ time.Time) string { return r.(*roostv1.Server).GetStatus().GetAgentVersion() }},
-		{header: "ARCH", wide: true, value: func(r Resource, _ time.Time) string { return r.(*roostv1.Server).GetStatus().GetInventory().GetArch() }},
-		{header: "FIRMWARE", wide: true, value: func(r Resource, _ time.Time) string {
+		{header: "AGENT", wide: true, value: func(r resource.Resource, _ time.Time) string {
+			return r.(*roostv1.Server).GetStatus().GetAgentVersion()
+		}},
+		{header: "ARCH", wide: true, value: func(r resource.Resource, _ time.Time) string {
+			return r.(*roostv1.Server).GetStatus().GetInventory().GetArch()
+		}},
+		{header: "FIRMWARE", wide: true, value: func(r resource.Resource, _ time.Time) string {
 			return r.(*roostv1.Server).GetStatus().GetInventory().GetFirmware()
 		}},
-		{header: "DISKS", wide: true, value: func(r Resource, _ time.Time) string {
+		{header: "DISKS", wide: true, value: func(r resource.Resource, _ time.Time) string {
 			var parts []string
 			for _, d := range r.(*roostv1.Server).GetStatus().GetInventory().GetDisks() {
 				parts = append(parts, d.GetName()+":"+bytesCell(d.GetSizeBytes()))
 			}
 			return strings.Join(parts, ",")
 		}},
-		{header: "VENDOR", wide: true, value: func(r Resource, _ time.Time) string {
+		{header: "VENDOR", wide: true, value: func(r resource.Resource, _ time.Time) string {
 			sys := r.(*roostv1.Server).GetStatus().GetInventory().GetSystem()
 			return strings.TrimSpace(sys.GetVendor() + " " + sys.GetProduct())
 		}},
-		{header: "TOKEN", wide: true, value: func(r Resource, _ time.Time) string { return r.(*roostv1.Server).GetStatus().GetEnrollmentToken() }},
+		{header: "TOKEN", wide: true, value: func(r resource.Resource, _ time.Time) string {
+			return r.(*roostv1.Server).GetStatus().GetEnrollmentToken()
+		}},
 	},
 	"Machine": {
-		{header: "SERVER", value: func(r Resource, _ time.Time) string { return r.(*roostv1.Machine).GetSpec().GetServer() }},
-		{header: "POOL", value: func(r Resource, _ time.Time) string { return r.(*roostv1.Machine).GetSpec().GetPool() }},
-		{header: "PHASE", value: func(r Resource, _ time.Time) string { return r.(*roostv1.Machine).GetStatus().GetPhase() }},
-		{header: "REVISION", value: func(r Resource, _ time.Time) string { return MachineRevision(r.(*roostv1.Machine)) }},
-		{header: "HOSTNAME", wide: true, value: func(r Resource, _ time.Time) string {
+		{header: "SERVER", value: func(r resource.Resource, _ time.Time) string { return r.(*roostv1.Machine).GetSpec().GetServer() }},
+		{header: "POOL", value: func(r resource.Resource, _ time.Time) string { return r.(*roostv1.Machine).GetSpec().GetPool() }},
+		{header: "PHASE", value: func(r resource.Resource, _ time.Time) string { return r.(*roostv1.Machine).GetStatus().GetPhase() }},
+		{header: "REVISION", value: func(r resource.Resource, _ time.Time) string { return MachineRevision(r.(*roostv1.Machine)) }},
+		{header: "HOSTNAME", wide: true, value: func(r resource.Resource, _ time.Time) string {
 			m := r.(*roostv1.Machine)
 			if h := m.GetSpec().GetHostname(); h != "" {
 				return h
 			}
 			return m.GetMetadata().GetName()
 		}},
-		{header: "CLUSTER", wide: true, value: func(r Resource, _ time.Time) string { return r.(*roostv1.Machine).GetStatus().GetCluster() }},
-		{header: "NODE", wide: true, value: func(r Resource, _ time.Time) string { return r.(*roostv1.Machine).GetStatus().GetNodeName() }},
-		{header: "REASON", wide: true, value: func(r Resource, _ time.Time) string { return MachineReason(r.(*roostv1.Machine)) }},
+		{header: "CLUSTER", wide: true, value: func(r resource.Resource, _ time.Time) string { return r.(*roostv1.Machine).GetStatus().GetCluster() }},
+		{header: "NODE", wide: true, value: func(r resource.Resource, _ time.Time) string { return r.(*roostv1.Machine).GetStatus().GetNodeName() }},
+		{header: "REASON", wide: true, value: func(r resource.Resource, _ time.Time) string { return MachineReason(r.(*roostv1.Machine)) }},
 	},
 	"Pool": {
-		{header: "CLUSTER", value: func(r Resource, _ time.Time) string { return r.(*roostv1.Pool).GetSpec().GetCluster() }},
-		{header: "CLASS", value: func(r Resource, _ time.Time) string { return r.(*roostv1.Pool).GetSpec().GetMachineClass() }},
-		{header: "REPLICAS", value: func(r Resource, _ time.Time) string {
+		{header: "CLUSTER", value: func(r resource.Resource, _ time.Time) string { return r.(*roostv1.Pool).GetSpec().GetCluster() }},
+		{header: "CLASS", value: func(r resource.Resource, _ time.Time) string { return r.(*roostv1.Pool).GetSpec().GetMachineClass() }},
+		{header: "REPLICAS", value: func(r resource.Resource, _ time.Time) string {
 			s := r.(*roostv1.Pool).GetSpec()
 			if s == nil || s.Replicas == nil {
 				return "-"
 			}
 			return strconv.Itoa(int(s.GetReplicas()))
 		}},
-		{header: "CHANNEL", value: func(r Resource, _ time.Time) string {
+		{header: "CHANNEL", value: func(r resource.Resource, _ time.Time) string {
 			// A pin wins over the channel, which the pool follows again
 			// when unpinned: "=2026.11.0 (stable)".
 			s := r.(*roostv1.Pool).GetSpec()
@@ -104,11 +115,11 @@ var tableColumns = map[string][]column{
 			}
 			return s.GetImageChannel()
 		}},
-		{header: "READY", wide: true, value: func(r Resource, _ time.Time) string {
+		{header: "READY", wide: true, value: func(r resource.Resource, _ time.Time) string {
 			st := r.(*roostv1.Pool).GetStatus()
 			return fmt.Sprintf("%d/%d", st.GetReadyMachines(), st.GetMachines())
 		}},
-		{header: "ROLLOUT", value: func(r Resource, _ time.Time) string {
+		{header: "ROLLOUT", value: func(r resource.Resource, _ time.Time) string {
 			// The rollout phase (Idle, Waiting, Progressing, Settling,
 			// Paused, Halted); "-" before the rollout controller ran.
 			if ph := r.(*roostv1.Pool).GetStatus().GetRollout().GetPhase(); ph != "" {
@@ -116,11 +127,11 @@ var tableColumns = map[string][]column{
 			}
 			return "-"
 		}},
-		{header: "NETWORK", wide: true, value: func(r Resource, _ time.Time) string { return r.(*roostv1.Pool).GetSpec().GetNetworkProfile() }},
-		{header: "WINDOWS", wide: true, value: func(r Resource, _ time.Time) string {
+		{header: "NETWORK", wide: true, value: func(r resource.Resource, _ time.Time) string { return r.(*roostv1.Pool).GetSpec().GetNetworkProfile() }},
+		{header: "WINDOWS", wide: true, value: func(r resource.Resource, _ time.Time) string {
 			return strings.Join(r.(*roostv1.Pool).GetSpec().GetMaintenanceWindows(), ",")
 		}},
-		{header: "MAX-UNAVAILABLE", wide: true, value: func(r Resource, _ time.Time) string {
+		{header: "MAX-UNAVAILABLE", wide: true, value: func(r resource.Resource, _ time.Time) string {
 			mu := r.(*roostv1.Pool).GetSpec().GetRollout().GetMaxUnavailable()
 			switch v := mu.GetValue().(type) {
 			case *roostv1.IntOrString_IntVal:
@@ -132,15 +143,17 @@ var tableColumns = map[string][]column{
 		}},
 	},
 	"Cluster": {
-		{header: "ENDPOINT", value: func(r Resource, _ time.Time) string { return r.(*roostv1.Cluster).GetSpec().GetApiEndpoint() }},
-		{header: "VERSION", value: func(r Resource, _ time.Time) string { return r.(*roostv1.Cluster).GetSpec().GetKubernetesVersion() }},
-		{header: "REACHABLE", value: func(r Resource, _ time.Time) string {
+		{header: "ENDPOINT", value: func(r resource.Resource, _ time.Time) string { return r.(*roostv1.Cluster).GetSpec().GetApiEndpoint() }},
+		{header: "VERSION", value: func(r resource.Resource, _ time.Time) string {
+			return r.(*roostv1.Cluster).GetSpec().GetKubernetesVersion()
+		}},
+		{header: "REACHABLE", value: func(r resource.Resource, _ time.Time) string {
 			if st := conditionCell(r.(*roostv1.Cluster).GetStatus().GetConditions(), "Reachable"); st != "" {
 				return st
 			}
 			return "Unknown"
 		}},
-		{header: "REASON", wide: true, value: func(r Resource, _ time.Time) string {
+		{header: "REASON", wide: true, value: func(r resource.Resource, _ time.Time) string {
 			for _, c := range r.(*roostv1.Cluster).GetStatus().GetConditions() {
 				if c.GetType() == "Reachable" && c.GetStatus() != "True" {
 					return c.GetReason()
@@ -150,17 +163,17 @@ var tableColumns = map[string][]column{
 		}},
 		// READY/TOTAL Nodes Roost manages, counted while the API answers;
 		// "?" while it does not (the hub cannot see them).
-		{header: "NODES", value: func(r Resource, _ time.Time) string {
+		{header: "NODES", value: func(r resource.Resource, _ time.Time) string {
 			st := r.(*roostv1.Cluster).GetStatus()
 			if conditionCell(st.GetConditions(), "Reachable") != "True" {
 				return "?"
 			}
 			return fmt.Sprintf("%d/%d", st.GetReadyNodes(), st.GetNodes())
 		}},
-		{header: "SERVER-VERSION", wide: true, value: func(r Resource, _ time.Time) string {
+		{header: "SERVER-VERSION", wide: true, value: func(r resource.Resource, _ time.Time) string {
 			return r.(*roostv1.Cluster).GetStatus().GetServerVersion()
 		}},
-		{header: "CREDENTIALS", wide: true, value: func(r Resource, _ time.Time) string {
+		{header: "CREDENTIALS", wide: true, value: func(r resource.Resource, _ time.Time) string {
 			if r.(*roostv1.Cluster).GetStatus().GetCredentialsSet() {
 				return "<set>"
 			}
@@ -168,49 +181,51 @@ var tableColumns = map[string][]column{
 		}},
 	},
 	"MachineClass": {
-		{header: "SELECTOR", value: func(r Resource, _ time.Time) string {
+		{header: "SELECTOR", value: func(r resource.Resource, _ time.Time) string {
 			return strings.Join(r.(*roostv1.MachineClass).GetSpec().GetServerSelector(), ",")
 		}},
-		{header: "DISK", wide: true, value: func(r Resource, _ time.Time) string {
+		{header: "DISK", wide: true, value: func(r resource.Resource, _ time.Time) string {
 			d := r.(*roostv1.MachineClass).GetSpec().GetInstallDisk()
 			if d.GetMinSize() == "" && d.GetMaxSize() == "" {
 				return ""
 			}
 			return d.GetMinSize() + ".." + d.GetMaxSize()
 		}},
-		{header: "SSH-KEYS", wide: true, value: func(r Resource, _ time.Time) string {
+		{header: "SSH-KEYS", wide: true, value: func(r resource.Resource, _ time.Time) string {
 			return strconv.Itoa(len(r.(*roostv1.MachineClass).GetSpec().GetSshAuthorizedKeys()))
 		}},
-		{header: "KERNEL-ARGS", wide: true, value: func(r Resource, _ time.Time) string {
+		{header: "KERNEL-ARGS", wide: true, value: func(r resource.Resource, _ time.Time) string {
 			return strings.Join(r.(*roostv1.MachineClass).GetSpec().GetKernelArgs(), " ")
 		}},
 	},
 	"NetworkProfile": {
-		{header: "LINKS", value: func(r Resource, _ time.Time) string {
+		{header: "LINKS", value: func(r resource.Resource, _ time.Time) string {
 			return strconv.Itoa(len(r.(*roostv1.NetworkProfile).GetSpec().GetLinks()))
 		}},
-		{header: "BONDS", value: func(r Resource, _ time.Time) string {
+		{header: "BONDS", value: func(r resource.Resource, _ time.Time) string {
 			return strconv.Itoa(len(r.(*roostv1.NetworkProfile).GetSpec().GetBonds()))
 		}},
-		{header: "VLANS", value: func(r Resource, _ time.Time) string {
+		{header: "VLANS", value: func(r resource.Resource, _ time.Time) string {
 			return strconv.Itoa(len(r.(*roostv1.NetworkProfile).GetSpec().GetVlans()))
 		}},
-		{header: "BRIDGES", value: func(r Resource, _ time.Time) string {
+		{header: "BRIDGES", value: func(r resource.Resource, _ time.Time) string {
 			return strconv.Itoa(len(r.(*roostv1.NetworkProfile).GetSpec().GetBridges()))
 		}},
-		{header: "DNS", wide: true, value: func(r Resource, _ time.Time) string {
+		{header: "DNS", wide: true, value: func(r resource.Resource, _ time.Time) string {
 			return strings.Join(r.(*roostv1.NetworkProfile).GetSpec().GetDns().GetServers(), ",")
 		}},
 	},
 	"MaintenanceWindow": {
-		{header: "RRULE", value: func(r Resource, _ time.Time) string { return r.(*roostv1.MaintenanceWindow).GetSpec().GetRrule() }},
-		{header: "DURATION", value: func(r Resource, _ time.Time) string {
+		{header: "RRULE", value: func(r resource.Resource, _ time.Time) string {
+			return r.(*roostv1.MaintenanceWindow).GetSpec().GetRrule()
+		}},
+		{header: "DURATION", value: func(r resource.Resource, _ time.Time) string {
 			if d := r.(*roostv1.MaintenanceWindow).GetSpec().GetDuration(); d != nil {
-				return formatDuration(d)
+				return resource.FormatDuration(d)
 			}
 			return ""
 		}},
-		{header: "TIMEZONE", value: func(r Resource, _ time.Time) string {
+		{header: "TIMEZONE", value: func(r resource.Resource, _ time.Time) string {
 			if tz := r.(*roostv1.MaintenanceWindow).GetSpec().GetTimeZone(); tz != "" {
 				return tz
 			}
@@ -219,27 +234,27 @@ var tableColumns = map[string][]column{
 		{header: "NEXT OPENING", value: windowNextCell},
 	},
 	"ImageRelease": {
-		{header: "VERSION", value: func(r Resource, _ time.Time) string { return r.(*roostv1.ImageRelease).GetSpec().GetVersion() }},
-		{header: "CHANNELS", value: func(r Resource, _ time.Time) string {
+		{header: "VERSION", value: func(r resource.Resource, _ time.Time) string { return r.(*roostv1.ImageRelease).GetSpec().GetVersion() }},
+		{header: "CHANNELS", value: func(r resource.Resource, _ time.Time) string {
 			return strings.Join(r.(*roostv1.ImageRelease).GetSpec().GetChannels(), ",")
 		}},
-		{header: "KUBELET", wide: true, value: func(r Resource, _ time.Time) string {
+		{header: "KUBELET", wide: true, value: func(r resource.Resource, _ time.Time) string {
 			return r.(*roostv1.ImageRelease).GetSpec().GetComponents()["kubelet"]
 		}},
-		{header: "COMPONENTS", wide: true, value: func(r Resource, _ time.Time) string {
+		{header: "COMPONENTS", wide: true, value: func(r resource.Resource, _ time.Time) string {
 			c := r.(*roostv1.ImageRelease).GetSpec().GetComponents()
 			var parts []string
-			for _, k := range sortedKeys(c) {
+			for _, k := range slices.Sorted(maps.Keys(c)) {
 				parts = append(parts, k+"="+c[k])
 			}
 			return strings.Join(parts, ",")
 		}},
 	},
 	"EnrollmentToken": {
-		{header: "EXPIRES", value: func(r Resource, now time.Time) string {
+		{header: "EXPIRES", value: func(r resource.Resource, now time.Time) string {
 			return UntilCell(r.(*roostv1.EnrollmentToken).GetSpec().GetExpiresAt(), now)
 		}},
-		{header: "USES", value: func(r Resource, _ time.Time) string {
+		{header: "USES", value: func(r resource.Resource, _ time.Time) string {
 			t := r.(*roostv1.EnrollmentToken)
 			limit := "∞"
 			if m := t.GetSpec().GetMaxUses(); m > 0 {
@@ -247,52 +262,56 @@ var tableColumns = map[string][]column{
 			}
 			return fmt.Sprintf("%d/%s", t.GetStatus().GetUses(), limit)
 		}},
-		{header: "POOL", value: func(r Resource, _ time.Time) string { return r.(*roostv1.EnrollmentToken).GetSpec().GetPool() }},
-		{header: "STATE", value: func(r Resource, now time.Time) string { return TokenState(r.(*roostv1.EnrollmentToken), now) }},
-		{header: "APPROVAL", wide: true, value: func(r Resource, _ time.Time) string {
+		{header: "POOL", value: func(r resource.Resource, _ time.Time) string { return r.(*roostv1.EnrollmentToken).GetSpec().GetPool() }},
+		{header: "STATE", value: func(r resource.Resource, now time.Time) string {
+			return resource.TokenState(r.(*roostv1.EnrollmentToken), now)
+		}},
+		{header: "APPROVAL", wide: true, value: func(r resource.Resource, _ time.Time) string {
 			if r.(*roostv1.EnrollmentToken).GetSpec().GetRequireApproval() {
 				return "required"
 			}
 			return "-"
 		}},
-		{header: "LABELS", wide: true, value: func(r Resource, _ time.Time) string {
+		{header: "LABELS", wide: true, value: func(r resource.Resource, _ time.Time) string {
 			m := r.(*roostv1.EnrollmentToken).GetSpec().GetServerLabels()
 			var parts []string
-			for _, k := range sortedKeys(m) {
+			for _, k := range slices.Sorted(maps.Keys(m)) {
 				parts = append(parts, k+"="+m[k])
 			}
 			return strings.Join(parts, ",")
 		}},
 	},
 	"Lease": {
-		{header: "SERVER", value: func(r Resource, _ time.Time) string { return r.(*roostv1.Lease).GetSpec().GetServer() }},
-		{header: "FENCING", value: func(r Resource, _ time.Time) string {
+		{header: "SERVER", value: func(r resource.Resource, _ time.Time) string { return r.(*roostv1.Lease).GetSpec().GetServer() }},
+		{header: "FENCING", value: func(r resource.Resource, _ time.Time) string {
 			return strconv.FormatUint(r.(*roostv1.Lease).GetSpec().GetFencingToken(), 10)
 		}},
-		{header: "EXPIRES", value: func(r Resource, now time.Time) string {
+		{header: "EXPIRES", value: func(r resource.Resource, now time.Time) string {
 			return UntilCell(r.(*roostv1.Lease).GetSpec().GetExpiresAt(), now)
 		}},
-		{header: "REVISION", value: func(r Resource, _ time.Time) string {
+		{header: "REVISION", value: func(r resource.Resource, _ time.Time) string {
 			return strconv.FormatInt(r.(*roostv1.Lease).GetSpec().GetRevision(), 10)
 		}},
-		{header: "PHASE", value: func(r Resource, _ time.Time) string {
+		{header: "PHASE", value: func(r resource.Resource, _ time.Time) string {
 			if p := r.(*roostv1.Lease).GetSpec().GetPhase(); p != "" {
 				return p
 			}
 			return "Granted"
 		}},
-		{header: "REASON", wide: true, value: func(r Resource, _ time.Time) string { return r.(*roostv1.Lease).GetSpec().GetReason() }},
+		{header: "REASON", wide: true, value: func(r resource.Resource, _ time.Time) string { return r.(*roostv1.Lease).GetSpec().GetReason() }},
 	},
 	"Revision": {
-		{header: "SERVER", value: func(r Resource, _ time.Time) string { return r.(*roostv1.Revision).GetSpec().GetServer() }},
-		{header: "NUMBER", value: func(r Resource, _ time.Time) string {
+		{header: "SERVER", value: func(r resource.Resource, _ time.Time) string { return r.(*roostv1.Revision).GetSpec().GetServer() }},
+		{header: "NUMBER", value: func(r resource.Resource, _ time.Time) string {
 			return strconv.FormatInt(r.(*roostv1.Revision).GetSpec().GetNumber(), 10)
 		}},
-		{header: "IMAGE", value: func(r Resource, _ time.Time) string { return r.(*roostv1.Revision).GetSpec().GetImageVersion() }},
-		{header: "PHASE", value: func(r Resource, _ time.Time) string { return r.(*roostv1.Revision).GetStatus().GetPhase() }},
-		{header: "MACHINE", wide: true, value: func(r Resource, _ time.Time) string { return r.(*roostv1.Revision).GetSpec().GetMachine() }},
-		{header: "HOSTNAME", wide: true, value: func(r Resource, _ time.Time) string { return r.(*roostv1.Revision).GetSpec().GetHostname() }},
-		{header: "REASON", wide: true, value: func(r Resource, _ time.Time) string { return r.(*roostv1.Revision).GetStatus().GetReason() }},
+		{header: "IMAGE", value: func(r resource.Resource, _ time.Time) string {
+			return r.(*roostv1.Revision).GetSpec().GetImageVersion()
+		}},
+		{header: "PHASE", value: func(r resource.Resource, _ time.Time) string { return r.(*roostv1.Revision).GetStatus().GetPhase() }},
+		{header: "MACHINE", wide: true, value: func(r resource.Resource, _ time.Time) string { return r.(*roostv1.Revision).GetSpec().GetMachine() }},
+		{header: "HOSTNAME", wide: true, value: func(r resource.Resource, _ time.Time) string { return r.(*roostv1.Revision).GetSpec().GetHostname() }},
+		{header: "REASON", wide: true, value: func(r resource.Resource, _ time.Time) string { return r.(*roostv1.Revision).GetStatus().GetReason() }},
 	},
 	"Extension": extensionColumns,
 }
@@ -301,29 +320,29 @@ var tableColumns = map[string][]column{
 // when it has none), image size and the first 12 hex digits of its
 // sha256; wide adds the extension's name and how many paths it ships.
 var extensionColumns = []column{
-	{header: "VERSION", value: func(r Resource, _ time.Time) string { return r.(*roostv1.Extension).GetSpec().GetVersion() }},
-	{header: "ARCH", value: func(r Resource, _ time.Time) string {
+	{header: "VERSION", value: func(r resource.Resource, _ time.Time) string { return r.(*roostv1.Extension).GetSpec().GetVersion() }},
+	{header: "ARCH", value: func(r resource.Resource, _ time.Time) string {
 		if a := r.(*roostv1.Extension).GetSpec().GetArchitecture(); a != "" {
 			return a
 		}
 		return "any"
 	}},
-	{header: "SIZE", value: func(r Resource, _ time.Time) string {
+	{header: "SIZE", value: func(r resource.Resource, _ time.Time) string {
 		return bytesCell(r.(*roostv1.Extension).GetSpec().GetImage().GetSize())
 	}},
-	{header: "SHA256", value: func(r Resource, _ time.Time) string {
+	{header: "SHA256", value: func(r resource.Resource, _ time.Time) string {
 		d := r.(*roostv1.Extension).GetSpec().GetImage().GetSha256()
 		return d[:min(len(d), 12)]
 	}},
-	{header: "EXTENSION", wide: true, value: func(r Resource, _ time.Time) string { return r.(*roostv1.Extension).GetSpec().GetName() }},
-	{header: "PATHS", wide: true, value: func(r Resource, _ time.Time) string {
+	{header: "EXTENSION", wide: true, value: func(r resource.Resource, _ time.Time) string { return r.(*roostv1.Extension).GetSpec().GetName() }},
+	{header: "PATHS", wide: true, value: func(r resource.Resource, _ time.Time) string {
 		return strconv.Itoa(len(r.(*roostv1.Extension).GetSpec().GetPaths()))
 	}},
 }
 
 // Columns returns the table headers PrintTable writes for a kind, NAME
 // first and AGE last.
-func Columns(kind *Kind, wide bool) []string {
+func Columns(kind *resource.Kind, wide bool) []string {
 	h := []string{"NAME"}
 	for _, c := range tableColumns[kind.Name] {
 		if wide || !c.wide {
@@ -345,13 +364,13 @@ func Columns(kind *Kind, wide bool) []string {
 // envelope.
 func PrintTable(w io.Writer, objs []*roostv1.Object, wide bool, now time.Time) error {
 	type group struct {
-		kind *Kind
-		objs []Resource
+		kind *resource.Kind
+		objs []resource.Resource
 	}
 	var groups []*group
-	byKind := map[*Kind]*group{}
+	byKind := map[*resource.Kind]*group{}
 	for i, o := range objs {
-		r, k := Unwrap(o)
+		r, k := resource.Unwrap(o)
 		if r == nil {
 			return fmt.Errorf("print: object %d is empty (no kind set)", i)
 		}
@@ -383,14 +402,14 @@ func PrintTable(w io.Writer, objs []*roostv1.Object, wide bool, now time.Time) e
 // TableRow returns the cells of o's row in PrintTable's table of its kind
 // (Columns names them), or an error for an empty Object envelope.
 func TableRow(o *roostv1.Object, wide bool, now time.Time) ([]string, error) {
-	r, k := Unwrap(o)
+	r, k := resource.Unwrap(o)
 	if r == nil {
 		return nil, fmt.Errorf("print: the object is empty (no kind set)")
 	}
 	return tableRow(k, r, wide, now), nil
 }
 
-func tableRow(k *Kind, r Resource, wide bool, now time.Time) []string {
+func tableRow(k *resource.Kind, r resource.Resource, wide bool, now time.Time) []string {
 	cells := []string{cell(r.GetMetadata().GetName())}
 	for _, c := range tableColumns[k.Name] {
 		if wide || !c.wide {
@@ -519,7 +538,7 @@ func ServerLastSeen(s *roostv1.Server, now time.Time) (cell, detail string) {
 	st := s.GetStatus()
 	recorded := "never"
 	if ts := st.GetLastSeen(); ts != nil {
-		recorded = formatTimestamp(ts) + " (" + sinceCell(ts, now) + ")"
+		recorded = resource.FormatTimestamp(ts) + " (" + sinceCell(ts, now) + ")"
 	}
 	untracked := ""
 	if st.GetState() == serverDecommissioned {
@@ -553,20 +572,6 @@ func ServerPoolCell(s *roostv1.Server) string {
 		return ""
 	}
 	return s.GetSpec().GetPool()
-}
-
-// TokenState is an EnrollmentToken's STATE column at now: Revoked,
-// Expired, UsedUp or Active.
-func TokenState(t *roostv1.EnrollmentToken, now time.Time) string {
-	switch {
-	case t.GetStatus().GetRevoked():
-		return "Revoked"
-	case t.GetSpec().GetExpiresAt() != nil && !now.Before(t.GetSpec().GetExpiresAt().AsTime()):
-		return "Expired"
-	case t.GetSpec().GetMaxUses() > 0 && t.GetStatus().GetUses() >= t.GetSpec().GetMaxUses():
-		return "UsedUp"
-	}
-	return "Active"
 }
 
 // bytesCell writes a byte count in binary units, e.g. "64Gi", "1.5Ti",

@@ -1,4 +1,4 @@
-package resource
+package printers
 
 import (
 	"bytes"
@@ -6,10 +6,12 @@ import (
 	"testing"
 
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+	"github.com/roostfleet/roost/resource"
+	"github.com/roostfleet/roost/resource/resourcetest"
 )
 
 func TestPrintTable(t *testing.T) {
-	objs := sampleObjects()
+	objs := resourcetest.SampleObjects()
 	for _, wide := range []bool{false, true} {
 		suffix := ""
 		if wide {
@@ -18,9 +20,9 @@ func TestPrintTable(t *testing.T) {
 		// One table per kind.
 		var all bytes.Buffer
 		for _, o := range objs {
-			_, k := Unwrap(o)
+			_, k := resource.Unwrap(o)
 			var buf bytes.Buffer
-			if err := PrintTable(&buf, []*roostv1.Object{o, o}, wide, fixtureNow); err != nil {
+			if err := PrintTable(&buf, []*roostv1.Object{o, o}, wide, resourcetest.Now); err != nil {
 				t.Fatal(err)
 			}
 			if !strings.HasPrefix(buf.String(), strings.Join(Columns(k, wide), " ")[:4]) {
@@ -32,7 +34,7 @@ func TestPrintTable(t *testing.T) {
 		checkGolden(t, "testdata/print/tables"+suffix+".golden", all.Bytes())
 		// Mixed kinds: kind/name and one header per kind.
 		var mixed bytes.Buffer
-		if err := PrintTable(&mixed, []*roostv1.Object{objs[2], objs[3], objs[2]}, wide, fixtureNow); err != nil {
+		if err := PrintTable(&mixed, []*roostv1.Object{objs[2], objs[3], objs[2]}, wide, resourcetest.Now); err != nil {
 			t.Fatal(err)
 		}
 		checkGolden(t, "testdata/print/mixed"+suffix+".golden", mixed.Bytes())
@@ -41,38 +43,38 @@ func TestPrintTable(t *testing.T) {
 
 func TestPrintTableEdgeCases(t *testing.T) {
 	var buf bytes.Buffer
-	if err := PrintTable(&buf, nil, false, fixtureNow); err != nil || buf.Len() != 0 {
+	if err := PrintTable(&buf, nil, false, resourcetest.Now); err != nil || buf.Len() != 0 {
 		t.Errorf("no objects: %q, %v", buf.String(), err)
 	}
-	if err := PrintTable(&buf, []*roostv1.Object{{}}, false, fixtureNow); err == nil {
+	if err := PrintTable(&buf, []*roostv1.Object{{}}, false, resourcetest.Now); err == nil {
 		t.Error("empty envelope: want an error")
 	}
 	// Objects with nothing set print without panicking.
-	for _, k := range Kinds() {
+	for _, k := range resource.Kinds() {
 		buf.Reset()
-		if err := PrintTable(&buf, []*roostv1.Object{k.Wrap(k.New())}, true, fixtureNow); err != nil {
+		if err := PrintTable(&buf, []*roostv1.Object{k.Wrap(k.New())}, true, resourcetest.Now); err != nil {
 			t.Fatal(err)
 		}
 		if !strings.Contains(buf.String(), "<unknown>") {
 			t.Errorf("%s: AGE of an object without creationTimestamp should be <unknown>:\n%s", k.Name, &buf)
 		}
 		buf.Reset()
-		if err := Describe(&buf, k.Wrap(k.New()), fixtureNow); err != nil {
+		if err := Describe(&buf, k.Wrap(k.New()), resourcetest.Now); err != nil {
 			t.Fatal(err)
 		}
 	}
 }
 
 func TestDescribe(t *testing.T) {
-	for _, o := range sampleObjects() {
-		_, k := Unwrap(o)
+	for _, o := range resourcetest.SampleObjects() {
+		_, k := resource.Unwrap(o)
 		var buf bytes.Buffer
-		if err := Describe(&buf, o, fixtureNow); err != nil {
+		if err := Describe(&buf, o, resourcetest.Now); err != nil {
 			t.Fatal(err)
 		}
 		checkGolden(t, "testdata/print/describe-"+k.Singular+".golden", buf.Bytes())
 	}
-	if err := Describe(&bytes.Buffer{}, &roostv1.Object{}, fixtureNow); err == nil {
+	if err := Describe(&bytes.Buffer{}, &roostv1.Object{}, resourcetest.Now); err == nil {
 		t.Error("empty envelope: want an error")
 	}
 }
@@ -80,7 +82,7 @@ func TestDescribe(t *testing.T) {
 func TestClusterTableWithoutStatus(t *testing.T) {
 	c := &roostv1.Cluster{Metadata: &roostv1.ObjectMeta{Name: "new"}, Spec: &roostv1.ClusterSpec{ApiEndpoint: "https://h:6443"}}
 	var buf bytes.Buffer
-	if err := PrintTable(&buf, []*roostv1.Object{Wrap(c)}, true, fixtureNow); err != nil {
+	if err := PrintTable(&buf, []*roostv1.Object{resource.Wrap(c)}, true, resourcetest.Now); err != nil {
 		t.Fatal(err)
 	}
 	want := [][]string{
@@ -125,13 +127,13 @@ func TestMachineReason(t *testing.T) {
 // not tracked (liveness leaves it out), whatever the status last recorded,
 // and its token's pool pre-assignment is not shown as its POOL.
 func TestServerLivenessDisplays(t *testing.T) {
-	recorded := ts("2026-11-20T11:55:07Z") // 4m53s before fixtureNow
+	recorded := resourcetest.TS("2026-11-20T11:55:07Z") // 4m53s before resourcetest.Now
 	server := func(state, reach string, lastSeen bool) *roostv1.Object {
 		st := &roostv1.ServerStatus{State: state, Reachability: reach}
 		if lastSeen {
 			st.LastSeen = recorded
 		}
-		return Wrap(&roostv1.Server{ApiVersion: APIVersion, Kind: "Server", Metadata: meta("srv-a", "2026-11-20T09:00:00Z"),
+		return resource.Wrap(&roostv1.Server{ApiVersion: resource.APIVersion, Kind: "Server", Metadata: resourcetest.Meta("srv-a", "2026-11-20T09:00:00Z"),
 			Spec: &roostv1.ServerSpec{Pool: "workers"}, Status: st})
 	}
 	for _, tc := range []struct {
@@ -152,7 +154,7 @@ func TestServerLivenessDisplays(t *testing.T) {
 			"Last Seen:     never recorded; not tracked while Decommissioned", "Reachability:  - (not tracked while Decommissioned"},
 	} {
 		var tbl bytes.Buffer
-		if err := PrintTable(&tbl, []*roostv1.Object{tc.obj}, false, fixtureNow); err != nil {
+		if err := PrintTable(&tbl, []*roostv1.Object{tc.obj}, false, resourcetest.Now); err != nil {
 			t.Fatal(err)
 		}
 		lines := strings.Split(strings.TrimSpace(tbl.String()), "\n")
@@ -175,7 +177,7 @@ func TestServerLivenessDisplays(t *testing.T) {
 			t.Errorf("%s: LAST-SEEN %q, want %q", tc.name, got, tc.lastSeen)
 		}
 		var desc bytes.Buffer
-		if err := Describe(&desc, tc.obj, fixtureNow); err != nil {
+		if err := Describe(&desc, tc.obj, resourcetest.Now); err != nil {
 			t.Fatal(err)
 		}
 		for _, want := range []string{tc.describeSeen, tc.describeReach} {

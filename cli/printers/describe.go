@@ -1,9 +1,11 @@
-package resource
+package printers
 
 import (
 	"bytes"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+	"github.com/roostfleet/roost/resource"
 )
 
 // Describe writes a kubectl-describe-like text about obj: Name, Kind,
@@ -31,7 +34,7 @@ import (
 // "<redacted>". The output depends only on the arguments.
 // Errors are those of w, or an empty Object envelope.
 func Describe(w io.Writer, obj *roostv1.Object, now time.Time) error {
-	r, k := Unwrap(obj)
+	r, k := resource.Unwrap(obj)
 	if r == nil {
 		return fmt.Errorf("describe: empty object (no kind set)")
 	}
@@ -87,7 +90,7 @@ func Describe(w io.Writer, obj *roostv1.Object, now time.Time) error {
 }
 
 // redacted are the fields Describe does not show: secrets (every
-// write-only field too, see IsWriteOnly).
+// write-only field too, see resource.IsWriteOnly).
 var redacted = map[protoreflect.FullName]bool{
 	"roost.v1.ClusterSpec.kubeconfig":            true,
 	"roost.v1.EnrollmentTokenSpec.secret_sha256": true,
@@ -155,7 +158,7 @@ func (d *describer) values(prefix, key string, vals []string) {
 
 func (d *describer) stringMap(prefix, key string, m map[string]string) {
 	var vals []string
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		vals = append(vals, k+"="+m[k])
 	}
 	d.values(prefix, key, vals)
@@ -171,7 +174,7 @@ func (d *describer) timestamp(ts *timestamppb.Timestamp) string {
 	} else {
 		rel = "in " + duration.HumanDuration(-dt)
 	}
-	return formatTimestamp(ts) + " (" + rel + ")"
+	return resource.FormatTimestamp(ts) + " (" + rel + ")"
 }
 
 const conditionName protoreflect.FullName = "roost.v1.Condition"
@@ -244,7 +247,7 @@ func (d *describer) message(m protoreflect.Message, prefix string) {
 				d.header(prefix+"  ", k)
 				d.message(vals[k].Message(), prefix+"    ")
 			}
-		case redacted[fd.FullName()] || IsWriteOnly(fd):
+		case redacted[fd.FullName()] || resource.IsWriteOnly(fd):
 			d.kv(prefix, key, "<redacted>")
 		default:
 			if s, ok := d.scalar(fd, v); ok {
@@ -273,7 +276,7 @@ func (d *describer) scalar(fd protoreflect.FieldDescriptor, v protoreflect.Value
 			return fmt.Sprintf("%s (%d bytes)", bytesCell(n), n), true
 		}
 	}
-	return formatScalarForHumans(fd, v)
+	return resource.FormatScalarForHumans(fd, v)
 }
 
 // conditions writes a condition list as a table.
@@ -356,3 +359,6 @@ func fieldLabel(fd protoreflect.FieldDescriptor) string {
 	}
 	return strings.Join(words, " ")
 }
+
+// timestampName is the full name of google.protobuf.Timestamp.
+var timestampName = (&timestamppb.Timestamp{}).ProtoReflect().Descriptor().FullName()

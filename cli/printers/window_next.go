@@ -1,4 +1,4 @@
-package resource
+package printers
 
 import (
 	"time"
@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+	"github.com/roostfleet/roost/resource"
 	"github.com/roostfleet/roost/window"
 )
 
@@ -31,7 +32,7 @@ func windowNext(mw *roostv1.MaintenanceWindow, now time.Time) (o window.Opening,
 
 // windowNextCell is the NEXT OPENING column of `get windows`: "open (closes
 // in 42m)", "in 9h", "never" (the rule ended) or "<invalid>".
-func windowNextCell(r Resource, now time.Time) string {
+func windowNextCell(r resource.Resource, now time.Time) string {
 	o, open, ok, valid := windowNext(r.(*roostv1.MaintenanceWindow), now)
 	switch {
 	case !valid:
