@@ -10,7 +10,7 @@ import (
 	"github.com/roostfleet/roost/agent/boot"
 	"github.com/roostfleet/roost/agent/config"
 	"github.com/roostfleet/roost/agent/install"
-	"github.com/roostfleet/roost/netprofiles"
+	"github.com/roostfleet/roost/netprofiles/hostnet"
 )
 
 // Defaults of Host.
@@ -46,10 +46,10 @@ type Host struct {
 	Units    boot.Units
 	Rebooter boot.Rebooter
 	// Netlink applies network profiles; nil skips them.
-	Netlink netprofiles.Netlink
+	Netlink hostnet.Netlink
 	// NewNetlink opens a Netlink of its own for one DHCPv4 client (see
-	// netprofiles.DHCP4); nil runs no DHCP.
-	NewNetlink func() (netprofiles.Netlink, error)
+	// dhcp4.Client); nil runs no DHCP.
+	NewNetlink func() (hostnet.Netlink, error)
 	// FindPartition returns the device of a GPT partition by name (see
 	// boot.FindPartition).
 	FindPartition func(name string) (string, error)
@@ -88,12 +88,12 @@ func NewHost(stateDir string, booted int64, profiles []string, keys []ed25519.Pu
 		FindPartition: boot.FindPartition, BootedRevision: booted, NetworkProfiles: profiles,
 		StateDir: stateDir, TrustedKeys: keys,
 	}
-	nl, err := netprofiles.NewKernel(netns.None())
+	nl, err := hostnet.NewKernel(netns.None())
 	if err != nil {
 		return nil, err
 	}
 	h.Netlink = nl
-	h.NewNetlink = func() (netprofiles.Netlink, error) { return netprofiles.NewKernel(netns.None()) }
+	h.NewNetlink = func() (hostnet.Netlink, error) { return hostnet.NewKernel(netns.None()) }
 	return h, nil
 }
 

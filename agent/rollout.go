@@ -21,6 +21,8 @@ import (
 	"github.com/roostfleet/roost/agent/fetch"
 	"github.com/roostfleet/roost/agent/install"
 	"github.com/roostfleet/roost/netprofiles"
+	"github.com/roostfleet/roost/netprofiles/dhcp4"
+	"github.com/roostfleet/roost/netprofiles/hostnet"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 	"github.com/roostfleet/roost/releasesig"
 	"github.com/roostfleet/roost/resource"
@@ -294,7 +296,7 @@ func (a *Agent) applyProfile(ctx context.Context, path string, data []byte) erro
 			return fmt.Errorf("%s: %s is not a NetworkProfile", path, m.Kind.Name)
 		}
 		name := np.GetMetadata().GetName()
-		res, err := netprofiles.Apply(ctx, a.host.Netlink, np.GetSpec(), netprofiles.WithProfile(name))
+		res, err := hostnet.Apply(ctx, a.host.Netlink, np.GetSpec(), hostnet.WithProfile(name))
 		for _, act := range res.Actions {
 			a.log.Info("network", "profile", name, "action", act.String())
 		}
@@ -328,7 +330,7 @@ func (a *Agent) startDHCP(ctx context.Context, spec *roostv1.NetworkProfileSpec)
 			a.hs.dhcp = map[string]bool{}
 		}
 		a.hs.dhcp[iface] = true
-		c := &netprofiles.DHCP4{Iface: iface, NL: nl, Logf: func(format string, args ...any) { a.log.Info(fmt.Sprintf(format, args...)) }}
+		c := &dhcp4.Client{Iface: iface, NL: nl, Logf: func(format string, args ...any) { a.log.Info(fmt.Sprintf(format, args...)) }}
 		go func() {
 			if err := c.Run(ctx); err != nil && ctx.Err() == nil {
 				a.log.Warn("dhcp4 client stopped", "interface", iface, "err", err)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/roostfleet/roost/netprofiles"
+	"github.com/roostfleet/roost/netprofiles/hostnet"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 	"github.com/roostfleet/roost/resource"
 )
@@ -101,8 +101,8 @@ func (o *options) runNetprofilePlan(cmd *cobra.Command, p *netprofilePlanOptions
 		fmt.Fprintf(o.Err, "error: Server %q has not reported an inventory with NICs yet: nothing to plan against\n", p.server)
 		return reportedError{ExitFailed}
 	}
-	actions, err := netprofiles.PlanForInventory(profile.GetSpec(), inv, netprofiles.WithProfile(name))
-	if err != nil && !netprofiles.IsPlanError(err) {
+	actions, err := hostnet.PlanForInventory(profile.GetSpec(), inv, hostnet.WithProfile(name))
+	if err != nil && !hostnet.IsPlanError(err) {
 		return usageErrorf("%v", err)
 	}
 	writePlan(o.Out, name, p.server, actions)
@@ -135,9 +135,9 @@ func (o *options) profileFromFiles(files []string, name string) (*roostv1.Networ
 	return nil, usageErrorf("no NetworkProfile %q in %s", name, manifestSources(files))
 }
 
-func writePlan(w io.Writer, profile, server string, actions []netprofiles.Action) {
+func writePlan(w io.Writer, profile, server string, actions []hostnet.Action) {
 	fmt.Fprintf(w, "NetworkProfile %q on Server %q (from its reported inventory):\n", profile, server)
-	counts := map[netprofiles.Op]int{}
+	counts := map[hostnet.Op]int{}
 	for _, a := range actions {
 		fmt.Fprintf(w, "  %s\n", a)
 		counts[a.Op]++
@@ -145,5 +145,5 @@ func writePlan(w io.Writer, profile, server string, actions []netprofiles.Action
 	if len(actions) == 0 {
 		fmt.Fprintln(w, "  no changes: the server matches the profile")
 	}
-	fmt.Fprintf(w, "Plan: %d to add, %d to change, %d to delete.\n", counts[netprofiles.OpCreate], counts[netprofiles.OpChange], counts[netprofiles.OpDelete])
+	fmt.Fprintf(w, "Plan: %d to add, %d to change, %d to delete.\n", counts[hostnet.OpCreate], counts[hostnet.OpChange], counts[hostnet.OpDelete])
 }

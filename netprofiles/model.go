@@ -77,3 +77,16 @@ func Interfaces(s *roostv1.NetworkProfileSpec) []Iface {
 
 // index appends a list index to a field path.
 func index(parent string, i int) string { return parent + "[" + strconv.Itoa(i) + "]" }
+
+// DHCP4Interfaces lists the profile's interfaces with dhcp4, in profile
+// order: the agent runs a DHCP client (netprofiles/dhcp4) for each after
+// applying the profile.
+func DHCP4Interfaces(spec *roostv1.NetworkProfileSpec) []string {
+	var out []string
+	for _, it := range Interfaces(spec) {
+		if it.DHCP4 {
+			out = append(out, it.Name)
+		}
+	}
+	return out
+}

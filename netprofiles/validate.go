@@ -387,7 +387,7 @@ func checkAddressing(e *violations, good []*declared) {
 		}
 		for i, r := range d.Routes {
 			f := index(d.Path+".routes", i)
-			dst, gw, ok := parseRoute(r)
+			dst, gw, ok := ParseRoute(r)
 			if !ok {
 				continue
 			}
@@ -439,10 +439,10 @@ func prefixList(ps []netip.Prefix) string {
 	return strings.Join(s, " or ")
 }
 
-// parseRoute parses a route's destination and gateway; ok is false when
+// ParseRoute parses a route's destination and gateway; ok is false when
 // either is malformed (checkL3 reported it). The default destination is
 // 0.0.0.0/0 or ::/0 by the gateway's family.
-func parseRoute(r *roostv1.Route) (dst netip.Prefix, gw netip.Addr, ok bool) {
+func ParseRoute(r *roostv1.Route) (dst netip.Prefix, gw netip.Addr, ok bool) {
 	if g := r.GetGateway(); g != "" {
 		var err error
 		if gw, err = netip.ParseAddr(g); err != nil {
@@ -472,7 +472,7 @@ func checkDefaultRoutes(e *violations, good []*declared) {
 	first := map[key]string{}
 	for _, d := range good {
 		for i, r := range d.Routes {
-			dst, _, ok := parseRoute(r)
+			dst, _, ok := ParseRoute(r)
 			if !ok || dst.Bits() != 0 {
 				continue
 			}

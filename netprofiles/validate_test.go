@@ -40,7 +40,7 @@ func TestValidateHints(t *testing.T) {
 	}
 	good, _ := filepath.Glob("testdata/profiles/*.yaml")
 	for _, file := range append(good, "../examples/networkprofile.yaml") {
-		if vs := netprofiles.Validate(loadProfile(t, file).GetSpec()); len(vs) > 0 {
+		if vs := netprofiles.Validate(profileSpec(t, file)); len(vs) > 0 {
 			t.Errorf("%s: %v", file, vs)
 		}
 	}
@@ -89,4 +89,22 @@ func TestValidateRules(t *testing.T) {
 			}
 		})
 	}
+}
+
+// profileSpec decodes the NetworkProfile manifest at path (for apply, as
+// roostctl does) and returns its spec.
+func profileSpec(t *testing.T, path string) *roostv1.NetworkProfileSpec {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := resource.Decode(data, filepath.Base(path), resource.ForApply())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) != 1 || ms[0].Object.GetNetworkProfile() == nil {
+		t.Fatalf("%s: want one NetworkProfile, got %d objects", path, len(ms))
+	}
+	return ms[0].Object.GetNetworkProfile().GetSpec()
 }

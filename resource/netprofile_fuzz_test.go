@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/roostfleet/roost/netprofiles"
+	"github.com/roostfleet/roost/netprofiles/hostnet"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 )
 
@@ -43,16 +43,16 @@ func FuzzNetworkProfile(f *testing.F) {
 				continue
 			}
 			spec := np.NetworkProfile.GetSpec()
-			host := netprofiles.NewFake()
+			host := hostnet.NewSimKernel()
 			for i, mac := range []string{"52:54:00:12:34:56", "52:54:00:00:00:11", "52:54:00:00:00:12", "52:54:00:00:00:13"} {
 				host.AddDevice("enp"+string(rune('1'+i))+"s0", mac, "virtio_net", "0000:3b:00."+string(rune('0'+i)), 1500)
 			}
-			_, err := netprofiles.Apply(context.Background(), host, spec)
-			if err != nil && !netprofiles.IsPlanError(err) {
+			_, err := hostnet.Apply(context.Background(), host, spec)
+			if err != nil && !hostnet.IsPlanError(err) {
 				t.Fatalf("apply of a valid profile failed: %v\n%s", err, data)
 			}
 			before := host.String()
-			res, _ := netprofiles.Apply(context.Background(), host, spec)
+			res, _ := hostnet.Apply(context.Background(), host, spec)
 			if len(res.Actions) != 0 {
 				t.Fatalf("second apply did %d actions: %v\nhost before:\n%s\nprofile:\n%s", len(res.Actions), res.Actions, before, data)
 			}

@@ -1,4 +1,4 @@
-package netprofiles
+package hostnet
 
 import (
 	"fmt"
@@ -14,8 +14,8 @@ import (
 )
 
 // Netlink is the subset of github.com/vishvananda/netlink this package
-// uses. *netlink.Handle implements it as it is; Fake implements it in
-// memory, with the kernel rules that matter for ordering (see Fake).
+// uses. *netlink.Handle implements it as it is; SimKernel implements it in
+// memory, with the kernel rules that matter for ordering (see SimKernel).
 type Netlink interface {
 	LinkList() ([]netlink.Link, error)
 	LinkByName(name string) (netlink.Link, error)
@@ -38,14 +38,14 @@ type Netlink interface {
 }
 
 // DeviceInfo is implemented by a Netlink that can tell a link's kernel
-// driver and PCI address (Kernel reads them from sysfs; Fake keeps them).
+// driver and PCI address (Kernel reads them from sysfs; SimKernel keeps them).
 type DeviceInfo interface {
 	DeviceInfo(name string) (driver, pciPath string)
 }
 
 // BridgeSTP is implemented by a Netlink that reads and sets a bridge's
 // spanning tree protocol, which netlink.Bridge does not carry. Kernel and
-// Fake implement it.
+// SimKernel implement it.
 type BridgeSTP interface {
 	BridgeSTP(name string) (bool, error)
 	SetBridgeSTP(name string, on bool) error

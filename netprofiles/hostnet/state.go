@@ -1,4 +1,4 @@
-package netprofiles
+package hostnet
 
 import (
 	"fmt"
@@ -337,9 +337,9 @@ func prefixOf(n *net.IPNet) (netip.Prefix, bool) {
 	return netip.PrefixFrom(ip, ones), true
 }
 
-// ipNet turns a prefix into the *net.IPNet netlink wants, keeping the
+// IPNet turns a prefix into the *net.IPNet netlink wants, keeping the
 // host bits (an interface address).
-func ipNet(p netip.Prefix) *net.IPNet {
+func IPNet(p netip.Prefix) *net.IPNet {
 	bits := 32
 	if p.Addr().Is6() {
 		bits = 128

@@ -1,4 +1,11 @@
-package netprofiles
+// Package dhcp4 keeps DHCPv4 leases on a host's interfaces for the agent:
+// Client runs github.com/insomniacslk/dhcp's nclient4 on one interface of
+// a NetworkProfile (netprofiles.DHCP4Interfaces lists them), puts the
+// leased address and default route on the link through netlink
+// (hostnet.Netlink), and renews at T1. The agent runs one Client per dhcp4
+// interface after hostnet.Apply; nothing else links this package, so the
+// hub and roostctl do not link the DHCP client.
+package dhcp4
 
 import (
 	"context"
@@ -14,20 +21,8 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
-	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+	"github.com/roostfleet/roost/netprofiles/hostnet"
 )
-
-// DHCP4Interfaces lists the profile's interfaces with dhcp4, in profile
-// order: the agent runs one DHCP4 for each after Apply.
-func DHCP4Interfaces(spec *roostv1.NetworkProfileSpec) []string {
-	var out []string
-	for _, it := range Interfaces(spec) {
-		if it.DHCP4 {
-			out = append(out, it.Name)
-		}
-	}
-	return out
-}
 
 // Lease is a DHCPv4 lease as installed on an interface.
 type Lease struct {
@@ -41,18 +36,18 @@ type Lease struct {
 	Acquired time.Time
 }
 
-// DHCP4 keeps a DHCPv4 lease on one interface, with
+// Client keeps a DHCPv4 lease on one interface, with
 // github.com/insomniacslk/dhcp's nclient4: it asks for a lease (DORA), puts
 // the address on the link with the lease's lifetime (so the kernel drops it
 // when the lease runs out, and Plan keeps it as a dynamic address), adds
 // the router as the default route (protocol dhcp, which Plan never
 // touches), renews at T1, retries until T2 and asks anew after expiry.
 // Run it in a goroutine per interface; it returns when ctx ends. Give it
-// a Netlink of its own (a Kernel per DHCP4) rather than sharing one with a
+// a Netlink of its own (a hostnet.Kernel per Client) rather than sharing one with a
 // concurrent Apply.
-type DHCP4 struct {
+type Client struct {
 	Iface string
-	NL    Netlink
+	NL    hostnet.Netlink
 	// Metric of the default route; 0 by default.
 	Metric int
 	// Timeout of one exchange (default 5s) and pause between failed
@@ -68,7 +63,7 @@ type DHCP4 struct {
 }
 
 // Lease returns the current lease, or nil.
-func (d *DHCP4) Lease() *Lease {
+func (d *Client) Lease() *Lease {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.lease == nil {
@@ -79,13 +74,13 @@ func (d *DHCP4) Lease() *Lease {
 }
 
 // Renewals says how many times the lease was renewed.
-func (d *DHCP4) Renewals() int {
+func (d *Client) Renewals() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.renewals
 }
 
-func (d *DHCP4) logf(format string, a ...any) {
+func (d *Client) logf(format string, a ...any) {
 	if d.Logf != nil {
 		d.Logf("dhcp4 %s: "+format, append([]any{d.Iface}, a...)...)
 	}
@@ -93,7 +88,7 @@ func (d *DHCP4) logf(format string, a ...any) {
 
 // Run keeps a lease until ctx ends. The client's packet socket is opened
 // in the network namespace of the calling thread.
-func (d *DHCP4) Run(ctx context.Context) error {
+func (d *Client) Run(ctx context.Context) error {
 	timeout, retry := d.Timeout, d.Retry
 	if timeout == 0 {
 		timeout = 5 * time.Second
@@ -213,7 +208,7 @@ func ip4DefaultMask(ip netip.Addr) net.IPMask {
 
 // install puts the lease on the link: the address with the lease's
 // lifetime, and the default route through the router.
-func (d *DHCP4) install(nl4 *nclient4.Lease) error {
+func (d *Client) install(nl4 *nclient4.Lease) error {
 	l, err := leaseOf(nl4.ACK, time.Now())
 	if err != nil {
 		return err
@@ -234,13 +229,13 @@ func (d *DHCP4) install(nl4 *nclient4.Lease) error {
 // InstallLease puts a DHCPv4 lease on a link: the address with the
 // lease's lifetime (replacing an older lifetime) and, when the lease names
 // a router, the default route through it with protocol dhcp.
-func InstallLease(nl Netlink, iface string, l *Lease, metric int) error {
+func InstallLease(nl hostnet.Netlink, iface string, l *Lease, metric int) error {
 	link, err := nl.LinkByName(iface)
 	if err != nil {
 		return err
 	}
 	secs := int(l.Duration / time.Second)
-	addr := &netlink.Addr{IPNet: ipNet(l.Addr), ValidLft: secs, PreferedLft: secs}
+	addr := &netlink.Addr{IPNet: hostnet.IPNet(l.Addr), ValidLft: secs, PreferedLft: secs}
 	if err := nl.AddrReplace(link, addr); err != nil {
 		return fmt.Errorf("address %s: %w", l.Addr, err)
 	}

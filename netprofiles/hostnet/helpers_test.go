@@ -1,4 +1,4 @@
-package netprofiles_test
+package hostnet_test
 
 import "net"
 

@@ -1,4 +1,4 @@
-package netprofiles_test
+package hostnet_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 
-	"github.com/roostfleet/roost/netprofiles"
+	"github.com/roostfleet/roost/netprofiles/hostnet"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 )
 
@@ -27,7 +27,7 @@ import (
 // newNetns moves the test's goroutine, locked to its OS thread, into a new
 // network namespace, and returns a Kernel bound to it. Cleanup goes back
 // and closes the namespace (it vanishes with its last reference).
-func newNetns(t *testing.T) (*netprofiles.Kernel, *netlink.Handle) {
+func newNetns(t *testing.T) (*hostnet.Kernel, *netlink.Handle) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: run make test-root as root")
@@ -53,7 +53,7 @@ func newNetns(t *testing.T) (*netprofiles.Kernel, *netlink.Handle) {
 		orig.Close()
 		runtime.UnlockOSThread()
 	})
-	k, err := netprofiles.NewKernel(ns)
+	k, err := hostnet.NewKernel(ns)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,9 +102,9 @@ func outside(t *testing.T, h *netlink.Handle) {
 }
 
 // foreign renders what of a host belongs to links made outside Roost.
-func foreign(t *testing.T, nl netprofiles.Netlink) string {
+func foreign(t *testing.T, nl hostnet.Netlink) string {
 	t.Helper()
-	h, err := netprofiles.Observe(nl)
+	h, err := hostnet.Observe(nl)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,9 +148,9 @@ func kernelProfile() *roostv1.NetworkProfileSpec {
 	}
 }
 
-func applyKernel(t *testing.T, k *netprofiles.Kernel, spec *roostv1.NetworkProfileSpec) netprofiles.Result {
+func applyKernel(t *testing.T, k *hostnet.Kernel, spec *roostv1.NetworkProfileSpec) hostnet.Result {
 	t.Helper()
-	res, err := netprofiles.Apply(context.Background(), k, spec, netprofiles.WithProfile("test"), netprofiles.WithPhysicalTypes("device", "veth"))
+	res, err := hostnet.Apply(context.Background(), k, spec, hostnet.WithProfile("test"), hostnet.WithPhysicalTypes("device", "veth"))
 	if err != nil {
 		t.Fatalf("apply: %v\nactions:\n%s\nhost:\n%s", err, actionsText(res.Actions), res.Observed)
 	}
@@ -184,8 +184,8 @@ func TestKernelApply(t *testing.T) {
 	case brvm.Bridge == nil || !brvm.Bridge.STP || brvm.Alias != "roost:test":
 		t.Errorf("br-vm = %+v", brvm)
 	}
-	if !slices.ContainsFunc(nic0.Addrs, func(a netprofiles.AddrState) bool { return a.Prefix.String() == "192.0.2.10/24" }) ||
-		!slices.ContainsFunc(nic0.Addrs, func(a netprofiles.AddrState) bool { return a.Prefix.String() == "2001:db8::10/64" }) {
+	if !slices.ContainsFunc(nic0.Addrs, func(a hostnet.AddrState) bool { return a.Prefix.String() == "192.0.2.10/24" }) ||
+		!slices.ContainsFunc(nic0.Addrs, func(a hostnet.AddrState) bool { return a.Prefix.String() == "2001:db8::10/64" }) {
 		t.Errorf("nic0 addresses = %v", nic0.Addrs)
 	}
 	for _, want := range []string{
@@ -211,7 +211,7 @@ func TestKernelApply(t *testing.T) {
 	spec.Bridges = spec.Bridges[1:]
 	res = applyKernel(t, k, spec)
 	t.Logf("second profile:\n%s", actionsText(res.Actions))
-	if !slices.ContainsFunc(res.Actions, func(a netprofiles.Action) bool { return a.String() == "- delete bridge br0" }) {
+	if !slices.ContainsFunc(res.Actions, func(a hostnet.Action) bool { return a.String() == "- delete bridge br0" }) {
 		t.Errorf("no deletion of br0 in\n%s", actionsText(res.Actions))
 	}
 	obs = res.Observed
@@ -238,8 +238,8 @@ func TestKernelForeignLinks(t *testing.T) {
 	before := foreign(t, k)
 
 	spec := &roostv1.NetworkProfileSpec{Bridges: []*roostv1.Bridge{{Name: "ext0", Mtu: 9000, Addresses: []string{"10.1.0.1/24"}}}}
-	res, err := netprofiles.Apply(context.Background(), k, spec)
-	if !netprofiles.IsPlanError(err) || !strings.Contains(err.Error(), "ext0: the name is taken") {
+	res, err := hostnet.Apply(context.Background(), k, spec)
+	if !hostnet.IsPlanError(err) || !strings.Contains(err.Error(), "ext0: the name is taken") {
 		t.Errorf("apply err = %v, want a plan error about ext0", err)
 	}
 	if len(res.Actions) != 0 {

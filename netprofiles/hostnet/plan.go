@@ -1,4 +1,4 @@
-package netprofiles
+package hostnet
 
 import (
 	"errors"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/roostfleet/roost/netprofiles"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 )
 
@@ -68,7 +69,7 @@ func (e *PlanError) Error() string {
 
 // Plan returns the ordered actions that take a host from state h to the
 // profile. It never touches the host: it runs every action against an
-// in-memory copy (Fake) so that later steps see the effects of earlier
+// in-memory copy (SimKernel) so that later steps see the effects of earlier
 // ones (a bond member takes the bond's MTU, a link set down loses its
 // routes, …). The order:
 //
@@ -91,7 +92,7 @@ func (e *PlanError) Error() string {
 // changed, nor are their addresses or routes. err, a *PlanError, lists what
 // could not be planned; the actions are valid either way.
 func Plan(spec *roostv1.NetworkProfileSpec, h HostState, opts ...Option) ([]Action, error) {
-	if vs := Validate(spec); len(vs) > 0 {
+	if vs := netprofiles.Validate(spec); len(vs) > 0 {
 		msgs := make([]string, len(vs))
 		for i, v := range vs {
 			msgs[i] = v.String()
@@ -102,7 +103,7 @@ func Plan(spec *roostv1.NetworkProfileSpec, h HostState, opts ...Option) ([]Acti
 	for _, f := range opts {
 		f(&o)
 	}
-	p := &planner{spec: spec, aliasName: AliasPrefix + o.profile, physTypes: o.physTypes, sim: FakeFromState(h), host: map[string]string{}, mtuUnknown: map[int]bool{}, blocked: map[string]bool{}}
+	p := &planner{spec: spec, aliasName: AliasPrefix + o.profile, physTypes: o.physTypes, sim: SimKernelFromState(h), host: map[string]string{}, mtuUnknown: map[int]bool{}, blocked: map[string]bool{}}
 	p.run(h)
 	if len(p.problems) > 0 {
 		return p.actions, &PlanError{Problems: p.problems}
@@ -114,7 +115,7 @@ type planner struct {
 	physTypes []string
 	spec      *roostv1.NetworkProfileSpec
 	aliasName string
-	sim       *Fake
+	sim       *SimKernel
 	actions   []Action
 	problems  []string
 	// mtuUnknown holds the indexes of links released from a bond during
@@ -162,8 +163,8 @@ func onLink(name string, fn func(nl Netlink, l netlink.Link) error) func(Netlink
 
 func (p *planner) run(h HostState) {
 	p.bind(h)
-	ifs := Interfaces(p.spec)
-	kinds := map[string]Kind{}
+	ifs := netprofiles.Interfaces(p.spec)
+	kinds := map[string]netprofiles.Kind{}
 	for _, it := range ifs {
 		kinds[it.Name] = it.Kind
 	}
@@ -179,7 +180,7 @@ func (p *planner) run(h HostState) {
 		}
 	}
 	for _, v := range p.spec.GetVlans() {
-		if kinds[v.GetLink()] != KindBridge {
+		if kinds[v.GetLink()] != netprofiles.KindBridge {
 			p.vlan(v)
 		}
 	}
@@ -187,7 +188,7 @@ func (p *planner) run(h HostState) {
 		p.bridge(br)
 	}
 	for _, v := range p.spec.GetVlans() {
-		if kinds[v.GetLink()] == KindBridge {
+		if kinds[v.GetLink()] == netprofiles.KindBridge {
 			p.vlan(v)
 		}
 	}
@@ -289,14 +290,14 @@ func (p *planner) bind(h HostState) {
 
 // wantVirtual says whether the owned link l is what the profile wants
 // under its name; why says what differs.
-func (p *planner) wantVirtual(l *LinkState, ifs []Iface) (ok bool, why string) {
-	i := slices.IndexFunc(ifs, func(it Iface) bool { return it.Name == l.Name })
+func (p *planner) wantVirtual(l *LinkState, ifs []netprofiles.Iface) (ok bool, why string) {
+	i := slices.IndexFunc(ifs, func(it netprofiles.Iface) bool { return it.Name == l.Name })
 	if i < 0 {
 		return false, ""
 	}
 	it := ifs[i]
 	switch it.Kind {
-	case KindBond:
+	case netprofiles.KindBond:
 		if l.Bond == nil {
 			return false, "kind differs"
 		}
@@ -313,14 +314,14 @@ func (p *planner) wantVirtual(l *LinkState, ifs []Iface) (ok bool, why string) {
 		case l.Bond.Primary != p.primary(b):
 			return false, "primary differs"
 		}
-	case KindVlan:
+	case netprofiles.KindVlan:
 		if l.Vlan == nil {
 			return false, "kind differs"
 		}
 		if l.Vlan.ID != int(it.Vlan.GetId()) || l.Vlan.Link != it.Vlan.GetLink() {
 			return false, "id or link differs"
 		}
-	case KindBridge:
+	case netprofiles.KindBridge:
 		if l.Bridge == nil {
 			return false, "kind differs"
 		}
@@ -356,7 +357,7 @@ func depth(h HostState, name string, seen map[string]bool) int {
 	return d
 }
 
-func (p *planner) deletions(ifs []Iface) {
+func (p *planner) deletions(ifs []netprofiles.Iface) {
 	h := p.state()
 	type del struct {
 		name, typ, why string
@@ -366,7 +367,7 @@ func (p *planner) deletions(ifs []Iface) {
 	for _, l := range h.Links {
 		if !l.Owned() {
 			// A name the profile needs, held by a link Roost does not own.
-			if i := slices.IndexFunc(ifs, func(it Iface) bool { return it.Name == l.Name }); i >= 0 && ifs[i].Kind != KindLink {
+			if i := slices.IndexFunc(ifs, func(it netprofiles.Iface) bool { return it.Name == l.Name }); i >= 0 && ifs[i].Kind != netprofiles.KindLink {
 				if !slices.Contains(mapValues(p.host), l.Name) {
 					p.blocked[l.Name] = true
 					p.problem("%s %s: the name is taken by a %s Roost did not create; Roost leaves it alone", ifs[i].Kind, l.Name, l.Type)
@@ -440,15 +441,15 @@ func (p *planner) masters() map[string]string {
 
 // current returns the host name of a profile interface now: the bound
 // host link's name for links (before renames), the name itself otherwise.
-func (p *planner) current(name string, kind Kind) (string, bool) {
-	if kind == KindLink {
+func (p *planner) current(name string, kind netprofiles.Kind) (string, bool) {
+	if kind == netprofiles.KindLink {
 		n, ok := p.host[name]
 		return n, ok
 	}
 	return name, true
 }
 
-func (p *planner) detach(ifs []Iface) {
+func (p *planner) detach(ifs []netprofiles.Iface) {
 	want := p.masters()
 	h := p.state()
 	for _, it := range ifs {
@@ -517,11 +518,11 @@ func (p *planner) renames() {
 }
 
 // exists says whether a profile interface is on the (simulated) host now.
-func (p *planner) exists(name string, kind Kind) bool {
+func (p *planner) exists(name string, kind netprofiles.Kind) bool {
 	if p.blocked[name] {
 		return false
 	}
-	if kind == KindLink {
+	if kind == netprofiles.KindLink {
 		if _, ok := p.host[name]; !ok {
 			return false
 		}
@@ -613,7 +614,7 @@ func (p *planner) bond(b *roostv1.Bond) {
 	if p.blocked[name] {
 		return
 	}
-	if !p.exists(name, KindBond) {
+	if !p.exists(name, netprofiles.KindBond) {
 		p.emit(OpCreate, fmt.Sprintf("create bond %s (%s)", name, bondText(b)), func(nl Netlink) error {
 			nb := netlink.NewLinkBond(netlink.LinkAttrs{Name: name, MTU: int(b.GetMtu())})
 			nb.Mode = netlink.StringToBondMode(b.GetMode())
@@ -638,7 +639,7 @@ func (p *planner) bond(b *roostv1.Bond) {
 		p.mtu(name, b.GetMtu())
 	}
 	for _, m := range b.GetMembers() {
-		if p.exists(m, KindLink) {
+		if p.exists(m, netprofiles.KindLink) {
 			p.enslave(m, name)
 		}
 	}
@@ -649,7 +650,7 @@ func (p *planner) vlan(v *roostv1.Vlan) {
 	if p.blocked[name] {
 		return
 	}
-	if p.exists(name, KindVlan) {
+	if p.exists(name, netprofiles.KindVlan) {
 		p.alias(name)
 		p.mtu(name, v.GetMtu())
 		return
@@ -673,7 +674,7 @@ func (p *planner) bridge(br *roostv1.Bridge) {
 	if p.blocked[name] {
 		return
 	}
-	if !p.exists(name, KindBridge) {
+	if !p.exists(name, netprofiles.KindBridge) {
 		text := "create bridge " + name
 		if br.GetVlanFiltering() {
 			text += " (vlan-filtering)"
@@ -704,8 +705,8 @@ func (p *planner) bridge(br *roostv1.Bridge) {
 			return b.SetBridgeSTP(name, br.GetStp())
 		})
 	}
-	kinds := map[string]Kind{}
-	for _, it := range Interfaces(p.spec) {
+	kinds := map[string]netprofiles.Kind{}
+	for _, it := range netprofiles.Interfaces(p.spec) {
 		kinds[it.Name] = it.Kind
 	}
 	for _, port := range br.GetPorts() {
@@ -716,15 +717,15 @@ func (p *planner) bridge(br *roostv1.Bridge) {
 	p.mtu(name, br.GetMtu())
 }
 
-func (p *planner) ups(ifs []Iface, kinds map[string]Kind) {
-	order := func(it Iface) int {
+func (p *planner) ups(ifs []netprofiles.Iface, kinds map[string]netprofiles.Kind) {
+	order := func(it netprofiles.Iface) int {
 		switch it.Kind {
-		case KindLink:
+		case netprofiles.KindLink:
 			return 0
-		case KindBond:
+		case netprofiles.KindBond:
 			return 1
-		case KindVlan:
-			if kinds[it.Vlan.GetLink()] == KindBridge {
+		case netprofiles.KindVlan:
+			if kinds[it.Vlan.GetLink()] == netprofiles.KindBridge {
 				return 4
 			}
 			return 2
@@ -732,7 +733,7 @@ func (p *planner) ups(ifs []Iface, kinds map[string]Kind) {
 		return 3
 	}
 	sorted := slices.Clone(ifs)
-	slices.SortStableFunc(sorted, func(a, b Iface) int { return order(a) - order(b) })
+	slices.SortStableFunc(sorted, func(a, b netprofiles.Iface) int { return order(a) - order(b) })
 	for _, it := range sorted {
 		if !p.exists(it.Name, it.Kind) {
 			continue
@@ -745,7 +746,7 @@ func (p *planner) ups(ifs []Iface, kinds map[string]Kind) {
 	}
 }
 
-func (p *planner) addresses(ifs []Iface) {
+func (p *planner) addresses(ifs []netprofiles.Iface) {
 	for _, it := range ifs {
 		if !p.exists(it.Name, it.Kind) {
 			continue
@@ -765,7 +766,7 @@ func (p *planner) addresses(ifs []Iface) {
 			}
 			pf := a.Prefix
 			p.emit(OpDelete, fmt.Sprintf("delete address %s from %s", pf, it.Name), onLink(it.Name, func(nl Netlink, l netlink.Link) error {
-				return nl.AddrDel(l, &netlink.Addr{IPNet: ipNet(pf)})
+				return nl.AddrDel(l, &netlink.Addr{IPNet: IPNet(pf)})
 			}))
 		}
 		for _, pf := range want {
@@ -773,21 +774,21 @@ func (p *planner) addresses(ifs []Iface) {
 				continue
 			}
 			p.emit(OpCreate, fmt.Sprintf("add address %s to %s", pf, it.Name), onLink(it.Name, func(nl Netlink, l netlink.Link) error {
-				return nl.AddrAdd(l, &netlink.Addr{IPNet: ipNet(pf)})
+				return nl.AddrAdd(l, &netlink.Addr{IPNet: IPNet(pf)})
 			}))
 		}
 	}
 }
 
 // desiredRoutes lists the profile's routes as the kernel will show them.
-func (p *planner) desiredRoutes(ifs []Iface) []RouteState {
+func (p *planner) desiredRoutes(ifs []netprofiles.Iface) []RouteState {
 	var out []RouteState
 	for _, it := range ifs {
 		if !p.exists(it.Name, it.Kind) {
 			continue
 		}
 		for _, r := range it.Routes {
-			dst, gw, ok := parseRoute(r)
+			dst, gw, ok := netprofiles.ParseRoute(r)
 			if !ok {
 				continue
 			}
@@ -804,7 +805,7 @@ func (p *planner) desiredRoutes(ifs []Iface) []RouteState {
 	return out
 }
 
-func (p *planner) routes(ifs []Iface) {
+func (p *planner) routes(ifs []netprofiles.Iface) {
 	want := p.desiredRoutes(ifs)
 	h := p.state()
 	for _, r := range h.Routes {
@@ -841,7 +842,7 @@ func routeDo(r RouteState, add bool) func(Netlink) error {
 			nr.Family = netlink.FAMILY_V6
 		}
 		if r.Dst.Bits() != 0 {
-			nr.Dst = ipNet(r.Dst)
+			nr.Dst = IPNet(r.Dst)
 		} else if r.Dst.Addr().Is6() {
 			nr.Dst = &net.IPNet{IP: net.IPv6zero, Mask: net.CIDRMask(0, 128)}
 		} else {

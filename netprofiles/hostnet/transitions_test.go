@@ -1,4 +1,4 @@
-package netprofiles_test
+package hostnet_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
-	"github.com/roostfleet/roost/netprofiles"
+	"github.com/roostfleet/roost/netprofiles/hostnet"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 	"github.com/roostfleet/roost/resource"
 )
@@ -55,7 +55,7 @@ func loadProfile(t testing.TB, path string) *roostv1.NetworkProfile {
 }
 
 func loadProfiles(t testing.TB) []*roostv1.NetworkProfile {
-	files, err := filepath.Glob("testdata/profiles/*.yaml")
+	files, err := filepath.Glob("../testdata/profiles/*.yaml")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no profiles: %v", err)
 	}
@@ -69,8 +69,8 @@ func loadProfiles(t testing.TB) []*roostv1.NetworkProfile {
 // baseHost is a server with four NICs, one of them up with an address
 // from the installer, plus a bridge and a veth pair made outside Roost
 // (as a container runtime would) with an address and a route.
-func baseHost(t testing.TB) *netprofiles.Fake {
-	f := netprofiles.NewFake()
+func baseHost(t testing.TB) *hostnet.SimKernel {
+	f := hostnet.NewSimKernel()
 	for i := range 4 {
 		f.AddDevice(fmt.Sprintf("eth%d", i), fmt.Sprintf("52:54:00:00:00:1%d", i), "virtio_net", fmt.Sprintf("0000:00:0%d.0", i+3), 1500)
 	}
@@ -129,9 +129,9 @@ func unowned(state string) string {
 	return strings.Join(out, "\n")
 }
 
-func apply(t *testing.T, f *netprofiles.Fake, p *roostv1.NetworkProfile) netprofiles.Result {
+func apply(t *testing.T, f *hostnet.SimKernel, p *roostv1.NetworkProfile) hostnet.Result {
 	t.Helper()
-	res, err := netprofiles.Apply(context.Background(), f, p.GetSpec(), netprofiles.WithProfile(p.GetMetadata().GetName()))
+	res, err := hostnet.Apply(context.Background(), f, p.GetSpec(), hostnet.WithProfile(p.GetMetadata().GetName()))
 	if err != nil {
 		t.Fatalf("apply %s: %v\nactions:\n%s\nhost:\n%s", p.GetMetadata().GetName(), err, actionsText(res.Actions), f)
 	}
@@ -141,7 +141,7 @@ func apply(t *testing.T, f *netprofiles.Fake, p *roostv1.NetworkProfile) netprof
 	return res
 }
 
-func actionsText(as []netprofiles.Action) string {
+func actionsText(as []hostnet.Action) string {
 	var b strings.Builder
 	for _, a := range as {
 		b.WriteString(a.String())
@@ -150,7 +150,7 @@ func actionsText(as []netprofiles.Action) string {
 	return b.String()
 }
 
-// TestTransitions applies every profile of testdata/profiles to the base
+// TestTransitions applies every profile of ../testdata/profiles (netprofiles) to the base
 // host (golden: the plan and the host after), then again from several
 // random histories of other profiles (seeded): the host must end the same,
 // links made outside Roost must be untouched, and applying again must do
@@ -190,7 +190,7 @@ func TestTransitions(t *testing.T) {
 }
 
 // again checks that re-applying a profile plans and does nothing.
-func again(t *testing.T, f *netprofiles.Fake, p *roostv1.NetworkProfile) {
+func again(t *testing.T, f *hostnet.SimKernel, p *roostv1.NetworkProfile) {
 	t.Helper()
 	calls := f.Calls
 	res := apply(t, f, p)

@@ -1,4 +1,4 @@
-package netprofiles_test
+package hostnet_test
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/roostfleet/roost/netprofiles"
+	"github.com/roostfleet/roost/netprofiles/dhcp4"
+	"github.com/roostfleet/roost/netprofiles/hostnet"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 )
 
@@ -60,7 +62,7 @@ func TestKernelDHCP4(t *testing.T) {
 	go srv.Serve()
 	defer srv.Close()
 
-	d := &netprofiles.DHCP4{Iface: "dh0", NL: k, Metric: 100, Timeout: 2 * time.Second, Retry: 200 * time.Millisecond, Logf: t.Logf}
+	d := &dhcp4.Client{Iface: "dh0", NL: k, Metric: 100, Timeout: 2 * time.Second, Retry: 200 * time.Millisecond, Logf: t.Logf}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	go func() {
@@ -84,7 +86,7 @@ func TestKernelDHCP4(t *testing.T) {
 	if l.Addr.String() != "10.55.0.10/24" || l.Router.String() != "10.55.0.1" || len(l.DNS) != 1 || l.Duration != 6*time.Second {
 		t.Errorf("lease = %+v", l)
 	}
-	obs, err := netprofiles.Observe(k)
+	obs, err := hostnet.Observe(k)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package netprofiles
+package hostnet
 
 import (
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"

@@ -1,4 +1,4 @@
-package netprofiles
+package hostnet
 
 import (
 	"fmt"
@@ -8,12 +8,15 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/roostfleet/roost/netprofiles"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
 
-// Fake is an in-memory Netlink. It keeps links, addresses and routes and
-// enforces the kernel rules that decide whether an apply's order is right:
+// SimKernel is an in-memory Netlink, a simulation of the kernel's network
+// stack: Plan runs every action on one at run time (and tests use one as
+// the host). It keeps links, addresses and routes and enforces the kernel
+// rules that decide whether an apply's order is right:
 //
 //   - names are unique and legal; a VLAN needs its parent, and its MTU is
 //     at most the parent's; deleting a link deletes its VLANs and releases
@@ -31,17 +34,17 @@ import (
 //     IPv6 routes get metric 1024 when none is given, as in the kernel.
 //
 // String renders the host as sorted text (see HostState.String).
-type Fake struct {
+type SimKernel struct {
 	mu     sync.Mutex
-	links  map[int]*fakeLink
+	links  map[int]*simLink
 	next   int
-	addrs  []fakeAddr
-	routes []fakeRoute
+	addrs  []simAddr
+	routes []simRoute
 	// Calls counts the calls that changed something.
 	Calls int
 }
 
-type fakeLink struct {
+type simLink struct {
 	idx              int
 	name, typ, alias string
 	mtu, origMTU     int
@@ -58,13 +61,13 @@ type fakeLink struct {
 	peer             int
 }
 
-type fakeAddr struct {
+type simAddr struct {
 	link    int
 	prefix  netip.Prefix
 	dynamic bool
 }
 
-type fakeRoute struct {
+type simRoute struct {
 	link     int
 	dst      netip.Prefix
 	gw       netip.Addr
@@ -73,28 +76,28 @@ type fakeRoute struct {
 	protocol int
 }
 
-// NewFake returns an empty host.
-func NewFake() *Fake { return &Fake{links: map[int]*fakeLink{}, next: 1} }
+// NewSimKernel returns an empty host.
+func NewSimKernel() *SimKernel { return &SimKernel{links: map[int]*simLink{}, next: 1} }
 
 // AddDevice adds a physical NIC (netlink type "device"), down, with the
 // given MAC, driver and PCI address (either may be empty).
-func (f *Fake) AddDevice(name, mac, driver, pci string, mtu int) {
+func (f *SimKernel) AddDevice(name, mac, driver, pci string, mtu int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	hw, _ := net.ParseMAC(mac)
 	if mtu == 0 {
 		mtu = 1500
 	}
-	f.add(&fakeLink{name: name, typ: "device", mtu: mtu, mac: hw, driver: driver, pci: pci})
+	f.add(&simLink{name: name, typ: "device", mtu: mtu, mac: hw, driver: driver, pci: pci})
 }
 
-// FakeFromState returns a Fake holding the given host state.
-func FakeFromState(h HostState) *Fake {
-	f := NewFake()
+// SimKernelFromState returns a SimKernel holding the given host state.
+func SimKernelFromState(h HostState) *SimKernel {
+	f := NewSimKernel()
 	idx := map[string]int{}
 	for _, l := range h.Links {
 		hw, _ := net.ParseMAC(l.MAC)
-		fl := &fakeLink{name: l.Name, typ: l.Type, alias: l.Alias, mtu: l.MTU, origMTU: l.MTU, up: l.Up, mac: hw,
+		fl := &simLink{name: l.Name, typ: l.Type, alias: l.Alias, mtu: l.MTU, origMTU: l.MTU, up: l.Up, mac: hw,
 			driver: l.Driver, pci: l.PCIPath, mtuByUser: true}
 		if l.Bond != nil {
 			b := *l.Bond
@@ -119,19 +122,19 @@ func FakeFromState(h HostState) *Fake {
 			fl.primaryIdx = idx[l.Bond.Primary]
 		}
 		for _, a := range l.Addrs {
-			f.addrs = append(f.addrs, fakeAddr{link: fl.idx, prefix: a.Prefix, dynamic: a.Dynamic})
+			f.addrs = append(f.addrs, simAddr{link: fl.idx, prefix: a.Prefix, dynamic: a.Dynamic})
 		}
 	}
 	for _, r := range h.Routes {
 		if i, ok := idx[r.Dev]; ok {
-			f.routes = append(f.routes, fakeRoute{link: i, dst: r.Dst, gw: r.Gw, metric: r.Metric, table: r.Table, protocol: r.Protocol})
+			f.routes = append(f.routes, simRoute{link: i, dst: r.Dst, gw: r.Gw, metric: r.Metric, table: r.Table, protocol: r.Protocol})
 		}
 	}
 	return f
 }
 
 // String renders the host as sorted text.
-func (f *Fake) String() string {
+func (f *SimKernel) String() string {
 	h, err := Observe(f)
 	if err != nil {
 		return "error: " + err.Error()
@@ -140,7 +143,7 @@ func (f *Fake) String() string {
 }
 
 // DeviceInfo implements DeviceInfo.
-func (f *Fake) DeviceInfo(name string) (driver, pciPath string) {
+func (f *SimKernel) DeviceInfo(name string) (driver, pciPath string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if l := f.byName(name); l != nil {
@@ -149,7 +152,7 @@ func (f *Fake) DeviceInfo(name string) (driver, pciPath string) {
 	return "", ""
 }
 
-func (f *Fake) add(l *fakeLink) {
+func (f *SimKernel) add(l *simLink) {
 	l.idx = f.next
 	f.next++
 	if l.mac == nil && l.typ != "bond" && l.typ != "vlan" && l.typ != "bridge" {
@@ -158,7 +161,7 @@ func (f *Fake) add(l *fakeLink) {
 	f.links[l.idx] = l
 }
 
-func (f *Fake) byName(name string) *fakeLink {
+func (f *SimKernel) byName(name string) *simLink {
 	for _, l := range f.links {
 		if l.name == name {
 			return l
@@ -172,7 +175,7 @@ func errno(e unix.Errno, format string, a ...any) error {
 }
 
 // find resolves a netlink.Link argument by index, else by name.
-func (f *Fake) find(link netlink.Link) (*fakeLink, error) {
+func (f *SimKernel) find(link netlink.Link) (*simLink, error) {
 	if link == nil || link.Attrs() == nil {
 		return nil, errno(unix.ENODEV, "no link")
 	}
@@ -186,7 +189,7 @@ func (f *Fake) find(link netlink.Link) (*fakeLink, error) {
 	return nil, errno(unix.ENODEV, "link %q (index %d) not found", a.Name, a.Index)
 }
 
-func (f *Fake) object(l *fakeLink) netlink.Link {
+func (f *SimKernel) object(l *simLink) netlink.Link {
 	a := netlink.LinkAttrs{Index: l.idx, Name: l.name, MTU: l.mtu, MasterIndex: l.master, ParentIndex: l.parent,
 		Alias: l.alias, HardwareAddr: l.mac}
 	if l.up {
@@ -223,8 +226,8 @@ func (f *Fake) object(l *fakeLink) netlink.Link {
 	return &netlink.GenericLink{LinkAttrs: a, LinkType: l.typ}
 }
 
-func (f *Fake) sorted() []*fakeLink {
-	ls := make([]*fakeLink, 0, len(f.links))
+func (f *SimKernel) sorted() []*simLink {
+	ls := make([]*simLink, 0, len(f.links))
 	for _, l := range f.links {
 		ls = append(ls, l)
 	}
@@ -233,7 +236,7 @@ func (f *Fake) sorted() []*fakeLink {
 }
 
 // BridgeSTP implements BridgeSTP.
-func (f *Fake) BridgeSTP(name string) (bool, error) {
+func (f *SimKernel) BridgeSTP(name string) (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	l := f.byName(name)
@@ -244,7 +247,7 @@ func (f *Fake) BridgeSTP(name string) (bool, error) {
 }
 
 // SetBridgeSTP implements BridgeSTP.
-func (f *Fake) SetBridgeSTP(name string, on bool) error {
+func (f *SimKernel) SetBridgeSTP(name string, on bool) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	l := f.byName(name)
@@ -257,7 +260,7 @@ func (f *Fake) SetBridgeSTP(name string, on bool) error {
 }
 
 // LinkList implements Netlink.
-func (f *Fake) LinkList() ([]netlink.Link, error) {
+func (f *SimKernel) LinkList() ([]netlink.Link, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []netlink.Link
@@ -268,7 +271,7 @@ func (f *Fake) LinkList() ([]netlink.Link, error) {
 }
 
 // LinkByName implements Netlink.
-func (f *Fake) LinkByName(name string) (netlink.Link, error) {
+func (f *SimKernel) LinkByName(name string) (netlink.Link, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if l := f.byName(name); l != nil {
@@ -279,12 +282,12 @@ func (f *Fake) LinkByName(name string) (netlink.Link, error) {
 
 // LinkAdd implements Netlink for bonds, VLANs, bridges, veth pairs and
 // dummies.
-func (f *Fake) LinkAdd(link netlink.Link) error {
+func (f *SimKernel) LinkAdd(link netlink.Link) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.Calls++
 	a := link.Attrs()
-	if _, _, ok := CheckIfName(a.Name); !ok {
+	if _, _, ok := netprofiles.CheckIfName(a.Name); !ok {
 		return errno(unix.EINVAL, "invalid name %q", a.Name)
 	}
 	if f.byName(a.Name) != nil {
@@ -293,7 +296,7 @@ func (f *Fake) LinkAdd(link netlink.Link) error {
 	if a.Alias != "" {
 		return errno(unix.EOPNOTSUPP, "the kernel takes no alias when it creates a link")
 	}
-	l := &fakeLink{name: a.Name, typ: link.Type(), mtu: 1500}
+	l := &simLink{name: a.Name, typ: link.Type(), mtu: 1500}
 	switch x := link.(type) {
 	case *netlink.Bond:
 		l.bond = &BondState{Mode: x.Mode.String(), Miimon: max(x.Miimon, 0)}
@@ -350,7 +353,7 @@ func (f *Fake) LinkAdd(link netlink.Link) error {
 	}
 	f.add(l)
 	if x, ok := link.(*netlink.Veth); ok {
-		p := &fakeLink{name: x.PeerName, typ: "veth", mtu: l.mtu, peer: l.idx}
+		p := &simLink{name: x.PeerName, typ: "veth", mtu: l.mtu, peer: l.idx}
 		f.add(p)
 		l.peer = p.idx
 	}
@@ -358,8 +361,8 @@ func (f *Fake) LinkAdd(link netlink.Link) error {
 }
 
 // LinkDel implements Netlink.
-func (f *Fake) LinkDel(link netlink.Link) error {
-	return f.onLink(link, func(l *fakeLink) error {
+func (f *SimKernel) LinkDel(link netlink.Link) error {
+	return f.onLink(link, func(l *simLink) error {
 		if l.typ == "device" {
 			return errno(unix.EOPNOTSUPP, "cannot delete physical link %s", l.name)
 		}
@@ -368,7 +371,7 @@ func (f *Fake) LinkDel(link netlink.Link) error {
 	})
 }
 
-func (f *Fake) del(l *fakeLink) {
+func (f *SimKernel) del(l *simLink) {
 	for _, o := range f.sorted() {
 		if o.typ == "vlan" && o.parent == l.idx {
 			f.del(o)
@@ -377,8 +380,8 @@ func (f *Fake) del(l *fakeLink) {
 			f.release(o)
 		}
 	}
-	f.dropRoutes(l.idx, func(fakeRoute) bool { return true })
-	f.addrs = slices.DeleteFunc(f.addrs, func(a fakeAddr) bool { return a.link == l.idx })
+	f.dropRoutes(l.idx, func(simRoute) bool { return true })
+	f.addrs = slices.DeleteFunc(f.addrs, func(a simAddr) bool { return a.link == l.idx })
 	delete(f.links, l.idx)
 	if p, ok := f.links[l.peer]; ok && l.peer != 0 {
 		p.peer = 0
@@ -391,7 +394,7 @@ func (f *Fake) del(l *fakeLink) {
 	}
 }
 
-func (f *Fake) release(l *fakeLink) {
+func (f *SimKernel) release(l *simLink) {
 	m := f.links[l.master]
 	l.master = 0
 	if m != nil && m.typ == "bond" {
@@ -404,7 +407,7 @@ func (f *Fake) release(l *fakeLink) {
 }
 
 // autoMTU makes a bridge without a hand-set MTU follow its smallest port.
-func (f *Fake) autoMTU(br *fakeLink) {
+func (f *SimKernel) autoMTU(br *simLink) {
 	if br.mtuByUser {
 		return
 	}
@@ -420,7 +423,7 @@ func (f *Fake) autoMTU(br *fakeLink) {
 }
 
 // LinkSetMaster implements Netlink.
-func (f *Fake) LinkSetMaster(link, master netlink.Link) error {
+func (f *SimKernel) LinkSetMaster(link, master netlink.Link) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	l, err := f.find(link)
@@ -459,8 +462,8 @@ func (f *Fake) LinkSetMaster(link, master netlink.Link) error {
 }
 
 // LinkSetNoMaster implements Netlink.
-func (f *Fake) LinkSetNoMaster(link netlink.Link) error {
-	return f.onLink(link, func(l *fakeLink) error {
+func (f *SimKernel) LinkSetNoMaster(link netlink.Link) error {
+	return f.onLink(link, func(l *simLink) error {
 		if l.master != 0 {
 			f.release(l)
 		}
@@ -469,8 +472,8 @@ func (f *Fake) LinkSetNoMaster(link netlink.Link) error {
 }
 
 // LinkSetUp implements Netlink.
-func (f *Fake) LinkSetUp(link netlink.Link) error {
-	return f.onLink(link, func(l *fakeLink) error {
+func (f *SimKernel) LinkSetUp(link netlink.Link) error {
+	return f.onLink(link, func(l *simLink) error {
 		if p := f.links[l.parent]; l.typ == "vlan" && !p.up {
 			return errno(unix.ENETDOWN, "%s: parent %s is down", l.name, p.name)
 		}
@@ -479,7 +482,7 @@ func (f *Fake) LinkSetUp(link netlink.Link) error {
 	})
 }
 
-func (f *Fake) setUp(l *fakeLink) {
+func (f *SimKernel) setUp(l *simLink) {
 	if l.up {
 		return
 	}
@@ -491,11 +494,11 @@ func (f *Fake) setUp(l *fakeLink) {
 	}
 }
 
-func (f *Fake) prefixRoute(a fakeAddr) {
+func (f *SimKernel) prefixRoute(a simAddr) {
 	if (a.prefix.Addr().Is4() && a.prefix.Bits() == 32) || (a.prefix.Addr().Is6() && a.prefix.Bits() == 128) {
 		return
 	}
-	r := fakeRoute{link: a.link, dst: a.prefix.Masked(), table: mainTable, protocol: unix.RTPROT_KERNEL}
+	r := simRoute{link: a.link, dst: a.prefix.Masked(), table: mainTable, protocol: unix.RTPROT_KERNEL}
 	if a.prefix.Addr().Is6() {
 		r.metric = 256
 	}
@@ -508,19 +511,19 @@ func (f *Fake) prefixRoute(a fakeAddr) {
 }
 
 // LinkSetDown implements Netlink.
-func (f *Fake) LinkSetDown(link netlink.Link) error {
-	return f.onLink(link, func(l *fakeLink) error {
+func (f *SimKernel) LinkSetDown(link netlink.Link) error {
+	return f.onLink(link, func(l *simLink) error {
 		f.down(l)
 		return nil
 	})
 }
 
-func (f *Fake) down(l *fakeLink) {
+func (f *SimKernel) down(l *simLink) {
 	if !l.up {
 		return
 	}
 	l.up = false
-	f.dropRoutes(l.idx, func(fakeRoute) bool { return true })
+	f.dropRoutes(l.idx, func(simRoute) bool { return true })
 	for _, o := range f.links {
 		if o.typ == "vlan" && o.parent == l.idx {
 			f.down(o)
@@ -528,13 +531,13 @@ func (f *Fake) down(l *fakeLink) {
 	}
 }
 
-func (f *Fake) dropRoutes(link int, match func(fakeRoute) bool) {
-	f.routes = slices.DeleteFunc(f.routes, func(r fakeRoute) bool { return r.link == link && match(r) })
+func (f *SimKernel) dropRoutes(link int, match func(simRoute) bool) {
+	f.routes = slices.DeleteFunc(f.routes, func(r simRoute) bool { return r.link == link && match(r) })
 }
 
 // LinkSetMTU implements Netlink.
-func (f *Fake) LinkSetMTU(link netlink.Link, mtu int) error {
-	return f.onLink(link, func(l *fakeLink) error {
+func (f *SimKernel) LinkSetMTU(link netlink.Link, mtu int) error {
+	return f.onLink(link, func(l *simLink) error {
 		if mtu < 68 || mtu > 65535 {
 			return errno(unix.EINVAL, "MTU %d", mtu)
 		}
@@ -549,7 +552,7 @@ func (f *Fake) LinkSetMTU(link netlink.Link, mtu int) error {
 	})
 }
 
-func (f *Fake) setMTU(l *fakeLink, mtu int) {
+func (f *SimKernel) setMTU(l *simLink, mtu int) {
 	l.mtu = mtu
 	for _, o := range f.sorted() {
 		if o.typ == "vlan" && o.parent == l.idx && o.mtu > mtu {
@@ -565,12 +568,12 @@ func (f *Fake) setMTU(l *fakeLink, mtu int) {
 }
 
 // LinkSetName implements Netlink.
-func (f *Fake) LinkSetName(link netlink.Link, name string) error {
-	return f.onLink(link, func(l *fakeLink) error {
+func (f *SimKernel) LinkSetName(link netlink.Link, name string) error {
+	return f.onLink(link, func(l *simLink) error {
 		if l.up {
 			return errno(unix.EBUSY, "%s is up", l.name)
 		}
-		if _, _, ok := CheckIfName(name); !ok {
+		if _, _, ok := netprofiles.CheckIfName(name); !ok {
 			return errno(unix.EINVAL, "invalid name %q", name)
 		}
 		if o := f.byName(name); o != nil && o != l {
@@ -582,15 +585,15 @@ func (f *Fake) LinkSetName(link netlink.Link, name string) error {
 }
 
 // LinkSetAlias implements Netlink.
-func (f *Fake) LinkSetAlias(link netlink.Link, alias string) error {
-	return f.onLink(link, func(l *fakeLink) error {
+func (f *SimKernel) LinkSetAlias(link netlink.Link, alias string) error {
+	return f.onLink(link, func(l *simLink) error {
 		l.alias = alias
 		return nil
 	})
 }
 
 // AddrList implements Netlink.
-func (f *Fake) AddrList(link netlink.Link, family int) ([]netlink.Addr, error) {
+func (f *SimKernel) AddrList(link netlink.Link, family int) ([]netlink.Addr, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	idx := 0
@@ -606,7 +609,7 @@ func (f *Fake) AddrList(link netlink.Link, family int) ([]netlink.Addr, error) {
 		if (idx != 0 && a.link != idx) || !familyOK(family, a.prefix.Addr()) {
 			continue
 		}
-		na := netlink.Addr{IPNet: ipNet(a.prefix), LinkIndex: a.link, ValidLft: 0xffffffff, PreferedLft: 0xffffffff}
+		na := netlink.Addr{IPNet: IPNet(a.prefix), LinkIndex: a.link, ValidLft: 0xffffffff, PreferedLft: 0xffffffff}
 		if a.dynamic {
 			na.ValidLft, na.PreferedLft = 3600, 3600
 		}
@@ -620,8 +623,8 @@ func familyOK(family int, a netip.Addr) bool {
 }
 
 // AddrAdd implements Netlink.
-func (f *Fake) AddrAdd(link netlink.Link, addr *netlink.Addr) error {
-	return f.onLink(link, func(l *fakeLink) error {
+func (f *SimKernel) AddrAdd(link netlink.Link, addr *netlink.Addr) error {
+	return f.onLink(link, func(l *simLink) error {
 		p, ok := prefixOf(addr.IPNet)
 		if !ok {
 			return errno(unix.EINVAL, "bad address")
@@ -631,7 +634,7 @@ func (f *Fake) AddrAdd(link netlink.Link, addr *netlink.Addr) error {
 				return errno(unix.EEXIST, "address %s exists on %s", p, l.name)
 			}
 		}
-		a := fakeAddr{link: l.idx, prefix: p, dynamic: addr.ValidLft > 0 && uint32(addr.ValidLft) != 0xffffffff}
+		a := simAddr{link: l.idx, prefix: p, dynamic: addr.ValidLft > 0 && uint32(addr.ValidLft) != 0xffffffff}
 		f.addrs = append(f.addrs, a)
 		if l.up {
 			f.prefixRoute(a)
@@ -642,7 +645,7 @@ func (f *Fake) AddrAdd(link netlink.Link, addr *netlink.Addr) error {
 
 // AddrReplace implements Netlink: it adds the address, or updates its
 // lifetime when the link has it.
-func (f *Fake) AddrReplace(link netlink.Link, addr *netlink.Addr) error {
+func (f *SimKernel) AddrReplace(link netlink.Link, addr *netlink.Addr) error {
 	f.mu.Lock()
 	l, err := f.find(link)
 	if err != nil {
@@ -667,20 +670,20 @@ func (f *Fake) AddrReplace(link netlink.Link, addr *netlink.Addr) error {
 }
 
 // AddrDel implements Netlink.
-func (f *Fake) AddrDel(link netlink.Link, addr *netlink.Addr) error {
-	return f.onLink(link, func(l *fakeLink) error {
+func (f *SimKernel) AddrDel(link netlink.Link, addr *netlink.Addr) error {
+	return f.onLink(link, func(l *simLink) error {
 		p, ok := prefixOf(addr.IPNet)
 		if !ok {
 			return errno(unix.EINVAL, "bad address")
 		}
 		n := len(f.addrs)
-		f.addrs = slices.DeleteFunc(f.addrs, func(a fakeAddr) bool { return a.link == l.idx && a.prefix == p })
+		f.addrs = slices.DeleteFunc(f.addrs, func(a simAddr) bool { return a.link == l.idx && a.prefix == p })
 		if len(f.addrs) == n {
 			return errno(unix.EADDRNOTAVAIL, "address %s not on %s", p, l.name)
 		}
-		still := slices.ContainsFunc(f.addrs, func(a fakeAddr) bool { return a.link == l.idx && a.prefix.Masked() == p.Masked() })
+		still := slices.ContainsFunc(f.addrs, func(a simAddr) bool { return a.link == l.idx && a.prefix.Masked() == p.Masked() })
 		if !still {
-			f.dropRoutes(l.idx, func(r fakeRoute) bool { return r.protocol == unix.RTPROT_KERNEL && r.dst == p.Masked() })
+			f.dropRoutes(l.idx, func(r simRoute) bool { return r.protocol == unix.RTPROT_KERNEL && r.dst == p.Masked() })
 		}
 		return nil
 	})
@@ -688,7 +691,7 @@ func (f *Fake) AddrDel(link netlink.Link, addr *netlink.Addr) error {
 
 // RouteListFiltered implements Netlink; only RT_FILTER_TABLE is honoured
 // (RT_TABLE_UNSPEC meaning every table).
-func (f *Fake) RouteListFiltered(family int, filter *netlink.Route, mask uint64) ([]netlink.Route, error) {
+func (f *SimKernel) RouteListFiltered(family int, filter *netlink.Route, mask uint64) ([]netlink.Route, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []netlink.Route
@@ -705,7 +708,7 @@ func (f *Fake) RouteListFiltered(family int, filter *netlink.Route, mask uint64)
 			nr.Family = netlink.FAMILY_V6
 		}
 		if r.dst.Bits() != 0 {
-			nr.Dst = ipNet(r.dst)
+			nr.Dst = IPNet(r.dst)
 		}
 		if r.gw.IsValid() {
 			nr.Gw = net.IP(r.gw.AsSlice())
@@ -715,8 +718,8 @@ func (f *Fake) RouteListFiltered(family int, filter *netlink.Route, mask uint64)
 	return out, nil
 }
 
-func (f *Fake) routeOf(r *netlink.Route) (fakeRoute, error) {
-	fr := fakeRoute{link: r.LinkIndex, metric: r.Priority, table: r.Table, protocol: int(r.Protocol)}
+func (f *SimKernel) routeOf(r *netlink.Route) (simRoute, error) {
+	fr := simRoute{link: r.LinkIndex, metric: r.Priority, table: r.Table, protocol: int(r.Protocol)}
 	if fr.table == 0 {
 		fr.table = mainTable
 	}
@@ -746,7 +749,7 @@ func (f *Fake) routeOf(r *netlink.Route) (fakeRoute, error) {
 }
 
 // RouteAdd implements Netlink.
-func (f *Fake) RouteAdd(r *netlink.Route) error {
+func (f *SimKernel) RouteAdd(r *netlink.Route) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.Calls++
@@ -765,7 +768,7 @@ func (f *Fake) RouteAdd(r *netlink.Route) error {
 		return errno(unix.EINVAL, "invalid prefix %s", fr.dst)
 	}
 	if fr.gw.IsValid() && !fr.gw.IsLinkLocalUnicast() {
-		onLink := slices.ContainsFunc(f.routes, func(o fakeRoute) bool {
+		onLink := slices.ContainsFunc(f.routes, func(o simRoute) bool {
 			return o.link == l.idx && o.dst.Bits() > 0 && !o.gw.IsValid() && o.dst.Contains(fr.gw)
 		})
 		if !onLink {
@@ -782,7 +785,7 @@ func (f *Fake) RouteAdd(r *netlink.Route) error {
 }
 
 // RouteDel implements Netlink.
-func (f *Fake) RouteDel(r *netlink.Route) error {
+func (f *SimKernel) RouteDel(r *netlink.Route) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.Calls++
@@ -791,7 +794,7 @@ func (f *Fake) RouteDel(r *netlink.Route) error {
 		return err
 	}
 	n := len(f.routes)
-	f.routes = slices.DeleteFunc(f.routes, func(o fakeRoute) bool {
+	f.routes = slices.DeleteFunc(f.routes, func(o simRoute) bool {
 		return o.dst == fr.dst && o.table == fr.table && o.metric == fr.metric &&
 			(fr.link == 0 || o.link == fr.link) && (!fr.gw.IsValid() || o.gw == fr.gw)
 	})
@@ -801,11 +804,11 @@ func (f *Fake) RouteDel(r *netlink.Route) error {
 	return nil
 }
 
-var _ Netlink = (*Fake)(nil)
+var _ Netlink = (*SimKernel)(nil)
 
 // onLink runs fn on the fake link matching link, under the lock, counting
 // one call; it fails as the kernel would when the link does not exist.
-func (f *Fake) onLink(link netlink.Link, fn func(l *fakeLink) error) error {
+func (f *SimKernel) onLink(link netlink.Link, fn func(l *simLink) error) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	l, err := f.find(link)

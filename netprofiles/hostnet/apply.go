@@ -1,4 +1,4 @@
-package netprofiles
+package hostnet
 
 import (
 	"context"

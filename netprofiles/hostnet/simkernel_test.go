@@ -1,4 +1,4 @@
-package netprofiles_test
+package hostnet_test
 
 import (
 	"context"
@@ -9,14 +9,14 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
-	"github.com/roostfleet/roost/netprofiles"
+	"github.com/roostfleet/roost/netprofiles/hostnet"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 )
 
 // TestFakeKernelRules pins the kernel rules the fake enforces, on which
 // the ordering of a plan is tested.
 func TestFakeKernelRules(t *testing.T) {
-	f := netprofiles.NewFake()
+	f := hostnet.NewSimKernel()
 	f.AddDevice("eth0", "52:54:00:00:00:10", "", "", 1500)
 	byName := func(n string) netlink.Link {
 		l, err := f.LinkByName(n)
@@ -74,9 +74,9 @@ func TestUnnamedLinksUntouched(t *testing.T) {
 	must(t, f.LinkSetUp(eth1))
 	must(t, f.AddrAdd(eth1, &netlink.Addr{IPNet: mustCIDR("10.1.0.5/24")}))
 	before := f.String()
-	old := loadProfile(t, "testdata/profiles/bridge-vlan-bond.yaml")
+	old := loadProfile(t, "../testdata/profiles/bridge-vlan-bond.yaml")
 	spec := &roostv1.NetworkProfileSpec{Links: []*roostv1.Link{{Name: "eth0", Match: &roostv1.LinkMatch{Mac: "52:54:00:00:00:10"}, Addresses: []string{"192.0.2.9/24"}}}}
-	res, err := netprofiles.Apply(context.Background(), f, spec)
+	res, err := hostnet.Apply(context.Background(), f, spec)
 	if err != nil || !res.Converged() {
 		t.Fatalf("apply: %v %v", err, res.Drift)
 	}
@@ -97,16 +97,16 @@ func TestUnnamedLinksUntouched(t *testing.T) {
 	// An old profile's bond, VLAN, bridge and VLAN on the bridge go, top
 	// of the stack first.
 	f = baseHost(t)
-	if _, err := netprofiles.Apply(context.Background(), f, old.GetSpec()); err != nil {
+	if _, err := hostnet.Apply(context.Background(), f, old.GetSpec()); err != nil {
 		t.Fatal(err)
 	}
-	res, err = netprofiles.Apply(context.Background(), f, spec)
+	res, err = hostnet.Apply(context.Background(), f, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var dels []string
 	for _, a := range res.Actions {
-		if a.Op == netprofiles.OpDelete && strings.HasPrefix(a.Text, "delete ") && !strings.Contains(a.Text, "address") && !strings.Contains(a.Text, "route") {
+		if a.Op == hostnet.OpDelete && strings.HasPrefix(a.Text, "delete ") && !strings.Contains(a.Text, "address") && !strings.Contains(a.Text, "route") {
 			dels = append(dels, a.Text)
 		}
 	}
@@ -118,8 +118,8 @@ func TestUnnamedLinksUntouched(t *testing.T) {
 	// to it, even when the match would fit.
 	veth := &roostv1.NetworkProfileSpec{Links: []*roostv1.Link{{Name: "uplink", Match: &roostv1.LinkMatch{Name: "veth-a"}, Mtu: 9000}}}
 	before = f.String()
-	res, err = netprofiles.Apply(context.Background(), f, veth)
-	if !netprofiles.IsPlanError(err) || len(res.Actions) != 0 || f.String() != before {
+	res, err = hostnet.Apply(context.Background(), f, veth)
+	if !hostnet.IsPlanError(err) || len(res.Actions) != 0 || f.String() != before {
 		t.Errorf("a veth was bound: err %v, actions %v", err, res.Actions)
 	}
 }
