@@ -30,7 +30,7 @@ test-unit: ## fast unit tests with the race detector (no root, no processes, no 
 	$(GO) test -short -race -count=1 ./...
 
 test-root: build ## integration tests: real hub processes and Raft clusters on loopback; network-namespace tests need root
-	ROOST_BIN=$(BIN) $(GO) test -v -count=1 -timeout 30m -run . ./test/... ./netprofiles/
+	ROOST_BIN=$(BIN) $(GO) test -v -count=1 -timeout 30m -run . ./test/... ./netprofiles/...
 	$(GO) test -v -count=1 -timeout 10m -run 'TestRolloutSurvivesLeaderLoss|TestExitStatusesMatchState' ./hub/
 
 e2e: testbed testbin ## QEMU end-to-end tests (no KVM needed; ~40-55 min): the ISO enrolls under SeaBIOS and OVMF; the main job on a UEFI server; a v1 → v2 rollout on two; a real Kubernetes worker joining kube-apiserver on the host (test/e2e)

@@ -23,6 +23,7 @@
 // simulate`) runs many Agents in one process with the fakes. Package config
 // is /etc/roost/agent.yaml. docs/agent.md describes it all.
 //
-// Rule of the house: the agent never imports the hub (github.com/roostfleet/roost/hub/...)
-// or Raft; it talks to the hub only through proto/. imports_test.go checks it.
+// Rule of the house: the agent never imports the hub (github.com/roostfleet/roost/hub/...),
+// Raft or the CLI (cli/printers); it talks to the hub only through proto/
+// and internal/tlsconfig. test/imports_test.go checks it.
 package agent
