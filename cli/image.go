@@ -293,8 +293,11 @@ func (o *options) loadBundle(dir, keyFile string) (*release.Bundle, []byte, stri
 	return b, manifest, strings.TrimSpace(string(sig)), nil
 }
 
-// releaseObject builds the ImageRelease of bundle b, keeping the channels,
-// labels and annotations of a stored one.
+// releaseObject builds the ImageRelease of bundle b, keeping the labels
+// and annotations of a stored one. It carries no channels: the hub keeps
+// the channels of a recorded release (only 'roostctl image promote'
+// changes them), so a push never writes back channels it read and cannot
+// undo a promotion that lands between its read and its write.
 func (o *options) releaseObject(ctx context.Context, conn *hubConn, b *release.Bundle, manifest []byte, sig string) (*roostv1.ImageRelease, error) {
 	m := b.Manifest
 	spec := &roostv1.ImageReleaseSpec{Version: m.Version, Components: m.Components, Signature: sig, Manifest: manifest}
@@ -313,7 +316,6 @@ func (o *options) releaseObject(ctx context.Context, conn *hubConn, b *release.B
 		return nil, o.wrapCallError(err)
 	default:
 		old := resp.GetObject().GetImageRelease()
-		spec.Channels = old.GetSpec().GetChannels()
 		ir.Metadata.Labels = old.GetMetadata().GetLabels()
 		ir.Metadata.Annotations = old.GetMetadata().GetAnnotations()
 	}

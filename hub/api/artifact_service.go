@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"crypto/ed25519"
 	"encoding/base64"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/roostfleet/roost/apierror"
 	"github.com/roostfleet/roost/hub/blobs"
+	"github.com/roostfleet/roost/hub/state"
 	"github.com/roostfleet/roost/imagebuilder/release"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 	"github.com/roostfleet/roost/resource"
@@ -239,10 +239,14 @@ func ImageReleaseName(version string) string { return release.Name(version) }
 // trusts that check. Once at least one release key is trusted
 // (TrustReleaseKey), the leader also checks that a trusted key signed the
 // manifest; while none is, it records the release unchecked and says so in
-// a WarningHeader. Errors: InvalidArgument (field violations under
-// "release."), FailedPrecondition (an artifact no member stores, named by
-// its digest; a release no trusted key signed; another manifest under the
-// same version), Unavailable (no leader).
+// a WarningHeader. A release that is recorded already keeps its channels
+// (PromoteImageRelease changes them; the channels of the request count
+// only for a new release) and must be sent again unchanged but for its
+// labels and annotations: the FSM checks both (state.RulesImageReleases).
+// Errors: InvalidArgument (field violations under "release."),
+// FailedPrecondition (an artifact no member stores, named by its digest; a
+// release no trusted key signed; another release under the same version),
+// Unavailable (no leader).
 func (s *Server) PutImageRelease(ctx context.Context, req *roostv1.PutImageReleaseRequest) (*roostv1.PutImageReleaseResponse, error) {
 	if req.GetRelease() == nil {
 		return nil, apierror.Invalid("no release", apierror.Violation{Field: "release", Message: "is required"})
@@ -274,19 +278,20 @@ func (s *Server) PutImageRelease(ctx context.Context, req *roostv1.PutImageRelea
 	}
 	fwd := &roostv1.PutImageReleaseRequest{Release: ir}
 	return onLeader(ctx, s, func() (*roostv1.PutImageReleaseResponse, error) {
-		// A release is immutable: its manifest, signature and artifacts
-		// never change under the same version (Revisions and agents rely
-		// on them); channels, labels and annotations may.
-		if o, err := s.fsm.Get("ImageRelease", ir.Metadata.Name); err == nil {
-			old := o.GetImageRelease().GetSpec()
-			if old.GetVersion() != ir.GetSpec().GetVersion() {
-				return nil, apierror.FailedPrecondition("versions %s and %s map to the same ImageRelease name %s, and %s is recorded under it: "+
-					"give the new release a version that differs in more than its separators (. + _ -)",
-					old.GetVersion(), ir.GetSpec().GetVersion(), ir.Metadata.Name, old.GetVersion())
-			}
-			if !bytes.Equal(old.GetManifest(), ir.GetSpec().GetManifest()) || old.GetSignature() != ir.GetSpec().GetSignature() {
-				return nil, apierror.FailedPrecondition("ImageRelease %s (version %s) exists with another manifest or signature; releases are immutable: make a new version (roost-image release)",
-					ir.Metadata.Name, old.GetVersion())
+		// The FSM keeps a release immutable and keeps its channels
+		// (state.RulesImageReleases); while a member implements older
+		// rules, the leader checks the release before proposing and puts
+		// the stored channels back, as those rules need.
+		if state.EffectiveRules(s.fsm.Members()) < state.RulesImageReleases {
+			if o, err := s.fsm.Get("ImageRelease", ir.Metadata.Name); err == nil {
+				old := o.GetImageRelease()
+				if aerr := state.CheckImageReleasePut(ir, old); aerr != nil {
+					return nil, aerr
+				}
+				if ir.Spec == nil {
+					ir.Spec = &roostv1.ImageReleaseSpec{}
+				}
+				ir.Spec.Channels = old.GetSpec().GetChannels()
 			}
 		}
 		warning, err := s.checkReleaseSignature(ir.GetSpec())

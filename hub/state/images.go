@@ -17,7 +17,8 @@ import (
 
 // The image catalog: ImageReleases are immutable once recorded, except for
 // their channels (PromoteImageRelease), labels and annotations; one in use
-// cannot be deleted.
+// cannot be deleted. Under apply rules RulesImageReleases the FSM enforces
+// it (putImageReleaseOver); before, the leader's API did.
 
 const kindImageRelease = "ImageRelease"
 
@@ -42,6 +43,61 @@ func findImageRelease(txn *memdb.Txn, version string) (*roostv1.ImageRelease, er
 		}
 	}
 	return byName, nil
+}
+
+// CheckImageReleasePut checks that in, an ImageRelease put over the
+// stored old of the same name, is the same release: the same version, and
+// everything else of its spec but the channels equal (manifest, signature,
+// artifacts, components). Errors: FailedPrecondition (two versions that
+// map to the same name; another release under a recorded version). The
+// FSM checks it under RulesImageReleases; the leader's API checks it
+// before proposing while a member implements older rules.
+func CheckImageReleasePut(in, old *roostv1.ImageRelease) *apierror.Error {
+	name, oldSpec, inSpec := old.GetMetadata().GetName(), old.GetSpec(), in.GetSpec()
+	if oldSpec.GetVersion() != inSpec.GetVersion() {
+		return apierror.FailedPrecondition("versions %s and %s map to the same ImageRelease name %s, and %s is recorded under it: "+
+			"give the new release a version that differs in more than its separators (. + _ -)",
+			oldSpec.GetVersion(), inSpec.GetVersion(), name, oldSpec.GetVersion())
+	}
+	a, b := proto.Clone(oldSpec).(*roostv1.ImageReleaseSpec), proto.Clone(inSpec).(*roostv1.ImageReleaseSpec)
+	if a == nil {
+		a = &roostv1.ImageReleaseSpec{}
+	}
+	if b == nil {
+		b = &roostv1.ImageReleaseSpec{}
+	}
+	a.Channels, b.Channels = nil, nil
+	if !proto.Equal(a, b) {
+		return apierror.FailedPrecondition("ImageRelease %s (version %s) exists with another manifest, signature or artifacts; releases are immutable: make a new version (roost-image release)",
+			name, oldSpec.GetVersion())
+	}
+	return nil
+}
+
+// putImageReleaseOver returns the ImageRelease to store when in is put
+// over old (nil for a create). Under RulesImageReleases, in must be the
+// release old is (CheckImageReleasePut) and the result carries old's
+// channels whatever in lists: channels change only through
+// PromoteImageRelease, so a push of a recorded release never undoes a
+// promotion, however it interleaves with it. Labels and annotations are
+// in's. Under older rules in is stored as it is. in is copied, never
+// changed.
+func (a *applier) putImageReleaseOver(in, old *roostv1.ImageRelease) (*roostv1.ImageRelease, *apierror.Error) {
+	if old == nil || a.rules < RulesImageReleases {
+		return in, nil
+	}
+	if aerr := CheckImageReleasePut(in, old); aerr != nil {
+		return nil, aerr
+	}
+	if slices.Equal(in.GetSpec().GetChannels(), old.GetSpec().GetChannels()) {
+		return in, nil
+	}
+	out := proto.Clone(in).(*roostv1.ImageRelease)
+	if out.Spec == nil {
+		out.Spec = &roostv1.ImageReleaseSpec{}
+	}
+	out.Spec.Channels = slices.Clone(old.GetSpec().GetChannels())
+	return out, nil
 }
 
 // ValidateChannel checks a channel name (a DNS label, e.g. "stable");

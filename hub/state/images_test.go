@@ -133,3 +133,54 @@ func TestDeleteImageReleaseInUse(t *testing.T) {
 	}
 	h.mustApply(deleteCmd("ImageRelease", "v2026-11-0"))
 }
+
+// TestImageReleasePutRules: under RulesImageReleases an ImageRelease put
+// again keeps its stored channels and must be the same release; under
+// older rules the put is stored as it is, so replayed logs store what they
+// stored before.
+func TestImageReleasePutRules(t *testing.T) {
+	for _, rules := range []uint32{RulesImageReleases - 1, RulesImageReleases} {
+		h := newHarness(t, Options{})
+		at := func(cmd *roostv1.Command) *roostv1.Command { cmd.RulesVersion = rules; return cmd }
+		h.mustApply(at(h.objects(imageObj("v2026-11-0", "2026.11.0", "beta"))))
+		h.mustApply(at(promoteCmd("2026.11.0", "stable", false)))
+
+		// The same release again, with the channels read before the promotion.
+		res := h.mustApply(at(h.objects(imageObj("v2026-11-0", "2026.11.0", "beta"))))
+		want, wantAction := []string{"beta"}, "ImageRelease/v2026-11-0=configured"
+		if rules >= RulesImageReleases {
+			want, wantAction = []string{"beta", "stable"}, "ImageRelease/v2026-11-0=unchanged"
+		}
+		if got := channelsOf(t, h.f, "v2026-11-0"); !slices.Equal(got, want) {
+			t.Errorf("rules %d: channels after a put of the same release = %v, want %v", rules, got, want)
+		}
+		if got := actions(res); !slices.Equal(got, []string{wantAction}) {
+			t.Errorf("rules %d: put again: %v, want %s", rules, got, wantAction)
+		}
+
+		// Another kernel under the same version; another version under the same name.
+		other := imageObj("v2026-11-0", "2026.11.0")
+		other.GetImageRelease().Spec.Kernel.Sha256 = strings.Repeat("b", 64)
+		collide := imageObj("v2026-11-0", "2026-11-0")
+		for _, tc := range []struct {
+			name string
+			obj  *roostv1.Object
+			msg  string
+		}{
+			{"another kernel", other, "releases are immutable"},
+			{"another version", collide, "map to the same ImageRelease name"},
+		} {
+			res := h.apply(at(h.objects(tc.obj)))
+			if rules < RulesImageReleases {
+				if res.Err != nil {
+					t.Errorf("rules %d, %s: %v, want it stored (the API checked it under these rules)", rules, tc.name, res.Err)
+				}
+				continue
+			}
+			wantCode(t, res.Err, codes.FailedPrecondition)
+			if res.Err == nil || !strings.Contains(res.Err.Error(), tc.msg) {
+				t.Errorf("rules %d, %s: %v, want a message with %q", rules, tc.name, res.Err, tc.msg)
+			}
+		}
+	}
+}

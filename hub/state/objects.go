@@ -22,7 +22,9 @@ const missingRefHint = "create it first, or apply it in the same file"
 // result per object in command order. A Pool keeps a stored pause its
 // manifest does not set, and a dropped pin is warned about (see
 // applyPoolOver), as is an object that cannot do its job yet (see
-// referenceWarnings); the warnings go to ApplyResult.Warnings.
+// referenceWarnings); the warnings go to ApplyResult.Warnings. An
+// ImageRelease put again must be the same release and keeps its channels
+// (see putImageReleaseOver).
 //
 // An appliable object's metadata.modifyIndex and metadata.uid, when set,
 // are preconditions checked against the stored object in this
@@ -114,6 +116,13 @@ func (a *applier) applyObjects(c *roostv1.ApplyObjects) ([]*roostv1.ApplyResult,
 		if cl, ok := in.(*roostv1.Cluster); ok {
 			oldCl, _ := oldRes.(*roostv1.Cluster)
 			in = clusterCredentials(cl, oldCl)
+		}
+		if ir, ok := in.(*roostv1.ImageRelease); ok {
+			oldIR, _ := oldRes.(*roostv1.ImageRelease)
+			var aerr *apierror.Error
+			if in, aerr = a.putImageReleaseOver(ir, oldIR); aerr != nil {
+				return nil, aerr
+			}
 		}
 		if pl, ok := in.(*roostv1.Pool); ok {
 			oldPl, _ := oldRes.(*roostv1.Pool)

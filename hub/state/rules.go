@@ -50,7 +50,14 @@ import (
 //	   records expire by command time and index (RulesRequestIDs,
 //	   requests.go). Under older rules the ID is ignored, as the members
 //	   implementing them ignore it
-const RulesVersion uint32 = 6
+//	7: an ImageRelease put over a stored one (ApplyObjects, as
+//	   PutImageRelease sends it) must be the same release: everything of
+//	   its spec but the channels equal (FailedPrecondition otherwise), and
+//	   it keeps the stored channels, which only PromoteImageRelease changes
+//	   (RulesImageReleases, images.go). Under older rules the leader's API
+//	   checked the release before proposing and the put's channels replaced
+//	   the stored ones
+const RulesVersion uint32 = 7
 
 // Versions that introduced a rule, for the applier's checks.
 const (
@@ -90,6 +97,11 @@ const (
 	// RulesRequestIDs: members deduplicate commands by request ID
 	// (requests.go), so a retried create returns the first result.
 	RulesRequestIDs uint32 = 6
+	// RulesImageReleases: the FSM keeps an ImageRelease immutable and
+	// keeps its channels when it is put again (putImageReleaseOver).
+	// Before, a push that copied the channels it had read could undo a
+	// promotion applied between its read and its write.
+	RulesImageReleases uint32 = 7
 )
 
 // commandRules is the apply rules version of cmd; 0 (commands written
