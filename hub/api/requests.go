@@ -8,10 +8,7 @@ import (
 	"strconv"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/peer"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/roostfleet/roost/apierror"
@@ -103,31 +100,4 @@ func (s *Server) proposeRequest(ctx context.Context, req proto.Message, cmd *roo
 		return nil, err
 	}
 	return s.Propose(ctx, cmd)
-}
-
-// forwardRequest adds the request ID and attempt of the call in ctx to
-// fctx, the outgoing context of the same call forwarded to the leader.
-func forwardRequest(ctx, fctx context.Context) context.Context {
-	if id := requestID(ctx); id != "" {
-		fctx = metadata.AppendToOutgoingContext(fctx, client.RequestIDKey, id)
-	}
-	if n := incoming(ctx, client.AttemptKey); n != "" {
-		fctx = metadata.AppendToOutgoingContext(fctx, client.AttemptKey, n)
-	}
-	return fctx
-}
-
-// markUnsent is the interceptor of calls to other members: a call that
-// failed with Unavailable before it got onto a connection to the leader
-// (no peer) never reached it, which the client is told
-// (apierror.ReasonNotApplied) so that it retries. Any other failure of a
-// forwarded write after it was sent stays without a reason, which clients
-// read as an unknown outcome.
-func markUnsent(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-	var p peer.Peer
-	err := invoker(ctx, method, req, reply, cc, append(opts, grpc.Peer(&p))...)
-	if err != nil && p.Addr == nil && status.Code(err) == codes.Unavailable && apierror.ReasonOf(err) == "" {
-		return apierror.NotApplied("the leader could not be reached (%s); retry", status.Convert(err).Message())
-	}
-	return err
 }

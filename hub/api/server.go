@@ -2,32 +2,22 @@ package api
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
-	"google.golang.org/grpc/metadata"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/roostfleet/roost/apierror"
 	"github.com/roostfleet/roost/hub/blobs"
 	"github.com/roostfleet/roost/hub/liveness"
 	"github.com/roostfleet/roost/hub/raftnode"
 	"github.com/roostfleet/roost/hub/state"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 )
-
-// forwardedKey marks a request a follower forwarded to the leader, so the
-// leader never forwards it again.
-const forwardedKey = "x-roost-forwarded"
 
 // Server implements HubService and MemberService on one hub member.
 type Server struct {
@@ -227,107 +217,4 @@ func (s *Server) Register(g *grpc.Server) {
 	roostv1.RegisterHubServiceServer(g, s)
 	roostv1.RegisterMemberServiceServer(g, s)
 	roostv1.RegisterAgentServiceServer(g, s)
-}
-
-// Close closes connections to other members.
-func (s *Server) Close() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for a, c := range s.conns {
-		c.Close()
-		delete(s.conns, a)
-	}
-}
-
-// Propose sends cmd through Raft on this member, which must lead. It sets
-// the command time, and returns the FSM's result or its error. A command
-// carrying a request ID the FSM applied before (withRequest) changes
-// nothing and returns that first result (ApplyResult.Repeated). Raft
-// errors say whether the command may have been applied
-// (raftnode.OutcomeUnknownError) or not (raft.ErrNotLeader, …; see
-// toStatus).
-func (s *Server) Propose(ctx context.Context, cmd *roostv1.Command) (*state.ApplyResult, error) {
-	if cmd.Time == nil {
-		cmd.Time = timestamppb.New(s.now())
-	}
-	if cmd.RulesVersion == 0 {
-		cmd.RulesVersion = state.EffectiveRules(s.fsm.Members())
-	}
-	data, err := proto.Marshal(cmd)
-	if err != nil {
-		return nil, err
-	}
-	resp, _, err := s.node.Apply(ctx, data)
-	if err != nil {
-		return nil, err
-	}
-	res, ok := resp.(*state.ApplyResult)
-	if !ok {
-		return nil, fmt.Errorf("unexpected FSM response %T", resp)
-	}
-	if res.Err != nil {
-		return nil, res.Err
-	}
-	if res.Repeated {
-		s.log.Info("request applied before: answering with its result", "request", cmd.GetRequestId(), "index", res.Index)
-	}
-	return res, nil
-}
-
-// newUIDs returns n fresh RFC 4122 random UUIDs for an ApplyObjects command.
-func newUIDs(n int) []string {
-	out := make([]string, n)
-	for i := range out {
-		out[i] = uuid.NewString()
-	}
-	return out
-}
-
-// isForwarded reports whether ctx carries a request another member forwarded.
-func isForwarded(ctx context.Context) bool {
-	md, _ := metadata.FromIncomingContext(ctx)
-	return len(md.Get(forwardedKey)) > 0
-}
-
-// leaderConn returns a connection to the leader and a context marked as
-// forwarded, carrying the call's request ID (forwardRequest). It fails
-// with Unavailable (apierror.NotApplied) when no leader is known, when
-// the leader's API address is not recorded yet, or when the request was
-// already forwarded once.
-func (s *Server) leaderConn(ctx context.Context) (*grpc.ClientConn, context.Context, error) {
-	if isForwarded(ctx) {
-		return nil, nil, apierror.NotApplied("member %s received a forwarded request but is not the leader (leadership changed); retry", s.node.ID())
-	}
-	_, leaderID := s.node.Leader()
-	if leaderID == "" {
-		return nil, nil, apierror.NotApplied("no hub leader elected yet; retry")
-	}
-	var apiAddr string
-	for _, m := range s.fsm.Members() {
-		if m.GetId() == leaderID {
-			apiAddr = m.GetApiAddress()
-		}
-	}
-	if apiAddr == "" {
-		return nil, nil, apierror.NotApplied("the API address of leader %s is not known yet; retry", leaderID)
-	}
-	c, err := s.peerConn(apiAddr)
-	if err != nil {
-		return nil, nil, err
-	}
-	return c, forwardRequest(ctx, metadata.AppendToOutgoingContext(ctx, forwardedKey, s.node.ID())), nil
-}
-
-// onLeader runs local when this member leads and otherwise calls remote on
-// the leader with a forwarded context.
-func onLeader[T any](ctx context.Context, s *Server, local func() (T, error), remote func(*grpc.ClientConn, context.Context) (T, error)) (T, error) {
-	if s.node.IsLeader() {
-		return local()
-	}
-	conn, fctx, err := s.leaderConn(ctx)
-	if err != nil {
-		var zero T
-		return zero, err
-	}
-	return remote(conn, fctx)
 }
