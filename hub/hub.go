@@ -29,6 +29,7 @@ import (
 
 	"github.com/roostfleet/roost/apierror"
 	"github.com/roostfleet/roost/client"
+	"github.com/roostfleet/roost/hub/agentconn"
 	"github.com/roostfleet/roost/hub/api"
 	"github.com/roostfleet/roost/hub/blobs"
 	"github.com/roostfleet/roost/hub/ca"
@@ -159,7 +160,9 @@ type Hub struct {
 	rollouts *rollout.Controller
 	node     *raftnode.Node
 	api      *api.Server
-	grpc     *grpc.Server
+	// agents are the agent streams this member serves (api.Config.Agents).
+	agents *agentconn.Registry
+	grpc   *grpc.Server
 	// healthSrv is the standard gRPC health service; watchHealth keeps
 	// its status.
 	healthSrv *health.Server
@@ -222,7 +225,7 @@ func (h *Hub) runLiveness(ctx context.Context, m *liveness.Metrics) {
 	rep.Metrics, rep.Log = m, h.log
 	var n int
 	done := make(chan struct{}, 8)
-	for _, run := range []func(context.Context){ctrl.Run, rep.Run, h.poolController().Run, h.revisionController().Run, h.clusters.Run, h.rollouts.Run, h.api.RunDesiredPush, h.runBlobGC, h.watchHealth, func(ctx context.Context) {
+	for _, run := range []func(context.Context){ctrl.Run, rep.Run, h.poolController().Run, h.revisionController().Run, h.clusters.Run, h.rollouts.Run, h.agents.Run, h.runBlobGC, h.watchHealth, func(ctx context.Context) {
 		t := time.NewTicker(5 * time.Second)
 		defer t.Stop()
 		for {
@@ -426,7 +429,8 @@ func start(ctx context.Context, opts Options, apiLn, httpLn, raftLn net.Listener
 	h.blobGC = newBlobGCMetrics(reg)
 
 	livecfg := liveness.Config{MinTTL: opts.HeartbeatMinTTL, MaxHeartbeatsPerSecond: opts.MaxHeartbeatsPerSecond}
-	h.api = api.New(api.Config{FSM: h.fsm, Node: node, PeerCredentials: credentials.NewTLS(clientTLS), Logger: h.log,
+	h.agents = agentconn.New(agentconn.Config{FSM: h.fsm, Logger: h.log})
+	h.api = api.New(api.Config{FSM: h.fsm, Node: node, PeerCredentials: credentials.NewTLS(clientTLS), Logger: h.log, Agents: h.agents,
 		AgentCertLifetime: opts.AgentCertLifetime, Liveness: livecfg, Registry: reg, Blobs: blobStore, Health: h.healthy,
 		Unauthenticated: opts.Unauthenticated, LeaderReady: h.termBarrier})
 	h.clusters = h.clusterController()
@@ -497,8 +501,8 @@ func (h *Hub) Node() *raftnode.Node { return h.node }
 func (h *Hub) FSM() *state.FSM { return h.fsm }
 
 // DesiredState is what this member would push to Server server's agent
-// now (see api.Server.DesiredState).
-func (h *Hub) DesiredState(server string) *roostv1.DesiredState { return h.api.DesiredState(server) }
+// now (see agentconn.Registry.DesiredState).
+func (h *Hub) DesiredState(server string) *roostv1.DesiredState { return h.agents.DesiredState(server) }
 
 // AdminConfigPath returns DIR/admin.conf.
 func (h *Hub) AdminConfigPath() string { return h.dir.adminConfig() }
@@ -551,8 +555,8 @@ func (h *Hub) Close() error {
 		h.http.Shutdown(sctx)
 		cancel()
 	}
-	if h.api != nil {
-		if n := h.api.GoAway("hub member " + h.id + " is shutting down"); n > 0 {
+	if h.agents != nil {
+		if n := h.agents.GoAway("hub member " + h.id + " is shutting down"); n > 0 {
 			h.log.Info("stopping: told agents to move to other members", "agents", n)
 		}
 	}

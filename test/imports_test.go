@@ -244,3 +244,30 @@ func matchAny(patterns []string, p string) bool {
 	}
 	return false
 }
+
+// TestOnlyTheHubWiringImportsAPI enforces that hub/api stays the outer
+// layer of the hub: no package under hub/ imports it but the process
+// wiring (the hub package itself), so what the API layer forwards to (the
+// state, the agent streams, the controllers) never depends on it.
+func TestOnlyTheHubWiringImportsAPI(t *testing.T) {
+	const api = "github.com/roostfleet/roost/hub/api"
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "github.com/roostfleet/roost/hub/...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) < 2 {
+		t.Fatalf("go list printed %d packages under hub/", len(lines))
+	}
+	for _, line := range lines {
+		f := strings.Fields(line)
+		if f[0] == "github.com/roostfleet/roost/hub" || f[0] == api {
+			continue
+		}
+		for _, imp := range f[1:] {
+			if imp == api {
+				t.Errorf("%s imports %s; only the hub package wires the API", f[0], api)
+			}
+		}
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/roostfleet/roost/apierror"
+	"github.com/roostfleet/roost/hub/agentconn"
 	"github.com/roostfleet/roost/hub/ca"
 	"github.com/roostfleet/roost/hub/state"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
@@ -118,7 +119,7 @@ func (s *Server) agentHubs() *[]string {
 
 // sendHubs sends the member list when it differs from *sent (the pointer
 // agentHubs returned when it was last sent on this stream).
-func (s *Server) sendHubs(as *agentStream, sent **[]string) error {
+func (s *Server) sendHubs(as *agentconn.Stream, sent **[]string) error {
 	hubs := s.agentHubs()
 	if hubs == *sent || len(*hubs) == 0 {
 		return nil
@@ -250,7 +251,7 @@ func (s *Server) Connect(stream grpc.BidiStreamingServer[roostv1.AgentMessage, r
 	defer s.streams.Dec()
 	s.reporter.Seen(cn)
 
-	as := &agentStream{send: stream.Send}
+	as := agentconn.NewStream(stream.Send)
 	interval := s.HeartbeatInterval()
 	if err := as.Send(&roostv1.HubMessage{Message: &roostv1.HubMessage_HeartbeatIntervalSeconds{HeartbeatIntervalSeconds: int64(interval / time.Second)}}); err != nil {
 		return err
@@ -259,24 +260,12 @@ func (s *Server) Connect(stream grpc.BidiStreamingServer[roostv1.AgentMessage, r
 	if err := s.sendHubs(as, &hubsSent); err != nil {
 		return err
 	}
-	s.desired.add(cn, as)
-	defer s.desired.remove(cn, as)
-	if err := s.pushDesired(cn, as); err != nil {
+	s.agents.Register(cn, as)
+	defer s.agents.Unregister(cn, as)
+	if err := s.agents.Push(cn, as); err != nil {
 		return err
 	}
-
-	upd := &roostv1.UpdateServerStatus{Name: cn, Connected: srv.GetStatus().GetState() == state.ServerEnrolling}
-	changed := upd.Connected
-	if v := hello.GetAgentVersion(); v != "" && v != srv.GetStatus().GetAgentVersion() {
-		upd.AgentVersion, changed = v, true
-	}
-	if r := hello.GetBootedRevision(); r != srv.GetStatus().GetBootedRevision() {
-		upd.HasBootedRevision, upd.BootedRevision, changed = true, r, true
-	}
-	if g := hello.GetLastAppliedGeneration(); g != srv.GetStatus().GetAppliedGeneration() {
-		upd.HasAppliedGeneration, upd.AppliedGeneration, changed = true, g, true
-	}
-	if changed {
+	if upd := agentconn.HelloUpdate(srv, hello); upd != nil {
 		if err := s.updateServerStatus(ctx, upd); err != nil {
 			return err
 		}
@@ -314,7 +303,7 @@ func (s *Server) Connect(stream grpc.BidiStreamingServer[roostv1.AgentMessage, r
 				return err
 			}
 			// a missed watch event is caught up at the next beat
-			if err := s.pushDesired(cn, as); err != nil {
+			if err := s.agents.Push(cn, as); err != nil {
 				return err
 			}
 		case *roostv1.AgentMessage_Status:
@@ -379,70 +368,14 @@ func recvWithin(stream grpc.BidiStreamingServer[roostv1.AgentMessage, roostv1.Hu
 }
 
 // agentStatus proposes the parts of st that differ from the recorded
-// status of Server name; it writes nothing when nothing changed.
+// status of Server name (agentconn.Registry.StatusUpdate); it writes
+// nothing when nothing changed.
 func (s *Server) agentStatus(ctx context.Context, name string, st *roostv1.AgentStatus) error {
-	o, err := s.fsm.Get("Server", name)
-	if err != nil {
+	upd, err := s.agents.StatusUpdate(name, st)
+	if err != nil || upd == nil {
 		return err
 	}
-	cur := o.GetServer().GetStatus()
-	upd := &roostv1.UpdateServerStatus{Name: name}
-	changed := false
-	if st.GetInventory() != nil && !proto.Equal(st.GetInventory(), cur.GetInventory()) {
-		upd.Inventory, changed = st.GetInventory(), true
-	}
-	if st.GetBootedRevision() != cur.GetBootedRevision() {
-		upd.HasBootedRevision, upd.BootedRevision, changed = true, st.GetBootedRevision(), true
-	}
-	if st.GetAppliedGeneration() != cur.GetAppliedGeneration() {
-		upd.HasAppliedGeneration, upd.AppliedGeneration, changed = true, st.GetAppliedGeneration(), true
-	}
-	if !sameAgentConditions(st.GetConditions(), cur.GetConditions()) {
-		upd.HasConditions, upd.Conditions, changed = true, st.GetConditions(), true
-	}
-	if st.GetHasFailedRevisions() && len(st.GetFailedRevisions()) > 0 {
-		// only Revisions the FSM keeps and has not marked yet are news
-		phase := map[int64]string{}
-		for _, r := range s.fsm.Revisions(name) {
-			phase[r.GetSpec().GetNumber()] = r.GetStatus().GetPhase()
-		}
-		for _, f := range st.GetFailedRevisions() {
-			if p, ok := phase[f.GetNumber()]; ok && p != state.RevisionFailed && p != state.RevisionGood {
-				upd.HasFailedRevisions, upd.FailedRevisions, changed = true, st.GetFailedRevisions(), true
-				break
-			}
-		}
-	}
-	if !changed {
-		return nil
-	}
 	return s.updateServerStatus(ctx, upd)
-}
-
-// sameAgentConditions compares what the agent sent with the recorded
-// conditions it owns (hub-owned types and transition times ignored).
-func sameAgentConditions(sent, recorded []*roostv1.Condition) bool {
-	type key struct{ typ, status, reason, msg string }
-	a, b := map[key]bool{}, map[key]bool{}
-	for _, c := range sent {
-		if c.GetType() != state.ConditionApproved && c.GetType() != state.ConditionDuplicateUUID {
-			a[key{c.GetType(), c.GetStatus(), c.GetReason(), c.GetMessage()}] = true
-		}
-	}
-	for _, c := range recorded {
-		if c.GetType() != state.ConditionApproved && c.GetType() != state.ConditionDuplicateUUID {
-			b[key{c.GetType(), c.GetStatus(), c.GetReason(), c.GetMessage()}] = true
-		}
-	}
-	if len(a) != len(b) {
-		return false
-	}
-	for k := range a {
-		if !b[k] {
-			return false
-		}
-	}
-	return true
 }
 
 // updateServerStatus proposes upd on the leader: directly when this member

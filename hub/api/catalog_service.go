@@ -6,10 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"sort"
 	"strings"
-	"time"
 	"unicode"
 
 	"google.golang.org/grpc"

@@ -95,7 +95,7 @@ func (s *Server) AcquireLease(ctx context.Context, req *roostv1.AcquireLeaseRequ
 }
 
 func (s *Server) grantLease(ctx context.Context, server string, revision int64) (*roostv1.AcquireLeaseResponse, error) {
-	d := s.DesiredState(server)
+	d := s.agents.DesiredState(server)
 	switch {
 	case d.GetRevision() != revision:
 		return nil, apierror.FailedPrecondition("Revision %d is not Server %s's desired Revision (%d)", revision, server, d.GetRevision())

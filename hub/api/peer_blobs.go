@@ -1,5 +1,18 @@
 package api
 
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/roostfleet/roost/apierror"
+	"github.com/roostfleet/roost/hub/blobs"
+	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+)
+
 // peerAnswerTimeout bounds the wait for a peer's first FetchBlob chunk.
 const peerAnswerTimeout = 30 * time.Second
 

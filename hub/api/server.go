@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
 
+	"github.com/roostfleet/roost/hub/agentconn"
 	"github.com/roostfleet/roost/hub/blobs"
 	"github.com/roostfleet/roost/hub/liveness"
 	"github.com/roostfleet/roost/hub/raftnode"
@@ -50,8 +51,8 @@ type Server struct {
 	streams   prometheus.Gauge
 	// blobs is the member's artifact store; nil refuses artifact calls.
 	blobs *blobs.Store
-	// desired are the agent streams this member serves, by Server name.
-	desired desiredStreams
+	// agents are the agent streams this member serves (Config.Agents).
+	agents *agentconn.Registry
 	// drainer drains workers before their reboot Lease; nil: no drain.
 	drainer Drainer
 	// admitter admits reboots by the Pools' rollout rules; nil: all.
@@ -86,6 +87,9 @@ type Config struct {
 	// that reports to the leader through MemberService.ReportSeen (run it
 	// with RunReporter).
 	Reporter *liveness.Reporter
+	// Agents keeps the agent streams this member serves and pushes their
+	// desired state (run its Run on the member); nil makes one.
+	Agents *agentconn.Registry
 	// Registry receives the agent stream gauge; nil registers nothing.
 	Registry prometheus.Registerer
 	// Blobs is the member's content-addressed artifact store
@@ -123,7 +127,10 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{fsm: cfg.FSM, node: cfg.Node, peerCreds: cfg.PeerCredentials, log: log, now: now, conns: map[string]*grpc.ClientConn{},
 		agentCertLifetime: cfg.AgentCertLifetime, liveness: cfg.Liveness, tracker: cfg.Tracker, reporter: cfg.Reporter}
-	s.blobs, s.health, s.leaderReady = cfg.Blobs, cfg.Health, cfg.LeaderReady
+	s.blobs, s.health, s.leaderReady, s.agents = cfg.Blobs, cfg.Health, cfg.LeaderReady, cfg.Agents
+	if s.agents == nil {
+		s.agents = agentconn.New(agentconn.Config{FSM: cfg.FSM, Now: now, Logger: log})
+	}
 	s.guard = newGuard(cfg.Unauthenticated, log, now)
 	if s.agentCertLifetime <= 0 {
 		s.agentCertLifetime = DefaultAgentCertLifetime
