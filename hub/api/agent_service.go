@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/roostfleet/roost/apierror"
 	"github.com/roostfleet/roost/hub/agentconn"
+	"github.com/roostfleet/roost/hub/blobs"
 	"github.com/roostfleet/roost/hub/ca"
 	"github.com/roostfleet/roost/hub/state"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
@@ -394,37 +396,37 @@ func (s *Server) updateServerStatus(ctx context.Context, upd *roostv1.UpdateServ
 	return err
 }
 
-// ForwardServerStatus proposes an agent's status change for the member
-// that holds the agent's stream. Only the leader accepts it.
-func (s *Server) ForwardServerStatus(ctx context.Context, req *roostv1.ForwardServerStatusRequest) (*roostv1.ForwardServerStatusResponse, error) {
-	if !s.isLeader() {
-		return nil, apierror.Unavailable("member %s is not the leader; retry", s.node.ID())
-	}
-	if req.GetUpdate().GetName() == "" {
-		return nil, apierror.Invalid("no server named", apierror.Violation{Field: "update.name", Message: "is required"})
-	}
-	res, err := s.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_UpdateServerStatus{UpdateServerStatus: req.GetUpdate()}})
-	if err != nil {
-		return nil, err
-	}
-	return &roostv1.ForwardServerStatusResponse{Index: res.Index}, nil
-}
-
-// ReportSeen records, on the leader, heartbeats another member received.
-func (s *Server) ReportSeen(ctx context.Context, req *roostv1.ReportSeenRequest) (*roostv1.ReportSeenResponse, error) {
-	if !s.isLeader() {
-		return nil, apierror.Unavailable("member %s is not the leader; report to the leader", s.node.ID())
-	}
-	s.tracker.Seen(req.GetServers()...)
-	return &roostv1.ReportSeenResponse{}, nil
-}
-
-// reportSeen is the Reporter's Send: MemberService.ReportSeen on the leader.
-func (s *Server) reportSeen(ctx context.Context, names []string) error {
-	conn, fctx, err := s.leaderConn(ctx)
-	if err != nil {
+// FetchArtifact streams a blob from offset (bytes) in chunks of
+// ArtifactChunkSize; the first chunk carries the total size, and an offset
+// equal to the size yields one empty chunk. A blob this member misses is
+// first copied from another member (see above). Errors: InvalidArgument
+// (malformed digest, negative offset or an offset past the end), NotFound
+// (no member stores the blob completely), Aborted (an upload of the blob
+// to this member is running), FailedPrecondition (no blob store).
+func (s *Server) FetchArtifact(req *roostv1.FetchArtifactRequest, stream grpc.ServerStreamingServer[roostv1.ArtifactChunk]) error {
+	if err := s.checkBlobs(); err != nil {
 		return err
 	}
-	_, err = roostv1.NewMemberServiceClient(conn).ReportSeen(fctx, &roostv1.ReportSeenRequest{Servers: names})
-	return err
+	digest := req.GetSha256()
+	f, size, err := s.blobs.Open(digest)
+	if errors.Is(err, blobs.ErrNotFound) {
+		if ferr := s.fillBlob(stream.Context(), digest); ferr != nil {
+			if errors.Is(ferr, blobs.ErrNotFound) {
+				return &apierror.Error{Code: codes.NotFound, Message: fmt.Sprintf("artifact sha256 %s is stored on no hub member "+
+					"(asked %s first; %s): push it with 'roostctl image push'", digest, s.memberID(), strings.TrimPrefix(ferr.Error(), blobs.ErrNotFound.Error()+": "))}
+			}
+			return blobError(ferr, "sha256", digest)
+		}
+		f, size, err = s.blobs.Open(digest)
+	}
+	if err != nil {
+		return blobError(err, "sha256", digest)
+	}
+	defer f.Close()
+	off := req.GetOffset()
+	if off < 0 || off > size {
+		return apierror.Invalid("offset out of range", apierror.Violation{Field: "offset",
+			Message: fmt.Sprintf("offset %d is outside the blob of %d bytes", off, size), Hint: fmt.Sprintf("use 0 to %d", size)})
+	}
+	return sendBlob(f, digest, off, size, stream)
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sort"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -13,6 +15,7 @@ import (
 	"github.com/roostfleet/roost/apierror"
 	"github.com/roostfleet/roost/hub/state"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+	"github.com/roostfleet/roost/resource"
 )
 
 // ListJoinTokens lists the join tokens, without secrets, sorted by id, with
@@ -117,4 +120,66 @@ func revokeJoinTokensByPut(ctx context.Context, s *Server, ids []string, byID ma
 		out.Revoked = append(out.Revoked, id)
 	}
 	return out, nil
+}
+
+// CreateJoinToken records a new join token (hashed) and returns it once.
+func (s *Server) CreateJoinToken(ctx context.Context, req *roostv1.CreateJoinTokenRequest) (*roostv1.CreateJoinTokenResponse, error) {
+	var vs []apierror.Violation
+	if ttl, most := req.GetTtlSeconds(), int64(resource.MaxJoinTokenTTL/time.Second); ttl < 0 || ttl > most {
+		vs = append(vs, apierror.Violation{Field: "ttlSeconds", Message: fmt.Sprintf("must be 0 (1 hour) to %d (30 days), got %d", most, ttl)})
+	}
+	if req.GetMaxUses() < 0 {
+		vs = append(vs, apierror.Violation{Field: "maxUses", Message: fmt.Sprintf("must be ≥ 0 (0: one use), got %d", req.GetMaxUses())})
+	}
+	if len(vs) > 0 {
+		return nil, apierror.Invalid("invalid join token request", vs...)
+	}
+	return onLeader(ctx, s, func() (*roostv1.CreateJoinTokenResponse, error) {
+		authority, err := s.authority()
+		if err != nil {
+			return nil, err
+		}
+		tok, err := newJoinToken(authority.Fingerprint())
+		if src, derr := s.derivedSource(ctx, "join-token", 0, 20); derr != nil {
+			return nil, derr
+		} else if src != nil {
+			tok, err = joinTokenFrom(authority.Fingerprint(), src) // a retry makes the same token
+		}
+		if err != nil {
+			return nil, err
+		}
+		ttl := time.Duration(req.GetTtlSeconds()) * time.Second
+		if ttl == 0 {
+			ttl = time.Hour
+		}
+		uses := req.GetMaxUses()
+		if uses == 0 {
+			uses = 1
+		}
+		now := s.now()
+		expires := timestamppb.New(now.Add(ttl))
+		res, err := s.proposeRequest(ctx, req, &roostv1.Command{Time: timestamppb.New(now), Command: &roostv1.Command_PutJoinToken{PutJoinToken: &roostv1.PutJoinToken{
+			Token: &roostv1.JoinToken{Id: tok.ID, SecretSha256: tok.SecretSHA256(), ExpiresAt: expires, MaxUses: uses},
+		}}})
+		if err != nil {
+			return nil, err
+		}
+		if res.Repeated {
+			// A retry of a request applied before: the token it made,
+			// with its expiry as stored.
+			for _, t := range s.fsm.JoinTokens() {
+				if t.GetId() == tok.ID {
+					expires = t.GetExpiresAt()
+				}
+			}
+		}
+		resp := &roostv1.CreateJoinTokenResponse{Token: tok.String(), ExpiresAt: expires, Id: tok.ID}
+		for _, m := range s.fsm.Members() {
+			resp.ApiAddresses = append(resp.ApiAddresses, m.GetApiAddress())
+		}
+		sort.Strings(resp.ApiAddresses)
+		return resp, nil
+	}, func(c *grpc.ClientConn, fctx context.Context) (*roostv1.CreateJoinTokenResponse, error) {
+		return roostv1.NewHubServiceClient(c).CreateJoinToken(fctx, req)
+	})
 }

@@ -11,18 +11,16 @@ import (
 	"unicode"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 
 	"github.com/roostfleet/roost/apierror"
-	"github.com/roostfleet/roost/hub/blobs"
 	"github.com/roostfleet/roost/hub/state"
 	"github.com/roostfleet/roost/imagebuilder/release"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 	"github.com/roostfleet/roost/releasesig"
 )
 
-// The image catalog: trusted release keys, promotion to channels, and
-// fetching missing artifacts from peer members.
+// HubService's release keys: the keys whose signatures the leader checks
+// on PutImageRelease (checkReleaseSignature), and the warnings it sends.
 
 // maxKeyComment is the longest comment TrustReleaseKey accepts, in bytes.
 const maxKeyComment = 256
@@ -141,37 +139,6 @@ func (s *Server) ListTrustedKeys(ctx context.Context, req *roostv1.ListTrustedKe
 	})
 }
 
-// PromoteImageRelease adds a channel to the release of a version (or
-// removes it); nothing else of a release ever changes. Pools following a
-// channel take the newest release on it. Errors: InvalidArgument (no
-// version, channel not a DNS label), NotFound.
-func (s *Server) PromoteImageRelease(ctx context.Context, req *roostv1.PromoteImageReleaseRequest) (*roostv1.PromoteImageReleaseResponse, error) {
-	vs := state.ValidateChannel("channel", req.GetChannel())
-	if req.GetVersion() == "" {
-		vs = append([]apierror.Violation{{Field: "version", Message: "is required", Hint: `give the release's version, e.g. "2026.11.0"`}}, vs...)
-	}
-	if len(vs) > 0 {
-		return nil, apierror.Invalid("invalid promotion", vs...)
-	}
-	return onLeader(ctx, s, func() (*roostv1.PromoteImageReleaseResponse, error) {
-		res, err := s.proposeRequest(ctx, req, &roostv1.Command{Command: &roostv1.Command_PromoteImageRelease{PromoteImageRelease: &roostv1.PromoteImageRelease{
-			Version: req.GetVersion(), Channel: req.GetChannel(), Remove: req.GetRemove()}}})
-		if err != nil {
-			return nil, err
-		}
-		if len(res.Results) != 1 {
-			return nil, fmt.Errorf("promote: %d results, want 1", len(res.Results))
-		}
-		o, err := s.fsm.Get("ImageRelease", res.Results[0].GetName())
-		if err != nil {
-			return nil, err
-		}
-		return &roostv1.PromoteImageReleaseResponse{Release: o.GetImageRelease(), Unchanged: res.Results[0].GetAction() == state.ActionUnchanged}, nil
-	}, func(c *grpc.ClientConn, fctx context.Context) (*roostv1.PromoteImageReleaseResponse, error) {
-		return roostv1.NewHubServiceClient(c).PromoteImageRelease(fctx, req)
-	})
-}
-
 // checkReleaseSignature checks, on the leader, that a release is signed by
 // a trusted key. With no key trusted it returns a warning instead (the
 // release is accepted). Errors: FailedPrecondition (no trusted key signed
@@ -234,33 +201,3 @@ func shortIDs(keys []*roostv1.TrustedKey) string {
 }
 
 // ---- peer blob fetch
-
-// FetchBlob streams a blob this member stores completely to another
-// member (MemberService; member certificates only), from offset, like
-// FetchArtifact but never asking further peers. An offset past the end
-// yields one chunk with the size and no data, so the caller can drop a
-// bad partial copy. Errors: NotFound (not stored completely here),
-// PermissionDenied (not a member), InvalidArgument (bad digest or
-// negative offset).
-func (s *Server) FetchBlob(req *roostv1.FetchArtifactRequest, stream grpc.ServerStreamingServer[roostv1.ArtifactChunk]) error {
-	if err := s.checkBlobs(); err != nil {
-		return err
-	}
-	digest := req.GetSha256()
-	f, size, err := s.blobs.Open(digest)
-	if err != nil {
-		if errors.Is(err, blobs.ErrNotFound) {
-			return &apierror.Error{Code: codes.NotFound, Message: fmt.Sprintf("artifact sha256 %s is not stored on hub member %s", digest, s.memberID())}
-		}
-		return blobError(err, "sha256", digest)
-	}
-	defer f.Close()
-	off := req.GetOffset()
-	if off < 0 {
-		return apierror.Invalid("offset out of range", apierror.Violation{Field: "offset", Message: fmt.Sprintf("%d is negative", off)})
-	}
-	if off > size {
-		return stream.Send(&roostv1.ArtifactChunk{Size: size})
-	}
-	return sendBlob(f, digest, off, size, stream)
-}

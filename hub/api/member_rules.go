@@ -13,7 +13,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/roostfleet/roost/apierror"
-	"github.com/roostfleet/roost/hub/ca"
 	"github.com/roostfleet/roost/hub/state"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 )
@@ -43,18 +42,6 @@ func olderMemberError(members []*roostv1.HubMember, effective, v uint32, field s
 	return apierror.FailedPreconditionFields("this roost-hub is older than the hub's members",
 		apierror.Violation{Field: field, Message: fmt.Sprintf("the member's roost-hub implements apply rules up to version %d, and the hub applies version %d: "+
 			"run the roost-hub the members run (%s; see 'roostctl hub members') or newer", max(v, 1), effective, strings.Join(versions, ", "))})
-}
-
-// UpdateMember records the calling member's addresses and software
-// (members call it when they start, through ReportSelf).
-func (s *Server) UpdateMember(ctx context.Context, req *roostv1.UpdateMemberRequest) (*roostv1.UpdateMemberResponse, error) {
-	if _, cn, _ := ca.PeerRole(ctx); cn != req.GetMember().GetId() && !isForwarded(ctx) {
-		return nil, apierror.PermissionDenied("member %q may only update itself, not %q", cn, req.GetMember().GetId())
-	}
-	if err := s.ReportSelf(ctx, req.GetMember()); err != nil {
-		return nil, err
-	}
-	return &roostv1.UpdateMemberResponse{}, nil
 }
 
 // ReportSelf records m, this member's own HubMember, on the leader unless

@@ -2,150 +2,25 @@ package api
 
 import (
 	"context"
-	"crypto/x509"
-	"encoding/pem"
+	"errors"
 	"fmt"
 	"net"
-	"sort"
 	"strings"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/roostfleet/roost/apierror"
+	"github.com/roostfleet/roost/hub/blobs"
 	"github.com/roostfleet/roost/hub/ca"
 	"github.com/roostfleet/roost/hub/state"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
-	"github.com/roostfleet/roost/resource"
 )
 
 // memberCertLifetime is how long member certificates issued at join last.
 const memberCertLifetime = 5 * 365 * 24 * time.Hour
-
-// ListMembers lists the Raft configuration as this member sees it.
-func (s *Server) ListMembers(ctx context.Context, _ *roostv1.ListMembersRequest) (*roostv1.ListMembersResponse, error) {
-	servers, err := s.node.Servers()
-	if err != nil {
-		return nil, err
-	}
-	_, leader := s.node.Leader()
-	members := s.fsm.Members()
-	out := &roostv1.ListMembersResponse{Index: s.fsm.LastIndex(), RulesVersion: state.EffectiveRules(members)}
-	for _, sv := range servers {
-		m := &roostv1.Member{
-			Id: string(sv.ID), RaftAddress: string(sv.Address),
-			Suffrage: sv.Suffrage.String(), Leader: string(sv.ID) == leader,
-		}
-		for _, r := range members {
-			if r.GetId() == m.Id {
-				m.ApiAddress, m.HubVersion, m.RulesVersion = r.GetApiAddress(), r.GetHubVersion(), r.GetRulesVersion()
-			}
-		}
-		out.Members = append(out.Members, m)
-	}
-	s.probeMembers(ctx, out.Members)
-	sort.Slice(out.Members, func(i, j int) bool { return out.Members[i].Id < out.Members[j].Id })
-	return out, nil
-}
-
-// CreateJoinToken records a new join token (hashed) and returns it once.
-func (s *Server) CreateJoinToken(ctx context.Context, req *roostv1.CreateJoinTokenRequest) (*roostv1.CreateJoinTokenResponse, error) {
-	var vs []apierror.Violation
-	if ttl, most := req.GetTtlSeconds(), int64(resource.MaxJoinTokenTTL/time.Second); ttl < 0 || ttl > most {
-		vs = append(vs, apierror.Violation{Field: "ttlSeconds", Message: fmt.Sprintf("must be 0 (1 hour) to %d (30 days), got %d", most, ttl)})
-	}
-	if req.GetMaxUses() < 0 {
-		vs = append(vs, apierror.Violation{Field: "maxUses", Message: fmt.Sprintf("must be ≥ 0 (0: one use), got %d", req.GetMaxUses())})
-	}
-	if len(vs) > 0 {
-		return nil, apierror.Invalid("invalid join token request", vs...)
-	}
-	return onLeader(ctx, s, func() (*roostv1.CreateJoinTokenResponse, error) {
-		authority, err := s.authority()
-		if err != nil {
-			return nil, err
-		}
-		tok, err := newJoinToken(authority.Fingerprint())
-		if src, derr := s.derivedSource(ctx, "join-token", 0, 20); derr != nil {
-			return nil, derr
-		} else if src != nil {
-			tok, err = joinTokenFrom(authority.Fingerprint(), src) // a retry makes the same token
-		}
-		if err != nil {
-			return nil, err
-		}
-		ttl := time.Duration(req.GetTtlSeconds()) * time.Second
-		if ttl == 0 {
-			ttl = time.Hour
-		}
-		uses := req.GetMaxUses()
-		if uses == 0 {
-			uses = 1
-		}
-		now := s.now()
-		expires := timestamppb.New(now.Add(ttl))
-		res, err := s.proposeRequest(ctx, req, &roostv1.Command{Time: timestamppb.New(now), Command: &roostv1.Command_PutJoinToken{PutJoinToken: &roostv1.PutJoinToken{
-			Token: &roostv1.JoinToken{Id: tok.ID, SecretSha256: tok.SecretSHA256(), ExpiresAt: expires, MaxUses: uses},
-		}}})
-		if err != nil {
-			return nil, err
-		}
-		if res.Repeated {
-			// A retry of a request applied before: the token it made,
-			// with its expiry as stored.
-			for _, t := range s.fsm.JoinTokens() {
-				if t.GetId() == tok.ID {
-					expires = t.GetExpiresAt()
-				}
-			}
-		}
-		resp := &roostv1.CreateJoinTokenResponse{Token: tok.String(), ExpiresAt: expires, Id: tok.ID}
-		for _, m := range s.fsm.Members() {
-			resp.ApiAddresses = append(resp.ApiAddresses, m.GetApiAddress())
-		}
-		sort.Strings(resp.ApiAddresses)
-		return resp, nil
-	}, func(c *grpc.ClientConn, fctx context.Context) (*roostv1.CreateJoinTokenResponse, error) {
-		return roostv1.NewHubServiceClient(c).CreateJoinToken(fctx, req)
-	})
-}
-
-// RemoveMember removes a member from the Raft configuration and the state.
-func (s *Server) RemoveMember(ctx context.Context, req *roostv1.RemoveMemberRequest) (*roostv1.RemoveMemberResponse, error) {
-	if req.GetId() == "" {
-		return nil, apierror.Invalid("member id required", apierror.Violation{Field: "id", Message: "required"})
-	}
-	return onLeader(ctx, s, func() (*roostv1.RemoveMemberResponse, error) {
-		servers, err := s.node.Servers()
-		if err != nil {
-			return nil, err
-		}
-		found := false
-		for _, sv := range servers {
-			found = found || string(sv.ID) == req.GetId()
-		}
-		if !found {
-			return nil, apierror.NotFound("hub member", req.GetId())
-		}
-		if len(servers) == 1 {
-			return nil, apierror.FailedPrecondition("member %s is the only member; removing it would destroy the cluster", req.GetId())
-		}
-		// Forget the member's addresses first: removing the leader itself
-		// makes it step down, after which it could propose nothing more.
-		if _, err := s.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_DeleteMember{DeleteMember: &roostv1.DeleteMember{Id: req.GetId()}}}); err != nil && apierror.Code(err) != codes.NotFound {
-			return nil, err
-		}
-		if err := s.node.RemoveServer(ctx, req.GetId()); err != nil {
-			return nil, err
-		}
-		return &roostv1.RemoveMemberResponse{}, nil
-	}, func(c *grpc.ClientConn, fctx context.Context) (*roostv1.RemoveMemberResponse, error) {
-		return roostv1.NewHubServiceClient(c).RemoveMember(fctx, req)
-	})
-}
 
 // Join checks a join token (counting one use through Raft) and signs the
 // new member's certificate request. A node ID, or a Raft address (when the
@@ -277,24 +152,79 @@ func (s *Server) AddVoter(ctx context.Context, req *roostv1.AddVoterRequest) (*r
 	})
 }
 
-// authority loads the replicated CA.
-func (s *Server) authority() (*ca.Authority, error) {
-	c := s.fsm.CA()
-	if c == nil {
-		return nil, apierror.NotApplied("the hub CA is not initialised yet; retry")
+// FetchBlob streams a blob this member stores completely to another
+// member (MemberService; member certificates only), from offset, like
+// FetchArtifact but never asking further peers. An offset past the end
+// yields one chunk with the size and no data, so the caller can drop a
+// bad partial copy. Errors: NotFound (not stored completely here),
+// PermissionDenied (not a member), InvalidArgument (bad digest or
+// negative offset).
+func (s *Server) FetchBlob(req *roostv1.FetchArtifactRequest, stream grpc.ServerStreamingServer[roostv1.ArtifactChunk]) error {
+	if err := s.checkBlobs(); err != nil {
+		return err
 	}
-	return ca.Load(c)
+	digest := req.GetSha256()
+	f, size, err := s.blobs.Open(digest)
+	if err != nil {
+		if errors.Is(err, blobs.ErrNotFound) {
+			return &apierror.Error{Code: codes.NotFound, Message: fmt.Sprintf("artifact sha256 %s is not stored on hub member %s", digest, s.memberID())}
+		}
+		return blobError(err, "sha256", digest)
+	}
+	defer f.Close()
+	off := req.GetOffset()
+	if off < 0 {
+		return apierror.Invalid("offset out of range", apierror.Violation{Field: "offset", Message: fmt.Sprintf("%d is negative", off)})
+	}
+	if off > size {
+		return stream.Send(&roostv1.ArtifactChunk{Size: size})
+	}
+	return sendBlob(f, digest, off, size, stream)
 }
 
-// checkCSR parses a PEM PKCS#10 request and checks its signature.
-func checkCSR(csrPEM []byte) error {
-	b, _ := pem.Decode(csrPEM)
-	if b == nil || b.Type != "CERTIFICATE REQUEST" {
-		return fmt.Errorf("not a PEM CERTIFICATE REQUEST")
+// UpdateMember records the calling member's addresses and software
+// (members call it when they start, through ReportSelf).
+func (s *Server) UpdateMember(ctx context.Context, req *roostv1.UpdateMemberRequest) (*roostv1.UpdateMemberResponse, error) {
+	if _, cn, _ := ca.PeerRole(ctx); cn != req.GetMember().GetId() && !isForwarded(ctx) {
+		return nil, apierror.PermissionDenied("member %q may only update itself, not %q", cn, req.GetMember().GetId())
 	}
-	csr, err := x509.ParseCertificateRequest(b.Bytes)
+	if err := s.ReportSelf(ctx, req.GetMember()); err != nil {
+		return nil, err
+	}
+	return &roostv1.UpdateMemberResponse{}, nil
+}
+
+// ForwardServerStatus proposes an agent's status change for the member
+// that holds the agent's stream. Only the leader accepts it.
+func (s *Server) ForwardServerStatus(ctx context.Context, req *roostv1.ForwardServerStatusRequest) (*roostv1.ForwardServerStatusResponse, error) {
+	if !s.isLeader() {
+		return nil, apierror.Unavailable("member %s is not the leader; retry", s.node.ID())
+	}
+	if req.GetUpdate().GetName() == "" {
+		return nil, apierror.Invalid("no server named", apierror.Violation{Field: "update.name", Message: "is required"})
+	}
+	res, err := s.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_UpdateServerStatus{UpdateServerStatus: req.GetUpdate()}})
 	if err != nil {
-		return fmt.Errorf("parse certificate request: %w", err)
+		return nil, err
 	}
-	return csr.CheckSignature()
+	return &roostv1.ForwardServerStatusResponse{Index: res.Index}, nil
+}
+
+// ReportSeen records, on the leader, heartbeats another member received.
+func (s *Server) ReportSeen(ctx context.Context, req *roostv1.ReportSeenRequest) (*roostv1.ReportSeenResponse, error) {
+	if !s.isLeader() {
+		return nil, apierror.Unavailable("member %s is not the leader; report to the leader", s.node.ID())
+	}
+	s.tracker.Seen(req.GetServers()...)
+	return &roostv1.ReportSeenResponse{}, nil
+}
+
+// reportSeen is the Reporter's Send: MemberService.ReportSeen on the leader.
+func (s *Server) reportSeen(ctx context.Context, names []string) error {
+	conn, fctx, err := s.leaderConn(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = roostv1.NewMemberServiceClient(conn).ReportSeen(fctx, &roostv1.ReportSeenRequest{Servers: names})
+	return err
 }
