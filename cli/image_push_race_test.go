@@ -15,9 +15,6 @@ import (
 // survive the push (the FSM keeps a stored release's channels; the push
 // does not write back channels it read).
 func TestImagePushKeepsConcurrentPromote(t *testing.T) {
-	if testing.Short() {
-		t.Skip("pushes a release 50 times")
-	}
 	_, config, run := realHubCLI(t)
 	bundle, pub := makeBundle(t, "2026.11.0", 1000, 1000, 10)
 	if r := run("image", "push", bundle, "--key", pub); r.code != 0 {
