@@ -537,7 +537,7 @@ func (h *Hub) hasMemberRecord() bool {
 // requests finish, at most 5 s). A leader with other voters first hands
 // leadership to one of them (see handOverLeadership), so writes go on
 // while it drains. Streams that would hold the drain are ended first:
-// agents are told to go away (api.Server.GoAway) and open Watch streams
+// agents are told to go away (agentconn.Registry.GoAway) and open Watch streams
 // end with Unavailable (stopping, serveUntilRemoved), so that their
 // clients move to another member.
 func (h *Hub) Close() error {

@@ -154,7 +154,7 @@ func (h *Hub) serveUntilRemoved(srv any, ss grpc.ServerStream, handler grpc.Stre
 // endsOnStop says whether ss is a stream Close ends when the member starts
 // stopping: one that may wait for events indefinitely (HubService.Watch).
 // Agent streams (AgentService.Connect) are told with go_away instead
-// (api.Server.GoAway).
+// (agentconn.Registry.GoAway).
 func endsOnStop(ss grpc.ServerStream) bool {
 	m, _ := grpc.MethodFromServerStream(ss)
 	return m == roostv1.HubService_Watch_FullMethodName
