@@ -1,8 +1,10 @@
 // Package bench measures the hub's write path: Raft commit throughput and
-// latency for 1 and 3 voters on loopback, with one and with 16 concurrent
-// clients, for both Raft log stores (raft-wal, the default, and
-// raft-boltdb/v2). Run it with `make bench`; a summary table is printed
-// after the benchmarks.
+// latency for 1 and 3 voters on loopback, with 1 and 16 concurrent clients
+// (and 256 for 3 voters on raft-wal), for both Raft log stores (raft-wal,
+// the default, and raft-boltdb/v2), and etcd's Puts in the same shape (3
+// members, TLS, one client connection) for a side-by-side comparison.
+// Run it with `make bench`; summary tables are printed after the
+// benchmarks.
 package bench
 
 import (
@@ -43,7 +45,9 @@ var (
 // Cluster object through client.Dial (TLS) to the leader — the real write
 // path: validation at the edge, one ApplyObjects command proposed through
 // Raft (log append with fsync on a quorum), applied to the FSM, answered.
-// The cluster runs in this process on 127.0.0.1 with Raft's default timeouts.
+// The cluster runs in this process on 127.0.0.1 with Raft's default
+// timeouts. All clients share one connection. 3 voters on raft-wal is the
+// row BenchmarkEtcdPut is compared with; it alone also runs 256 clients.
 func BenchmarkCommit(b *testing.B) {
 	for _, store := range []string{raftnode.LogStoreWAL, raftnode.LogStoreBolt} {
 		for _, voters := range []int{1, 3} {
@@ -57,9 +61,13 @@ func BenchmarkCommit(b *testing.B) {
 				}
 				hc := c.Dial(b, []string{leader.APIAddr()})
 				var runs atomic.Int64
-				for _, clients := range []int{1, 16} {
+				for _, clients := range clientCounts(store, voters) {
 					b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
-						r := commitRun(b, hc, clients, runs.Add(1))
+						run := runs.Add(1)
+						r := commitRun(b, clients, func(ctx context.Context, i int) error {
+							_, err := hc.Apply(ctx, &roostv1.ApplyRequest{Objects: []*roostv1.Object{cluster(fmt.Sprintf("r%d-%d", run, i))}})
+							return err
+						})
 						r.store, r.voters = store, voters
 						resultsMu.Lock()
 						results[b.Name()] = r
@@ -71,9 +79,23 @@ func BenchmarkCommit(b *testing.B) {
 	}
 }
 
-// commitRun applies b.N objects with the given number of concurrent clients
-// and reports the metrics.
-func commitRun(b *testing.B, hc roostv1.HubServiceClient, clients int, run int64) result {
+// raftnodeWAL is the log store of the row compared with etcd.
+const raftnodeWAL = raftnode.LogStoreWAL
+
+// clientCounts returns the numbers of concurrent clients a configuration
+// runs with: 1, 16 and 256 for the one compared with etcd (3 voters,
+// raft-wal), 1 and 16 for the others.
+func clientCounts(store string, voters int) []int {
+	if store == raftnodeWAL && voters == etcdVoters {
+		return []int{1, 16, 256}
+	}
+	return []int{1, 16}
+}
+
+// commitRun calls op b.N times (i from 0 to b.N-1) from the given number
+// of concurrent clients and reports the throughput and the p50 and p99
+// latency of one call.
+func commitRun(b *testing.B, clients int, op func(ctx context.Context, i int) error) result {
 	ctx, cancel := context.WithTimeout(context.Background(), maxRun)
 	defer cancel()
 	lat := make([]time.Duration, b.N)
@@ -93,9 +115,8 @@ func commitRun(b *testing.B, hc roostv1.HubServiceClient, clients int, run int64
 				if i >= b.N {
 					return
 				}
-				obj := cluster(fmt.Sprintf("r%d-%d", run, i))
 				t0 := time.Now()
-				_, err := hc.Apply(ctx, &roostv1.ApplyRequest{Objects: []*roostv1.Object{obj}})
+				err := op(ctx, i)
 				lat[i] = time.Since(t0)
 				if err != nil {
 					failed.Add(1)
@@ -108,10 +129,10 @@ func commitRun(b *testing.B, hc roostv1.HubServiceClient, clients int, run int64
 	elapsed := time.Since(start)
 	b.StopTimer()
 	if firstErr != nil {
-		b.Fatalf("%d of %d applies failed; first: %v", failed.Load(), b.N, firstErr)
+		b.Fatalf("%d of %d calls failed; first: %v", failed.Load(), b.N, firstErr)
 	}
 	if ctx.Err() != nil {
-		b.Fatalf("run of %d applies exceeded %s", b.N, maxRun)
+		b.Fatalf("run of %d calls exceeded %s", b.N, maxRun)
 	}
 	slices.Sort(lat)
 	r := result{
@@ -160,8 +181,12 @@ func summary() string {
 		return ""
 	}
 	rs := make([]result, 0, len(results))
+	byKey := map[string]result{}
 	for _, r := range results {
-		rs = append(rs, r)
+		byKey[fmt.Sprintf("%s/%d/%d", r.store, r.voters, r.clients)] = r
+		if r.store != storeEtcd {
+			rs = append(rs, r)
+		}
 	}
 	sort.Slice(rs, func(i, j int) bool {
 		a, b := rs[i], rs[j]
@@ -174,12 +199,12 @@ func summary() string {
 		return a.store > b.store // wal first
 	})
 	var sb strings.Builder
-	sb.WriteString("\nRaft commit (gRPC Apply to the leader over TLS on loopback; one ApplyObjects command each)\n")
-	fmt.Fprintf(&sb, "%-7s %6s %7s %7s %10s %8s %8s\n", "store", "voters", "clients", "ops", "cmds/s", "p50-ms", "p99-ms")
-	byKey := map[string]result{}
-	for _, r := range rs {
-		fmt.Fprintf(&sb, "%-7s %6d %7d %7d %10.0f %8.2f %8.2f\n", r.store, r.voters, r.clients, r.ops, r.cmdsPerSec, ms(r.p50), ms(r.p99))
-		byKey[fmt.Sprintf("%s/%d/%d", r.store, r.voters, r.clients)] = r
+	if len(rs) > 0 {
+		sb.WriteString("\nRaft commit (gRPC Apply to the leader over TLS on loopback; one ApplyObjects command each)\n")
+		fmt.Fprintf(&sb, "%-7s %6s %7s %7s %10s %8s %8s\n", "store", "voters", "clients", "ops", "cmds/s", "p50-ms", "p99-ms")
+		for _, r := range rs {
+			fmt.Fprintf(&sb, "%-7s %6d %7d %7d %10.0f %8.2f %8.2f\n", r.store, r.voters, r.clients, r.ops, r.cmdsPerSec, ms(r.p50), ms(r.p99))
+		}
 	}
 	var cmp []string
 	for _, v := range []int{1, 3} {
@@ -195,5 +220,35 @@ func summary() string {
 	if len(cmp) > 0 {
 		sb.WriteString(strings.Join(cmp, "\n") + "\n")
 	}
+	sb.WriteString(etcdTable(byKey))
 	return sb.String()
+}
+
+// etcdTable is the side-by-side table of etcd's Puts (BenchmarkEtcdPut)
+// and the hub's commits (BenchmarkCommit, 3 voters, raft-wal) at each
+// client count both ran, with the ratios Roost ÷ etcd of throughput, p50
+// and p99 (throughput above 1 and latencies below 1 favour Roost); ""
+// when no client count has both.
+func etcdTable(byKey map[string]result) string {
+	var sb strings.Builder
+	for _, cl := range clientCounts(raftnodeWAL, etcdVoters) {
+		e, oke := byKey[fmt.Sprintf("%s/%d/%d", storeEtcd, etcdVoters, cl)]
+		r, okr := byKey[fmt.Sprintf("%s/%d/%d", raftnodeWAL, etcdVoters, cl)]
+		if !oke || !okr || e.cmdsPerSec == 0 || e.p50 == 0 || e.p99 == 0 {
+			continue
+		}
+		if sb.Len() == 0 {
+			fmt.Fprintf(&sb, "\nRoost vs etcd: %d members, TLS, loopback, one client connection to the leader, fsync on; "+
+				"Roost: Apply of one Cluster (raft-wal), etcd: Put of a %d-byte value\n", etcdVoters, etcdValueBytes)
+			fmt.Fprintf(&sb, "%7s | %-26s | %-26s | %s\n", "clients", "etcd puts/s (p50 / p99 ms)", "Roost commits/s (p50 / p99)", "Roost ÷ etcd: puts/s, p50, p99")
+		}
+		fmt.Fprintf(&sb, "%7d | %-26s | %-27s | %.2fx, %.2fx, %.2fx\n", cl, cell(e), cell(r),
+			r.cmdsPerSec/e.cmdsPerSec, float64(r.p50)/float64(e.p50), float64(r.p99)/float64(e.p99))
+	}
+	return sb.String()
+}
+
+// cell is one side of a row of etcdTable: "N/s (p50 / p99 ms)".
+func cell(r result) string {
+	return fmt.Sprintf("%.0f (%.1f / %.1f)", r.cmdsPerSec, ms(r.p50), ms(r.p99))
 }
