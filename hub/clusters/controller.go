@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/semaphore"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -25,6 +26,9 @@ const (
 	DefaultDrainTimeout      = 5 * time.Minute
 	// DefaultTick is the reconcile period.
 	DefaultTick = 5 * time.Second
+	// DefaultMaxProposals is how many of the controller's commands may
+	// be in Raft at once.
+	DefaultMaxProposals = 4
 	// requestTimeout bounds each API request of the controller's clients.
 	requestTimeout = 10 * time.Second
 	// reconcileTimeout bounds one pass over one Cluster.
@@ -45,9 +49,18 @@ type Controller struct {
 	Now func() time.Time
 	// Tick is the reconcile period; default DefaultTick.
 	Tick time.Duration
-	Log  *slog.Logger
+	// MaxProposals bounds the controller's commands waiting on Raft at
+	// once (Propose calls), whatever the number of Clusters reconciling
+	// in parallel: a tick that finds thousands of new Clusters queues
+	// their status writes here, a few at a time, instead of ahead of
+	// every client's write in Raft's queue. Default DefaultMaxProposals.
+	MaxProposals int
+	Log          *slog.Logger
 
 	term leader.Term
+	// proposals holds one token per Propose call in flight (MaxProposals).
+	proposals     *semaphore.Weighted
+	proposalsOnce sync.Once
 
 	mu      sync.Mutex
 	clients map[string]*clusterClient // by Cluster name
@@ -73,6 +86,23 @@ func (c *Controller) Run(ctx context.Context) {
 		tick = DefaultTick
 	}
 	leader.RunEvery(ctx, tick, c.log(), "cluster controller", c.Step)
+}
+
+// propose is Propose, waiting first (bounded by ctx) while MaxProposals
+// of the controller's commands are in Raft.
+func (c *Controller) propose(ctx context.Context, cmd *roostv1.Command) error {
+	c.proposalsOnce.Do(func() {
+		n := c.MaxProposals
+		if n <= 0 {
+			n = DefaultMaxProposals
+		}
+		c.proposals = semaphore.NewWeighted(int64(n))
+	})
+	if err := c.proposals.Acquire(ctx, 1); err != nil {
+		return err
+	}
+	defer c.proposals.Release(1)
+	return c.Propose(ctx, cmd)
 }
 
 func (c *Controller) log() *slog.Logger {
@@ -291,7 +321,7 @@ func (c *Controller) putClusterStatus(ctx context.Context, cl *roostv1.Cluster, 
 	if prev, cur := state.FindCondition(old.GetConditions(), state.ClusterReachable), st.GetConditions()[0]; prev.GetStatus() != cur.GetStatus() || prev.GetReason() != cur.GetReason() {
 		c.log().Info("cluster reachability changed", "cluster", cl.GetMetadata().GetName(), "reachable", cur.GetStatus(), "reason", cur.GetReason(), "message", cur.GetMessage())
 	}
-	return c.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_UpdateClusterStatus{UpdateClusterStatus: &roostv1.UpdateClusterStatus{
+	return c.propose(ctx, &roostv1.Command{Command: &roostv1.Command_UpdateClusterStatus{UpdateClusterStatus: &roostv1.UpdateClusterStatus{
 		Cluster: cl.GetMetadata().GetName(), Status: st}}})
 }
 
@@ -331,7 +361,7 @@ func (c *Controller) observeMachine(ctx context.Context, m *roostv1.Machine, byS
 	if same {
 		return nil
 	}
-	return c.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_UpdateMachineClusterStatus{UpdateMachineClusterStatus: &roostv1.UpdateMachineClusterStatus{
+	return c.propose(ctx, &roostv1.Command{Command: &roostv1.Command_UpdateMachineClusterStatus{UpdateMachineClusterStatus: &roostv1.UpdateMachineClusterStatus{
 		Machine: m.GetMetadata().GetName(), NodeName: n.Name, Conditions: conds}}})
 }
 
@@ -341,7 +371,7 @@ func (c *Controller) setDrained(ctx context.Context, m *roostv1.Machine, status,
 		prev.GetStatus() == status && prev.GetReason() == reason && prev.GetMessage() == msg {
 		return nil
 	}
-	return c.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_UpdateMachineClusterStatus{UpdateMachineClusterStatus: &roostv1.UpdateMachineClusterStatus{
+	return c.propose(ctx, &roostv1.Command{Command: &roostv1.Command_UpdateMachineClusterStatus{UpdateMachineClusterStatus: &roostv1.UpdateMachineClusterStatus{
 		Machine: m.GetMetadata().GetName(), NodeName: m.GetStatus().GetNodeName(),
 		Conditions: []*roostv1.Condition{{Type: state.MachineDrained, Status: status, Reason: reason, Message: msg}}}}})
 }

@@ -62,7 +62,7 @@ func (c *Controller) reconcileTokens(ctx context.Context, cl *roostv1.Cluster, k
 	}
 	if len(stale) > 0 {
 		c.log().Info("deleted used or expired bootstrap tokens", "cluster", name, "tokens", stale)
-		if err := c.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_DeleteBootstrapTokens{DeleteBootstrapTokens: &roostv1.DeleteBootstrapTokens{TokenIds: stale}}}); err != nil {
+		if err := c.propose(ctx, &roostv1.Command{Command: &roostv1.Command_DeleteBootstrapTokens{DeleteBootstrapTokens: &roostv1.DeleteBootstrapTokens{TokenIds: stale}}}); err != nil {
 			return err
 		}
 	}
@@ -80,7 +80,7 @@ func (c *Controller) reconcileTokens(ctx context.Context, cl *roostv1.Cluster, k
 			return fmt.Errorf("creating a bootstrap token for Machine %s: %w", mn, err)
 		}
 		known[id] = true
-		if err := c.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_PutBootstrapToken{PutBootstrapToken: &roostv1.PutBootstrapToken{
+		if err := c.propose(ctx, &roostv1.Command{Command: &roostv1.Command_PutBootstrapToken{PutBootstrapToken: &roostv1.PutBootstrapToken{
 			Token: &roostv1.BootstrapToken{Machine: mn, Cluster: name, TokenId: id, Secret: secret, ExpiresAt: timestamppb.New(exp)}}}}); err != nil {
 			return err
 		}
