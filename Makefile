@@ -56,9 +56,9 @@ test-kube: testbin ## tests against a real kube-apiserver and etcd (envtest; hub
 test-sim: ## rollout simulation: 2,000 servers in 40 pools, three time zones, a DST change, injected failures, 20 seeds (fake clock, real FSM and rollout controller)
 	$(GO) test -v -count=1 -timeout 60m -run TestRolloutSimulation ./hub/rollout/
 
-bench: build ## benchmarks: Raft commit throughput and latency for 1 and 3 voters, both log stores; FSM apply; 1,000 enrollments; hub memory per agent at 10,000 agents against a bare gRPC server; ISO write throughput vs xorriso; rollout planning and Revision rendering steps for 10,000 servers
+bench: build testbin ## benchmarks: Raft commit throughput and latency (1, 16, 256 clients) side by side with a 3-member etcd in the same run (Roost ÷ etcd); 1 and 3 voters, both log stores; linearizable reads; FSM apply; 1,000 enrollments; hub memory per agent at 10,000 agents against a bare gRPC server; ISO write throughput vs xorriso; rollout planning and Revision rendering steps for 10,000 servers
 	./images/deps.sh --bench
-	ROOST_BIN=$(BIN) $(GO) test -run '^$$' -bench . -benchtime 3s -timeout 60m ./hub/state/ ./hub/rollout/ ./hub/revisions/ ./test/bench/ ./imagebuilder/iso/
+	ROOST_BIN=$(BIN) ROOST_TESTBIN_DIR=$$(./hack/testbin/build.sh) $(GO) test -run '^$$' -bench . -benchtime 3s -timeout 60m ./hub/state/ ./hub/raftnode/ ./hub/rollout/ ./hub/revisions/ ./test/bench/ ./imagebuilder/iso/
 
 lint: ## go vet, gofmt and buf lint
 	$(GO) vet ./...

@@ -28,6 +28,7 @@ import (
 const maxRun = 2 * time.Minute
 
 type result struct {
+	procs           bool // roost-hub processes, not in-process hubs
 	store           string
 	voters, clients int
 	ops             int
@@ -45,46 +46,77 @@ var (
 // Cluster object through client.Dial (TLS) to the leader — the real write
 // path: validation at the edge, one ApplyObjects command proposed through
 // Raft (log append with fsync on a quorum), applied to the FSM, answered.
-// The cluster runs in this process on 127.0.0.1 with Raft's default
-// timeouts. All clients share one connection. 3 voters on raft-wal is the
-// row BenchmarkEtcdPut is compared with; it alone also runs 256 clients.
+// All clients share one connection. The cluster runs on 127.0.0.1 with
+// Raft's default timeouts: in this process (hubs=in-process: every log
+// store and size), and as 3 roost-hub processes on raft-wal
+// (hubs=processes), the shape of BenchmarkEtcdPut's etcd, which it is
+// compared with: on a busy machine, members sharing one Go runtime get
+// fewer CPU threads than three processes do.
 func BenchmarkCommit(b *testing.B) {
+	type config struct {
+		procs  bool
+		store  string
+		voters int
+	}
+	configs := []config{{procs: true, store: raftnodeWAL, voters: etcdVoters}}
 	for _, store := range []string{raftnode.LogStoreWAL, raftnode.LogStoreBolt} {
 		for _, voters := range []int{1, 3} {
-			b.Run(fmt.Sprintf("store=%s/voters=%d", store, voters), func(b *testing.B) {
-				c := harness.StartInProcess(b, harness.InProcessOptions{Voters: voters, LogStore: store})
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				leader := c.Leader(ctx)
-				cancel()
-				if leader == nil {
-					b.Fatal("no leader")
-				}
-				hc := c.Dial(b, []string{leader.APIAddr()})
-				var runs atomic.Int64
-				for _, clients := range clientCounts(store, voters) {
-					b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
-						run := runs.Add(1)
-						r := commitRun(b, clients, func(ctx context.Context, i int) error {
-							_, err := hc.Apply(ctx, &roostv1.ApplyRequest{Objects: []*roostv1.Object{cluster(fmt.Sprintf("r%d-%d", run, i))}})
-							return err
-						})
-						r.store, r.voters = store, voters
-						resultsMu.Lock()
-						results[b.Name()] = r
-						resultsMu.Unlock()
-					})
-				}
-			})
+			configs = append(configs, config{store: store, voters: voters})
 		}
 	}
+	for _, cfg := range configs {
+		b.Run(fmt.Sprintf("hubs=%s/store=%s/voters=%d", hubsName(cfg.procs), cfg.store, cfg.voters), func(b *testing.B) {
+			hc := startHub(b, cfg.procs, cfg.store, cfg.voters)
+			var runs atomic.Int64
+			for _, clients := range clientCounts(cfg.store, cfg.voters) {
+				b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
+					run := runs.Add(1)
+					r := commitRun(b, clients, func(ctx context.Context, i int) error {
+						_, err := hc.Apply(ctx, &roostv1.ApplyRequest{Objects: []*roostv1.Object{cluster(fmt.Sprintf("r%d-%d", run, i))}})
+						return err
+					})
+					r.procs, r.store, r.voters = cfg.procs, cfg.store, cfg.voters
+					resultsMu.Lock()
+					results[b.Name()] = r
+					resultsMu.Unlock()
+				})
+			}
+		})
+	}
+}
+
+// hubsName is the hubs= part of a sub-benchmark's name.
+func hubsName(procs bool) string {
+	if procs {
+		return "processes"
+	}
+	return "in-process"
+}
+
+// startHub starts a hub of the given size and log store, as roost-hub
+// processes (harness.StartCluster) or in this process
+// (harness.StartInProcess), and returns a client of its leader.
+func startHub(b *testing.B, procs bool, store string, voters int) roostv1.HubServiceClient {
+	if procs {
+		c := harness.StartCluster(b, voters, harness.ClusterOptions{LogStore: store})
+		return c.Client(b, c.Leader(b).APIAddr)
+	}
+	c := harness.StartInProcess(b, harness.InProcessOptions{Voters: voters, LogStore: store})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	leader := c.Leader(ctx)
+	cancel()
+	if leader == nil {
+		b.Fatal("no leader")
+	}
+	return c.Dial(b, []string{leader.APIAddr()})
 }
 
 // raftnodeWAL is the log store of the row compared with etcd.
 const raftnodeWAL = raftnode.LogStoreWAL
 
 // clientCounts returns the numbers of concurrent clients a configuration
-// runs with: 1, 16 and 256 for the one compared with etcd (3 voters,
-// raft-wal), 1 and 16 for the others.
+// runs with: 1, 16 and 256 for 3 voters on raft-wal (the processes are
+// compared with etcd), 1 and 16 for the others.
 func clientCounts(store string, voters int) []int {
 	if store == raftnodeWAL && voters == etcdVoters {
 		return []int{1, 16, 256}
@@ -183,13 +215,16 @@ func summary() string {
 	rs := make([]result, 0, len(results))
 	byKey := map[string]result{}
 	for _, r := range results {
-		byKey[fmt.Sprintf("%s/%d/%d", r.store, r.voters, r.clients)] = r
+		byKey[key(r.procs, r.store, r.voters, r.clients)] = r
 		if r.store != storeEtcd {
 			rs = append(rs, r)
 		}
 	}
 	sort.Slice(rs, func(i, j int) bool {
 		a, b := rs[i], rs[j]
+		if a.procs != b.procs {
+			return !a.procs // in-process first
+		}
 		if a.voters != b.voters {
 			return a.voters < b.voters
 		}
@@ -201,18 +236,18 @@ func summary() string {
 	var sb strings.Builder
 	if len(rs) > 0 {
 		sb.WriteString("\nRaft commit (gRPC Apply to the leader over TLS on loopback; one ApplyObjects command each)\n")
-		fmt.Fprintf(&sb, "%-7s %6s %7s %7s %10s %8s %8s\n", "store", "voters", "clients", "ops", "cmds/s", "p50-ms", "p99-ms")
+		fmt.Fprintf(&sb, "%-10s %-7s %6s %7s %7s %10s %8s %8s\n", "hubs", "store", "voters", "clients", "ops", "cmds/s", "p50-ms", "p99-ms")
 		for _, r := range rs {
-			fmt.Fprintf(&sb, "%-7s %6d %7d %7d %10.0f %8.2f %8.2f\n", r.store, r.voters, r.clients, r.ops, r.cmdsPerSec, ms(r.p50), ms(r.p99))
+			fmt.Fprintf(&sb, "%-10s %-7s %6d %7d %7d %10.0f %8.2f %8.2f\n", hubsName(r.procs), r.store, r.voters, r.clients, r.ops, r.cmdsPerSec, ms(r.p50), ms(r.p99))
 		}
 	}
 	var cmp []string
 	for _, v := range []int{1, 3} {
 		for _, cl := range []int{1, 16} {
-			w, okw := byKey[fmt.Sprintf("%s/%d/%d", raftnode.LogStoreWAL, v, cl)]
-			bo, okb := byKey[fmt.Sprintf("%s/%d/%d", raftnode.LogStoreBolt, v, cl)]
+			w, okw := byKey[key(false, raftnode.LogStoreWAL, v, cl)]
+			bo, okb := byKey[key(false, raftnode.LogStoreBolt, v, cl)]
 			if okw && okb && bo.cmdsPerSec > 0 {
-				cmp = append(cmp, fmt.Sprintf("voters=%d clients=%-2d wal/boltdb throughput %.2fx, p50 %.2f vs %.2f ms, p99 %.2f vs %.2f ms",
+				cmp = append(cmp, fmt.Sprintf("in-process voters=%d clients=%-2d wal/boltdb throughput %.2fx, p50 %.2f vs %.2f ms, p99 %.2f vs %.2f ms",
 					v, cl, w.cmdsPerSec/bo.cmdsPerSec, ms(w.p50), ms(bo.p50), ms(w.p99), ms(bo.p99)))
 			}
 		}
@@ -225,27 +260,32 @@ func summary() string {
 }
 
 // etcdTable is the side-by-side table of etcd's Puts (BenchmarkEtcdPut)
-// and the hub's commits (BenchmarkCommit, 3 voters, raft-wal) at each
+// and the hub's commits (BenchmarkCommit, 3 roost-hub processes, raft-wal) at each
 // client count both ran, with the ratios Roost ÷ etcd of throughput, p50
 // and p99 (throughput above 1 and latencies below 1 favour Roost); ""
 // when no client count has both.
 func etcdTable(byKey map[string]result) string {
 	var sb strings.Builder
 	for _, cl := range clientCounts(raftnodeWAL, etcdVoters) {
-		e, oke := byKey[fmt.Sprintf("%s/%d/%d", storeEtcd, etcdVoters, cl)]
-		r, okr := byKey[fmt.Sprintf("%s/%d/%d", raftnodeWAL, etcdVoters, cl)]
+		e, oke := byKey[key(true, storeEtcd, etcdVoters, cl)]
+		r, okr := byKey[key(true, raftnodeWAL, etcdVoters, cl)]
 		if !oke || !okr || e.cmdsPerSec == 0 || e.p50 == 0 || e.p99 == 0 {
 			continue
 		}
 		if sb.Len() == 0 {
 			fmt.Fprintf(&sb, "\nRoost vs etcd: %d members, TLS, loopback, one client connection to the leader, fsync on; "+
-				"Roost: Apply of one Cluster (raft-wal), etcd: Put of a %d-byte value\n", etcdVoters, etcdValueBytes)
+				"Roost: Apply of one Cluster (roost-hub processes, raft-wal), etcd: Put of a %d-byte value\n", etcdVoters, etcdValueBytes)
 			fmt.Fprintf(&sb, "%7s | %-26s | %-26s | %s\n", "clients", "etcd puts/s (p50 / p99 ms)", "Roost commits/s (p50 / p99)", "Roost ÷ etcd: puts/s, p50, p99")
 		}
 		fmt.Fprintf(&sb, "%7d | %-26s | %-27s | %.2fx, %.2fx, %.2fx\n", cl, cell(e), cell(r),
 			r.cmdsPerSec/e.cmdsPerSec, float64(r.p50)/float64(e.p50), float64(r.p99)/float64(e.p99))
 	}
 	return sb.String()
+}
+
+// key identifies a configuration and client count in summary.
+func key(procs bool, store string, voters, clients int) string {
+	return fmt.Sprintf("%s/%s/%d/%d", hubsName(procs), store, voters, clients)
 }
 
 // cell is one side of a row of etcdTable: "N/s (p50 / p99 ms)".

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 
 	"github.com/roostfleet/roost/hub/ca"
 	"github.com/roostfleet/roost/hub/kube/kubetest"
@@ -28,7 +29,8 @@ const etcdValueBytes = 300
 // of BenchmarkCommit.
 const etcdVoters = 3
 
-// BenchmarkEtcdPut measures etcd the way BenchmarkCommit measures the hub,
+// BenchmarkEtcdPut measures etcd the way BenchmarkCommit measures the hub
+// (hubs=processes),
 // so that the summary can put the two side by side: a 3-member etcd (the
 // binary hack/testbin/build.sh builds, `make testbin`) on 127.0.0.1 with
 // TLS between members and to clients and fsync on (etcd's defaults), and
@@ -46,7 +48,7 @@ func BenchmarkEtcdPut(b *testing.B) {
 				_, err := cli.Put(ctx, fmt.Sprintf("/bench/r%d-%d", run, i), value)
 				return err
 			})
-			r.store, r.voters = storeEtcd, etcdVoters
+			r.procs, r.store, r.voters = true, storeEtcd, etcdVoters
 			resultsMu.Lock()
 			results[b.Name()] = r
 			resultsMu.Unlock()
@@ -132,7 +134,7 @@ func startEtcd(b *testing.B, n int) *clientv3.Client {
 	}); err != nil {
 		b.Fatalf("etcd cluster of %d did not elect a leader: %v", n, err)
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{leader}, TLS: tlsCfg, DialTimeout: 5 * time.Second})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{leader}, TLS: tlsCfg, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -143,7 +145,7 @@ func startEtcd(b *testing.B, n int) *clientv3.Client {
 // etcdLeader asks the member at endpoint for the cluster's members and
 // returns the client URL of the leader once all n members are started.
 func etcdLeader(ctx context.Context, tlsCfg *tls.Config, endpoint string, n int) (string, error) {
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, TLS: tlsCfg, DialTimeout: time.Second})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, TLS: tlsCfg, DialTimeout: time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		return "", err
 	}
