@@ -42,16 +42,6 @@ import (
 	"github.com/roostfleet/roost/version"
 )
 
-// DefaultGCPercent is roost-hub's GOGC unless $GOGC is set. The hub's heap is
-// mostly long-lived (every agent's connection, the fleet's records), and Go's
-// default of 100 lets garbage grow to as much again before a collection: at
-// 10,000 agents that headroom was the largest part of the hub's RSS per agent.
-// At 25 a collection runs after a quarter as much: about 65 instead of 90 KiB
-// of RSS per agent at 10,000 agents, for about a fifth of a core more GC work
-// there (`make bench` reports both; BenchmarkAgents runs its bare gRPC server with
-// it too).
-const DefaultGCPercent = 25
-
 // ExitRulesTooNew is roost-hub's exit status when its Raft log holds
 // commands that need newer apply rules than this build implements
 // (state.RulesTooNewError): 78, EX_CONFIG of sysexits.h, so a systemd unit

@@ -23,7 +23,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"strconv"
 	"syscall"
 	"time"
@@ -43,9 +42,7 @@ import (
 )
 
 func main() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(hub.DefaultGCPercent)
-	}
+	hub.TuneGC()
 	os.Exit(run(os.Args[1:], os.Stderr))
 }
 

@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"runtime/pprof"
 	"strings"
 	"sync"
@@ -76,12 +75,12 @@ func (f *floorService) Connect(s roostv1.AgentService_ConnectServer) error {
 }
 
 // runFloorServer serves floorService with the hub's transport options
-// (api.TransportOptions), TLS configuration (ca.ServerTLS) and GOGC
-// (hub.DefaultGCPercent) on 127.0.0.1, prints "listening ADDR", and answers
+// (api.TransportOptions), TLS configuration (ca.ServerTLS) and garbage
+// collection (hub.TuneGC) on 127.0.0.1, prints "listening ADDR", and answers
 // every "mem" line on stdin with "mem JSON" (a floorSample). It returns the
 // process exit code when stdin closes.
 func runFloorServer(dir string) int {
-	debug.SetGCPercent(hub.DefaultGCPercent)
+	hub.TuneGC()
 	read := func(name string) []byte {
 		data, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
