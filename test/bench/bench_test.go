@@ -8,11 +8,13 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,6 +36,9 @@ type result struct {
 	ops             int
 	cmdsPerSec      float64
 	p50, p99        time.Duration
+	// cpuPerOp is the CPU time (user and system) the cluster's member
+	// processes spent per operation; 0 for in-process hubs.
+	cpuPerOp time.Duration
 }
 
 var (
@@ -66,12 +71,12 @@ func BenchmarkCommit(b *testing.B) {
 	}
 	for _, cfg := range configs {
 		b.Run(fmt.Sprintf("hubs=%s/store=%s/voters=%d", hubsName(cfg.procs), cfg.store, cfg.voters), func(b *testing.B) {
-			hc := startHub(b, cfg.procs, cfg.store, cfg.voters)
+			hc, pids := startHub(b, cfg.procs, cfg.store, cfg.voters)
 			var runs atomic.Int64
 			for _, clients := range clientCounts(cfg.store, cfg.voters) {
 				b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
 					run := runs.Add(1)
-					r := commitRun(b, clients, func(ctx context.Context, i int) error {
+					r := commitRun(b, clients, pids, func(ctx context.Context, i int) error {
 						_, err := hc.Apply(ctx, &roostv1.ApplyRequest{Objects: []*roostv1.Object{cluster(fmt.Sprintf("r%d-%d", run, i))}})
 						return err
 					})
@@ -95,11 +100,16 @@ func hubsName(procs bool) string {
 
 // startHub starts a hub of the given size and log store, as roost-hub
 // processes (harness.StartCluster) or in this process
-// (harness.StartInProcess), and returns a client of its leader.
-func startHub(b *testing.B, procs bool, store string, voters int) roostv1.HubServiceClient {
+// (harness.StartInProcess), and returns a client of its leader and the
+// process IDs of the members (none in-process).
+func startHub(b *testing.B, procs bool, store string, voters int) (roostv1.HubServiceClient, []int) {
 	if procs {
 		c := harness.StartCluster(b, voters, harness.ClusterOptions{LogStore: store})
-		return c.Client(b, c.Leader(b).APIAddr)
+		var pids []int
+		for _, m := range c.Members {
+			pids = append(pids, m.PID())
+		}
+		return c.Client(b, c.Leader(b).APIAddr), pids
 	}
 	c := harness.StartInProcess(b, harness.InProcessOptions{Voters: voters, LogStore: store})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -108,7 +118,7 @@ func startHub(b *testing.B, procs bool, store string, voters int) roostv1.HubSer
 	if leader == nil {
 		b.Fatal("no leader")
 	}
-	return c.Dial(b, []string{leader.APIAddr()})
+	return c.Dial(b, []string{leader.APIAddr()}), nil
 }
 
 // raftnodeWAL is the log store of the row compared with etcd.
@@ -125,9 +135,10 @@ func clientCounts(store string, voters int) []int {
 }
 
 // commitRun calls op b.N times (i from 0 to b.N-1) from the given number
-// of concurrent clients and reports the throughput and the p50 and p99
-// latency of one call.
-func commitRun(b *testing.B, clients int, op func(ctx context.Context, i int) error) result {
+// of concurrent clients and reports the throughput, the p50 and p99
+// latency of one call and, when the servers run as the processes pids,
+// the CPU time they spent per call.
+func commitRun(b *testing.B, clients int, pids []int, op func(ctx context.Context, i int) error) result {
 	ctx, cancel := context.WithTimeout(context.Background(), maxRun)
 	defer cancel()
 	lat := make([]time.Duration, b.N)
@@ -136,6 +147,7 @@ func commitRun(b *testing.B, clients int, op func(ctx context.Context, i int) er
 	var firstErr error
 	var errOnce sync.Once
 	var wg sync.WaitGroup
+	cpu0 := cpuTime(b, pids)
 	b.ResetTimer()
 	start := time.Now()
 	for range clients {
@@ -160,6 +172,7 @@ func commitRun(b *testing.B, clients int, op func(ctx context.Context, i int) er
 	wg.Wait()
 	elapsed := time.Since(start)
 	b.StopTimer()
+	cpu := cpuTime(b, pids) - cpu0
 	if firstErr != nil {
 		b.Fatalf("%d of %d calls failed; first: %v", failed.Load(), b.N, firstErr)
 	}
@@ -172,11 +185,45 @@ func commitRun(b *testing.B, clients int, op func(ctx context.Context, i int) er
 		cmdsPerSec: float64(b.N) / elapsed.Seconds(),
 		p50:        lat[percentileIndex(len(lat), 50)],
 		p99:        lat[percentileIndex(len(lat), 99)],
+		cpuPerOp:   cpu / time.Duration(b.N),
 	}
 	b.ReportMetric(r.cmdsPerSec, "cmds/s")
+	if len(pids) > 0 {
+		b.ReportMetric(float64(r.cpuPerOp)/float64(time.Microsecond), "cpu-µs/op")
+	}
 	b.ReportMetric(ms(r.p50), "p50-ms")
 	b.ReportMetric(ms(r.p99), "p99-ms")
 	return r
+}
+
+// clockTicks is the unit of the CPU times of /proc/PID/stat (USER_HZ,
+// 100 on every Linux architecture Go supports).
+const clockTicks = 100
+
+// cpuTime returns the CPU time (user and system, all threads) the
+// processes pids have spent so far, from /proc/PID/stat.
+func cpuTime(b *testing.B, pids []int) time.Duration {
+	var total time.Duration
+	for _, pid := range pids {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			b.Fatalf("CPU time of process %d: %v", pid, err)
+		}
+		// Fields after the command name, which is in parentheses and may
+		// hold spaces: state is the 3rd field, utime and stime the 14th and 15th.
+		f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+		if len(f) < 13 {
+			b.Fatalf("CPU time of process %d: short /proc/%d/stat", pid, pid)
+		}
+		for _, v := range f[11:13] {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				b.Fatalf("CPU time of process %d: %v", pid, err)
+			}
+			total += time.Duration(n) * time.Second / clockTicks
+		}
+	}
+	return total
 }
 
 func percentileIndex(n, p int) int {
@@ -262,8 +309,9 @@ func summary() string {
 // etcdTable is the side-by-side table of etcd's Puts (BenchmarkEtcdPut)
 // and the hub's commits (BenchmarkCommit, 3 roost-hub processes, raft-wal) at each
 // client count both ran, with the ratios Roost ÷ etcd of throughput, p50
-// and p99 (throughput above 1 and latencies below 1 favour Roost); ""
-// when no client count has both.
+// and p99 (throughput above 1 and latencies below 1 favour Roost), and
+// the CPU time the members spent per operation; "" when no client count
+// has both.
 func etcdTable(byKey map[string]result) string {
 	var sb strings.Builder
 	for _, cl := range clientCounts(raftnodeWAL, etcdVoters) {
@@ -275,10 +323,12 @@ func etcdTable(byKey map[string]result) string {
 		if sb.Len() == 0 {
 			fmt.Fprintf(&sb, "\nRoost vs etcd: %d members, TLS, loopback, one client connection to the leader, fsync on; "+
 				"Roost: Apply of one Cluster (roost-hub processes, raft-wal), etcd: Put of a %d-byte value\n", etcdVoters, etcdValueBytes)
-			fmt.Fprintf(&sb, "%7s | %-26s | %-26s | %s\n", "clients", "etcd puts/s (p50 / p99 ms)", "Roost commits/s (p50 / p99)", "Roost ÷ etcd: puts/s, p50, p99")
+			fmt.Fprintf(&sb, "%7s | %-28s | %-28s | %-31s | %s\n", "clients", "etcd puts/s (p50 / p99 ms)", "Roost commits/s (p50 / p99)",
+				"Roost ÷ etcd: ops/s, p50, p99", "members' CPU µs/op: etcd, Roost")
 		}
-		fmt.Fprintf(&sb, "%7d | %-26s | %-27s | %.2fx, %.2fx, %.2fx\n", cl, cell(e), cell(r),
-			r.cmdsPerSec/e.cmdsPerSec, float64(r.p50)/float64(e.p50), float64(r.p99)/float64(e.p99))
+		fmt.Fprintf(&sb, "%7d | %-28s | %-28s | %-31s | %.0f, %.0f\n", cl, cell(e), cell(r),
+			fmt.Sprintf("%.2fx, %.2fx, %.2fx", r.cmdsPerSec/e.cmdsPerSec, float64(r.p50)/float64(e.p50), float64(r.p99)/float64(e.p99)),
+			float64(e.cpuPerOp)/float64(time.Microsecond), float64(r.cpuPerOp)/float64(time.Microsecond))
 	}
 	return sb.String()
 }

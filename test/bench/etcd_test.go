@@ -37,14 +37,14 @@ const etcdVoters = 3
 // one clientv3 client (one gRPC connection) to the leader whose
 // goroutines each Put a new key with a 300-byte value and wait for it.
 func BenchmarkEtcdPut(b *testing.B) {
-	cli := startEtcd(b, etcdVoters)
+	cli, pids := startEtcd(b, etcdVoters)
 	value := strings.Repeat("v", etcdValueBytes)
 	var runs int64
 	for _, clients := range clientCounts(raftnodeWAL, etcdVoters) {
 		b.Run(fmt.Sprintf("voters=%d/clients=%d", etcdVoters, clients), func(b *testing.B) {
 			runs++
 			run := runs
-			r := commitRun(b, clients, func(ctx context.Context, i int) error {
+			r := commitRun(b, clients, pids, func(ctx context.Context, i int) error {
 				_, err := cli.Put(ctx, fmt.Sprintf("/bench/r%d-%d", run, i), value)
 				return err
 			})
@@ -75,9 +75,10 @@ func etcdBinary(b *testing.B) string {
 
 // startEtcd starts an etcd cluster of n members on loopback, with TLS
 // certificates of a fresh hub CA (member certificates for the members,
-// an admin one for the client), and returns a client of its leader. The
-// members are killed when the benchmark ends.
-func startEtcd(b *testing.B, n int) *clientv3.Client {
+// an admin one for the client), and returns a client of its leader and
+// the members' process IDs. The members are killed when the benchmark
+// ends.
+func startEtcd(b *testing.B, n int) (*clientv3.Client, []int) {
 	bin := etcdBinary(b)
 	now := time.Now()
 	caPB, err := ca.New("bench-etcd", now)
@@ -107,8 +108,9 @@ func startEtcd(b *testing.B, n int) *clientv3.Client {
 		members[i] = m
 		initial = append(initial, m.name+"="+m.peer)
 	}
+	var pids []int
 	for _, m := range members {
-		harness.StartProc(b, m.name, bin,
+		p := harness.StartProc(b, m.name, bin,
 			"--name", m.name, "--data-dir", filepath.Join(dir, m.name),
 			"--listen-client-urls", m.client, "--advertise-client-urls", m.client,
 			"--listen-peer-urls", m.peer, "--initial-advertise-peer-urls", m.peer,
@@ -116,6 +118,7 @@ func startEtcd(b *testing.B, n int) *clientv3.Client {
 			"--cert-file", m.cert, "--key-file", m.key, "--trusted-ca-file", caFile, "--client-cert-auth",
 			"--peer-cert-file", m.cert, "--peer-key-file", m.key, "--peer-trusted-ca-file", caFile, "--peer-client-cert-auth",
 			"--log-level", "warn")
+		pids = append(pids, p.PID())
 	}
 	certPEM, keyPEM, err := auth.Issue(ca.Profile{CommonName: "bench", Role: ca.RoleAdmin, Lifetime: time.Hour}, now)
 	if err != nil {
@@ -139,7 +142,7 @@ func startEtcd(b *testing.B, n int) *clientv3.Client {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { cli.Close() })
-	return cli
+	return cli, pids
 }
 
 // etcdLeader asks the member at endpoint for the cluster's members and
