@@ -17,6 +17,7 @@ import (
 
 	"github.com/roostfleet/roost/hub/ca"
 	"github.com/roostfleet/roost/hub/kube/kubetest"
+	"github.com/roostfleet/roost/internal/tlsconfig"
 	"github.com/roostfleet/roost/test/harness"
 )
 
@@ -124,7 +125,7 @@ func startEtcd(b *testing.B, n int) (*clientv3.Client, []int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	tlsCfg, err := ca.ClientTLS(certPEM, keyPEM, auth.CertPool())
+	tlsCfg, err := tlsconfig.ClientTLS(certPEM, keyPEM, auth.CertPool())
 	if err != nil {
 		b.Fatal(err)
 	}
