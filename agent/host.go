@@ -11,6 +11,7 @@ import (
 	"github.com/roostfleet/roost/agent/config"
 	"github.com/roostfleet/roost/agent/install"
 	"github.com/roostfleet/roost/netprofiles/hostnet"
+	"github.com/roostfleet/roost/netprofiles/hostnet/nlkernel"
 )
 
 // Defaults of Host.
@@ -88,12 +89,12 @@ func NewHost(stateDir string, booted int64, profiles []string, keys []ed25519.Pu
 		FindPartition: boot.FindPartition, BootedRevision: booted, NetworkProfiles: profiles,
 		StateDir: stateDir, TrustedKeys: keys,
 	}
-	nl, err := hostnet.NewKernel(netns.None())
+	nl, err := nlkernel.New(netns.None())
 	if err != nil {
 		return nil, err
 	}
 	h.Netlink = nl
-	h.NewNetlink = func() (hostnet.Netlink, error) { return hostnet.NewKernel(netns.None()) }
+	h.NewNetlink = func() (hostnet.Netlink, error) { return nlkernel.New(netns.None()) }
 	return h, nil
 }
 

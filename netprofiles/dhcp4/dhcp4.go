@@ -18,7 +18,6 @@ import (
 
 	"github.com/insomniacslk/dhcp/dhcpv4"
 	"github.com/insomniacslk/dhcp/dhcpv4/nclient4"
-	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
 	"github.com/roostfleet/roost/netprofiles/hostnet"
@@ -43,7 +42,7 @@ type Lease struct {
 // the router as the default route (protocol dhcp, which Plan never
 // touches), renews at T1, retries until T2 and asks anew after expiry.
 // Run it in a goroutine per interface; it returns when ctx ends. Give it
-// a Netlink of its own (a hostnet.Kernel per Client) rather than sharing one with a
+// a Netlink of its own (an nlkernel.Kernel per Client) rather than sharing one with a
 // concurrent Apply.
 type Client struct {
 	Iface string
@@ -235,15 +234,15 @@ func InstallLease(nl hostnet.Netlink, iface string, l *Lease, metric int) error 
 		return err
 	}
 	secs := int(l.Duration / time.Second)
-	addr := &netlink.Addr{IPNet: hostnet.IPNet(l.Addr), ValidLft: secs, PreferedLft: secs}
+	addr := &hostnet.Addr{Prefix: l.Addr, ValidLft: secs, PreferedLft: secs}
 	if err := nl.AddrReplace(link, addr); err != nil {
 		return fmt.Errorf("address %s: %w", l.Addr, err)
 	}
 	if !l.Router.IsValid() {
 		return nil
 	}
-	r := &netlink.Route{LinkIndex: link.Attrs().Index, Dst: &net.IPNet{IP: net.IPv4zero.To4(), Mask: net.CIDRMask(0, 32)},
-		Gw: net.IP(l.Router.AsSlice()), Priority: metric, Protocol: unix.RTPROT_DHCP, Family: netlink.FAMILY_V4}
+	r := &hostnet.Route{LinkIndex: link.Attrs().Index, Dst: netip.PrefixFrom(netip.IPv4Unspecified(), 0),
+		Gw: l.Router, Metric: metric, Protocol: unix.RTPROT_DHCP, Family: hostnet.FamilyV4}
 	if err := nl.RouteAdd(r); err != nil && !errors.Is(err, unix.EEXIST) {
 		return fmt.Errorf("default route via %s: %w", l.Router, err)
 	}

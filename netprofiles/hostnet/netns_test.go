@@ -13,6 +13,7 @@ import (
 	"github.com/vishvananda/netns"
 
 	"github.com/roostfleet/roost/netprofiles/hostnet"
+	"github.com/roostfleet/roost/netprofiles/hostnet/nlkernel"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 )
 
@@ -27,7 +28,7 @@ import (
 // newNetns moves the test's goroutine, locked to its OS thread, into a new
 // network namespace, and returns a Kernel bound to it. Cleanup goes back
 // and closes the namespace (it vanishes with its last reference).
-func newNetns(t *testing.T) (*hostnet.Kernel, *netlink.Handle) {
+func newNetns(t *testing.T) (*nlkernel.Kernel, *netlink.Handle) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: run make test-root as root")
@@ -53,7 +54,7 @@ func newNetns(t *testing.T) (*hostnet.Kernel, *netlink.Handle) {
 		orig.Close()
 		runtime.UnlockOSThread()
 	})
-	k, err := hostnet.NewKernel(ns)
+	k, err := nlkernel.New(ns)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,6 +66,17 @@ func newNetns(t *testing.T) (*hostnet.Kernel, *netlink.Handle) {
 	}
 	t.Cleanup(h.Close)
 	return k, h
+}
+
+// mustCIDR parses an interface address ("10.0.0.5/24", host bits kept)
+// for netlink.
+func mustCIDR(s string) *net.IPNet {
+	ip, n, err := net.ParseCIDR(s)
+	if err != nil {
+		panic(err)
+	}
+	n.IP = ip
+	return n
 }
 
 func must(t *testing.T, err error) {
@@ -148,7 +160,7 @@ func kernelProfile() *roostv1.NetworkProfileSpec {
 	}
 }
 
-func applyKernel(t *testing.T, k *hostnet.Kernel, spec *roostv1.NetworkProfileSpec) hostnet.Result {
+func applyKernel(t *testing.T, k *nlkernel.Kernel, spec *roostv1.NetworkProfileSpec) hostnet.Result {
 	t.Helper()
 	res, err := hostnet.Apply(context.Background(), k, spec, hostnet.WithProfile("test"), hostnet.WithPhysicalTypes("device", "veth"))
 	if err != nil {

@@ -9,8 +9,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/vishvananda/netlink"
-
 	"github.com/roostfleet/roost/netprofiles"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 )
@@ -151,7 +149,7 @@ func (p *planner) emit(op Op, text string, fn func(Netlink) error) bool {
 }
 
 // onLink runs fn with the link named name, looked up when it runs.
-func onLink(name string, fn func(nl Netlink, l netlink.Link) error) func(Netlink) error {
+func onLink(name string, fn func(nl Netlink, l Link) error) func(Netlink) error {
 	return func(nl Netlink) error {
 		l, err := nl.LinkByName(name)
 		if err != nil {
@@ -392,7 +390,7 @@ func (p *planner) deletions(ifs []netprofiles.Iface) {
 	})
 	for _, d := range dels {
 		p.markReleased(d.name)
-		p.emit(OpDelete, fmt.Sprintf("delete %s %s%s", d.typ, d.name, d.why), onLink(d.name, func(nl Netlink, l netlink.Link) error {
+		p.emit(OpDelete, fmt.Sprintf("delete %s %s%s", d.typ, d.name, d.why), onLink(d.name, func(nl Netlink, l Link) error {
 			return nl.LinkDel(l)
 		}))
 	}
@@ -464,7 +462,7 @@ func (p *planner) detach(ifs []netprofiles.Iface) {
 		if m := h.Link(l.Master); m != nil && m.Type == "bond" {
 			p.mtuUnknown[l.Index] = true
 		}
-		p.emit(OpChange, fmt.Sprintf("release %s from %s", cur, l.Master), onLink(cur, func(nl Netlink, l netlink.Link) error {
+		p.emit(OpChange, fmt.Sprintf("release %s from %s", cur, l.Master), onLink(cur, func(nl Netlink, l Link) error {
 			return nl.LinkSetNoMaster(l)
 		}))
 	}
@@ -486,7 +484,7 @@ func (p *planner) renames() {
 				continue
 			}
 			if l := p.state().Link(cur); l != nil && l.Up {
-				p.emit(OpChange, fmt.Sprintf("set %s down (to rename it)", cur), onLink(cur, func(nl Netlink, l netlink.Link) error {
+				p.emit(OpChange, fmt.Sprintf("set %s down (to rename it)", cur), onLink(cur, func(nl Netlink, l Link) error {
 					return nl.LinkSetDown(l)
 				}))
 			}
@@ -494,7 +492,7 @@ func (p *planner) renames() {
 			if name == p.state().Link(cur).OriginalName() {
 				was = "" // back to its own name
 			}
-			p.emit(OpChange, fmt.Sprintf("rename %s to %s", cur, name), onLink(cur, func(nl Netlink, l netlink.Link) error {
+			p.emit(OpChange, fmt.Sprintf("rename %s to %s", cur, name), onLink(cur, func(nl Netlink, l Link) error {
 				if err := nl.LinkSetName(l, name); err != nil {
 					return err
 				}
@@ -532,7 +530,7 @@ func (p *planner) exists(name string, kind netprofiles.Kind) bool {
 
 func (p *planner) alias(name string) {
 	if l := p.state().Link(name); l != nil && l.Alias != p.aliasName {
-		p.emit(OpChange, fmt.Sprintf("set alias %s on %s", p.aliasName, name), onLink(name, func(nl Netlink, l netlink.Link) error {
+		p.emit(OpChange, fmt.Sprintf("set alias %s on %s", p.aliasName, name), onLink(name, func(nl Netlink, l Link) error {
 			return nl.LinkSetAlias(l, p.aliasName)
 		}))
 	}
@@ -540,7 +538,7 @@ func (p *planner) alias(name string) {
 
 // create adds a link and marks it as Roost's: the kernel refuses
 // IFLA_IFALIAS in a create request (EOPNOTSUPP), so the alias follows.
-func (p *planner) create(nl Netlink, l netlink.Link) error {
+func (p *planner) create(nl Netlink, l Link) error {
 	if err := nl.LinkAdd(l); err != nil {
 		return err
 	}
@@ -567,7 +565,7 @@ func (p *planner) markReleased(master string) {
 func (p *planner) mtu(name string, mtu uint32) {
 	if l := p.state().Link(name); l != nil && mtu != 0 && (l.MTU != int(mtu) || p.mtuUnknown[l.Index]) {
 		delete(p.mtuUnknown, l.Index)
-		p.emit(OpChange, fmt.Sprintf("set mtu %d on %s", mtu, name), onLink(name, func(nl Netlink, l netlink.Link) error {
+		p.emit(OpChange, fmt.Sprintf("set mtu %d on %s", mtu, name), onLink(name, func(nl Netlink, l Link) error {
 			return nl.LinkSetMTU(l, int(mtu))
 		}))
 	}
@@ -579,7 +577,7 @@ func (p *planner) enslave(name, master string) {
 		return
 	}
 	if l.Up && p.state().Link(master).Type == "bond" {
-		p.emit(OpChange, fmt.Sprintf("set %s down (to enslave it)", name), onLink(name, func(nl Netlink, l netlink.Link) error {
+		p.emit(OpChange, fmt.Sprintf("set %s down (to enslave it)", name), onLink(name, func(nl Netlink, l Link) error {
 			return nl.LinkSetDown(l)
 		}))
 	}
@@ -616,17 +614,8 @@ func (p *planner) bond(b *roostv1.Bond) {
 	}
 	if !p.exists(name, netprofiles.KindBond) {
 		p.emit(OpCreate, fmt.Sprintf("create bond %s (%s)", name, bondText(b)), func(nl Netlink) error {
-			nb := netlink.NewLinkBond(netlink.LinkAttrs{Name: name, MTU: int(b.GetMtu())})
-			nb.Mode = netlink.StringToBondMode(b.GetMode())
-			if b.GetMiimon() != 0 {
-				nb.Miimon = int(b.GetMiimon())
-			}
-			if b.GetLacpRate() != "" {
-				nb.LacpRate = netlink.StringToBondLacpRate(b.GetLacpRate())
-			}
-			if b.GetXmitHashPolicy() != "" {
-				nb.XmitHashPolicy = netlink.StringToBondXmitHashPolicy(b.GetXmitHashPolicy())
-			}
+			nb := &Bond{LinkAttrs: LinkAttrs{Name: name, MTU: int(b.GetMtu())}, Mode: b.GetMode(), Miimon: int(b.GetMiimon()),
+				LacpRate: b.GetLacpRate(), XmitHashPolicy: b.GetXmitHashPolicy()}
 			if pr := p.primary(b); pr != "" {
 				if l, err := nl.LinkByName(pr); err == nil {
 					nb.Primary = l.Attrs().Index
@@ -663,9 +652,9 @@ func (p *planner) vlan(v *roostv1.Vlan) {
 	if v.GetMtu() != 0 {
 		text += fmt.Sprintf(", mtu %d", v.GetMtu())
 	}
-	p.emit(OpCreate, text+")", onLink(v.GetLink(), func(nl Netlink, parent netlink.Link) error {
-		return p.create(nl, &netlink.Vlan{LinkAttrs: netlink.LinkAttrs{Name: name, MTU: int(v.GetMtu()),
-			ParentIndex: parent.Attrs().Index}, VlanId: int(v.GetId())})
+	p.emit(OpCreate, text+")", onLink(v.GetLink(), func(nl Netlink, parent Link) error {
+		return p.create(nl, &Vlan{LinkAttrs: LinkAttrs{Name: name, MTU: int(v.GetMtu()),
+			ParentIndex: parent.Attrs().Index}, VlanID: int(v.GetId())})
 	}))
 }
 
@@ -680,7 +669,7 @@ func (p *planner) bridge(br *roostv1.Bridge) {
 			text += " (vlan-filtering)"
 		}
 		p.emit(OpCreate, text, func(nl Netlink) error {
-			nb := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: name}}
+			nb := &Bridge{LinkAttrs: LinkAttrs{Name: name}}
 			if br.GetVlanFiltering() {
 				// Only when wanted: a kernel without VLAN filtering refuses
 				// the attribute even when it says "off".
@@ -739,7 +728,7 @@ func (p *planner) ups(ifs []netprofiles.Iface, kinds map[string]netprofiles.Kind
 			continue
 		}
 		if l := p.state().Link(it.Name); !l.Up {
-			p.emit(OpChange, fmt.Sprintf("set %s up", it.Name), onLink(it.Name, func(nl Netlink, l netlink.Link) error {
+			p.emit(OpChange, fmt.Sprintf("set %s up", it.Name), onLink(it.Name, func(nl Netlink, l Link) error {
 				return nl.LinkSetUp(l)
 			}))
 		}
@@ -765,16 +754,16 @@ func (p *planner) addresses(ifs []netprofiles.Iface) {
 				continue
 			}
 			pf := a.Prefix
-			p.emit(OpDelete, fmt.Sprintf("delete address %s from %s", pf, it.Name), onLink(it.Name, func(nl Netlink, l netlink.Link) error {
-				return nl.AddrDel(l, &netlink.Addr{IPNet: IPNet(pf)})
+			p.emit(OpDelete, fmt.Sprintf("delete address %s from %s", pf, it.Name), onLink(it.Name, func(nl Netlink, l Link) error {
+				return nl.AddrDel(l, &Addr{Prefix: pf})
 			}))
 		}
 		for _, pf := range want {
 			if slices.ContainsFunc(l.Addrs, func(a AddrState) bool { return a.Prefix == pf }) {
 				continue
 			}
-			p.emit(OpCreate, fmt.Sprintf("add address %s to %s", pf, it.Name), onLink(it.Name, func(nl Netlink, l netlink.Link) error {
-				return nl.AddrAdd(l, &netlink.Addr{IPNet: IPNet(pf)})
+			p.emit(OpCreate, fmt.Sprintf("add address %s to %s", pf, it.Name), onLink(it.Name, func(nl Netlink, l Link) error {
+				return nl.AddrAdd(l, &Addr{Prefix: pf})
 			}))
 		}
 	}
@@ -835,21 +824,11 @@ func routeText(r RouteState) string {
 }
 
 func routeDo(r RouteState, add bool) func(Netlink) error {
-	return onLink(r.Dev, func(nl Netlink, l netlink.Link) error {
-		nr := &netlink.Route{LinkIndex: l.Attrs().Index, Priority: r.Metric, Table: r.Table, Protocol: netlink.RouteProtocol(r.Protocol),
-			Family: netlink.FAMILY_V4}
+	return onLink(r.Dev, func(nl Netlink, l Link) error {
+		nr := &Route{LinkIndex: l.Attrs().Index, Dst: r.Dst, Gw: r.Gw, Metric: r.Metric, Table: r.Table, Protocol: r.Protocol,
+			Family: FamilyV4}
 		if r.Dst.Addr().Is6() {
-			nr.Family = netlink.FAMILY_V6
-		}
-		if r.Dst.Bits() != 0 {
-			nr.Dst = IPNet(r.Dst)
-		} else if r.Dst.Addr().Is6() {
-			nr.Dst = &net.IPNet{IP: net.IPv6zero, Mask: net.CIDRMask(0, 128)}
-		} else {
-			nr.Dst = &net.IPNet{IP: net.IPv4zero.To4(), Mask: net.CIDRMask(0, 32)}
-		}
-		if r.Gw.IsValid() {
-			nr.Gw = net.IP(r.Gw.AsSlice())
+			nr.Family = FamilyV6
 		}
 		if add {
 			return nl.RouteAdd(nr)

@@ -8,9 +8,9 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/roostfleet/roost/netprofiles"
-	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/roostfleet/roost/netprofiles"
 )
 
 // SimKernel is an in-memory Netlink, a simulation of the kernel's network
@@ -174,8 +174,8 @@ func errno(e unix.Errno, format string, a ...any) error {
 	return fmt.Errorf("%s: %w", fmt.Sprintf(format, a...), e)
 }
 
-// find resolves a netlink.Link argument by index, else by name.
-func (f *SimKernel) find(link netlink.Link) (*simLink, error) {
+// find resolves a Link argument by index, else by name.
+func (f *SimKernel) find(link Link) (*simLink, error) {
 	if link == nil || link.Attrs() == nil {
 		return nil, errno(unix.ENODEV, "no link")
 	}
@@ -189,41 +189,28 @@ func (f *SimKernel) find(link netlink.Link) (*simLink, error) {
 	return nil, errno(unix.ENODEV, "link %q (index %d) not found", a.Name, a.Index)
 }
 
-func (f *SimKernel) object(l *simLink) netlink.Link {
-	a := netlink.LinkAttrs{Index: l.idx, Name: l.name, MTU: l.mtu, MasterIndex: l.master, ParentIndex: l.parent,
+func (f *SimKernel) object(l *simLink) Link {
+	a := LinkAttrs{Index: l.idx, Name: l.name, MTU: l.mtu, Up: l.up, MasterIndex: l.master, ParentIndex: l.parent,
 		Alias: l.alias, HardwareAddr: l.mac}
-	if l.up {
-		a.Flags |= net.FlagUp
-	}
 	switch l.typ {
 	case "device":
 		a.PermHWAddr = l.mac
-		return &netlink.Device{LinkAttrs: a}
+		return &Device{LinkAttrs: a}
 	case "bond":
-		b := netlink.NewLinkBond(a)
-		b.Mode = netlink.StringToBondMode(l.bond.Mode)
-		b.Miimon = l.bond.Miimon
-		b.Primary = l.primaryIdx
-		b.LacpRate = netlink.BOND_LACP_RATE_SLOW
-		if l.bond.LacpRate != "" {
-			b.LacpRate = netlink.StringToBondLacpRate(l.bond.LacpRate)
-		}
-		b.XmitHashPolicy = netlink.BOND_XMIT_HASH_POLICY_UNKNOWN
-		if l.bond.XmitHashPolicy != "" {
-			b.XmitHashPolicy = netlink.StringToBondXmitHashPolicy(l.bond.XmitHashPolicy)
-		}
-		return b
+		// The kernel reports every option; lacp_rate is slow by default.
+		return &Bond{LinkAttrs: a, Mode: l.bond.Mode, Miimon: l.bond.Miimon, Primary: l.primaryIdx,
+			LacpRate: or(l.bond.LacpRate, "slow"), XmitHashPolicy: l.bond.XmitHashPolicy}
 	case "vlan":
-		return &netlink.Vlan{LinkAttrs: a, VlanId: l.vlanID}
+		return &Vlan{LinkAttrs: a, VlanID: l.vlanID}
 	case "bridge":
 		vf := l.vlanFiltering
-		return &netlink.Bridge{LinkAttrs: a, VlanFiltering: &vf}
+		return &Bridge{LinkAttrs: a, VlanFiltering: &vf}
 	case "veth":
-		return &netlink.Veth{LinkAttrs: a}
+		return &Veth{LinkAttrs: a}
 	case "dummy":
-		return &netlink.Dummy{LinkAttrs: a}
+		return &Dummy{LinkAttrs: a}
 	}
-	return &netlink.GenericLink{LinkAttrs: a, LinkType: l.typ}
+	return &GenericLink{LinkAttrs: a, LinkType: l.typ}
 }
 
 func (f *SimKernel) sorted() []*simLink {
@@ -260,10 +247,10 @@ func (f *SimKernel) SetBridgeSTP(name string, on bool) error {
 }
 
 // LinkList implements Netlink.
-func (f *SimKernel) LinkList() ([]netlink.Link, error) {
+func (f *SimKernel) LinkList() ([]Link, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []netlink.Link
+	var out []Link
 	for _, l := range f.sorted() {
 		out = append(out, f.object(l))
 	}
@@ -271,18 +258,18 @@ func (f *SimKernel) LinkList() ([]netlink.Link, error) {
 }
 
 // LinkByName implements Netlink.
-func (f *SimKernel) LinkByName(name string) (netlink.Link, error) {
+func (f *SimKernel) LinkByName(name string) (Link, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if l := f.byName(name); l != nil {
 		return f.object(l), nil
 	}
-	return nil, netlink.LinkNotFoundError{}
+	return nil, fmt.Errorf("link %q: %w", name, ErrLinkNotFound)
 }
 
 // LinkAdd implements Netlink for bonds, VLANs, bridges, veth pairs and
 // dummies.
-func (f *SimKernel) LinkAdd(link netlink.Link) error {
+func (f *SimKernel) LinkAdd(link Link) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.Calls++
@@ -298,18 +285,12 @@ func (f *SimKernel) LinkAdd(link netlink.Link) error {
 	}
 	l := &simLink{name: a.Name, typ: link.Type(), mtu: 1500}
 	switch x := link.(type) {
-	case *netlink.Bond:
-		l.bond = &BondState{Mode: x.Mode.String(), Miimon: max(x.Miimon, 0)}
-		if x.Mode == netlink.BOND_MODE_802_3AD {
-			l.bond.LacpRate = "slow"
-			if x.LacpRate >= 0 && x.LacpRate < netlink.BOND_LACP_RATE_UNKNOWN {
-				l.bond.LacpRate = x.LacpRate.String()
-			}
+	case *Bond:
+		l.bond = &BondState{Mode: x.Mode, Miimon: max(x.Miimon, 0)}
+		if x.Mode == "802.3ad" {
+			l.bond.LacpRate = or(x.LacpRate, "slow")
 		}
-		l.bond.XmitHashPolicy = "layer2"
-		if x.XmitHashPolicy >= 0 && x.XmitHashPolicy < netlink.BOND_XMIT_HASH_POLICY_UNKNOWN {
-			l.bond.XmitHashPolicy = x.XmitHashPolicy.String()
-		}
+		l.bond.XmitHashPolicy = or(x.XmitHashPolicy, "layer2")
 		if x.Primary > 0 {
 			p, ok := f.links[x.Primary]
 			if !ok {
@@ -318,27 +299,27 @@ func (f *SimKernel) LinkAdd(link netlink.Link) error {
 			l.primaryIdx = p.idx
 			l.bond.Primary = p.name
 		}
-	case *netlink.Vlan:
+	case *Vlan:
 		p, ok := f.links[a.ParentIndex]
 		if !ok {
 			return errno(unix.ENODEV, "VLAN parent %d not found", a.ParentIndex)
 		}
-		if x.VlanId < 1 || x.VlanId > 4094 {
-			return errno(unix.ERANGE, "VLAN id %d", x.VlanId)
+		if x.VlanID < 1 || x.VlanID > 4094 {
+			return errno(unix.ERANGE, "VLAN id %d", x.VlanID)
 		}
 		for _, o := range f.links {
-			if o.typ == "vlan" && o.parent == p.idx && o.vlanID == x.VlanId {
-				return errno(unix.EEXIST, "VLAN %d on %s exists", x.VlanId, p.name)
+			if o.typ == "vlan" && o.parent == p.idx && o.vlanID == x.VlanID {
+				return errno(unix.EEXIST, "VLAN %d on %s exists", x.VlanID, p.name)
 			}
 		}
-		l.parent, l.vlanID, l.mtu = p.idx, x.VlanId, p.mtu
-	case *netlink.Bridge:
+		l.parent, l.vlanID, l.mtu = p.idx, x.VlanID, p.mtu
+	case *Bridge:
 		l.vlanFiltering = x.VlanFiltering != nil && *x.VlanFiltering
-	case *netlink.Veth:
+	case *Veth:
 		if f.byName(x.PeerName) != nil || x.PeerName == a.Name {
 			return errno(unix.EEXIST, "link %q exists", x.PeerName)
 		}
-	case *netlink.Dummy:
+	case *Dummy:
 	default:
 		return errno(unix.EOPNOTSUPP, "fake cannot create a %s", link.Type())
 	}
@@ -352,7 +333,7 @@ func (f *SimKernel) LinkAdd(link netlink.Link) error {
 		}
 	}
 	f.add(l)
-	if x, ok := link.(*netlink.Veth); ok {
+	if x, ok := link.(*Veth); ok {
 		p := &simLink{name: x.PeerName, typ: "veth", mtu: l.mtu, peer: l.idx}
 		f.add(p)
 		l.peer = p.idx
@@ -361,7 +342,7 @@ func (f *SimKernel) LinkAdd(link netlink.Link) error {
 }
 
 // LinkDel implements Netlink.
-func (f *SimKernel) LinkDel(link netlink.Link) error {
+func (f *SimKernel) LinkDel(link Link) error {
 	return f.onLink(link, func(l *simLink) error {
 		if l.typ == "device" {
 			return errno(unix.EOPNOTSUPP, "cannot delete physical link %s", l.name)
@@ -423,7 +404,7 @@ func (f *SimKernel) autoMTU(br *simLink) {
 }
 
 // LinkSetMaster implements Netlink.
-func (f *SimKernel) LinkSetMaster(link, master netlink.Link) error {
+func (f *SimKernel) LinkSetMaster(link, master Link) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	l, err := f.find(link)
@@ -462,7 +443,7 @@ func (f *SimKernel) LinkSetMaster(link, master netlink.Link) error {
 }
 
 // LinkSetNoMaster implements Netlink.
-func (f *SimKernel) LinkSetNoMaster(link netlink.Link) error {
+func (f *SimKernel) LinkSetNoMaster(link Link) error {
 	return f.onLink(link, func(l *simLink) error {
 		if l.master != 0 {
 			f.release(l)
@@ -472,7 +453,7 @@ func (f *SimKernel) LinkSetNoMaster(link netlink.Link) error {
 }
 
 // LinkSetUp implements Netlink.
-func (f *SimKernel) LinkSetUp(link netlink.Link) error {
+func (f *SimKernel) LinkSetUp(link Link) error {
 	return f.onLink(link, func(l *simLink) error {
 		if p := f.links[l.parent]; l.typ == "vlan" && !p.up {
 			return errno(unix.ENETDOWN, "%s: parent %s is down", l.name, p.name)
@@ -511,7 +492,7 @@ func (f *SimKernel) prefixRoute(a simAddr) {
 }
 
 // LinkSetDown implements Netlink.
-func (f *SimKernel) LinkSetDown(link netlink.Link) error {
+func (f *SimKernel) LinkSetDown(link Link) error {
 	return f.onLink(link, func(l *simLink) error {
 		f.down(l)
 		return nil
@@ -536,7 +517,7 @@ func (f *SimKernel) dropRoutes(link int, match func(simRoute) bool) {
 }
 
 // LinkSetMTU implements Netlink.
-func (f *SimKernel) LinkSetMTU(link netlink.Link, mtu int) error {
+func (f *SimKernel) LinkSetMTU(link Link, mtu int) error {
 	return f.onLink(link, func(l *simLink) error {
 		if mtu < 68 || mtu > 65535 {
 			return errno(unix.EINVAL, "MTU %d", mtu)
@@ -568,7 +549,7 @@ func (f *SimKernel) setMTU(l *simLink, mtu int) {
 }
 
 // LinkSetName implements Netlink.
-func (f *SimKernel) LinkSetName(link netlink.Link, name string) error {
+func (f *SimKernel) LinkSetName(link Link, name string) error {
 	return f.onLink(link, func(l *simLink) error {
 		if l.up {
 			return errno(unix.EBUSY, "%s is up", l.name)
@@ -585,7 +566,7 @@ func (f *SimKernel) LinkSetName(link netlink.Link, name string) error {
 }
 
 // LinkSetAlias implements Netlink.
-func (f *SimKernel) LinkSetAlias(link netlink.Link, alias string) error {
+func (f *SimKernel) LinkSetAlias(link Link, alias string) error {
 	return f.onLink(link, func(l *simLink) error {
 		l.alias = alias
 		return nil
@@ -593,7 +574,7 @@ func (f *SimKernel) LinkSetAlias(link netlink.Link, alias string) error {
 }
 
 // AddrList implements Netlink.
-func (f *SimKernel) AddrList(link netlink.Link, family int) ([]netlink.Addr, error) {
+func (f *SimKernel) AddrList(link Link, family Family) ([]Addr, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	idx := 0
@@ -604,12 +585,12 @@ func (f *SimKernel) AddrList(link netlink.Link, family int) ([]netlink.Addr, err
 		}
 		idx = l.idx
 	}
-	var out []netlink.Addr
+	var out []Addr
 	for _, a := range f.addrs {
 		if (idx != 0 && a.link != idx) || !familyOK(family, a.prefix.Addr()) {
 			continue
 		}
-		na := netlink.Addr{IPNet: IPNet(a.prefix), LinkIndex: a.link, ValidLft: 0xffffffff, PreferedLft: 0xffffffff}
+		na := Addr{Prefix: a.prefix, LinkIndex: a.link, ValidLft: InfiniteLifetime, PreferedLft: InfiniteLifetime}
 		if a.dynamic {
 			na.ValidLft, na.PreferedLft = 3600, 3600
 		}
@@ -618,14 +599,14 @@ func (f *SimKernel) AddrList(link netlink.Link, family int) ([]netlink.Addr, err
 	return out, nil
 }
 
-func familyOK(family int, a netip.Addr) bool {
-	return family == netlink.FAMILY_ALL || (family == netlink.FAMILY_V4) == a.Is4()
+func familyOK(family Family, a netip.Addr) bool {
+	return family == FamilyAll || (family == FamilyV4) == a.Is4()
 }
 
 // AddrAdd implements Netlink.
-func (f *SimKernel) AddrAdd(link netlink.Link, addr *netlink.Addr) error {
+func (f *SimKernel) AddrAdd(link Link, addr *Addr) error {
 	return f.onLink(link, func(l *simLink) error {
-		p, ok := prefixOf(addr.IPNet)
+		p, ok := addrPrefix(addr)
 		if !ok {
 			return errno(unix.EINVAL, "bad address")
 		}
@@ -634,7 +615,7 @@ func (f *SimKernel) AddrAdd(link netlink.Link, addr *netlink.Addr) error {
 				return errno(unix.EEXIST, "address %s exists on %s", p, l.name)
 			}
 		}
-		a := simAddr{link: l.idx, prefix: p, dynamic: addr.ValidLft > 0 && uint32(addr.ValidLft) != 0xffffffff}
+		a := simAddr{link: l.idx, prefix: p, dynamic: addr.Dynamic()}
 		f.addrs = append(f.addrs, a)
 		if l.up {
 			f.prefixRoute(a)
@@ -645,14 +626,14 @@ func (f *SimKernel) AddrAdd(link netlink.Link, addr *netlink.Addr) error {
 
 // AddrReplace implements Netlink: it adds the address, or updates its
 // lifetime when the link has it.
-func (f *SimKernel) AddrReplace(link netlink.Link, addr *netlink.Addr) error {
+func (f *SimKernel) AddrReplace(link Link, addr *Addr) error {
 	f.mu.Lock()
 	l, err := f.find(link)
 	if err != nil {
 		f.mu.Unlock()
 		return err
 	}
-	p, ok := prefixOf(addr.IPNet)
+	p, ok := addrPrefix(addr)
 	if !ok {
 		f.mu.Unlock()
 		return errno(unix.EINVAL, "bad address")
@@ -660,7 +641,7 @@ func (f *SimKernel) AddrReplace(link netlink.Link, addr *netlink.Addr) error {
 	for i, a := range f.addrs {
 		if a.link == l.idx && a.prefix == p {
 			f.Calls++
-			f.addrs[i].dynamic = addr.ValidLft > 0 && uint32(addr.ValidLft) != 0xffffffff
+			f.addrs[i].dynamic = addr.Dynamic()
 			f.mu.Unlock()
 			return nil
 		}
@@ -670,9 +651,9 @@ func (f *SimKernel) AddrReplace(link netlink.Link, addr *netlink.Addr) error {
 }
 
 // AddrDel implements Netlink.
-func (f *SimKernel) AddrDel(link netlink.Link, addr *netlink.Addr) error {
+func (f *SimKernel) AddrDel(link Link, addr *Addr) error {
 	return f.onLink(link, func(l *simLink) error {
-		p, ok := prefixOf(addr.IPNet)
+		p, ok := addrPrefix(addr)
 		if !ok {
 			return errno(unix.EINVAL, "bad address")
 		}
@@ -689,55 +670,44 @@ func (f *SimKernel) AddrDel(link netlink.Link, addr *netlink.Addr) error {
 	})
 }
 
-// RouteListFiltered implements Netlink; only RT_FILTER_TABLE is honoured
-// (RT_TABLE_UNSPEC meaning every table).
-func (f *SimKernel) RouteListFiltered(family int, filter *netlink.Route, mask uint64) ([]netlink.Route, error) {
+// RouteList implements Netlink.
+func (f *SimKernel) RouteList(family Family, table int) ([]Route, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []netlink.Route
+	var out []Route
 	for _, r := range f.routes {
-		if !familyOK(family, r.dst.Addr()) {
+		if !familyOK(family, r.dst.Addr()) || (table != unix.RT_TABLE_UNSPEC && table != r.table) {
 			continue
 		}
-		if filter != nil && mask&netlink.RT_FILTER_TABLE != 0 && filter.Table != unix.RT_TABLE_UNSPEC && filter.Table != r.table {
-			continue
-		}
-		nr := netlink.Route{LinkIndex: r.link, Priority: r.metric, Table: r.table, Protocol: netlink.RouteProtocol(r.protocol),
-			Type: unix.RTN_UNICAST, Family: netlink.FAMILY_V4}
+		nr := Route{LinkIndex: r.link, Dst: r.dst, Gw: r.gw, Metric: r.metric, Table: r.table, Protocol: r.protocol,
+			Type: unix.RTN_UNICAST, Family: FamilyV4}
 		if r.dst.Addr().Is6() {
-			nr.Family = netlink.FAMILY_V6
-		}
-		if r.dst.Bits() != 0 {
-			nr.Dst = IPNet(r.dst)
-		}
-		if r.gw.IsValid() {
-			nr.Gw = net.IP(r.gw.AsSlice())
+			nr.Family = FamilyV6
 		}
 		out = append(out, nr)
 	}
 	return out, nil
 }
 
-func (f *SimKernel) routeOf(r *netlink.Route) (simRoute, error) {
-	fr := simRoute{link: r.LinkIndex, metric: r.Priority, table: r.Table, protocol: int(r.Protocol)}
+// addrPrefix returns an address's prefix when it is a valid one.
+func addrPrefix(a *Addr) (netip.Prefix, bool) {
+	if a == nil || !a.Prefix.IsValid() {
+		return netip.Prefix{}, false
+	}
+	p := netip.PrefixFrom(a.Prefix.Addr().Unmap(), a.Prefix.Bits())
+	return p, p.IsValid()
+}
+
+func (f *SimKernel) routeOf(r *Route) (simRoute, error) {
+	fr := simRoute{link: r.LinkIndex, metric: r.Metric, table: r.Table, protocol: r.Protocol}
 	if fr.table == 0 {
 		fr.table = mainTable
 	}
-	if r.Gw != nil {
-		g, ok := netip.AddrFromSlice(r.Gw)
-		if !ok {
-			return fr, errno(unix.EINVAL, "bad gateway")
-		}
-		fr.gw = g.Unmap()
-	}
+	fr.gw = r.Gw.Unmap()
 	switch {
-	case r.Dst != nil:
-		p, ok := prefixOf(r.Dst)
-		if !ok {
-			return fr, errno(unix.EINVAL, "bad destination")
-		}
-		fr.dst = p
-	case fr.gw.Is6() || r.Family == netlink.FAMILY_V6:
+	case r.Dst.IsValid():
+		fr.dst = r.Dst
+	case fr.gw.Is6() || r.Family == FamilyV6:
 		fr.dst = netip.PrefixFrom(netip.IPv6Unspecified(), 0)
 	default:
 		fr.dst = netip.PrefixFrom(netip.IPv4Unspecified(), 0)
@@ -749,7 +719,7 @@ func (f *SimKernel) routeOf(r *netlink.Route) (simRoute, error) {
 }
 
 // RouteAdd implements Netlink.
-func (f *SimKernel) RouteAdd(r *netlink.Route) error {
+func (f *SimKernel) RouteAdd(r *Route) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.Calls++
@@ -785,7 +755,7 @@ func (f *SimKernel) RouteAdd(r *netlink.Route) error {
 }
 
 // RouteDel implements Netlink.
-func (f *SimKernel) RouteDel(r *netlink.Route) error {
+func (f *SimKernel) RouteDel(r *Route) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.Calls++
@@ -808,7 +778,7 @@ var _ Netlink = (*SimKernel)(nil)
 
 // onLink runs fn on the fake link matching link, under the lock, counting
 // one call; it fails as the kernel would when the link does not exist.
-func (f *SimKernel) onLink(link netlink.Link, fn func(l *simLink) error) error {
+func (f *SimKernel) onLink(link Link, fn func(l *simLink) error) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	l, err := f.find(link)

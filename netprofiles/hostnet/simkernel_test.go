@@ -3,10 +3,10 @@ package hostnet_test
 import (
 	"context"
 	"errors"
+	"net/netip"
 	"strings"
 	"testing"
 
-	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
 	"github.com/roostfleet/roost/netprofiles/hostnet"
@@ -18,7 +18,7 @@ import (
 func TestFakeKernelRules(t *testing.T) {
 	f := hostnet.NewSimKernel()
 	f.AddDevice("eth0", "52:54:00:00:00:10", "", "", 1500)
-	byName := func(n string) netlink.Link {
+	byName := func(n string) hostnet.Link {
 		l, err := f.LinkByName(n)
 		if err != nil {
 			t.Fatal(err)
@@ -32,32 +32,30 @@ func TestFakeKernelRules(t *testing.T) {
 		}
 	}
 	must(t, f.LinkSetUp(byName("eth0")))
-	bond := netlink.NewLinkBond(netlink.LinkAttrs{Name: "bond0"})
-	bond.Mode = netlink.BOND_MODE_802_3AD
-	must(t, f.LinkAdd(bond))
+	must(t, f.LinkAdd(&hostnet.Bond{LinkAttrs: hostnet.LinkAttrs{Name: "bond0"}, Mode: "802.3ad"}))
 	want("enslave while up", f.LinkSetMaster(byName("eth0"), byName("bond0")), unix.EPERM)
 	want("rename while up", f.LinkSetName(byName("eth0"), "uplink0"), unix.EBUSY)
-	want("alias at creation", f.LinkAdd(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "br0", Alias: "x"}}), unix.EOPNOTSUPP)
-	want("VLAN above its parent's MTU", f.LinkAdd(&netlink.Vlan{LinkAttrs: netlink.LinkAttrs{Name: "v", MTU: 9000,
-		ParentIndex: byName("bond0").Attrs().Index}, VlanId: 5}), unix.ERANGE)
-	must(t, f.LinkAdd(&netlink.Vlan{LinkAttrs: netlink.LinkAttrs{Name: "bond0.5", ParentIndex: byName("bond0").Attrs().Index}, VlanId: 5}))
+	want("alias at creation", f.LinkAdd(&hostnet.Bridge{LinkAttrs: hostnet.LinkAttrs{Name: "br0", Alias: "x"}}), unix.EOPNOTSUPP)
+	want("VLAN above its parent's MTU", f.LinkAdd(&hostnet.Vlan{LinkAttrs: hostnet.LinkAttrs{Name: "v", MTU: 9000,
+		ParentIndex: byName("bond0").Attrs().Index}, VlanID: 5}), unix.ERANGE)
+	must(t, f.LinkAdd(&hostnet.Vlan{LinkAttrs: hostnet.LinkAttrs{Name: "bond0.5", ParentIndex: byName("bond0").Attrs().Index}, VlanID: 5}))
 	want("VLAN up before its parent", f.LinkSetUp(byName("bond0.5")), unix.ENETDOWN)
-	_, dst, _ := netip_ParseCIDR("10.0.0.0/8")
-	want("route on a down link", f.RouteAdd(&netlink.Route{LinkIndex: byName("bond0").Attrs().Index, Dst: dst}), unix.ENETDOWN)
+	dst := netip.MustParsePrefix("10.0.0.0/8")
+	want("route on a down link", f.RouteAdd(&hostnet.Route{LinkIndex: byName("bond0").Attrs().Index, Dst: dst}), unix.ENETDOWN)
 	must(t, f.LinkSetUp(byName("bond0")))
-	want("gateway off-link", f.RouteAdd(&netlink.Route{LinkIndex: byName("bond0").Attrs().Index, Dst: dst, Gw: []byte{192, 0, 2, 1}}), unix.ENETUNREACH)
+	want("gateway off-link", f.RouteAdd(&hostnet.Route{LinkIndex: byName("bond0").Attrs().Index, Dst: dst, Gw: netip.MustParseAddr("192.0.2.1")}), unix.ENETUNREACH)
 
 	// Enslaving (down first) gives the member the bond's MTU and opens it;
 	// deleting the bond gives the old MTU back and closes it.
 	must(t, f.LinkSetMTU(byName("bond0"), 9000))
 	must(t, f.LinkSetDown(byName("eth0")))
 	must(t, f.LinkSetMaster(byName("eth0"), byName("bond0")))
-	if l := byName("eth0").Attrs(); l.MTU != 9000 || l.Flags&1 == 0 {
-		t.Errorf("member after enslaving: mtu %d flags %v", l.MTU, l.Flags)
+	if l := byName("eth0").Attrs(); l.MTU != 9000 || !l.Up {
+		t.Errorf("member after enslaving: mtu %d up %v", l.MTU, l.Up)
 	}
 	must(t, f.LinkDel(byName("bond0")))
-	if l := byName("eth0").Attrs(); l.MTU != 1500 || l.Flags&1 != 0 || l.MasterIndex != 0 {
-		t.Errorf("member after its bond went: mtu %d flags %v master %d", l.MTU, l.Flags, l.MasterIndex)
+	if l := byName("eth0").Attrs(); l.MTU != 1500 || l.Up || l.MasterIndex != 0 {
+		t.Errorf("member after its bond went: mtu %d up %v master %d", l.MTU, l.Up, l.MasterIndex)
 	}
 	if _, err := f.LinkByName("bond0.5"); err == nil {
 		t.Error("the VLAN outlived its parent")
@@ -72,7 +70,7 @@ func TestUnnamedLinksUntouched(t *testing.T) {
 	eth1, _ := f.LinkByName("eth1")
 	must(t, f.LinkSetMTU(eth1, 9000))
 	must(t, f.LinkSetUp(eth1))
-	must(t, f.AddrAdd(eth1, &netlink.Addr{IPNet: mustCIDR("10.1.0.5/24")}))
+	must(t, f.AddrAdd(eth1, &hostnet.Addr{Prefix: netip.MustParsePrefix("10.1.0.5/24")}))
 	before := f.String()
 	old := loadProfile(t, "../testdata/profiles/bridge-vlan-bond.yaml")
 	spec := &roostv1.NetworkProfileSpec{Links: []*roostv1.Link{{Name: "eth0", Match: &roostv1.LinkMatch{Mac: "52:54:00:00:00:10"}, Addresses: []string{"192.0.2.9/24"}}}}

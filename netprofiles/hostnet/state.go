@@ -2,12 +2,10 @@ package hostnet
 
 import (
 	"fmt"
-	"net"
 	"net/netip"
 	"slices"
 	"strings"
 
-	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
 
@@ -232,7 +230,7 @@ func Observe(nl Netlink) (HostState, error) {
 	byIndex := map[int]int{}
 	for _, l := range links {
 		a := l.Attrs()
-		ls := LinkState{Index: a.Index, Name: a.Name, Type: l.Type(), MTU: a.MTU, Up: a.Flags&net.FlagUp != 0,
+		ls := LinkState{Index: a.Index, Name: a.Name, Type: l.Type(), MTU: a.MTU, Up: a.Up,
 			Master: names[a.MasterIndex], Alias: a.Alias}
 		if len(a.PermHWAddr) > 0 {
 			ls.MAC = a.PermHWAddr.String()
@@ -243,18 +241,15 @@ func Observe(nl Netlink) (HostState, error) {
 			ls.Driver, ls.PCIPath = di.DeviceInfo(a.Name)
 		}
 		switch x := l.(type) {
-		case *netlink.Bond:
-			bs := &BondState{Mode: x.Mode.String(), Miimon: max(x.Miimon, 0), Primary: names[x.Primary]}
-			if x.Mode == netlink.BOND_MODE_802_3AD && x.LacpRate >= 0 && x.LacpRate < netlink.BOND_LACP_RATE_UNKNOWN {
-				bs.LacpRate = x.LacpRate.String()
-			}
-			if x.XmitHashPolicy >= 0 && x.XmitHashPolicy < netlink.BOND_XMIT_HASH_POLICY_UNKNOWN {
-				bs.XmitHashPolicy = x.XmitHashPolicy.String()
+		case *Bond:
+			bs := &BondState{Mode: x.Mode, Miimon: max(x.Miimon, 0), Primary: names[x.Primary], XmitHashPolicy: x.XmitHashPolicy}
+			if x.Mode == "802.3ad" {
+				bs.LacpRate = x.LacpRate
 			}
 			ls.Bond = bs
-		case *netlink.Vlan:
-			ls.Vlan = &VlanState{ID: x.VlanId, Link: names[a.ParentIndex]}
-		case *netlink.Bridge:
+		case *Vlan:
+			ls.Vlan = &VlanState{ID: x.VlanID, Link: names[a.ParentIndex]}
+		case *Bridge:
 			ls.Bridge = &BridgeState{VlanFiltering: x.VlanFiltering != nil && *x.VlanFiltering}
 			if b, ok := nl.(BridgeSTP); ok {
 				if ls.Bridge.STP, err = b.BridgeSTP(a.Name); err != nil {
@@ -265,47 +260,28 @@ func Observe(nl Netlink) (HostState, error) {
 		byIndex[a.Index] = len(h.Links)
 		h.Links = append(h.Links, ls)
 	}
-	addrs, err := nl.AddrList(nil, netlink.FAMILY_ALL)
+	addrs, err := nl.AddrList(nil, FamilyAll)
 	if err != nil {
 		return HostState{}, fmt.Errorf("list addresses: %w", err)
 	}
 	for _, a := range addrs {
 		i, ok := byIndex[a.LinkIndex]
-		if !ok || a.IPNet == nil {
+		if !ok || !a.Prefix.IsValid() {
 			continue
 		}
-		p, ok := prefixOf(a.IPNet)
-		if !ok {
-			continue
-		}
-		h.Links[i].Addrs = append(h.Links[i].Addrs, AddrState{Prefix: p, Dynamic: a.ValidLft > 0 && uint32(a.ValidLft) != 0xffffffff})
+		h.Links[i].Addrs = append(h.Links[i].Addrs, AddrState{Prefix: a.Prefix, Dynamic: a.Dynamic()})
 	}
-	routes, err := nl.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{Table: unix.RT_TABLE_UNSPEC}, netlink.RT_FILTER_TABLE)
+	routes, err := nl.RouteList(FamilyAll, unix.RT_TABLE_UNSPEC)
 	if err != nil {
 		return HostState{}, fmt.Errorf("list routes: %w", err)
 	}
 	for _, r := range routes {
-		if r.Table == unix.RT_TABLE_LOCAL || (r.Type != 0 && r.Type != unix.RTN_UNICAST) || r.LinkIndex == 0 {
+		if r.Table == unix.RT_TABLE_LOCAL || (r.Type != 0 && r.Type != unix.RTN_UNICAST) || r.LinkIndex == 0 || !r.Dst.IsValid() {
 			continue
 		}
-		rs := RouteState{Dev: names[r.LinkIndex], Metric: r.Priority, Table: r.Table, Protocol: int(r.Protocol)}
-		if r.Dst != nil {
-			p, ok := prefixOf(r.Dst)
-			if !ok {
-				continue
-			}
-			rs.Dst = p
-		} else if r.Family == netlink.FAMILY_V6 {
-			rs.Dst = netip.PrefixFrom(netip.IPv6Unspecified(), 0)
-		} else {
-			rs.Dst = netip.PrefixFrom(netip.IPv4Unspecified(), 0)
-		}
+		rs := RouteState{Dst: r.Dst, Gw: r.Gw, Dev: names[r.LinkIndex], Metric: r.Metric, Table: r.Table, Protocol: r.Protocol}
 		if rs.Dst.Addr().Is6() && rs.Dst.Addr().IsMulticast() {
 			continue
-		}
-		if r.Gw != nil {
-			rs.Gw, _ = netip.AddrFromSlice(r.Gw)
-			rs.Gw = rs.Gw.Unmap()
 		}
 		h.Routes = append(h.Routes, rs)
 	}
@@ -319,30 +295,4 @@ func (h *HostState) sort() {
 		slices.SortFunc(h.Links[i].Addrs, func(a, b AddrState) int { return strings.Compare(a.Prefix.String(), b.Prefix.String()) })
 	}
 	slices.SortFunc(h.Routes, func(a, b RouteState) int { return strings.Compare(a.String(), b.String()) })
-}
-
-func prefixOf(n *net.IPNet) (netip.Prefix, bool) {
-	ip, ok := netip.AddrFromSlice(n.IP)
-	if !ok {
-		return netip.Prefix{}, false
-	}
-	ip = ip.Unmap()
-	ones, bits := n.Mask.Size()
-	if bits == 0 {
-		return netip.Prefix{}, false
-	}
-	if ip.Is4() && bits == 128 {
-		ones -= 96
-	}
-	return netip.PrefixFrom(ip, ones), true
-}
-
-// IPNet turns a prefix into the *net.IPNet netlink wants, keeping the
-// host bits (an interface address).
-func IPNet(p netip.Prefix) *net.IPNet {
-	bits := 32
-	if p.Addr().Is6() {
-		bits = 128
-	}
-	return &net.IPNet{IP: net.IP(p.Addr().AsSlice()), Mask: net.CIDRMask(p.Bits(), bits)}
 }

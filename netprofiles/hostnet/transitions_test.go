@@ -5,12 +5,11 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/vishvananda/netlink"
 
 	"github.com/roostfleet/roost/netprofiles/hostnet"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
@@ -80,33 +79,24 @@ func baseHost(t testing.TB) *hostnet.SimKernel {
 			t.Fatal(err)
 		}
 	}
-	byName := func(n string) netlink.Link {
+	byName := func(n string) hostnet.Link {
 		l, err := f.LinkByName(n)
 		must(err)
 		return l
 	}
 	must(f.LinkSetUp(byName("eth0")))
-	must(f.AddrAdd(byName("eth0"), &netlink.Addr{IPNet: mustCIDR("10.99.0.5/24"), ValidLft: 600}))
-	must(f.LinkAdd(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "docker0"}}))
-	must(f.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "veth-a"}, PeerName: "veth-b"}))
+	must(f.AddrAdd(byName("eth0"), &hostnet.Addr{Prefix: netip.MustParsePrefix("10.99.0.5/24"), ValidLft: 600}))
+	must(f.LinkAdd(&hostnet.Bridge{LinkAttrs: hostnet.LinkAttrs{Name: "docker0"}}))
+	must(f.LinkAdd(&hostnet.Veth{LinkAttrs: hostnet.LinkAttrs{Name: "veth-a"}, PeerName: "veth-b"}))
 	must(f.LinkSetMaster(byName("veth-a"), byName("docker0")))
 	for _, n := range []string{"docker0", "veth-a", "veth-b"} {
 		must(f.LinkSetUp(byName(n)))
 	}
-	must(f.AddrAdd(byName("docker0"), &netlink.Addr{IPNet: mustCIDR("172.17.0.1/16")}))
-	_, dst, _ := netip_ParseCIDR("172.18.0.0/16")
-	must(f.RouteAdd(&netlink.Route{LinkIndex: byName("docker0").Attrs().Index, Dst: dst, Gw: []byte{172, 17, 0, 2}, Protocol: 3}))
+	must(f.AddrAdd(byName("docker0"), &hostnet.Addr{Prefix: netip.MustParsePrefix("172.17.0.1/16")}))
+	must(f.RouteAdd(&hostnet.Route{LinkIndex: byName("docker0").Attrs().Index, Dst: netip.MustParsePrefix("172.18.0.0/16"),
+		Gw: netip.MustParseAddr("172.17.0.2"), Protocol: 3}))
 	f.Calls = 0
 	return f
-}
-
-func mustCIDR(s string) *net_IPNet {
-	ip, n, err := netip_ParseCIDR(s)
-	if err != nil {
-		panic(err)
-	}
-	n.IP = ip
-	return n
 }
 
 // unowned returns the lines of a host rendering about the links made

@@ -1,4 +1,10 @@
-package hostnet
+// Package nlkernel is hostnet.Netlink over the real kernel: Kernel
+// speaks netlink (github.com/vishvananda/netlink) in one network
+// namespace, converting hostnet's link, address and route types to and
+// from the library's, and reads drivers and PCI addresses from sysfs. Only
+// the agent links it (and so netlink); the planner, its simulated kernel
+// and roostctl do not.
+package nlkernel
 
 import (
 	"fmt"
@@ -11,52 +17,19 @@ import (
 	"github.com/vishvananda/netlink/nl"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"github.com/roostfleet/roost/netprofiles/hostnet"
 )
 
-// Netlink is the subset of github.com/vishvananda/netlink this package
-// uses. *netlink.Handle implements it as it is; SimKernel implements it in
-// memory, with the kernel rules that matter for ordering (see SimKernel).
-type Netlink interface {
-	LinkList() ([]netlink.Link, error)
-	LinkByName(name string) (netlink.Link, error)
-	LinkAdd(link netlink.Link) error
-	LinkDel(link netlink.Link) error
-	LinkSetMaster(link, master netlink.Link) error
-	LinkSetNoMaster(link netlink.Link) error
-	LinkSetUp(link netlink.Link) error
-	LinkSetDown(link netlink.Link) error
-	LinkSetMTU(link netlink.Link, mtu int) error
-	LinkSetName(link netlink.Link, name string) error
-	LinkSetAlias(link netlink.Link, alias string) error
-	AddrList(link netlink.Link, family int) ([]netlink.Addr, error)
-	AddrAdd(link netlink.Link, addr *netlink.Addr) error
-	AddrDel(link netlink.Link, addr *netlink.Addr) error
-	AddrReplace(link netlink.Link, addr *netlink.Addr) error
-	RouteListFiltered(family int, filter *netlink.Route, filterMask uint64) ([]netlink.Route, error)
-	RouteAdd(route *netlink.Route) error
-	RouteDel(route *netlink.Route) error
-}
+var (
+	_ hostnet.DeviceInfo = (*Kernel)(nil)
+	_ hostnet.BridgeSTP  = (*Kernel)(nil)
+)
 
-// DeviceInfo is implemented by a Netlink that can tell a link's kernel
-// driver and PCI address (Kernel reads them from sysfs; SimKernel keeps them).
-type DeviceInfo interface {
-	DeviceInfo(name string) (driver, pciPath string)
-}
-
-// BridgeSTP is implemented by a Netlink that reads and sets a bridge's
-// spanning tree protocol, which netlink.Bridge does not carry. Kernel and
-// SimKernel implement it.
-type BridgeSTP interface {
-	BridgeSTP(name string) (bool, error)
-	SetBridgeSTP(name string, on bool) error
-}
-
-var _ Netlink = (*netlink.Handle)(nil)
-
-// Kernel is the real Netlink: a netlink.Handle bound to one network
-// namespace, plus sysfs look-ups of drivers and PCI addresses.
+// Kernel is the real hostnet.Netlink: a netlink.Handle bound to one
+// network namespace, plus sysfs look-ups of drivers and PCI addresses.
 type Kernel struct {
-	*netlink.Handle
+	h *netlink.Handle
 	// SysfsRoot is where /sys/class/net is read (driver, PCI address);
 	// "/sys" by default. sysfs shows the namespace it was mounted in, so in
 	// a test namespace the look-ups usually find nothing, which is right
@@ -69,11 +42,11 @@ type Kernel struct {
 	sock *nl.SocketHandle
 }
 
-// NewKernel opens a netlink handle in the namespace ns; pass
+// New opens a netlink handle in the namespace ns; pass
 // netns.None() for the caller's own namespace. It speaks NETLINK_ROUTE
 // only (links, addresses, routes): the library's default also opens XFRM
 // and NETFILTER sockets, which fail on kernels without those modules.
-func NewKernel(ns netns.NsHandle) (*Kernel, error) {
+func New(ns netns.NsHandle) (*Kernel, error) {
 	var h *netlink.Handle
 	var err error
 	var sock *nl.NetlinkSocket
@@ -88,7 +61,7 @@ func NewKernel(ns netns.NsHandle) (*Kernel, error) {
 	} else if h, err = netlink.NewHandle(unix.NETLINK_ROUTE); err != nil {
 		return nil, err
 	}
-	k := &Kernel{Handle: h, SysfsRoot: "/sys"}
+	k := &Kernel{h: h, SysfsRoot: "/sys"}
 	if sock != nil {
 		k.sock = &nl.SocketHandle{Socket: sock}
 	}
@@ -97,7 +70,7 @@ func NewKernel(ns netns.NsHandle) (*Kernel, error) {
 
 // Close closes the handle and the socket.
 func (k *Kernel) Close() {
-	k.Handle.Close()
+	k.h.Close()
 	if k.sock != nil {
 		k.sock.Close()
 	}
@@ -111,10 +84,13 @@ func (k *Kernel) request(proto, flags int) *nl.NetlinkRequest {
 	return req
 }
 
+// Handle returns the netlink handle, for requests Kernel does not make.
+func (k *Kernel) Handle() *netlink.Handle { return k.h }
+
 // SetBridgeSTP turns a bridge's spanning tree protocol on or off
 // (IFLA_BR_STP_STATE).
 func (k *Kernel) SetBridgeSTP(name string, on bool) error {
-	l, err := k.LinkByName(name)
+	l, err := k.h.LinkByName(name)
 	if err != nil {
 		return err
 	}
@@ -137,7 +113,7 @@ func (k *Kernel) SetBridgeSTP(name string, on bool) error {
 
 // BridgeSTP reads whether a bridge runs the spanning tree protocol.
 func (k *Kernel) BridgeSTP(name string) (bool, error) {
-	l, err := k.LinkByName(name)
+	l, err := k.h.LinkByName(name)
 	if err != nil {
 		return false, err
 	}
