@@ -1,8 +1,11 @@
 // Package hostnet applies a NetworkProfile (package netprofiles) to a
-// host's network stack through netlink (github.com/vishvananda/netlink):
-// it observes the host, plans the changes and carries them out,
-// idempotently. The agent links it to apply profiles, and roostctl for
-// `roostctl netprofile plan`; the hub never does.
+// host's network stack: it observes the host, plans the changes and
+// carries them out, idempotently, through a Netlink. It speaks its own
+// types of links, addresses and routes (kernel.go) and links no netlink
+// library: the real kernel is package hostnet/nlkernel, over
+// github.com/vishvananda/netlink, which only the agent links. The agent
+// links hostnet to apply profiles, and roostctl for `roostctl netprofile
+// plan`; the hub never does.
 //
 // # Apply
 //
@@ -27,8 +30,8 @@
 //
 // The code path is the same for every kind of link; CI's kernel lacks
 // bonding and VLANs, so bonds and VLANs run against the SimKernel in unit
-// tests (transitions_test.go) and against a real kernel in the QEMU
-// end-to-end tests, while bridges, veth, addresses, routes and MTUs also
+// tests (transitions_test.go), through nlkernel's conversions in its unit
+// tests, and against a real kernel in the QEMU end-to-end tests, while bridges, veth, addresses, routes and MTUs also
 // run against the real kernel in network namespaces (netns_test.go, as
 // root), as does the DHCP client of netprofiles/dhcp4
 // (dhcp4_netns_test.go). Leased addresses have a finite lifetime, which
