@@ -1,9 +1,11 @@
 // Package netprofiles holds the NetworkProfile model and its validation:
 // pure functions over the proto, with no netlink, DHCP client or system
 // calls, so the hub and roostctl link it freely. Applying a profile to a
-// host is netprofiles/hostnet's (netlink, plan, the simulated kernel) and
-// keeping DHCP leases is netprofiles/dhcp4's; only the agent links those
-// (roostctl links hostnet for `roostctl netprofile plan`).
+// host is netprofiles/hostnet's (observe, plan, the simulated kernel; no
+// netlink), talking to the real kernel is netprofiles/hostnet/nlkernel's
+// (netlink) and keeping DHCP leases is netprofiles/dhcp4's; only the agent
+// links the last two (roostctl links hostnet for `roostctl netprofile
+// plan`).
 //
 // # Model
 //
