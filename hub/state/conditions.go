@@ -109,3 +109,52 @@ func applyConditions(conds []*roostv1.Condition, c *roostv1.SetConditions, now *
 	}
 	return conds
 }
+
+func findCondition(conds []*roostv1.Condition, typ string) *roostv1.Condition {
+	for _, c := range conds {
+		if c.GetType() == typ {
+			return c
+		}
+	}
+	return nil
+}
+
+// setCondition sets (or adds) a condition; its transition time moves to
+// now only when the status changes.
+func setCondition(conds []*roostv1.Condition, typ, status, reason, msg string, now *timestamppb.Timestamp) []*roostv1.Condition {
+	for i, c := range conds {
+		if c.GetType() != typ {
+			continue
+		}
+		n := &roostv1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, LastTransitionTime: c.GetLastTransitionTime()}
+		if c.GetStatus() != status {
+			n.LastTransitionTime = now
+		}
+		out := append([]*roostv1.Condition(nil), conds...)
+		out[i] = n
+		return out
+	}
+	return append(append([]*roostv1.Condition(nil), conds...), &roostv1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, LastTransitionTime: now})
+}
+
+// FindCondition returns the condition of type typ in conds, or nil; for
+// controllers outside this package that read conditions.
+func FindCondition(conds []*roostv1.Condition, typ string) *roostv1.Condition {
+	return findCondition(conds, typ)
+}
+
+// conditionTrue says whether conds has typ with status "True".
+func conditionTrue(conds []*roostv1.Condition, typ string) bool {
+	c := findCondition(conds, typ)
+	return c != nil && c.GetStatus() == "True"
+}
+
+func removeCondition(conds []*roostv1.Condition, typ string) []*roostv1.Condition {
+	var out []*roostv1.Condition
+	for _, c := range conds {
+		if c.GetType() != typ {
+			out = append(out, c)
+		}
+	}
+	return out
+}

@@ -1,12 +1,10 @@
 package state
 
 import (
-	"crypto/subtle"
 	"fmt"
 	"maps"
-	"regexp"
 	"sort"
-	"time"
+	"strings"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -39,14 +37,7 @@ const (
 	ConditionApproved      = "Approved"
 )
 
-// TokenNameRE is the form of an EnrollmentToken's name: the 6-character id
-// of a kubeadm-style token "<id>.<secret>".
-var TokenNameRE = regexp.MustCompile(`^[a-z0-9]{6}$`)
-
-const (
-	kindServer = "Server"
-	kindToken  = "EnrollmentToken"
-)
+const kindServer = "Server"
 
 func (a *applier) getServer(name string) (*roostv1.Server, *apierror.Error) {
 	raw, err := a.txn.First(kindServer, indexID, name)
@@ -57,176 +48,6 @@ func (a *applier) getServer(name string) (*roostv1.Server, *apierror.Error) {
 		return nil, nil
 	}
 	return raw.(*roostv1.Object).GetServer(), nil
-}
-
-func (a *applier) getToken(name string) (*roostv1.EnrollmentToken, *apierror.Error) {
-	raw, err := a.txn.First(kindToken, indexID, name)
-	if err != nil {
-		return nil, internal(err)
-	}
-	if raw == nil {
-		return nil, nil
-	}
-	return raw.(*roostv1.Object).GetEnrollmentToken(), nil
-}
-
-// put stores r (a fresh clone, never a stored message) and records a watch
-// event.
-func (a *applier) put(r resource.Resource, created bool) *apierror.Error {
-	obj := resource.Wrap(r)
-	if err := a.txn.Insert(resource.KindOf(r).Name, obj); err != nil {
-		return internal(err)
-	}
-	typ := roostv1.WatchEvent_TYPE_MODIFIED
-	if created {
-		typ = roostv1.WatchEvent_TYPE_ADDED
-	}
-	a.events = append(a.events, newEvent(typ, resource.KindOf(r).Name, obj, a.index))
-	return nil
-}
-
-// touch updates the hub-set metadata of a changed object.
-func (a *applier) touch(md *roostv1.ObjectMeta, specChanged bool) {
-	md.ModifyIndex = a.index
-	if specChanged {
-		md.Generation++
-	}
-}
-
-// newMeta is the metadata of an object the FSM creates.
-func (a *applier) newMeta(name, uid string, now *timestamppb.Timestamp) *roostv1.ObjectMeta {
-	return &roostv1.ObjectMeta{Name: name, Uid: uid, Generation: 1, CreateIndex: a.index, ModifyIndex: a.index, CreationTimestamp: now}
-}
-
-// putEnrollmentToken creates an EnrollmentToken.
-func (a *applier) putEnrollmentToken(c *roostv1.PutEnrollmentToken) *apierror.Error {
-	now, aerr := a.now()
-	if aerr != nil {
-		return aerr
-	}
-	in := c.GetToken()
-	name := in.GetMetadata().GetName()
-	var bad []apierror.Violation
-	if !TokenNameRE.MatchString(name) {
-		bad = append(bad, apierror.Violation{Field: "token.metadata.name", Message: fmt.Sprintf("%q is not 6 lower-case letters or digits", name)})
-	}
-	if len(in.GetSpec().GetSecretSha256()) != 64 {
-		bad = append(bad, apierror.Violation{Field: "token.spec.secretSha256", Message: "must be 64 hex digits"})
-	}
-	if in.GetSpec().GetMaxUses() < 0 {
-		bad = append(bad, apierror.Violation{Field: "token.spec.maxUses", Message: "must be ≥ 0"})
-	}
-	if c.GetUid() == "" {
-		bad = append(bad, apierror.Violation{Field: "uid", Message: "is required"})
-	}
-	if len(bad) > 0 {
-		return apierror.Invalid("invalid enrollment token", bad...)
-	}
-	old, aerr := a.getToken(name)
-	if aerr != nil {
-		return aerr
-	}
-	if old != nil {
-		return apierror.AlreadyExists(kindToken, name)
-	}
-	if p := in.GetSpec().GetPool(); p != "" {
-		ok, err := exists(a.txn, "Pool", p)
-		if err != nil {
-			return internal(err)
-		}
-		if !ok {
-			return apierror.FailedPreconditionFields(fmt.Sprintf("Pool %q does not exist", p),
-				apierror.Violation{Field: "token.spec.pool", Message: fmt.Sprintf("Pool %q does not exist", p)})
-		}
-	}
-	t := &roostv1.EnrollmentToken{
-		ApiVersion: resource.APIVersion, Kind: kindToken,
-		Metadata: a.newMeta(name, c.GetUid(), now),
-		Spec:     proto.Clone(in.GetSpec()).(*roostv1.EnrollmentTokenSpec),
-		Status:   &roostv1.EnrollmentTokenStatus{},
-	}
-	if t.Spec == nil {
-		t.Spec = &roostv1.EnrollmentTokenSpec{}
-	}
-	t.Metadata.Labels = in.GetMetadata().GetLabels()
-	return a.put(t, true)
-}
-
-// revokeEnrollmentToken marks a token revoked (idempotent).
-func (a *applier) revokeEnrollmentToken(c *roostv1.RevokeEnrollmentToken) *apierror.Error {
-	now, aerr := a.now()
-	if aerr != nil {
-		return aerr
-	}
-	old, aerr := a.getToken(c.GetName())
-	if aerr != nil {
-		return aerr
-	}
-	if old == nil {
-		return apierror.NotFound(kindToken, c.GetName())
-	}
-	if old.GetStatus().GetRevoked() {
-		return nil
-	}
-	t := proto.Clone(old).(*roostv1.EnrollmentToken)
-	if t.Status == nil {
-		t.Status = &roostv1.EnrollmentTokenStatus{}
-	}
-	t.Status.Revoked = true
-	t.Status.RevokedAt = now
-	a.touch(t.Metadata, false)
-	return a.put(t, false)
-}
-
-func formatTime(ts *timestamppb.Timestamp) string {
-	return ts.AsTime().UTC().Format(time.RFC3339)
-}
-
-// EnrollmentTokenRefused is the one refusal message (PermissionDenied) for
-// an enrollment token whose name is unknown or whose secret is wrong: a
-// caller cannot tell the two apart, so it cannot probe for token names.
-const EnrollmentTokenRefused = "enrollment token refused: unknown token or wrong secret " +
-	"(give the agent the whole token 'roostctl token create' printed; 'roostctl token list' shows the tokens that exist)"
-
-// CheckEnrollmentToken applies the token rules of EnrollServer to t (nil:
-// no token named name) at now: nil when secretSHA256 (hex sha256 of the
-// whole secret) matches and the token is neither revoked, expired nor used
-// up; otherwise PermissionDenied, with EnrollmentTokenRefused for an
-// unknown name or a wrong secret. Members call it before proposing an
-// enrollment (see FSM.EnrollmentToken); the FSM calls it again, where
-// concurrent uses race.
-func CheckEnrollmentToken(t *roostv1.EnrollmentToken, name, secretSHA256 string, now *timestamppb.Timestamp) *apierror.Error {
-	if t == nil || name == "" {
-		// Compare anyway, so an unknown name costs the time of a wrong secret.
-		subtle.ConstantTimeCompare(make([]byte, 64), []byte(secretSHA256))
-		return apierror.PermissionDenied("%s", EnrollmentTokenRefused)
-	}
-	if subtle.ConstantTimeCompare([]byte(t.GetSpec().GetSecretSha256()), []byte(secretSHA256)) != 1 {
-		return apierror.PermissionDenied("%s", EnrollmentTokenRefused)
-	}
-	if t.GetStatus().GetRevoked() {
-		if at := t.GetStatus().GetRevokedAt(); at != nil {
-			return apierror.PermissionDenied("enrollment token %s revoked at %s", name, formatTime(at))
-		}
-		return apierror.PermissionDenied("enrollment token %s revoked", name)
-	}
-	if exp := t.GetSpec().GetExpiresAt(); exp != nil && !now.AsTime().Before(exp.AsTime()) {
-		return apierror.PermissionDenied("enrollment token %s expired at %s", name, formatTime(exp))
-	}
-	if m := t.GetSpec().GetMaxUses(); m > 0 && t.GetStatus().GetUses() >= m {
-		return apierror.PermissionDenied("enrollment token %s used up (%d/%d uses)", name, t.GetStatus().GetUses(), m)
-	}
-	return nil
-}
-
-// EnrollmentToken returns the stored EnrollmentToken named name without
-// copying it (callers must not modify it), or nil when there is none.
-func (f *FSM) EnrollmentToken(name string) *roostv1.EnrollmentToken {
-	raw, err := f.db.Load().Txn(false).First(kindToken, indexID, name)
-	if err != nil || raw == nil {
-		return nil
-	}
-	return raw.(*roostv1.Object).GetEnrollmentToken()
 }
 
 // enrollServer checks the token and creates or updates the Server, all in
@@ -368,19 +189,9 @@ func normalizedUUID(u string) string {
 		return l
 	}
 	if uuidRE.MatchString(u) {
-		return toLower(u)
+		return strings.ToLower(u) // uuidRE: ASCII only
 	}
 	return ""
-}
-
-func toLower(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if c >= 'A' && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
 }
 
 // updateServerStatus records an agent's report.
@@ -636,41 +447,6 @@ func (a *applier) modifyServer(c *roostv1.ModifyServer) ([]*roostv1.ApplyResult,
 	return []*roostv1.ApplyResult{{Kind: kindServer, Name: name, Action: ActionConfigured}}, nil
 }
 
-// ClaimedRefusal is the refusal to take Server srv out of service while
-// Machine m claims it: it names the Machine, says how to release it
-// (ReleaseHint) and what to do then (then, e.g. "decommission it"). pool is
-// m's Pool (nil for a standalone Machine, or when unknown); m may be nil
-// when the state has no Machine for a Claimed Server.
-func ClaimedRefusal(srv *roostv1.Server, m *roostv1.Machine, pool *roostv1.Pool, then string) string {
-	name := srv.GetMetadata().GetName()
-	if m == nil {
-		return fmt.Sprintf("Server %s is Claimed; release its Machine first ('roostctl get machines' lists them), then %s", name, then)
-	}
-	holder := "standalone Machine " + m.GetMetadata().GetName()
-	if p := m.GetSpec().GetPool(); p != "" {
-		holder = fmt.Sprintf("Machine %s of Pool %s", m.GetMetadata().GetName(), p)
-	}
-	return fmt.Sprintf("Server %s is claimed by %s: %s, then %s", name, holder, ReleaseHint(name, m, pool), then)
-}
-
-// ReleaseHint says how to release Server server from Machine m, with the
-// commands to run: 'roostctl pool unassign' for a pool's Machine (and,
-// when the Pool has replicas, a cordon first so the pool controller does
-// not claim the Server again), 'roostctl machine delete' for a standalone
-// one. pool is m's Pool, nil when standalone or unknown.
-func ReleaseHint(server string, m *roostv1.Machine, pool *roostv1.Pool) string {
-	p := m.GetSpec().GetPool()
-	if p == "" {
-		return fmt.Sprintf("release it with 'roostctl machine delete %s'", m.GetMetadata().GetName())
-	}
-	release := fmt.Sprintf("release it with 'roostctl pool unassign %s %s' (a worker's Node is drained first)", p, server)
-	if pool.GetSpec() != nil && pool.GetSpec().Replicas != nil {
-		return fmt.Sprintf("cordon it so Pool %s (replicas: %d) does not claim it again ('roostctl server cordon %s'), %s",
-			p, pool.GetSpec().GetReplicas(), server, release)
-	}
-	return release
-}
-
 func sortedStrings(m map[string]string) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -678,53 +454,4 @@ func sortedStrings(m map[string]string) []string {
 	}
 	sort.Strings(keys)
 	return keys
-}
-
-func findCondition(conds []*roostv1.Condition, typ string) *roostv1.Condition {
-	for _, c := range conds {
-		if c.GetType() == typ {
-			return c
-		}
-	}
-	return nil
-}
-
-// setCondition sets (or adds) a condition; its transition time moves to
-// now only when the status changes.
-func setCondition(conds []*roostv1.Condition, typ, status, reason, msg string, now *timestamppb.Timestamp) []*roostv1.Condition {
-	for i, c := range conds {
-		if c.GetType() != typ {
-			continue
-		}
-		n := &roostv1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, LastTransitionTime: c.GetLastTransitionTime()}
-		if c.GetStatus() != status {
-			n.LastTransitionTime = now
-		}
-		out := append([]*roostv1.Condition(nil), conds...)
-		out[i] = n
-		return out
-	}
-	return append(append([]*roostv1.Condition(nil), conds...), &roostv1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, LastTransitionTime: now})
-}
-
-// FindCondition returns the condition of type typ in conds, or nil; for
-// controllers outside this package that read conditions.
-func FindCondition(conds []*roostv1.Condition, typ string) *roostv1.Condition {
-	return findCondition(conds, typ)
-}
-
-// conditionTrue says whether conds has typ with status "True".
-func conditionTrue(conds []*roostv1.Condition, typ string) bool {
-	c := findCondition(conds, typ)
-	return c != nil && c.GetStatus() == "True"
-}
-
-func removeCondition(conds []*roostv1.Condition, typ string) []*roostv1.Condition {
-	var out []*roostv1.Condition
-	for _, c := range conds {
-		if c.GetType() != typ {
-			out = append(out, c)
-		}
-	}
-	return out
 }
