@@ -3,11 +3,11 @@ package agent
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
 	"github.com/roostfleet/roost/agent/install"
+	"github.com/roostfleet/roost/internal/atomicfile"
 )
 
 // persistIdentity copies the agent's state files to STATE when the state
@@ -26,31 +26,16 @@ func (a *Agent) persistIdentity() error {
 	return nil
 }
 
+// copyFile copies src to dst atomically (atomicfile.WriteFile) with src's
+// permissions.
 func copyFile(src, dst string) error {
-	in, err := os.Open(src)
+	st, err := os.Stat(src)
 	if err != nil {
 		return err
 	}
-	defer in.Close()
-	st, err := in.Stat()
+	data, err := os.ReadFile(src)
 	if err != nil {
 		return err
 	}
-	tmp := dst + ".tmp"
-	out, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, st.Mode().Perm())
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	if err := out.Sync(); err != nil {
-		out.Close()
-		return err
-	}
-	if err := out.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, dst)
+	return atomicfile.WriteFile(dst, data, st.Mode().Perm())
 }

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/roostfleet/roost/agent/config"
+	"github.com/roostfleet/roost/internal/atomicfile"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 )
 
@@ -100,7 +101,7 @@ func (a *Agent) applyKubeletBootstrap(b *roostv1.KubeletBootstrap) {
 		a.log.Error("kubelet bootstrap kubeconfig not written", "path", path, "token_id", id, "err", err)
 		return
 	}
-	if err := config.WriteFileAtomic(path, data, kubeletBootstrapMode); err != nil {
+	if err := atomicfile.WriteFile(path, data, kubeletBootstrapMode); err != nil {
 		a.log.Error("kubelet bootstrap kubeconfig not written", "path", path, "token_id", id, "err", err)
 		return
 	}

@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/roostfleet/roost/internal/atomicfile"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 )
 
@@ -20,11 +21,7 @@ func saveRevision(root string, spec *roostv1.RevisionSpec) error {
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(dir, fmt.Sprintf(".%d.json.tmp", spec.GetNumber()))
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, filepath.Join(dir, fmt.Sprintf("%d.json", spec.GetNumber())))
+	return atomicfile.WriteFile(filepath.Join(dir, fmt.Sprintf("%d.json", spec.GetNumber())), data, 0o600)
 }
 
 func loadRevision(root string, n int64) (*roostv1.RevisionSpec, error) {

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/roostfleet/roost/agent/config"
+	"github.com/roostfleet/roost/internal/atomicfile"
 )
 
 // State is what the agent remembers across restarts besides its key and
@@ -75,7 +75,7 @@ func (s FileStore) write(name string, data []byte, perm os.FileMode) error {
 	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
 		return fmt.Errorf("state dir: %w", err)
 	}
-	if err := config.WriteFileAtomic(s.path(name), data, perm); err != nil {
+	if err := atomicfile.WriteFile(s.path(name), data, perm); err != nil {
 		return fmt.Errorf("state dir: write %s: %w", name, err)
 	}
 	return nil

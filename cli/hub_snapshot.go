@@ -20,8 +20,8 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
-	agentconfig "github.com/roostfleet/roost/agent/config"
 	"github.com/roostfleet/roost/client"
+	"github.com/roostfleet/roost/internal/atomicfile"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 	"github.com/roostfleet/roost/snapshot"
 )
@@ -108,7 +108,7 @@ its directory must exist, and it must not be a directory.`,
 				_, err := o.Out.Write(buf.Bytes())
 				return err
 			}
-			if err := agentconfig.WriteFileAtomic(path, buf.Bytes(), 0o600); err != nil {
+			if err := atomicfile.WriteFile(path, buf.Bytes(), 0o600); err != nil {
 				return fmt.Errorf("writing %s: %w", path, unwrapPathError(err))
 			}
 			fmt.Fprintf(o.Out, "saved the state at index %d (%s, %d objects) to %s\n", info.GetIndex(), formatBytes(int64(info.GetSizeBytes())), objectTotal(info), path)

@@ -35,9 +35,10 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/roostfleet/roost/internal/tlsconfig"
-
 	"sigs.k8s.io/yaml"
+
+	"github.com/roostfleet/roost/internal/atomicfile"
+	"github.com/roostfleet/roost/internal/tlsconfig"
 )
 
 // APIVersion and Kind identify a configuration file.
@@ -117,37 +118,8 @@ func (c *Config) Write(path string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("roost config %s: %w", path, err)
 	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
+	if err := atomicfile.WriteFile(path, data, 0o600); err != nil {
 		return fmt.Errorf("roost config %s: %w", path, err)
-	}
-	tmpName := tmp.Name()
-	fail := func(err error) error {
-		_ = tmp.Close()
-		_ = os.Remove(tmpName)
-		return fmt.Errorf("roost config %s: %w", path, err)
-	}
-	if err := tmp.Chmod(0o600); err != nil {
-		return fail(err)
-	}
-	if _, err := tmp.Write(data); err != nil {
-		return fail(err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := tmp.Close(); err != nil {
-		_ = os.Remove(tmpName)
-		return fmt.Errorf("roost config %s: %w", path, err)
-	}
-	if err := os.Rename(tmpName, path); err != nil {
-		_ = os.Remove(tmpName)
-		return fmt.Errorf("roost config %s: %w", path, err)
-	}
-	// Make the rename durable; best effort.
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		_ = d.Close()
 	}
 	return nil
 }

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/roostfleet/roost/internal/atomicfile"
 )
 
 // dataDir names the files of a member's data directory.
@@ -53,33 +55,13 @@ func (d dataDir) nodeID(want string) (string, error) {
 	return id, writeFile(d.path("node-id"), []byte(id+"\n"), 0o600)
 }
 
-// writeFile writes data atomically (temp file, fsync, rename), creating
+// writeFile writes data atomically (atomicfile.WriteFile), creating
 // parent directories with mode 0700.
 func writeFile(path string, data []byte, mode os.FileMode) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(mode); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
+	return atomicfile.WriteFile(path, data, mode)
 }
 
 func exists(path string) bool { _, err := os.Stat(path); return err == nil }

@@ -75,8 +75,14 @@ var walls = []wall{
 	{
 		name:  "agent/config (the agent's configuration schema)",
 		roots: []string{module + "/agent/config"},
-		only:  []string{"sigs.k8s.io/yaml...", "go.yaml.in/yaml..."},
+		only:  []string{"sigs.k8s.io/yaml...", "go.yaml.in/yaml...", module + "/internal/atomicfile", "github.com/google/renameio..."},
 		why:   "imagebuilder, the hub and roostctl write agent configurations without linking the agent",
+	},
+	{
+		name:  "internal/atomicfile",
+		roots: []string{module + "/internal/atomicfile"},
+		only:  []string{"github.com/google/renameio..."},
+		why:   "the agent, the hub, roostctl and imagebuilder all write files atomically with it",
 	},
 	{
 		name:  "internal/cpio",

@@ -41,6 +41,7 @@ import (
 	"regexp"
 	"strconv"
 
+	"github.com/roostfleet/roost/internal/atomicfile"
 	"sigs.k8s.io/yaml"
 )
 
@@ -271,7 +272,7 @@ func (c *AgentConfig) Write(path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("agent config %s: %w", path, err)
 	}
-	if err := WriteFileAtomic(path, data, 0o600); err != nil {
+	if err := atomicfile.WriteFile(path, data, 0o600); err != nil {
 		return fmt.Errorf("agent config %s: %w", path, err)
 	}
 	return nil
@@ -291,43 +292,4 @@ func (c *AgentConfig) Marshal() ([]byte, error) {
 		return nil, err
 	}
 	return yaml.Marshal(&out)
-}
-
-// WriteFileAtomic writes data to path through a temporary file in the same
-// directory that is synced and renamed over path, so readers see the old or
-// the new content, never a mix; the directory is synced after the rename.
-func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	name := tmp.Name()
-	fail := func(err error) error {
-		tmp.Close()
-		os.Remove(name)
-		return err
-	}
-	if err := tmp.Chmod(perm); err != nil {
-		return fail(err)
-	}
-	if _, err := tmp.Write(data); err != nil {
-		return fail(err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(name)
-		return err
-	}
-	if err := os.Rename(name, path); err != nil {
-		os.Remove(name)
-		return err
-	}
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
-	return nil
 }

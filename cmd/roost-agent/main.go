@@ -33,6 +33,7 @@ import (
 	"github.com/roostfleet/roost/agent/config"
 	"github.com/roostfleet/roost/agent/sim"
 	"github.com/roostfleet/roost/imagebuilder/ignition"
+	"github.com/roostfleet/roost/internal/atomicfile"
 	"github.com/roostfleet/roost/version"
 )
 
@@ -288,7 +289,7 @@ func newHost(cfg *config.AgentConfig, log *slog.Logger) (*agent.Host, error) {
 		if err := os.MkdirAll(stateDir, 0o700); err != nil {
 			return nil, err
 		}
-		if err := config.WriteFileAtomic(keysPath, []byte(strings.Join(pemKeys, "\n")), 0o644); err != nil {
+		if err := atomicfile.WriteFile(keysPath, []byte(strings.Join(pemKeys, "\n")), 0o644); err != nil {
 			return nil, fmt.Errorf("keep the release keys: %w", err)
 		}
 	} else if data, err := os.ReadFile(keysPath); err == nil {

@@ -28,6 +28,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/roostfleet/roost/internal/atomicfile"
 	"sigs.k8s.io/yaml"
 )
 
@@ -215,13 +216,13 @@ func Build(d *Definition, dir string, o Options) (*Manifest, error) {
 		return nil, err
 	}
 	data = append(data, '\n')
-	if err := writeAtomic(filepath.Join(dir, ManifestFile), data, 0o644); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, ManifestFile), data, 0o644); err != nil {
 		return nil, err
 	}
 	sigPath := filepath.Join(dir, SignatureFile)
 	if o.Key != nil {
 		sig := base64.StdEncoding.EncodeToString(ed25519.Sign(o.Key, data)) + "\n"
-		if err := writeAtomic(sigPath, []byte(sig), 0o644); err != nil {
+		if err := atomicfile.WriteFile(sigPath, []byte(sig), 0o644); err != nil {
 			return nil, err
 		}
 	} else {
@@ -318,19 +319,6 @@ func copySum(src, dst string) (string, int64, error) {
 	return hex.EncodeToString(h.Sum(nil)), n, nil
 }
 
-func writeAtomic(p string, data []byte, mode os.FileMode) error {
-	tmp := p + ".tmp"
-	if err := os.WriteFile(tmp, data, mode); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if err := os.Rename(tmp, p); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return nil
-}
-
 // Bundle is a release bundle read from a directory.
 type Bundle struct {
 	Dir      string
@@ -422,10 +410,10 @@ func GenerateKey(prefix string) (ed25519.PublicKey, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := writeAtomic(prefix+".key", pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+	if err := atomicfile.WriteFile(prefix+".key", pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
 		return nil, err
 	}
-	if err := writeAtomic(prefix+".pub", pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}), 0o644); err != nil {
+	if err := atomicfile.WriteFile(prefix+".pub", pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}), 0o644); err != nil {
 		return nil, err
 	}
 	return pub, nil

@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/roostfleet/roost/imagebuilder/release"
+	"github.com/roostfleet/roost/internal/atomicfile"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 	"github.com/roostfleet/roost/releasesig"
 )
@@ -182,7 +183,7 @@ func WriteManifest(rawPath string, m *Manifest, key ed25519.PrivateKey) ([]byte,
 	if err != nil {
 		return nil, err
 	}
-	if err := writeAtomic(rawPath+ManifestSuffix, data); err != nil {
+	if err := atomicfile.WriteFile(rawPath+ManifestSuffix, data, 0o644); err != nil {
 		return nil, err
 	}
 	if key == nil {
@@ -191,7 +192,7 @@ func WriteManifest(rawPath string, m *Manifest, key ed25519.PrivateKey) ([]byte,
 		}
 		return data, nil
 	}
-	return data, writeAtomic(rawPath+SignatureSuffix, []byte(sig+"\n"))
+	return data, atomicfile.WriteFile(rawPath+SignatureSuffix, []byte(sig+"\n"), 0o644)
 }
 
 // RemoveManifest removes the manifest and signature beside rawPath, if
@@ -203,28 +204,6 @@ func RemoveManifest(rawPath string) error {
 		}
 	}
 	return nil
-}
-
-func writeAtomic(p string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(p), "."+filepath.Base(p)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(0o644)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, p)
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
 }
 
 // Bundle is an extension image with its manifest, as LoadBundle reads it.
