@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -161,13 +160,4 @@ func tableCell(s string) string {
 		}
 		return r
 	}, s)
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/roostfleet/roost/imagebuilder/release"
+	"github.com/roostfleet/roost/internal/english"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 )
 
@@ -82,7 +84,7 @@ func (o *options) describeRelease(r *roostv1.ImageRelease, u releaseUsage, keys 
 		kv("Created", fmt.Sprintf("%s (%s ago)", ts.AsTime().UTC().Format(time.RFC3339), duration.HumanDuration(o.now().Sub(ts.AsTime()))))
 	}
 	var comps []string
-	for _, k := range sortedKeys(spec.GetComponents()) {
+	for _, k := range slices.Sorted(maps.Keys(spec.GetComponents())) {
 		comps = append(comps, k+"="+spec.GetComponents()[k])
 	}
 	kv("Components", orNone(strings.Join(comps, ", ")))
@@ -131,7 +133,7 @@ func (o *options) describeRelease(r *roostv1.ImageRelease, u releaseUsage, keys 
 	fmt.Fprintf(o.Out, "Pools:      %s\n", orNone(strings.Join(pools, ", ")))
 	revs := u.revisionsOf(r)
 	sort.Strings(revs)
-	fmt.Fprintf(o.Out, "Used by:    %s\n", plural(len(revs), "Revision", "Revisions"))
+	fmt.Fprintf(o.Out, "Used by:    %s\n", english.Count(len(revs), "Revision", "Revisions"))
 	const maxShown = 20
 	for i, name := range revs {
 		if i == maxShown {

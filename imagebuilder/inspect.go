@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -136,7 +138,7 @@ func (r *Report) Write(w io.Writer, now time.Time) error {
 	if r.Info != nil {
 		if r.Info.Release != "" {
 			fmt.Fprintf(w, "Release:   %s %s\n", r.Info.ReleaseName, r.Info.Release)
-			for _, k := range sortedKeys(r.Info.Components) {
+			for _, k := range slices.Sorted(maps.Keys(r.Info.Components)) {
 				fmt.Fprintf(w, "           %s %s\n", k, r.Info.Components[k])
 			}
 		} else {
@@ -144,7 +146,7 @@ func (r *Report) Write(w io.Writer, now time.Time) error {
 		}
 		if len(r.Info.Extensions) > 0 {
 			label := "Extensions:"
-			for _, k := range sortedKeys(r.Info.Extensions) {
+			for _, k := range slices.Sorted(maps.Keys(r.Info.Extensions)) {
 				fmt.Fprintf(w, "%-11s%s %s\n", label, k, r.Info.Extensions[k])
 				label = ""
 			}
@@ -193,17 +195,4 @@ func (r *Report) Write(w io.Writer, now time.Time) error {
 		fmt.Fprintf(w, "  %s\n", data)
 	}
 	return nil
-}
-
-func sortedKeys(m map[string]string) []string {
-	var ks []string
-	for k := range m {
-		ks = append(ks, k)
-	}
-	for i := 1; i < len(ks); i++ {
-		for j := i; j > 0 && ks[j] < ks[j-1]; j-- {
-			ks[j], ks[j-1] = ks[j-1], ks[j]
-		}
-	}
-	return ks
 }

@@ -3,7 +3,7 @@ package state
 import (
 	"fmt"
 	"maps"
-	"sort"
+	"slices"
 	"strings"
 
 	"google.golang.org/protobuf/proto"
@@ -419,7 +419,7 @@ func (a *applier) modifyServer(c *roostv1.ModifyServer) ([]*roostv1.ApplyResult,
 		s.Spec.Unschedulable = want
 	case roostv1.ServerAction_SERVER_ACTION_LABEL:
 		var bad []apierror.Violation
-		for _, k := range sortedStrings(c.GetSetLabels()) {
+		for _, k := range slices.Sorted(maps.Keys(c.GetSetLabels())) {
 			if IsDerivedLabel(k) {
 				bad = append(bad, apierror.Violation{Field: "setLabels[" + k + "]", Message: "is computed by the hub from the inventory and cannot be set"})
 			}
@@ -445,13 +445,4 @@ func (a *applier) modifyServer(c *roostv1.ModifyServer) ([]*roostv1.ApplyResult,
 		return nil, aerr
 	}
 	return []*roostv1.ApplyResult{{Kind: kindServer, Name: name, Action: ActionConfigured}}, nil
-}
-
-func sortedStrings(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

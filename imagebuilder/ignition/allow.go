@@ -4,8 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/url"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/coreos/ignition/v2/config/v3_3/types"
@@ -174,7 +175,7 @@ func outside(raw []byte, list map[string]bool) []fieldPath {
 					}
 				}
 			case map[string]any:
-				for _, k := range sortedAnyKeys(t) {
+				for _, k := range slices.Sorted(maps.Keys(t)) {
 					walk(t[k], at.with(k))
 				}
 			default:
@@ -184,7 +185,7 @@ func outside(raw []byte, list map[string]bool) []fieldPath {
 		}
 		switch t := v.(type) {
 		case map[string]any:
-			for _, k := range sortedAnyKeys(t) {
+			for _, k := range slices.Sorted(maps.Keys(t)) {
 				walk(t[k], at.with(k))
 			}
 		case []any:
@@ -197,15 +198,6 @@ func outside(raw []byte, list map[string]bool) []fieldPath {
 	}
 	walk(doc, nil)
 	return out
-}
-
-func sortedAnyKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // isZero reports whether v (decoded with UseNumber) sets nothing.

@@ -17,6 +17,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -213,7 +215,7 @@ func roostConfig(p Params) types.Config {
 		if u.Enabled {
 			tu.Enabled = ptr(true)
 		}
-		for _, n := range sortedKeys(u.Dropins) {
+		for _, n := range slices.Sorted(maps.Keys(u.Dropins)) {
 			tu.Dropins = append(tu.Dropins, types.Dropin{Name: n, Contents: ptr(u.Dropins[n])})
 		}
 		if u.Name == AgentUnitName {
@@ -263,12 +265,3 @@ func dir(path string, mode int) types.Directory {
 }
 
 func ptr[T any](v T) *T { return &v }
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
