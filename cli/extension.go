@@ -15,6 +15,7 @@ import (
 
 	"github.com/roostfleet/roost/imagebuilder/release"
 	"github.com/roostfleet/roost/imagebuilder/sysext"
+	"github.com/roostfleet/roost/internal/english"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 	"github.com/roostfleet/roost/releasesig"
 	"github.com/roostfleet/roost/resource"
@@ -176,11 +177,11 @@ func (o *options) pushExtension(ctx context.Context, raw, keyFile, output string
 		arch = "any architecture"
 	}
 	fmt.Fprintf(o.Out, "%s %s (%s %s, %s, %d %s)\n", objectRef(obj), action, s.GetName(), s.GetVersion(), arch,
-		len(s.GetPaths()), pluralWord(len(s.GetPaths()), "path", "paths"))
+		len(s.GetPaths()), english.Plural(len(s.GetPaths()), "path", "paths"))
 	if classes := o.followers(ctx, conn, obj.GetExtension()); len(classes) > 0 {
 		fmt.Fprintf(o.Out, "%s %s %s %s: %s to %s %s by reboot, inside their Pools' windows\n",
-			pluralWord(len(classes), "MachineClass", "MachineClasses"), shortList(classes, maxPoolsShown), pluralWord(len(classes), "follows", "follow"),
-			s.GetName(), pluralWord(len(classes), "its Machines move", "their Machines move"), s.GetName(), s.GetVersion())
+			english.Plural(len(classes), "MachineClass", "MachineClasses"), shortList(classes, maxPoolsShown), english.Plural(len(classes), "follows", "follow"),
+			s.GetName(), english.Plural(len(classes), "its Machines move", "their Machines move"), s.GetName(), s.GetVersion())
 	}
 	return nil
 }

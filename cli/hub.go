@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/roostfleet/roost/internal/english"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 	"github.com/roostfleet/roost/resource"
 	"github.com/roostfleet/roost/window"
@@ -214,7 +215,7 @@ before adding the next; grow to three or five voters.`,
 				return writeStructured(o.Out, joinJSON{ID: resp.GetId(), Token: resp.GetToken(), ExpiresAt: expires, APIAddresses: nonNil(resp.GetApiAddresses())}, output)
 			}
 			fmt.Fprintf(o.Out, "Join token %s (secret, shown once; %s, expires %s; 'roostctl hub join-tokens revoke %s' revokes it):\n  %s\n\n",
-				resp.GetId(), plural(int(uses), "use", "uses"), expires, resp.GetId(), resp.GetToken())
+				resp.GetId(), english.Count(int(uses), "use", "uses"), expires, resp.GetId(), resp.GetToken())
 			raftPort := ""
 			if members, err := conn.hub.ListMembers(ctx, &roostv1.ListMembersRequest{}); err == nil {
 				raftPort = raftPortOf(members.GetMembers(), resp.GetApiAddresses())
@@ -274,13 +275,6 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }
 
 func newHubRemoveCommand(o *options) *cobra.Command {

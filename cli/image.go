@@ -22,6 +22,7 @@ import (
 
 	"github.com/roostfleet/roost/apierror"
 	"github.com/roostfleet/roost/imagebuilder/release"
+	"github.com/roostfleet/roost/internal/english"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 	"github.com/roostfleet/roost/releasesig"
 )
@@ -193,8 +194,8 @@ themselves.`,
 				if pools := o.channelLessPools(ctx, conn, rel, resp.GetAction() == "created"); len(pools) > 0 {
 					fmt.Fprintf(o.Out, "but %s %s %s no channel and no version: %s to %s right away, promoted or not "+
 						"(set spec.imageChannel to make %s wait for a promotion)\n",
-						pluralWord(len(pools), "Pool", "Pools"), shortList(pools, maxPoolsShown), pluralWord(len(pools), "names", "name"),
-						pluralWord(len(pools), "it moves", "they move"), rel.GetSpec().GetVersion(), pluralWord(len(pools), "it", "them"))
+						english.Plural(len(pools), "Pool", "Pools"), shortList(pools, maxPoolsShown), english.Plural(len(pools), "names", "name"),
+						english.Plural(len(pools), "it moves", "they move"), rel.GetSpec().GetVersion(), english.Plural(len(pools), "it", "them"))
 				}
 			}
 			return nil
@@ -251,14 +252,6 @@ func shortList(names []string, limit int) string {
 		return strings.Join(names, ", ")
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(names[:limit], ", "), len(names)-limit)
-}
-
-// pluralWord picks the singular or plural form for n.
-func pluralWord(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 // loadBundle reads and checks the bundle in dir and returns it with the

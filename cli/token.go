@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	agentconfig "github.com/roostfleet/roost/agent/config"
+	"github.com/roostfleet/roost/internal/english"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 	"github.com/roostfleet/roost/resource"
 	"github.com/roostfleet/roost/window"
@@ -140,7 +141,7 @@ to a Pool (it must exist), --label sets labels on them, and
 			}
 			limits := []string{}
 			if uses > 0 {
-				limits = append(limits, plural(int(uses), "use", "uses"))
+				limits = append(limits, english.Count(int(uses), "use", "uses"))
 			} else {
 				limits = append(limits, "unlimited uses")
 			}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/roostfleet/roost/internal/english"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 	"github.com/roostfleet/roost/version"
 )
@@ -72,9 +73,9 @@ is reported but is not an error. --client skips the hub.`,
 				case h.Error != "":
 					fmt.Fprintf(o.Out, "Hub:    not reachable: %s\n", h.Error)
 				case h.Leader == "":
-					fmt.Fprintf(o.Out, "Hub:    %s, no leader%s\n", plural(h.Members, "member", "members"), hubVersionsText(h.Versions))
+					fmt.Fprintf(o.Out, "Hub:    %s, no leader%s\n", english.Count(h.Members, "member", "members"), hubVersionsText(h.Versions))
 				default:
-					fmt.Fprintf(o.Out, "Hub:    %s, leader %s%s\n", plural(h.Members, "member", "members"), h.Leader, hubVersionsText(h.Versions))
+					fmt.Fprintf(o.Out, "Hub:    %s, leader %s%s\n", english.Count(h.Members, "member", "members"), h.Leader, hubVersionsText(h.Versions))
 				}
 			}
 			return nil

@@ -85,6 +85,12 @@ var walls = []wall{
 		why:   "the agent, the hub, roostctl and imagebuilder all write files atomically with it",
 	},
 	{
+		name:  "internal/english",
+		roots: []string{module + "/internal/english"},
+		only:  []string{},
+		why:   "the hub, the agent and roostctl all word messages with it",
+	},
+	{
 		name:  "internal/cpio",
 		roots: []string{module + "/internal/cpio"},
 		only:  []string{},

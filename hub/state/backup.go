@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/roostfleet/roost/internal/english"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 	"github.com/roostfleet/roost/resource"
 )
@@ -115,15 +116,15 @@ func (f *FSM) RestoreWarnings(data []byte) ([]string, error) {
 	if len(newServers) > 0 {
 		warnings = append(warnings, fmt.Sprintf("%s enrolled since the snapshot %s not in it (%s): their agents record them again "+
 			"with their certificates, without a pool, and they wait for approval ('roostctl server approve NAME'); an agent whose certificate "+
-			"has expired must enroll again with a token (remove agent.crt from its state dir)", plural(len(newServers), "Server", "Servers"), isAre(len(newServers)), listSome(newServers)))
+			"has expired must enroll again with a token (remove agent.crt from its state dir)", english.Count(len(newServers), "Server", "Servers"), isAre(len(newServers)), listSome(newServers)))
 	}
 	if len(revoked) > 0 {
 		warnings = append(warnings, fmt.Sprintf("%s revoked since the snapshot %s active again (%s): revoke them again "+
-			"('roostctl token revoke NAME')", plural(len(revoked), "enrollment token", "enrollment tokens"), isAre(len(revoked)), listSome(revoked)))
+			"('roostctl token revoke NAME')", english.Count(len(revoked), "enrollment token", "enrollment tokens"), isAre(len(revoked)), listSome(revoked)))
 	}
 	if len(newTokens) > 0 {
 		warnings = append(warnings, fmt.Sprintf("%s created since the snapshot %s not in it (%s): media or configurations carrying them "+
-			"cannot enroll; create new ones ('roostctl token create')", plural(len(newTokens), "enrollment token", "enrollment tokens"), isAre(len(newTokens)), listSome(newTokens)))
+			"cannot enroll; create new ones ('roostctl token create')", english.Count(len(newTokens), "enrollment token", "enrollment tokens"), isAre(len(newTokens)), listSome(newTokens)))
 	}
 	cur := map[string]bool{}
 	for _, k := range f.TrustedKeys() {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/roostfleet/roost/apierror"
+	"github.com/roostfleet/roost/internal/english"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 	"github.com/roostfleet/roost/resource"
 )
@@ -249,10 +250,10 @@ func (a *applier) deleteObjectChecked(c *roostv1.DeleteObject) ([]*roostv1.Apply
 func inUseError(ir *roostv1.ImageRelease, u ImageReleaseUsage) *apierror.Error {
 	var parts []string
 	if n := len(u.Revisions); n > 0 {
-		parts = append(parts, fmt.Sprintf("%s (%s)", plural(n, "Revision", "Revisions"), fewNames(u.Revisions)))
+		parts = append(parts, fmt.Sprintf("%s (%s)", english.Count(n, "Revision", "Revisions"), fewNames(u.Revisions)))
 	}
 	if n := len(u.Pools); n > 0 {
-		parts = append(parts, fmt.Sprintf("%s pinning its version (%s)", plural(n, "Pool", "Pools"), fewNames(u.Pools)))
+		parts = append(parts, fmt.Sprintf("%s pinning its version (%s)", english.Count(n, "Pool", "Pools"), fewNames(u.Pools)))
 	}
 	if len(parts) == 0 {
 		return nil
@@ -274,11 +275,4 @@ func fewNames(names []string) string {
 		return strings.Join(names, ", ")
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(names[:maxNamedUsers], ", "), len(names)-maxNamedUsers)
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }
