@@ -14,6 +14,9 @@
 //     against three in-process members with forced leader changes, checked
 //     with porcupine for 20 seeds; TestLinearizabilityLeaderKills does the
 //     same with leaders killed (Raft stopped at once) and restarted.
+//   - imports_test.go and packagedoc_test.go: rules of the house over
+//     `go list`: the dependency walls between the binaries, and a doc
+//     comment on every package.
 //
 // Each test prints its figures (t.Logf and standard output, so they show
 // under `go test -v` in CI logs). Package harness runs the processes;
