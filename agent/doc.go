@@ -1,7 +1,6 @@
 // Package agent is the on-host daemon, roost-agent: enrollment, machine
-// identity, inventory and the live stream to the hub. (Install disk,
-// revision staging, boot counting, reboot via systemd, network apply and
-// cleaning arrive with later issues.)
+// identity, inventory and the live stream to the hub and, on a managed
+// host, the Revisions it boots.
 //
 // Agent.Run enrolls once with an enrollment token (Enroll: identity,
 // inventory and a CSR for the agent's ECDSA P-256 key, generated on first
@@ -13,8 +12,23 @@
 // bootstrap kubeconfig (/etc/kubernetes/bootstrap-kubelet.conf) while the
 // hub hands it a bootstrap token in its desired state, and removes it once
 // the hub stops (kubelet.go).
-// Failures move it to another member after a full-jitter exponential delay.
-// The certificate is renewed at two thirds of its lifetime for the same key.
+// The stream is a session (session.go) with one method per event: a hub
+// message, a heartbeat, inventory or renewal tick, a rebalance probe, a
+// host status change. Failures move it to another member after a
+// full-jitter exponential delay. The certificate is renewed at two thirds
+// of its lifetime for the same key.
+//
+// With a Host, the host loop (hostloop.go) first assesses the boot
+// (assess.go: network profile applied and verified (network.go), required
+// units active, health URLs answering; then the boot entry is marked good,
+// or the Server reboots so the boot loader counts the try and falls back).
+// For each desired Revision it then prepares the install disk and installs
+// systemd-boot (installdisk.go, package install), copies the agent's
+// identity to STATE (identitycopy.go), fetches the kernel, initrd and
+// extensions after checking their signed manifests (fetchverified.go,
+// package fetch), stages a boot-counted entry (package boot), records the
+// Revision (revisionrecord.go), asks the hub for a reboot Lease and
+// reboots. Conditions go to the hub through the stream (hoststate.go).
 //
 // OS access sits behind small interfaces with fakes: IdentitySource
 // (SysfsIdentity, FakeIdentity), InventorySource (HostInventory with
