@@ -2,6 +2,8 @@ package resource
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -83,7 +85,7 @@ func validateMeta(e *violations, md *roostv1.ObjectMeta) {
 		e.addf("metadata.generation", "copy it from 'roostctl get KIND NAME -o yaml', or remove it", "must be ≥ 0, got %d", g)
 	}
 	checkLabels(e, "metadata.labels", md.GetLabels())
-	for _, k := range sortedKeys(md.GetAnnotations()) {
+	for _, k := range slices.Sorted(maps.Keys(md.GetAnnotations())) {
 		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
 			e.addf(joinKey("metadata.annotations", k), "", "invalid annotation key %q: %s", k, strings.Join(msgs, "; "))
 		}
@@ -107,7 +109,7 @@ func checkRef(e *violations, field, name string) {
 // checkLabels checks Kubernetes label syntax: qualified-name keys and
 // label values.
 func checkLabels(e *violations, field string, labels map[string]string) {
-	for _, k := range sortedKeys(labels) {
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
 		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
 			e.addf(joinKey(field, k), "", "invalid label key %q: %s", k, strings.Join(msgs, "; "))
 		}
@@ -129,15 +131,6 @@ func checkDuration(e *violations, field string, d *durationpb.Duration) {
 	if d.AsDuration() < 0 {
 		e.addf(field, `e.g. "30s" or "10m"`, "must be ≥ 0s, got %s", d.AsDuration())
 	}
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // ValidateManifests validates decoded manifests as one apply: Validate on
