@@ -34,6 +34,7 @@ import (
 	"github.com/roostfleet/roost/hub/blobs"
 	"github.com/roostfleet/roost/hub/ca"
 	"github.com/roostfleet/roost/hub/clusters"
+	"github.com/roostfleet/roost/hub/controller"
 	"github.com/roostfleet/roost/hub/liveness"
 	"github.com/roostfleet/roost/hub/raftnode"
 	"github.com/roostfleet/roost/hub/rollout"
@@ -184,6 +185,9 @@ type Hub struct {
 	wasMember, removed, removedLogged, removedChecked atomic.Bool
 	removal                                           removalSignal // ends open streams once removed
 	stopping                                          removalSignal // ends open Watch streams once Close drains
+
+	// controllerMetrics are the leader controllers' queue metrics.
+	controllerMetrics *controller.Metrics
 }
 
 // runLiveness starts the liveness controller and the pool controller (both
@@ -208,8 +212,9 @@ func (h *Hub) runLiveness(ctx context.Context, m *liveness.Metrics) {
 			_, err := h.api.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_SetServerReachability{SetServerReachability: c}})
 			return err
 		},
-		Metrics: m,
-		Log:     h.log,
+		Metrics:     m,
+		LoopMetrics: h.controllerMetrics,
+		Log:         h.log,
 	}
 	rep := h.api.Reporter()
 	rep.Metrics, rep.Log = m, h.log
@@ -420,13 +425,14 @@ func start(ctx context.Context, opts Options, apiLn, httpLn, raftLn net.Listener
 
 	livecfg := liveness.Config{MinTTL: opts.HeartbeatMinTTL, MaxHeartbeatsPerSecond: opts.MaxHeartbeatsPerSecond}
 	h.agents = agentconn.New(agentconn.Config{FSM: h.fsm, Logger: h.log})
+	// The leader controllers propose through h.api, which they are handed
+	// to: they only propose once running, after h.api is set.
+	h.controllerMetrics = controller.NewMetrics(reg)
+	h.clusters = h.clusterController()
+	h.rollouts = h.rolloutController()
 	h.api = api.New(api.Config{FSM: h.fsm, Node: node, PeerCredentials: credentials.NewTLS(clientTLS), Logger: h.log, Agents: h.agents,
 		AgentCertLifetime: opts.AgentCertLifetime, Liveness: livecfg, Registry: reg, Blobs: blobStore, Health: h.healthy,
-		Unauthenticated: opts.Unauthenticated, LeaderReady: h.termBarrier})
-	h.clusters = h.clusterController()
-	h.api.SetDrainer(h.clusters)
-	h.rollouts = h.rolloutController()
-	h.api.SetAdmitter(h.rollouts)
+		Unauthenticated: opts.Unauthenticated, LeaderReady: h.termBarrier, Admitter: h.rollouts, Drainer: h.clusters})
 	liveMetrics := liveness.NewMetrics(reg)
 	grpcOpts := append(api.ServerOptions(api.NewMetrics(reg)), grpc.Creds(credentials.NewTLS(serverTLS)),
 		// A connection that does not finish its TLS handshake in time is

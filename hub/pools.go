@@ -5,7 +5,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/roostfleet/roost/hub/api"
 	"github.com/roostfleet/roost/hub/clusters"
 	"github.com/roostfleet/roost/hub/revisions"
 	"github.com/roostfleet/roost/hub/rollout"
@@ -18,10 +17,10 @@ import (
 func (h *Hub) poolController() *scheduler.Controller {
 	return &scheduler.Controller{
 		IsLeader: h.node.IsLeader,
-		Read:     func() (scheduler.Snapshot, error) { return scheduler.ReadFSM(h.fsm) },
+		FSM:      h.fsm,
 		Propose:  h.propose,
 		Barrier:  h.termBarrier,
-		NewName:  api.MachineName,
+		NewName:  scheduler.MachineName,
 		NewUID:   uuid.NewString,
 		// Workers' Nodes are drained before a scale-down releases them.
 		PrepareRelease: func(ctx context.Context, ms []*roostv1.Machine) (bool, error) {
@@ -30,7 +29,8 @@ func (h *Hub) poolController() *scheduler.Controller {
 			}
 			return h.clusters.PrepareRelease(ctx, ms)
 		},
-		Log: h.log,
+		Metrics: h.controllerMetrics,
+		Log:     h.log,
 	}
 }
 
@@ -43,6 +43,7 @@ func (h *Hub) revisionController() *revisions.Controller {
 		Propose:  h.propose,
 		Barrier:  h.termBarrier,
 		NewUID:   uuid.NewString,
+		Metrics:  h.controllerMetrics,
 		Log:      h.log,
 	}
 }
@@ -57,6 +58,7 @@ func (h *Hub) clusterController() *clusters.Controller {
 		Barrier:  h.termBarrier,
 		Now:      h.opts.ControllerClock,
 		Tick:     h.opts.ClusterSyncInterval,
+		Metrics:  h.controllerMetrics,
 		Log:      h.log,
 	}
 }
@@ -65,13 +67,13 @@ func (h *Hub) clusterController() *clusters.Controller {
 // hub/rollout); it also admits reboots before their Lease.
 func (h *Hub) rolloutController() *rollout.Controller {
 	return &rollout.Controller{
-		IsLeader:       h.node.IsLeader,
-		FSM:            h.fsm,
-		Propose:        h.propose,
-		Barrier:        h.termBarrier,
-		Now:            h.opts.ControllerClock,
-		MaxUnavailable: api.MaxUnavailable,
-		Log:            h.log,
+		IsLeader: h.node.IsLeader,
+		FSM:      h.fsm,
+		Propose:  h.propose,
+		Barrier:  h.termBarrier,
+		Now:      h.opts.ControllerClock,
+		Metrics:  h.controllerMetrics,
+		Log:      h.log,
 	}
 }
 

@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
 	"strings"
 
@@ -11,25 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/roostfleet/roost/apierror"
+	"github.com/roostfleet/roost/hub/scheduler"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 )
-
-// nameSuffixAlphabet is the alphabet of generated name suffixes (as
-// Kubernetes' generateName: no vowels, no look-alike digits).
-const nameSuffixAlphabet = "bcdfghjklmnpqrstvwxz2456789"
-
-// MachineName returns "<pool>-<5 random characters>", the name of a new
-// pool Machine.
-func MachineName(pool string) string {
-	b := make([]byte, 5)
-	if _, err := rand.Read(b); err != nil {
-		panic(err) // crypto/rand does not fail on supported platforms
-	}
-	for i := range b {
-		b[i] = nameSuffixAlphabet[int(b[i])%len(nameSuffixAlphabet)]
-	}
-	return pool + "-" + string(b)
-}
 
 // checkHostname checks a Machine host name: dot-separated RFC 1123 labels
 // (lower-case letters, digits and '-', 1-63 characters each), at most 64
@@ -88,7 +71,7 @@ func (s *Server) AssignServers(ctx context.Context, req *roostv1.AssignServersRe
 	return onLeader(ctx, s, func() (*roostv1.AssignServersResponse, error) {
 		c := &roostv1.CreateMachines{}
 		for _, srv := range req.GetServers() {
-			c.Machines = append(c.Machines, &roostv1.NewMachine{Name: MachineName(req.GetPool()), Uid: uuid.NewString(), Server: srv, Pool: req.GetPool(), Hostname: req.GetHostname()})
+			c.Machines = append(c.Machines, &roostv1.NewMachine{Name: scheduler.MachineName(req.GetPool()), Uid: uuid.NewString(), Server: srv, Pool: req.GetPool(), Hostname: req.GetHostname()})
 		}
 		res, err := s.proposeRequest(ctx, req, &roostv1.Command{Command: &roostv1.Command_CreateMachines{CreateMachines: c}})
 		if err != nil {

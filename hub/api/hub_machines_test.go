@@ -11,21 +11,6 @@ import (
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 )
 
-func TestMachineName(t *testing.T) {
-	seen := map[string]bool{}
-	for range 100 {
-		n := MachineName("workers")
-		suffix, ok := strings.CutPrefix(n, "workers-")
-		if !ok || len(suffix) != 5 || strings.Trim(suffix, nameSuffixAlphabet) != "" {
-			t.Fatalf("MachineName = %q", n)
-		}
-		seen[n] = true
-	}
-	if len(seen) < 95 {
-		t.Errorf("only %d distinct names of 100", len(seen))
-	}
-}
-
 // Requests are checked at the edge, before anything reaches Raft (the
 // Server has no node: a request that got further would panic).
 func TestMachineRequestValidation(t *testing.T) {

@@ -3,8 +3,6 @@ package api
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/roostfleet/roost/apierror"
 	"github.com/roostfleet/roost/hub/ca"
+	"github.com/roostfleet/roost/hub/rollout"
 	"github.com/roostfleet/roost/hub/state"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 )
@@ -42,10 +41,6 @@ type Admitter interface {
 	Admit(ctx context.Context, m *roostv1.Machine) (ok bool, reason string)
 }
 
-// SetAdmitter makes new Leases wait for a's admission; nil admits all
-// (the Lease's own maxUnavailable check still holds).
-func (s *Server) SetAdmitter(a Admitter) { s.admitter = a }
-
 // Drainer prepares worker Machines (status.cluster set) for a reboot
 // (implemented by hub/clusters; CheckCluster and Drain run on the leader
 // in the agent's AcquireLease call) and for their release (PrepareRelease
@@ -67,10 +62,6 @@ type Drainer interface {
 	// schedulable again.
 	CancelRelease(ms []*roostv1.Machine)
 }
-
-// SetDrainer makes worker Leases wait for d's drain; nil grants them
-// like any other Lease.
-func (s *Server) SetDrainer(d Drainer) { s.drainer = d }
 
 // AcquireLease grants the calling Server a Lease to reboot into its
 // desired Revision (see AgentService in agent.proto). A member that does
@@ -107,7 +98,7 @@ func (s *Server) grantLease(ctx context.Context, server string, revision int64) 
 	if m != nil && m.GetSpec().GetPool() != "" {
 		if o, err := s.fsm.Get("Pool", m.GetSpec().GetPool()); err == nil {
 			p := o.GetPool()
-			maxUnavailable = MaxUnavailable(p)
+			maxUnavailable = rollout.MaxUnavailable(p)
 			if rt := p.GetSpec().GetRollout().GetReadyTimeout(); rt != nil && rt.AsDuration() > 0 {
 				ttl = rt.AsDuration()
 			}
@@ -184,20 +175,4 @@ func leaseRefusal(err error) (*roostv1.AcquireLeaseResponse, error) {
 		return &roostv1.AcquireLeaseResponse{Reason: apierror.FromError(err).Message, RetryAfterSeconds: leaseRetryAfter}, nil
 	}
 	return nil, err
-}
-
-// MaxUnavailable resolves a Pool's rollout.maxUnavailable: a count, or a
-// percentage of the Pool's Machines rounded down; at least 1 (default 1).
-func MaxUnavailable(p *roostv1.Pool) int32 {
-	mu := p.GetSpec().GetRollout().GetMaxUnavailable()
-	n := int32(1)
-	switch v := mu.GetValue().(type) {
-	case *roostv1.IntOrString_IntVal:
-		n = v.IntVal
-	case *roostv1.IntOrString_StrVal:
-		if pct, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v.StrVal), "%")); err == nil {
-			n = int32(int64(p.GetStatus().GetMachines()) * int64(pct) / 100)
-		}
-	}
-	return max(n, 1)
 }

@@ -109,6 +109,14 @@ type Config struct {
 	// token checks before a proposal wait for it, so a token created under
 	// the previous leader is not refused as unknown. Nil: no wait.
 	LeaderReady func(context.Context) error
+	// Admitter, if set, admits new reboot Leases by the Pools' rollout
+	// rules (hub/rollout); nil admits all (the Lease's own
+	// maxUnavailable check still holds).
+	Admitter Admitter
+	// Drainer, if set, drains workers before their reboot Lease and
+	// their release (hub/clusters); nil grants and releases them like any
+	// other Machine.
+	Drainer Drainer
 }
 
 // DefaultAgentCertLifetime is how long agent certificates last by default;
@@ -131,6 +139,7 @@ func New(cfg Config) *Server {
 	if s.agents == nil {
 		s.agents = agentconn.New(agentconn.Config{FSM: cfg.FSM, Now: now, Logger: log})
 	}
+	s.admitter, s.drainer = cfg.Admitter, cfg.Drainer
 	s.guard = newGuard(cfg.Unauthenticated, log, now)
 	if s.agentCertLifetime <= 0 {
 		s.agentCertLifetime = DefaultAgentCertLifetime

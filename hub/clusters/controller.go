@@ -1,6 +1,7 @@
 package clusters
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -14,21 +15,25 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/roostfleet/roost/hub/controller"
 	"github.com/roostfleet/roost/hub/kube"
-	"github.com/roostfleet/roost/hub/leader"
 	"github.com/roostfleet/roost/hub/state"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+	"github.com/roostfleet/roost/resource"
 )
 
 // Defaults for Cluster fields left unset.
 const (
 	DefaultBootstrapTokenTTL = time.Hour
 	DefaultDrainTimeout      = 5 * time.Minute
-	// DefaultTick is the reconcile period.
+	// DefaultTick is the period of the resync of every Cluster (its API's
+	// reachability, Nodes and tokens change without the hub's state).
 	DefaultTick = 5 * time.Second
 	// DefaultMaxProposals is how many of the controller's commands may
 	// be in Raft at once.
 	DefaultMaxProposals = 4
+	// workers is how many Clusters reconcile at once.
+	workers = 4
 	// requestTimeout bounds each API request of the controller's clients.
 	requestTimeout = 10 * time.Second
 	// reconcileTimeout bounds one pass over one Cluster.
@@ -36,7 +41,8 @@ const (
 )
 
 // Controller reconciles Clusters with the hub's state; see the package
-// doc. Set the exported fields, then call Run.
+// doc. Set the exported fields, then call Run: a hub/controller loop keyed
+// by Cluster name.
 type Controller struct {
 	IsLeader func() bool
 	// FSM is the replicated state read at each step.
@@ -47,17 +53,19 @@ type Controller struct {
 	Barrier func(context.Context) error
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// Tick is the reconcile period; default DefaultTick.
+	// Tick is the period of the resync of every Cluster; default
+	// DefaultTick.
 	Tick time.Duration
 	// MaxProposals bounds the controller's commands waiting on Raft at
 	// once (Propose calls), whatever the number of Clusters reconciling
-	// in parallel: a tick that finds thousands of new Clusters queues
+	// in parallel: a resync that finds thousands of new Clusters queues
 	// their status writes here, a few at a time, instead of ahead of
 	// every client's write in Raft's queue. Default DefaultMaxProposals.
 	MaxProposals int
-	Log          *slog.Logger
+	// Metrics, if set, receives the loop's queue metrics.
+	Metrics *controller.Metrics
+	Log     *slog.Logger
 
-	term leader.Term
 	// proposals holds one token per Propose call in flight (MaxProposals).
 	proposals     *semaphore.Weighted
 	proposalsOnce sync.Once
@@ -79,13 +87,32 @@ type clusterClient struct {
 	rbacEnsured   bool
 }
 
-// Run reconciles until ctx ends.
+// Run reconciles each Cluster when it, one of its workers or their
+// Leases change, and every Cluster each Tick, while this member leads,
+// until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
 	tick := c.Tick
 	if tick <= 0 {
 		tick = DefaultTick
 	}
-	leader.RunEvery(ctx, tick, c.log(), "cluster controller", c.Step)
+	clusterOf := func(m *roostv1.Machine) []string {
+		if cl := m.GetStatus().GetCluster(); cl != "" {
+			return []string{cl}
+		}
+		return nil
+	}
+	(&controller.Controller{
+		Name: "cluster", Reconcile: c.Reconcile, Watch: c.FSM.Subscribe, IsLeader: c.IsLeader, Barrier: c.Barrier,
+		Workers: workers, Resync: tick, Metrics: c.Metrics, Log: c.log(), OnStop: c.forget,
+		ResyncKeys: func() []string { return controller.Names(c.FSM.Reader().List("Cluster")) },
+		Sources: []controller.Source{
+			{Kind: "Cluster", Keys: controller.ByName},
+			{Kind: "Machine", Keys: func(ev *roostv1.WatchEvent) []string { return clusterOf(ev.GetObject().GetMachine()) }},
+			{Kind: "Lease", Keys: func(ev *roostv1.WatchEvent) []string {
+				return clusterOf(c.FSM.Reader().MachineOf(resource.NameOf(ev.GetObject())))
+			}},
+		},
+	}).Run(ctx)
 }
 
 // propose is Propose, waiting first (bounded by ctx) while MaxProposals
@@ -119,61 +146,61 @@ func (c *Controller) now() time.Time {
 	return c.Now()
 }
 
-// Step reconciles every Cluster once when this member leads. The first
-// error is returned after every Cluster was tried.
+// Step reconciles every Cluster once, all at once, when this member
+// leads (what a resync queues); the first error is returned after every
+// Cluster was tried.
 func (c *Controller) Step(ctx context.Context) error {
-	c.term.IsLeader, c.term.Barrier = c.IsLeader, c.Barrier
-	if ok, err := c.term.Ready(ctx); !ok {
-		if !c.IsLeader() {
-			c.forget()
-		}
-		return err
+	if !c.IsLeader() {
+		return nil
 	}
-	c.forgetReleases()
-	clusters, _, err := c.FSM.List("Cluster", "")
-	if err != nil {
-		return err
-	}
-	// Each Cluster reconciles in its own goroutine, bounded by
-	// reconcileTimeout, so one that hangs (an API that accepts and never
-	// answers) holds up neither the others nor the next tick; a Cluster
-	// whose last pass still runs is skipped.
 	var (
 		wg    sync.WaitGroup
-		errMu sync.Mutex
+		mu    sync.Mutex
 		first error
 	)
-	for _, o := range clusters {
-		cl := o.GetCluster()
-		name := cl.GetMetadata().GetName()
-		if !c.begin(name) {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer c.end(name)
-			rctx, cancel := context.WithTimeout(ctx, reconcileTimeout)
-			defer cancel()
-			if err := c.reconcile(rctx, cl); err != nil {
-				errMu.Lock()
-				if first == nil {
-					first = fmt.Errorf("cluster %s: %w", name, err)
-				}
-				errMu.Unlock()
+	for _, name := range controller.Names(c.FSM.Reader().List("Cluster")) {
+		wg.Go(func() {
+			if _, err := c.Reconcile(ctx, name); err != nil {
+				mu.Lock()
+				first = cmp.Or(first, err)
+				mu.Unlock()
 			}
-		}()
+		})
 	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(reconcileTimeout + time.Second):
-		c.log().Warn("cluster controller: a cluster's reconcile outlived its bound; it runs on, the others go on")
-	}
-	errMu.Lock()
-	defer errMu.Unlock()
+	wg.Wait()
 	return first
+}
+
+// Reconcile runs one pass over Cluster name (see the package doc),
+// bounded by reconcileTimeout: a pass that hangs (an API that accepts and
+// never answers) runs on aside, and the Cluster is skipped until it ends.
+func (c *Controller) Reconcile(ctx context.Context, name string) (controller.Result, error) {
+	c.forgetReleases()
+	o, err := c.FSM.Get("Cluster", name)
+	if err != nil {
+		return controller.Result{}, nil // deleted
+	}
+	if !c.begin(name) {
+		return controller.Result{}, nil
+	}
+	cl := o.GetCluster()
+	res := make(chan error, 1)
+	go func() {
+		defer c.end(name)
+		rctx, cancel := context.WithTimeout(ctx, reconcileTimeout)
+		defer cancel()
+		res <- c.reconcile(rctx, cl)
+	}()
+	select {
+	case err := <-res:
+		if err != nil {
+			return controller.Result{}, fmt.Errorf("cluster %s: %w", name, err)
+		}
+		return controller.Result{}, nil
+	case <-time.After(reconcileTimeout + time.Second):
+		c.log().Warn("cluster controller: a cluster's reconcile outlived its bound; it runs on, the others go on", "cluster", name)
+		return controller.Result{}, nil
+	}
 }
 
 // begin marks Cluster name busy; false when its last pass still runs.

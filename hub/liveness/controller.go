@@ -8,6 +8,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/roostfleet/roost/hub/controller"
+
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 )
 
@@ -40,7 +42,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 }
 
 // Controller runs a Tracker while this member leads: every Tick it
-// evaluates and proposes the transitions as one command.
+// evaluates and proposes the transitions as one command. Time alone
+// drives it, so Run is a hub/controller loop of one key resynced each
+// Tick.
 type Controller struct {
 	Tracker  *Tracker
 	IsLeader func() bool
@@ -51,55 +55,76 @@ type Controller struct {
 	// Tick is the evaluation period; default 1s.
 	Tick    time.Duration
 	Metrics *Metrics
-	Log     *slog.Logger
+	// LoopMetrics, if set, receives Run's queue metrics.
+	LoopMetrics *controller.Metrics
+	Log         *slog.Logger
 }
 
-// Run evaluates until ctx ends.
+// fleetKey is the one key of the liveness loop: every Server at once.
+const fleetKey = "servers"
+
+// Run evaluates every Tick while this member leads, until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
+	c.defaults()
 	tick := c.Tick
 	if tick <= 0 {
 		tick = time.Second
 	}
-	t := time.NewTicker(tick)
-	defer t.Stop()
-	for {
-		c.Step(ctx)
-		select {
-		case <-ctx.Done():
-			c.Tracker.StopLeading()
-			return
-		case <-t.C:
-		}
-	}
+	(&controller.Controller{
+		Name: "liveness", IsLeader: c.IsLeader, Resync: tick, ResyncKeys: func() []string { return []string{fleetKey} },
+		OnStart: func(context.Context) { c.start() }, OnStop: c.stop, Metrics: c.LoopMetrics, Log: c.Log,
+		Reconcile: func(ctx context.Context, _ string) (controller.Result, error) {
+			c.evaluate(ctx)
+			return controller.Result{}, nil
+		},
+	}).Run(ctx)
 }
 
-// Step is one evaluation: it follows leadership changes, and while leading
-// proposes the transitions.
-func (c *Controller) Step(ctx context.Context) {
+func (c *Controller) defaults() {
 	if c.Metrics == nil {
 		c.Metrics = NewMetrics(nil)
 	}
 	if c.Log == nil {
 		c.Log = slog.Default()
 	}
+}
+
+// Step is one evaluation: it follows leadership changes, and while leading
+// proposes the transitions.
+func (c *Controller) Step(ctx context.Context) {
+	c.defaults()
 	leader := c.IsLeader()
 	switch {
 	case leader && !c.Tracker.Leading():
-		c.Tracker.StartLeading()
-		c.Metrics.leading.Set(1)
-		c.Log.Info("liveness: leading; grace period before marking servers unreachable", "ttl", c.Tracker.Config().TTL(len(c.Servers())))
+		c.start()
 	case !leader && c.Tracker.Leading():
-		c.Tracker.StopLeading()
-		c.Metrics.leading.Set(0)
-		// The counts are the leader's: a member that lost leadership
-		// (stopped or frozen meanwhile, say) must not go on exporting its
-		// last ones.
-		c.Metrics.reachable.Set(0)
-		c.Metrics.unreachable.Set(0)
+		c.stop()
 	}
-	if !leader {
-		return
+	if leader {
+		c.evaluate(ctx)
 	}
+}
+
+// start begins a leadership term: a grace period for every Server.
+func (c *Controller) start() {
+	c.Tracker.StartLeading()
+	c.Metrics.leading.Set(1)
+	c.Log.Info("liveness: leading; grace period before marking servers unreachable", "ttl", c.Tracker.Config().TTL(len(c.Servers())))
+}
+
+// stop ends a leadership term.
+func (c *Controller) stop() {
+	c.Tracker.StopLeading()
+	c.Metrics.leading.Set(0)
+	// The counts are the leader's: a member that lost leadership
+	// (stopped or frozen meanwhile, say) must not go on exporting its
+	// last ones.
+	c.Metrics.reachable.Set(0)
+	c.Metrics.unreachable.Set(0)
+}
+
+// evaluate proposes the transitions due now, as one command.
+func (c *Controller) evaluate(ctx context.Context) {
 	changes, counts := c.Tracker.Evaluate(c.Servers())
 	c.Metrics.ttl.Set(counts.TTL.Seconds())
 	if len(changes) > 0 {

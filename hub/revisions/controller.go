@@ -5,22 +5,24 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
-	"time"
 
+	"github.com/roostfleet/roost/hub/controller"
 	"github.com/roostfleet/roost/hub/leader"
 	"github.com/roostfleet/roost/hub/state"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+	"github.com/roostfleet/roost/resource"
 )
 
 // Controller renders a new Revision for every claimed Server whose inputs
 // changed. It runs only while this member leads and writes only through
 // PutRevision commands, so a render that races with another write fails
-// and is redone on the next step from fresh state. A Server whose newest
-// Revision failed gets no new one until its inputs change (the hub never
-// retries a failed Revision by itself). Each step reads one snapshot
-// without copying and skips, without hashing, every Machine whose inputs
-// are the very stored objects its last plan found nothing to write for
-// (see memo); a new leadership term starts from an empty memo.
+// and is redone from fresh state. A Server whose newest Revision failed
+// gets no new one until its inputs change (the hub never retries a failed
+// Revision by itself). Run reconciles one Machine per change of its
+// inputs (Reconcile); Step plans every Machine from one snapshot without
+// copying and skips, without hashing, every Machine whose inputs are the
+// very stored objects its last plan found nothing to write for (see
+// memo); a new leadership term starts from an empty memo.
 type Controller struct {
 	IsLeader func() bool
 	// FSM is the replicated state read at each step.
@@ -30,9 +32,9 @@ type Controller struct {
 	// Barrier, if set, runs once per leadership term before the first read.
 	Barrier func(context.Context) error
 	NewUID  func() string
-	// Tick is the reconcile period; default 1s.
-	Tick time.Duration
-	Log  *slog.Logger
+	// Metrics, if set, receives Run's queue metrics.
+	Metrics *controller.Metrics
+	Log     *slog.Logger
 
 	// term runs Barrier once per leadership term.
 	term leader.Term
@@ -102,13 +104,47 @@ func newMemoKey(in Inputs, latest *roostv1.Revision, latestRead bool) memoKey {
 			in.Release.GetMetadata().GetModifyIndex(), latest.GetMetadata().GetModifyIndex()}, extensions: in.extensionsKey}
 }
 
-// Run reconciles until ctx ends.
+// Run renders, while this member leads and until ctx ends, for each
+// Machine whose inputs changed: a hub/controller loop keyed by Machine
+// name, without resync (only the state drives it).
 func (c *Controller) Run(ctx context.Context) {
-	tick := c.Tick
-	if tick <= 0 {
-		tick = time.Second
+	(&controller.Controller{
+		Name: "revisions", Reconcile: c.Reconcile, Watch: c.FSM.Subscribe, IsLeader: c.IsLeader, Barrier: c.Barrier,
+		Sources: c.sources(), Metrics: c.Metrics, Log: c.Log,
+	}).Run(ctx)
+}
+
+// sources map the changes of what a Revision is rendered from to the
+// Machines they concern: a Machine's own, its Server's and the Server's
+// Revisions' (through the Machine holding the Server), its Pool's; and to
+// every Machine a change of a kind few objects of which many Machines
+// share (MachineClass, NetworkProfile, Cluster, ImageRelease, Extension).
+func (c *Controller) sources() []controller.Source {
+	machineOf := func(server string) []string {
+		if m := c.FSM.Reader().MachineOf(server); m != nil {
+			return []string{m.GetMetadata().GetName()}
+		}
+		return nil
 	}
-	leader.RunEvery(ctx, tick, c.Log, "revision controller", c.Step)
+	all := func(*roostv1.WatchEvent) []string { return controller.Names(c.FSM.Reader().List("Machine")) }
+	src := []controller.Source{
+		{Kind: "Machine", Keys: controller.ByName},
+		{Kind: "Server", Keys: func(ev *roostv1.WatchEvent) []string { return machineOf(resource.NameOf(ev.GetObject())) }},
+		{Kind: "Revision", Keys: func(ev *roostv1.WatchEvent) []string {
+			return machineOf(ev.GetObject().GetRevision().GetSpec().GetServer())
+		}},
+		{Kind: "Pool", Keys: func(ev *roostv1.WatchEvent) []string {
+			var out []string
+			for _, m := range c.FSM.Reader().MachinesOfPool(resource.NameOf(ev.GetObject())) {
+				out = append(out, m.GetMetadata().GetName())
+			}
+			return out
+		}},
+	}
+	for _, k := range []string{"MachineClass", "NetworkProfile", "Cluster", "ImageRelease", "Extension"} {
+		src = append(src, controller.Source{Kind: k, Keys: all})
+	}
+	return src
 }
 
 func (c *Controller) log() *slog.Logger {
@@ -172,43 +208,22 @@ func (c *Controller) Step(ctx context.Context) error {
 		if ok && old.machine == m && old.indexes[0] == m.GetMetadata().GetModifyIndex() {
 			prev = &old
 		}
-		in, latest, latestRead, note := v.gather(m, prev)
-		key := newMemoKey(in, latest, latestRead)
-		if ok && old == key {
-			kept++
-			continue
+		key, wrote, err := c.reconcileMachine(ctx, v, m, prev)
+		if err != nil && first == nil {
+			first = err
 		}
-		c.evaluated++
-		spec, skipped, note := plan(in, latest, note)
-		if spec == nil {
-			if note != "" && c.notes[name] != note {
-				c.log().Info("revision controller: "+note, "machine", name)
-			}
-			if err := c.recordWaiting(ctx, m, note); err != nil && first == nil {
-				first = fmt.Errorf("machine %s: %w", name, err)
-			}
-			c.notes[name] = note
+		switch {
+		case !wrote && ok && old == key:
+			kept++
+		case !wrote:
+			c.evaluated++
 			mm.machines[name] = key
 			kept++
-			continue
-		}
-		delete(c.notes, name)
-		// Not memoized: the next Step reads the Revision written (or
-		// renders again when the write failed).
-		delete(mm.machines, name)
-		cmd := &roostv1.Command{Command: &roostv1.Command_PutRevision{PutRevision: &roostv1.PutRevision{
-			Revision: &roostv1.Revision{Spec: spec}, Uid: c.NewUID(),
-		}}}
-		if err := c.Propose(ctx, cmd); err != nil {
-			if first == nil {
-				first = fmt.Errorf("machine %s: %w", name, err)
-			}
-			continue
-		}
-		c.log().Info("revision controller: rendered", "machine", name, "server", spec.GetServer(),
-			"revision", spec.GetNumber(), "image", spec.GetImageVersion())
-		for _, k := range sortedKeys(skipped) {
-			c.log().Warn("revision controller: node label left out", "machine", name, "label", k, "reason", skipped[k])
+		default:
+			c.evaluated++
+			// Not memoized: the next Step reads the Revision written (or
+			// renders again when the write failed).
+			delete(mm.machines, name)
 		}
 	}
 	if len(mm.machines) > kept { // Machines that are gone
@@ -224,6 +239,61 @@ func (c *Controller) Step(ctx context.Context) error {
 	}
 	mm.complete = first == nil && kept == len(machines)
 	return first
+}
+
+// Reconcile renders Machine machine's next Revision when one is due
+// (one PutRevision command), or records why none can be.
+func (c *Controller) Reconcile(ctx context.Context, machine string) (controller.Result, error) {
+	if c.notes == nil {
+		c.notes = map[string]string{}
+	}
+	v := newView(c.FSM.Reader())
+	o := v.r.Get("Machine", machine)
+	if o == nil {
+		delete(c.notes, machine)
+		return controller.Result{}, nil
+	}
+	_, _, err := c.reconcileMachine(ctx, v, o.GetMachine(), nil)
+	return controller.Result{}, err
+}
+
+// reconcileMachine plans m from v (prev as for view.gather): it proposes
+// its next Revision when one is due (wrote), or records why none can be.
+// key identifies the inputs the plan read; when it equals prev's, nothing
+// was planned or written.
+func (c *Controller) reconcileMachine(ctx context.Context, v *view, m *roostv1.Machine, prev *memoKey) (key memoKey, wrote bool, err error) {
+	name := m.GetMetadata().GetName()
+	in, latest, latestRead, note := v.gather(m, prev)
+	key = newMemoKey(in, latest, latestRead)
+	if prev != nil && *prev == key {
+		return key, false, nil
+	}
+	spec, skipped, note := plan(in, latest, note)
+	if spec == nil {
+		if note != "" && c.notes[name] != note {
+			c.log().Info("revision controller: "+note, "machine", name)
+		}
+		if err := c.recordWaiting(ctx, m, note); err != nil {
+			err = fmt.Errorf("machine %s: %w", name, err)
+			c.notes[name] = note
+			return key, false, err
+		}
+		c.notes[name] = note
+		return key, false, nil
+	}
+	delete(c.notes, name)
+	cmd := &roostv1.Command{Command: &roostv1.Command_PutRevision{PutRevision: &roostv1.PutRevision{
+		Revision: &roostv1.Revision{Spec: spec}, Uid: c.NewUID(),
+	}}}
+	if err := c.Propose(ctx, cmd); err != nil {
+		return key, true, fmt.Errorf("machine %s: %w", name, err)
+	}
+	c.log().Info("revision controller: rendered", "machine", name, "server", spec.GetServer(),
+		"revision", spec.GetNumber(), "image", spec.GetImageVersion())
+	for _, k := range sortedKeys(skipped) {
+		c.log().Warn("revision controller: node label left out", "machine", name, "label", k, "reason", skipped[k])
+	}
+	return key, true, nil
 }
 
 // plan returns the next Revision for in.Machine and the Pool node labels

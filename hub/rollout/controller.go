@@ -9,20 +9,24 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/roostfleet/roost/hub/leader"
+	"github.com/roostfleet/roost/hub/controller"
 	"github.com/roostfleet/roost/hub/revisions"
 	"github.com/roostfleet/roost/hub/state"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+	"github.com/roostfleet/roost/resource"
 )
 
-// DefaultTick is the Controller's reconcile period.
+// DefaultTick is how often the Controller re-plans every Pool, for what
+// time alone changes (a window opening, a settle delay ending, a Lease
+// expiring); a change of a Pool's objects re-plans it at once.
 const DefaultTick = 2 * time.Second
 
 // Controller records each Pool's rollout status (see the package doc) and
-// admits reboots. Set the exported fields, then call Run.
+// admits reboots. Set the exported fields, then call Run. It is a
+// hub/controller loop keyed by Pool name.
 type Controller struct {
 	IsLeader func() bool
-	// FSM is the replicated state read at each step.
+	// FSM is the replicated state read at each reconcile.
 	FSM *state.FSM
 	// Propose writes a command through Raft (on the leader).
 	Propose func(context.Context, *roostv1.Command) error
@@ -30,32 +34,59 @@ type Controller struct {
 	Barrier func(context.Context) error
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// MaxUnavailable resolves a Pool's rollout.maxUnavailable.
-	MaxUnavailable func(*roostv1.Pool) int32
-	Tick           time.Duration
-	Log            *slog.Logger
+	// Tick is the period of the resync of every Pool; default DefaultTick.
+	Tick time.Duration
+	// Metrics, if set, receives the loop's queue metrics.
+	Metrics *controller.Metrics
+	Log     *slog.Logger
 
-	term leader.Term
 	// admitMu serialises Admit, so two Servers of one Pool are not both
 	// admitted against the same count (the FSM's Lease check is the
 	// last guard).
 	admitMu sync.Mutex
 	sched   scheduleCache
-
-	// Views of the state at cacheIndex: every Pool (cacheAll), by name.
-	cacheMu    sync.Mutex
-	cacheIndex uint64
-	cacheAll   []*PoolView
-	cache      map[string]*PoolView
 }
 
-// Run reconciles until ctx ends.
+// Run reconciles each Pool whose objects changed, and every Pool each
+// Tick, while this member leads, until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
 	tick := c.Tick
 	if tick <= 0 {
 		tick = DefaultTick
 	}
-	leader.RunEvery(ctx, tick, c.Log, "rollout controller", c.Step)
+	(&controller.Controller{
+		Name: "rollout", Reconcile: c.Reconcile, Watch: c.FSM.Subscribe, IsLeader: c.IsLeader, Barrier: c.Barrier,
+		Sources: c.sources(), Resync: tick, ResyncKeys: c.poolNames, Metrics: c.Metrics, Log: c.Log,
+	}).Run(ctx)
+}
+
+// poolNames lists every Pool.
+func (c *Controller) poolNames() []string { return controller.Names(c.FSM.Reader().List("Pool")) }
+
+// sources map the changes a Pool's plan reads to the Pool: its own, its
+// Machines', their Servers' and Leases' (by the Machine holding the
+// Server), and (to every Pool) ImageReleases' and MaintenanceWindows'.
+func (c *Controller) sources() []controller.Source {
+	poolOfServer := func(ev *roostv1.WatchEvent) []string {
+		if m := c.FSM.Reader().MachineOf(resource.NameOf(ev.GetObject())); m.GetSpec().GetPool() != "" {
+			return []string{m.GetSpec().GetPool()}
+		}
+		return nil
+	}
+	all := func(*roostv1.WatchEvent) []string { return c.poolNames() }
+	return []controller.Source{
+		{Kind: "Pool", Keys: controller.ByName},
+		{Kind: "Machine", Keys: func(ev *roostv1.WatchEvent) []string {
+			if p := ev.GetObject().GetMachine().GetSpec().GetPool(); p != "" {
+				return []string{p}
+			}
+			return nil
+		}},
+		{Kind: "Server", Keys: poolOfServer},
+		{Kind: "Lease", Keys: poolOfServer},
+		{Kind: "ImageRelease", Keys: all},
+		{Kind: "MaintenanceWindow", Keys: all},
+	}
 }
 
 func (c *Controller) now() time.Time {
@@ -65,35 +96,39 @@ func (c *Controller) now() time.Time {
 	return c.Now()
 }
 
-// Step records every Pool's rollout status when it changed (one
-// UpdatePoolRollout command per changed Pool), when this member leads.
+// Step reconciles every Pool once (what a resync does); the first error
+// is returned after every Pool was tried. It does not check leadership.
 func (c *Controller) Step(ctx context.Context) error {
-	c.term.IsLeader, c.term.Barrier = c.IsLeader, c.Barrier
-	if ok, err := c.term.Ready(ctx); !ok {
-		return err
-	}
-	views, err := c.Views("")
-	if err != nil {
-		return err
-	}
-	now := c.now()
 	var first error
-	for _, v := range views {
-		st := Plan(v, now)
-		st.AcknowledgedMachines = v.Pool.GetStatus().GetRollout().GetAcknowledgedMachines()
-		if proto.Equal(st, v.Pool.GetStatus().GetRollout()) {
-			continue
-		}
-		name := v.Pool.GetMetadata().GetName()
-		if st.GetPhase() != v.Pool.GetStatus().GetRollout().GetPhase() {
-			c.log().Info("pool rollout phase", "pool", name, "phase", st.GetPhase(), "target", st.GetTargetVersion(), "reason", st.GetReason())
-		}
-		if err := c.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_UpdatePoolRollout{UpdatePoolRollout: &roostv1.UpdatePoolRollout{
-			Pool: name, Status: st}}}); err != nil && first == nil {
-			first = fmt.Errorf("pool %s: %w", name, err)
+	for _, name := range c.poolNames() {
+		if _, err := c.Reconcile(ctx, name); err != nil && first == nil {
+			first = err
 		}
 	}
 	return first
+}
+
+// Reconcile records Pool pool's rollout status when it changed (one
+// UpdatePoolRollout command); a Pool that does not exist is done.
+func (c *Controller) Reconcile(ctx context.Context, pool string) (controller.Result, error) {
+	views, err := c.Views(pool)
+	if err != nil || len(views) == 0 {
+		return controller.Result{}, nil // deleted meanwhile
+	}
+	v := views[0]
+	st := Plan(v, c.now())
+	st.AcknowledgedMachines = v.Pool.GetStatus().GetRollout().GetAcknowledgedMachines()
+	if proto.Equal(st, v.Pool.GetStatus().GetRollout()) {
+		return controller.Result{}, nil
+	}
+	if st.GetPhase() != v.Pool.GetStatus().GetRollout().GetPhase() {
+		c.log().Info("pool rollout phase", "pool", pool, "phase", st.GetPhase(), "target", st.GetTargetVersion(), "reason", st.GetReason())
+	}
+	if err := c.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_UpdatePoolRollout{UpdatePoolRollout: &roostv1.UpdatePoolRollout{
+		Pool: pool, Status: st}}}); err != nil {
+		return controller.Result{}, fmt.Errorf("pool %s: %w", pool, err)
+	}
+	return controller.Result{}, nil
 }
 
 func (c *Controller) log() *slog.Logger {
@@ -122,24 +157,9 @@ func (c *Controller) Admit(_ context.Context, m *roostv1.Machine) (bool, string)
 
 // Views reads the Pools (only pool when not empty) and their Machines
 // from one consistent read of the FSM, sorted by Pool name. The views
-// share messages with the store: read only. Views of an unchanged state
-// (same last Raft index) are reused: the planner takes the time apart.
+// share messages with the store: read only.
 func (c *Controller) Views(pool string) ([]*PoolView, error) {
 	r := c.FSM.Reader()
-	idx := r.LastIndex()
-	c.cacheMu.Lock()
-	if c.cacheIndex == idx {
-		if pool == "" && c.cacheAll != nil {
-			defer c.cacheMu.Unlock()
-			return c.cacheAll, nil
-		}
-		if v := c.cache[pool]; v != nil {
-			defer c.cacheMu.Unlock()
-			return []*PoolView{v}, nil
-		}
-	}
-	c.cacheMu.Unlock()
-
 	var pools []*roostv1.Pool
 	if pool != "" {
 		o := r.Get("Pool", pool)
@@ -155,10 +175,7 @@ func (c *Controller) Views(pool string) ([]*PoolView, error) {
 	releases := r.List("ImageRelease")
 	var out []*PoolView
 	for _, p := range pools {
-		v := &PoolView{Pool: p, MaxUnavailable: 1}
-		if c.MaxUnavailable != nil {
-			v.MaxUnavailable = c.MaxUnavailable(p)
-		}
+		v := &PoolView{Pool: p, MaxUnavailable: MaxUnavailable(p)}
 		if rel := revisions.PickRelease(releases, p.GetSpec().GetImageVersion(), p.GetSpec().GetImageChannel()); rel != nil {
 			v.Target = rel.GetSpec().GetVersion()
 		}
@@ -169,18 +186,6 @@ func (c *Controller) Views(pool string) ([]*PoolView, error) {
 			}
 		}
 		out = append(out, v)
-	}
-
-	c.cacheMu.Lock()
-	defer c.cacheMu.Unlock()
-	if c.cacheIndex != idx {
-		c.cacheIndex, c.cache, c.cacheAll = idx, map[string]*PoolView{}, nil
-	}
-	if pool == "" {
-		c.cacheAll = out
-	}
-	for _, v := range out {
-		c.cache[v.Pool.GetMetadata().GetName()] = v
 	}
 	return out, nil
 }

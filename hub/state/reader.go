@@ -123,3 +123,12 @@ func Summary(rv *roostv1.Revision) RevisionSummary {
 	}
 	return s
 }
+
+// MachineOf returns the Machine holding Server server, or nil.
+func (r *Reader) MachineOf(server string) *roostv1.Machine {
+	raw, err := r.txn.First(kindMachine, indexRefs, refKey(kindServer, server))
+	if err != nil || raw == nil {
+		return nil
+	}
+	return raw.(*roostv1.Object).GetMachine()
+}
