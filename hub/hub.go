@@ -432,7 +432,7 @@ func start(ctx context.Context, opts Options, apiLn, httpLn, raftLn net.Listener
 	h.rollouts = h.rolloutController()
 	h.api = api.New(api.Config{FSM: h.fsm, Node: node, PeerCredentials: credentials.NewTLS(clientTLS), Logger: h.log, Agents: h.agents,
 		AgentCertLifetime: opts.AgentCertLifetime, Liveness: livecfg, Registry: reg, Blobs: blobStore, Health: h.healthy,
-		Unauthenticated: opts.Unauthenticated, LeaderReady: h.termBarrier, Admitter: h.rollouts, Drainer: h.clusters})
+		Unauthenticated: opts.Unauthenticated, LeaderReady: h.termBarrier, Leases: h.leaseGate(), Drainer: h.clusters})
 	liveMetrics := liveness.NewMetrics(reg)
 	grpcOpts := append(api.ServerOptions(api.NewMetrics(reg)), grpc.Creds(credentials.NewTLS(serverTLS)),
 		// A connection that does not finish its TLS handshake in time is

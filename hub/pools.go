@@ -83,3 +83,17 @@ func (h *Hub) propose(ctx context.Context, c *roostv1.Command) error {
 	_, err := h.api.Propose(ctx, c)
 	return err
 }
+
+// leaseGate is the reboot gate (see hub/rollout): it admits by the rollout
+// controller's plan and drains workers through the cluster controller.
+func (h *Hub) leaseGate() *rollout.Gate {
+	return &rollout.Gate{
+		FSM:     h.fsm,
+		Propose: h.propose,
+		Desired: h.agents.DesiredState,
+		Admit:   h.rollouts.Admit,
+		Drainer: h.clusters,
+		NewUID:  uuid.NewString,
+		Log:     h.log,
+	}
+}

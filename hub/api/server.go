@@ -53,10 +53,10 @@ type Server struct {
 	blobs *blobs.Store
 	// agents are the agent streams this member serves (Config.Agents).
 	agents *agentconn.Registry
-	// drainer drains workers before their reboot Lease; nil: no drain.
+	// drainer drains workers before their release; nil: no drain.
 	drainer Drainer
-	// admitter admits reboots by the Pools' rollout rules; nil: all.
-	admitter Admitter
+	// leases grants reboot Leases; nil: none are.
+	leases LeaseGate
 	// health is Config.Health.
 	health func() error
 	// guard limits, counts and logs calls without a certificate.
@@ -109,13 +109,11 @@ type Config struct {
 	// token checks before a proposal wait for it, so a token created under
 	// the previous leader is not refused as unknown. Nil: no wait.
 	LeaderReady func(context.Context) error
-	// Admitter, if set, admits new reboot Leases by the Pools' rollout
-	// rules (hub/rollout); nil admits all (the Lease's own
-	// maxUnavailable check still holds).
-	Admitter Admitter
-	// Drainer, if set, drains workers before their reboot Lease and
-	// their release (hub/clusters); nil grants and releases them like any
-	// other Machine.
+	// Leases grants reboot Leases (hub/rollout's Gate); nil: AcquireLease
+	// is Unavailable.
+	Leases LeaseGate
+	// Drainer, if set, drains workers before their release
+	// (hub/clusters); nil releases them like any other Machine.
 	Drainer Drainer
 }
 
@@ -139,7 +137,7 @@ func New(cfg Config) *Server {
 	if s.agents == nil {
 		s.agents = agentconn.New(agentconn.Config{FSM: cfg.FSM, Now: now, Logger: log})
 	}
-	s.admitter, s.drainer = cfg.Admitter, cfg.Drainer
+	s.leases, s.drainer = cfg.Leases, cfg.Drainer
 	s.guard = newGuard(cfg.Unauthenticated, log, now)
 	if s.agentCertLifetime <= 0 {
 		s.agentCertLifetime = DefaultAgentCertLifetime

@@ -1,13 +1,11 @@
-// Package leader holds what the hub's leader-only controllers share: a
-// once-per-term barrier before the first read of a term, and the periodic
-// loop that calls a controller's step.
+// Package leader holds the once-per-term barrier the hub's leader-only
+// controllers pass before the first read of a term (hub/controller runs
+// them).
 package leader
 
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"time"
 )
 
 // Term tracks leadership for one controller. The zero value with IsLeader
@@ -36,24 +34,4 @@ func (t *Term) Ready(ctx context.Context) (bool, error) {
 	}
 	t.synced = true
 	return true, nil
-}
-
-// RunEvery calls step now and then every tick until ctx ends, logging a
-// failed step as "<name>: step failed; retrying" (nil log: slog.Default).
-func RunEvery(ctx context.Context, tick time.Duration, log *slog.Logger, name string, step func(context.Context) error) {
-	if log == nil {
-		log = slog.Default()
-	}
-	t := time.NewTicker(tick)
-	defer t.Stop()
-	for {
-		if err := step(ctx); err != nil && ctx.Err() == nil {
-			log.Warn(name+": step failed; retrying", "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
 }

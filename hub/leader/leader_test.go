@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"testing"
-	"time"
 )
 
 func TestTermBarrierOncePerTerm(t *testing.T) {
@@ -38,29 +37,5 @@ func TestTermBarrierOncePerTerm(t *testing.T) {
 	fail = false
 	if ok, _ := term.Ready(ctx); !ok || barriers != 3 {
 		t.Errorf("new term: ok=%v barriers=%d, want a barrier per attempt until one succeeds (3)", ok, barriers)
-	}
-}
-
-func TestRunEveryStopsWithContext(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	steps := 0
-	done := make(chan struct{})
-	go func() {
-		RunEvery(ctx, time.Millisecond, nil, "test", func(context.Context) error {
-			steps++
-			if steps == 3 {
-				cancel()
-			}
-			return errors.New("step failed")
-		})
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("RunEvery did not return after ctx ended")
-	}
-	if steps < 3 {
-		t.Errorf("steps = %d, want ≥ 3", steps)
 	}
 }
