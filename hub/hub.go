@@ -188,6 +188,8 @@ type Hub struct {
 
 	// controllerMetrics are the leader controllers' queue metrics.
 	controllerMetrics *controller.Metrics
+	// gate is the reboot gate (hub/rollout), granting Leases.
+	gate *rollout.Gate
 }
 
 // runLiveness starts the liveness controller and the pool controller (both
@@ -220,7 +222,7 @@ func (h *Hub) runLiveness(ctx context.Context, m *liveness.Metrics) {
 	rep.Metrics, rep.Log = m, h.log
 	var n int
 	done := make(chan struct{}, 8)
-	for _, run := range []func(context.Context){ctrl.Run, rep.Run, h.poolController().Run, h.revisionController().Run, h.clusters.Run, h.rollouts.Run, h.agents.Run, h.runBlobGC, h.watchHealth, func(ctx context.Context) {
+	for _, run := range []func(context.Context){ctrl.Run, rep.Run, h.poolController().Run, h.revisionController().Run, h.clusters.Run, h.rollouts.Run, h.gate.Run, h.agents.Run, h.runBlobGC, h.watchHealth, func(ctx context.Context) {
 		t := time.NewTicker(5 * time.Second)
 		defer t.Stop()
 		for {
@@ -430,9 +432,10 @@ func start(ctx context.Context, opts Options, apiLn, httpLn, raftLn net.Listener
 	h.controllerMetrics = controller.NewMetrics(reg)
 	h.clusters = h.clusterController()
 	h.rollouts = h.rolloutController()
+	h.gate = h.leaseGate()
 	h.api = api.New(api.Config{FSM: h.fsm, Node: node, PeerCredentials: credentials.NewTLS(clientTLS), Logger: h.log, Agents: h.agents,
 		AgentCertLifetime: opts.AgentCertLifetime, Liveness: livecfg, Registry: reg, Blobs: blobStore, Health: h.healthy,
-		Unauthenticated: opts.Unauthenticated, LeaderReady: h.termBarrier, Leases: h.leaseGate(), Drainer: h.clusters})
+		Unauthenticated: opts.Unauthenticated, LeaderReady: h.termBarrier, Leases: h.gate, Drainer: h.clusters})
 	liveMetrics := liveness.NewMetrics(reg)
 	grpcOpts := append(api.ServerOptions(api.NewMetrics(reg)), grpc.Creds(credentials.NewTLS(serverTLS)),
 		// A connection that does not finish its TLS handshake in time is

@@ -238,6 +238,9 @@ func TestRestartFromSnapshotAndLog(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		apply(fmt.Sprintf("after-%d", i))
 	}
+	// The cluster controller records each new Cluster's status at once;
+	// the restarted leader finds nothing to change.
+	waitFor(t, "cluster statuses", func() bool { return clustersHaveStatus(h, 10) })
 	want, idx, err := h.FSM().List("Cluster", "")
 	if err != nil {
 		t.Fatal(err)
@@ -283,4 +286,19 @@ func TestDataDirLockedAndPortConflictLeavesNoState(t *testing.T) {
 		t.Fatal("start on a taken Raft port succeeded")
 	}
 	startHub(t, dir2, hub.Options{})
+}
+
+// clustersHaveStatus says whether h holds n Clusters, each with its
+// status recorded by the cluster controller.
+func clustersHaveStatus(h *hub.Hub, n int) bool {
+	objs, _, err := h.FSM().List("Cluster", "")
+	if err != nil || len(objs) != n {
+		return false
+	}
+	for _, o := range objs {
+		if len(o.GetCluster().GetStatus().GetConditions()) == 0 {
+			return false
+		}
+	}
+	return true
 }

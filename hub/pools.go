@@ -85,15 +85,19 @@ func (h *Hub) propose(ctx context.Context, c *roostv1.Command) error {
 }
 
 // leaseGate is the reboot gate (see hub/rollout): it admits by the rollout
-// controller's plan and drains workers through the cluster controller.
+// controller's plan and drains workers through the cluster controller;
+// its loop drives the drains while this member leads.
 func (h *Hub) leaseGate() *rollout.Gate {
 	return &rollout.Gate{
-		FSM:     h.fsm,
-		Propose: h.propose,
-		Desired: h.agents.DesiredState,
-		Admit:   h.rollouts.Admit,
-		Drainer: h.clusters,
-		NewUID:  uuid.NewString,
-		Log:     h.log,
+		IsLeader: h.node.IsLeader,
+		Barrier:  h.termBarrier,
+		Metrics:  h.controllerMetrics,
+		FSM:      h.fsm,
+		Propose:  h.propose,
+		Desired:  h.agents.DesiredState,
+		Admit:    h.rollouts.Admit,
+		Drainer:  h.clusters,
+		NewUID:   uuid.NewString,
+		Log:      h.log,
 	}
 }

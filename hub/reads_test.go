@@ -30,6 +30,8 @@ func TestLinearizableReadsWriteNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The cluster controller records each new Cluster's status at once.
+	waitFor(t, "cluster statuses", func() bool { return clustersHaveStatus(h, 5) })
 	waitFor(t, "housekeeping writes", func() bool { return h.Node().AppliedIndex() == h.Node().LastIndex() })
 	index := h.Node().LastIndex()
 	start := time.Now()

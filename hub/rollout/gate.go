@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/roostfleet/roost/apierror"
+	"github.com/roostfleet/roost/hub/controller"
 	"github.com/roostfleet/roost/hub/state"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 )
@@ -25,6 +27,8 @@ const (
 	leaseRetryAfter = 15
 	drainPollAfter  = 5
 	drainRetryAfter = 60
+	// drainCheck is how often the gate's loop looks at a running drain.
+	drainCheck = time.Second
 	// admitRetryAfter: the rollout does not admit the reboot now
 	// (outside windows, paused, halted, settling, pool full).
 	admitRetryAfter = 30
@@ -47,8 +51,21 @@ type Drainer interface {
 // desired Revision (AgentService.AcquireLease, on the leader) after
 // admitting the reboot by its Pool's rollout rules (Admit), checking a
 // worker's Cluster and draining its Node (Drainer). Set the fields, then
-// call AcquireLease.
+// call Run, and AcquireLease for each request.
+//
+// A worker's Lease is recorded first in phase Draining: from then on the
+// drain is driven by the state, not by the agent's polls. Run is a
+// hub/controller loop keyed by Server over the Leases: it starts the drain
+// of each Draining Lease (again after a change of leader), moves the Lease
+// to Granted once the Node is drained, or releases it when the drain
+// failed, which the Server's next AcquireLease reports.
 type Gate struct {
+	// IsLeader and Barrier run the loop only on the leader (see
+	// hub/controller).
+	IsLeader func() bool
+	Barrier  func(context.Context) error
+	// Metrics, if set, receives the loop's queue metrics.
+	Metrics *controller.Metrics
 	// FSM is the replicated state.
 	FSM *state.FSM
 	// Propose writes a command through Raft (on the leader).
@@ -68,6 +85,91 @@ type Gate struct {
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	Log *slog.Logger
+
+	mu sync.Mutex
+	// failed holds, per Server, why the drain of its last Lease failed,
+	// until its next AcquireLease reports it.
+	failed map[string]string
+}
+
+// Run drives the drains of Draining Leases while this member leads, until
+// ctx ends.
+func (g *Gate) Run(ctx context.Context) {
+	(&controller.Controller{
+		Name: "reboot-gate", Reconcile: g.Reconcile, Watch: g.FSM.Subscribe, IsLeader: g.IsLeader, Barrier: g.Barrier,
+		Sources: []controller.Source{{Kind: "Lease", Keys: controller.ByName}}, Metrics: g.Metrics, Log: g.Log,
+	}).Run(ctx)
+}
+
+// Reconcile moves Server server's Draining Lease on: it drains the
+// worker's Node (Drainer.Drain, which does not wait; the key comes back
+// every drainCheck while it runs), then grants the Lease, or releases it
+// when the drain failed. Other Leases are left alone.
+func (g *Gate) Reconcile(ctx context.Context, server string) (controller.Result, error) {
+	o, err := g.FSM.Get("Lease", server)
+	if err != nil {
+		return controller.Result{}, nil
+	}
+	l := o.GetLease().GetSpec()
+	if l.GetPhase() != state.LeaseDraining || !l.GetExpiresAt().AsTime().After(g.now()) || g.Drainer == nil {
+		return controller.Result{}, nil
+	}
+	m := g.FSM.MachineOf(server)
+	if m == nil {
+		return controller.Result{}, nil
+	}
+	done, err := g.Drainer.Drain(ctx, m, l.GetFencingToken())
+	switch {
+	case err != nil:
+		// Give the slot back; the Node was uncordoned. The agent hears
+		// why at its next request.
+		if rerr := g.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_ReleaseLeases{ReleaseLeases: &roostv1.ReleaseLeases{
+			Servers: []string{server}, FencingTokens: []uint64{l.GetFencingToken()}}}}); rerr != nil {
+			return controller.Result{}, rerr
+		}
+		g.mu.Lock()
+		if g.failed == nil {
+			g.failed = map[string]string{}
+		}
+		g.failed[server] = err.Error()
+		g.mu.Unlock()
+		return controller.Result{}, nil
+	case !done:
+		return controller.Result{RequeueAfter: drainCheck}, nil
+	}
+	maxUnavailable, ttl := g.terms(m)
+	if _, err := g.proposeLease(ctx, server, l.GetRevision(), ttl, maxUnavailable, state.LeaseGranted); err != nil {
+		return controller.Result{}, err
+	}
+	g.log().Info("lease granted after the drain", "server", server, "revision", l.GetRevision(), "fencing", l.GetFencingToken())
+	return controller.Result{}, nil
+}
+
+// terms are the maxUnavailable and the time to live of a Lease of m: its
+// Pool's rollout.maxUnavailable and readyTimeout, or 1 and
+// DefaultLeaseTTL.
+func (g *Gate) terms(m *roostv1.Machine) (int32, time.Duration) {
+	maxUnavailable, ttl := int32(1), DefaultLeaseTTL
+	if m != nil && m.GetSpec().GetPool() != "" {
+		if o, err := g.FSM.Get("Pool", m.GetSpec().GetPool()); err == nil {
+			p := o.GetPool()
+			maxUnavailable = MaxUnavailable(p)
+			if rt := p.GetSpec().GetRollout().GetReadyTimeout(); rt != nil && rt.AsDuration() > 0 {
+				ttl = rt.AsDuration()
+			}
+		}
+	}
+	return maxUnavailable, ttl
+}
+
+// takeFailure returns and forgets why the drain of server's last Lease
+// failed, "" when it did not.
+func (g *Gate) takeFailure(server string) string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	why := g.failed[server]
+	delete(g.failed, server)
+	return why
 }
 
 func (g *Gate) now() time.Time {
@@ -97,23 +199,22 @@ func (g *Gate) AcquireLease(ctx context.Context, server string, revision int64) 
 		return nil, apierror.FailedPrecondition("Revision %d of Server %s failed; the hub does not retry it", revision, server)
 	}
 	m := g.FSM.MachineOf(server)
-	maxUnavailable, ttl := int32(1), DefaultLeaseTTL
-	if m != nil && m.GetSpec().GetPool() != "" {
-		if o, err := g.FSM.Get("Pool", m.GetSpec().GetPool()); err == nil {
-			p := o.GetPool()
-			maxUnavailable = MaxUnavailable(p)
-			if rt := p.GetSpec().GetRollout().GetReadyTimeout(); rt != nil && rt.AsDuration() > 0 {
-				ttl = rt.AsDuration()
-			}
-		}
-	}
+	maxUnavailable, ttl := g.terms(m)
 	var held *roostv1.Lease
 	if o, err := g.FSM.Get("Lease", server); err == nil && o.GetLease().GetSpec().GetExpiresAt().AsTime().After(g.now()) {
 		held = o.GetLease()
 	}
-	if held == nil && m != nil && g.Admit != nil {
-		if ok, reason := g.Admit(ctx, m); !ok {
-			return &roostv1.AcquireLeaseResponse{Reason: reason, RetryAfterSeconds: admitRetryAfter}, nil
+	if held.GetSpec().GetPhase() == state.LeaseDraining {
+		return draining(m), nil
+	}
+	if held == nil {
+		if why := g.takeFailure(server); why != "" {
+			return &roostv1.AcquireLeaseResponse{Reason: "drain failed, the Lease was released: " + why, RetryAfterSeconds: drainRetryAfter}, nil
+		}
+		if m != nil && g.Admit != nil {
+			if ok, reason := g.Admit(ctx, m); !ok {
+				return &roostv1.AcquireLeaseResponse{Reason: reason, RetryAfterSeconds: admitRetryAfter}, nil
+			}
 		}
 	}
 	worker := m != nil && m.GetStatus().GetCluster() != "" && g.Drainer != nil
@@ -123,36 +224,24 @@ func (g *Gate) AcquireLease(ctx context.Context, server string, revision int64) 
 		}
 	}
 	phase := state.LeaseGranted
-	if worker {
+	if worker && held == nil {
+		// Run drains the Node, then grants the Lease.
 		phase = state.LeaseDraining
-		if held != nil {
-			// A held Lease keeps its phase until the drain says otherwise.
-			phase = held.GetSpec().GetPhase()
-		}
 	}
 	l, err := g.proposeLease(ctx, server, revision, ttl, maxUnavailable, phase)
 	if err != nil || l == nil {
 		return leaseRefusal(err)
 	}
 	if l.GetSpec().GetPhase() == state.LeaseDraining {
-		done, err := g.Drainer.Drain(ctx, m, l.GetSpec().GetFencingToken())
-		switch {
-		case err != nil:
-			// Give the slot back; the Node was uncordoned. Retry later.
-			if rerr := g.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_ReleaseLeases{ReleaseLeases: &roostv1.ReleaseLeases{
-				Servers: []string{server}, FencingTokens: []uint64{l.GetSpec().GetFencingToken()}}}}); rerr != nil {
-				return nil, rerr
-			}
-			return &roostv1.AcquireLeaseResponse{Reason: "drain failed, the Lease was released: " + err.Error(), RetryAfterSeconds: drainRetryAfter}, nil
-		case !done:
-			return &roostv1.AcquireLeaseResponse{Reason: fmt.Sprintf("draining Node %s before the reboot", m.GetStatus().GetNodeName()), RetryAfterSeconds: drainPollAfter}, nil
-		}
-		if l, err = g.proposeLease(ctx, server, revision, ttl, maxUnavailable, state.LeaseGranted); err != nil || l == nil {
-			return leaseRefusal(err)
-		}
+		return draining(m), nil
 	}
 	g.log().Info("lease granted", "server", server, "revision", revision, "fencing", l.GetSpec().GetFencingToken())
 	return &roostv1.AcquireLeaseResponse{Granted: true, FencingToken: l.GetSpec().GetFencingToken(), ExpiresAt: l.GetSpec().GetExpiresAt()}, nil
+}
+
+// draining is the answer while worker m's Node drains for its Lease.
+func draining(m *roostv1.Machine) *roostv1.AcquireLeaseResponse {
+	return &roostv1.AcquireLeaseResponse{Reason: fmt.Sprintf("draining Node %s before the reboot", m.GetStatus().GetNodeName()), RetryAfterSeconds: drainPollAfter}
 }
 
 // proposeLease writes a GrantLease command and returns the stored Lease;
