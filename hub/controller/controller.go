@@ -134,7 +134,9 @@ func (c *Controller) Run(ctx context.Context) {
 		case ok:
 			failing = false
 			c.runTerm(ctx)
-			term.Ready(ctx) // forgets the term when leadership was lost
+			// The next term passes the barrier again, even when
+			// leadership came back before this loop saw it lost.
+			term = leader.Term{IsLeader: c.IsLeader, Barrier: c.Barrier}
 		}
 		select {
 		case <-ctx.Done():

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/roostfleet/roost/hub/controller"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 	"github.com/roostfleet/roost/resource"
 )
@@ -165,6 +166,63 @@ func BenchmarkStep10000Machines(b *testing.B) {
 			fl.objects(bigPool(17, map[string]string{"bench": strings.Repeat("x", 1+i%5) + fmt.Sprint(fl.idx)}))
 			b.StartTimer()
 			step(b, fl.c)
+			b.StopTimer()
+			if fl.proposed-before != 50 {
+				b.Fatalf("proposed %d revisions", fl.proposed-before)
+			}
+			b.StartTimer()
+		}
+	})
+}
+
+// BenchmarkReconcile10000Machines measures what Run does for one change
+// in a fleet of 10,000 Machines: map the change event to its Machines (the
+// controller's sources) and reconcile each of them, without a pass over
+// the fleet.
+func BenchmarkReconcile10000Machines(b *testing.B) {
+	fl := newFleet(b)
+	fl.c.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	bigFleet(fl, 200, 50)
+	fl.step()
+	ctx := context.Background()
+	sources := map[string]controller.Source{}
+	for _, s := range fl.c.sources() {
+		sources[s.Kind] = s
+	}
+	// reconcile runs the controller's work for a change of kind/name.
+	reconcile := func(b *testing.B, kind, name string) {
+		ev := &roostv1.WatchEvent{Type: roostv1.WatchEvent_TYPE_MODIFIED, Object: fl.f.Reader().Get(kind, name)}
+		for _, k := range sources[kind].Keys(ev) {
+			if _, err := fl.c.Reconcile(ctx, k); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	// One Server's status changed (renders nothing).
+	b.Run("oneServerStatus", func(b *testing.B) {
+		before := fl.proposed
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			fl.apply(&roostv1.Command{Command: &roostv1.Command_UpdateServerStatus{UpdateServerStatus: &roostv1.UpdateServerStatus{
+				Name: bigServer(3, 7), HasConditions: true,
+				Conditions: []*roostv1.Condition{{Type: "Bench", Status: "True", Reason: fmt.Sprint("R", fl.idx)}}}}})
+			b.StartTimer()
+			reconcile(b, "Server", bigServer(3, 7))
+		}
+		if fl.proposed != before {
+			b.Fatalf("proposed %d revisions", fl.proposed-before)
+		}
+	})
+	// One Pool's node labels changed: its 50 Machines get a new Revision.
+	b.Run("onePoolChanged", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			before := fl.proposed
+			fl.objects(bigPool(17, map[string]string{"bench": strings.Repeat("x", 1+i%5) + fmt.Sprint(fl.idx)}))
+			b.StartTimer()
+			reconcile(b, "Pool", bigPool(17, nil).GetMetadata().GetName())
 			b.StopTimer()
 			if fl.proposed-before != 50 {
 				b.Fatalf("proposed %d revisions", fl.proposed-before)
