@@ -91,6 +91,13 @@ var walls = []wall{
 		why:   "the hub, the agent and roostctl all word messages with it",
 	},
 	{
+		name: "hub controllers",
+		roots: []string{module + "/hub/controller", module + "/hub/leader", module + "/hub/rollout", module + "/hub/revisions",
+			module + "/hub/scheduler", module + "/hub/liveness", module + "/hub/clusters", module + "/hub/state"},
+		forbidden: []string{module + "/hub/api"},
+		why:       "the API and the leader controllers meet only in the process wiring (package hub), which hands each what it needs",
+	},
+	{
 		name:  "internal/cpio",
 		roots: []string{module + "/internal/cpio"},
 		only:  []string{},
