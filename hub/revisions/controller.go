@@ -116,9 +116,10 @@ func (c *Controller) Run(ctx context.Context) {
 
 // sources map the changes of what a Revision is rendered from to the
 // Machines they concern: a Machine's own, its Server's and the Server's
-// Revisions' (through the Machine holding the Server), its Pool's; and to
-// every Machine a change of a kind few objects of which many Machines
-// share (MachineClass, NetworkProfile, Cluster, ImageRelease, Extension).
+// Revisions' (through the Machine holding the Server), its Pool's, its
+// MachineClass's and NetworkProfile's (its Pool's, or its own when
+// standalone), its Cluster's, an ImageRelease's (the Machines of the
+// Pools it may be the pick of), and an Extension's (every Machine).
 func (c *Controller) sources() []controller.Source {
 	machineOf := func(server string) []string {
 		if m := c.FSM.Reader().MachineOf(server); m != nil {
@@ -126,8 +127,26 @@ func (c *Controller) sources() []controller.Source {
 		}
 		return nil
 	}
-	all := func(*roostv1.WatchEvent) []string { return controller.Names(c.FSM.Reader().List("Machine")) }
-	src := []controller.Source{
+	// ofPools returns the Machines of the Pools pool selects, and the
+	// standalone Machines machine selects.
+	ofPools := func(pool func(*roostv1.PoolSpec) bool, machine func(*roostv1.MachineSpec) bool) []string {
+		r := c.FSM.Reader()
+		var out []string
+		for _, o := range r.List("Pool") {
+			if pool(o.GetPool().GetSpec()) {
+				for _, m := range r.MachinesOfPool(resource.NameOf(o)) {
+					out = append(out, m.GetMetadata().GetName())
+				}
+			}
+		}
+		for _, o := range r.List("Machine") {
+			if m := o.GetMachine(); m.GetSpec().GetPool() == "" && machine(m.GetSpec()) {
+				out = append(out, m.GetMetadata().GetName())
+			}
+		}
+		return out
+	}
+	return []controller.Source{
 		{Kind: "Machine", Keys: controller.ByName},
 		{Kind: "Server", Keys: func(ev *roostv1.WatchEvent) []string { return machineOf(resource.NameOf(ev.GetObject())) }},
 		{Kind: "Revision", Keys: func(ev *roostv1.WatchEvent) []string {
@@ -140,11 +159,37 @@ func (c *Controller) sources() []controller.Source {
 			}
 			return out
 		}},
+		{Kind: "MachineClass", Keys: func(ev *roostv1.WatchEvent) []string {
+			name := resource.NameOf(ev.GetObject())
+			return ofPools(func(p *roostv1.PoolSpec) bool { return p.GetMachineClass() == name },
+				func(m *roostv1.MachineSpec) bool { return m.GetMachineClass() == name })
+		}},
+		{Kind: "NetworkProfile", Keys: func(ev *roostv1.WatchEvent) []string {
+			name := resource.NameOf(ev.GetObject())
+			return ofPools(func(p *roostv1.PoolSpec) bool { return p.GetNetworkProfile() == name },
+				func(m *roostv1.MachineSpec) bool { return m.GetNetworkProfile() == name })
+		}},
+		{Kind: "Cluster", Keys: func(ev *roostv1.WatchEvent) []string {
+			name := resource.NameOf(ev.GetObject())
+			var out []string
+			for _, o := range c.FSM.Reader().List("Machine") {
+				if m := o.GetMachine(); m.GetStatus().GetCluster() == name {
+					out = append(out, m.GetMetadata().GetName())
+				}
+			}
+			return out
+		}},
+		{Kind: "ImageRelease", Keys: func(ev *roostv1.WatchEvent) []string {
+			rel := ev.GetObject().GetImageRelease().GetSpec()
+			// rel may be (or have been, before its channels changed) the
+			// pick of every Pool but those pinned to another version.
+			picks := func(p *roostv1.PoolSpec) bool {
+				return p.GetImageVersion() == "" || p.GetImageVersion() == rel.GetVersion()
+			}
+			return ofPools(picks, func(*roostv1.MachineSpec) bool { return true })
+		}},
+		{Kind: "Extension", Keys: func(*roostv1.WatchEvent) []string { return controller.Names(c.FSM.Reader().List("Machine")) }},
 	}
-	for _, k := range []string{"MachineClass", "NetworkProfile", "Cluster", "ImageRelease", "Extension"} {
-		src = append(src, controller.Source{Kind: k, Keys: all})
-	}
-	return src
 }
 
 func (c *Controller) log() *slog.Logger {
