@@ -117,6 +117,9 @@ func TestDamagedLogSingleMemberRecovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	applyClusters(t, c, "late", 5)
+	// The cluster controller records each new Cluster's status at once:
+	// the backup holds it.
+	waitFor(t, "cluster statuses", func() bool { return clustersHaveStatus(h, 10) })
 	backup, data := saveState(t, c)
 	want, _, err := h.FSM().List("Cluster", "")
 	if err != nil {
@@ -235,6 +238,7 @@ func testDamagedMemberRejoins(t *testing.T, damage string) {
 		ms, err := admin.ListMembers(context.Background(), &roostv1.ListMembersRequest{})
 		return err == nil && len(ms.GetMembers()) == 3
 	})
+	waitFor(t, "cluster statuses", func() bool { return clustersHaveStatus(members[0], 20) })
 	want, _, err := members[0].FSM().List("Cluster", "")
 	if err != nil {
 		t.Fatal(err)

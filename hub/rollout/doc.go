@@ -27,6 +27,12 @@
 //     what holds only the reboots; a Pool with only first installs left
 //     is Progressing, not Waiting.
 //
+// The Gate is the reboot gate in front of the Lease: AcquireLease admits
+// the reboot (Admit), checks a worker's Cluster, records the Lease
+// (Draining for a worker) and grants it; the Gate's loop drains a Draining
+// Lease's Node and moves it to Granted, driven by the state rather than by
+// the agent's requests.
+//
 // Leases carry fencing tokens and expire (see hub/state), so a Lease of a
 // Server that vanished stops counting at its expiry.
 package rollout
