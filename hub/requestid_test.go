@@ -74,6 +74,11 @@ func TestRetriedCreatesReturnTheFirstResult(t *testing.T) {
 	if _, err := admin.Apply(context.Background(), &roostv1.ApplyRequest{Objects: []*roostv1.Object{cluster("prod", "v1.34.4")}}); err != nil {
 		t.Fatal(err)
 	}
+	// The cluster controller records the new Cluster's status at once.
+	waitFor(t, "cluster status", func() bool {
+		o, err := h.FSM().Get("Cluster", "prod")
+		return err == nil && len(o.GetCluster().GetStatus().GetConditions()) > 0
+	})
 	o, err := h.FSM().Get("Cluster", "prod")
 	if err != nil {
 		t.Fatal(err)
