@@ -142,6 +142,9 @@ func TestDamagedLogSingleMemberRecovery(t *testing.T) {
 	if _, err := h.FSM().Get("Cluster", "early-4"); err != nil {
 		t.Fatalf("after restarting from the snapshot: %v", err)
 	}
+	// (The cluster controller records the statuses the snapshot lacks
+	// first: the restore is compared with the backup.)
+	waitFor(t, "cluster statuses", func() bool { return clustersHaveStatus(h, 5) })
 	// … and the backup brings back the rest.
 	c = dial(t, h.AdminConfigPath(), h.APIAddr())
 	stream, err := c.RestoreSnapshot(context.Background())
