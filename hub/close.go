@@ -56,3 +56,53 @@ func (h *Hub) handOverLeadership() {
 	}
 	h.log.Info("stopping: stepped down as leader", "took", time.Since(start).Round(time.Millisecond))
 }
+
+// Close stops serving and shuts Raft down (a graceful stop: in-flight
+// requests finish, at most 5 s). A leader with other voters first hands
+// leadership to one of them (see handOverLeadership), so writes go on
+// while it drains. Streams that would hold the drain are ended first:
+// agents are told to go away (agentconn.Registry.GoAway) and open Watch streams
+// end with Unavailable (stopping, serveUntilRemoved), so that their
+// clients move to another member.
+func (h *Hub) Close() error {
+	if h.healthSrv != nil {
+		h.healthSrv.Shutdown() // NOT_SERVING from now on: probes and load balancers move on
+	}
+	h.handOverLeadership()
+	if h.cancel != nil {
+		h.cancel()
+		<-h.done
+		<-h.liveDone
+	}
+	if h.http != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		h.http.Shutdown(sctx)
+		cancel()
+	}
+	if h.agents != nil {
+		if n := h.agents.GoAway("hub member " + h.id + " is shutting down"); n > 0 {
+			h.log.Info("stopping: told agents to move to other members", "agents", n)
+		}
+	}
+	h.stopping.set(true) // ends open Watch streams (serveUntilRemoved)
+	if h.grpc != nil {
+		stopped := make(chan struct{})
+		go func() { h.grpc.GracefulStop(); close(stopped) }()
+		select {
+		case <-stopped:
+		case <-time.After(5 * time.Second):
+			h.grpc.Stop()
+		}
+	}
+	if h.api != nil {
+		h.api.Close()
+	}
+	var err error
+	if h.node != nil {
+		err = h.node.Shutdown()
+	}
+	if h.unlock != nil {
+		h.unlock()
+	}
+	return err
+}

@@ -2,13 +2,16 @@ package hub
 
 import (
 	"context"
+	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/roostfleet/roost/hub/clusters"
+	"github.com/roostfleet/roost/hub/liveness"
 	"github.com/roostfleet/roost/hub/revisions"
 	"github.com/roostfleet/roost/hub/rollout"
 	"github.com/roostfleet/roost/hub/scheduler"
+	"github.com/roostfleet/roost/hub/state"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 )
 
@@ -100,4 +103,59 @@ func (h *Hub) leaseGate() *rollout.Gate {
 		NewUID:   uuid.NewString,
 		Log:      h.log,
 	}
+}
+
+// runLiveness starts the leader-only controllers (liveness, pools,
+// revisions, clusters, rollouts; each acts only while this member leads),
+// and on every member the reboot gate, the agent stream registry, the
+// heartbeat reporter, the fleet-size refresher, the blob garbage
+// collection and the health watch (which checks for this member's
+// removal). liveDone closes once all of them returned.
+func (h *Hub) runLiveness(ctx context.Context, m *liveness.Metrics) {
+	ctrl := &liveness.Controller{
+		Tracker:  h.api.Tracker(),
+		IsLeader: h.node.IsLeader,
+		Servers: func() []liveness.ServerView {
+			var out []liveness.ServerView
+			h.fsm.EachServer(func(s *roostv1.Server) {
+				if s.GetStatus().GetState() != state.ServerDecommissioned {
+					out = append(out, liveness.ServerView{Name: s.GetMetadata().GetName(), Reachable: s.GetStatus().GetReachability() != state.Unreachable,
+						EnrolledAt: s.GetStatus().GetEnrolledAt().AsTime()})
+				}
+			})
+			return out
+		},
+		Propose: func(ctx context.Context, c *roostv1.SetServerReachability) error {
+			_, err := h.api.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_SetServerReachability{SetServerReachability: c}})
+			return err
+		},
+		Metrics:     m,
+		LoopMetrics: h.controllerMetrics,
+		Log:         h.log,
+	}
+	rep := h.api.Reporter()
+	rep.Metrics, rep.Log = m, h.log
+	var n int
+	done := make(chan struct{}, 8)
+	for _, run := range []func(context.Context){ctrl.Run, rep.Run, h.poolController().Run, h.revisionController().Run, h.clusters.Run, h.rollouts.Run, h.gate.Run, h.agents.Run, h.runBlobGC, h.watchHealth, func(ctx context.Context) {
+		t := time.NewTicker(5 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				h.api.RefreshFleetSize()
+			}
+		}
+	}} {
+		n++
+		go func() { run(ctx); done <- struct{}{} }()
+	}
+	go func() {
+		for range n {
+			<-done
+		}
+		close(h.liveDone)
+	}()
 }
