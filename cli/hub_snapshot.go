@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -151,7 +152,7 @@ configured for. FILE may be gzip-compressed, or "-" for standard input.`,
 			fmt.Fprintf(tw, "Size:\t%s\n", formatBytes(int64(info.GetSizeBytes())))
 			fmt.Fprintf(tw, "SHA-256:\t%s (verified)\n", info.GetSha256())
 			fmt.Fprintf(tw, "Objects:\t%d\n", objectTotal(info))
-			for _, k := range sortedKinds(info) {
+			for _, k := range slices.Sorted(maps.Keys(info.GetObjects())) {
 				fmt.Fprintf(tw, "  %s:\t%d\n", k, info.GetObjects()[k])
 			}
 			return tw.Flush()
@@ -337,15 +338,6 @@ func (o *options) caMatch(info *roostv1.SnapshotInfo) string {
 		return " (this hub's)"
 	}
 	return " (NOT the CA of the hub roostctl is configured for: restore there refuses it)"
-}
-
-func sortedKinds(info *roostv1.SnapshotInfo) []string {
-	var ks []string
-	for k := range info.GetObjects() {
-		ks = append(ks, k)
-	}
-	slices.Sort(ks)
-	return ks
 }
 
 // objectTotal is how many objects a snapshot holds.

@@ -6,7 +6,8 @@ import (
 	"crypto/rand"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -57,7 +58,7 @@ func enrollmentTokenFrom(src io.Reader) (string, error) {
 
 func checkLabelMap(field string, m map[string]string) []apierror.Violation {
 	var vs []apierror.Violation
-	for _, k := range sortedStrings(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
 			vs = append(vs, apierror.Violation{Field: field + "[" + k + "]", Message: "invalid label key: " + msgs[0]})
 		}
@@ -378,13 +379,4 @@ func orState(s, none string) string {
 		return none
 	}
 	return s
-}
-
-func sortedStrings(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

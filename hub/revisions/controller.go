@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sort"
 
 	"github.com/roostfleet/roost/hub/controller"
@@ -335,7 +337,7 @@ func (c *Controller) reconcileMachine(ctx context.Context, v *view, m *roostv1.M
 	}
 	c.log().Info("revision controller: rendered", "machine", name, "server", spec.GetServer(),
 		"revision", spec.GetNumber(), "image", spec.GetImageVersion())
-	for _, k := range sortedKeys(skipped) {
+	for _, k := range slices.Sorted(maps.Keys(skipped)) {
 		c.log().Warn("revision controller: node label left out", "machine", name, "label", k, "reason", skipped[k])
 	}
 	return key, true, nil
@@ -362,16 +364,6 @@ func plan(in Inputs, latest *roostv1.Revision, note string) (*roostv1.RevisionSp
 		return nil, nil, "cannot render: " + err.Error()
 	}
 	return spec, in.SkippedNodeLabels(), ""
-}
-
-// sortedKeys returns m's keys in order.
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // view reads one snapshot of the state for one Step, looking each shared

@@ -12,6 +12,7 @@ package revisions
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"path"
 	"slices"
@@ -168,7 +169,7 @@ func TestFlatcarUnitBinaries(t *testing.T) {
 			}
 		}
 	}
-	for _, name := range sortedKeys(p.units) {
+	for _, name := range slices.Sorted(maps.Keys(p.units)) {
 		u := p.units[name]
 		if u.Contents != nil {
 			check(name, *u.Contents)
@@ -183,7 +184,7 @@ func TestFlatcarUnitBinaries(t *testing.T) {
 	// the directory helpers.
 	for _, prog := range []string{ContainerdBinary, KubeletBinary, "/usr/bin/mkdir"} {
 		if !seen[prog] {
-			t.Errorf("no rendered unit runs %s; units %v", prog, sortedKeys(p.units))
+			t.Errorf("no rendered unit runs %s; units %v", prog, slices.Sorted(maps.Keys(p.units)))
 		}
 	}
 }

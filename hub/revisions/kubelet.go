@@ -3,6 +3,8 @@ package revisions
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -270,7 +272,7 @@ func kubeletFiles(in Inputs) ([]ignition.File, []ignition.Unit, error) {
 func kubeletUnit(in Inputs) string {
 	labels := in.NodeLabels()
 	pairs := make([]string, 0, len(labels))
-	for _, k := range sortedKeys(labels) {
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
 		pairs = append(pairs, k+"="+labels[k])
 	}
 	var b strings.Builder

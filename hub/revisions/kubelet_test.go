@@ -26,7 +26,7 @@ func renderKubelet(t *testing.T, in Inputs) (parsed, *kubeletv1beta1.KubeletConf
 	p := parseIgnition(t, mustRender(t, in, 1).GetIgnition())
 	data, ok := p.files[KubeletConfigPath]
 	if !ok {
-		t.Fatalf("no %s rendered; files %v", KubeletConfigPath, sortedKeys(p.files))
+		t.Fatalf("no %s rendered; files %v", KubeletConfigPath, slices.Sorted(maps.Keys(p.files)))
 	}
 	var kc kubeletv1beta1.KubeletConfiguration
 	if err := yaml.UnmarshalStrict([]byte(data), &kc); err != nil {
@@ -194,7 +194,7 @@ func TestNodeLabels(t *testing.T) {
 		t.Errorf("node labels\n got %v\nwant %v", got, want)
 	}
 	skipped := in.SkippedNodeLabels()
-	if got := sortedKeys(skipped); !slices.Equal(got, []string{"bad key!", "example.k8s.io/x", "kubernetes.io/role",
+	if got := slices.Sorted(maps.Keys(skipped)); !slices.Equal(got, []string{"bad key!", "example.k8s.io/x", "kubernetes.io/role",
 		"node-restriction.kubernetes.io/a", "node-role.kubernetes.io/worker", "roost.io/cpus", "roost.io/nics", "roost.io/pool", "value"}) {
 		t.Errorf("skipped %v", skipped)
 	}
@@ -215,7 +215,7 @@ func TestNodeLabels(t *testing.T) {
 	_, flag, ok := strings.Cut(unit, "--node-labels=")
 	flag, _, _ = strings.Cut(flag, "\n")
 	var pairs []string
-	for _, k := range sortedKeys(want) {
+	for _, k := range slices.Sorted(maps.Keys(want)) {
 		pairs = append(pairs, k+"="+want[k])
 	}
 	if !ok || flag != strings.Join(pairs, ",") {
@@ -269,7 +269,7 @@ func TestClusterSpecHashed(t *testing.T) {
 			names = append(names, string(desc.Fields().Get(i).Name()))
 		}
 		slices.Sort(names)
-		if got := sortedKeys(fields); !slices.Equal(got, names) {
+		if got := slices.Sorted(maps.Keys(fields)); !slices.Equal(got, names) {
 			t.Errorf("%s fields %v, classified %v", desc.Name(), names, got)
 		}
 	}

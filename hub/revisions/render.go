@@ -11,6 +11,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -144,7 +146,7 @@ func (in Inputs) hash(legacy bool) string {
 	if in.IsWorker() {
 		// the Node labels follow some of the Server's derived labels too
 		labels := in.NodeLabels()
-		for _, k := range sortedKeys(labels) {
+		for _, k := range slices.Sorted(maps.Keys(labels)) {
 			fmt.Fprintf(h, "node label %q=%q\n", k, labels[k])
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -160,7 +161,7 @@ func TestRenderWorker(t *testing.T) {
 		"/etc/systemd/network/10-roost-match-eno1.network",
 		"/etc/systemd/network/10-roost-match-eno2.network",
 	}
-	if got := sortedKeys(p.files); !slices.Equal(got, wantFiles) {
+	if got := slices.Sorted(maps.Keys(p.files)); !slices.Equal(got, wantFiles) {
 		t.Errorf("files\n got %v\nwant %v", got, wantFiles)
 	}
 	if p.files["/etc/hostname"] != "workers-abcde\n" || p.modes["/etc/hostname"] != 0o644 {
@@ -208,7 +209,7 @@ func TestRenderWorker(t *testing.T) {
 
 	// Units: the STATE mount, enabled, the agent with its drop-in, and
 	// the kubelet's (see TestKubeletUnits).
-	if got := sortedKeys(p.units); !slices.Equal(got, []string{ContainerdUnit, KubeletUnit, ignition.AgentUnitName, ContainerdDataDirUnit, KubeletDataDirUnit, ContainerdDataMountUnit, KubeletDataMountUnit, StateMountUnit}) {
+	if got := slices.Sorted(maps.Keys(p.units)); !slices.Equal(got, []string{ContainerdUnit, KubeletUnit, ignition.AgentUnitName, ContainerdDataDirUnit, KubeletDataDirUnit, ContainerdDataMountUnit, KubeletDataMountUnit, StateMountUnit}) {
 		t.Errorf("units %v", got)
 	}
 	mount := p.units[StateMountUnit]
@@ -271,7 +272,7 @@ func TestRenderStandalone(t *testing.T) {
 	}
 	p := parseIgnition(t, spec.GetIgnition())
 	want := []string{"/etc/hostname", "/etc/roost/agent.yaml", "/etc/roost/machine.json"}
-	if got := sortedKeys(p.files); !slices.Equal(got, want) {
+	if got := slices.Sorted(maps.Keys(p.files)); !slices.Equal(got, want) {
 		t.Errorf("files %v, want %v (no cluster join, no network files)", got, want)
 	}
 	if p.files["/etc/hostname"] != "edge-host\n" {
@@ -285,7 +286,7 @@ func TestRenderStandalone(t *testing.T) {
 	if len(p.cfg.Passwd.Users) != 0 {
 		t.Errorf("users %v without SSH keys", p.cfg.Passwd.Users)
 	}
-	if got := sortedKeys(p.units); !slices.Equal(got, []string{ignition.AgentUnitName, StateMountUnit}) {
+	if got := slices.Sorted(maps.Keys(p.units)); !slices.Equal(got, []string{ignition.AgentUnitName, StateMountUnit}) {
 		t.Errorf("units %v", got)
 	}
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/roostfleet/roost/hub/state"
+	"github.com/roostfleet/roost/internal/english"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 )
 
@@ -80,7 +81,7 @@ func ReplicaFailure(snap Snapshot, pool *roostv1.Pool) *roostv1.Condition {
 	msg.WriteString(short)
 	switch {
 	case claimable > 0:
-		fmt.Fprintf(&msg, "; only %d more %s can be claimed", claimable, plural(claimable, "Server", "Servers"))
+		fmt.Fprintf(&msg, "; only %d more %s can be claimed", claimable, english.Plural(claimable, "Server", "Servers"))
 	default:
 		msg.WriteString("; no more Servers can be claimed")
 	}
@@ -88,7 +89,7 @@ func ReplicaFailure(snap Snapshot, pool *roostv1.Pool) *roostv1.Condition {
 	case mc != "" && len(terms) == 0:
 		fmt.Fprintf(&msg, ": %d enrolled (MachineClass %s selects any Server)", matched, mc)
 	case mc != "":
-		fmt.Fprintf(&msg, ": %d %s MachineClass %s (%s)", matched, plural(matched, "Server matches", "Servers match"), mc, strings.Join(terms, ", "))
+		fmt.Fprintf(&msg, ": %d %s MachineClass %s (%s)", matched, english.Plural(matched, "Server matches", "Servers match"), mc, strings.Join(terms, ", "))
 	default:
 		fmt.Fprintf(&msg, ": %d enrolled", matched)
 	}
@@ -104,7 +105,7 @@ func ReplicaFailure(snap Snapshot, pool *roostv1.Pool) *roostv1.Condition {
 		msg.WriteString(": " + strings.Join(causes, ", "))
 	}
 	if n := len(snap.Servers) - matched; n > 0 {
-		fmt.Fprintf(&msg, "; of the %d enrolled, %d %s not match", len(snap.Servers), n, plural(n, "does", "do"))
+		fmt.Fprintf(&msg, "; of the %d enrolled, %d %s not match", len(snap.Servers), n, english.Plural(n, "does", "do"))
 		var parts []string
 		for i, c := range excluded {
 			if c > 0 && i < len(terms) {
@@ -116,14 +117,6 @@ func ReplicaFailure(snap Snapshot, pool *roostv1.Pool) *roostv1.Condition {
 		}
 	}
 	return &roostv1.Condition{Type: state.PoolReplicaFailure, Status: "True", Reason: state.ReasonNoMatchingServers, Message: msg.String()}
-}
-
-// plural is one when n is 1, else many.
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 // machineClassSelector is the server selector of MachineClass mc in snap.

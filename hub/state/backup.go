@@ -116,15 +116,15 @@ func (f *FSM) RestoreWarnings(data []byte) ([]string, error) {
 	if len(newServers) > 0 {
 		warnings = append(warnings, fmt.Sprintf("%s enrolled since the snapshot %s not in it (%s): their agents record them again "+
 			"with their certificates, without a pool, and they wait for approval ('roostctl server approve NAME'); an agent whose certificate "+
-			"has expired must enroll again with a token (remove agent.crt from its state dir)", english.Count(len(newServers), "Server", "Servers"), isAre(len(newServers)), listSome(newServers)))
+			"has expired must enroll again with a token (remove agent.crt from its state dir)", english.Count(len(newServers), "Server", "Servers"), english.Plural(len(newServers), "is", "are"), listSome(newServers)))
 	}
 	if len(revoked) > 0 {
 		warnings = append(warnings, fmt.Sprintf("%s revoked since the snapshot %s active again (%s): revoke them again "+
-			"('roostctl token revoke NAME')", english.Count(len(revoked), "enrollment token", "enrollment tokens"), isAre(len(revoked)), listSome(revoked)))
+			"('roostctl token revoke NAME')", english.Count(len(revoked), "enrollment token", "enrollment tokens"), english.Plural(len(revoked), "is", "are"), listSome(revoked)))
 	}
 	if len(newTokens) > 0 {
 		warnings = append(warnings, fmt.Sprintf("%s created since the snapshot %s not in it (%s): media or configurations carrying them "+
-			"cannot enroll; create new ones ('roostctl token create')", english.Count(len(newTokens), "enrollment token", "enrollment tokens"), isAre(len(newTokens)), listSome(newTokens)))
+			"cannot enroll; create new ones ('roostctl token create')", english.Count(len(newTokens), "enrollment token", "enrollment tokens"), english.Plural(len(newTokens), "is", "are"), listSome(newTokens)))
 	}
 	cur := map[string]bool{}
 	for _, k := range f.TrustedKeys() {
@@ -151,12 +151,4 @@ func listSome(names []string) string {
 		return strings.Join(names, ", ")
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(names[:5], ", "), len(names)-5)
-}
-
-// isAre is the verb for n things.
-func isAre(n int) string {
-	if n == 1 {
-		return "is"
-	}
-	return "are"
 }
