@@ -1479,8 +1479,9 @@ func (x *RevokeEnrollmentToken) GetName() string {
 // EnrollServer checks an enrollment token (hash, expiry against
 // Command.time, revoked, uses) and, in the same step, counts one use and
 // creates or updates the Server named from identity. The FSM computes the
-// name (see hub/state/servers.go) and returns it as the one ApplyResult.
-// A refused token fails with PermissionDenied and changes nothing.
+// name (see baseServerName in hub/state/identity.go) and returns it as the
+// one ApplyResult. A refused token fails with PermissionDenied and changes
+// nothing.
 type EnrollServer struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	TokenName string                 `protobuf:"bytes,1,opt,name=token_name,json=tokenName,proto3" json:"token_name,omitempty"`
