@@ -38,7 +38,7 @@ func (h *Hub) poolController() *scheduler.Controller {
 }
 
 // revisionController is the leader-only controller that renders each
-// claimed Server's next Revision (see hub/revisions).
+// Machine's next Revision (see hub/revisions).
 func (h *Hub) revisionController() *revisions.Controller {
 	return &revisions.Controller{
 		IsLeader: h.node.IsLeader,
