@@ -114,7 +114,7 @@ func TestApplyKeepsPauseAndWarnsOnUnpin(t *testing.T) {
 	}
 	waitPhase("Paused")
 	if r := run("rollout", "pause", "workers"); r.code != 0 || r.out != "pool/workers was already paused\n" {
-		t.Fatalf("pause again: %d\n%s%s", r.code, r.out, r.err)
+		t.Fatalf("pause again: %d\nstdout %q\nstderr %q", r.code, r.out, r.err)
 	}
 	const keptWarning = "Warning from hub: pool/workers: spec.rollout.paused kept (paused by 'roostctl rollout pause' or an earlier manifest); " +
 		"'roostctl rollout resume workers' lifts it\n"

@@ -54,6 +54,10 @@ func (a *applier) controlRollout(c *roostv1.ControlRollout) ([]*roostv1.ApplyRes
 	switch c.GetAction() {
 	case roostv1.RolloutAction_ROLLOUT_ACTION_PAUSE:
 		specChanged = !rollout().GetPaused()
+		if !specChanged && a.rules >= RulesPauseKeepsReason {
+			// already paused: the rollout controller's reason stays
+			return []*roostv1.ApplyResult{{Kind: kindPool, Name: c.GetPool(), Action: ActionUnchanged}}, nil
+		}
 		rollout().Paused = true
 		if ro.GetPhase() != RolloutHalted { // shown at once; the controller refines the reason
 			ro.Phase, ro.Reason = RolloutPaused, "paused by an operator (roostctl rollout resume "+c.GetPool()+")"

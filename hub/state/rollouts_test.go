@@ -155,3 +155,30 @@ func TestApplyKeepsPauseAndWarnsOnUnpin(t *testing.T) {
 	check("apply without pin, pause and channel", h.mustApply(manifest(func(s *roostv1.PoolSpec) { s.ImageChannel = "" })), ActionConfigured, kept,
 		"pool/edge: unpinned from 2026.11.0 (the manifest sets no spec.imageVersion); it takes the newest release again (the manifest sets no spec.imageChannel either)")
 }
+
+// TestPauseOfAPausedPool: under RulesPauseKeepsReason pausing a paused Pool
+// changes nothing, so the rollout controller's refined reason stays and
+// roostctl says the pool was already paused; under older rules the pause
+// writes the operator's reason again, as replayed logs stored it.
+func TestPauseOfAPausedPool(t *testing.T) {
+	for _, rules := range []uint32{RulesPauseKeepsReason - 1, RulesPauseKeepsReason} {
+		h := newHarness(t, Options{})
+		standalonePool(h)
+		at := func(cmd *roostv1.Command) *roostv1.Command { cmd.RulesVersion = rules; return cmd }
+		h.mustApply(at(controlCmd("edge", roostv1.RolloutAction_ROLLOUT_ACTION_PAUSE, "")))
+		const refined = "paused by an operator; 2 Machines wait for the new release"
+		h.mustApply(at(rolloutCmd("edge", &roostv1.RolloutStatus{Phase: RolloutPaused, Reason: refined})))
+		res := h.mustApply(at(controlCmd("edge", roostv1.RolloutAction_ROLLOUT_ACTION_PAUSE, "")))
+		reason := getPool(t, h.f, "edge").GetStatus().GetRollout().GetReason()
+		wantAction, wantReason := "Pool/edge=configured", "paused by an operator (roostctl rollout resume edge)"
+		if rules >= RulesPauseKeepsReason {
+			wantAction, wantReason = "Pool/edge=unchanged", refined
+		}
+		if got := actions(res); len(got) != 1 || got[0] != wantAction {
+			t.Errorf("rules %d: second pause %v, want %s", rules, got, wantAction)
+		}
+		if reason != wantReason {
+			t.Errorf("rules %d: reason after the second pause %q, want %q", rules, reason, wantReason)
+		}
+	}
+}

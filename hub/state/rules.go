@@ -57,7 +57,10 @@ import (
 //	   (RulesImageReleases, images.go). Under older rules the leader's API
 //	   checked the release before proposing and the put's channels replaced
 //	   the stored ones
-const RulesVersion uint32 = 7
+//	8: pausing the rollout of a Pool that is paused changes nothing
+//	   (RulesPauseKeepsReason). Under older rules it wrote the operator's
+//	   reason over the one the rollout controller had refined
+const RulesVersion uint32 = 8
 
 // Versions that introduced a rule, for the applier's checks.
 const (
@@ -102,6 +105,10 @@ const (
 	// Before, a push that copied the channels it had read could undo a
 	// promotion applied between its read and its write.
 	RulesImageReleases uint32 = 7
+	// RulesPauseKeepsReason: a pause of a paused Pool is unchanged
+	// (applyControlRollout), so 'roostctl rollout pause' says it was
+	// already paused once the controller has refined the reason.
+	RulesPauseKeepsReason uint32 = 8
 )
 
 // commandRules is the apply rules version of cmd; 0 (commands written
