@@ -95,6 +95,7 @@ func (h *Hub) leaseGate() *rollout.Gate {
 		IsLeader: h.node.IsLeader,
 		Barrier:  h.termBarrier,
 		Metrics:  h.controllerMetrics,
+		Events:   h.fleet,
 		FSM:      h.fsm,
 		Propose:  h.propose,
 		Desired:  h.agents.DesiredState,

@@ -18,6 +18,7 @@ import (
 	"github.com/roostfleet/roost/hub/blobs"
 	"github.com/roostfleet/roost/hub/clusters"
 	"github.com/roostfleet/roost/hub/controller"
+	"github.com/roostfleet/roost/hub/fleetmetrics"
 	"github.com/roostfleet/roost/hub/raftnode"
 	"github.com/roostfleet/roost/hub/rollout"
 	"github.com/roostfleet/roost/hub/state"
@@ -79,6 +80,8 @@ type Hub struct {
 	controllerMetrics *controller.Metrics
 	// gate is the reboot gate (hub/rollout), granting Leases.
 	gate *rollout.Gate
+	// fleet records the fleet's events (lease waits, drains, enrollments).
+	fleet *fleetmetrics.Events
 }
 
 // ID returns the member's Raft ID.

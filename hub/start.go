@@ -22,6 +22,7 @@ import (
 	"github.com/roostfleet/roost/hub/blobs"
 	"github.com/roostfleet/roost/hub/ca"
 	"github.com/roostfleet/roost/hub/controller"
+	"github.com/roostfleet/roost/hub/fleetmetrics"
 	"github.com/roostfleet/roost/hub/liveness"
 	"github.com/roostfleet/roost/hub/raftnode"
 	"github.com/roostfleet/roost/hub/state"
@@ -211,7 +212,8 @@ func start(ctx context.Context, opts Options, apiLn, httpLn, raftLn net.Listener
 		}
 		h.log.Info("bootstrapped a new single-member cluster")
 	}
-	reg.MustRegister(newRaftCollector(node, h.fsm), newLogVerifyCollector(node))
+	reg.MustRegister(newRaftCollector(node, h.fsm), newLogVerifyCollector(node), fleetmetrics.NewCollector(h.fsm, nil))
+	h.fleet = fleetmetrics.NewEvents(reg)
 	h.blobGC = newBlobGCMetrics(reg)
 
 	livecfg := liveness.Config{MinTTL: opts.HeartbeatMinTTL, MaxHeartbeatsPerSecond: opts.MaxHeartbeatsPerSecond}
@@ -224,7 +226,7 @@ func start(ctx context.Context, opts Options, apiLn, httpLn, raftLn net.Listener
 	h.gate = h.leaseGate()
 	h.api = api.New(api.Config{FSM: h.fsm, Node: node, PeerCredentials: credentials.NewTLS(clientTLS), Logger: h.log, Agents: h.agents,
 		AgentCertLifetime: opts.AgentCertLifetime, Liveness: livecfg, Registry: reg, Blobs: blobStore, Health: h.healthy,
-		Unauthenticated: opts.Unauthenticated, LeaderReady: h.termBarrier, Leases: h.gate, Drainer: h.clusters})
+		Unauthenticated: opts.Unauthenticated, LeaderReady: h.termBarrier, Leases: h.gate, Drainer: h.clusters, Fleet: h.fleet})
 	liveMetrics := liveness.NewMetrics(reg)
 	grpcOpts := append(api.ServerOptions(api.NewMetrics(reg)), grpc.Creds(credentials.NewTLS(serverTLS)),
 		// A connection that does not finish its TLS handshake in time is

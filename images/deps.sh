@@ -4,7 +4,9 @@
 # grub-efi-amd64-bin), systemd-boot for release bundles (systemd-boot-efi),
 # mksquashfs for system extensions (squashfs-tools), and, with --e2e /
 # --bench, QEMU + OVMF (plus the OpenSSH client and jq the main-job test
-# and make demo use) for boot tests and xorriso as the benchmark baseline.
+# and make demo use) for boot tests and xorriso as the benchmark baseline;
+# with --monitoring, prometheus for promtool, which checks the alerting
+# rules in docs/monitoring.
 # Idempotent; needs root.
 set -euo pipefail
 pkgs=(isolinux syslinux-common grub-efi-amd64-bin systemd-boot-efi squashfs-tools)
@@ -12,7 +14,8 @@ for a in "$@"; do
 	case $a in
 	--e2e) pkgs+=(qemu-system-x86 ovmf openssh-client jq) ;;
 	--bench) pkgs+=(xorriso) ;;
-	*) echo "usage: $0 [--e2e] [--bench]" >&2; exit 2 ;;
+	--monitoring) pkgs+=(prometheus) ;;
+	*) echo "usage: $0 [--e2e] [--bench] [--monitoring]" >&2; exit 2 ;;
 	esac
 done
 need=()

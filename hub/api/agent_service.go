@@ -21,6 +21,7 @@ import (
 	"github.com/roostfleet/roost/hub/agentconn"
 	"github.com/roostfleet/roost/hub/blobs"
 	"github.com/roostfleet/roost/hub/ca"
+	"github.com/roostfleet/roost/hub/fleetmetrics"
 	"github.com/roostfleet/roost/hub/state"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 )
@@ -46,7 +47,17 @@ func (s *Server) Enroll(ctx context.Context, req *roostv1.EnrollRequest) (resp *
 	if err != nil {
 		return nil, err
 	}
-	return onLeader(ctx, s, func() (*roostv1.EnrollResponse, error) {
+	return onLeader(ctx, s, func() (_ *roostv1.EnrollResponse, err error) {
+		result := fleetmetrics.EnrollEnrolled
+		defer func() {
+			switch {
+			case apierror.Code(err) == codes.PermissionDenied:
+				result = fleetmetrics.EnrollRefused
+			case err != nil:
+				result = fleetmetrics.EnrollError
+			}
+			s.fleet.Enrolled(result)
+		}()
 		if err := s.checkEnrollmentToken(ctx, tokenName, secretSHA); err != nil {
 			return nil, err
 		}
@@ -67,6 +78,9 @@ func (s *Server) Enroll(ctx context.Context, req *roostv1.EnrollRequest) (resp *
 		}
 		s.RefreshFleetSize()
 		s.log.Info("server enrolled", "server", name, "action", res.Results[0].GetAction(), "token", tokenName)
+		if res.Results[0].GetAction() != state.ActionCreated {
+			result = fleetmetrics.EnrollReenrolled
+		}
 		return &roostv1.EnrollResponse{ServerName: name, CertificatePem: cert, CaBundlePem: authority.CertificatePEM(), Hubs: s.hubAddresses()}, nil
 	}, func(c *grpc.ClientConn, fctx context.Context) (*roostv1.EnrollResponse, error) {
 		return roostv1.NewAgentServiceClient(c).Enroll(fctx, req)

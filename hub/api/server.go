@@ -14,6 +14,7 @@ import (
 
 	"github.com/roostfleet/roost/hub/agentconn"
 	"github.com/roostfleet/roost/hub/blobs"
+	"github.com/roostfleet/roost/hub/fleetmetrics"
 	"github.com/roostfleet/roost/hub/liveness"
 	"github.com/roostfleet/roost/hub/raftnode"
 	"github.com/roostfleet/roost/hub/state"
@@ -53,6 +54,8 @@ type Server struct {
 	blobs *blobs.Store
 	// agents are the agent streams this member serves (Config.Agents).
 	agents *agentconn.Registry
+	// fleet counts enrollments (Config.Fleet).
+	fleet *fleetmetrics.Events
 	// drainer drains workers before their release; nil: no drain.
 	drainer Drainer
 	// leases grants reboot Leases; nil: none are.
@@ -115,6 +118,8 @@ type Config struct {
 	// Drainer, if set, drains workers before their release
 	// (hub/clusters); nil releases them like any other Machine.
 	Drainer Drainer
+	// Fleet, if set, counts the enrollments this member handles as leader.
+	Fleet *fleetmetrics.Events
 }
 
 // DefaultAgentCertLifetime is how long agent certificates last by default;
@@ -137,7 +142,7 @@ func New(cfg Config) *Server {
 	if s.agents == nil {
 		s.agents = agentconn.New(agentconn.Config{FSM: cfg.FSM, Now: now, Logger: log})
 	}
-	s.leases, s.drainer = cfg.Leases, cfg.Drainer
+	s.leases, s.drainer, s.fleet = cfg.Leases, cfg.Drainer, cfg.Fleet
 	s.guard = newGuard(cfg.Unauthenticated, log, now)
 	if s.agentCertLifetime <= 0 {
 		s.agentCertLifetime = DefaultAgentCertLifetime

@@ -12,6 +12,7 @@ import (
 
 	"github.com/roostfleet/roost/apierror"
 	"github.com/roostfleet/roost/hub/controller"
+	"github.com/roostfleet/roost/hub/fleetmetrics"
 	"github.com/roostfleet/roost/hub/state"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 )
@@ -66,6 +67,8 @@ type Gate struct {
 	Barrier  func(context.Context) error
 	// Metrics, if set, receives the loop's queue metrics.
 	Metrics *controller.Metrics
+	// Events, if set, receives lease waits and drain durations.
+	Events *fleetmetrics.Events
 	// FSM is the replicated state.
 	FSM *state.FSM
 	// Propose writes a command through Raft (on the leader).
@@ -90,6 +93,11 @@ type Gate struct {
 	// failed holds, per Server, why the drain of its last Lease failed,
 	// until its next AcquireLease reports it.
 	failed map[string]string
+	// waitSince holds, per Server asking for a Lease in vain, when it
+	// first asked; drainSince, per Server whose Lease drains, when this
+	// member started the drain (see gatetiming.go).
+	waitSince  map[string]time.Time
+	drainSince map[string]drainStart
 }
 
 // Run drives the drains of Draining Leases while this member leads, until
@@ -118,9 +126,11 @@ func (g *Gate) Reconcile(ctx context.Context, server string) (controller.Result,
 	if m == nil {
 		return controller.Result{}, nil
 	}
+	g.draining(server, l.GetFencingToken())
 	done, err := g.Drainer.Drain(ctx, m, l.GetFencingToken())
 	switch {
 	case err != nil:
+		g.drained(server, m.GetSpec().GetPool(), fleetmetrics.DrainFailed)
 		// Give the slot back; the Node was uncordoned. The agent hears
 		// why at its next request.
 		if rerr := g.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_ReleaseLeases{ReleaseLeases: &roostv1.ReleaseLeases{
@@ -141,6 +151,8 @@ func (g *Gate) Reconcile(ctx context.Context, server string) (controller.Result,
 	if _, err := g.proposeLease(ctx, server, l.GetRevision(), ttl, maxUnavailable, state.LeaseGranted); err != nil {
 		return controller.Result{}, err
 	}
+	g.drained(server, m.GetSpec().GetPool(), fleetmetrics.DrainDrained)
+	g.granted(server, m.GetSpec().GetPool())
 	g.log().Info("lease granted after the drain", "server", server, "revision", l.GetRevision(), "fencing", l.GetFencingToken())
 	return controller.Result{}, nil
 }
@@ -190,7 +202,13 @@ func (g *Gate) log() *slog.Logger {
 // revision, or says why not and when to ask again. A Revision that is not
 // the Server's desired one, or that failed, is FailedPrecondition; a full
 // Pool is a refusal, not an error.
-func (g *Gate) AcquireLease(ctx context.Context, server string, revision int64) (*roostv1.AcquireLeaseResponse, error) {
+func (g *Gate) AcquireLease(ctx context.Context, server string, revision int64) (resp *roostv1.AcquireLeaseResponse, err error) {
+	defer func() {
+		// Every answer but a grant or an error makes the Server wait.
+		if err == nil && !resp.GetGranted() {
+			g.refused(server)
+		}
+	}()
 	d := g.Desired(server)
 	switch {
 	case d.GetRevision() != revision:
@@ -234,6 +252,9 @@ func (g *Gate) AcquireLease(ctx context.Context, server string, revision int64) 
 	}
 	if l.GetSpec().GetPhase() == state.LeaseDraining {
 		return draining(m), nil
+	}
+	if held == nil {
+		g.granted(server, m.GetSpec().GetPool())
 	}
 	g.log().Info("lease granted", "server", server, "revision", revision, "fencing", l.GetSpec().GetFencingToken())
 	return &roostv1.AcquireLeaseResponse{Granted: true, FencingToken: l.GetSpec().GetFencingToken(), ExpiresAt: l.GetSpec().GetExpiresAt()}, nil
