@@ -96,7 +96,7 @@ type Gate struct {
 	// waitSince holds, per Server asking for a Lease in vain, when it
 	// first asked; drainSince, per Server whose Lease drains, when this
 	// member started the drain (see gatetiming.go).
-	waitSince  map[string]time.Time
+	waitSince  map[string]waitStart
 	drainSince map[string]drainStart
 }
 
@@ -152,7 +152,7 @@ func (g *Gate) Reconcile(ctx context.Context, server string) (controller.Result,
 		return controller.Result{}, err
 	}
 	g.drained(server, m.GetSpec().GetPool(), fleetmetrics.DrainDrained)
-	g.granted(server, m.GetSpec().GetPool())
+	g.granted(server, m.GetSpec().GetPool(), l.GetRevision())
 	g.log().Info("lease granted after the drain", "server", server, "revision", l.GetRevision(), "fencing", l.GetFencingToken())
 	return controller.Result{}, nil
 }
@@ -206,7 +206,7 @@ func (g *Gate) AcquireLease(ctx context.Context, server string, revision int64) 
 	defer func() {
 		// Every answer but a grant or an error makes the Server wait.
 		if err == nil && !resp.GetGranted() {
-			g.refused(server)
+			g.refused(server, revision)
 		}
 	}()
 	d := g.Desired(server)
@@ -254,7 +254,7 @@ func (g *Gate) AcquireLease(ctx context.Context, server string, revision int64) 
 		return draining(m), nil
 	}
 	if held == nil {
-		g.granted(server, m.GetSpec().GetPool())
+		g.granted(server, m.GetSpec().GetPool(), revision)
 	}
 	g.log().Info("lease granted", "server", server, "revision", revision, "fencing", l.GetSpec().GetFencingToken())
 	return &roostv1.AcquireLeaseResponse{Granted: true, FencingToken: l.GetSpec().GetFencingToken(), ExpiresAt: l.GetSpec().GetExpiresAt()}, nil

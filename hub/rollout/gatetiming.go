@@ -11,29 +11,37 @@ type drainStart struct {
 	at    time.Time
 }
 
-// refused notes that server asked for a Lease and did not get it yet: its
-// wait starts at its first such ask (kept until the grant).
-func (g *Gate) refused(server string) {
+// waitStart is when a Server first asked in vain for a Lease to reboot
+// into Revision revision.
+type waitStart struct {
+	revision int64
+	at       time.Time
+}
+
+// refused notes that server asked for a Lease into revision and did not
+// get it yet: its wait starts at its first such ask for that Revision
+// (kept until the grant; an ask for another Revision starts over).
+func (g *Gate) refused(server string, revision int64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.waitSince == nil {
-		g.waitSince = map[string]time.Time{}
+		g.waitSince = map[string]waitStart{}
 	}
-	if _, ok := g.waitSince[server]; !ok {
-		g.waitSince[server] = g.now()
+	if w, ok := g.waitSince[server]; !ok || w.revision != revision {
+		g.waitSince[server] = waitStart{revision: revision, at: g.now()}
 	}
 }
 
-// granted records the wait of server (of pool) for the Lease just
-// granted: 0 when granted at its first ask.
-func (g *Gate) granted(server, pool string) {
+// granted records the wait of server (of pool) for the Lease into
+// revision just granted: 0 when granted at its first ask.
+func (g *Gate) granted(server, pool string, revision int64) {
 	g.mu.Lock()
-	since, ok := g.waitSince[server]
+	w, ok := g.waitSince[server]
 	delete(g.waitSince, server)
 	g.mu.Unlock()
 	wait := time.Duration(0)
-	if ok {
-		wait = g.now().Sub(since)
+	if ok && w.revision == revision {
+		wait = g.now().Sub(w.at)
 	}
 	g.Events.LeaseGranted(pool, wait)
 }
