@@ -102,7 +102,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			byServer[s] = w
 		}
 	}
-	c.send(ch, c.machines, machines)
+	send(ch, c.machines, machines, 1)
 
 	servers := map[key]int{}
 	for _, o := range r.List("Server") {
@@ -113,13 +113,13 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		servers[key{byServer[s.GetMetadata().GetName()], s.GetStatus().GetState(), reach}]++
 	}
-	c.send(ch, c.servers, servers)
+	send(ch, c.servers, servers, 2)
 
 	revisions := map[key]int{}
 	r.EachRevision(func(rv *roostv1.Revision) {
 		revisions[key{byMachine[rv.GetSpec().GetMachine()], rv.GetStatus().GetPhase(), ""}]++
 	})
-	c.send(ch, c.revisions, revisions)
+	send(ch, c.revisions, revisions, 1)
 
 	leases := map[key]int{}
 	now := c.now()
@@ -134,7 +134,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		leases[key{at(l.GetPool()), phase, ""}]++
 	}
-	c.send(ch, c.leases, leases)
+	send(ch, c.leases, leases, 1)
 
 	for _, w := range pools {
 		ro := r.Get("Pool", w.pool).GetPool().GetStatus().GetRollout()
@@ -163,14 +163,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// send sends one gauge per label tuple of counts; d has two or three
-// labels after pool and cluster as its descriptor says.
-func (c *Collector) send(ch chan<- prometheus.Metric, d *prometheus.Desc, counts map[key]int) {
+// send sends one gauge of d per label tuple of counts: pool, cluster and
+// the key's first extra (1 or 2) values.
+func send(ch chan<- prometheus.Metric, d *prometheus.Desc, counts map[key]int, extra int) {
 	for k, n := range counts {
-		labels := []string{k.pool, k.cluster, k.a}
-		if d == c.servers {
-			labels = append(labels, k.b)
-		}
+		labels := []string{k.pool, k.cluster, k.a, k.b}[:2+extra]
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(n), labels...)
 	}
 }
