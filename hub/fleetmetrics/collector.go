@@ -79,9 +79,11 @@ type key struct {
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	r := c.fsm.Reader()
 	pools := map[string]where{}
+	rollouts := map[where]*roostv1.RolloutStatus{}
 	for _, o := range r.List("Pool") {
 		p := o.GetPool()
-		pools[p.GetMetadata().GetName()] = where{p.GetMetadata().GetName(), p.GetSpec().GetCluster()}
+		w := where{p.GetMetadata().GetName(), p.GetSpec().GetCluster()}
+		pools[w.pool], rollouts[w] = w, p.GetStatus().GetRollout()
 	}
 	at := func(pool string) where {
 		if w, ok := pools[pool]; ok {
@@ -136,8 +138,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	send(ch, c.leases, leases, 1)
 
-	for _, w := range pools {
-		ro := r.Get("Pool", w.pool).GetPool().GetStatus().GetRollout()
+	for w, ro := range rollouts {
 		known := false
 		for _, ph := range RolloutPhases {
 			v := 0.0
