@@ -134,6 +134,10 @@ func TestFleetMetricsMatchState(t *testing.T) {
 		t.Fatal("a used-up token enrolled a Server")
 	}
 	more := f.token(&roostv1.CreateEnrollmentTokenRequest{})
+	req, _ = enrollReq(t, more, testUUID, "52:54:00:00:00:01") // the same Server again
+	if _, err := anon.Enroll(ctx, req); err != nil {
+		t.Fatal(err)
+	}
 	var servers []string
 	for i := range 3 {
 		id := fmt.Sprintf("4c4c4544-0042-3510-8052-00000000001%d", i)
@@ -161,7 +165,7 @@ func TestFleetMetricsMatchState(t *testing.T) {
 		t.Errorf("state counted from the FSM lacks the two Machines of pool workers: %v", want)
 	}
 	counts := scrape(t, h, "roost_enrollments_total")
-	for result, n := range map[string]float64{"enrolled": 1, "refused": 1} {
+	for result, n := range map[string]float64{"enrolled": 1, "reenrolled": 1, "refused": 1} {
 		if k := key("roost_enrollments_total", "result", result); counts[k] != n {
 			t.Errorf("%s = %v, want %v (all: %v)", k, counts[k], n, counts)
 		}
