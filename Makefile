@@ -25,8 +25,8 @@ test: ## run every test tier CI runs (unit, root/integration, Kubernetes API, ro
 		echo "== tier $$t: $$(( $$(date +%s) - s ))s"; \
 	done
 
-test-unit: ## fast unit tests with the race detector (no root, no processes, no VMs; installs the image builder's Debian packages, e.g. squashfs-tools, when root)
-	@if [ "$$(id -u)" = 0 ]; then ./images/deps.sh; fi
+test-unit: ## fast unit tests with the race detector (no root, no processes, no VMs; installs the image builder's Debian packages, e.g. squashfs-tools, and promtool for the alerting rules, when root)
+	@if [ "$$(id -u)" = 0 ]; then ./images/deps.sh --monitoring; fi
 	$(GO) test -short -race -count=1 ./...
 
 test-root: build ## integration tests: real hub processes and Raft clusters on loopback; network-namespace tests need root
