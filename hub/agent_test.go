@@ -245,8 +245,10 @@ func TestAgentStreamRenewAndRevokedToken(t *testing.T) {
 	}
 
 	// Heartbeats write nothing to Raft; a status change writes once; the
-	// same status again writes nothing.
-	idx := f.h.Node().AppliedIndex()
+	// same status again writes nothing. The leader's controllers react to
+	// the approval at once (change-driven), so count from when they are
+	// done: no entry applied for 500 ms.
+	idx := settledIndex(t, f.h)
 	for i := 0; i < 20; i++ {
 		if err := st.Send(&roostv1.AgentMessage{Message: &roostv1.AgentMessage_Heartbeat{Heartbeat: &roostv1.Heartbeat{}}}); err != nil {
 			t.Fatal(err)
@@ -614,4 +616,18 @@ func TestTokenLifetimeBounds(t *testing.T) {
 	if _, err := f.admin.CreateJoinToken(ctx, &roostv1.CreateJoinTokenRequest{TtlSeconds: joinMost}); err != nil {
 		t.Errorf("join token of the longest lifetime: %v", err)
 	}
+}
+
+// settledIndex waits until h applies no Raft entry for 500 ms (at most
+// 20 s) and returns its applied index then.
+func settledIndex(t *testing.T, h *hub.Hub) uint64 {
+	t.Helper()
+	idx, since := h.Node().AppliedIndex(), time.Now()
+	waitFor(t, "no Raft entry applied for 500 ms", func() bool {
+		if got := h.Node().AppliedIndex(); got != idx {
+			idx, since = got, time.Now()
+		}
+		return time.Since(since) >= 500*time.Millisecond
+	})
+	return idx
 }
