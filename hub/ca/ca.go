@@ -55,6 +55,11 @@ const (
 	RoleMember = tlsconfig.RoleMember
 	// RoleAgent is a Server's agent. Client usage only.
 	RoleAgent = tlsconfig.RoleAgent
+	// RoleOperator, RoleViewer and RoleAuditor are people with less than
+	// RoleAdmin (roostctl user create --role). Client usage only.
+	RoleOperator = tlsconfig.RoleOperator
+	RoleViewer   = tlsconfig.RoleViewer
+	RoleAuditor  = tlsconfig.RoleAuditor
 )
 
 // ServerName is the DNS name every member certificate carries. Clients dial

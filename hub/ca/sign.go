@@ -143,7 +143,7 @@ func (a *Authority) sign(pub crypto.PublicKey, p Profile, now time.Time) ([]byte
 	case RoleMember:
 		addDNS(ServerName)
 		extUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
-	default: // RoleAdmin, RoleAgent
+	default: // RoleAdmin, RoleAgent and the other client roles
 		extUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
 	}
 	for _, n := range p.DNSNames {

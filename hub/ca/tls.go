@@ -101,6 +101,16 @@ func PeerRole(ctx context.Context) (role string, commonName string, ok bool) {
 	return role, cert.Subject.CommonName, true
 }
 
+// SerialHex is the form in which the hub records a certificate's serial
+// number (User certificates, revocations): lower-case hex without leading
+// zeros.
+func SerialHex(cert *x509.Certificate) string {
+	if cert == nil || cert.SerialNumber == nil {
+		return ""
+	}
+	return cert.SerialNumber.Text(16)
+}
+
 // ReadFiles reads a PEM certificate and key (certFile, keyFile) and a PEM
 // CA bundle (caFile) as ServerTLS, ClientTLS and MutualTLS take them, e.g.
 // a hub member's DATA_DIR/tls/member.crt, member.key and ca.crt. Errors:

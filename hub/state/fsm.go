@@ -282,6 +282,10 @@ func (a *applier) run(cmd *roostv1.Command) (results []*roostv1.ApplyResult, com
 		results, err = a.promoteImageRelease(c.PromoteImageRelease)
 	case *roostv1.Command_SetConditions:
 		err = a.setConditions(c.SetConditions)
+	case *roostv1.Command_PutUserCertificate:
+		err = a.putUserCertificate(c.PutUserCertificate)
+	case *roostv1.Command_RevokeUser:
+		err = a.revokeUser(c.RevokeUser)
 	default:
 		err = a.unknownCommand()
 	}

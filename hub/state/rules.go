@@ -60,7 +60,11 @@ import (
 //	8: pausing the rollout of a Pool that is paused changes nothing
 //	   (RulesPauseKeepsReason). Under older rules it wrote the operator's
 //	   reason over the one the rollout controller had refined
-const RulesVersion uint32 = 8
+//	9: members know the PutUserCertificate and RevokeUser commands: users
+//	   with roles and the revocation of all their certificates (RulesUsers,
+//	   users.go). Under older rules they are unknown, as they are to the
+//	   members implementing them
+const RulesVersion uint32 = 9
 
 // Versions that introduced a rule, for the applier's checks.
 const (
@@ -109,6 +113,9 @@ const (
 	// (applyControlRollout), so 'roostctl rollout pause' says it was
 	// already paused once the controller has refined the reason.
 	RulesPauseKeepsReason uint32 = 8
+	// RulesUsers: members know the user commands (users.go), and check
+	// every caller's certificate against the revoked users.
+	RulesUsers uint32 = 9
 )
 
 // commandRules is the apply rules version of cmd; 0 (commands written

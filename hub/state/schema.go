@@ -53,6 +53,7 @@ func newSchema() *memdb.DBSchema {
 	s.Tables[tableJoinTokens] = singleTable(tableJoinTokens, keyIndexer[*roostv1.JoinToken](func(t *roostv1.JoinToken) string { return t.GetId() }))
 	s.Tables[tableTrustedKeys] = singleTable(tableTrustedKeys, keyIndexer[*roostv1.TrustedKey](func(k *roostv1.TrustedKey) string { return k.GetId() }))
 	s.Tables[tableRequests] = requestsTable()
+	s.Tables[tableUsers] = usersTable()
 	s.Tables[tableBootstrapTokens] = singleTable(tableBootstrapTokens, keyIndexer[*roostv1.BootstrapToken](func(t *roostv1.BootstrapToken) string { return t.GetTokenId() }))
 	return s
 }

@@ -88,6 +88,13 @@ func marshalSnapshot(txn *memdb.Txn) ([]byte, error) {
 	for raw := it.Next(); raw != nil; raw = it.Next() {
 		snap.TrustedKeys = append(snap.TrustedKeys, raw.(*roostv1.TrustedKey))
 	}
+	it, err = txn.Get(tableUsers, indexID)
+	if err != nil {
+		return nil, err
+	}
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		snap.Users = append(snap.Users, raw.(*roostv1.User))
+	}
 	if snap.Requests, err = requestRecords(txn); err != nil {
 		return nil, err
 	}
@@ -177,6 +184,14 @@ func buildDB(snap *roostv1.Snapshot) (*memdb.MemDB, error) {
 		}
 		if err := insertUnique(txn, tableTrustedKeys, k.GetId(), k); err != nil {
 			return nil, fmt.Errorf("trustedKeys[%d]: %w", i, err)
+		}
+	}
+	for i, u := range snap.GetUsers() {
+		if vs := checkUser(u, fmt.Sprintf("users[%d]", i)); len(vs) > 0 {
+			return nil, fmt.Errorf("%s: %s", vs[0].Field, vs[0].Message)
+		}
+		if err := insertUnique(txn, tableUsers, u.GetName(), u); err != nil {
+			return nil, fmt.Errorf("users[%d]: %w", i, err)
 		}
 	}
 	if err := restoreRequests(txn, snap.GetRequests()); err != nil {

@@ -24,7 +24,44 @@ const (
 	RoleMember = "roost:members"
 	// RoleAgent is a Server's agent. Client usage only.
 	RoleAgent = "roost:agents"
+	// RoleOperator is a person who reads and does day-2 operations
+	// (assign, cordon, approve, pause and resume rollouts, promote
+	// images) but not tokens, users, members or snapshots. Client usage
+	// only.
+	RoleOperator = "roost:operators"
+	// RoleViewer is a person who reads everything but secrets. Client
+	// usage only.
+	RoleViewer = "roost:viewers"
+	// RoleAuditor is a viewer who may also read the audit log. Client
+	// usage only.
+	RoleAuditor = "roost:auditors"
 )
+
+// UserRoles are the roles of people's certificates (roostctl user create
+// --role), by their short names.
+var UserRoles = map[string]string{
+	"admin":    RoleAdmin,
+	"operator": RoleOperator,
+	"viewer":   RoleViewer,
+	"auditor":  RoleAuditor,
+}
+
+// RoleName returns the short name of a role ("admin" for RoleAdmin,
+// "member", "agent", …), or role itself when it is unknown.
+func RoleName(role string) string {
+	switch role {
+	case RoleMember:
+		return "member"
+	case RoleAgent:
+		return "agent"
+	}
+	for n, r := range UserRoles {
+		if r == role {
+			return n
+		}
+	}
+	return role
+}
 
 // ServerName is the DNS name every member certificate carries. Clients dial
 // any member with tls.Config.ServerName = ServerName.
@@ -103,7 +140,7 @@ func KeyPair(certPEM, keyPEM []byte) (tls.Certificate, error) {
 	return cert, nil
 }
 
-// RoleOf returns the Roost role (RoleAdmin, RoleMember or RoleAgent) in the
+// RoleOf returns the Roost role (RoleAdmin, RoleMember, RoleAgent, …) in the
 // certificate's Subject Organization, or "" when it carries none.
 func RoleOf(cert *x509.Certificate) string {
 	if cert == nil {
@@ -117,9 +154,14 @@ func RoleOf(cert *x509.Certificate) string {
 	return ""
 }
 
-// IsRole reports whether r is one of RoleAdmin, RoleMember and RoleAgent.
+// IsRole reports whether r is one of the Roost roles: RoleAdmin,
+// RoleMember, RoleAgent, RoleOperator, RoleViewer or RoleAuditor.
 func IsRole(r string) bool {
-	return r == RoleAdmin || r == RoleMember || r == RoleAgent
+	switch r {
+	case RoleAdmin, RoleMember, RoleAgent, RoleOperator, RoleViewer, RoleAuditor:
+		return true
+	}
+	return false
 }
 
 // ParseCertificatePEM parses the first CERTIFICATE block of pemBytes.

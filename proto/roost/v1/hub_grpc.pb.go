@@ -45,6 +45,12 @@ const (
 	HubService_UntrustReleaseKey_FullMethodName     = "/roost.v1.HubService/UntrustReleaseKey"
 	HubService_ListTrustedKeys_FullMethodName       = "/roost.v1.HubService/ListTrustedKeys"
 	HubService_RolloutControl_FullMethodName        = "/roost.v1.HubService/RolloutControl"
+	HubService_CreateUser_FullMethodName            = "/roost.v1.HubService/CreateUser"
+	HubService_RenewUser_FullMethodName             = "/roost.v1.HubService/RenewUser"
+	HubService_ListUsers_FullMethodName             = "/roost.v1.HubService/ListUsers"
+	HubService_RevokeUser_FullMethodName            = "/roost.v1.HubService/RevokeUser"
+	HubService_WhoAmI_FullMethodName                = "/roost.v1.HubService/WhoAmI"
+	HubService_AuthCheck_FullMethodName             = "/roost.v1.HubService/AuthCheck"
 )
 
 // HubServiceClient is the client API for HubService service.
@@ -153,6 +159,22 @@ type HubServiceClient interface {
 	// rollout. Errors: NotFound (no such Pool or version),
 	// FailedPrecondition (undo with no previous version).
 	RolloutControl(ctx context.Context, in *RolloutControlRequest, opts ...grpc.CallOption) (*RolloutControlResponse, error)
+	// CreateUser signs a client certificate for a new user (roostctl user
+	// create) from the CSR and records it. RenewUser signs another one for
+	// an existing user. Errors: InvalidArgument (name, role, ttl or CSR),
+	// AlreadyExists (CreateUser), NotFound (RenewUser, RevokeUser),
+	// FailedPrecondition (RenewUser of a revoked user).
+	CreateUser(ctx context.Context, in *CreateUserRequest, opts ...grpc.CallOption) (*CreateUserResponse, error)
+	RenewUser(ctx context.Context, in *RenewUserRequest, opts ...grpc.CallOption) (*CreateUserResponse, error)
+	ListUsers(ctx context.Context, in *ListUsersRequest, opts ...grpc.CallOption) (*ListUsersResponse, error)
+	// RevokeUser refuses every certificate of a user on every member from
+	// the moment the revocation is applied.
+	RevokeUser(ctx context.Context, in *RevokeUserRequest, opts ...grpc.CallOption) (*RevokeUserResponse, error)
+	// WhoAmI returns the caller's identity as the hub sees it.
+	WhoAmI(ctx context.Context, in *WhoAmIRequest, opts ...grpc.CallOption) (*WhoAmIResponse, error)
+	// AuthCheck says whether the caller may do verb on kind (roostctl auth
+	// can-i), from the hub's table of what each role may call.
+	AuthCheck(ctx context.Context, in *AuthCheckRequest, opts ...grpc.CallOption) (*AuthCheckResponse, error)
 }
 
 type hubServiceClient struct {
@@ -447,6 +469,66 @@ func (c *hubServiceClient) RolloutControl(ctx context.Context, in *RolloutContro
 	return out, nil
 }
 
+func (c *hubServiceClient) CreateUser(ctx context.Context, in *CreateUserRequest, opts ...grpc.CallOption) (*CreateUserResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CreateUserResponse)
+	err := c.cc.Invoke(ctx, HubService_CreateUser_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *hubServiceClient) RenewUser(ctx context.Context, in *RenewUserRequest, opts ...grpc.CallOption) (*CreateUserResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CreateUserResponse)
+	err := c.cc.Invoke(ctx, HubService_RenewUser_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *hubServiceClient) ListUsers(ctx context.Context, in *ListUsersRequest, opts ...grpc.CallOption) (*ListUsersResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListUsersResponse)
+	err := c.cc.Invoke(ctx, HubService_ListUsers_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *hubServiceClient) RevokeUser(ctx context.Context, in *RevokeUserRequest, opts ...grpc.CallOption) (*RevokeUserResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RevokeUserResponse)
+	err := c.cc.Invoke(ctx, HubService_RevokeUser_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *hubServiceClient) WhoAmI(ctx context.Context, in *WhoAmIRequest, opts ...grpc.CallOption) (*WhoAmIResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(WhoAmIResponse)
+	err := c.cc.Invoke(ctx, HubService_WhoAmI_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *hubServiceClient) AuthCheck(ctx context.Context, in *AuthCheckRequest, opts ...grpc.CallOption) (*AuthCheckResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AuthCheckResponse)
+	err := c.cc.Invoke(ctx, HubService_AuthCheck_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // HubServiceServer is the server API for HubService service.
 // All implementations must embed UnimplementedHubServiceServer
 // for forward compatibility.
@@ -553,6 +635,22 @@ type HubServiceServer interface {
 	// rollout. Errors: NotFound (no such Pool or version),
 	// FailedPrecondition (undo with no previous version).
 	RolloutControl(context.Context, *RolloutControlRequest) (*RolloutControlResponse, error)
+	// CreateUser signs a client certificate for a new user (roostctl user
+	// create) from the CSR and records it. RenewUser signs another one for
+	// an existing user. Errors: InvalidArgument (name, role, ttl or CSR),
+	// AlreadyExists (CreateUser), NotFound (RenewUser, RevokeUser),
+	// FailedPrecondition (RenewUser of a revoked user).
+	CreateUser(context.Context, *CreateUserRequest) (*CreateUserResponse, error)
+	RenewUser(context.Context, *RenewUserRequest) (*CreateUserResponse, error)
+	ListUsers(context.Context, *ListUsersRequest) (*ListUsersResponse, error)
+	// RevokeUser refuses every certificate of a user on every member from
+	// the moment the revocation is applied.
+	RevokeUser(context.Context, *RevokeUserRequest) (*RevokeUserResponse, error)
+	// WhoAmI returns the caller's identity as the hub sees it.
+	WhoAmI(context.Context, *WhoAmIRequest) (*WhoAmIResponse, error)
+	// AuthCheck says whether the caller may do verb on kind (roostctl auth
+	// can-i), from the hub's table of what each role may call.
+	AuthCheck(context.Context, *AuthCheckRequest) (*AuthCheckResponse, error)
 	mustEmbedUnimplementedHubServiceServer()
 }
 
@@ -640,6 +738,24 @@ func (UnimplementedHubServiceServer) ListTrustedKeys(context.Context, *ListTrust
 }
 func (UnimplementedHubServiceServer) RolloutControl(context.Context, *RolloutControlRequest) (*RolloutControlResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RolloutControl not implemented")
+}
+func (UnimplementedHubServiceServer) CreateUser(context.Context, *CreateUserRequest) (*CreateUserResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateUser not implemented")
+}
+func (UnimplementedHubServiceServer) RenewUser(context.Context, *RenewUserRequest) (*CreateUserResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RenewUser not implemented")
+}
+func (UnimplementedHubServiceServer) ListUsers(context.Context, *ListUsersRequest) (*ListUsersResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListUsers not implemented")
+}
+func (UnimplementedHubServiceServer) RevokeUser(context.Context, *RevokeUserRequest) (*RevokeUserResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RevokeUser not implemented")
+}
+func (UnimplementedHubServiceServer) WhoAmI(context.Context, *WhoAmIRequest) (*WhoAmIResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method WhoAmI not implemented")
+}
+func (UnimplementedHubServiceServer) AuthCheck(context.Context, *AuthCheckRequest) (*AuthCheckResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AuthCheck not implemented")
 }
 func (UnimplementedHubServiceServer) mustEmbedUnimplementedHubServiceServer() {}
 func (UnimplementedHubServiceServer) testEmbeddedByValue()                    {}
@@ -1094,6 +1210,114 @@ func _HubService_RolloutControl_Handler(srv interface{}, ctx context.Context, de
 	return interceptor(ctx, in, info, handler)
 }
 
+func _HubService_CreateUser_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateUserRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HubServiceServer).CreateUser(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: HubService_CreateUser_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HubServiceServer).CreateUser(ctx, req.(*CreateUserRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _HubService_RenewUser_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RenewUserRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HubServiceServer).RenewUser(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: HubService_RenewUser_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HubServiceServer).RenewUser(ctx, req.(*RenewUserRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _HubService_ListUsers_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListUsersRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HubServiceServer).ListUsers(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: HubService_ListUsers_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HubServiceServer).ListUsers(ctx, req.(*ListUsersRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _HubService_RevokeUser_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RevokeUserRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HubServiceServer).RevokeUser(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: HubService_RevokeUser_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HubServiceServer).RevokeUser(ctx, req.(*RevokeUserRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _HubService_WhoAmI_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(WhoAmIRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HubServiceServer).WhoAmI(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: HubService_WhoAmI_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HubServiceServer).WhoAmI(ctx, req.(*WhoAmIRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _HubService_AuthCheck_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AuthCheckRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HubServiceServer).AuthCheck(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: HubService_AuthCheck_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HubServiceServer).AuthCheck(ctx, req.(*AuthCheckRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // HubService_ServiceDesc is the grpc.ServiceDesc for HubService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1188,6 +1412,30 @@ var HubService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RolloutControl",
 			Handler:    _HubService_RolloutControl_Handler,
+		},
+		{
+			MethodName: "CreateUser",
+			Handler:    _HubService_CreateUser_Handler,
+		},
+		{
+			MethodName: "RenewUser",
+			Handler:    _HubService_RenewUser_Handler,
+		},
+		{
+			MethodName: "ListUsers",
+			Handler:    _HubService_ListUsers_Handler,
+		},
+		{
+			MethodName: "RevokeUser",
+			Handler:    _HubService_RevokeUser_Handler,
+		},
+		{
+			MethodName: "WhoAmI",
+			Handler:    _HubService_WhoAmI_Handler,
+		},
+		{
+			MethodName: "AuthCheck",
+			Handler:    _HubService_AuthCheck_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -148,6 +148,8 @@ type Command struct {
 	//	*Command_SetConditions
 	//	*Command_RevokeJoinTokens
 	//	*Command_ReregisterServer
+	//	*Command_PutUserCertificate
+	//	*Command_RevokeUser
 	Command       isCommand_Command `protobuf_oneof:"command"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -488,6 +490,24 @@ func (x *Command) GetReregisterServer() *ReregisterServer {
 	return nil
 }
 
+func (x *Command) GetPutUserCertificate() *PutUserCertificate {
+	if x != nil {
+		if x, ok := x.Command.(*Command_PutUserCertificate); ok {
+			return x.PutUserCertificate
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetRevokeUser() *RevokeUser {
+	if x != nil {
+		if x, ok := x.Command.(*Command_RevokeUser); ok {
+			return x.RevokeUser
+		}
+	}
+	return nil
+}
+
 type isCommand_Command interface {
 	isCommand_Command()
 }
@@ -612,6 +632,14 @@ type Command_ReregisterServer struct {
 	ReregisterServer *ReregisterServer `protobuf:"bytes,39,opt,name=reregister_server,json=reregisterServer,proto3,oneof"`
 }
 
+type Command_PutUserCertificate struct {
+	PutUserCertificate *PutUserCertificate `protobuf:"bytes,40,opt,name=put_user_certificate,json=putUserCertificate,proto3,oneof"`
+}
+
+type Command_RevokeUser struct {
+	RevokeUser *RevokeUser `protobuf:"bytes,41,opt,name=revoke_user,json=revokeUser,proto3,oneof"`
+}
+
 func (*Command_ApplyObjects) isCommand_Command() {}
 
 func (*Command_DeleteObject) isCommand_Command() {}
@@ -671,6 +699,10 @@ func (*Command_SetConditions) isCommand_Command() {}
 func (*Command_RevokeJoinTokens) isCommand_Command() {}
 
 func (*Command_ReregisterServer) isCommand_Command() {}
+
+func (*Command_PutUserCertificate) isCommand_Command() {}
+
+func (*Command_RevokeUser) isCommand_Command() {}
 
 // ApplyObjects creates or replaces objects, all or nothing.
 type ApplyObjects struct {
@@ -2332,6 +2364,7 @@ type Snapshot struct {
 	TrustedKeys     []*TrustedKey     `protobuf:"bytes,7,rep,name=trusted_keys,json=trustedKeys,proto3" json:"trusted_keys,omitempty"`
 	// requests are the kept RequestRecords, sorted by index.
 	Requests      []*RequestRecord `protobuf:"bytes,8,rep,name=requests,proto3" json:"requests,omitempty"`
+	Users         []*User          `protobuf:"bytes,9,rep,name=users,proto3" json:"users,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2418,6 +2451,13 @@ func (x *Snapshot) GetTrustedKeys() []*TrustedKey {
 func (x *Snapshot) GetRequests() []*RequestRecord {
 	if x != nil {
 		return x.Requests
+	}
+	return nil
+}
+
+func (x *Snapshot) GetUsers() []*User {
+	if x != nil {
+		return x.Users
 	}
 	return nil
 }
@@ -3284,11 +3324,287 @@ func (x *DeleteBootstrapTokens) GetTokenIds() []string {
 	return nil
 }
 
+// User is a person with a client certificate from the hub CA (roostctl
+// user create): their name is the certificates' Subject CN, their role the
+// Subject Organization (internal/tlsconfig roles).
+type User struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// name is a DNS label (lower-case letters, digits, "-"; at most 63).
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// role is a tlsconfig role: roost:admins, roost:operators,
+	// roost:viewers or roost:auditors.
+	Role string `protobuf:"bytes,2,opt,name=role,proto3" json:"role,omitempty"`
+	// certificates are the certificates issued to the user, oldest first.
+	Certificates []*UserCertificate     `protobuf:"bytes,3,rep,name=certificates,proto3" json:"certificates,omitempty"`
+	CreatedAt    *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	// revoked_at is set once the user was revoked: every certificate of the
+	// user is refused by every member from then on.
+	RevokedAt     *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=revoked_at,json=revokedAt,proto3" json:"revoked_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *User) Reset() {
+	*x = User{}
+	mi := &file_roost_v1_raft_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *User) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*User) ProtoMessage() {}
+
+func (x *User) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_raft_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use User.ProtoReflect.Descriptor instead.
+func (*User) Descriptor() ([]byte, []int) {
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *User) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *User) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+func (x *User) GetCertificates() []*UserCertificate {
+	if x != nil {
+		return x.Certificates
+	}
+	return nil
+}
+
+func (x *User) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *User) GetRevokedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RevokedAt
+	}
+	return nil
+}
+
+// UserCertificate is one certificate issued to a User.
+type UserCertificate struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// serial is the certificate's serial number, lower-case hex
+	// (ca.SerialHex).
+	Serial    string                 `protobuf:"bytes,1,opt,name=serial,proto3" json:"serial,omitempty"`
+	NotBefore *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=not_before,json=notBefore,proto3" json:"not_before,omitempty"`
+	NotAfter  *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=not_after,json=notAfter,proto3" json:"not_after,omitempty"`
+	// certificate_pem is the PEM certificate (public).
+	CertificatePem string `protobuf:"bytes,4,opt,name=certificate_pem,json=certificatePem,proto3" json:"certificate_pem,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *UserCertificate) Reset() {
+	*x = UserCertificate{}
+	mi := &file_roost_v1_raft_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UserCertificate) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UserCertificate) ProtoMessage() {}
+
+func (x *UserCertificate) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_raft_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UserCertificate.ProtoReflect.Descriptor instead.
+func (*UserCertificate) Descriptor() ([]byte, []int) {
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *UserCertificate) GetSerial() string {
+	if x != nil {
+		return x.Serial
+	}
+	return ""
+}
+
+func (x *UserCertificate) GetNotBefore() *timestamppb.Timestamp {
+	if x != nil {
+		return x.NotBefore
+	}
+	return nil
+}
+
+func (x *UserCertificate) GetNotAfter() *timestamppb.Timestamp {
+	if x != nil {
+		return x.NotAfter
+	}
+	return nil
+}
+
+func (x *UserCertificate) GetCertificatePem() string {
+	if x != nil {
+		return x.CertificatePem
+	}
+	return ""
+}
+
+// PutUserCertificate records a certificate the leader issued to a user,
+// creating the user when create is set (AlreadyExists when they exist) or
+// adding to an existing one otherwise (NotFound when they do not exist,
+// FailedPrecondition when revoked).
+type PutUserCertificate struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// role must be the user's role when they exist.
+	Role          string           `protobuf:"bytes,2,opt,name=role,proto3" json:"role,omitempty"`
+	Certificate   *UserCertificate `protobuf:"bytes,3,opt,name=certificate,proto3" json:"certificate,omitempty"`
+	Create        bool             `protobuf:"varint,4,opt,name=create,proto3" json:"create,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutUserCertificate) Reset() {
+	*x = PutUserCertificate{}
+	mi := &file_roost_v1_raft_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutUserCertificate) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutUserCertificate) ProtoMessage() {}
+
+func (x *PutUserCertificate) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_raft_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutUserCertificate.ProtoReflect.Descriptor instead.
+func (*PutUserCertificate) Descriptor() ([]byte, []int) {
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *PutUserCertificate) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PutUserCertificate) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+func (x *PutUserCertificate) GetCertificate() *UserCertificate {
+	if x != nil {
+		return x.Certificate
+	}
+	return nil
+}
+
+func (x *PutUserCertificate) GetCreate() bool {
+	if x != nil {
+		return x.Create
+	}
+	return false
+}
+
+// RevokeUser revokes a user and all their certificates. Revoking a
+// revoked user changes nothing.
+type RevokeUser struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeUser) Reset() {
+	*x = RevokeUser{}
+	mi := &file_roost_v1_raft_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeUser) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeUser) ProtoMessage() {}
+
+func (x *RevokeUser) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_raft_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeUser.ProtoReflect.Descriptor instead.
+func (*RevokeUser) Descriptor() ([]byte, []int) {
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *RevokeUser) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
 var File_roost_v1_raft_proto protoreflect.FileDescriptor
 
 const file_roost_v1_raft_proto_rawDesc = "" +
 	"\n" +
-	"\x13roost/v1/raft.proto\x12\broost.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14roost/v1/agent.proto\x1a\x13roost/v1/meta.proto\x1a\x18roost/v1/resources.proto\"\xad\x12\n" +
+	"\x13roost/v1/raft.proto\x12\broost.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14roost/v1/agent.proto\x1a\x13roost/v1/meta.proto\x1a\x18roost/v1/resources.proto\"\xb8\x13\n" +
 	"\aCommand\x12.\n" +
 	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12#\n" +
 	"\rrules_version\x18\x02 \x01(\rR\frulesVersion\x12\x1d\n" +
@@ -3327,7 +3643,10 @@ const file_roost_v1_raft_proto_rawDesc = "" +
 	"\x15promote_image_release\x18$ \x01(\v2\x1d.roost.v1.PromoteImageReleaseH\x00R\x13promoteImageRelease\x12@\n" +
 	"\x0eset_conditions\x18% \x01(\v2\x17.roost.v1.SetConditionsH\x00R\rsetConditions\x12J\n" +
 	"\x12revoke_join_tokens\x18& \x01(\v2\x1a.roost.v1.RevokeJoinTokensH\x00R\x10revokeJoinTokens\x12I\n" +
-	"\x11reregister_server\x18' \x01(\v2\x1a.roost.v1.ReregisterServerH\x00R\x10reregisterServerB\t\n" +
+	"\x11reregister_server\x18' \x01(\v2\x1a.roost.v1.ReregisterServerH\x00R\x10reregisterServer\x12P\n" +
+	"\x14put_user_certificate\x18( \x01(\v2\x1c.roost.v1.PutUserCertificateH\x00R\x12putUserCertificate\x127\n" +
+	"\vrevoke_user\x18) \x01(\v2\x14.roost.v1.RevokeUserH\x00R\n" +
+	"revokeUserB\t\n" +
 	"\acommand\"g\n" +
 	"\fApplyObjects\x12*\n" +
 	"\aobjects\x18\x01 \x03(\v2\x10.roost.v1.ObjectR\aobjects\x12\x12\n" +
@@ -3450,7 +3769,7 @@ const file_roost_v1_raft_proto_rawDesc = "" +
 	"\x05phase\x18\x06 \x01(\tR\x05phase\"P\n" +
 	"\rReleaseLeases\x12\x18\n" +
 	"\aservers\x18\x01 \x03(\tR\aservers\x12%\n" +
-	"\x0efencing_tokens\x18\x02 \x03(\x04R\rfencingTokens\"\x9d\x03\n" +
+	"\x0efencing_tokens\x18\x02 \x03(\x04R\rfencingTokens\"\xc3\x03\n" +
 	"\bSnapshot\x12*\n" +
 	"\aobjects\x18\x01 \x03(\v2\x10.roost.v1.ObjectR\aobjects\x12.\n" +
 	"\x02ca\x18\x02 \x01(\v2\x1e.roost.v1.CertificateAuthorityR\x02ca\x12-\n" +
@@ -3461,7 +3780,8 @@ const file_roost_v1_raft_proto_rawDesc = "" +
 	"last_index\x18\x05 \x01(\x04R\tlastIndex\x12C\n" +
 	"\x10bootstrap_tokens\x18\x06 \x03(\v2\x18.roost.v1.BootstrapTokenR\x0fbootstrapTokens\x127\n" +
 	"\ftrusted_keys\x18\a \x03(\v2\x14.roost.v1.TrustedKeyR\vtrustedKeys\x123\n" +
-	"\brequests\x18\b \x03(\v2\x17.roost.v1.RequestRecordR\brequests\"\xd7\x01\n" +
+	"\brequests\x18\b \x03(\v2\x17.roost.v1.RequestRecordR\brequests\x12$\n" +
+	"\x05users\x18\t \x03(\v2\x0e.roost.v1.UserR\x05users\"\xd7\x01\n" +
 	"\rRequestRecord\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12 \n" +
 	"\vfingerprint\x18\x02 \x01(\tR\vfingerprint\x12\x14\n" +
@@ -3518,7 +3838,29 @@ const file_roost_v1_raft_proto_rawDesc = "" +
 	"\x11PutBootstrapToken\x12.\n" +
 	"\x05token\x18\x01 \x01(\v2\x18.roost.v1.BootstrapTokenR\x05token\"4\n" +
 	"\x15DeleteBootstrapTokens\x12\x1b\n" +
-	"\ttoken_ids\x18\x01 \x03(\tR\btokenIds*\xc9\x01\n" +
+	"\ttoken_ids\x18\x01 \x03(\tR\btokenIds\"\xe3\x01\n" +
+	"\x04User\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04role\x18\x02 \x01(\tR\x04role\x12=\n" +
+	"\fcertificates\x18\x03 \x03(\v2\x19.roost.v1.UserCertificateR\fcertificates\x129\n" +
+	"\n" +
+	"created_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
+	"\n" +
+	"revoked_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\trevokedAt\"\xc6\x01\n" +
+	"\x0fUserCertificate\x12\x16\n" +
+	"\x06serial\x18\x01 \x01(\tR\x06serial\x129\n" +
+	"\n" +
+	"not_before\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\tnotBefore\x127\n" +
+	"\tnot_after\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\bnotAfter\x12'\n" +
+	"\x0fcertificate_pem\x18\x04 \x01(\tR\x0ecertificatePem\"\x91\x01\n" +
+	"\x12PutUserCertificate\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04role\x18\x02 \x01(\tR\x04role\x12;\n" +
+	"\vcertificate\x18\x03 \x01(\v2\x19.roost.v1.UserCertificateR\vcertificate\x12\x16\n" +
+	"\x06create\x18\x04 \x01(\bR\x06create\" \n" +
+	"\n" +
+	"RevokeUser\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name*\xc9\x01\n" +
 	"\rRolloutAction\x12\x1e\n" +
 	"\x1aROLLOUT_ACTION_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14ROLLOUT_ACTION_PAUSE\x10\x01\x12\x19\n" +
@@ -3541,7 +3883,7 @@ func file_roost_v1_raft_proto_rawDescGZIP() []byte {
 }
 
 var file_roost_v1_raft_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_roost_v1_raft_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
+var file_roost_v1_raft_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
 var file_roost_v1_raft_proto_goTypes = []any{
 	(RolloutAction)(0),                 // 0: roost.v1.RolloutAction
 	(*Command)(nil),                    // 1: roost.v1.Command
@@ -3585,21 +3927,25 @@ var file_roost_v1_raft_proto_goTypes = []any{
 	(*BootstrapToken)(nil),             // 39: roost.v1.BootstrapToken
 	(*PutBootstrapToken)(nil),          // 40: roost.v1.PutBootstrapToken
 	(*DeleteBootstrapTokens)(nil),      // 41: roost.v1.DeleteBootstrapTokens
-	nil,                                // 42: roost.v1.ModifyServer.SetLabelsEntry
-	(*timestamppb.Timestamp)(nil),      // 43: google.protobuf.Timestamp
-	(*Object)(nil),                     // 44: roost.v1.Object
-	(*ServerIdentity)(nil),             // 45: roost.v1.ServerIdentity
-	(*Inventory)(nil),                  // 46: roost.v1.Inventory
-	(*EnrollmentToken)(nil),            // 47: roost.v1.EnrollmentToken
-	(*Condition)(nil),                  // 48: roost.v1.Condition
-	(*FailedRevision)(nil),             // 49: roost.v1.FailedRevision
-	(ServerAction)(0),                  // 50: roost.v1.ServerAction
-	(*Revision)(nil),                   // 51: roost.v1.Revision
-	(*RolloutStatus)(nil),              // 52: roost.v1.RolloutStatus
-	(*ClusterStatus)(nil),              // 53: roost.v1.ClusterStatus
+	(*User)(nil),                       // 42: roost.v1.User
+	(*UserCertificate)(nil),            // 43: roost.v1.UserCertificate
+	(*PutUserCertificate)(nil),         // 44: roost.v1.PutUserCertificate
+	(*RevokeUser)(nil),                 // 45: roost.v1.RevokeUser
+	nil,                                // 46: roost.v1.ModifyServer.SetLabelsEntry
+	(*timestamppb.Timestamp)(nil),      // 47: google.protobuf.Timestamp
+	(*Object)(nil),                     // 48: roost.v1.Object
+	(*ServerIdentity)(nil),             // 49: roost.v1.ServerIdentity
+	(*Inventory)(nil),                  // 50: roost.v1.Inventory
+	(*EnrollmentToken)(nil),            // 51: roost.v1.EnrollmentToken
+	(*Condition)(nil),                  // 52: roost.v1.Condition
+	(*FailedRevision)(nil),             // 53: roost.v1.FailedRevision
+	(ServerAction)(0),                  // 54: roost.v1.ServerAction
+	(*Revision)(nil),                   // 55: roost.v1.Revision
+	(*RolloutStatus)(nil),              // 56: roost.v1.RolloutStatus
+	(*ClusterStatus)(nil),              // 57: roost.v1.ClusterStatus
 }
 var file_roost_v1_raft_proto_depIdxs = []int32{
-	43, // 0: roost.v1.Command.time:type_name -> google.protobuf.Timestamp
+	47, // 0: roost.v1.Command.time:type_name -> google.protobuf.Timestamp
 	2,  // 1: roost.v1.Command.apply_objects:type_name -> roost.v1.ApplyObjects
 	3,  // 2: roost.v1.Command.delete_object:type_name -> roost.v1.DeleteObject
 	5,  // 3: roost.v1.Command.init_ca:type_name -> roost.v1.InitCA
@@ -3630,50 +3976,59 @@ var file_roost_v1_raft_proto_depIdxs = []int32{
 	31, // 28: roost.v1.Command.set_conditions:type_name -> roost.v1.SetConditions
 	13, // 29: roost.v1.Command.revoke_join_tokens:type_name -> roost.v1.RevokeJoinTokens
 	12, // 30: roost.v1.Command.reregister_server:type_name -> roost.v1.ReregisterServer
-	44, // 31: roost.v1.ApplyObjects.objects:type_name -> roost.v1.Object
-	4,  // 32: roost.v1.InitCA.ca:type_name -> roost.v1.CertificateAuthority
-	6,  // 33: roost.v1.PutMember.member:type_name -> roost.v1.HubMember
-	43, // 34: roost.v1.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
-	43, // 35: roost.v1.JoinToken.revoked_at:type_name -> google.protobuf.Timestamp
-	9,  // 36: roost.v1.PutJoinToken.token:type_name -> roost.v1.JoinToken
-	45, // 37: roost.v1.ReregisterServer.identity:type_name -> roost.v1.ServerIdentity
-	46, // 38: roost.v1.ReregisterServer.inventory:type_name -> roost.v1.Inventory
-	47, // 39: roost.v1.PutEnrollmentToken.token:type_name -> roost.v1.EnrollmentToken
-	45, // 40: roost.v1.EnrollServer.identity:type_name -> roost.v1.ServerIdentity
-	46, // 41: roost.v1.EnrollServer.inventory:type_name -> roost.v1.Inventory
-	46, // 42: roost.v1.UpdateServerStatus.inventory:type_name -> roost.v1.Inventory
-	48, // 43: roost.v1.UpdateServerStatus.conditions:type_name -> roost.v1.Condition
-	49, // 44: roost.v1.UpdateServerStatus.failed_revisions:type_name -> roost.v1.FailedRevision
-	43, // 45: roost.v1.ReachabilityChange.last_seen:type_name -> google.protobuf.Timestamp
-	18, // 46: roost.v1.SetServerReachability.changes:type_name -> roost.v1.ReachabilityChange
-	50, // 47: roost.v1.ModifyServer.action:type_name -> roost.v1.ServerAction
-	42, // 48: roost.v1.ModifyServer.set_labels:type_name -> roost.v1.ModifyServer.SetLabelsEntry
-	21, // 49: roost.v1.CreateMachines.machines:type_name -> roost.v1.NewMachine
-	51, // 50: roost.v1.PutRevision.revision:type_name -> roost.v1.Revision
-	43, // 51: roost.v1.GrantLease.expires_at:type_name -> google.protobuf.Timestamp
-	44, // 52: roost.v1.Snapshot.objects:type_name -> roost.v1.Object
-	4,  // 53: roost.v1.Snapshot.ca:type_name -> roost.v1.CertificateAuthority
-	6,  // 54: roost.v1.Snapshot.members:type_name -> roost.v1.HubMember
-	9,  // 55: roost.v1.Snapshot.join_tokens:type_name -> roost.v1.JoinToken
-	39, // 56: roost.v1.Snapshot.bootstrap_tokens:type_name -> roost.v1.BootstrapToken
-	33, // 57: roost.v1.Snapshot.trusted_keys:type_name -> roost.v1.TrustedKey
-	28, // 58: roost.v1.Snapshot.requests:type_name -> roost.v1.RequestRecord
-	43, // 59: roost.v1.RequestRecord.time:type_name -> google.protobuf.Timestamp
-	29, // 60: roost.v1.RequestRecord.results:type_name -> roost.v1.RecordedResult
-	0,  // 61: roost.v1.ControlRollout.action:type_name -> roost.v1.RolloutAction
-	48, // 62: roost.v1.SetConditions.set:type_name -> roost.v1.Condition
-	52, // 63: roost.v1.UpdatePoolRollout.status:type_name -> roost.v1.RolloutStatus
-	43, // 64: roost.v1.TrustedKey.added_at:type_name -> google.protobuf.Timestamp
-	33, // 65: roost.v1.PutTrustedKey.key:type_name -> roost.v1.TrustedKey
-	53, // 66: roost.v1.UpdateClusterStatus.status:type_name -> roost.v1.ClusterStatus
-	48, // 67: roost.v1.UpdateMachineClusterStatus.conditions:type_name -> roost.v1.Condition
-	43, // 68: roost.v1.BootstrapToken.expires_at:type_name -> google.protobuf.Timestamp
-	39, // 69: roost.v1.PutBootstrapToken.token:type_name -> roost.v1.BootstrapToken
-	70, // [70:70] is the sub-list for method output_type
-	70, // [70:70] is the sub-list for method input_type
-	70, // [70:70] is the sub-list for extension type_name
-	70, // [70:70] is the sub-list for extension extendee
-	0,  // [0:70] is the sub-list for field type_name
+	44, // 31: roost.v1.Command.put_user_certificate:type_name -> roost.v1.PutUserCertificate
+	45, // 32: roost.v1.Command.revoke_user:type_name -> roost.v1.RevokeUser
+	48, // 33: roost.v1.ApplyObjects.objects:type_name -> roost.v1.Object
+	4,  // 34: roost.v1.InitCA.ca:type_name -> roost.v1.CertificateAuthority
+	6,  // 35: roost.v1.PutMember.member:type_name -> roost.v1.HubMember
+	47, // 36: roost.v1.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
+	47, // 37: roost.v1.JoinToken.revoked_at:type_name -> google.protobuf.Timestamp
+	9,  // 38: roost.v1.PutJoinToken.token:type_name -> roost.v1.JoinToken
+	49, // 39: roost.v1.ReregisterServer.identity:type_name -> roost.v1.ServerIdentity
+	50, // 40: roost.v1.ReregisterServer.inventory:type_name -> roost.v1.Inventory
+	51, // 41: roost.v1.PutEnrollmentToken.token:type_name -> roost.v1.EnrollmentToken
+	49, // 42: roost.v1.EnrollServer.identity:type_name -> roost.v1.ServerIdentity
+	50, // 43: roost.v1.EnrollServer.inventory:type_name -> roost.v1.Inventory
+	50, // 44: roost.v1.UpdateServerStatus.inventory:type_name -> roost.v1.Inventory
+	52, // 45: roost.v1.UpdateServerStatus.conditions:type_name -> roost.v1.Condition
+	53, // 46: roost.v1.UpdateServerStatus.failed_revisions:type_name -> roost.v1.FailedRevision
+	47, // 47: roost.v1.ReachabilityChange.last_seen:type_name -> google.protobuf.Timestamp
+	18, // 48: roost.v1.SetServerReachability.changes:type_name -> roost.v1.ReachabilityChange
+	54, // 49: roost.v1.ModifyServer.action:type_name -> roost.v1.ServerAction
+	46, // 50: roost.v1.ModifyServer.set_labels:type_name -> roost.v1.ModifyServer.SetLabelsEntry
+	21, // 51: roost.v1.CreateMachines.machines:type_name -> roost.v1.NewMachine
+	55, // 52: roost.v1.PutRevision.revision:type_name -> roost.v1.Revision
+	47, // 53: roost.v1.GrantLease.expires_at:type_name -> google.protobuf.Timestamp
+	48, // 54: roost.v1.Snapshot.objects:type_name -> roost.v1.Object
+	4,  // 55: roost.v1.Snapshot.ca:type_name -> roost.v1.CertificateAuthority
+	6,  // 56: roost.v1.Snapshot.members:type_name -> roost.v1.HubMember
+	9,  // 57: roost.v1.Snapshot.join_tokens:type_name -> roost.v1.JoinToken
+	39, // 58: roost.v1.Snapshot.bootstrap_tokens:type_name -> roost.v1.BootstrapToken
+	33, // 59: roost.v1.Snapshot.trusted_keys:type_name -> roost.v1.TrustedKey
+	28, // 60: roost.v1.Snapshot.requests:type_name -> roost.v1.RequestRecord
+	42, // 61: roost.v1.Snapshot.users:type_name -> roost.v1.User
+	47, // 62: roost.v1.RequestRecord.time:type_name -> google.protobuf.Timestamp
+	29, // 63: roost.v1.RequestRecord.results:type_name -> roost.v1.RecordedResult
+	0,  // 64: roost.v1.ControlRollout.action:type_name -> roost.v1.RolloutAction
+	52, // 65: roost.v1.SetConditions.set:type_name -> roost.v1.Condition
+	56, // 66: roost.v1.UpdatePoolRollout.status:type_name -> roost.v1.RolloutStatus
+	47, // 67: roost.v1.TrustedKey.added_at:type_name -> google.protobuf.Timestamp
+	33, // 68: roost.v1.PutTrustedKey.key:type_name -> roost.v1.TrustedKey
+	57, // 69: roost.v1.UpdateClusterStatus.status:type_name -> roost.v1.ClusterStatus
+	52, // 70: roost.v1.UpdateMachineClusterStatus.conditions:type_name -> roost.v1.Condition
+	47, // 71: roost.v1.BootstrapToken.expires_at:type_name -> google.protobuf.Timestamp
+	39, // 72: roost.v1.PutBootstrapToken.token:type_name -> roost.v1.BootstrapToken
+	43, // 73: roost.v1.User.certificates:type_name -> roost.v1.UserCertificate
+	47, // 74: roost.v1.User.created_at:type_name -> google.protobuf.Timestamp
+	47, // 75: roost.v1.User.revoked_at:type_name -> google.protobuf.Timestamp
+	47, // 76: roost.v1.UserCertificate.not_before:type_name -> google.protobuf.Timestamp
+	47, // 77: roost.v1.UserCertificate.not_after:type_name -> google.protobuf.Timestamp
+	43, // 78: roost.v1.PutUserCertificate.certificate:type_name -> roost.v1.UserCertificate
+	79, // [79:79] is the sub-list for method output_type
+	79, // [79:79] is the sub-list for method input_type
+	79, // [79:79] is the sub-list for extension type_name
+	79, // [79:79] is the sub-list for extension extendee
+	0,  // [0:79] is the sub-list for field type_name
 }
 
 func init() { file_roost_v1_raft_proto_init() }
@@ -3715,6 +4070,8 @@ func file_roost_v1_raft_proto_init() {
 		(*Command_SetConditions)(nil),
 		(*Command_RevokeJoinTokens)(nil),
 		(*Command_ReregisterServer)(nil),
+		(*Command_PutUserCertificate)(nil),
+		(*Command_RevokeUser)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -3722,7 +4079,7 @@ func file_roost_v1_raft_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_roost_v1_raft_proto_rawDesc), len(file_roost_v1_raft_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   42,
+			NumMessages:   46,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
