@@ -233,7 +233,7 @@ func start(ctx context.Context, opts Options, apiLn, httpLn, raftLn net.Listener
 		// closed (gRPC's default waits 120 s).
 		grpc.ConnectionTimeout(handshakeTimeout(opts)),
 		grpc.ChainUnaryInterceptor(h.refuseUnaryIfRemoved), grpc.ChainStreamInterceptor(h.refuseStreamIfRemoved))
-	h.grpc = grpc.NewServer(append(grpcOpts, h.api.LimitOptions()...)...)
+	h.grpc = grpc.NewServer(append(append(grpcOpts, h.api.AuthOptions()...), h.api.LimitOptions()...)...)
 	h.api.Register(h.grpc)
 	h.healthSrv = health.NewServer() // NOT_SERVING until watchHealth's first check
 	h.healthSrv.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)

@@ -2,68 +2,137 @@ package api
 
 import (
 	"context"
-	"strings"
+	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/roostfleet/roost/apierror"
 	"github.com/roostfleet/roost/hub/ca"
+	"github.com/roostfleet/roost/internal/tlsconfig"
 )
 
-// allowedRoles says which certificate roles may call a method. Methods not
-// listed need RoleAdmin or RoleMember (members forward operators' calls).
-var allowedRoles = map[string][]string{
-	"/roost.v1.MemberService/Join":     nil, // token-authenticated, no certificate yet
-	"/roost.v1.MemberService/AddVoter": {ca.RoleMember},
-	// Agents enroll with a token (or a follower forwards the call with its
-	// member certificate); after that they use their agent certificate.
-	"/roost.v1.AgentService/Enroll":               nil,
-	"/roost.v1.AgentService/RenewCertificate":     {ca.RoleAgent},
-	"/roost.v1.AgentService/Connect":              {ca.RoleAgent},
-	"/roost.v1.AgentService/AcquireLease":         {ca.RoleAgent, ca.RoleMember},
-	"/roost.v1.AgentService/Reregister":           {ca.RoleAgent, ca.RoleMember},
-	"/roost.v1.AgentService/FetchArtifact":        {ca.RoleAgent, ca.RoleAdmin},
-	"/roost.v1.MemberService/ReportSeen":          {ca.RoleMember},
-	"/roost.v1.MemberService/ForwardServerStatus": {ca.RoleMember},
-	"/roost.v1.MemberService/FetchBlob":           {ca.RoleMember},
-	"/roost.v1.MemberService/UpdateMember":        {ca.RoleMember},
-	// The standard gRPC health service, for members' probes (ListMembers)
-	// and load balancers: it tells only whether the member can serve.
-	"/grpc.health.v1.Health/Check": nil,
-	"/grpc.health.v1.Health/Watch": nil,
-	"/grpc.health.v1.Health/List":  nil,
+// Authorization of every call: the caller is the verified client
+// certificate (CN, role, serial) or, for a call another member forwarded,
+// the original caller that member vouches for (forwarded identity
+// metadata, trusted only from member certificates). A certificate of a
+// revoked user is refused (state.FSM.CertificateRevoked, one index
+// lookup), and the caller's role must be one the access table lists for
+// the method (access.go).
+
+// Metadata of a forwarded call naming the original caller.
+const (
+	callerNameKey   = "x-roost-caller-name"
+	callerRoleKey   = "x-roost-caller-role"
+	callerSerialKey = "x-roost-caller-serial"
+)
+
+// Caller is who made a call, as the hub authorizes it.
+type Caller struct {
+	// Name is the certificate's CN ("" for a caller without certificate).
+	Name string
+	// Role is the certificate's role (tlsconfig roles), "" without one.
+	Role string
+	// Serial is the certificate's serial (ca.SerialHex).
+	Serial string
+	// NotAfter is when the certificate expires; zero for forwarded
+	// callers.
+	NotAfter time.Time
+	// ForwardedBy is the member that forwarded the call, "" for a direct
+	// call.
+	ForwardedBy string
 }
 
-func authorize(ctx context.Context, method string) error {
-	roles, listed := allowedRoles[method]
-	if listed && roles == nil {
-		return nil
+type callerKey struct{}
+
+// callerOf returns the caller authorize recorded in ctx.
+func callerOf(ctx context.Context) (Caller, bool) {
+	c, ok := ctx.Value(callerKey{}).(Caller)
+	return c, ok
+}
+
+// peerCaller reads the caller of ctx: its certificate, or the forwarded
+// identity when a member forwarded the call with one.
+func peerCaller(ctx context.Context) (c Caller, peerRole string) {
+	if cert, ok := ca.PeerCertificate(ctx); ok {
+		c = Caller{Name: cert.Subject.CommonName, Role: tlsconfig.RoleOf(cert), Serial: ca.SerialHex(cert), NotAfter: cert.NotAfter}
 	}
+	peerRole = c.Role
+	if c.Role != ca.RoleMember || !isForwarded(ctx) {
+		return c, peerRole
+	}
+	md, _ := metadata.FromIncomingContext(ctx)
+	if len(md.Get(callerRoleKey)) == 0 {
+		return c, peerRole // the member's own call
+	}
+	return Caller{Name: incoming(ctx, callerNameKey), Role: incoming(ctx, callerRoleKey), Serial: incoming(ctx, callerSerialKey), ForwardedBy: c.Name}, peerRole
+}
+
+// withCaller adds the forwarded identity of the caller in ctx to the
+// outgoing context fctx of the same call forwarded to the leader.
+func withCaller(ctx, fctx context.Context) context.Context {
+	c, ok := callerOf(ctx)
+	if !ok || c.Role == "" {
+		return fctx
+	}
+	return metadata.AppendToOutgoingContext(fctx, callerNameKey, c.Name, callerRoleKey, c.Role, callerSerialKey, c.Serial)
+}
+
+// authorize checks the caller of method against the access table and the
+// revoked certificates. Errors: PermissionDenied (no certificate, a role
+// the method does not allow, a method missing from the table),
+// Unauthenticated (a revoked certificate).
+func (s *Server) authorize(ctx context.Context, method string) (Caller, error) {
+	a, listed := accessTable[method]
 	if !listed {
-		roles = []string{ca.RoleAdmin, ca.RoleMember}
+		return Caller{}, apierror.PermissionDenied("%s is not in the hub's access table", method)
 	}
-	role, cn, ok := ca.PeerRole(ctx)
-	if !ok {
-		return apierror.PermissionDenied("%s needs a client certificate from the hub CA (role %s)", method, strings.Join(roles, " or "))
+	c, peerRole := peerCaller(ctx)
+	if a.public {
+		return c, nil
 	}
-	for _, r := range roles {
-		if r == role {
-			return nil
-		}
+	if c.Role == "" {
+		return c, apierror.PermissionDenied("%s needs a client certificate from the hub CA (role %s)", method, a.roleNames())
 	}
-	return apierror.PermissionDenied("%q (role %q) may not call %s", cn, role, method)
+	if s.fsm != nil && s.fsm.CertificateRevoked(c.Serial) {
+		return c, &apierror.Error{Code: codes.Unauthenticated, Message: "the certificate of " + c.Name + " (serial " + c.Serial + ") was revoked ('roostctl user revoke')"}
+	}
+	// A member calls member methods directly, also when it forwards an
+	// agent's call with the agent's identity.
+	if a.allows(c.Role) || (peerRole == ca.RoleMember && a.allows(ca.RoleMember)) {
+		return c, nil
+	}
+	return c, apierror.PermissionDenied("%q (role %s) may not call %s: it needs role %s", c.Name, tlsconfig.RoleName(c.Role), method, a.roleNames())
 }
 
-func unaryAuth(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	if err := authorize(ctx, info.FullMethod); err != nil {
+// AuthOptions returns the interceptors that authorize every call
+// (authorize); add them to the gRPC server after ServerOptions.
+func (s *Server) AuthOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{grpc.ChainUnaryInterceptor(s.unaryAuth), grpc.ChainStreamInterceptor(s.streamAuth)}
+}
+
+func (s *Server) unaryAuth(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	c, err := s.authorize(ctx, info.FullMethod)
+	if err != nil {
 		return nil, err
 	}
-	return handler(ctx, req)
+	return handler(context.WithValue(ctx, callerKey{}, c), req)
 }
 
-func streamAuth(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-	if err := authorize(ss.Context(), info.FullMethod); err != nil {
+func (s *Server) streamAuth(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	c, err := s.authorize(ss.Context(), info.FullMethod)
+	if err != nil {
 		return err
 	}
-	return handler(srv, ss)
+	return handler(srv, &callerStream{ServerStream: ss, ctx: context.WithValue(ss.Context(), callerKey{}, c)})
 }
+
+// callerStream is a server stream whose context carries the Caller.
+type callerStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+// Context implements grpc.ServerStream.
+func (s *callerStream) Context() context.Context { return s.ctx }

@@ -17,7 +17,9 @@ import (
 // linearizable reads) to the leader over a shared connection per member
 // (peerConn), marked as forwarded so the leader never forwards them again,
 // with the client's request ID and attempt passed on (forwardRequest), and
-// passes the leader's response headers (warnings) back to its caller.
+// passes the leader's response headers (warnings) back to its caller. The
+// leader authorizes the original caller, whose identity the forwarded call
+// carries (withCaller).
 
 // forwardedKey marks a request a follower forwarded to the leader, so the
 // leader never forwards it again.
@@ -55,7 +57,7 @@ func (s *Server) leaderConn(ctx context.Context) (*grpc.ClientConn, context.Cont
 	if err != nil {
 		return nil, nil, err
 	}
-	return c, forwardRequest(ctx, metadata.AppendToOutgoingContext(ctx, forwardedKey, s.node.ID())), nil
+	return c, withCaller(ctx, forwardRequest(ctx, metadata.AppendToOutgoingContext(ctx, forwardedKey, s.node.ID()))), nil
 }
 
 // onLeader runs local when this member leads and otherwise calls remote on

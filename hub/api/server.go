@@ -196,11 +196,12 @@ const (
 )
 
 // ServerOptions returns the interceptors every hub gRPC server needs:
-// metrics, authorization and the error mapping, and TransportOptions.
+// metrics and the error mapping, and TransportOptions. Server.AuthOptions
+// adds authorization.
 func ServerOptions(m *Metrics) []grpc.ServerOption {
 	return append([]grpc.ServerOption{
-		grpc.ChainUnaryInterceptor(m.unary, unaryErrors, unaryAuth),
-		grpc.ChainStreamInterceptor(m.stream, streamErrors, streamAuth),
+		grpc.ChainUnaryInterceptor(m.unary, unaryErrors),
+		grpc.ChainStreamInterceptor(m.stream, streamErrors),
 	}, TransportOptions()...)
 }
 

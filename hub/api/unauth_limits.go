@@ -130,8 +130,7 @@ func newGuard(l UnauthenticatedLimits, log *slog.Logger, now func() time.Time) *
 
 // isOpen reports whether method may be called without a certificate.
 func isOpen(method string) bool {
-	roles, listed := allowedRoles[method]
-	return listed && roles == nil
+	return accessTable[method].public
 }
 
 // sourceKey is the address a call is limited and logged under: the
