@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/roostfleet/roost/internal/tlsconfig"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 	"github.com/roostfleet/roost/resource"
 )
@@ -242,4 +243,17 @@ func (o *options) kindAndNameCompletions(oneName bool) cobra.CompletionFunc {
 		}
 		return names(cmd, args, toComplete)
 	}
+}
+
+// userNames lists the users' names with their roles.
+func userNames(ctx context.Context, hub roostv1.HubServiceClient, _ []string) ([]cobra.Completion, error) {
+	resp, err := hub.ListUsers(ctx, &roostv1.ListUsersRequest{})
+	if err != nil {
+		return nil, err
+	}
+	var out []cobra.Completion
+	for _, u := range resp.GetUsers() {
+		out = append(out, cobra.CompletionWithDesc(u.GetName(), tlsconfig.RoleName(u.GetRole())))
+	}
+	return out, nil
 }

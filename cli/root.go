@@ -183,9 +183,10 @@ func newRootCommand(o *options) *cobra.Command {
 		root.AddCommand(c)
 	}
 	root.AddCommand(newWindowCommand(o)) // in the "fleet" group
-	hub := newHubCommand(o)
-	hub.GroupID = "hub"
-	root.AddCommand(hub)
+	for _, c := range []*cobra.Command{newHubCommand(o), newUserCommand(o), newAuthCommand(o)} {
+		c.GroupID = "hub"
+		root.AddCommand(c)
+	}
 	for _, c := range []*cobra.Command{newVersionCommand(o), newCompletionCommand(o)} {
 		c.GroupID = "other"
 		root.AddCommand(c)

@@ -100,19 +100,9 @@ func LoadConfig(path string) (*Config, error) {
 // parent directory with mode 0700 when missing. Empty APIVersion and Kind
 // are written as APIVersion and Kind; c itself is not modified.
 func (c *Config) Write(path string) error {
-	out := *c
-	if out.APIVersion == "" {
-		out.APIVersion = APIVersion
-	}
-	if out.Kind == "" {
-		out.Kind = Kind
-	}
-	if err := out.Validate(); err != nil {
-		return fmt.Errorf("roost config %s: %w", path, err)
-	}
-	data, err := yaml.Marshal(&out)
+	data, err := c.Marshal()
 	if err != nil {
-		return fmt.Errorf("roost config %s: encode: %w", path, err)
+		return fmt.Errorf("roost config %s: %w", path, err)
 	}
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -122,6 +112,27 @@ func (c *Config) Write(path string) error {
 		return fmt.Errorf("roost config %s: %w", path, err)
 	}
 	return nil
+}
+
+// Marshal returns the configuration as its file holds it (YAML), with
+// empty APIVersion and Kind filled in; c itself is not modified. Errors:
+// Validate's.
+func (c *Config) Marshal() ([]byte, error) {
+	out := *c
+	if out.APIVersion == "" {
+		out.APIVersion = APIVersion
+	}
+	if out.Kind == "" {
+		out.Kind = Kind
+	}
+	if err := out.Validate(); err != nil {
+		return nil, err
+	}
+	data, err := yaml.Marshal(&out)
+	if err != nil {
+		return nil, fmt.Errorf("encode: %w", err)
+	}
+	return data, nil
 }
 
 // Validate checks the header, the hub addresses and the PEM material: the CA

@@ -16,6 +16,7 @@ import (
 	"github.com/roostfleet/roost/hub/state"
 	"github.com/roostfleet/roost/internal/tlsconfig"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+	"github.com/roostfleet/roost/resource"
 )
 
 // HubService's users (roostctl user): the leader signs a client
@@ -199,8 +200,9 @@ func (s *Server) AuthCheck(ctx context.Context, req *roostv1.AuthCheckRequest) (
 	methods := methodsFor(req.GetVerb(), req.GetKind())
 	if len(methods) == 0 {
 		var verbs []string
+		_, err := resource.Lookup(strings.TrimSpace(req.GetKind()))
 		for _, a := range accessTable {
-			if a.kind == normalKind(req.GetKind()) {
+			if a.kind == normalKind(req.GetKind()) || a.kind == "*" && err == nil {
 				verbs = append(verbs, a.verbs...)
 			}
 		}
