@@ -3,6 +3,7 @@ package state
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 
 	"google.golang.org/protobuf/proto"
@@ -54,7 +55,10 @@ func SummarizeState(data []byte) (*StateSummary, error) {
 
 // RestorePayload turns a saved state into the state to restore on this
 // hub: the same, but with the hub's current members (the Raft
-// configuration is not restored, so the member records must match it).
+// configuration is not restored, so the member records must match it) and
+// its current users (a restore never makes a revoked user's certificates
+// valid again, nor forgets a user it could then not revoke); users only
+// the snapshot holds are kept too.
 // Errors: the state does not load (see SummarizeState), or its CA is not
 // this hub's (a restore would leave the members' certificates signed by a
 // CA the state no longer holds).
@@ -71,6 +75,18 @@ func (f *FSM) RestorePayload(data []byte) ([]byte, error) {
 			"which signed its members' and agents' certificates; restore it on the hub it was saved from")
 	}
 	snap.Members = f.Members()
+	users := f.Users()
+	current := map[string]bool{}
+	for _, u := range users {
+		current[u.GetName()] = true
+	}
+	for _, u := range snap.GetUsers() {
+		if !current[u.GetName()] {
+			users = append(users, u)
+		}
+	}
+	slices.SortFunc(users, func(a, b *roostv1.User) int { return strings.Compare(a.GetName(), b.GetName()) })
+	snap.Users = users
 	return proto.MarshalOptions{Deterministic: true}.Marshal(snap)
 }
 

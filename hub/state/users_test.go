@@ -63,3 +63,31 @@ func TestUsers(t *testing.T) {
 		t.Fatalf("restored users %v lost a revocation or a user", g.Users())
 	}
 }
+
+// TestRestoreKeepsUsers: restoring a state saved before a user was
+// created or revoked keeps the user and the revocation.
+func TestRestoreKeepsUsers(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.mustApply(initCACmd("CERT-A", "KEY-A"))
+	h.mustApply(putUserCmd("jane", tlsconfig.RoleOperator, "a1", true))
+	h.mustApply(putUserCmd("old", tlsconfig.RoleViewer, "o1", true))
+	data, _, err := h.f.SaveState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.mustApply(revokeUserCmd("jane"))
+	h.mustApply(putUserCmd("bob", tlsconfig.RoleViewer, "b1", true))
+	payload, err := h.f.RestorePayload(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.f.Restore(ioNopCloser(payload)); err != nil {
+		t.Fatal(err)
+	}
+	if !h.f.CertificateRevoked("a1") {
+		t.Error("the restore made jane's revoked certificate valid again")
+	}
+	if h.f.User("bob") == nil || h.f.User("old") == nil {
+		t.Errorf("the restore lost a user: %v", h.f.Users())
+	}
+}
