@@ -97,6 +97,9 @@ func (h *Hub) Close() error {
 	if h.api != nil {
 		h.api.Close()
 	}
+	if h.audit != nil {
+		h.audit.Close()
+	}
 	var err error
 	if h.node != nil {
 		err = h.node.Shutdown()

@@ -26,6 +26,17 @@ func (d dataDir) memberCert() string  { return d.path("tls", "member.crt") }
 func (d dataDir) memberKey() string   { return d.path("tls", "member.key") }
 func (d dataDir) adminConfig() string { return d.path("admin.conf") }
 
+// audit is the audit log (api.AuditEntry JSON lines); rotated files sit
+// next to it (audit-TIME.log).
+func (d dataDir) audit() string { return d.path("audit", "audit.log") }
+
+// The audit log's bounds: rotated at auditMaxMB megabytes, auditBackups
+// old files kept (about 1 GB in all).
+const (
+	auditMaxMB   = 100
+	auditBackups = 9
+)
+
 // joined marks a member whose join completed (it was added as a voter).
 func (d dataDir) joined() string { return d.path("joined") }
 

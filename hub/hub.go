@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"fmt"
+	"gopkg.in/natefinch/lumberjack.v2"
 	"log/slog"
 	"net"
 	"net/http"
@@ -82,6 +83,9 @@ type Hub struct {
 	gate *rollout.Gate
 	// fleet records the fleet's events (lease waits, drains, enrollments).
 	fleet *fleetmetrics.Events
+	// audit is the audit log, DATA_DIR/audit/audit.log, rotated at
+	// auditMaxMB with auditBackups old files kept.
+	audit *lumberjack.Logger
 }
 
 // ID returns the member's Raft ID.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"gopkg.in/natefinch/lumberjack.v2"
 	"log/slog"
 	"net"
 	"os"
@@ -224,7 +225,8 @@ func start(ctx context.Context, opts Options, apiLn, httpLn, raftLn net.Listener
 	h.clusters = h.clusterController()
 	h.rollouts = h.rolloutController()
 	h.gate = h.leaseGate()
-	h.api = api.New(api.Config{FSM: h.fsm, Node: node, PeerCredentials: credentials.NewTLS(clientTLS), Logger: h.log, Agents: h.agents,
+	h.audit = &lumberjack.Logger{Filename: h.dir.audit(), MaxSize: auditMaxMB, MaxBackups: auditBackups}
+	h.api = api.New(api.Config{FSM: h.fsm, Audit: h.audit, Node: node, PeerCredentials: credentials.NewTLS(clientTLS), Logger: h.log, Agents: h.agents,
 		AgentCertLifetime: opts.AgentCertLifetime, Liveness: livecfg, Registry: reg, Blobs: blobStore, Health: h.healthy,
 		Unauthenticated: opts.Unauthenticated, LeaderReady: h.termBarrier, Leases: h.gate, Drainer: h.clusters, Fleet: h.fleet})
 	liveMetrics := liveness.NewMetrics(reg)

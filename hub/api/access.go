@@ -27,6 +27,8 @@ type access struct {
 	// kind "*" is any object kind. Empty for internal methods.
 	verbs []string
 	kind  string
+	// secret is set for reads that return secrets: they are audited.
+	secret bool
 }
 
 // Role groups of people.
@@ -43,6 +45,11 @@ var (
 
 func people(roles []string, kind string, verbs ...string) access {
 	return access{roles: roles, verbs: verbs, kind: kind}
+}
+
+func secretRead(a access) access {
+	a.secret = true
+	return a
 }
 
 func internalFor(roles ...string) access { return access{roles: roles} }
@@ -68,7 +75,7 @@ var accessTable = map[string]access{
 	hubService + "ListJoinTokens":   people(admins, "jointoken", "list"),
 	hubService + "RevokeJoinTokens": people(admins, "jointoken", "revoke", "delete"),
 	hubService + "RemoveMember":     people(admins, "member", "delete", "remove"),
-	hubService + "SaveSnapshot":     people(admins, "snapshot", "save", "get"),
+	hubService + "SaveSnapshot":     secretRead(people(admins, "snapshot", "save", "get")),
 	hubService + "RestoreSnapshot":  people(admins, "snapshot", "restore"),
 	// Enrollment tokens: admins.
 	hubService + "CreateEnrollmentToken": people(admins, "token", "create"),

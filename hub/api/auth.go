@@ -106,10 +106,11 @@ func (s *Server) authorize(ctx context.Context, method string) (Caller, error) {
 	return c, apierror.PermissionDenied("%q (role %s) may not call %s: it needs role %s", c.Name, tlsconfig.RoleName(c.Role), method, a.roleNames())
 }
 
-// AuthOptions returns the interceptors that authorize every call
-// (authorize); add them to the gRPC server after ServerOptions.
+// AuthOptions returns the interceptors that record audited calls
+// (Config.Audit; also those authorization refuses) and authorize every
+// call (authorize); add them to the gRPC server after ServerOptions.
 func (s *Server) AuthOptions() []grpc.ServerOption {
-	return []grpc.ServerOption{grpc.ChainUnaryInterceptor(s.unaryAuth), grpc.ChainStreamInterceptor(s.streamAuth)}
+	return []grpc.ServerOption{grpc.ChainUnaryInterceptor(s.audit.unary, s.unaryAuth), grpc.ChainStreamInterceptor(s.audit.stream, s.streamAuth)}
 }
 
 func (s *Server) unaryAuth(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -66,6 +67,8 @@ type Server struct {
 	guard *guard
 	// leaderReady is Config.LeaderReady.
 	leaderReady func(context.Context) error
+	// audit writes the audit log (Config.Audit).
+	audit *auditor
 }
 
 // Config wires a Server.
@@ -112,6 +115,9 @@ type Config struct {
 	// token checks before a proposal wait for it, so a token created under
 	// the previous leader is not refused as unknown. Nil: no wait.
 	LeaderReady func(context.Context) error
+	// Audit receives the audit log: one JSON line (AuditEntry) per audited
+	// call, in one Write each. Nil: no audit log.
+	Audit io.Writer
 	// Leases grants reboot Leases (hub/rollout's Gate); nil: AcquireLease
 	// is Unavailable.
 	Leases LeaseGate
@@ -144,6 +150,10 @@ func New(cfg Config) *Server {
 	}
 	s.leases, s.drainer, s.fleet = cfg.Leases, cfg.Drainer, cfg.Fleet
 	s.guard = newGuard(cfg.Unauthenticated, log, now)
+	s.audit = &auditor{w: cfg.Audit, now: now}
+	if cfg.Node != nil {
+		s.audit.member = cfg.Node.ID()
+	}
 	if s.agentCertLifetime <= 0 {
 		s.agentCertLifetime = DefaultAgentCertLifetime
 	}

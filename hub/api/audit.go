@@ -1,0 +1,117 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/roostfleet/roost/hub/ca"
+	"github.com/roostfleet/roost/internal/tlsconfig"
+)
+
+// The audit log: one JSON line (AuditEntry) per call of a person that
+// changes something or reads a secret (access.audited), written on the
+// member that first received the call. A follower forwarding the call to
+// the leader records it with the leader's outcome; the leader does not
+// record it again (forwarded calls carry a marker), so every call appears
+// once, with its original caller.
+
+// AuditEntry is one line of the audit log.
+type AuditEntry struct {
+	// Time is when the call ended (UTC).
+	Time time.Time `json:"time"`
+	// Member is the hub member that received the call.
+	Member string `json:"member"`
+	// Caller and Role name the caller's certificate (CN and short role);
+	// empty without a certificate.
+	Caller string `json:"caller"`
+	Role   string `json:"role"`
+	// Source is the caller's address (host:port).
+	Source string `json:"source,omitempty"`
+	// Method is the full gRPC method name.
+	Method string `json:"method"`
+	// Kind and Name are the request's kind and name fields, when it has
+	// them.
+	Kind string `json:"kind,omitempty"`
+	Name string `json:"name,omitempty"`
+	// RequestID is the client's request ID.
+	RequestID string `json:"requestId,omitempty"`
+	// Code is the call's outcome: the gRPC code name ("OK",
+	// "PermissionDenied", …).
+	Code string `json:"code"`
+	// Message is the error message of a failed call.
+	Message string `json:"message,omitempty"`
+}
+
+// readVerbs are the verbs of calls that change nothing.
+var readVerbs = map[string]bool{"get": true, "list": true, "watch": true, "whoami": true, "check": true}
+
+// audited says whether calls of a are recorded: people's calls that
+// change something or read a secret.
+func (a access) audited() bool {
+	return a.kind != "" && (a.secret || !readVerbs[a.verbs[0]])
+}
+
+// auditor writes audit entries; nil writes nothing.
+type auditor struct {
+	member string
+	w      io.Writer
+	now    func() time.Time
+}
+
+// record writes the entry of one call of method that ended with err;
+// req is the unary request (nil for streams).
+func (au *auditor) record(ctx context.Context, method string, req any, err error) {
+	if au == nil || au.w == nil || !accessTable[method].audited() {
+		return
+	}
+	c, peerRole := peerCaller(ctx)
+	if peerRole == ca.RoleMember && isForwarded(ctx) {
+		return // recorded by the member that forwarded it
+	}
+	e := AuditEntry{Time: au.now().UTC(), Member: au.member, Caller: c.Name, Role: tlsconfig.RoleName(c.Role), Method: method,
+		RequestID: requestID(ctx), Code: status.Code(err).String()}
+	if err != nil {
+		e.Message = status.Convert(err).Message()
+	}
+	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+		e.Source = p.Addr.String()
+	}
+	if m, ok := req.(proto.Message); ok {
+		e.Kind, e.Name = stringField(m, "kind"), stringField(m, "name")
+	}
+	line, merr := json.Marshal(e)
+	if merr != nil {
+		return
+	}
+	_, _ = au.w.Write(append(line, '\n')) // one Write per line: writers serialize them
+}
+
+// stringField is m's top-level string field name, or "".
+func stringField(m proto.Message, name string) string {
+	r := m.ProtoReflect()
+	fd := r.Descriptor().Fields().ByName(protoreflect.Name(name))
+	if fd == nil || fd.Kind() != protoreflect.StringKind || fd.IsList() {
+		return ""
+	}
+	return r.Get(fd).String()
+}
+
+func (au *auditor) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	resp, err := handler(ctx, req)
+	au.record(ctx, info.FullMethod, req, err)
+	return resp, err
+}
+
+func (au *auditor) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	err := handler(srv, ss)
+	au.record(ss.Context(), info.FullMethod, nil, err)
+	return err
+}
