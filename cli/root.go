@@ -183,7 +183,7 @@ func newRootCommand(o *options) *cobra.Command {
 		root.AddCommand(c)
 	}
 	root.AddCommand(newWindowCommand(o)) // in the "fleet" group
-	for _, c := range []*cobra.Command{newHubCommand(o), newUserCommand(o), newAuthCommand(o)} {
+	for _, c := range []*cobra.Command{newHubCommand(o), newUserCommand(o), newAuthCommand(o), newAuditCommand(o)} {
 		c.GroupID = "hub"
 		root.AddCommand(c)
 	}

@@ -35,7 +35,7 @@ decides what they may call:
   operator  also assigns and unassigns servers, cordons, approves servers,
             pauses and resumes rollouts, promotes images
   admin     everything: tokens, users, members, snapshots, manifests
-  auditor   reads, and lists users
+  auditor   reads, lists users and reads the audit log (roostctl audit)
 
 'roostctl user create' generates the person's key on this machine, has the
 hub sign a certificate for it and prints their configuration file. 'roostctl

@@ -77,3 +77,22 @@ func TestUserAndAuthCommands(t *testing.T) {
 		t.Errorf("revoke nobody: %d %q", r.code, r.err)
 	}
 }
+
+// TestAuditCommand: the admin's writes appear in roostctl audit; a viewer
+// may not read it.
+func TestAuditCommand(t *testing.T) {
+	_, _, run := realHubCLI(t)
+	if r := run("user", "create", "bob", "--role", "viewer", "--file", filepath.Join(t.TempDir(), "bob.conf")); r.code != 0 {
+		t.Fatalf("user create: %d %q", r.code, r.err)
+	}
+	r := run("audit", "--kind", "user", "--since", "1h")
+	if r.code != 0 || !strings.Contains(r.out, "CreateUser") || !strings.Contains(r.out, "admin") || !strings.Contains(r.out, "OK") {
+		t.Errorf("audit: %d %q %q", r.code, r.out, r.err)
+	}
+	if r := run("audit", "--user", "nobody"); r.code != 0 || !strings.Contains(r.err, "No audit entries") {
+		t.Errorf("audit --user nobody: %d %q %q", r.code, r.out, r.err)
+	}
+	if r := run("audit", "-o", "json"); r.code != 0 || !strings.Contains(r.out, `"method": "/roost.v1.HubService/CreateUser"`) {
+		t.Errorf("audit -o json: %d %q", r.code, r.out)
+	}
+}

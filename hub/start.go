@@ -226,7 +226,7 @@ func start(ctx context.Context, opts Options, apiLn, httpLn, raftLn net.Listener
 	h.rollouts = h.rolloutController()
 	h.gate = h.leaseGate()
 	h.audit = &lumberjack.Logger{Filename: h.dir.audit(), MaxSize: auditMaxMB, MaxBackups: auditBackups}
-	h.api = api.New(api.Config{FSM: h.fsm, Audit: h.audit, Node: node, PeerCredentials: credentials.NewTLS(clientTLS), Logger: h.log, Agents: h.agents,
+	h.api = api.New(api.Config{FSM: h.fsm, Audit: h.audit, AuditPath: h.dir.audit(), Node: node, PeerCredentials: credentials.NewTLS(clientTLS), Logger: h.log, Agents: h.agents,
 		AgentCertLifetime: opts.AgentCertLifetime, Liveness: livecfg, Registry: reg, Blobs: blobStore, Health: h.healthy,
 		Unauthenticated: opts.Unauthenticated, LeaderReady: h.termBarrier, Leases: h.gate, Drainer: h.clusters, Fleet: h.fleet})
 	liveMetrics := liveness.NewMetrics(reg)

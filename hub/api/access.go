@@ -36,8 +36,8 @@ var (
 	admins    = []string{ca.RoleAdmin}
 	operators = []string{ca.RoleAdmin, ca.RoleOperator}
 	readers   = []string{ca.RoleAdmin, ca.RoleOperator, ca.RoleViewer, ca.RoleAuditor}
-	// userAdmins may list users: admins, and auditors, who check who may
-	// do what.
+	// userAdmins may list users and read the audit log: admins, and
+	// auditors, who check who may do what and who did what.
 	userAdmins = []string{ca.RoleAdmin, ca.RoleAuditor}
 	// anyone is every role with a certificate.
 	anyone = []string{ca.RoleAdmin, ca.RoleOperator, ca.RoleViewer, ca.RoleAuditor, ca.RoleMember, ca.RoleAgent}
@@ -99,6 +99,8 @@ var accessTable = map[string]access{
 	hubService + "RenewUser":  people(admins, "user", "renew"),
 	hubService + "ListUsers":  people(userAdmins, "user", "list"),
 	hubService + "RevokeUser": people(admins, "user", "revoke", "delete"),
+	// The audit log: admins and auditors.
+	hubService + "ReadAudit": people(userAdmins, "audit", "get", "list", "read"),
 	// About the caller: anyone with a certificate.
 	hubService + "WhoAmI":    people(anyone, "self", "whoami"),
 	hubService + "AuthCheck": people(anyone, "self", "check"),

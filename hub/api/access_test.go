@@ -70,7 +70,7 @@ func TestAccessTableRoles(t *testing.T) {
 		if got, want := a.allows(ca.RoleOperator), reads[name] || operations[name]; got != want {
 			t.Errorf("operator may call %s: %v, want %v", name, got, want)
 		}
-		if got, want := a.allows(ca.RoleAuditor), reads[name] || name == "ListUsers"; got != want {
+		if got, want := a.allows(ca.RoleAuditor), reads[name] || name == "ListUsers" || name == "ReadAudit"; got != want {
 			t.Errorf("auditor may call %s: %v, want %v", name, got, want)
 		}
 		if a.allows(ca.RoleAgent) != (name == "WhoAmI" || name == "AuthCheck") {

@@ -1,9 +1,14 @@
 package api
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
@@ -12,8 +17,10 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/roostfleet/roost/apierror"
 	"github.com/roostfleet/roost/hub/ca"
 	"github.com/roostfleet/roost/internal/tlsconfig"
+	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 )
 
 // The audit log: one JSON line (AuditEntry) per call of a person that
@@ -114,4 +121,53 @@ func (au *auditor) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServer
 	err := handler(srv, ss)
 	au.record(ss.Context(), info.FullMethod, nil, err)
 	return err
+}
+
+// defaultAuditLimit is ReadAudit's limit when the request gives none.
+const defaultAuditLimit = 1000
+
+// ReadAudit returns this member's audit entries (Config.AuditPath and its
+// rotated files), oldest first, filtered by since, user and kind, the
+// newest limit of them. Errors: FailedPrecondition (no audit log on this
+// member).
+func (s *Server) ReadAudit(ctx context.Context, req *roostv1.ReadAuditRequest) (*roostv1.ReadAuditResponse, error) {
+	if s.auditPath == "" {
+		return nil, apierror.FailedPrecondition("member %s keeps no audit log", s.audit.member)
+	}
+	limit := int(req.GetLimit())
+	if limit <= 0 {
+		limit = defaultAuditLimit
+	}
+	// lumberjack names rotated files NAME-TIME.EXT, which sort by time.
+	ext := filepath.Ext(s.auditPath)
+	files, _ := filepath.Glob(strings.TrimSuffix(s.auditPath, ext) + "-*" + ext)
+	sort.Strings(files)
+	files = append(files, s.auditPath)
+	kind := normalKind(req.GetKind())
+	var out []string
+	for _, name := range files {
+		f, err := os.Open(name)
+		if err != nil {
+			continue // rotated away meanwhile, or not written yet
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			var e AuditEntry
+			if json.Unmarshal(sc.Bytes(), &e) != nil {
+				continue
+			}
+			if req.GetSince() != nil && e.Time.Before(req.GetSince().AsTime()) ||
+				req.GetUser() != "" && e.Caller != req.GetUser() ||
+				kind != "" && normalKind(e.Kind) != kind && accessTable[e.Method].kind != kind {
+				continue
+			}
+			out = append(out, sc.Text())
+			if len(out) > limit {
+				out = out[1:]
+			}
+		}
+		f.Close()
+	}
+	return &roostv1.ReadAuditResponse{Member: s.audit.member, Entries: out}, nil
 }

@@ -96,6 +96,13 @@ func TestAuditRecordsEachCallOnce(t *testing.T) {
 			t.Errorf("%q recorded %d times, want once (all: %v)", want, count[want], count)
 		}
 	}
+	got, err := roostv1.NewHubServiceClient(conns[follower]).ReadAudit(ctx, &roostv1.ReadAuditRequest{User: "ops", Kind: "token"})
+	if err != nil || got.GetMember() != hubs[follower].ID() || len(got.GetEntries()) != 1 {
+		t.Errorf("ReadAudit of ops on tokens = %v, %v; want the one refused revocation", got, err)
+	}
+	if _, err := opsHub.ReadAudit(ctx, &roostv1.ReadAuditRequest{}); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("an operator reads the audit log: %v", err)
+	}
 	for k := range count {
 		if k == "/roost.v1.HubService/List ops operator OK" {
 			t.Errorf("a read was audited")

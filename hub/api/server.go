@@ -69,6 +69,8 @@ type Server struct {
 	leaderReady func(context.Context) error
 	// audit writes the audit log (Config.Audit).
 	audit *auditor
+	// auditPath is Config.AuditPath.
+	auditPath string
 }
 
 // Config wires a Server.
@@ -118,6 +120,9 @@ type Config struct {
 	// Audit receives the audit log: one JSON line (AuditEntry) per audited
 	// call, in one Write each. Nil: no audit log.
 	Audit io.Writer
+	// AuditPath is the file Audit writes, which ReadAudit reads with its
+	// rotated files (NAME-TIME.EXT next to it). Empty: ReadAudit refuses.
+	AuditPath string
 	// Leases grants reboot Leases (hub/rollout's Gate); nil: AcquireLease
 	// is Unavailable.
 	Leases LeaseGate
@@ -150,7 +155,7 @@ func New(cfg Config) *Server {
 	}
 	s.leases, s.drainer, s.fleet = cfg.Leases, cfg.Drainer, cfg.Fleet
 	s.guard = newGuard(cfg.Unauthenticated, log, now)
-	s.audit = &auditor{w: cfg.Audit, now: now}
+	s.audit, s.auditPath = &auditor{w: cfg.Audit, now: now}, cfg.AuditPath
 	if cfg.Node != nil {
 		s.audit.member = cfg.Node.ID()
 	}

@@ -51,6 +51,7 @@ const (
 	HubService_RevokeUser_FullMethodName            = "/roost.v1.HubService/RevokeUser"
 	HubService_WhoAmI_FullMethodName                = "/roost.v1.HubService/WhoAmI"
 	HubService_AuthCheck_FullMethodName             = "/roost.v1.HubService/AuthCheck"
+	HubService_ReadAudit_FullMethodName             = "/roost.v1.HubService/ReadAudit"
 )
 
 // HubServiceClient is the client API for HubService service.
@@ -175,6 +176,9 @@ type HubServiceClient interface {
 	// AuthCheck says whether the caller may do verb on kind (roostctl auth
 	// can-i), from the hub's table of what each role may call.
 	AuthCheck(ctx context.Context, in *AuthCheckRequest, opts ...grpc.CallOption) (*AuthCheckResponse, error)
+	// ReadAudit returns the entries of the audit log of the member it
+	// reaches (each member records the calls it received), oldest first.
+	ReadAudit(ctx context.Context, in *ReadAuditRequest, opts ...grpc.CallOption) (*ReadAuditResponse, error)
 }
 
 type hubServiceClient struct {
@@ -529,6 +533,16 @@ func (c *hubServiceClient) AuthCheck(ctx context.Context, in *AuthCheckRequest, 
 	return out, nil
 }
 
+func (c *hubServiceClient) ReadAudit(ctx context.Context, in *ReadAuditRequest, opts ...grpc.CallOption) (*ReadAuditResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReadAuditResponse)
+	err := c.cc.Invoke(ctx, HubService_ReadAudit_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // HubServiceServer is the server API for HubService service.
 // All implementations must embed UnimplementedHubServiceServer
 // for forward compatibility.
@@ -651,6 +665,9 @@ type HubServiceServer interface {
 	// AuthCheck says whether the caller may do verb on kind (roostctl auth
 	// can-i), from the hub's table of what each role may call.
 	AuthCheck(context.Context, *AuthCheckRequest) (*AuthCheckResponse, error)
+	// ReadAudit returns the entries of the audit log of the member it
+	// reaches (each member records the calls it received), oldest first.
+	ReadAudit(context.Context, *ReadAuditRequest) (*ReadAuditResponse, error)
 	mustEmbedUnimplementedHubServiceServer()
 }
 
@@ -756,6 +773,9 @@ func (UnimplementedHubServiceServer) WhoAmI(context.Context, *WhoAmIRequest) (*W
 }
 func (UnimplementedHubServiceServer) AuthCheck(context.Context, *AuthCheckRequest) (*AuthCheckResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method AuthCheck not implemented")
+}
+func (UnimplementedHubServiceServer) ReadAudit(context.Context, *ReadAuditRequest) (*ReadAuditResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReadAudit not implemented")
 }
 func (UnimplementedHubServiceServer) mustEmbedUnimplementedHubServiceServer() {}
 func (UnimplementedHubServiceServer) testEmbeddedByValue()                    {}
@@ -1318,6 +1338,24 @@ func _HubService_AuthCheck_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _HubService_ReadAudit_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReadAuditRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HubServiceServer).ReadAudit(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: HubService_ReadAudit_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HubServiceServer).ReadAudit(ctx, req.(*ReadAuditRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // HubService_ServiceDesc is the grpc.ServiceDesc for HubService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1436,6 +1474,10 @@ var HubService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "AuthCheck",
 			Handler:    _HubService_AuthCheck_Handler,
+		},
+		{
+			MethodName: "ReadAudit",
+			Handler:    _HubService_ReadAudit_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
