@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -104,7 +105,7 @@ func (a *Agent) roll(ctx context.Context, d *roostv1.DesiredState) (time.Duratio
 	if err := esp.Stage(boot.StageSpec{
 		Revision: n, Title: fmt.Sprintf("Roost revision %d (%s, image %s)", n, spec.GetHostname(), spec.GetImageVersion()),
 		KernelPath: kernel, InitrdPath: initrd, KernelSHA256: spec.GetKernel().GetSha256(), InitrdSHA256: spec.GetInitrd().GetSha256(),
-		Ignition: spec.GetIgnition(), KernelArgs: spec.GetKernelArgs(), Extensions: exts,
+		Ignition: spec.GetIgnition(), KernelArgs: spec.GetKernelArgs(), Extensions: exts, Tries: int(spec.GetBootTries()),
 	}); err != nil {
 		hs.set(CondStaged, "False", "StagingFailed", err.Error())
 		return 0, err
@@ -120,7 +121,7 @@ func (a *Agent) roll(ctx context.Context, d *roostv1.DesiredState) (time.Duratio
 		hs.set(CondStaged, "False", "StagingFailed", err.Error())
 		return 0, err
 	}
-	hs.set(CondStaged, "True", "Staged", fmt.Sprintf("revision %d is boot entry %s", n, boot.EntryName(n, boot.DefaultTries)))
+	hs.set(CondStaged, "True", "Staged", fmt.Sprintf("revision %d is boot entry %s", n, boot.EntryName(n, cmp.Or(int(spec.GetBootTries()), boot.DefaultTries))))
 
 	lctx, cancel := context.WithTimeout(ctx, CallTimeout)
 	resp, err := client.AcquireLease(lctx, &roostv1.AcquireLeaseRequest{Revision: n})

@@ -1,6 +1,7 @@
 package resource
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -163,7 +164,16 @@ func validateMachineClass(e *violations, s *roostv1.MachineClassSpec) {
 	checkClassExtensions(e, s.GetExtensions())
 	checkDurationRange(e, "spec.bootAssessmentTimeout", s.GetBootAssessmentTimeout(), MinBootAssessmentTimeout, MaxBootAssessmentTimeout,
 		`how long a booted Revision has to become healthy before the agent reboots it (the boot loader counts the try); the default is "5m"`)
+	if n := s.GetBootTries(); n != 0 && (n < MinBootTries || n > MaxBootTries) {
+		e.add("spec.bootTries", fmt.Sprintf("is %d", n), fmt.Sprintf("give %d to %d boots of a new Revision before the boot loader falls back to the previous one, or leave it out for 3", MinBootTries, MaxBootTries))
+	}
 }
+
+// Bounds of a MachineClass's spec.bootTries.
+const (
+	MinBootTries = 1
+	MaxBootTries = 10
+)
 
 // Bounds of a MachineClass's spec.bootAssessmentTimeout.
 const (

@@ -283,7 +283,7 @@ func Render(in Inputs, number int64) (*roostv1.RevisionSpec, error) {
 		InstallDisk: mc.GetInstallDisk(), WipeForeignDisks: mc.GetWipeForeignDisks(),
 		Hostname: host, NetworkProfile: in.NetworkProfile.GetMetadata().GetName(),
 		RequiredUnits: requiredUnits(in), HealthUrls: healthURLs(in), BootAssessmentTimeout: mc.GetBootAssessmentTimeout(),
-		InputsSha256: in.Hash(), Extensions: exts,
+		BootTries: mc.GetBootTries(), InputsSha256: in.Hash(), Extensions: exts,
 	}
 	return proto.Clone(spec).(*roostv1.RevisionSpec), nil
 }

@@ -270,6 +270,14 @@ func TestRenderStandalone(t *testing.T) {
 	if spec.GetHostname() != "edge-host" || spec.GetNetworkProfile() != "" || spec.GetInstallDisk() != nil || spec.GetWipeForeignDisks() {
 		t.Errorf("spec %v", spec)
 	}
+	if spec.GetBootTries() != 0 {
+		t.Errorf("boot tries %d without spec.bootTries, want 0 (the agent's default)", spec.GetBootTries())
+	}
+	full := fullInputs()
+	full.MachineClass.Spec.BootTries = 1
+	if got := mustRender(t, full, 1).GetBootTries(); got != 1 {
+		t.Errorf("boot tries %d, want the MachineClass's 1", got)
+	}
 	p := parseIgnition(t, spec.GetIgnition())
 	want := []string{"/etc/hostname", "/etc/roost/agent.yaml", "/etc/roost/machine.json"}
 	if got := slices.Sorted(maps.Keys(p.files)); !slices.Equal(got, want) {

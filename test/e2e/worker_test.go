@@ -159,13 +159,14 @@ func TestWorker(t *testing.T) {
 	t.Logf("class snippet: %s", strings.ReplaceAll(out, "\n", " | "))
 
 	// ---- 8. a kubelet that cannot start: the class pins it, the worker
-	// reboots into it, the boot never turns healthy, runs out of tries and
+	// reboots into it, the boot never turns healthy, uses its one boot try
+	// (spec.bootTries: 1, so CI waits for one assessment, not three) and
 	// falls back to the previous Revision; the Revision is Failed and the
 	// Pool halts
 	step = time.Now()
 	broken := j.brokenKubeletExtension()
 	j.hub.MustCtl(t, ctx, "extension", "push", broken)
-	j.apply("workers-broken.yaml", machineClassWith(j.sshPub(), "  bootAssessmentTimeout: 60s\n", "kubelet="+brokenKubeletVersion))
+	j.apply("workers-broken.yaml", machineClassWith(j.sshPub(), "  bootAssessmentTimeout: 60s\n  bootTries: 1\n", "kubelet="+brokenKubeletVersion))
 	var rev3 int64
 	j.poll("a new Revision with the broken kubelet", 5*time.Minute, func() (bool, string) {
 		m, err := j.getMachine(j.machine)

@@ -1629,8 +1629,11 @@ type RevisionSpec struct {
 	// boot_assessment_timeout is the MachineClass's; unset means the agent's
 	// default (5m).
 	BootAssessmentTimeout *durationpb.Duration `protobuf:"bytes,21,opt,name=boot_assessment_timeout,json=bootAssessmentTimeout,proto3" json:"boot_assessment_timeout,omitempty"`
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	// boot_tries is the MachineClass's: the boot loader's tries for the
+	// Revision's entry; 0 means the agent's default (3).
+	BootTries     int32 `protobuf:"varint,22,opt,name=boot_tries,json=bootTries,proto3" json:"boot_tries,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RevisionSpec) Reset() {
@@ -1808,6 +1811,13 @@ func (x *RevisionSpec) GetBootAssessmentTimeout() *durationpb.Duration {
 		return x.BootAssessmentTimeout
 	}
 	return nil
+}
+
+func (x *RevisionSpec) GetBootTries() int32 {
+	if x != nil {
+		return x.BootTries
+	}
+	return 0
 }
 
 // RevisionExtension pins one Extension in a Revision.
@@ -2388,7 +2398,7 @@ const file_roost_v1_agent_proto_rawDesc = "" +
 	"api_server\x18\x01 \x01(\tR\tapiServer\x12\x14\n" +
 	"\x05token\x18\x02 \x01(\tR\x05token\x129\n" +
 	"\n" +
-	"expires_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\xf3\x06\n" +
+	"expires_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\x92\a\n" +
 	"\fRevisionSpec\x12\x16\n" +
 	"\x06server\x18\x01 \x01(\tR\x06server\x12\x16\n" +
 	"\x06number\x18\x02 \x01(\x03R\x06number\x12\x18\n" +
@@ -2416,7 +2426,9 @@ const file_roost_v1_agent_proto_rawDesc = "" +
 	"extensions\x12\x1f\n" +
 	"\vhealth_urls\x18\x14 \x03(\tR\n" +
 	"healthUrls\x12Q\n" +
-	"\x17boot_assessment_timeout\x18\x15 \x01(\v2\x19.google.protobuf.DurationR\x15bootAssessmentTimeout\"\xa5\x01\n" +
+	"\x17boot_assessment_timeout\x18\x15 \x01(\v2\x19.google.protobuf.DurationR\x15bootAssessmentTimeout\x12\x1d\n" +
+	"\n" +
+	"boot_tries\x18\x16 \x01(\x05R\tbootTries\"\xa5\x01\n" +
 	"\x11RevisionExtension\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12(\n" +

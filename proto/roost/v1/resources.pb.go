@@ -525,8 +525,13 @@ type MachineClassSpec struct {
 	// health URLs answering) before the agent reboots it, so that the boot
 	// loader counts the try. Default 5m; between 30s and 1h.
 	BootAssessmentTimeout *durationpb.Duration `protobuf:"bytes,9,opt,name=boot_assessment_timeout,json=bootAssessmentTimeout,proto3" json:"boot_assessment_timeout,omitempty"`
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	// boot_tries is how many boots the boot loader gives a new Revision
+	// (systemd-boot boot counting) before it falls back to the previous one;
+	// each try lasts at most boot_assessment_timeout. Unset or 0 means 3;
+	// between 1 and 10.
+	BootTries     int32 `protobuf:"varint,10,opt,name=boot_tries,json=bootTries,proto3" json:"boot_tries,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *MachineClassSpec) Reset() {
@@ -620,6 +625,13 @@ func (x *MachineClassSpec) GetBootAssessmentTimeout() *durationpb.Duration {
 		return x.BootAssessmentTimeout
 	}
 	return nil
+}
+
+func (x *MachineClassSpec) GetBootTries() int32 {
+	if x != nil {
+		return x.BootTries
+	}
+	return 0
 }
 
 type MachineClassStatus struct {
@@ -4049,7 +4061,7 @@ const file_roost_v1_resources_proto_rawDesc = "" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x120\n" +
 	"\bmetadata\x18\x03 \x01(\v2\x14.roost.v1.ObjectMetaR\bmetadata\x12.\n" +
 	"\x04spec\x18\x04 \x01(\v2\x1a.roost.v1.MachineClassSpecR\x04spec\x124\n" +
-	"\x06status\x18\x05 \x01(\v2\x1c.roost.v1.MachineClassStatusR\x06status\"\xbe\x03\n" +
+	"\x06status\x18\x05 \x01(\v2\x1c.roost.v1.MachineClassStatusR\x06status\"\xdd\x03\n" +
 	"\x10MachineClassSpec\x12'\n" +
 	"\x0fserver_selector\x18\x01 \x03(\tR\x0eserverSelector\x12=\n" +
 	"\finstall_disk\x18\x02 \x01(\v2\x1a.roost.v1.InstallDiskHintsR\vinstallDisk\x12\x1f\n" +
@@ -4062,7 +4074,10 @@ const file_roost_v1_resources_proto_rawDesc = "" +
 	"extensions\x12\x1a\n" +
 	"\bignition\x18\a \x01(\tR\bignition\x124\n" +
 	"\x16container_linux_config\x18\b \x01(\tR\x14containerLinuxConfig\x12Q\n" +
-	"\x17boot_assessment_timeout\x18\t \x01(\v2\x19.google.protobuf.DurationR\x15bootAssessmentTimeout\"\x14\n" +
+	"\x17boot_assessment_timeout\x18\t \x01(\v2\x19.google.protobuf.DurationR\x15bootAssessmentTimeout\x12\x1d\n" +
+	"\n" +
+	"boot_tries\x18\n" +
+	" \x01(\x05R\tbootTries\"\x14\n" +
 	"\x12MachineClassStatus\"\xe1\x01\n" +
 	"\x0eNetworkProfile\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
