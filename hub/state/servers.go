@@ -175,6 +175,20 @@ func (a *applier) enrollServer(c *roostv1.EnrollServer) ([]*roostv1.ApplyResult,
 	if aerr := a.put(t, false); aerr != nil {
 		return nil, aerr
 	}
+	reason, msg := "Enrolled", "enrolled with enrollment token "+tok.GetMetadata().GetName()
+	if !created {
+		reason, msg = "EnrolledAgain", "enrolled again with enrollment token "+tok.GetMetadata().GetName()
+	}
+	if fresh && tok.GetSpec().GetRequireApproval() {
+		msg += "; waiting for an operator's approval (roostctl server approve " + name + ")"
+	}
+	if aerr := a.recordEvent(kindServer, name, EventNormal, reason, msg, EventSourceHub); aerr != nil {
+		return nil, aerr
+	}
+	if aerr := a.recordEvent("EnrollmentToken", tok.GetMetadata().GetName(), EventNormal, "TokenUsed",
+		fmt.Sprintf("Server %s enrolled with it (use %d)", name, t.Status.Uses), EventSourceHub); aerr != nil {
+		return nil, aerr
+	}
 	action := ActionConfigured
 	if created {
 		action = ActionCreated

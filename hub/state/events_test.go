@@ -1,0 +1,193 @@
+package state
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+	"github.com/roostfleet/roost/resource"
+)
+
+func eventRecord(kind, name, typ, reason, msg string) *roostv1.EventRecord {
+	return &roostv1.EventRecord{InvolvedObject: &roostv1.EventObject{Kind: kind, Name: name},
+		Type: typ, Reason: reason, Message: msg, Source: "test"}
+}
+
+func recordEventsCmd(evs ...*roostv1.EventRecord) *roostv1.Command {
+	return &roostv1.Command{Command: &roostv1.Command_RecordEvents{RecordEvents: &roostv1.RecordEvents{Events: evs}}}
+}
+
+// listEvents returns the Events, optionally only those about kind/name.
+func listEvents(t *testing.T, f *FSM, kind, name string) []*roostv1.Event {
+	t.Helper()
+	objs, _, err := f.List(kindEvent, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evs []*roostv1.Event
+	for _, o := range objs {
+		e := o.GetEvent()
+		if kind == "" || (e.GetSpec().GetInvolvedObject().GetKind() == kind && e.GetSpec().GetInvolvedObject().GetName() == name) {
+			evs = append(evs, e)
+		}
+	}
+	return evs
+}
+
+// reasons lists "Kind/name Reason×count" of evs in first-seen order
+// (create index).
+func reasons(evs []*roostv1.Event) []string {
+	byIndex := make([]*roostv1.Event, len(evs))
+	copy(byIndex, evs)
+	for i := range byIndex {
+		for j := i + 1; j < len(byIndex); j++ {
+			if byIndex[j].GetMetadata().GetCreateIndex() < byIndex[i].GetMetadata().GetCreateIndex() {
+				byIndex[i], byIndex[j] = byIndex[j], byIndex[i]
+			}
+		}
+	}
+	var out []string
+	for _, e := range byIndex {
+		io := e.GetSpec().GetInvolvedObject()
+		out = append(out, fmt.Sprintf("%s/%s %s×%d", io.GetKind(), io.GetName(), e.GetSpec().GetReason(), e.GetStatus().GetCount()))
+	}
+	return out
+}
+
+func TestRecordEventsCountsRepeats(t *testing.T) {
+	h := newHarness(t, Options{})
+	rec := eventRecord("Pool", "workers", EventWarning, "DrainBlocked", "eviction of default/web-0 refused by PodDisruptionBudget web")
+	first := h.mustApply(withRules(RulesEvents, recordEventsCmd(rec)))
+	h.mustApply(withRules(RulesEvents, recordEventsCmd(rec)))
+	last := h.mustApply(withRules(RulesEvents, recordEventsCmd(rec)))
+	evs := listEvents(t, h.f, "", "")
+	if len(evs) != 1 {
+		t.Fatalf("got %d Events, want 1 counted three times: %v", len(evs), reasons(evs))
+	}
+	e := evs[0]
+	if e.GetStatus().GetCount() != 3 || e.GetMetadata().GetName() != fmt.Sprintf("ev-%d-0", first.Index) ||
+		!e.GetStatus().GetFirstTimestamp().AsTime().Equal(timeAt(first.Index)) || !e.GetStatus().GetLastTimestamp().AsTime().Equal(timeAt(last.Index)) ||
+		e.GetKind() != "Event" || e.GetApiVersion() != resource.APIVersion || e.GetMetadata().GetModifyIndex() != last.Index {
+		t.Errorf("Event = %v", e)
+	}
+	// Another message is another Event.
+	h.mustApply(withRules(RulesEvents, recordEventsCmd(eventRecord("Pool", "workers", EventNormal, "DrainFinished", "drained"))))
+	if got := reasons(listEvents(t, h.f, "Pool", "workers")); strings.Join(got, ",") != "Pool/workers DrainBlocked×3,Pool/workers DrainFinished×1" {
+		t.Errorf("events = %v", got)
+	}
+}
+
+func TestRecordEventsRefusals(t *testing.T) {
+	h := newHarness(t, Options{})
+	// Unknown under the rules before events, as to older members.
+	wantCode(t, h.apply(withRules(RulesEvents-1, recordEventsCmd(eventRecord("Pool", "p", EventNormal, "X", "m")))).Err, codes.InvalidArgument)
+	res := h.apply(withRules(RulesEvents, recordEventsCmd(
+		eventRecord("Pool", "p", EventNormal, "Fine", "ok"),
+		eventRecord("Nope", "p", EventNormal, "Fine", "ok"),
+		eventRecord("pool", "p", "Info", "not camel", ""),
+		eventRecord("Event", "", EventNormal, "Fine", "ok"),
+	)))
+	wantCode(t, res.Err, codes.InvalidArgument)
+	wantMessage(t, res.Err, "events[1].involvedObject.kind", "events[2].involvedObject.kind", `must be the CamelCase kind "Pool"`,
+		"events[2].type", "events[2].reason", "events[2].message", "events[3].involvedObject.kind", "events[3].involvedObject.name")
+	if evs := listEvents(t, h.f, "", ""); len(evs) != 0 {
+		t.Errorf("a refused command recorded %v", reasons(evs))
+	}
+	// Events are neither applied nor deleted by users.
+	h.mustApply(withRules(RulesEvents, recordEventsCmd(eventRecord("Pool", "p", EventNormal, "Fine", "ok"))))
+	name := listEvents(t, h.f, "", "")[0].GetMetadata().GetName()
+	wantCode(t, h.apply(deleteCmd("Event", name)).Err, codes.FailedPrecondition)
+	wantMessage(t, h.apply(h.objects(resource.Wrap(&roostv1.Event{Metadata: &roostv1.ObjectMeta{Name: "mine"}}))).Err, "objects[0].kind", "not applied")
+}
+
+// The log stays bounded: per object, in total (least recently seen
+// first), and by age.
+func TestEventBounds(t *testing.T) {
+	h := newHarness(t, Options{})
+	// Per object: the oldest of one object goes, others stay.
+	h.mustApply(withRules(RulesEvents, recordEventsCmd(eventRecord("Pool", "other", EventNormal, "Keep", "kept"))))
+	for i := range MaxEventsPerObject + 5 {
+		h.mustApply(withRules(RulesEvents, recordEventsCmd(eventRecord("Pool", "busy", EventNormal, "Step", fmt.Sprintf("step %d", i)))))
+	}
+	busy := listEvents(t, h.f, "Pool", "busy")
+	if len(busy) != MaxEventsPerObject {
+		t.Fatalf("busy pool keeps %d Events, want %d", len(busy), MaxEventsPerObject)
+	}
+	for _, e := range busy {
+		if e.GetSpec().GetMessage() == "step 0" || e.GetSpec().GetMessage() == "step 4" {
+			t.Errorf("kept %q, one of the oldest", e.GetSpec().GetMessage())
+		}
+	}
+	if len(listEvents(t, h.f, "Pool", "other")) != 1 {
+		t.Error("another object's Event was dropped")
+	}
+
+	// In total: MaxEvents, the least recently seen go first. A repeat of
+	// "other" keeps it fresh.
+	h.mustApply(withRules(RulesEvents, recordEventsCmd(eventRecord("Pool", "other", EventNormal, "Keep", "kept"))))
+	n := 0
+	for n < MaxEvents {
+		var batch []*roostv1.EventRecord
+		for range MaxRecordEvents {
+			batch = append(batch, eventRecord("Server", fmt.Sprintf("srv-%d", n), EventNormal, "Enrolled", "enrolled"))
+			n++
+		}
+		h.mustApply(withRules(RulesEvents, recordEventsCmd(batch...)))
+	}
+	all := listEvents(t, h.f, "", "")
+	if len(all) != MaxEvents {
+		t.Fatalf("%d Events kept, want MaxEvents=%d", len(all), MaxEvents)
+	}
+	if len(listEvents(t, h.f, "Pool", "busy")) != 0 || len(listEvents(t, h.f, "Pool", "other")) != 0 {
+		t.Errorf("the oldest Events were kept: busy %d, other %d", len(listEvents(t, h.f, "Pool", "busy")), len(listEvents(t, h.f, "Pool", "other")))
+	}
+	if c, _ := eventCount(h.f.db.Load().Txn(false)); c != MaxEvents {
+		t.Errorf("event count row = %d, want %d", c, MaxEvents)
+	}
+
+	// A restore recounts them.
+	restored := restoreNew(t, snapshotBytes(t, h.f))
+	if c, _ := eventCount(restored.db.Load().Txn(false)); c != MaxEvents {
+		t.Errorf("restored event count row = %d, want %d", c, MaxEvents)
+	}
+
+	// By age: an Event recorded after EventTTL drops all older ones.
+	late := withRules(RulesEvents, recordEventsCmd(eventRecord("Pool", "late", EventNormal, "Late", "late")))
+	late.Time = timestamppb.New(timeAt(h.idx).Add(EventTTL + time.Second))
+	h.mustApply(late)
+	if got := reasons(listEvents(t, h.f, "", "")); strings.Join(got, ",") != "Pool/late Late×1" {
+		t.Errorf("after the TTL: %v", got)
+	}
+	if c, _ := eventCount(h.f.db.Load().Txn(false)); c != 1 {
+		t.Errorf("event count row = %d, want 1", c)
+	}
+}
+
+// The FSM records what an enrollment did, under RulesEvents only.
+func TestEnrollRecordsEvents(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.mustApply(putEnrollTokenCmd("abcdef", tokSecret))
+	h.mustApply(withRules(RulesEvents-1, enrollCmd(tokSecret, uuidA, []string{"52:54:00:00:00:01"}, inventory(16, 64))))
+	if evs := listEvents(t, h.f, "", ""); len(evs) != 0 {
+		t.Fatalf("rules %d recorded %v", RulesEvents-1, reasons(evs))
+	}
+	h.mustApply(withRules(RulesEvents, enrollCmd(tokSecret, uuidA, []string{"52:54:00:00:00:01"}, inventory(16, 64))))
+	got := reasons(listEvents(t, h.f, "", ""))
+	want := []string{"Server/" + uuidA + " EnrolledAgain×1", "EnrollmentToken/abcdef TokenUsed×1"}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("events = %v, want %v", got, want)
+	}
+	// A dry run or a refused command records nothing.
+	res := h.apply(withRules(RulesEvents, enrollCmd("abcdef.wrongwrongwrongw", uuidA, []string{"52:54:00:00:00:01"}, inventory(16, 64))))
+	if res.Err == nil {
+		t.Fatal("a wrong secret enrolled")
+	}
+	if n := len(listEvents(t, h.f, "", "")); n != 2 {
+		t.Errorf("%d Events after a refused enrollment, want 2", n)
+	}
+}
