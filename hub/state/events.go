@@ -360,11 +360,11 @@ func (a *applier) recordRolloutEvent(pool string, prev, next *roostv1.RolloutSta
 	case RolloutWaiting:
 		reason = "RolloutWaiting"
 	case RolloutIdle:
-		if prev.GetPhase() == "" || next.GetTotal() == 0 || next.GetUpdated() < next.GetTotal() {
-			return nil
+		if prev.GetPhase() == "" {
+			return nil // a new pool: nothing was rolled out
 		}
 		reason = "RolloutCompleted"
-		msg = fmt.Sprintf("all %d Machines run image %s", next.GetTotal(), next.GetTargetVersion())
+		msg = fmt.Sprintf("nothing left to roll out: %d of %d Machines run image %s", next.GetUpdated(), next.GetTotal(), next.GetTargetVersion())
 	default:
 		return nil
 	}
@@ -372,4 +372,27 @@ func (a *applier) recordRolloutEvent(pool string, prev, next *roostv1.RolloutSta
 		msg = "rollout " + strings.ToLower(next.GetPhase())
 	}
 	return a.recordEvent(kindPool, pool, typ, reason, msg, EventSourceHub)
+}
+
+// recordDrainEvent records a change of Machine machine's Drained
+// condition (the cluster controller's cordon and drain): started,
+// finished, blocked (a PodDisruptionBudget, a timeout) or impossible (the
+// Cluster's API unreachable).
+func (a *applier) recordDrainEvent(machine string, was, now *roostv1.Condition) *apierror.Error {
+	if now == nil || (was != nil && was.GetStatus() == now.GetStatus() && was.GetReason() == now.GetReason() && was.GetMessage() == now.GetMessage()) {
+		return nil
+	}
+	typ, reason := EventNormal, now.GetReason()
+	switch now.GetReason() {
+	case "Draining":
+		reason = "DrainStarted"
+	case "Drained":
+		reason = "DrainFinished"
+	case "DrainBlocked", "ClusterUnreachable":
+		typ = EventWarning
+	}
+	if !isCamelWord(reason) {
+		reason = "DrainChanged"
+	}
+	return a.recordEvent(kindMachine, machine, typ, reason, now.GetMessage(), EventSourceHub)
 }

@@ -1,0 +1,208 @@
+package rollout
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/roostfleet/roost/hub/controller"
+	"github.com/roostfleet/roost/hub/state"
+	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+)
+
+// TestEventsSimulation runs the rollout simulation under the current
+// apply rules with the rollout controller's EventRecorder, 10,000 Servers
+// (200 pools of 50) over one day of fake time, with every connected agent
+// reporting an unchanged status every 15 minutes of it, and checks the
+// operations log:
+//
+//   - it stays bounded at every step: at most state.MaxEvents Events, at
+//     most state.MaxEventsPerObject per object;
+//   - a round of unchanged status reports (the agents' heartbeats) adds
+//     no Event, counts no repeat and changes none, and the controllers
+//     propose no RecordEvents command for them: the only Raft entries of
+//     events are RecordEvents batches, at most one per simulation step
+//     (plus one per state.MaxRecordEvents events);
+//   - each Server's Events about its new Revision come in the order the
+//     rollout did the work: RevisionRendered, LeaseGranted, BootGood,
+//     LeaseReleased; each finished pool's RolloutStarted comes before its
+//     RolloutCompleted, and failing pools record RolloutHalted.
+//
+// ROOST_SIM_SCALE=POOLSxSERVERS changes the size; -short runs 20x10, small
+// enough that no Event is dropped and every Server's sequence is checked
+// whole.
+func TestEventsSimulation(t *testing.T) {
+	cfg := simConfig{pools: 200, perPool: 50, failingPools: 3, outages: 20, start: time.Date(2027, 3, 24, 0, 0, 0, 0, time.UTC), days: 1}
+	if testing.Short() {
+		cfg.pools, cfg.perPool = 20, 10
+	}
+	if v := os.Getenv("ROOST_SIM_SCALE"); v != "" {
+		fmt.Sscanf(v, "%dx%d", &cfg.pools, &cfg.perPool)
+	}
+	begin := time.Now()
+	var recordCmds, recorded int
+	s := newSimWith(t, 7, cfg, func(s *sim) {
+		s.rules = state.RulesVersion
+		s.ctrl.Recorder = &controller.EventRecorder{Source: "rollout", Now: func() time.Time { return s.now },
+			Propose: func(_ context.Context, c *roostv1.Command) error {
+				recordCmds++
+				recorded += len(c.GetRecordEvents().GetEvents())
+				return s.apply(c).Err
+			}}
+	})
+	ctx := context.Background()
+	end := cfg.start.Add(time.Duration(cfg.days) * 24 * time.Hour)
+	var lastBeat time.Time
+	beats, beatRounds, everDropped := 0, 0, false
+	for s.now.Before(end) {
+		s.step(ctx)
+		n := s.f.Count("Event")
+		if n > state.MaxEvents {
+			t.Fatalf("%s: %d Events kept, more than MaxEvents=%d", s.now, n, state.MaxEvents)
+		}
+		if n == state.MaxEvents {
+			everDropped = true
+		}
+		if s.now.Sub(lastBeat) >= 15*time.Minute {
+			lastBeat = s.now
+			before := eventLog(t, s.f)
+			idx := s.idx
+			rc := recordCmds
+			for _, sp := range s.pools {
+				for _, srv := range sp.servers {
+					if srv.rebooting {
+						continue
+					}
+					s.must(&roostv1.Command{Command: &roostv1.Command_UpdateServerStatus{UpdateServerStatus: &roostv1.UpdateServerStatus{Name: srv.name, Connected: true}}})
+					beats++
+				}
+			}
+			s.ctrl.Recorder.FlushNow(ctx)
+			if after := eventLog(t, s.f); after != before {
+				t.Fatalf("%s: a round of %d unchanged status reports changed the Events:\nbefore %s\nafter  %s", s.now, s.idx-idx, before, after)
+			}
+			if recordCmds != rc {
+				t.Fatalf("%s: a round of unchanged status reports proposed %d RecordEvents commands", s.now, recordCmds-rc)
+			}
+			beatRounds++
+		}
+		if s.allDone() {
+			break
+		}
+		s.steps++
+		s.now = s.nextEvent()
+	}
+	for _, e := range s.errs { // maxUnavailable and windows held
+		t.Error(e)
+	}
+	if max := s.steps + 1 + recorded/state.MaxRecordEvents; recordCmds > max {
+		t.Errorf("%d RecordEvents commands in %d steps, want at most %d", recordCmds, s.steps+1, max)
+	}
+
+	evs := listAllEvents(t, s.f)
+	perObject := map[string][]*roostv1.Event{}
+	for _, e := range evs {
+		io := e.GetSpec().GetInvolvedObject()
+		k := io.GetKind() + "/" + io.GetName()
+		perObject[k] = append(perObject[k], e)
+	}
+	for k, es := range perObject {
+		if len(es) > state.MaxEventsPerObject {
+			t.Errorf("%s keeps %d Events, more than MaxEventsPerObject=%d", k, len(es), state.MaxEventsPerObject)
+		}
+	}
+	// Order of each Server's work on Revision 2.
+	rank := map[string]int{"RevisionRendered": 0, "LeaseGranted": 1, "Booted": 2, "BootGood": 3, "BootFailed": 3, "LeaseReleased": 4}
+	checked := 0
+	for _, sp := range s.pools {
+		for _, srv := range sp.servers {
+			var seq []string
+			for _, e := range perObject["Server/"+srv.name] {
+				if strings.Contains(e.GetSpec().GetMessage(), "Revision 2") {
+					seq = append(seq, e.GetSpec().GetReason())
+				}
+			}
+			for i := 1; i < len(seq); i++ {
+				if rank[seq[i]] < rank[seq[i-1]] {
+					t.Errorf("Server %s: Events %v out of order", srv.name, seq)
+					break
+				}
+			}
+			if !everDropped && !srv.fail && srv.outageStart.IsZero() && sp.doneAt != (time.Time{}) {
+				if got := strings.Join(seq, ","); got != "RevisionRendered,LeaseGranted,BootGood,LeaseReleased" {
+					t.Errorf("Server %s of finished pool %s: Events %s, want RevisionRendered,LeaseGranted,BootGood,LeaseReleased", srv.name, sp.name, got)
+				}
+				checked++
+			}
+		}
+		var poolSeq []string
+		for _, e := range perObject["Pool/"+sp.name] {
+			poolSeq = append(poolSeq, e.GetSpec().GetReason())
+		}
+		got := strings.Join(poolSeq, ",")
+		switch {
+		case sp.failing && !strings.Contains(got, "RolloutHalted"):
+			t.Errorf("failing pool %s: Events %s, want RolloutHalted", sp.name, got)
+		case !sp.failing && !sp.doneAt.IsZero() && !strings.HasPrefix(got, "RolloutStarted") && !everDropped:
+			t.Errorf("pool %s: Events %s, want RolloutStarted first", sp.name, got)
+		case !sp.failing && !sp.doneAt.IsZero() && !strings.HasSuffix(got, "RolloutCompleted"):
+			t.Errorf("finished pool %s: Events %s, want RolloutCompleted last", sp.name, got)
+		}
+	}
+	if !everDropped && checked == 0 {
+		t.Error("no Server's sequence was checked whole")
+	}
+	t.Logf("%d servers, %d steps to %s: %d Raft entries, of them %d unchanged status reports in %d rounds and %d RecordEvents commands (%d events); %d Events kept (cap reached: %v); %v wall",
+		cfg.pools*cfg.perPool, s.steps, s.now.Sub(cfg.start).Round(time.Minute), s.idx, beats, beatRounds, recordCmds, recorded, len(evs), everDropped, time.Since(begin).Round(time.Millisecond))
+}
+
+// listAllEvents returns the Events in first-seen order (create index,
+// then position in the command).
+func listAllEvents(t *testing.T, f *state.FSM) []*roostv1.Event {
+	t.Helper()
+	objs, _, err := f.List("Event", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := make([]*roostv1.Event, 0, len(objs))
+	for _, o := range objs {
+		evs = append(evs, o.GetEvent())
+	}
+	sort.SliceStable(evs, func(i, j int) bool {
+		a, b := evs[i].GetMetadata(), evs[j].GetMetadata()
+		if a.GetCreateIndex() != b.GetCreateIndex() {
+			return a.GetCreateIndex() < b.GetCreateIndex()
+		}
+		return eventSeq(a.GetName()) < eventSeq(b.GetName())
+	})
+	return evs
+}
+
+// eventSeq is N of an Event named ev-INDEX-N.
+func eventSeq(name string) int {
+	var idx uint64
+	var n int
+	fmt.Sscanf(name, "ev-%d-%d", &idx, &n)
+	return n
+}
+
+// eventLog fingerprints the Events: how many, their total count and the
+// newest change.
+func eventLog(t *testing.T, f *state.FSM) string {
+	t.Helper()
+	objs, _, err := f.List("Event", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	var newest uint64
+	for _, o := range objs {
+		total += int64(o.GetEvent().GetStatus().GetCount())
+		newest = max(newest, o.GetEvent().GetMetadata().GetModifyIndex())
+	}
+	return fmt.Sprintf("%d events, %d occurrences, newest change at index %d", len(objs), total, newest)
+}
