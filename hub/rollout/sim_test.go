@@ -48,6 +48,8 @@ type simServer struct {
 	outageStart         time.Time
 	outageEnd           time.Time
 	inOutage            bool
+	// hang: its reboots never end (it never reports again).
+	hang bool
 }
 
 type simPool struct {
@@ -384,6 +386,9 @@ func (s *sim) step(ctx context.Context) {
 				}
 			}
 			srv.rebooting, srv.rebootEnd = true, s.now.Add(time.Duration(5+s.rng.Intn(11))*time.Minute)
+			if srv.hang {
+				srv.rebootEnd = s.now.Add(100 * 24 * time.Hour)
+			}
 			s.starts++
 			s.report(srv, 0, "False", nil)
 		}
