@@ -360,8 +360,8 @@ func (a *applier) recordRolloutEvent(pool string, prev, next *roostv1.RolloutSta
 	case RolloutWaiting:
 		reason = "RolloutWaiting"
 	case RolloutIdle:
-		if prev.GetPhase() == "" {
-			return nil // a new pool: nothing was rolled out
+		if prev.GetPhase() == "" || next.GetTotal() == 0 || next.GetTargetVersion() == "" {
+			return nil // nothing was rolled out
 		}
 		reason = "RolloutCompleted"
 		msg = fmt.Sprintf("nothing left to roll out: %d of %d Machines run image %s", next.GetUpdated(), next.GetTotal(), next.GetTargetVersion())
@@ -395,4 +395,18 @@ func (a *applier) recordDrainEvent(machine string, was, now *roostv1.Condition) 
 		reason = "DrainChanged"
 	}
 	return a.recordEvent(kindMachine, machine, typ, reason, now.GetMessage(), EventSourceHub)
+}
+
+// recordConditionEvent records a Warning when condition typ of kind/name
+// became True or changed its message while True (a Pool that cannot claim
+// its replicas), and a Normal event when it stopped holding.
+func (a *applier) recordConditionEvent(kind, name, typ string, was, now []*roostv1.Condition) *apierror.Error {
+	before, after := findCondition(was, typ), findCondition(now, typ)
+	switch {
+	case after.GetStatus() == "True" && (before.GetStatus() != "True" || before.GetMessage() != after.GetMessage()):
+		return a.recordEvent(kind, name, EventWarning, typ, after.GetMessage(), EventSourceHub)
+	case after.GetStatus() != "True" && before.GetStatus() == "True":
+		return a.recordEvent(kind, name, EventNormal, typ+"Resolved", typ+" no longer holds", EventSourceHub)
+	}
+	return nil
 }
