@@ -68,10 +68,11 @@ func eventIndexes() map[string]*memdb.IndexSchema {
 }
 
 // lastSeenKey sorts by last time (nanoseconds since 1970, zero-padded so
-// the string order is the time order), then by name.
+// the string order is the time order), then by the Raft index that last
+// recorded it (commands may share a time), then by name.
 func lastSeenKey(e *roostv1.Event) string {
 	ns := max(e.GetStatus().GetLastTimestamp().AsTime().UnixNano(), 0)
-	return fmt.Sprintf("%020d/%s", ns, e.GetMetadata().GetName())
+	return fmt.Sprintf("%020d/%020d/%s", ns, e.GetMetadata().GetModifyIndex(), e.GetMetadata().GetName())
 }
 
 // eventCountRow holds the number of Events, so the total cap needs no

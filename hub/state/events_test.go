@@ -1,7 +1,9 @@
 package state
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -190,4 +192,73 @@ func TestEnrollRecordsEvents(t *testing.T) {
 	if n := len(listEvents(t, h.f, "", "")); n != 2 {
 		t.Errorf("%d Events after a refused enrollment, want 2", n)
 	}
+}
+
+// A worker's reboot records its Events in the order the work was done:
+// claim, Revision rendered, Lease to drain, drain started and finished,
+// Lease granted, boot assessed Good, Lease released; a failed boot and a
+// blocked drain are Warnings.
+func TestRebootEventsInOrder(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.rules = RulesEvents
+	h.mustApply(h.objects(append(baseObjects(), poolObj("workers", "prod", func(s *roostv1.PoolSpec) { s.Replicas = nil }))...))
+	claimedServer(h, uuidA, "52:54:00:00:00:01", "w1", "workers")
+	h.mustApply(putRevisionCmd(uuidA, "w1", 1))
+	h.mustApply(bootReport(uuidA, 1, "True"))
+	h.mustApply(putRevisionCmd(uuidA, "w1", 2))
+	drain := grantLeaseCmd(uuidA, 2, timeAt(h.idx).Add(time.Hour), 1)
+	drain.GetGrantLease().Phase = LeaseDraining
+	h.mustApply(drain)
+	h.mustApply(machineClusterCmd("w1", "w1", &roostv1.Condition{Type: MachineDrained, Status: "False", Reason: "Draining", Message: "cordoning and draining Node w1"}))
+	h.mustApply(machineClusterCmd("w1", "w1", &roostv1.Condition{Type: MachineDrained, Status: "False", Reason: "Draining", Message: "cordoning and draining Node w1"})) // unchanged
+	h.mustApply(machineClusterCmd("w1", "w1", &roostv1.Condition{Type: MachineDrained, Status: "True", Reason: "Drained", Message: "Node w1 is drained"}))
+	h.mustApply(grantLeaseCmd(uuidA, 2, timeAt(h.idx).Add(time.Hour), 1))
+	h.mustApply(bootReport(uuidA, 2, "True"))
+	h.mustApply(bootReport(uuidA, 2, "True")) // a report that changes nothing
+	h.mustApply(putRevisionCmd(uuidA, "w1", 3))
+	h.mustApply(bootReport(uuidA, 2, "True", &roostv1.FailedRevision{Number: 3, Reason: "ran out of tries"}))
+	h.mustApply(machineClusterCmd("w1", "w1", &roostv1.Condition{Type: MachineDrained, Status: "False", Reason: "DrainBlocked", Message: "PodDisruptionBudget web"}))
+
+	var got []string
+	for _, e := range listAllEvents(t, h.f) {
+		io := e.GetSpec().GetInvolvedObject()
+		got = append(got, fmt.Sprintf("%s/%s %s %s×%d", io.GetKind(), io.GetName(), e.GetSpec().GetType(), e.GetSpec().GetReason(), e.GetStatus().GetCount()))
+	}
+	srv := "Server/" + uuidA
+	want := []string{
+		"Machine/w1 Normal Created×1",
+		srv + " Normal RevisionRendered×1", // Revision 1
+		srv + " Normal BootGood×1",
+		srv + " Normal RevisionRendered×1", // Revision 2
+		srv + " Normal LeaseDraining×1",
+		"Machine/w1 Normal DrainStarted×1",
+		"Machine/w1 Normal DrainFinished×1",
+		srv + " Normal LeaseGranted×1",
+		srv + " Normal BootGood×1",
+		srv + " Normal LeaseReleased×1",
+		srv + " Normal RevisionRendered×1", // Revision 3
+		srv + " Warning BootFailed×1",
+		"Machine/w1 Warning DrainBlocked×1",
+	}
+	// The enrollment and the token's use come first.
+	if len(got) < len(want) || strings.Join(got[len(got)-len(want):], "\n") != strings.Join(want, "\n") {
+		t.Errorf("events:\n%s\nwant them to end with:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// listAllEvents returns the Events in the order they were first recorded.
+func listAllEvents(t *testing.T, f *FSM) []*roostv1.Event {
+	t.Helper()
+	evs := listEvents(t, f, "", "")
+	slices.SortStableFunc(evs, func(a, b *roostv1.Event) int {
+		if c := cmp.Compare(a.GetMetadata().GetCreateIndex(), b.GetMetadata().GetCreateIndex()); c != 0 {
+			return c
+		}
+		var ia, ib uint64
+		var na, nb int
+		fmt.Sscanf(a.GetMetadata().GetName(), "ev-%d-%d", &ia, &na)
+		fmt.Sscanf(b.GetMetadata().GetName(), "ev-%d-%d", &ib, &nb)
+		return cmp.Compare(na, nb)
+	})
+	return evs
 }
