@@ -218,6 +218,10 @@ func TestRebootEventsInOrder(t *testing.T) {
 	h.mustApply(putRevisionCmd(uuidA, "w1", 3))
 	h.mustApply(bootReport(uuidA, 2, "True", &roostv1.FailedRevision{Number: 3, Reason: "ran out of tries"}))
 	h.mustApply(machineClusterCmd("w1", "w1", &roostv1.Condition{Type: MachineDrained, Status: "False", Reason: "DrainBlocked", Message: "PodDisruptionBudget web"}))
+	for _, reachable := range []bool{false, false, true} {
+		h.mustApply(&roostv1.Command{Command: &roostv1.Command_SetServerReachability{SetServerReachability: &roostv1.SetServerReachability{
+			Changes: []*roostv1.ReachabilityChange{{Name: uuidA, Reachable: reachable, LastSeen: timestamppb.New(t0)}}}}})
+	}
 
 	var got []string
 	for _, e := range listAllEvents(t, h.f) {
@@ -239,6 +243,8 @@ func TestRebootEventsInOrder(t *testing.T) {
 		srv + " Normal RevisionRendered×1", // Revision 3
 		srv + " Warning BootFailed×1",
 		"Machine/w1 Warning DrainBlocked×1",
+		srv + " Warning Unreachable×1",
+		srv + " Normal Reachable×1",
 	}
 	// The enrollment and the token's use come first.
 	if len(got) < len(want) || strings.Join(got[len(got)-len(want):], "\n") != strings.Join(want, "\n") {

@@ -67,7 +67,8 @@ import (
 //	10: members keep the operations log (the Event kind, events.go): the
 //	   FSM records Events for what a command did (a Server enrolled, a
 //	   token used, a Machine created or released, a Revision rendered,
-//	   booted Good or Failed, a Lease granted or released, a rollout
+//	   booted Good or Failed, a Lease granted or released, a Server
+//	   unreachable or reachable again, a rollout
 //	   paused, resumed or halted) and applies the RecordEvents command of
 //	   the controllers, bounded by MaxEvents, MaxEventsPerObject and
 //	   EventTTL (RulesEvents). Under older rules nothing is recorded and

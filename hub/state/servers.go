@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -351,6 +352,18 @@ func (a *applier) setServerReachability(c *roostv1.SetServerReachability) *apier
 		}
 		if aerr := a.refreshMachine(m, s, a.time); aerr != nil {
 			return aerr
+		}
+		if was := old.GetStatus().GetReachability(); was != s.Status.Reachability && was != "" {
+			typ, reason, msg := EventNormal, "Reachable", "its agent is connected again"
+			if !ch.GetReachable() {
+				typ, reason, msg = EventWarning, "Unreachable", "its agent stopped answering"
+				if ls := ch.GetLastSeen(); ls != nil {
+					msg += "; last seen " + ls.AsTime().UTC().Format(time.RFC3339)
+				}
+			}
+			if aerr := a.recordEvent(kindServer, s.GetMetadata().GetName(), typ, reason, msg, EventSourceHub); aerr != nil {
+				return aerr
+			}
 		}
 	}
 	return nil
