@@ -104,11 +104,18 @@ func (r *EventRecorder) Run(ctx context.Context) {
 // FlushNow proposes what is queued, in commands of at most
 // state.MaxRecordEvents. Events that fail to propose (lost leadership)
 // are dropped and forgotten, so they are recorded again when decided
-// again.
+// again; a member that does not lead drops its queue and forgets all it
+// recorded (the next term records its decisions anew, and the hub counts
+// a repeat).
 func (r *EventRecorder) FlushNow(ctx context.Context) {
 	r.mu.Lock()
 	batch := r.pending
 	r.pending = nil
+	if r.IsLeader != nil && !r.IsLeader() {
+		// Not leading: forget what was recorded, so the memory does not
+		// outlive the term and the next term records its decisions anew.
+		r.last, batch = nil, nil
+	}
 	r.mu.Unlock()
 	for len(batch) > 0 {
 		n := min(len(batch), state.MaxRecordEvents)
