@@ -29,6 +29,9 @@ import (
 //     (plus one per state.MaxRecordEvents events);
 //   - the expired Lease is recorded once (LeaseExpired, through the
 //     recorder);
+//   - a watch of kind Event (what get events --watch reads) streams
+//     every kept Event, ADDED before MODIFIED, ending with its stored
+//     count;
 //   - each Server's Events about its new Revision come in the order the
 //     rollout did the work: RevisionRendered, LeaseGranted, BootGood,
 //     LeaseReleased. While nothing was dropped (-short), every Server of
@@ -68,6 +71,20 @@ func TestEventsSimulation(t *testing.T) {
 		}
 	}
 	hung.hang = true
+	// What 'roostctl get events --watch' streams: the FSM's watch of kind
+	// Event (the Watch RPC serves it), drained aside.
+	sub, err := s.f.Subscribe("Event", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	watched := make(chan []*roostv1.WatchEvent, 1)
+	go func() {
+		var evs []*roostv1.WatchEvent
+		for ev := range sub.Events() {
+			evs = append(evs, ev)
+		}
+		watched <- evs
+	}()
 	ctx := context.Background()
 	end := cfg.start.Add(time.Duration(cfg.days) * 24 * time.Hour)
 	var lastBeat time.Time
@@ -120,6 +137,29 @@ func TestEventsSimulation(t *testing.T) {
 		t.Errorf("%d RecordEvents commands in %d steps, want at most %d", recordCmds, s.steps+1, max)
 	}
 
+	sub.Close()
+	streamed := <-watched
+	if err := sub.Err(); err != nil {
+		t.Logf("the watch ended early: %v (not checked)", err)
+	} else {
+		// Every Event kept was streamed, added before it was modified,
+		// and the stream's last version of each is the stored one.
+		last := map[string]*roostv1.WatchEvent{}
+		for _, ev := range streamed {
+			name := ev.GetObject().GetEvent().GetMetadata().GetName()
+			if ev.GetType() == roostv1.WatchEvent_TYPE_MODIFIED && last[name] == nil {
+				t.Fatalf("Event %s streamed MODIFIED before ADDED", name)
+			}
+			last[name] = ev
+		}
+		for _, o := range s.f.Reader().List("Event") {
+			e := o.GetEvent()
+			got := last[e.GetMetadata().GetName()]
+			if got == nil || got.GetType() == roostv1.WatchEvent_TYPE_DELETED || got.GetObject().GetEvent().GetStatus().GetCount() != e.GetStatus().GetCount() {
+				t.Fatalf("Event %s (count %d): the watch last streamed %v", e.GetMetadata().GetName(), e.GetStatus().GetCount(), got)
+			}
+		}
+	}
 	evs := listAllEvents(t, s.f)
 	perObject := map[string][]*roostv1.Event{}
 	for _, e := range evs {
