@@ -80,6 +80,22 @@ func objectNames(kind string) lister {
 	}
 }
 
+// objectRefs lists "kind/name" of the Pools, Machines and Servers, the
+// objects Events are mostly about (get events --for).
+func objectRefs(ctx context.Context, hub roostv1.HubServiceClient, args []string) ([]cobra.Completion, error) {
+	var out []cobra.Completion
+	for _, kind := range []string{"Pool", "Machine", "Server"} {
+		names, err := objectNames(kind)(ctx, hub, args)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range names {
+			out = append(out, strings.ToLower(kind)+"/"+n)
+		}
+	}
+	return out, nil
+}
+
 // activeTokenNames lists the enrollment tokens that can still enroll
 // (resource.TokenState Active), with their pool as description: revoking
 // a revoked, expired or used-up token changes nothing.

@@ -41,13 +41,18 @@ const getExample = `  # List all pools as a table
   roostctl get servers --stale
 
   # Keep printing machines as they change, until Ctrl-C
-  roostctl get machines --watch`
+  roostctl get machines --watch
+
+  # The operations log of one pool, and then what happens next
+  roostctl get events --for pool/workers --watch`
 
 type getOptions struct {
 	output   string
 	selector string
 	stale    bool
 	watch    bool
+	// forObject is --for KIND/NAME (Events only).
+	forObject string
 }
 
 func newGetCommand(o *options) *cobra.Command {
@@ -76,6 +81,10 @@ Output formats (-o):
 json and yaml are byte-for-byte the same for the same objects, so they can be
 compared and stored. Getting a name that does not exist fails with exit code 1.
 
+Events (the operations log: what the hub did and why) list oldest first by
+when they were last seen; --for KIND/NAME keeps those about one object
+(pool/workers, machine/NAME, server/NAME).
+
 With --watch, roostctl prints every object, then a row for every change as it
 happens (EVENT column: ADDED, MODIFIED, DELETED) until interrupted (Ctrl-C),
 reconnecting to another member when the one it talks to goes away. When no
@@ -93,6 +102,8 @@ with exit code 3.`,
 	f.StringVarP(&g.selector, "selector", "l", "", "filter by a label `SELECTOR`, Kubernetes style: 'env=prod', 'tier!=db',\n'rack in (r1,r2)', 'gpu' (has the label), '!gpu'; comma means and")
 	f.BoolVar(&g.stale, "stale", false, "read the reached member's local state without asking the leader\n(faster, works without a leader, may lag)")
 	f.BoolVarP(&g.watch, "watch", "w", false, "after listing, keep printing changes until interrupted")
+	f.StringVar(&g.forObject, "for", "", "with events: only the Events about `KIND/NAME`, e.g. pool/workers, server/NAME")
+	_ = cmd.RegisterFlagCompletionFunc("for", o.flagCompletions(objectRefs))
 	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletions(outTable, outWide, outJSON, outYAML, outName))
 	return cmd
 }
@@ -130,8 +141,15 @@ func (o *options) runGet(cmd *cobra.Command, g *getOptions, args []string) error
 			return usageErrorf("--selector %q: %v", g.selector, err)
 		}
 	}
+	involved, err := parseFor(g.forObject, k)
+	if err != nil {
+		return err
+	}
+	if involved != nil && len(names) > 0 {
+		return usageErrorf("give Event names or --for, not both")
+	}
 	if g.watch {
-		return o.runWatch(cmd.Context(), g, k, names, sel)
+		return o.runWatch(cmd.Context(), g, k, names, sel, involved)
 	}
 
 	ctx, conn, done, err := o.open(cmd.Context())
@@ -145,11 +163,14 @@ func (o *options) runGet(cmd *cobra.Command, g *getOptions, args []string) error
 		failed error
 	)
 	if len(names) == 0 {
-		resp, err := conn.hub.List(ctx, &roostv1.ListRequest{Kind: k.Name, LabelSelector: g.selector, Consistency: consistency(g.stale)})
+		resp, err := conn.hub.List(ctx, &roostv1.ListRequest{Kind: k.Name, LabelSelector: g.selector, Consistency: consistency(g.stale), InvolvedObject: involved})
 		if err != nil {
 			return o.wrapCallError(err)
 		}
 		objs = resp.GetObjects()
+		if k.Name == "Event" {
+			objs = printers.SortEvents(objs)
+		}
 	} else {
 		for _, name := range names {
 			resp, err := conn.hub.Get(ctx, &roostv1.GetRequest{Kind: k.Name, Name: name, Consistency: consistency(g.stale)})
@@ -212,7 +233,7 @@ var watchRetry = time.Second
 // (memberStopping): the watch goes on on another member, or, when no other
 // member answers (a single-member hub), ends with exit code 3 at once. A
 // watch that reaches no member for --timeout ends the same way.
-func (o *options) runWatch(ctx context.Context, g *getOptions, k *resource.Kind, names []string, sel labels.Selector) error {
+func (o *options) runWatch(ctx context.Context, g *getOptions, k *resource.Kind, names []string, sel labels.Selector, involved *roostv1.EventObject) error {
 	dialCtx, cancel := o.withTimeout(ctx)
 	conn, err := o.connect(dialCtx)
 	cancel()
@@ -255,6 +276,9 @@ func (o *options) runWatch(ctx context.Context, g *getOptions, k *resource.Kind,
 				return nil
 			}
 			if sel != nil && !sel.Matches(labels.Set(objectLabels(obj))) {
+				return nil
+			}
+			if io := obj.GetEvent().GetSpec().GetInvolvedObject(); involved != nil && (io.GetKind() != involved.GetKind() || io.GetName() != involved.GetName()) {
 				return nil
 			}
 			return p.print(ev)
@@ -488,4 +512,25 @@ func statusCode(err error) codes.Code {
 		return st.Code()
 	}
 	return codes.Unknown
+}
+
+// parseFor reads --for KIND/NAME for a get of kind k: nil when unset; a
+// usage error (exit code 2) when k is not Event or the value is not an
+// object reference of a known kind.
+func parseFor(ref string, k *resource.Kind) (*roostv1.EventObject, error) {
+	if ref == "" {
+		return nil, nil
+	}
+	if k.Name != "Event" {
+		return nil, usageErrorf("--for applies to events only (roostctl get events --for %s)", ref)
+	}
+	kind, name, ok := strings.Cut(ref, "/")
+	if !ok || name == "" {
+		return nil, usageErrorf("--for %q: want KIND/NAME, e.g. pool/workers", ref)
+	}
+	ik, err := resource.Lookup(kind)
+	if err != nil {
+		return nil, usageErrorf("--for %q: %v", ref, err)
+	}
+	return &roostv1.EventObject{Kind: ik.Name, Name: name}, nil
 }

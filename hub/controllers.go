@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/roostfleet/roost/hub/clusters"
+	"github.com/roostfleet/roost/hub/controller"
 	"github.com/roostfleet/roost/hub/liveness"
 	"github.com/roostfleet/roost/hub/revisions"
 	"github.com/roostfleet/roost/hub/rollout"
@@ -77,6 +78,7 @@ func (h *Hub) rolloutController() *rollout.Controller {
 		Now:      h.opts.ControllerClock,
 		Metrics:  h.controllerMetrics,
 		Log:      h.log,
+		Recorder: &controller.EventRecorder{Source: "rollout", Propose: h.propose, IsLeader: h.node.IsLeader, Now: h.opts.ControllerClock, Log: h.log},
 	}
 }
 
@@ -138,7 +140,7 @@ func (h *Hub) runLiveness(ctx context.Context, m *liveness.Metrics) {
 	rep.Metrics, rep.Log = m, h.log
 	var n int
 	done := make(chan struct{}, 8)
-	for _, run := range []func(context.Context){ctrl.Run, rep.Run, h.poolController().Run, h.revisionController().Run, h.clusters.Run, h.rollouts.Run, h.gate.Run, h.agents.Run, h.runBlobGC, h.watchHealth, func(ctx context.Context) {
+	for _, run := range []func(context.Context){ctrl.Run, rep.Run, h.poolController().Run, h.revisionController().Run, h.clusters.Run, h.rollouts.Run, h.rollouts.Recorder.Run, h.gate.Run, h.agents.Run, h.runBlobGC, h.watchHealth, func(ctx context.Context) {
 		t := time.NewTicker(5 * time.Second)
 		defer t.Stop()
 		for {

@@ -343,9 +343,9 @@ func TestDecodeDiagnostics(t *testing.T) {
 		{"not a map", "- a\n- b\n", false,
 			`x.yaml:1:1: a manifest must be a map with apiVersion, kind, metadata and spec, got list`},
 		{"missing kind", "apiVersion: roost.io/v1\nmetadata: {name: x}\n", false,
-			`x.yaml:1:1: kind: is required (one of Cluster, EnrollmentToken, Extension, ImageRelease, Lease, Machine, MachineClass, MaintenanceWindow, NetworkProfile, Pool, Revision, Server)`},
+			`x.yaml:1:1: kind: is required (one of Cluster, EnrollmentToken, Event, Extension, ImageRelease, Lease, Machine, MachineClass, MaintenanceWindow, NetworkProfile, Pool, Revision, Server)`},
 		{"alias kind", "apiVersion: roost.io/v1\nkind: pool\nmetadata: {name: x}\n", false,
-			`x.yaml:2:7: kind: unknown kind "pool" (did you mean "Pool"? known kinds: Cluster, EnrollmentToken, Extension, ImageRelease, Lease, Machine, MachineClass, MaintenanceWindow, NetworkProfile, Pool, Revision, Server)`},
+			`x.yaml:2:7: kind: unknown kind "pool" (did you mean "Pool"? known kinds: Cluster, EnrollmentToken, Event, Extension, ImageRelease, Lease, Machine, MachineClass, MaintenanceWindow, NetworkProfile, Pool, Revision, Server)`},
 		{"wrong apiVersion and unknown field", "apiVersion: v1\nkind: Cluster\nmetadata: {name: c}\nspce: {}\n", false,
 			"x.yaml:1:13: Cluster \"c\": apiVersion: unsupported apiVersion \"v1\" (use \"roost.io/v1\")\n" +
 				`x.yaml:4:1: Cluster "c": spce: unknown field "spce" (did you mean "spec"?)`},

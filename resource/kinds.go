@@ -104,6 +104,12 @@ var kinds = []*Kind{
 		wrap: func(r Resource) *roostv1.Object {
 			return &roostv1.Object{Kind: &roostv1.Object_Extension{Extension: r.(*roostv1.Extension)}}
 		}},
+	// Events are recorded by the hub (the operations log), never applied.
+	{Name: "Event", Singular: "event", Plural: "events", Short: []string{"ev"},
+		New: func() Resource { return &roostv1.Event{} },
+		wrap: func(r Resource) *roostv1.Object {
+			return &roostv1.Object{Kind: &roostv1.Object_Event{Event: r.(*roostv1.Event)}}
+		}},
 }
 
 var byAlias = func() map[string]*Kind {
@@ -180,6 +186,8 @@ func Unwrap(o *roostv1.Object) (Resource, *Kind) {
 		r = v.Revision
 	case *roostv1.Object_Extension:
 		r = v.Extension
+	case *roostv1.Object_Event:
+		r = v.Event
 	default:
 		return nil, nil
 	}

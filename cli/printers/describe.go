@@ -362,3 +362,55 @@ func fieldLabel(fd protoreflect.FieldDescriptor) string {
 
 // timestampName is the full name of google.protobuf.Timestamp.
 var timestampName = (&timestamppb.Timestamp{}).ProtoReflect().Descriptor().FullName()
+
+// MaxDescribeEvents is how many of an object's Events DescribeEvents
+// shows: the most recently seen.
+const MaxDescribeEvents = 10
+
+// DescribeEvents writes the Events section that ends describe's output:
+// the MaxDescribeEvents most recently seen of events (Event objects, any
+// order), oldest first, with when each was last seen, its type, reason,
+// count and message; "Events:  <none>" when there are none. Errors are
+// w's.
+func DescribeEvents(w io.Writer, events []*roostv1.Object, now time.Time) error {
+	evs := SortEvents(events)
+	if len(evs) == 0 {
+		_, err := fmt.Fprintln(w, "Events:\t"+none)
+		return err
+	}
+	if len(evs) > MaxDescribeEvents {
+		evs = evs[len(evs)-MaxDescribeEvents:]
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "Events:")
+	fmt.Fprintln(tw, "  LAST SEEN\tTYPE\tREASON\tCOUNT\tMESSAGE")
+	for _, o := range evs {
+		e := o.GetEvent()
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s\n", ageCell(e.GetStatus().GetLastTimestamp(), now), cell(e.GetSpec().GetType()),
+			cell(e.GetSpec().GetReason()), e.GetStatus().GetCount(), cell(sanitize(e.GetSpec().GetMessage())))
+	}
+	return tw.Flush()
+}
+
+// SortEvents returns the Event objects of objs (others are left out)
+// sorted by when they were last seen, then by when first seen and name,
+// the newest last, as operators read a log.
+func SortEvents(objs []*roostv1.Object) []*roostv1.Object {
+	var evs []*roostv1.Object
+	for _, o := range objs {
+		if o.GetEvent() != nil {
+			evs = append(evs, o)
+		}
+	}
+	sort.SliceStable(evs, func(i, j int) bool {
+		a, b := evs[i].GetEvent(), evs[j].GetEvent()
+		if ta, tb := a.GetStatus().GetLastTimestamp().AsTime(), b.GetStatus().GetLastTimestamp().AsTime(); !ta.Equal(tb) {
+			return ta.Before(tb)
+		}
+		if ca, cb := a.GetMetadata().GetCreateIndex(), b.GetMetadata().GetCreateIndex(); ca != cb {
+			return ca < cb
+		}
+		return a.GetMetadata().GetName() < b.GetMetadata().GetName()
+	})
+	return evs
+}

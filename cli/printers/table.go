@@ -340,9 +340,57 @@ var extensionColumns = []column{
 	}},
 }
 
+// ownColumns are the kinds whose table has neither NAME nor AGE: their
+// tableColumns are the whole row (Events, as kubectl prints them).
+var ownColumns = map[string]bool{"Event": true}
+
+// eventColumns are an Event's row: when it was last seen, what and about
+// which object; wide adds when it was first seen, who recorded it and the
+// Event's own name.
+var eventColumns = []column{
+	{header: "LAST SEEN", value: func(r resource.Resource, now time.Time) string {
+		return ageCell(r.(*roostv1.Event).GetStatus().GetLastTimestamp(), now)
+	}},
+	{header: "TYPE", value: func(r resource.Resource, _ time.Time) string { return r.(*roostv1.Event).GetSpec().GetType() }},
+	{header: "REASON", value: func(r resource.Resource, _ time.Time) string { return r.(*roostv1.Event).GetSpec().GetReason() }},
+	{header: "OBJECT", value: func(r resource.Resource, _ time.Time) string {
+		return EventObjectCell(r.(*roostv1.Event).GetSpec().GetInvolvedObject())
+	}},
+	{header: "COUNT", value: func(r resource.Resource, _ time.Time) string {
+		return strconv.Itoa(int(r.(*roostv1.Event).GetStatus().GetCount()))
+	}},
+	{header: "FIRST SEEN", wide: true, value: func(r resource.Resource, now time.Time) string {
+		return ageCell(r.(*roostv1.Event).GetStatus().GetFirstTimestamp(), now)
+	}},
+	{header: "SOURCE", wide: true, value: func(r resource.Resource, _ time.Time) string { return r.(*roostv1.Event).GetSpec().GetSource() }},
+	{header: "NAME", wide: true, value: func(r resource.Resource, _ time.Time) string { return r.(*roostv1.Event).GetMetadata().GetName() }},
+	{header: "MESSAGE", value: func(r resource.Resource, _ time.Time) string { return r.(*roostv1.Event).GetSpec().GetMessage() }},
+}
+
+func init() { tableColumns["Event"] = eventColumns }
+
+// EventObjectCell is an Event's object as kubectl writes it: the lower
+// case kind, "/", the name ("pool/workers").
+func EventObjectCell(o *roostv1.EventObject) string {
+	if k, err := resource.Lookup(o.GetKind()); err == nil {
+		return k.Singular + "/" + o.GetName()
+	}
+	return strings.ToLower(o.GetKind()) + "/" + o.GetName()
+}
+
 // Columns returns the table headers PrintTable writes for a kind, NAME
-// first and AGE last.
+// first and AGE last (for Events: LAST SEEN, TYPE, REASON, OBJECT, COUNT,
+// MESSAGE, as kubectl get events).
 func Columns(kind *resource.Kind, wide bool) []string {
+	if ownColumns[kind.Name] {
+		var h []string
+		for _, c := range tableColumns[kind.Name] {
+			if wide || !c.wide {
+				h = append(h, c.header)
+			}
+		}
+		return h
+	}
 	h := []string{"NAME"}
 	for _, c := range tableColumns[kind.Name] {
 		if wide || !c.wide {
@@ -390,7 +438,7 @@ func PrintTable(w io.Writer, objs []*roostv1.Object, wide bool, now time.Time) e
 		fmt.Fprintln(tw, strings.Join(Columns(g.kind, wide), "\t"))
 		for _, r := range g.objs {
 			cells := tableRow(g.kind, r, wide, now)
-			if len(groups) > 1 {
+			if len(groups) > 1 && !ownColumns[g.kind.Name] {
 				cells[0] = cell(g.kind.Singular + "/" + r.GetMetadata().GetName())
 			}
 			fmt.Fprintln(tw, strings.Join(cells, "\t"))
@@ -410,6 +458,15 @@ func TableRow(o *roostv1.Object, wide bool, now time.Time) ([]string, error) {
 }
 
 func tableRow(k *resource.Kind, r resource.Resource, wide bool, now time.Time) []string {
+	if ownColumns[k.Name] {
+		var cells []string
+		for _, c := range tableColumns[k.Name] {
+			if wide || !c.wide {
+				cells = append(cells, cell(c.value(r, now)))
+			}
+		}
+		return cells
+	}
 	cells := []string{cell(r.GetMetadata().GetName())}
 	for _, c := range tableColumns[k.Name] {
 		if wide || !c.wide {

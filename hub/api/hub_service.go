@@ -144,8 +144,19 @@ func (s *Server) List(ctx context.Context, req *roostv1.ListRequest) (*roostv1.L
 	if err != nil {
 		return nil, err
 	}
+	if io := req.GetInvolvedObject(); io != nil && k.Name != "Event" {
+		return nil, apierror.Invalid("involvedObject filters Events only", apierror.Violation{Field: "involvedObject",
+			Message: fmt.Sprintf("is set, but kind is %s; list kind Event", k.Name)})
+	}
 	local := func() (*roostv1.ListResponse, error) {
-		objs, idx, err := s.fsm.List(k.Name, req.GetLabelSelector())
+		var objs []*roostv1.Object
+		var idx uint64
+		var err error
+		if io := req.GetInvolvedObject(); io != nil {
+			objs, idx, err = s.fsm.EventsFor(io.GetKind(), io.GetName(), req.GetLabelSelector())
+		} else {
+			objs, idx, err = s.fsm.List(k.Name, req.GetLabelSelector())
+		}
 		if err != nil {
 			return nil, err
 		}

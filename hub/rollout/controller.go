@@ -38,7 +38,12 @@ type Controller struct {
 	Tick time.Duration
 	// Metrics, if set, receives the loop's queue metrics.
 	Metrics *controller.Metrics
-	Log     *slog.Logger
+	// Recorder, if set, records the rollout's decisions about single
+	// Servers as Events (a Lease that expired before its Revision booted);
+	// run its Run beside the controller's. What the Pool's status shows is
+	// recorded by the state itself.
+	Recorder *controller.EventRecorder
+	Log      *slog.Logger
 
 	// admitMu serialises Admit, so two Servers of one Pool are not both
 	// admitted against the same count (the FSM's Lease check is the
@@ -116,7 +121,15 @@ func (c *Controller) Reconcile(ctx context.Context, pool string) (controller.Res
 		return controller.Result{}, nil // deleted meanwhile
 	}
 	v := views[0]
-	st := Plan(v, c.now())
+	now := c.now()
+	for _, m := range v.Machines {
+		if leaseExpired(m, now) {
+			c.Recorder.Record("Server", m.Server, state.EventWarning, "LeaseExpired", fmt.Sprintf(
+				"did not boot Revision %d within its Lease (pool %s, readyTimeout); the Lease expired at %s",
+				m.Lease.GetRevision(), pool, m.Lease.GetExpiresAt().AsTime().UTC().Format(time.RFC3339)))
+		}
+	}
+	st := Plan(v, now)
 	st.AcknowledgedMachines = v.Pool.GetStatus().GetRollout().GetAcknowledgedMachines()
 	if proto.Equal(st, v.Pool.GetStatus().GetRollout()) {
 		return controller.Result{}, nil

@@ -105,8 +105,7 @@ func Plan(v *PoolView, now time.Time) *roostv1.RolloutStatus {
 		switch {
 		case m.DesiredFailed:
 			failed[m.Name] = fmt.Sprintf("Revision %d failed: %s", m.Desired, m.DesiredFailReason)
-		case m.Lease != nil && !m.Lease.GetExpiresAt().AsTime().After(now) && m.Lease.GetPhase() != state.LeaseDraining &&
-			m.Booted != m.Lease.GetRevision():
+		case leaseExpired(m, now):
 			// It never came up on the new Revision within readyTimeout.
 			// (One that booted it but is not healthy is judged by the
 			// agent's boot assessment: it falls back, and the Revision
@@ -218,6 +217,13 @@ func Plan(v *PoolView, now time.Time) *roostv1.RolloutStatus {
 		st.Reason = fmt.Sprintf("%s%s; %d unavailable of %d allowed", installs(""), toReboot, st.Unavailable, v.MaxUnavailable)
 	}
 	return st
+}
+
+// leaseExpired says whether m's Lease to reboot (not to drain) expired
+// before m booted its Revision: it never came up within readyTimeout.
+func leaseExpired(m MachineView, now time.Time) bool {
+	return m.Lease != nil && !m.Lease.GetExpiresAt().AsTime().After(now) && m.Lease.GetPhase() != state.LeaseDraining &&
+		m.Booted != m.Lease.GetRevision()
 }
 
 // down says whether m counts against maxUnavailable: it holds an

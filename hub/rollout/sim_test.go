@@ -48,6 +48,8 @@ type simServer struct {
 	outageStart         time.Time
 	outageEnd           time.Time
 	inOutage            bool
+	// hang: its reboots never end (it never reports again).
+	hang bool
 }
 
 type simPool struct {
@@ -74,11 +76,15 @@ type sim struct {
 	byMachine             map[string]*simServer
 	errs                  []string
 	grants, starts, steps int
+	// rules, when set, is the apply rules version of every command (0:
+	// the oldest rules, as the simulation was written for).
+	rules uint32
 }
 
 func (s *sim) apply(cmd *roostv1.Command) *state.ApplyResult {
 	s.idx++
 	cmd.Time = timestamppb.New(s.now)
+	cmd.RulesVersion = s.rules
 	data, err := proto.Marshal(cmd)
 	if err != nil {
 		s.t.Fatal(err)
@@ -104,9 +110,18 @@ func (s *sim) violate(format string, a ...any) {
 var simZones = []string{"Europe/Berlin", "America/New_York", "Asia/Tokyo"}
 
 func newSim(t testing.TB, seed int64, cfg simConfig) *sim {
+	return newSimWith(t, seed, cfg, nil)
+}
+
+// newSimWith is newSim; setup, if set, runs on the sim before anything is
+// applied (to set the rules, a recorder).
+func newSimWith(t testing.TB, seed int64, cfg simConfig, setup func(*sim)) *sim {
 	s := &sim{t: t, cfg: cfg, rng: rand.New(rand.NewSource(seed)), f: state.New(state.Options{WatchRing: -1}), now: cfg.start, byMachine: map[string]*simServer{}}
 	s.ctrl = &Controller{IsLeader: func() bool { return true }, FSM: s.f, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: func() time.Time { return s.now },
 		Propose: func(_ context.Context, c *roostv1.Command) error { return s.apply(c).Err }}
+	if setup != nil {
+		setup(s)
+	}
 	objs := []*roostv1.Object{resource.Wrap(&roostv1.MachineClass{Metadata: &roostv1.ObjectMeta{Name: "std"}, Spec: &roostv1.MachineClassSpec{}})}
 	// Per zone: a daily window at 02:30 for 2h (in Europe/Berlin the
 	// start falls into the spring-forward gap on 2027-03-28) and a
@@ -325,6 +340,9 @@ func (s *sim) step(ctx context.Context) {
 	if err := s.ctrl.Step(ctx); err != nil {
 		s.t.Fatalf("controller step: %v", err)
 	}
+	if s.ctrl.Recorder != nil {
+		s.ctrl.Recorder.FlushNow(ctx)
+	}
 	// Agents with a pending Revision ask for a Lease, in random order,
 	// until the pool refuses one (the others would be refused too).
 	for _, sp := range s.pools {
@@ -368,6 +386,9 @@ func (s *sim) step(ctx context.Context) {
 				}
 			}
 			srv.rebooting, srv.rebootEnd = true, s.now.Add(time.Duration(5+s.rng.Intn(11))*time.Minute)
+			if srv.hang {
+				srv.rebootEnd = s.now.Add(100 * 24 * time.Hour)
+			}
 			s.starts++
 			s.report(srv, 0, "False", nil)
 		}

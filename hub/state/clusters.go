@@ -139,6 +139,10 @@ func (a *applier) updateMachineClusterStatus(c *roostv1.UpdateMachineClusterStat
 	if m.GetStatus().GetNodeName() == "" {
 		m.Status.Conditions = removeCondition(m.Status.Conditions, MachineNodeReady)
 	}
+	if aerr := a.recordDrainEvent(c.GetMachine(), findCondition(old.GetStatus().GetConditions(), MachineDrained),
+		findCondition(m.GetStatus().GetConditions(), MachineDrained)); aerr != nil {
+		return aerr
+	}
 	srv, aerr := a.getServer(m.GetSpec().GetServer())
 	if aerr != nil {
 		return aerr

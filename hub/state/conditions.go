@@ -65,7 +65,10 @@ func (a *applier) setConditions(c *roostv1.SetConditions) *apierror.Error {
 			return nil
 		}
 		a.touch(p.Metadata, false)
-		return a.put(p, false)
+		if aerr := a.put(p, false); aerr != nil {
+			return aerr
+		}
+		return a.recordConditionEvent(kindPool, c.GetName(), PoolReplicaFailure, old.GetStatus().GetConditions(), p.GetStatus().GetConditions())
 	case kindMachine:
 		if len(c.GetClear()) > 0 {
 			return invalid("clear", "must be empty for a Machine")

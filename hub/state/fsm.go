@@ -208,6 +208,8 @@ type applier struct {
 	events []event
 	// warnings become ApplyResult.Warnings when the command succeeds.
 	warnings []string
+	// eventSeq numbers the Events this command records (events.go).
+	eventSeq int
 }
 
 // run dispatches cmd. commit is false for dry runs. A panic (a bug, or a
@@ -286,6 +288,8 @@ func (a *applier) run(cmd *roostv1.Command) (results []*roostv1.ApplyResult, com
 		err = a.putUserCertificate(c.PutUserCertificate)
 	case *roostv1.Command_RevokeUser:
 		err = a.revokeUser(c.RevokeUser)
+	case *roostv1.Command_RecordEvents:
+		err = a.recordEvents(c.RecordEvents)
 	default:
 		err = a.unknownCommand()
 	}

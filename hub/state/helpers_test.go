@@ -29,6 +29,8 @@ type harness struct {
 	f   *FSM
 	idx uint64
 	uid int
+	// rules, when set, is the rules version of commands that give none.
+	rules uint32
 }
 
 func newHarness(tb testing.TB, opts Options) *harness {
@@ -44,6 +46,9 @@ func (h *harness) apply(cmd *roostv1.Command) *ApplyResult {
 	h.tb.Helper()
 	if cmd.Time == nil {
 		cmd.Time = timestamppb.New(timeAt(h.idx + 1))
+	}
+	if cmd.RulesVersion == 0 {
+		cmd.RulesVersion = h.rules
 	}
 	return h.applyRaw(mustMarshal(h.tb, cmd))
 }

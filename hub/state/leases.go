@@ -94,6 +94,18 @@ func (a *applier) grantLease(c *roostv1.GrantLease) ([]*roostv1.ApplyResult, *ap
 	if aerr := a.put(l, old == nil); aerr != nil {
 		return nil, aerr
 	}
+	if !held || old.GetSpec().GetPhase() != phase {
+		reason, msg := "LeaseGranted", fmt.Sprintf("may reboot into Revision %d now", c.GetRevision())
+		if phase == LeaseDraining {
+			reason, msg = "LeaseDraining", fmt.Sprintf("holds a reboot slot to drain its Node before rebooting into Revision %d", c.GetRevision())
+		}
+		if pool != "" {
+			msg += " (pool " + pool + ")"
+		}
+		if aerr := a.recordEvent(kindServer, c.GetServer(), EventNormal, reason, msg, EventSourceHub); aerr != nil {
+			return nil, aerr
+		}
+	}
 	action := ActionCreated
 	if old != nil {
 		action = ActionConfigured
@@ -129,6 +141,10 @@ func (a *applier) releaseLeases(c *roostv1.ReleaseLeases) ([]*roostv1.ApplyResul
 		if aerr := a.deleteObjectRow(kindLease, s); aerr != nil {
 			return nil, aerr
 		}
+		if aerr := a.recordEvent(kindServer, s, EventNormal, "LeaseReleased",
+			fmt.Sprintf("the Lease to reboot into Revision %d was released", l.GetSpec().GetRevision()), EventSourceHub); aerr != nil {
+			return nil, aerr
+		}
 		results = append(results, &roostv1.ApplyResult{Kind: kindLease, Name: s, Action: ActionDeleted})
 	}
 	return results, nil
@@ -162,5 +178,9 @@ func (a *applier) settleLease(srv *roostv1.Server) *apierror.Error {
 	if !done {
 		return nil
 	}
-	return a.deleteObjectRow(kindLease, name)
+	if aerr := a.deleteObjectRow(kindLease, name); aerr != nil {
+		return aerr
+	}
+	return a.recordEvent(kindServer, name, EventNormal, "LeaseReleased",
+		fmt.Sprintf("the Lease to reboot into Revision %d ended: its work is done", rev), EventSourceHub)
 }

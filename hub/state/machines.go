@@ -317,6 +317,13 @@ func (a *applier) createMachines(c *roostv1.CreateMachines) ([]*roostv1.ApplyRes
 		if aerr := a.countPoolMachines(nm.GetPool(), +1); aerr != nil {
 			return nil, aerr
 		}
+		msg := "claims Server " + nm.GetServer()
+		if nm.GetPool() != "" {
+			msg += " for pool " + nm.GetPool()
+		}
+		if aerr := a.recordEvent(kindMachine, nm.GetName(), EventNormal, "Created", msg, EventSourceHub); aerr != nil {
+			return nil, aerr
+		}
 		results = append(results, &roostv1.ApplyResult{Kind: kindMachine, Name: nm.GetName(), Action: ActionCreated})
 	}
 	if len(refusals) > 0 {
@@ -465,6 +472,9 @@ func (a *applier) releaseMachine(old *roostv1.Machine, now *timestamppb.Timestam
 	m.Metadata.ModifyIndex = a.index
 	a.events = append(a.events, newEvent(roostv1.WatchEvent_TYPE_DELETED, kindMachine, resource.Wrap(m), a.index))
 	if aerr := a.countPoolMachines(old.GetSpec().GetPool(), -1); aerr != nil {
+		return aerr
+	}
+	if aerr := a.recordEvent(kindMachine, name, EventNormal, "Released", "released Server "+old.GetSpec().GetServer(), EventSourceHub); aerr != nil {
 		return aerr
 	}
 

@@ -56,6 +56,10 @@ func (a *applier) applyObjects(c *roostv1.ApplyObjects) ([]*roostv1.ApplyResult,
 			bad = append(bad, apierror.Violation{Field: fmt.Sprintf("objects[%d].metadata.name", i), Message: "is required"})
 			continue
 		}
+		if k.Name == kindEvent {
+			bad = append(bad, apierror.Violation{Field: fmt.Sprintf("objects[%d].kind", i), Message: "Events are recorded by the hub (RecordEvents), not applied"})
+			continue
+		}
 		key := refKey(k.Name, name)
 		if j, dup := first[key]; dup {
 			bad = append(bad, apierror.Violation{Field: fmt.Sprintf("objects[%d].metadata.name", i),
@@ -370,6 +374,10 @@ func (a *applier) deleteObject(c *roostv1.DeleteObject) ([]*roostv1.ApplyResult,
 	}
 	if raw == nil {
 		return nil, apierror.NotFound(k.Name, name)
+	}
+	if k.Name == kindEvent {
+		// The log drops its oldest Events itself (events.go).
+		return nil, apierror.FailedPrecondition("Events are not deleted; the hub drops the oldest ones itself (at most %d, none older than %s)", MaxEvents, EventTTL)
 	}
 	if k.Name == kindMachine {
 		// Deleting a Machine releases its claim.

@@ -1,6 +1,10 @@
 package state
 
 import (
+	"slices"
+	"strings"
+
+	"github.com/hashicorp/go-memdb"
 	"google.golang.org/protobuf/proto"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -49,6 +53,34 @@ func (f *FSM) List(kind string, selector string) ([]*roostv1.Object, uint64, err
 	if err != nil {
 		return nil, 0, internal(err)
 	}
+	return matching(it, sel), lastIndex(txn), nil
+}
+
+// EventsFor is List of the Events about object kind/name (kind in any
+// form: "pool", "Pool"), sorted by name. Errors as List's, with field
+// "involvedObject.kind" for an unknown kind.
+func (f *FSM) EventsFor(kind, name, selector string) ([]*roostv1.Object, uint64, error) {
+	k, err := resource.Lookup(kind)
+	if err != nil {
+		return nil, 0, apierror.Invalid(err.Error(), apierror.Violation{Field: "involvedObject.kind", Message: err.Error()})
+	}
+	sel, err := labels.Parse(selector)
+	if err != nil {
+		return nil, 0, apierror.Invalid("invalid label selector",
+			apierror.Violation{Field: "labelSelector", Message: err.Error()})
+	}
+	txn := f.db.Load().Txn(false)
+	it, err := txn.Get(kindEvent, indexInvolved, refKey(k.Name, name))
+	if err != nil {
+		return nil, 0, internal(err)
+	}
+	out := matching(it, sel)
+	slices.SortFunc(out, func(a, b *roostv1.Object) int { return strings.Compare(resource.NameOf(a), resource.NameOf(b)) })
+	return out, lastIndex(txn), nil
+}
+
+// matching returns copies of it's objects whose labels match sel.
+func matching(it memdb.ResultIterator, sel labels.Selector) []*roostv1.Object {
 	var out []*roostv1.Object
 	for raw := it.Next(); raw != nil; raw = it.Next() {
 		o := raw.(*roostv1.Object)
@@ -57,7 +89,7 @@ func (f *FSM) List(kind string, selector string) ([]*roostv1.Object, uint64, err
 			out = append(out, proto.Clone(o).(*roostv1.Object))
 		}
 	}
-	return out, lastIndex(txn), nil
+	return out
 }
 
 // LastIndex returns the last applied Raft log index (0 for a new FSM).

@@ -185,6 +185,13 @@ func (a *applier) putRevision(c *roostv1.PutRevision) ([]*roostv1.ApplyResult, *
 	if aerr := a.refreshMachine(m, srv, now); aerr != nil {
 		return nil, aerr
 	}
+	msg := fmt.Sprintf("Revision %d rendered for Machine %s", next, spec.GetMachine())
+	if v := spec.GetImageVersion(); v != "" {
+		msg += " (image " + v + ")"
+	}
+	if aerr := a.recordEvent(kindServer, spec.GetServer(), EventNormal, "RevisionRendered", msg, EventSourceHub); aerr != nil {
+		return nil, aerr
+	}
 	return []*roostv1.ApplyResult{{Kind: kindRevision, Name: r.GetMetadata().GetName(), Action: ActionCreated}}, nil
 }
 
@@ -253,6 +260,9 @@ func (a *applier) recordBoot(srv *roostv1.Server, failed []*roostv1.FailedRevisi
 		}
 		a.touch(r.Metadata, false)
 		if aerr := a.put(r, false); aerr != nil {
+			return aerr
+		}
+		if aerr := a.recordBootEvent(name, n, old.GetStatus().GetPhase(), r.GetStatus()); aerr != nil {
 			return aerr
 		}
 	}

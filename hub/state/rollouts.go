@@ -103,6 +103,9 @@ func (a *applier) controlRollout(c *roostv1.ControlRollout) ([]*roostv1.ApplyRes
 	if aerr := a.put(p, false); aerr != nil {
 		return nil, aerr
 	}
+	if aerr := a.recordControlEvent(c); aerr != nil {
+		return nil, aerr
+	}
 	return []*roostv1.ApplyResult{{Kind: kindPool, Name: c.GetPool(), Action: ActionConfigured}}, nil
 }
 
@@ -194,7 +197,10 @@ func (a *applier) updatePoolRollout(c *roostv1.UpdatePoolRollout) *apierror.Erro
 		return nil
 	}
 	a.touch(p.Metadata, false)
-	return a.put(p, false)
+	if aerr := a.put(p, false); aerr != nil {
+		return aerr
+	}
+	return a.recordRolloutEvent(c.GetPool(), prev, next)
 }
 
 // RevisionSummary is what rollouts read of a Revision: no Ignition.

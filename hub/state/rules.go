@@ -64,7 +64,16 @@ import (
 //	   with roles and the revocation of all their certificates (RulesUsers,
 //	   users.go). Under older rules they are unknown, as they are to the
 //	   members implementing them
-const RulesVersion uint32 = 9
+//	10: members keep the operations log (the Event kind, events.go): the
+//	   FSM records Events for what a command did (a Server enrolled, a
+//	   token used, a Machine created or released, a Revision rendered,
+//	   booted Good or Failed, a Lease granted or released, a Server
+//	   unreachable or reachable again, a rollout
+//	   paused, resumed or halted) and applies the RecordEvents command of
+//	   the controllers, bounded by MaxEvents, MaxEventsPerObject and
+//	   EventTTL (RulesEvents). Under older rules nothing is recorded and
+//	   RecordEvents is unknown, as it is to the members implementing them
+const RulesVersion uint32 = 10
 
 // Versions that introduced a rule, for the applier's checks.
 const (
@@ -116,6 +125,9 @@ const (
 	// RulesUsers: members know the user commands (users.go), and check
 	// every caller's certificate against the revoked users.
 	RulesUsers uint32 = 9
+	// RulesEvents: members record Events (events.go) and know the
+	// RecordEvents command.
+	RulesEvents uint32 = 10
 )
 
 // commandRules is the apply rules version of cmd; 0 (commands written

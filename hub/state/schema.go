@@ -47,6 +47,10 @@ func newSchema() *memdb.DBSchema {
 			},
 		}
 	}
+	for name, idx := range eventIndexes() {
+		s.Tables[kindEvent].Indexes[name] = idx
+	}
+	s.Tables[tableEventCount] = singleTable(tableEventCount, keyIndexer[*eventCountRow](func(*eventCountRow) string { return singletonKey }))
 	s.Tables[tableCA] = singleTable(tableCA, keyIndexer[*roostv1.CertificateAuthority](func(*roostv1.CertificateAuthority) string { return singletonKey }))
 	s.Tables[tableMeta] = singleTable(tableMeta, keyIndexer[*metaRow](func(*metaRow) string { return singletonKey }))
 	s.Tables[tableMembers] = singleTable(tableMembers, keyIndexer[*roostv1.HubMember](func(m *roostv1.HubMember) string { return m.GetId() }))

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -175,6 +176,20 @@ func (a *applier) enrollServer(c *roostv1.EnrollServer) ([]*roostv1.ApplyResult,
 	if aerr := a.put(t, false); aerr != nil {
 		return nil, aerr
 	}
+	reason, msg := "Enrolled", "enrolled with enrollment token "+tok.GetMetadata().GetName()
+	if !created {
+		reason, msg = "EnrolledAgain", "enrolled again with enrollment token "+tok.GetMetadata().GetName()
+	}
+	if fresh && tok.GetSpec().GetRequireApproval() {
+		msg += "; waiting for an operator's approval (roostctl server approve " + name + ")"
+	}
+	if aerr := a.recordEvent(kindServer, name, EventNormal, reason, msg, EventSourceHub); aerr != nil {
+		return nil, aerr
+	}
+	if aerr := a.recordEvent("EnrollmentToken", tok.GetMetadata().GetName(), EventNormal, "TokenUsed",
+		fmt.Sprintf("Server %s enrolled with it (use %d)", name, t.Status.Uses), EventSourceHub); aerr != nil {
+		return nil, aerr
+	}
 	action := ActionConfigured
 	if created {
 		action = ActionCreated
@@ -337,6 +352,18 @@ func (a *applier) setServerReachability(c *roostv1.SetServerReachability) *apier
 		}
 		if aerr := a.refreshMachine(m, s, a.time); aerr != nil {
 			return aerr
+		}
+		if was := old.GetStatus().GetReachability(); was != s.Status.Reachability && was != "" {
+			typ, reason, msg := EventNormal, "Reachable", "its agent is connected again"
+			if !ch.GetReachable() {
+				typ, reason, msg = EventWarning, "Unreachable", "its agent stopped answering"
+				if ls := ch.GetLastSeen(); ls != nil {
+					msg += "; last seen " + ls.AsTime().UTC().Format(time.RFC3339)
+				}
+			}
+			if aerr := a.recordEvent(kindServer, s.GetMetadata().GetName(), typ, reason, msg, EventSourceHub); aerr != nil {
+				return aerr
+			}
 		}
 	}
 	return nil

@@ -197,6 +197,9 @@ func buildDB(snap *roostv1.Snapshot) (*memdb.MemDB, error) {
 	if err := restoreRequests(txn, snap.GetRequests()); err != nil {
 		return nil, err
 	}
+	if err := countEvents(txn); err != nil {
+		return nil, fmt.Errorf("counting events: %w", err)
+	}
 	if err := txn.Insert(tableMeta, &metaRow{LastIndex: snap.GetLastIndex()}); err != nil {
 		return nil, err
 	}

@@ -133,6 +133,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	h.mustApply(statusCmd(&roostv1.UpdateServerStatus{Name: uuidB, Connected: true}))
 	h.mustApply(modifyCmd(uuidB, roostv1.ServerAction_SERVER_ACTION_APPROVE))
 	h.mustApply(createMachinesCmd(true, newMachine("workers-b", uuidB, "workers")))
+	h.mustApply(withRules(RulesEvents, recordEventsCmd(eventRecord("Pool", "workers", EventWarning, "DrainBlocked", "blocked"))))
 	if m := getMachine(t, h.f, "workers-b"); m.GetStatus().GetCluster() != "prod" || len(m.GetStatus().GetConditions()) != 4 {
 		t.Fatalf("test setup: machine %v", m)
 	}

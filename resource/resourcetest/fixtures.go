@@ -122,6 +122,10 @@ func SampleObjects() []*roostv1.Object {
 				Image:    &roostv1.Artifact{Sha256: "5e2b0c7d9a41f3e8b6c1d0a9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9", Size: 58 << 20},
 				Paths:    []string{"/usr/bin/kubelet", "/usr/lib/extension-release.d/extension-release.kubelet"},
 				Manifest: []byte(`{"apiVersion":"roost.io/v1","kind":"ExtensionManifest","name":"kubelet"}`), Signature: "c2lnbmF0dXJl"}}),
+		wrap(&roostv1.Event{ApiVersion: apiVersion, Kind: "Event", Metadata: Meta("ev-412-0", "2026-11-20T11:41:00Z"),
+			Spec: &roostv1.EventSpec{InvolvedObject: &roostv1.EventObject{Kind: "Machine", Name: "workers-srv-4c4c4544"},
+				Type: "Warning", Reason: "DrainBlocked", Message: "eviction of pod default/web-0 refused by PodDisruptionBudget web", Source: "drain"},
+			Status: &roostv1.EventStatus{Count: 3, FirstTimestamp: TS("2026-11-20T11:41:00Z"), LastTimestamp: TS("2026-11-20T11:43:00Z")}}),
 	}
 }
 

@@ -2682,8 +2682,12 @@ type ListRequest struct {
 	// label_selector is a Kubernetes equality-based selector, e.g. "env=prod,tier!=db".
 	LabelSelector string      `protobuf:"bytes,2,opt,name=label_selector,json=labelSelector,proto3" json:"label_selector,omitempty"`
 	Consistency   Consistency `protobuf:"varint,3,opt,name=consistency,proto3,enum=roost.v1.Consistency" json:"consistency,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// involved_object keeps only the Events about this object (kind must be
+	// Event; the object's kind is CamelCase, e.g. "Pool"), as kubectl's
+	// --for; unset lists every object of the kind.
+	InvolvedObject *EventObject `protobuf:"bytes,23,opt,name=involved_object,json=involvedObject,proto3" json:"involved_object,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ListRequest) Reset() {
@@ -2735,6 +2739,13 @@ func (x *ListRequest) GetConsistency() Consistency {
 		return x.Consistency
 	}
 	return Consistency_CONSISTENCY_UNSPECIFIED
+}
+
+func (x *ListRequest) GetInvolvedObject() *EventObject {
+	if x != nil {
+		return x.InvolvedObject
+	}
+	return nil
 }
 
 type ListResponse struct {
@@ -4679,11 +4690,12 @@ const file_roost_v1_hub_proto_rawDesc = "" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x127\n" +
 	"\vconsistency\x18\x03 \x01(\x0e2\x15.roost.v1.ConsistencyR\vconsistency\"7\n" +
 	"\vGetResponse\x12(\n" +
-	"\x06object\x18\x01 \x01(\v2\x10.roost.v1.ObjectR\x06object\"\x81\x01\n" +
+	"\x06object\x18\x01 \x01(\v2\x10.roost.v1.ObjectR\x06object\"\xc1\x01\n" +
 	"\vListRequest\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12%\n" +
 	"\x0elabel_selector\x18\x02 \x01(\tR\rlabelSelector\x127\n" +
-	"\vconsistency\x18\x03 \x01(\x0e2\x15.roost.v1.ConsistencyR\vconsistency\"P\n" +
+	"\vconsistency\x18\x03 \x01(\x0e2\x15.roost.v1.ConsistencyR\vconsistency\x12>\n" +
+	"\x0finvolved_object\x18\x17 \x01(\v2\x15.roost.v1.EventObjectR\x0einvolvedObject\"P\n" +
 	"\fListResponse\x12*\n" +
 	"\aobjects\x18\x01 \x03(\v2\x10.roost.v1.ObjectR\aobjects\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x04R\x05index\"M\n" +
@@ -4968,10 +4980,11 @@ var file_roost_v1_hub_proto_goTypes = []any{
 	(ServerAction)(0),                     // 92: roost.v1.ServerAction
 	(*Server)(nil),                        // 93: roost.v1.Server
 	(*Object)(nil),                        // 94: roost.v1.Object
-	(*HubMember)(nil),                     // 95: roost.v1.HubMember
-	(*UpdateServerStatus)(nil),            // 96: roost.v1.UpdateServerStatus
-	(*FetchArtifactRequest)(nil),          // 97: roost.v1.FetchArtifactRequest
-	(*ArtifactChunk)(nil),                 // 98: roost.v1.ArtifactChunk
+	(*EventObject)(nil),                   // 95: roost.v1.EventObject
+	(*HubMember)(nil),                     // 96: roost.v1.HubMember
+	(*UpdateServerStatus)(nil),            // 97: roost.v1.UpdateServerStatus
+	(*FetchArtifactRequest)(nil),          // 98: roost.v1.FetchArtifactRequest
+	(*ArtifactChunk)(nil),                 // 99: roost.v1.ArtifactChunk
 }
 var file_roost_v1_hub_proto_depIdxs = []int32{
 	84, // 0: roost.v1.ReadAuditRequest.since:type_name -> google.protobuf.Timestamp
@@ -4999,104 +5012,105 @@ var file_roost_v1_hub_proto_depIdxs = []int32{
 	0,  // 22: roost.v1.GetRequest.consistency:type_name -> roost.v1.Consistency
 	94, // 23: roost.v1.GetResponse.object:type_name -> roost.v1.Object
 	0,  // 24: roost.v1.ListRequest.consistency:type_name -> roost.v1.Consistency
-	94, // 25: roost.v1.ListResponse.objects:type_name -> roost.v1.Object
-	1,  // 26: roost.v1.WatchEvent.type:type_name -> roost.v1.WatchEvent.Type
-	94, // 27: roost.v1.WatchEvent.object:type_name -> roost.v1.Object
-	54, // 28: roost.v1.ListMembersResponse.members:type_name -> roost.v1.Member
-	84, // 29: roost.v1.CreateJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
-	61, // 30: roost.v1.ListJoinTokensResponse.tokens:type_name -> roost.v1.JoinTokenInfo
-	84, // 31: roost.v1.JoinTokenInfo.expires_at:type_name -> google.protobuf.Timestamp
-	84, // 32: roost.v1.JoinTokenInfo.revoked_at:type_name -> google.protobuf.Timestamp
-	95, // 33: roost.v1.UpdateMemberRequest.member:type_name -> roost.v1.HubMember
-	96, // 34: roost.v1.ForwardServerStatusRequest.update:type_name -> roost.v1.UpdateServerStatus
-	84, // 35: roost.v1.SnapshotInfo.taken_at:type_name -> google.protobuf.Timestamp
-	83, // 36: roost.v1.SnapshotInfo.objects:type_name -> roost.v1.SnapshotInfo.ObjectsEntry
-	77, // 37: roost.v1.SnapshotChunk.info:type_name -> roost.v1.SnapshotInfo
-	77, // 38: roost.v1.RestoreSnapshotResponse.restored:type_name -> roost.v1.SnapshotInfo
-	77, // 39: roost.v1.SnapshotFile.info:type_name -> roost.v1.SnapshotInfo
-	43, // 40: roost.v1.HubService.Apply:input_type -> roost.v1.ApplyRequest
-	46, // 41: roost.v1.HubService.Get:input_type -> roost.v1.GetRequest
-	48, // 42: roost.v1.HubService.List:input_type -> roost.v1.ListRequest
-	50, // 43: roost.v1.HubService.Delete:input_type -> roost.v1.DeleteRequest
-	52, // 44: roost.v1.HubService.Watch:input_type -> roost.v1.WatchRequest
-	55, // 45: roost.v1.HubService.ListMembers:input_type -> roost.v1.ListMembersRequest
-	57, // 46: roost.v1.HubService.CreateJoinToken:input_type -> roost.v1.CreateJoinTokenRequest
-	59, // 47: roost.v1.HubService.ListJoinTokens:input_type -> roost.v1.ListJoinTokensRequest
-	62, // 48: roost.v1.HubService.RevokeJoinTokens:input_type -> roost.v1.RevokeJoinTokensRequest
-	64, // 49: roost.v1.HubService.RemoveMember:input_type -> roost.v1.RemoveMemberRequest
-	76, // 50: roost.v1.HubService.SaveSnapshot:input_type -> roost.v1.SaveSnapshotRequest
-	78, // 51: roost.v1.HubService.RestoreSnapshot:input_type -> roost.v1.SnapshotChunk
-	37, // 52: roost.v1.HubService.CreateEnrollmentToken:input_type -> roost.v1.CreateEnrollmentTokenRequest
-	39, // 53: roost.v1.HubService.RevokeEnrollmentToken:input_type -> roost.v1.RevokeEnrollmentTokenRequest
-	41, // 54: roost.v1.HubService.UpdateServer:input_type -> roost.v1.UpdateServerRequest
-	31, // 55: roost.v1.HubService.AssignServers:input_type -> roost.v1.AssignServersRequest
-	33, // 56: roost.v1.HubService.UnassignServers:input_type -> roost.v1.UnassignServersRequest
-	35, // 57: roost.v1.HubService.CreateMachine:input_type -> roost.v1.CreateMachineRequest
-	27, // 58: roost.v1.HubService.PushArtifact:input_type -> roost.v1.PushArtifactRequest
-	29, // 59: roost.v1.HubService.StatArtifact:input_type -> roost.v1.StatArtifactRequest
-	15, // 60: roost.v1.HubService.PutImageRelease:input_type -> roost.v1.PutImageReleaseRequest
-	17, // 61: roost.v1.HubService.PromoteImageRelease:input_type -> roost.v1.PromoteImageReleaseRequest
-	19, // 62: roost.v1.HubService.TrustReleaseKey:input_type -> roost.v1.TrustReleaseKeyRequest
-	21, // 63: roost.v1.HubService.UntrustReleaseKey:input_type -> roost.v1.UntrustReleaseKeyRequest
-	23, // 64: roost.v1.HubService.ListTrustedKeys:input_type -> roost.v1.ListTrustedKeysRequest
-	25, // 65: roost.v1.HubService.RolloutControl:input_type -> roost.v1.RolloutControlRequest
-	4,  // 66: roost.v1.HubService.CreateUser:input_type -> roost.v1.CreateUserRequest
-	6,  // 67: roost.v1.HubService.RenewUser:input_type -> roost.v1.RenewUserRequest
-	7,  // 68: roost.v1.HubService.ListUsers:input_type -> roost.v1.ListUsersRequest
-	9,  // 69: roost.v1.HubService.RevokeUser:input_type -> roost.v1.RevokeUserRequest
-	11, // 70: roost.v1.HubService.WhoAmI:input_type -> roost.v1.WhoAmIRequest
-	13, // 71: roost.v1.HubService.AuthCheck:input_type -> roost.v1.AuthCheckRequest
-	2,  // 72: roost.v1.HubService.ReadAudit:input_type -> roost.v1.ReadAuditRequest
-	72, // 73: roost.v1.MemberService.Join:input_type -> roost.v1.JoinRequest
-	74, // 74: roost.v1.MemberService.AddVoter:input_type -> roost.v1.AddVoterRequest
-	68, // 75: roost.v1.MemberService.ReportSeen:input_type -> roost.v1.ReportSeenRequest
-	70, // 76: roost.v1.MemberService.ForwardServerStatus:input_type -> roost.v1.ForwardServerStatusRequest
-	97, // 77: roost.v1.MemberService.FetchBlob:input_type -> roost.v1.FetchArtifactRequest
-	66, // 78: roost.v1.MemberService.UpdateMember:input_type -> roost.v1.UpdateMemberRequest
-	45, // 79: roost.v1.HubService.Apply:output_type -> roost.v1.ApplyResponse
-	47, // 80: roost.v1.HubService.Get:output_type -> roost.v1.GetResponse
-	49, // 81: roost.v1.HubService.List:output_type -> roost.v1.ListResponse
-	51, // 82: roost.v1.HubService.Delete:output_type -> roost.v1.DeleteResponse
-	53, // 83: roost.v1.HubService.Watch:output_type -> roost.v1.WatchEvent
-	56, // 84: roost.v1.HubService.ListMembers:output_type -> roost.v1.ListMembersResponse
-	58, // 85: roost.v1.HubService.CreateJoinToken:output_type -> roost.v1.CreateJoinTokenResponse
-	60, // 86: roost.v1.HubService.ListJoinTokens:output_type -> roost.v1.ListJoinTokensResponse
-	63, // 87: roost.v1.HubService.RevokeJoinTokens:output_type -> roost.v1.RevokeJoinTokensResponse
-	65, // 88: roost.v1.HubService.RemoveMember:output_type -> roost.v1.RemoveMemberResponse
-	78, // 89: roost.v1.HubService.SaveSnapshot:output_type -> roost.v1.SnapshotChunk
-	79, // 90: roost.v1.HubService.RestoreSnapshot:output_type -> roost.v1.RestoreSnapshotResponse
-	38, // 91: roost.v1.HubService.CreateEnrollmentToken:output_type -> roost.v1.CreateEnrollmentTokenResponse
-	40, // 92: roost.v1.HubService.RevokeEnrollmentToken:output_type -> roost.v1.RevokeEnrollmentTokenResponse
-	42, // 93: roost.v1.HubService.UpdateServer:output_type -> roost.v1.UpdateServerResponse
-	32, // 94: roost.v1.HubService.AssignServers:output_type -> roost.v1.AssignServersResponse
-	34, // 95: roost.v1.HubService.UnassignServers:output_type -> roost.v1.UnassignServersResponse
-	36, // 96: roost.v1.HubService.CreateMachine:output_type -> roost.v1.CreateMachineResponse
-	28, // 97: roost.v1.HubService.PushArtifact:output_type -> roost.v1.PushArtifactResponse
-	30, // 98: roost.v1.HubService.StatArtifact:output_type -> roost.v1.StatArtifactResponse
-	16, // 99: roost.v1.HubService.PutImageRelease:output_type -> roost.v1.PutImageReleaseResponse
-	18, // 100: roost.v1.HubService.PromoteImageRelease:output_type -> roost.v1.PromoteImageReleaseResponse
-	20, // 101: roost.v1.HubService.TrustReleaseKey:output_type -> roost.v1.TrustReleaseKeyResponse
-	22, // 102: roost.v1.HubService.UntrustReleaseKey:output_type -> roost.v1.UntrustReleaseKeyResponse
-	24, // 103: roost.v1.HubService.ListTrustedKeys:output_type -> roost.v1.ListTrustedKeysResponse
-	26, // 104: roost.v1.HubService.RolloutControl:output_type -> roost.v1.RolloutControlResponse
-	5,  // 105: roost.v1.HubService.CreateUser:output_type -> roost.v1.CreateUserResponse
-	5,  // 106: roost.v1.HubService.RenewUser:output_type -> roost.v1.CreateUserResponse
-	8,  // 107: roost.v1.HubService.ListUsers:output_type -> roost.v1.ListUsersResponse
-	10, // 108: roost.v1.HubService.RevokeUser:output_type -> roost.v1.RevokeUserResponse
-	12, // 109: roost.v1.HubService.WhoAmI:output_type -> roost.v1.WhoAmIResponse
-	14, // 110: roost.v1.HubService.AuthCheck:output_type -> roost.v1.AuthCheckResponse
-	3,  // 111: roost.v1.HubService.ReadAudit:output_type -> roost.v1.ReadAuditResponse
-	73, // 112: roost.v1.MemberService.Join:output_type -> roost.v1.JoinResponse
-	75, // 113: roost.v1.MemberService.AddVoter:output_type -> roost.v1.AddVoterResponse
-	69, // 114: roost.v1.MemberService.ReportSeen:output_type -> roost.v1.ReportSeenResponse
-	71, // 115: roost.v1.MemberService.ForwardServerStatus:output_type -> roost.v1.ForwardServerStatusResponse
-	98, // 116: roost.v1.MemberService.FetchBlob:output_type -> roost.v1.ArtifactChunk
-	67, // 117: roost.v1.MemberService.UpdateMember:output_type -> roost.v1.UpdateMemberResponse
-	79, // [79:118] is the sub-list for method output_type
-	40, // [40:79] is the sub-list for method input_type
-	40, // [40:40] is the sub-list for extension type_name
-	40, // [40:40] is the sub-list for extension extendee
-	0,  // [0:40] is the sub-list for field type_name
+	95, // 25: roost.v1.ListRequest.involved_object:type_name -> roost.v1.EventObject
+	94, // 26: roost.v1.ListResponse.objects:type_name -> roost.v1.Object
+	1,  // 27: roost.v1.WatchEvent.type:type_name -> roost.v1.WatchEvent.Type
+	94, // 28: roost.v1.WatchEvent.object:type_name -> roost.v1.Object
+	54, // 29: roost.v1.ListMembersResponse.members:type_name -> roost.v1.Member
+	84, // 30: roost.v1.CreateJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
+	61, // 31: roost.v1.ListJoinTokensResponse.tokens:type_name -> roost.v1.JoinTokenInfo
+	84, // 32: roost.v1.JoinTokenInfo.expires_at:type_name -> google.protobuf.Timestamp
+	84, // 33: roost.v1.JoinTokenInfo.revoked_at:type_name -> google.protobuf.Timestamp
+	96, // 34: roost.v1.UpdateMemberRequest.member:type_name -> roost.v1.HubMember
+	97, // 35: roost.v1.ForwardServerStatusRequest.update:type_name -> roost.v1.UpdateServerStatus
+	84, // 36: roost.v1.SnapshotInfo.taken_at:type_name -> google.protobuf.Timestamp
+	83, // 37: roost.v1.SnapshotInfo.objects:type_name -> roost.v1.SnapshotInfo.ObjectsEntry
+	77, // 38: roost.v1.SnapshotChunk.info:type_name -> roost.v1.SnapshotInfo
+	77, // 39: roost.v1.RestoreSnapshotResponse.restored:type_name -> roost.v1.SnapshotInfo
+	77, // 40: roost.v1.SnapshotFile.info:type_name -> roost.v1.SnapshotInfo
+	43, // 41: roost.v1.HubService.Apply:input_type -> roost.v1.ApplyRequest
+	46, // 42: roost.v1.HubService.Get:input_type -> roost.v1.GetRequest
+	48, // 43: roost.v1.HubService.List:input_type -> roost.v1.ListRequest
+	50, // 44: roost.v1.HubService.Delete:input_type -> roost.v1.DeleteRequest
+	52, // 45: roost.v1.HubService.Watch:input_type -> roost.v1.WatchRequest
+	55, // 46: roost.v1.HubService.ListMembers:input_type -> roost.v1.ListMembersRequest
+	57, // 47: roost.v1.HubService.CreateJoinToken:input_type -> roost.v1.CreateJoinTokenRequest
+	59, // 48: roost.v1.HubService.ListJoinTokens:input_type -> roost.v1.ListJoinTokensRequest
+	62, // 49: roost.v1.HubService.RevokeJoinTokens:input_type -> roost.v1.RevokeJoinTokensRequest
+	64, // 50: roost.v1.HubService.RemoveMember:input_type -> roost.v1.RemoveMemberRequest
+	76, // 51: roost.v1.HubService.SaveSnapshot:input_type -> roost.v1.SaveSnapshotRequest
+	78, // 52: roost.v1.HubService.RestoreSnapshot:input_type -> roost.v1.SnapshotChunk
+	37, // 53: roost.v1.HubService.CreateEnrollmentToken:input_type -> roost.v1.CreateEnrollmentTokenRequest
+	39, // 54: roost.v1.HubService.RevokeEnrollmentToken:input_type -> roost.v1.RevokeEnrollmentTokenRequest
+	41, // 55: roost.v1.HubService.UpdateServer:input_type -> roost.v1.UpdateServerRequest
+	31, // 56: roost.v1.HubService.AssignServers:input_type -> roost.v1.AssignServersRequest
+	33, // 57: roost.v1.HubService.UnassignServers:input_type -> roost.v1.UnassignServersRequest
+	35, // 58: roost.v1.HubService.CreateMachine:input_type -> roost.v1.CreateMachineRequest
+	27, // 59: roost.v1.HubService.PushArtifact:input_type -> roost.v1.PushArtifactRequest
+	29, // 60: roost.v1.HubService.StatArtifact:input_type -> roost.v1.StatArtifactRequest
+	15, // 61: roost.v1.HubService.PutImageRelease:input_type -> roost.v1.PutImageReleaseRequest
+	17, // 62: roost.v1.HubService.PromoteImageRelease:input_type -> roost.v1.PromoteImageReleaseRequest
+	19, // 63: roost.v1.HubService.TrustReleaseKey:input_type -> roost.v1.TrustReleaseKeyRequest
+	21, // 64: roost.v1.HubService.UntrustReleaseKey:input_type -> roost.v1.UntrustReleaseKeyRequest
+	23, // 65: roost.v1.HubService.ListTrustedKeys:input_type -> roost.v1.ListTrustedKeysRequest
+	25, // 66: roost.v1.HubService.RolloutControl:input_type -> roost.v1.RolloutControlRequest
+	4,  // 67: roost.v1.HubService.CreateUser:input_type -> roost.v1.CreateUserRequest
+	6,  // 68: roost.v1.HubService.RenewUser:input_type -> roost.v1.RenewUserRequest
+	7,  // 69: roost.v1.HubService.ListUsers:input_type -> roost.v1.ListUsersRequest
+	9,  // 70: roost.v1.HubService.RevokeUser:input_type -> roost.v1.RevokeUserRequest
+	11, // 71: roost.v1.HubService.WhoAmI:input_type -> roost.v1.WhoAmIRequest
+	13, // 72: roost.v1.HubService.AuthCheck:input_type -> roost.v1.AuthCheckRequest
+	2,  // 73: roost.v1.HubService.ReadAudit:input_type -> roost.v1.ReadAuditRequest
+	72, // 74: roost.v1.MemberService.Join:input_type -> roost.v1.JoinRequest
+	74, // 75: roost.v1.MemberService.AddVoter:input_type -> roost.v1.AddVoterRequest
+	68, // 76: roost.v1.MemberService.ReportSeen:input_type -> roost.v1.ReportSeenRequest
+	70, // 77: roost.v1.MemberService.ForwardServerStatus:input_type -> roost.v1.ForwardServerStatusRequest
+	98, // 78: roost.v1.MemberService.FetchBlob:input_type -> roost.v1.FetchArtifactRequest
+	66, // 79: roost.v1.MemberService.UpdateMember:input_type -> roost.v1.UpdateMemberRequest
+	45, // 80: roost.v1.HubService.Apply:output_type -> roost.v1.ApplyResponse
+	47, // 81: roost.v1.HubService.Get:output_type -> roost.v1.GetResponse
+	49, // 82: roost.v1.HubService.List:output_type -> roost.v1.ListResponse
+	51, // 83: roost.v1.HubService.Delete:output_type -> roost.v1.DeleteResponse
+	53, // 84: roost.v1.HubService.Watch:output_type -> roost.v1.WatchEvent
+	56, // 85: roost.v1.HubService.ListMembers:output_type -> roost.v1.ListMembersResponse
+	58, // 86: roost.v1.HubService.CreateJoinToken:output_type -> roost.v1.CreateJoinTokenResponse
+	60, // 87: roost.v1.HubService.ListJoinTokens:output_type -> roost.v1.ListJoinTokensResponse
+	63, // 88: roost.v1.HubService.RevokeJoinTokens:output_type -> roost.v1.RevokeJoinTokensResponse
+	65, // 89: roost.v1.HubService.RemoveMember:output_type -> roost.v1.RemoveMemberResponse
+	78, // 90: roost.v1.HubService.SaveSnapshot:output_type -> roost.v1.SnapshotChunk
+	79, // 91: roost.v1.HubService.RestoreSnapshot:output_type -> roost.v1.RestoreSnapshotResponse
+	38, // 92: roost.v1.HubService.CreateEnrollmentToken:output_type -> roost.v1.CreateEnrollmentTokenResponse
+	40, // 93: roost.v1.HubService.RevokeEnrollmentToken:output_type -> roost.v1.RevokeEnrollmentTokenResponse
+	42, // 94: roost.v1.HubService.UpdateServer:output_type -> roost.v1.UpdateServerResponse
+	32, // 95: roost.v1.HubService.AssignServers:output_type -> roost.v1.AssignServersResponse
+	34, // 96: roost.v1.HubService.UnassignServers:output_type -> roost.v1.UnassignServersResponse
+	36, // 97: roost.v1.HubService.CreateMachine:output_type -> roost.v1.CreateMachineResponse
+	28, // 98: roost.v1.HubService.PushArtifact:output_type -> roost.v1.PushArtifactResponse
+	30, // 99: roost.v1.HubService.StatArtifact:output_type -> roost.v1.StatArtifactResponse
+	16, // 100: roost.v1.HubService.PutImageRelease:output_type -> roost.v1.PutImageReleaseResponse
+	18, // 101: roost.v1.HubService.PromoteImageRelease:output_type -> roost.v1.PromoteImageReleaseResponse
+	20, // 102: roost.v1.HubService.TrustReleaseKey:output_type -> roost.v1.TrustReleaseKeyResponse
+	22, // 103: roost.v1.HubService.UntrustReleaseKey:output_type -> roost.v1.UntrustReleaseKeyResponse
+	24, // 104: roost.v1.HubService.ListTrustedKeys:output_type -> roost.v1.ListTrustedKeysResponse
+	26, // 105: roost.v1.HubService.RolloutControl:output_type -> roost.v1.RolloutControlResponse
+	5,  // 106: roost.v1.HubService.CreateUser:output_type -> roost.v1.CreateUserResponse
+	5,  // 107: roost.v1.HubService.RenewUser:output_type -> roost.v1.CreateUserResponse
+	8,  // 108: roost.v1.HubService.ListUsers:output_type -> roost.v1.ListUsersResponse
+	10, // 109: roost.v1.HubService.RevokeUser:output_type -> roost.v1.RevokeUserResponse
+	12, // 110: roost.v1.HubService.WhoAmI:output_type -> roost.v1.WhoAmIResponse
+	14, // 111: roost.v1.HubService.AuthCheck:output_type -> roost.v1.AuthCheckResponse
+	3,  // 112: roost.v1.HubService.ReadAudit:output_type -> roost.v1.ReadAuditResponse
+	73, // 113: roost.v1.MemberService.Join:output_type -> roost.v1.JoinResponse
+	75, // 114: roost.v1.MemberService.AddVoter:output_type -> roost.v1.AddVoterResponse
+	69, // 115: roost.v1.MemberService.ReportSeen:output_type -> roost.v1.ReportSeenResponse
+	71, // 116: roost.v1.MemberService.ForwardServerStatus:output_type -> roost.v1.ForwardServerStatusResponse
+	99, // 117: roost.v1.MemberService.FetchBlob:output_type -> roost.v1.ArtifactChunk
+	67, // 118: roost.v1.MemberService.UpdateMember:output_type -> roost.v1.UpdateMemberResponse
+	80, // [80:119] is the sub-list for method output_type
+	41, // [41:80] is the sub-list for method input_type
+	41, // [41:41] is the sub-list for extension type_name
+	41, // [41:41] is the sub-list for extension extendee
+	0,  // [0:41] is the sub-list for field type_name
 }
 
 func init() { file_roost_v1_hub_proto_init() }

@@ -150,6 +150,7 @@ type Command struct {
 	//	*Command_ReregisterServer
 	//	*Command_PutUserCertificate
 	//	*Command_RevokeUser
+	//	*Command_RecordEvents
 	Command       isCommand_Command `protobuf_oneof:"command"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -508,6 +509,15 @@ func (x *Command) GetRevokeUser() *RevokeUser {
 	return nil
 }
 
+func (x *Command) GetRecordEvents() *RecordEvents {
+	if x != nil {
+		if x, ok := x.Command.(*Command_RecordEvents); ok {
+			return x.RecordEvents
+		}
+	}
+	return nil
+}
+
 type isCommand_Command interface {
 	isCommand_Command()
 }
@@ -640,6 +650,10 @@ type Command_RevokeUser struct {
 	RevokeUser *RevokeUser `protobuf:"bytes,41,opt,name=revoke_user,json=revokeUser,proto3,oneof"`
 }
 
+type Command_RecordEvents struct {
+	RecordEvents *RecordEvents `protobuf:"bytes,42,opt,name=record_events,json=recordEvents,proto3,oneof"`
+}
+
 func (*Command_ApplyObjects) isCommand_Command() {}
 
 func (*Command_DeleteObject) isCommand_Command() {}
@@ -703,6 +717,8 @@ func (*Command_ReregisterServer) isCommand_Command() {}
 func (*Command_PutUserCertificate) isCommand_Command() {}
 
 func (*Command_RevokeUser) isCommand_Command() {}
+
+func (*Command_RecordEvents) isCommand_Command() {}
 
 // ApplyObjects creates or replaces objects, all or nothing.
 type ApplyObjects struct {
@@ -3600,11 +3616,141 @@ func (x *RevokeUser) GetName() string {
 	return ""
 }
 
+// RecordEvents records controllers' Events (decisions such as a drain
+// started or blocked, a rollout halted, a Lease expired), a batch per
+// command. The proposing controller sends an Event only when it changed
+// (not again while the same reason and message hold for the object); the
+// FSM counts a repeat of a kept Event instead of adding one. Events that
+// follow from another command are recorded by the FSM inside that command
+// and never need one of these.
+type RecordEvents struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Events        []*EventRecord         `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordEvents) Reset() {
+	*x = RecordEvents{}
+	mi := &file_roost_v1_raft_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordEvents) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordEvents) ProtoMessage() {}
+
+func (x *RecordEvents) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_raft_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordEvents.ProtoReflect.Descriptor instead.
+func (*RecordEvents) Descriptor() ([]byte, []int) {
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *RecordEvents) GetEvents() []*EventRecord {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+// EventRecord is one Event to record.
+type EventRecord struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	InvolvedObject *EventObject           `protobuf:"bytes,1,opt,name=involved_object,json=involvedObject,proto3" json:"involved_object,omitempty"`
+	// type is Normal or Warning.
+	Type    string `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
+	Reason  string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	Message string `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
+	// source is the recording controller's name.
+	Source        string `protobuf:"bytes,5,opt,name=source,proto3" json:"source,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EventRecord) Reset() {
+	*x = EventRecord{}
+	mi := &file_roost_v1_raft_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EventRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EventRecord) ProtoMessage() {}
+
+func (x *EventRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_raft_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EventRecord.ProtoReflect.Descriptor instead.
+func (*EventRecord) Descriptor() ([]byte, []int) {
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *EventRecord) GetInvolvedObject() *EventObject {
+	if x != nil {
+		return x.InvolvedObject
+	}
+	return nil
+}
+
+func (x *EventRecord) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *EventRecord) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *EventRecord) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *EventRecord) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
 var File_roost_v1_raft_proto protoreflect.FileDescriptor
 
 const file_roost_v1_raft_proto_rawDesc = "" +
 	"\n" +
-	"\x13roost/v1/raft.proto\x12\broost.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14roost/v1/agent.proto\x1a\x13roost/v1/meta.proto\x1a\x18roost/v1/resources.proto\"\xb8\x13\n" +
+	"\x13roost/v1/raft.proto\x12\broost.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14roost/v1/agent.proto\x1a\x13roost/v1/meta.proto\x1a\x18roost/v1/resources.proto\"\xf7\x13\n" +
 	"\aCommand\x12.\n" +
 	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12#\n" +
 	"\rrules_version\x18\x02 \x01(\rR\frulesVersion\x12\x1d\n" +
@@ -3646,7 +3792,8 @@ const file_roost_v1_raft_proto_rawDesc = "" +
 	"\x11reregister_server\x18' \x01(\v2\x1a.roost.v1.ReregisterServerH\x00R\x10reregisterServer\x12P\n" +
 	"\x14put_user_certificate\x18( \x01(\v2\x1c.roost.v1.PutUserCertificateH\x00R\x12putUserCertificate\x127\n" +
 	"\vrevoke_user\x18) \x01(\v2\x14.roost.v1.RevokeUserH\x00R\n" +
-	"revokeUserB\t\n" +
+	"revokeUser\x12=\n" +
+	"\rrecord_events\x18* \x01(\v2\x16.roost.v1.RecordEventsH\x00R\frecordEventsB\t\n" +
 	"\acommand\"g\n" +
 	"\fApplyObjects\x12*\n" +
 	"\aobjects\x18\x01 \x03(\v2\x10.roost.v1.ObjectR\aobjects\x12\x12\n" +
@@ -3860,7 +4007,15 @@ const file_roost_v1_raft_proto_rawDesc = "" +
 	"\x06create\x18\x04 \x01(\bR\x06create\" \n" +
 	"\n" +
 	"RevokeUser\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name*\xc9\x01\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"=\n" +
+	"\fRecordEvents\x12-\n" +
+	"\x06events\x18\x01 \x03(\v2\x15.roost.v1.EventRecordR\x06events\"\xab\x01\n" +
+	"\vEventRecord\x12>\n" +
+	"\x0finvolved_object\x18\x01 \x01(\v2\x15.roost.v1.EventObjectR\x0einvolvedObject\x12\x12\n" +
+	"\x04type\x18\x02 \x01(\tR\x04type\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x18\n" +
+	"\amessage\x18\x04 \x01(\tR\amessage\x12\x16\n" +
+	"\x06source\x18\x05 \x01(\tR\x06source*\xc9\x01\n" +
 	"\rRolloutAction\x12\x1e\n" +
 	"\x1aROLLOUT_ACTION_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14ROLLOUT_ACTION_PAUSE\x10\x01\x12\x19\n" +
@@ -3883,7 +4038,7 @@ func file_roost_v1_raft_proto_rawDescGZIP() []byte {
 }
 
 var file_roost_v1_raft_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_roost_v1_raft_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
+var file_roost_v1_raft_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
 var file_roost_v1_raft_proto_goTypes = []any{
 	(RolloutAction)(0),                 // 0: roost.v1.RolloutAction
 	(*Command)(nil),                    // 1: roost.v1.Command
@@ -3931,21 +4086,24 @@ var file_roost_v1_raft_proto_goTypes = []any{
 	(*UserCertificate)(nil),            // 43: roost.v1.UserCertificate
 	(*PutUserCertificate)(nil),         // 44: roost.v1.PutUserCertificate
 	(*RevokeUser)(nil),                 // 45: roost.v1.RevokeUser
-	nil,                                // 46: roost.v1.ModifyServer.SetLabelsEntry
-	(*timestamppb.Timestamp)(nil),      // 47: google.protobuf.Timestamp
-	(*Object)(nil),                     // 48: roost.v1.Object
-	(*ServerIdentity)(nil),             // 49: roost.v1.ServerIdentity
-	(*Inventory)(nil),                  // 50: roost.v1.Inventory
-	(*EnrollmentToken)(nil),            // 51: roost.v1.EnrollmentToken
-	(*Condition)(nil),                  // 52: roost.v1.Condition
-	(*FailedRevision)(nil),             // 53: roost.v1.FailedRevision
-	(ServerAction)(0),                  // 54: roost.v1.ServerAction
-	(*Revision)(nil),                   // 55: roost.v1.Revision
-	(*RolloutStatus)(nil),              // 56: roost.v1.RolloutStatus
-	(*ClusterStatus)(nil),              // 57: roost.v1.ClusterStatus
+	(*RecordEvents)(nil),               // 46: roost.v1.RecordEvents
+	(*EventRecord)(nil),                // 47: roost.v1.EventRecord
+	nil,                                // 48: roost.v1.ModifyServer.SetLabelsEntry
+	(*timestamppb.Timestamp)(nil),      // 49: google.protobuf.Timestamp
+	(*Object)(nil),                     // 50: roost.v1.Object
+	(*ServerIdentity)(nil),             // 51: roost.v1.ServerIdentity
+	(*Inventory)(nil),                  // 52: roost.v1.Inventory
+	(*EnrollmentToken)(nil),            // 53: roost.v1.EnrollmentToken
+	(*Condition)(nil),                  // 54: roost.v1.Condition
+	(*FailedRevision)(nil),             // 55: roost.v1.FailedRevision
+	(ServerAction)(0),                  // 56: roost.v1.ServerAction
+	(*Revision)(nil),                   // 57: roost.v1.Revision
+	(*RolloutStatus)(nil),              // 58: roost.v1.RolloutStatus
+	(*ClusterStatus)(nil),              // 59: roost.v1.ClusterStatus
+	(*EventObject)(nil),                // 60: roost.v1.EventObject
 }
 var file_roost_v1_raft_proto_depIdxs = []int32{
-	47, // 0: roost.v1.Command.time:type_name -> google.protobuf.Timestamp
+	49, // 0: roost.v1.Command.time:type_name -> google.protobuf.Timestamp
 	2,  // 1: roost.v1.Command.apply_objects:type_name -> roost.v1.ApplyObjects
 	3,  // 2: roost.v1.Command.delete_object:type_name -> roost.v1.DeleteObject
 	5,  // 3: roost.v1.Command.init_ca:type_name -> roost.v1.InitCA
@@ -3978,57 +4136,60 @@ var file_roost_v1_raft_proto_depIdxs = []int32{
 	12, // 30: roost.v1.Command.reregister_server:type_name -> roost.v1.ReregisterServer
 	44, // 31: roost.v1.Command.put_user_certificate:type_name -> roost.v1.PutUserCertificate
 	45, // 32: roost.v1.Command.revoke_user:type_name -> roost.v1.RevokeUser
-	48, // 33: roost.v1.ApplyObjects.objects:type_name -> roost.v1.Object
-	4,  // 34: roost.v1.InitCA.ca:type_name -> roost.v1.CertificateAuthority
-	6,  // 35: roost.v1.PutMember.member:type_name -> roost.v1.HubMember
-	47, // 36: roost.v1.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
-	47, // 37: roost.v1.JoinToken.revoked_at:type_name -> google.protobuf.Timestamp
-	9,  // 38: roost.v1.PutJoinToken.token:type_name -> roost.v1.JoinToken
-	49, // 39: roost.v1.ReregisterServer.identity:type_name -> roost.v1.ServerIdentity
-	50, // 40: roost.v1.ReregisterServer.inventory:type_name -> roost.v1.Inventory
-	51, // 41: roost.v1.PutEnrollmentToken.token:type_name -> roost.v1.EnrollmentToken
-	49, // 42: roost.v1.EnrollServer.identity:type_name -> roost.v1.ServerIdentity
-	50, // 43: roost.v1.EnrollServer.inventory:type_name -> roost.v1.Inventory
-	50, // 44: roost.v1.UpdateServerStatus.inventory:type_name -> roost.v1.Inventory
-	52, // 45: roost.v1.UpdateServerStatus.conditions:type_name -> roost.v1.Condition
-	53, // 46: roost.v1.UpdateServerStatus.failed_revisions:type_name -> roost.v1.FailedRevision
-	47, // 47: roost.v1.ReachabilityChange.last_seen:type_name -> google.protobuf.Timestamp
-	18, // 48: roost.v1.SetServerReachability.changes:type_name -> roost.v1.ReachabilityChange
-	54, // 49: roost.v1.ModifyServer.action:type_name -> roost.v1.ServerAction
-	46, // 50: roost.v1.ModifyServer.set_labels:type_name -> roost.v1.ModifyServer.SetLabelsEntry
-	21, // 51: roost.v1.CreateMachines.machines:type_name -> roost.v1.NewMachine
-	55, // 52: roost.v1.PutRevision.revision:type_name -> roost.v1.Revision
-	47, // 53: roost.v1.GrantLease.expires_at:type_name -> google.protobuf.Timestamp
-	48, // 54: roost.v1.Snapshot.objects:type_name -> roost.v1.Object
-	4,  // 55: roost.v1.Snapshot.ca:type_name -> roost.v1.CertificateAuthority
-	6,  // 56: roost.v1.Snapshot.members:type_name -> roost.v1.HubMember
-	9,  // 57: roost.v1.Snapshot.join_tokens:type_name -> roost.v1.JoinToken
-	39, // 58: roost.v1.Snapshot.bootstrap_tokens:type_name -> roost.v1.BootstrapToken
-	33, // 59: roost.v1.Snapshot.trusted_keys:type_name -> roost.v1.TrustedKey
-	28, // 60: roost.v1.Snapshot.requests:type_name -> roost.v1.RequestRecord
-	42, // 61: roost.v1.Snapshot.users:type_name -> roost.v1.User
-	47, // 62: roost.v1.RequestRecord.time:type_name -> google.protobuf.Timestamp
-	29, // 63: roost.v1.RequestRecord.results:type_name -> roost.v1.RecordedResult
-	0,  // 64: roost.v1.ControlRollout.action:type_name -> roost.v1.RolloutAction
-	52, // 65: roost.v1.SetConditions.set:type_name -> roost.v1.Condition
-	56, // 66: roost.v1.UpdatePoolRollout.status:type_name -> roost.v1.RolloutStatus
-	47, // 67: roost.v1.TrustedKey.added_at:type_name -> google.protobuf.Timestamp
-	33, // 68: roost.v1.PutTrustedKey.key:type_name -> roost.v1.TrustedKey
-	57, // 69: roost.v1.UpdateClusterStatus.status:type_name -> roost.v1.ClusterStatus
-	52, // 70: roost.v1.UpdateMachineClusterStatus.conditions:type_name -> roost.v1.Condition
-	47, // 71: roost.v1.BootstrapToken.expires_at:type_name -> google.protobuf.Timestamp
-	39, // 72: roost.v1.PutBootstrapToken.token:type_name -> roost.v1.BootstrapToken
-	43, // 73: roost.v1.User.certificates:type_name -> roost.v1.UserCertificate
-	47, // 74: roost.v1.User.created_at:type_name -> google.protobuf.Timestamp
-	47, // 75: roost.v1.User.revoked_at:type_name -> google.protobuf.Timestamp
-	47, // 76: roost.v1.UserCertificate.not_before:type_name -> google.protobuf.Timestamp
-	47, // 77: roost.v1.UserCertificate.not_after:type_name -> google.protobuf.Timestamp
-	43, // 78: roost.v1.PutUserCertificate.certificate:type_name -> roost.v1.UserCertificate
-	79, // [79:79] is the sub-list for method output_type
-	79, // [79:79] is the sub-list for method input_type
-	79, // [79:79] is the sub-list for extension type_name
-	79, // [79:79] is the sub-list for extension extendee
-	0,  // [0:79] is the sub-list for field type_name
+	46, // 33: roost.v1.Command.record_events:type_name -> roost.v1.RecordEvents
+	50, // 34: roost.v1.ApplyObjects.objects:type_name -> roost.v1.Object
+	4,  // 35: roost.v1.InitCA.ca:type_name -> roost.v1.CertificateAuthority
+	6,  // 36: roost.v1.PutMember.member:type_name -> roost.v1.HubMember
+	49, // 37: roost.v1.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
+	49, // 38: roost.v1.JoinToken.revoked_at:type_name -> google.protobuf.Timestamp
+	9,  // 39: roost.v1.PutJoinToken.token:type_name -> roost.v1.JoinToken
+	51, // 40: roost.v1.ReregisterServer.identity:type_name -> roost.v1.ServerIdentity
+	52, // 41: roost.v1.ReregisterServer.inventory:type_name -> roost.v1.Inventory
+	53, // 42: roost.v1.PutEnrollmentToken.token:type_name -> roost.v1.EnrollmentToken
+	51, // 43: roost.v1.EnrollServer.identity:type_name -> roost.v1.ServerIdentity
+	52, // 44: roost.v1.EnrollServer.inventory:type_name -> roost.v1.Inventory
+	52, // 45: roost.v1.UpdateServerStatus.inventory:type_name -> roost.v1.Inventory
+	54, // 46: roost.v1.UpdateServerStatus.conditions:type_name -> roost.v1.Condition
+	55, // 47: roost.v1.UpdateServerStatus.failed_revisions:type_name -> roost.v1.FailedRevision
+	49, // 48: roost.v1.ReachabilityChange.last_seen:type_name -> google.protobuf.Timestamp
+	18, // 49: roost.v1.SetServerReachability.changes:type_name -> roost.v1.ReachabilityChange
+	56, // 50: roost.v1.ModifyServer.action:type_name -> roost.v1.ServerAction
+	48, // 51: roost.v1.ModifyServer.set_labels:type_name -> roost.v1.ModifyServer.SetLabelsEntry
+	21, // 52: roost.v1.CreateMachines.machines:type_name -> roost.v1.NewMachine
+	57, // 53: roost.v1.PutRevision.revision:type_name -> roost.v1.Revision
+	49, // 54: roost.v1.GrantLease.expires_at:type_name -> google.protobuf.Timestamp
+	50, // 55: roost.v1.Snapshot.objects:type_name -> roost.v1.Object
+	4,  // 56: roost.v1.Snapshot.ca:type_name -> roost.v1.CertificateAuthority
+	6,  // 57: roost.v1.Snapshot.members:type_name -> roost.v1.HubMember
+	9,  // 58: roost.v1.Snapshot.join_tokens:type_name -> roost.v1.JoinToken
+	39, // 59: roost.v1.Snapshot.bootstrap_tokens:type_name -> roost.v1.BootstrapToken
+	33, // 60: roost.v1.Snapshot.trusted_keys:type_name -> roost.v1.TrustedKey
+	28, // 61: roost.v1.Snapshot.requests:type_name -> roost.v1.RequestRecord
+	42, // 62: roost.v1.Snapshot.users:type_name -> roost.v1.User
+	49, // 63: roost.v1.RequestRecord.time:type_name -> google.protobuf.Timestamp
+	29, // 64: roost.v1.RequestRecord.results:type_name -> roost.v1.RecordedResult
+	0,  // 65: roost.v1.ControlRollout.action:type_name -> roost.v1.RolloutAction
+	54, // 66: roost.v1.SetConditions.set:type_name -> roost.v1.Condition
+	58, // 67: roost.v1.UpdatePoolRollout.status:type_name -> roost.v1.RolloutStatus
+	49, // 68: roost.v1.TrustedKey.added_at:type_name -> google.protobuf.Timestamp
+	33, // 69: roost.v1.PutTrustedKey.key:type_name -> roost.v1.TrustedKey
+	59, // 70: roost.v1.UpdateClusterStatus.status:type_name -> roost.v1.ClusterStatus
+	54, // 71: roost.v1.UpdateMachineClusterStatus.conditions:type_name -> roost.v1.Condition
+	49, // 72: roost.v1.BootstrapToken.expires_at:type_name -> google.protobuf.Timestamp
+	39, // 73: roost.v1.PutBootstrapToken.token:type_name -> roost.v1.BootstrapToken
+	43, // 74: roost.v1.User.certificates:type_name -> roost.v1.UserCertificate
+	49, // 75: roost.v1.User.created_at:type_name -> google.protobuf.Timestamp
+	49, // 76: roost.v1.User.revoked_at:type_name -> google.protobuf.Timestamp
+	49, // 77: roost.v1.UserCertificate.not_before:type_name -> google.protobuf.Timestamp
+	49, // 78: roost.v1.UserCertificate.not_after:type_name -> google.protobuf.Timestamp
+	43, // 79: roost.v1.PutUserCertificate.certificate:type_name -> roost.v1.UserCertificate
+	47, // 80: roost.v1.RecordEvents.events:type_name -> roost.v1.EventRecord
+	60, // 81: roost.v1.EventRecord.involved_object:type_name -> roost.v1.EventObject
+	82, // [82:82] is the sub-list for method output_type
+	82, // [82:82] is the sub-list for method input_type
+	82, // [82:82] is the sub-list for extension type_name
+	82, // [82:82] is the sub-list for extension extendee
+	0,  // [0:82] is the sub-list for field type_name
 }
 
 func init() { file_roost_v1_raft_proto_init() }
@@ -4072,6 +4233,7 @@ func file_roost_v1_raft_proto_init() {
 		(*Command_ReregisterServer)(nil),
 		(*Command_PutUserCertificate)(nil),
 		(*Command_RevokeUser)(nil),
+		(*Command_RecordEvents)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -4079,7 +4241,7 @@ func file_roost_v1_raft_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_roost_v1_raft_proto_rawDesc), len(file_roost_v1_raft_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   46,
+			NumMessages:   48,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

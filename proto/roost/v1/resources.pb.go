@@ -3777,6 +3777,295 @@ func (*LeaseStatus) Descriptor() ([]byte, []int) {
 	return file_roost_v1_resources_proto_rawDescGZIP(), []int{44}
 }
 
+// Event is one entry of the operations log: what the hub did to or
+// observed about an object and why (a Revision rendered, a Lease granted,
+// a drain blocked by a PodDisruptionBudget, a rollout halted), like a
+// Kubernetes Event. Events are written by the hub only (inside Raft
+// commands), never applied; repeats of the same (object, type, reason,
+// message) raise status.count instead of adding an Event. The hub keeps a
+// bounded number (state.MaxEvents in total, state.MaxEventsPerObject per
+// object, none older than state.EventTTL by command time), dropping the
+// least recently seen first.
+type Event struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	ApiVersion string                 `protobuf:"bytes,1,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
+	Kind       string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	// metadata.name is chosen by the hub ("ev-INDEX-N": the Raft index that
+	// first recorded it and its position in that command).
+	Metadata      *ObjectMeta  `protobuf:"bytes,3,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	Spec          *EventSpec   `protobuf:"bytes,4,opt,name=spec,proto3" json:"spec,omitempty"`
+	Status        *EventStatus `protobuf:"bytes,5,opt,name=status,proto3" json:"status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Event) Reset() {
+	*x = Event{}
+	mi := &file_roost_v1_resources_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Event) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Event) ProtoMessage() {}
+
+func (x *Event) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_resources_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Event.ProtoReflect.Descriptor instead.
+func (*Event) Descriptor() ([]byte, []int) {
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *Event) GetApiVersion() string {
+	if x != nil {
+		return x.ApiVersion
+	}
+	return ""
+}
+
+func (x *Event) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *Event) GetMetadata() *ObjectMeta {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *Event) GetSpec() *EventSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+func (x *Event) GetStatus() *EventStatus {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+type EventSpec struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// involved_object is the object the Event is about.
+	InvolvedObject *EventObject `protobuf:"bytes,1,opt,name=involved_object,json=involvedObject,proto3" json:"involved_object,omitempty"`
+	// type is Normal or Warning.
+	Type string `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
+	// reason is a short CamelCase word for what happened, e.g.
+	// "RevisionRendered", "DrainBlocked".
+	Reason string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	// message says what happened in a sentence for people (at most
+	// state.MaxEventMessage bytes).
+	Message string `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
+	// source is the component that recorded it: "hub" for what the state
+	// machine recorded while applying a command, or a controller's name
+	// ("rollout", "drain").
+	Source        string `protobuf:"bytes,5,opt,name=source,proto3" json:"source,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EventSpec) Reset() {
+	*x = EventSpec{}
+	mi := &file_roost_v1_resources_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EventSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EventSpec) ProtoMessage() {}
+
+func (x *EventSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_resources_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EventSpec.ProtoReflect.Descriptor instead.
+func (*EventSpec) Descriptor() ([]byte, []int) {
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *EventSpec) GetInvolvedObject() *EventObject {
+	if x != nil {
+		return x.InvolvedObject
+	}
+	return nil
+}
+
+func (x *EventSpec) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *EventSpec) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *EventSpec) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *EventSpec) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+// EventObject names the object an Event is about.
+type EventObject struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// kind is the CamelCase kind, e.g. "Server".
+	Kind          string `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	Name          string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EventObject) Reset() {
+	*x = EventObject{}
+	mi := &file_roost_v1_resources_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EventObject) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EventObject) ProtoMessage() {}
+
+func (x *EventObject) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_resources_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EventObject.ProtoReflect.Descriptor instead.
+func (*EventObject) Descriptor() ([]byte, []int) {
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *EventObject) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *EventObject) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type EventStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// count is how many times the Event happened (1 at first).
+	Count int32 `protobuf:"varint,1,opt,name=count,proto3" json:"count,omitempty"`
+	// first_timestamp and last_timestamp are the times of the commands that
+	// first and last recorded it.
+	FirstTimestamp *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=first_timestamp,json=firstTimestamp,proto3" json:"first_timestamp,omitempty"`
+	LastTimestamp  *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=last_timestamp,json=lastTimestamp,proto3" json:"last_timestamp,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *EventStatus) Reset() {
+	*x = EventStatus{}
+	mi := &file_roost_v1_resources_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EventStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EventStatus) ProtoMessage() {}
+
+func (x *EventStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_resources_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EventStatus.ProtoReflect.Descriptor instead.
+func (*EventStatus) Descriptor() ([]byte, []int) {
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *EventStatus) GetCount() int32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *EventStatus) GetFirstTimestamp() *timestamppb.Timestamp {
+	if x != nil {
+		return x.FirstTimestamp
+	}
+	return nil
+}
+
+func (x *EventStatus) GetLastTimestamp() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastTimestamp
+	}
+	return nil
+}
+
 // Object is any one resource, tagged by kind.
 type Object struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -3794,6 +4083,7 @@ type Object struct {
 	//	*Object_Lease
 	//	*Object_Revision
 	//	*Object_Extension
+	//	*Object_Event
 	Kind          isObject_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -3801,7 +4091,7 @@ type Object struct {
 
 func (x *Object) Reset() {
 	*x = Object{}
-	mi := &file_roost_v1_resources_proto_msgTypes[45]
+	mi := &file_roost_v1_resources_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3813,7 +4103,7 @@ func (x *Object) String() string {
 func (*Object) ProtoMessage() {}
 
 func (x *Object) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[45]
+	mi := &file_roost_v1_resources_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3826,7 +4116,7 @@ func (x *Object) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Object.ProtoReflect.Descriptor instead.
 func (*Object) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{45}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *Object) GetKind() isObject_Kind {
@@ -3944,6 +4234,15 @@ func (x *Object) GetExtension() *Extension {
 	return nil
 }
 
+func (x *Object) GetEvent() *Event {
+	if x != nil {
+		if x, ok := x.Kind.(*Object_Event); ok {
+			return x.Event
+		}
+	}
+	return nil
+}
+
 type isObject_Kind interface {
 	isObject_Kind()
 }
@@ -3996,6 +4295,10 @@ type Object_Extension struct {
 	Extension *Extension `protobuf:"bytes,12,opt,name=extension,proto3,oneof"`
 }
 
+type Object_Event struct {
+	Event *Event `protobuf:"bytes,13,opt,name=event,proto3,oneof"`
+}
+
 func (*Object_Server) isObject_Kind() {}
 
 func (*Object_Machine) isObject_Kind() {}
@@ -4019,6 +4322,8 @@ func (*Object_Lease) isObject_Kind() {}
 func (*Object_Revision) isObject_Kind() {}
 
 func (*Object_Extension) isObject_Kind() {}
+
+func (*Object_Event) isObject_Kind() {}
 
 var File_roost_v1_resources_proto protoreflect.FileDescriptor
 
@@ -4355,7 +4660,27 @@ const file_roost_v1_resources_proto_rawDesc = "" +
 	"\brevision\x18\x05 \x01(\x03R\brevision\x12\x12\n" +
 	"\x04pool\x18\x06 \x01(\tR\x04pool\x12\x14\n" +
 	"\x05phase\x18\a \x01(\tR\x05phase\"\r\n" +
-	"\vLeaseStatus\"\xa9\x05\n" +
+	"\vLeaseStatus\"\xc6\x01\n" +
+	"\x05Event\x12\x1f\n" +
+	"\vapi_version\x18\x01 \x01(\tR\n" +
+	"apiVersion\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x120\n" +
+	"\bmetadata\x18\x03 \x01(\v2\x14.roost.v1.ObjectMetaR\bmetadata\x12'\n" +
+	"\x04spec\x18\x04 \x01(\v2\x13.roost.v1.EventSpecR\x04spec\x12-\n" +
+	"\x06status\x18\x05 \x01(\v2\x15.roost.v1.EventStatusR\x06status\"\xa9\x01\n" +
+	"\tEventSpec\x12>\n" +
+	"\x0finvolved_object\x18\x01 \x01(\v2\x15.roost.v1.EventObjectR\x0einvolvedObject\x12\x12\n" +
+	"\x04type\x18\x02 \x01(\tR\x04type\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x18\n" +
+	"\amessage\x18\x04 \x01(\tR\amessage\x12\x16\n" +
+	"\x06source\x18\x05 \x01(\tR\x06source\"5\n" +
+	"\vEventObject\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\"\xab\x01\n" +
+	"\vEventStatus\x12\x14\n" +
+	"\x05count\x18\x01 \x01(\x05R\x05count\x12C\n" +
+	"\x0ffirst_timestamp\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x0efirstTimestamp\x12A\n" +
+	"\x0elast_timestamp\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\rlastTimestamp\"\xd2\x05\n" +
 	"\x06Object\x12*\n" +
 	"\x06server\x18\x01 \x01(\v2\x10.roost.v1.ServerH\x00R\x06server\x12-\n" +
 	"\amachine\x18\x02 \x01(\v2\x11.roost.v1.MachineH\x00R\amachine\x12$\n" +
@@ -4369,7 +4694,8 @@ const file_roost_v1_resources_proto_rawDesc = "" +
 	"\x05lease\x18\n" +
 	" \x01(\v2\x0f.roost.v1.LeaseH\x00R\x05lease\x120\n" +
 	"\brevision\x18\v \x01(\v2\x12.roost.v1.RevisionH\x00R\brevision\x123\n" +
-	"\textension\x18\f \x01(\v2\x13.roost.v1.ExtensionH\x00R\textensionB\x06\n" +
+	"\textension\x18\f \x01(\v2\x13.roost.v1.ExtensionH\x00R\textension\x12'\n" +
+	"\x05event\x18\r \x01(\v2\x0f.roost.v1.EventH\x00R\x05eventB\x06\n" +
 	"\x04kind*\xcf\x01\n" +
 	"\fServerAction\x12\x1d\n" +
 	"\x19SERVER_ACTION_UNSPECIFIED\x10\x00\x12\x19\n" +
@@ -4393,7 +4719,7 @@ func file_roost_v1_resources_proto_rawDescGZIP() []byte {
 }
 
 var file_roost_v1_resources_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_roost_v1_resources_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
+var file_roost_v1_resources_proto_msgTypes = make([]protoimpl.MessageInfo, 53)
 var file_roost_v1_resources_proto_goTypes = []any{
 	(ServerAction)(0),               // 0: roost.v1.ServerAction
 	(*Cluster)(nil),                 // 1: roost.v1.Cluster
@@ -4441,34 +4767,38 @@ var file_roost_v1_resources_proto_goTypes = []any{
 	(*Lease)(nil),                   // 43: roost.v1.Lease
 	(*LeaseSpec)(nil),               // 44: roost.v1.LeaseSpec
 	(*LeaseStatus)(nil),             // 45: roost.v1.LeaseStatus
-	(*Object)(nil),                  // 46: roost.v1.Object
-	nil,                             // 47: roost.v1.PoolSpec.NodeLabelsEntry
-	nil,                             // 48: roost.v1.ImageReleaseSpec.ComponentsEntry
-	nil,                             // 49: roost.v1.EnrollmentTokenSpec.ServerLabelsEntry
-	(*ObjectMeta)(nil),              // 50: roost.v1.ObjectMeta
-	(*durationpb.Duration)(nil),     // 51: google.protobuf.Duration
-	(*Condition)(nil),               // 52: roost.v1.Condition
-	(*InstallDiskHints)(nil),        // 53: roost.v1.InstallDiskHints
-	(*IntOrString)(nil),             // 54: roost.v1.IntOrString
-	(*timestamppb.Timestamp)(nil),   // 55: google.protobuf.Timestamp
-	(*Inventory)(nil),               // 56: roost.v1.Inventory
-	(*RevisionSpec)(nil),            // 57: roost.v1.RevisionSpec
-	(*Artifact)(nil),                // 58: roost.v1.Artifact
+	(*Event)(nil),                   // 46: roost.v1.Event
+	(*EventSpec)(nil),               // 47: roost.v1.EventSpec
+	(*EventObject)(nil),             // 48: roost.v1.EventObject
+	(*EventStatus)(nil),             // 49: roost.v1.EventStatus
+	(*Object)(nil),                  // 50: roost.v1.Object
+	nil,                             // 51: roost.v1.PoolSpec.NodeLabelsEntry
+	nil,                             // 52: roost.v1.ImageReleaseSpec.ComponentsEntry
+	nil,                             // 53: roost.v1.EnrollmentTokenSpec.ServerLabelsEntry
+	(*ObjectMeta)(nil),              // 54: roost.v1.ObjectMeta
+	(*durationpb.Duration)(nil),     // 55: google.protobuf.Duration
+	(*Condition)(nil),               // 56: roost.v1.Condition
+	(*InstallDiskHints)(nil),        // 57: roost.v1.InstallDiskHints
+	(*IntOrString)(nil),             // 58: roost.v1.IntOrString
+	(*timestamppb.Timestamp)(nil),   // 59: google.protobuf.Timestamp
+	(*Inventory)(nil),               // 60: roost.v1.Inventory
+	(*RevisionSpec)(nil),            // 61: roost.v1.RevisionSpec
+	(*Artifact)(nil),                // 62: roost.v1.Artifact
 }
 var file_roost_v1_resources_proto_depIdxs = []int32{
-	50, // 0: roost.v1.Cluster.metadata:type_name -> roost.v1.ObjectMeta
+	54, // 0: roost.v1.Cluster.metadata:type_name -> roost.v1.ObjectMeta
 	2,  // 1: roost.v1.Cluster.spec:type_name -> roost.v1.ClusterSpec
 	4,  // 2: roost.v1.Cluster.status:type_name -> roost.v1.ClusterStatus
 	3,  // 3: roost.v1.ClusterSpec.join:type_name -> roost.v1.ClusterJoin
-	51, // 4: roost.v1.ClusterSpec.drain_timeout:type_name -> google.protobuf.Duration
-	51, // 5: roost.v1.ClusterJoin.bootstrap_token_ttl:type_name -> google.protobuf.Duration
-	52, // 6: roost.v1.ClusterStatus.conditions:type_name -> roost.v1.Condition
-	50, // 7: roost.v1.MachineClass.metadata:type_name -> roost.v1.ObjectMeta
+	55, // 4: roost.v1.ClusterSpec.drain_timeout:type_name -> google.protobuf.Duration
+	55, // 5: roost.v1.ClusterJoin.bootstrap_token_ttl:type_name -> google.protobuf.Duration
+	56, // 6: roost.v1.ClusterStatus.conditions:type_name -> roost.v1.Condition
+	54, // 7: roost.v1.MachineClass.metadata:type_name -> roost.v1.ObjectMeta
 	6,  // 8: roost.v1.MachineClass.spec:type_name -> roost.v1.MachineClassSpec
 	7,  // 9: roost.v1.MachineClass.status:type_name -> roost.v1.MachineClassStatus
-	53, // 10: roost.v1.MachineClassSpec.install_disk:type_name -> roost.v1.InstallDiskHints
-	51, // 11: roost.v1.MachineClassSpec.boot_assessment_timeout:type_name -> google.protobuf.Duration
-	50, // 12: roost.v1.NetworkProfile.metadata:type_name -> roost.v1.ObjectMeta
+	57, // 10: roost.v1.MachineClassSpec.install_disk:type_name -> roost.v1.InstallDiskHints
+	55, // 11: roost.v1.MachineClassSpec.boot_assessment_timeout:type_name -> google.protobuf.Duration
+	54, // 12: roost.v1.NetworkProfile.metadata:type_name -> roost.v1.ObjectMeta
 	9,  // 13: roost.v1.NetworkProfile.spec:type_name -> roost.v1.NetworkProfileSpec
 	17, // 14: roost.v1.NetworkProfile.status:type_name -> roost.v1.NetworkProfileStatus
 	12, // 15: roost.v1.NetworkProfileSpec.links:type_name -> roost.v1.Link
@@ -4481,76 +4811,83 @@ var file_roost_v1_resources_proto_depIdxs = []int32{
 	11, // 22: roost.v1.Bond.routes:type_name -> roost.v1.Route
 	11, // 23: roost.v1.Vlan.routes:type_name -> roost.v1.Route
 	11, // 24: roost.v1.Bridge.routes:type_name -> roost.v1.Route
-	50, // 25: roost.v1.MaintenanceWindow.metadata:type_name -> roost.v1.ObjectMeta
+	54, // 25: roost.v1.MaintenanceWindow.metadata:type_name -> roost.v1.ObjectMeta
 	19, // 26: roost.v1.MaintenanceWindow.spec:type_name -> roost.v1.MaintenanceWindowSpec
 	20, // 27: roost.v1.MaintenanceWindow.status:type_name -> roost.v1.MaintenanceWindowStatus
-	51, // 28: roost.v1.MaintenanceWindowSpec.duration:type_name -> google.protobuf.Duration
-	50, // 29: roost.v1.Pool.metadata:type_name -> roost.v1.ObjectMeta
+	55, // 28: roost.v1.MaintenanceWindowSpec.duration:type_name -> google.protobuf.Duration
+	54, // 29: roost.v1.Pool.metadata:type_name -> roost.v1.ObjectMeta
 	22, // 30: roost.v1.Pool.spec:type_name -> roost.v1.PoolSpec
 	24, // 31: roost.v1.Pool.status:type_name -> roost.v1.PoolStatus
-	47, // 32: roost.v1.PoolSpec.node_labels:type_name -> roost.v1.PoolSpec.NodeLabelsEntry
+	51, // 32: roost.v1.PoolSpec.node_labels:type_name -> roost.v1.PoolSpec.NodeLabelsEntry
 	23, // 33: roost.v1.PoolSpec.rollout:type_name -> roost.v1.RolloutPolicy
-	54, // 34: roost.v1.RolloutPolicy.max_unavailable:type_name -> roost.v1.IntOrString
-	51, // 35: roost.v1.RolloutPolicy.settle:type_name -> google.protobuf.Duration
-	51, // 36: roost.v1.RolloutPolicy.ready_timeout:type_name -> google.protobuf.Duration
-	52, // 37: roost.v1.PoolStatus.conditions:type_name -> roost.v1.Condition
+	58, // 34: roost.v1.RolloutPolicy.max_unavailable:type_name -> roost.v1.IntOrString
+	55, // 35: roost.v1.RolloutPolicy.settle:type_name -> google.protobuf.Duration
+	55, // 36: roost.v1.RolloutPolicy.ready_timeout:type_name -> google.protobuf.Duration
+	56, // 37: roost.v1.PoolStatus.conditions:type_name -> roost.v1.Condition
 	25, // 38: roost.v1.PoolStatus.rollout:type_name -> roost.v1.RolloutStatus
-	55, // 39: roost.v1.RolloutStatus.settle_until:type_name -> google.protobuf.Timestamp
-	55, // 40: roost.v1.RolloutStatus.next_window_start:type_name -> google.protobuf.Timestamp
-	50, // 41: roost.v1.Server.metadata:type_name -> roost.v1.ObjectMeta
+	59, // 39: roost.v1.RolloutStatus.settle_until:type_name -> google.protobuf.Timestamp
+	59, // 40: roost.v1.RolloutStatus.next_window_start:type_name -> google.protobuf.Timestamp
+	54, // 41: roost.v1.Server.metadata:type_name -> roost.v1.ObjectMeta
 	27, // 42: roost.v1.Server.spec:type_name -> roost.v1.ServerSpec
 	28, // 43: roost.v1.Server.status:type_name -> roost.v1.ServerStatus
-	55, // 44: roost.v1.ServerStatus.last_seen:type_name -> google.protobuf.Timestamp
-	52, // 45: roost.v1.ServerStatus.conditions:type_name -> roost.v1.Condition
-	56, // 46: roost.v1.ServerStatus.inventory:type_name -> roost.v1.Inventory
-	55, // 47: roost.v1.ServerStatus.enrolled_at:type_name -> google.protobuf.Timestamp
-	50, // 48: roost.v1.Machine.metadata:type_name -> roost.v1.ObjectMeta
+	59, // 44: roost.v1.ServerStatus.last_seen:type_name -> google.protobuf.Timestamp
+	56, // 45: roost.v1.ServerStatus.conditions:type_name -> roost.v1.Condition
+	60, // 46: roost.v1.ServerStatus.inventory:type_name -> roost.v1.Inventory
+	59, // 47: roost.v1.ServerStatus.enrolled_at:type_name -> google.protobuf.Timestamp
+	54, // 48: roost.v1.Machine.metadata:type_name -> roost.v1.ObjectMeta
 	30, // 49: roost.v1.Machine.spec:type_name -> roost.v1.MachineSpec
 	31, // 50: roost.v1.Machine.status:type_name -> roost.v1.MachineStatus
-	52, // 51: roost.v1.MachineStatus.conditions:type_name -> roost.v1.Condition
-	50, // 52: roost.v1.Revision.metadata:type_name -> roost.v1.ObjectMeta
-	57, // 53: roost.v1.Revision.spec:type_name -> roost.v1.RevisionSpec
+	56, // 51: roost.v1.MachineStatus.conditions:type_name -> roost.v1.Condition
+	54, // 52: roost.v1.Revision.metadata:type_name -> roost.v1.ObjectMeta
+	61, // 53: roost.v1.Revision.spec:type_name -> roost.v1.RevisionSpec
 	33, // 54: roost.v1.Revision.status:type_name -> roost.v1.RevisionStatus
-	55, // 55: roost.v1.RevisionStatus.booted_at:type_name -> google.protobuf.Timestamp
-	50, // 56: roost.v1.ImageRelease.metadata:type_name -> roost.v1.ObjectMeta
+	59, // 55: roost.v1.RevisionStatus.booted_at:type_name -> google.protobuf.Timestamp
+	54, // 56: roost.v1.ImageRelease.metadata:type_name -> roost.v1.ObjectMeta
 	35, // 57: roost.v1.ImageRelease.spec:type_name -> roost.v1.ImageReleaseSpec
 	36, // 58: roost.v1.ImageRelease.status:type_name -> roost.v1.ImageReleaseStatus
-	58, // 59: roost.v1.ImageReleaseSpec.kernel:type_name -> roost.v1.Artifact
-	58, // 60: roost.v1.ImageReleaseSpec.initrd:type_name -> roost.v1.Artifact
-	58, // 61: roost.v1.ImageReleaseSpec.boot_loader:type_name -> roost.v1.Artifact
-	48, // 62: roost.v1.ImageReleaseSpec.components:type_name -> roost.v1.ImageReleaseSpec.ComponentsEntry
-	50, // 63: roost.v1.Extension.metadata:type_name -> roost.v1.ObjectMeta
+	62, // 59: roost.v1.ImageReleaseSpec.kernel:type_name -> roost.v1.Artifact
+	62, // 60: roost.v1.ImageReleaseSpec.initrd:type_name -> roost.v1.Artifact
+	62, // 61: roost.v1.ImageReleaseSpec.boot_loader:type_name -> roost.v1.Artifact
+	52, // 62: roost.v1.ImageReleaseSpec.components:type_name -> roost.v1.ImageReleaseSpec.ComponentsEntry
+	54, // 63: roost.v1.Extension.metadata:type_name -> roost.v1.ObjectMeta
 	38, // 64: roost.v1.Extension.spec:type_name -> roost.v1.ExtensionSpec
 	39, // 65: roost.v1.Extension.status:type_name -> roost.v1.ExtensionStatus
-	58, // 66: roost.v1.ExtensionSpec.image:type_name -> roost.v1.Artifact
-	50, // 67: roost.v1.EnrollmentToken.metadata:type_name -> roost.v1.ObjectMeta
+	62, // 66: roost.v1.ExtensionSpec.image:type_name -> roost.v1.Artifact
+	54, // 67: roost.v1.EnrollmentToken.metadata:type_name -> roost.v1.ObjectMeta
 	41, // 68: roost.v1.EnrollmentToken.spec:type_name -> roost.v1.EnrollmentTokenSpec
 	42, // 69: roost.v1.EnrollmentToken.status:type_name -> roost.v1.EnrollmentTokenStatus
-	55, // 70: roost.v1.EnrollmentTokenSpec.expires_at:type_name -> google.protobuf.Timestamp
-	49, // 71: roost.v1.EnrollmentTokenSpec.server_labels:type_name -> roost.v1.EnrollmentTokenSpec.ServerLabelsEntry
-	55, // 72: roost.v1.EnrollmentTokenStatus.revoked_at:type_name -> google.protobuf.Timestamp
-	55, // 73: roost.v1.EnrollmentTokenStatus.last_used_at:type_name -> google.protobuf.Timestamp
-	50, // 74: roost.v1.Lease.metadata:type_name -> roost.v1.ObjectMeta
+	59, // 70: roost.v1.EnrollmentTokenSpec.expires_at:type_name -> google.protobuf.Timestamp
+	53, // 71: roost.v1.EnrollmentTokenSpec.server_labels:type_name -> roost.v1.EnrollmentTokenSpec.ServerLabelsEntry
+	59, // 72: roost.v1.EnrollmentTokenStatus.revoked_at:type_name -> google.protobuf.Timestamp
+	59, // 73: roost.v1.EnrollmentTokenStatus.last_used_at:type_name -> google.protobuf.Timestamp
+	54, // 74: roost.v1.Lease.metadata:type_name -> roost.v1.ObjectMeta
 	44, // 75: roost.v1.Lease.spec:type_name -> roost.v1.LeaseSpec
 	45, // 76: roost.v1.Lease.status:type_name -> roost.v1.LeaseStatus
-	55, // 77: roost.v1.LeaseSpec.expires_at:type_name -> google.protobuf.Timestamp
-	26, // 78: roost.v1.Object.server:type_name -> roost.v1.Server
-	29, // 79: roost.v1.Object.machine:type_name -> roost.v1.Machine
-	21, // 80: roost.v1.Object.pool:type_name -> roost.v1.Pool
-	1,  // 81: roost.v1.Object.cluster:type_name -> roost.v1.Cluster
-	5,  // 82: roost.v1.Object.machine_class:type_name -> roost.v1.MachineClass
-	8,  // 83: roost.v1.Object.network_profile:type_name -> roost.v1.NetworkProfile
-	18, // 84: roost.v1.Object.maintenance_window:type_name -> roost.v1.MaintenanceWindow
-	34, // 85: roost.v1.Object.image_release:type_name -> roost.v1.ImageRelease
-	40, // 86: roost.v1.Object.enrollment_token:type_name -> roost.v1.EnrollmentToken
-	43, // 87: roost.v1.Object.lease:type_name -> roost.v1.Lease
-	32, // 88: roost.v1.Object.revision:type_name -> roost.v1.Revision
-	37, // 89: roost.v1.Object.extension:type_name -> roost.v1.Extension
-	90, // [90:90] is the sub-list for method output_type
-	90, // [90:90] is the sub-list for method input_type
-	90, // [90:90] is the sub-list for extension type_name
-	90, // [90:90] is the sub-list for extension extendee
-	0,  // [0:90] is the sub-list for field type_name
+	59, // 77: roost.v1.LeaseSpec.expires_at:type_name -> google.protobuf.Timestamp
+	54, // 78: roost.v1.Event.metadata:type_name -> roost.v1.ObjectMeta
+	47, // 79: roost.v1.Event.spec:type_name -> roost.v1.EventSpec
+	49, // 80: roost.v1.Event.status:type_name -> roost.v1.EventStatus
+	48, // 81: roost.v1.EventSpec.involved_object:type_name -> roost.v1.EventObject
+	59, // 82: roost.v1.EventStatus.first_timestamp:type_name -> google.protobuf.Timestamp
+	59, // 83: roost.v1.EventStatus.last_timestamp:type_name -> google.protobuf.Timestamp
+	26, // 84: roost.v1.Object.server:type_name -> roost.v1.Server
+	29, // 85: roost.v1.Object.machine:type_name -> roost.v1.Machine
+	21, // 86: roost.v1.Object.pool:type_name -> roost.v1.Pool
+	1,  // 87: roost.v1.Object.cluster:type_name -> roost.v1.Cluster
+	5,  // 88: roost.v1.Object.machine_class:type_name -> roost.v1.MachineClass
+	8,  // 89: roost.v1.Object.network_profile:type_name -> roost.v1.NetworkProfile
+	18, // 90: roost.v1.Object.maintenance_window:type_name -> roost.v1.MaintenanceWindow
+	34, // 91: roost.v1.Object.image_release:type_name -> roost.v1.ImageRelease
+	40, // 92: roost.v1.Object.enrollment_token:type_name -> roost.v1.EnrollmentToken
+	43, // 93: roost.v1.Object.lease:type_name -> roost.v1.Lease
+	32, // 94: roost.v1.Object.revision:type_name -> roost.v1.Revision
+	37, // 95: roost.v1.Object.extension:type_name -> roost.v1.Extension
+	46, // 96: roost.v1.Object.event:type_name -> roost.v1.Event
+	97, // [97:97] is the sub-list for method output_type
+	97, // [97:97] is the sub-list for method input_type
+	97, // [97:97] is the sub-list for extension type_name
+	97, // [97:97] is the sub-list for extension extendee
+	0,  // [0:97] is the sub-list for field type_name
 }
 
 func init() { file_roost_v1_resources_proto_init() }
@@ -4561,7 +4898,7 @@ func file_roost_v1_resources_proto_init() {
 	file_roost_v1_agent_proto_init()
 	file_roost_v1_meta_proto_init()
 	file_roost_v1_resources_proto_msgTypes[21].OneofWrappers = []any{}
-	file_roost_v1_resources_proto_msgTypes[45].OneofWrappers = []any{
+	file_roost_v1_resources_proto_msgTypes[49].OneofWrappers = []any{
 		(*Object_Server)(nil),
 		(*Object_Machine)(nil),
 		(*Object_Pool)(nil),
@@ -4574,6 +4911,7 @@ func file_roost_v1_resources_proto_init() {
 		(*Object_Lease)(nil),
 		(*Object_Revision)(nil),
 		(*Object_Extension)(nil),
+		(*Object_Event)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -4581,7 +4919,7 @@ func file_roost_v1_resources_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_roost_v1_resources_proto_rawDesc), len(file_roost_v1_resources_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   49,
+			NumMessages:   53,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
