@@ -64,7 +64,16 @@ import (
 //	   with roles and the revocation of all their certificates (RulesUsers,
 //	   users.go). Under older rules they are unknown, as they are to the
 //	   members implementing them
-const RulesVersion uint32 = 9
+//	11: a released Server (its Machine unassigned, scaled down or deleted)
+//	   is Cleaning, not Available: its agent wipes its disks by the
+//	   MachineClass's spec.cleaning and reports the result (UpdateServerStatus
+//	   cleaning_result), after which it is Available, or CleaningFailed with
+//	   the reason; decommissioning an unclaimed Server cleans it first; the
+//	   ModifyServer action SERVER_ACTION_CLEAN starts a new cleaning
+//	   (RulesCleaning, cleaning.go). Under older rules a release returns the
+//	   Server to Available at once, a decommission is immediate, and the
+//	   action and the result are unknown
+const RulesVersion uint32 = 11
 
 // Versions that introduced a rule, for the applier's checks.
 const (
@@ -116,6 +125,10 @@ const (
 	// RulesUsers: members know the user commands (users.go), and check
 	// every caller's certificate against the revoked users.
 	RulesUsers uint32 = 9
+	// RulesCleaning: released and decommissioned Servers are cleaned by
+	// their agent before they are Available (or Decommissioned)
+	// (cleaning.go).
+	RulesCleaning uint32 = 11
 )
 
 // commandRules is the apply rules version of cmd; 0 (commands written

@@ -1621,8 +1621,13 @@ type UpdateServerStatus struct {
 	// agent found failed; each becomes Failed with its reason.
 	HasFailedRevisions bool              `protobuf:"varint,11,opt,name=has_failed_revisions,json=hasFailedRevisions,proto3" json:"has_failed_revisions,omitempty"`
 	FailedRevisions    []*FailedRevision `protobuf:"bytes,12,rep,name=failed_revisions,json=failedRevisions,proto3" json:"failed_revisions,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// cleaning_result is the agent's result of the cleaning the hub asked
+	// for (apply rules 11): Available (or Decommissioned) on success,
+	// CleaningFailed otherwise; ignored unless the Server is Cleaning with
+	// that index.
+	CleaningResult *CleaningResult `protobuf:"bytes,35,opt,name=cleaning_result,json=cleaningResult,proto3" json:"cleaning_result,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *UpdateServerStatus) Reset() {
@@ -1735,6 +1740,13 @@ func (x *UpdateServerStatus) GetHasFailedRevisions() bool {
 func (x *UpdateServerStatus) GetFailedRevisions() []*FailedRevision {
 	if x != nil {
 		return x.FailedRevisions
+	}
+	return nil
+}
+
+func (x *UpdateServerStatus) GetCleaningResult() *CleaningResult {
+	if x != nil {
+		return x.CleaningResult
 	}
 	return nil
 }
@@ -3706,7 +3718,7 @@ const file_roost_v1_raft_proto_rawDesc = "" +
 	"\bidentity\x18\x03 \x01(\v2\x18.roost.v1.ServerIdentityR\bidentity\x121\n" +
 	"\tinventory\x18\x04 \x01(\v2\x13.roost.v1.InventoryR\tinventory\x12#\n" +
 	"\ragent_version\x18\x05 \x01(\tR\fagentVersion\x12\x10\n" +
-	"\x03uid\x18\x06 \x01(\tR\x03uid\"\xaf\x04\n" +
+	"\x03uid\x18\x06 \x01(\tR\x03uid\"\xf2\x04\n" +
 	"\x12UpdateServerStatus\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x121\n" +
 	"\tinventory\x18\x02 \x01(\v2\x13.roost.v1.InventoryR\tinventory\x12.\n" +
@@ -3722,7 +3734,8 @@ const file_roost_v1_raft_proto_rawDesc = "" +
 	"\tconnected\x18\n" +
 	" \x01(\bR\tconnected\x120\n" +
 	"\x14has_failed_revisions\x18\v \x01(\bR\x12hasFailedRevisions\x12C\n" +
-	"\x10failed_revisions\x18\f \x03(\v2\x18.roost.v1.FailedRevisionR\x0ffailedRevisions\"\x7f\n" +
+	"\x10failed_revisions\x18\f \x03(\v2\x18.roost.v1.FailedRevisionR\x0ffailedRevisions\x12A\n" +
+	"\x0fcleaning_result\x18# \x01(\v2\x18.roost.v1.CleaningResultR\x0ecleaningResult\"\x7f\n" +
 	"\x12ReachabilityChange\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
 	"\treachable\x18\x02 \x01(\bR\treachable\x127\n" +
@@ -3939,10 +3952,11 @@ var file_roost_v1_raft_proto_goTypes = []any{
 	(*EnrollmentToken)(nil),            // 51: roost.v1.EnrollmentToken
 	(*Condition)(nil),                  // 52: roost.v1.Condition
 	(*FailedRevision)(nil),             // 53: roost.v1.FailedRevision
-	(ServerAction)(0),                  // 54: roost.v1.ServerAction
-	(*Revision)(nil),                   // 55: roost.v1.Revision
-	(*RolloutStatus)(nil),              // 56: roost.v1.RolloutStatus
-	(*ClusterStatus)(nil),              // 57: roost.v1.ClusterStatus
+	(*CleaningResult)(nil),             // 54: roost.v1.CleaningResult
+	(ServerAction)(0),                  // 55: roost.v1.ServerAction
+	(*Revision)(nil),                   // 56: roost.v1.Revision
+	(*RolloutStatus)(nil),              // 57: roost.v1.RolloutStatus
+	(*ClusterStatus)(nil),              // 58: roost.v1.ClusterStatus
 }
 var file_roost_v1_raft_proto_depIdxs = []int32{
 	47, // 0: roost.v1.Command.time:type_name -> google.protobuf.Timestamp
@@ -3992,43 +4006,44 @@ var file_roost_v1_raft_proto_depIdxs = []int32{
 	50, // 44: roost.v1.UpdateServerStatus.inventory:type_name -> roost.v1.Inventory
 	52, // 45: roost.v1.UpdateServerStatus.conditions:type_name -> roost.v1.Condition
 	53, // 46: roost.v1.UpdateServerStatus.failed_revisions:type_name -> roost.v1.FailedRevision
-	47, // 47: roost.v1.ReachabilityChange.last_seen:type_name -> google.protobuf.Timestamp
-	18, // 48: roost.v1.SetServerReachability.changes:type_name -> roost.v1.ReachabilityChange
-	54, // 49: roost.v1.ModifyServer.action:type_name -> roost.v1.ServerAction
-	46, // 50: roost.v1.ModifyServer.set_labels:type_name -> roost.v1.ModifyServer.SetLabelsEntry
-	21, // 51: roost.v1.CreateMachines.machines:type_name -> roost.v1.NewMachine
-	55, // 52: roost.v1.PutRevision.revision:type_name -> roost.v1.Revision
-	47, // 53: roost.v1.GrantLease.expires_at:type_name -> google.protobuf.Timestamp
-	48, // 54: roost.v1.Snapshot.objects:type_name -> roost.v1.Object
-	4,  // 55: roost.v1.Snapshot.ca:type_name -> roost.v1.CertificateAuthority
-	6,  // 56: roost.v1.Snapshot.members:type_name -> roost.v1.HubMember
-	9,  // 57: roost.v1.Snapshot.join_tokens:type_name -> roost.v1.JoinToken
-	39, // 58: roost.v1.Snapshot.bootstrap_tokens:type_name -> roost.v1.BootstrapToken
-	33, // 59: roost.v1.Snapshot.trusted_keys:type_name -> roost.v1.TrustedKey
-	28, // 60: roost.v1.Snapshot.requests:type_name -> roost.v1.RequestRecord
-	42, // 61: roost.v1.Snapshot.users:type_name -> roost.v1.User
-	47, // 62: roost.v1.RequestRecord.time:type_name -> google.protobuf.Timestamp
-	29, // 63: roost.v1.RequestRecord.results:type_name -> roost.v1.RecordedResult
-	0,  // 64: roost.v1.ControlRollout.action:type_name -> roost.v1.RolloutAction
-	52, // 65: roost.v1.SetConditions.set:type_name -> roost.v1.Condition
-	56, // 66: roost.v1.UpdatePoolRollout.status:type_name -> roost.v1.RolloutStatus
-	47, // 67: roost.v1.TrustedKey.added_at:type_name -> google.protobuf.Timestamp
-	33, // 68: roost.v1.PutTrustedKey.key:type_name -> roost.v1.TrustedKey
-	57, // 69: roost.v1.UpdateClusterStatus.status:type_name -> roost.v1.ClusterStatus
-	52, // 70: roost.v1.UpdateMachineClusterStatus.conditions:type_name -> roost.v1.Condition
-	47, // 71: roost.v1.BootstrapToken.expires_at:type_name -> google.protobuf.Timestamp
-	39, // 72: roost.v1.PutBootstrapToken.token:type_name -> roost.v1.BootstrapToken
-	43, // 73: roost.v1.User.certificates:type_name -> roost.v1.UserCertificate
-	47, // 74: roost.v1.User.created_at:type_name -> google.protobuf.Timestamp
-	47, // 75: roost.v1.User.revoked_at:type_name -> google.protobuf.Timestamp
-	47, // 76: roost.v1.UserCertificate.not_before:type_name -> google.protobuf.Timestamp
-	47, // 77: roost.v1.UserCertificate.not_after:type_name -> google.protobuf.Timestamp
-	43, // 78: roost.v1.PutUserCertificate.certificate:type_name -> roost.v1.UserCertificate
-	79, // [79:79] is the sub-list for method output_type
-	79, // [79:79] is the sub-list for method input_type
-	79, // [79:79] is the sub-list for extension type_name
-	79, // [79:79] is the sub-list for extension extendee
-	0,  // [0:79] is the sub-list for field type_name
+	54, // 47: roost.v1.UpdateServerStatus.cleaning_result:type_name -> roost.v1.CleaningResult
+	47, // 48: roost.v1.ReachabilityChange.last_seen:type_name -> google.protobuf.Timestamp
+	18, // 49: roost.v1.SetServerReachability.changes:type_name -> roost.v1.ReachabilityChange
+	55, // 50: roost.v1.ModifyServer.action:type_name -> roost.v1.ServerAction
+	46, // 51: roost.v1.ModifyServer.set_labels:type_name -> roost.v1.ModifyServer.SetLabelsEntry
+	21, // 52: roost.v1.CreateMachines.machines:type_name -> roost.v1.NewMachine
+	56, // 53: roost.v1.PutRevision.revision:type_name -> roost.v1.Revision
+	47, // 54: roost.v1.GrantLease.expires_at:type_name -> google.protobuf.Timestamp
+	48, // 55: roost.v1.Snapshot.objects:type_name -> roost.v1.Object
+	4,  // 56: roost.v1.Snapshot.ca:type_name -> roost.v1.CertificateAuthority
+	6,  // 57: roost.v1.Snapshot.members:type_name -> roost.v1.HubMember
+	9,  // 58: roost.v1.Snapshot.join_tokens:type_name -> roost.v1.JoinToken
+	39, // 59: roost.v1.Snapshot.bootstrap_tokens:type_name -> roost.v1.BootstrapToken
+	33, // 60: roost.v1.Snapshot.trusted_keys:type_name -> roost.v1.TrustedKey
+	28, // 61: roost.v1.Snapshot.requests:type_name -> roost.v1.RequestRecord
+	42, // 62: roost.v1.Snapshot.users:type_name -> roost.v1.User
+	47, // 63: roost.v1.RequestRecord.time:type_name -> google.protobuf.Timestamp
+	29, // 64: roost.v1.RequestRecord.results:type_name -> roost.v1.RecordedResult
+	0,  // 65: roost.v1.ControlRollout.action:type_name -> roost.v1.RolloutAction
+	52, // 66: roost.v1.SetConditions.set:type_name -> roost.v1.Condition
+	57, // 67: roost.v1.UpdatePoolRollout.status:type_name -> roost.v1.RolloutStatus
+	47, // 68: roost.v1.TrustedKey.added_at:type_name -> google.protobuf.Timestamp
+	33, // 69: roost.v1.PutTrustedKey.key:type_name -> roost.v1.TrustedKey
+	58, // 70: roost.v1.UpdateClusterStatus.status:type_name -> roost.v1.ClusterStatus
+	52, // 71: roost.v1.UpdateMachineClusterStatus.conditions:type_name -> roost.v1.Condition
+	47, // 72: roost.v1.BootstrapToken.expires_at:type_name -> google.protobuf.Timestamp
+	39, // 73: roost.v1.PutBootstrapToken.token:type_name -> roost.v1.BootstrapToken
+	43, // 74: roost.v1.User.certificates:type_name -> roost.v1.UserCertificate
+	47, // 75: roost.v1.User.created_at:type_name -> google.protobuf.Timestamp
+	47, // 76: roost.v1.User.revoked_at:type_name -> google.protobuf.Timestamp
+	47, // 77: roost.v1.UserCertificate.not_before:type_name -> google.protobuf.Timestamp
+	47, // 78: roost.v1.UserCertificate.not_after:type_name -> google.protobuf.Timestamp
+	43, // 79: roost.v1.PutUserCertificate.certificate:type_name -> roost.v1.UserCertificate
+	80, // [80:80] is the sub-list for method output_type
+	80, // [80:80] is the sub-list for method input_type
+	80, // [80:80] is the sub-list for extension type_name
+	80, // [80:80] is the sub-list for extension extendee
+	0,  // [0:80] is the sub-list for field type_name
 }
 
 func init() { file_roost_v1_raft_proto_init() }
