@@ -213,6 +213,16 @@ func (f *FakeDisks) MkfsExt4(ctx context.Context, dev string, offset, size int64
 	return mkfsExt4(ctx, f.Path(dev), offset, size, label)
 }
 
+// SetReadOnly sets or clears ReadOnly for disk name while it is in use.
+func (f *FakeDisks) SetReadOnly(name string, ro bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ReadOnly == nil {
+		f.ReadOnly = map[string]bool{}
+	}
+	f.ReadOnly[name] = ro
+}
+
 // OpenForWipe implements Disks: the image file, read-write (EROFS for a
 // ReadOnly disk).
 func (f *FakeDisks) OpenForWipe(_ context.Context, dev string) (*os.File, error) {

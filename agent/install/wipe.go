@@ -246,3 +246,21 @@ func rereadPartitions(f *os.File) error {
 	}
 	return nil
 }
+
+// HoldsRoost says whether disk dev holds Roost's partition table (as
+// Prepare writes it); false when it holds anything else or cannot be
+// opened for writing.
+func HoldsRoost(ctx context.Context, d Disks, dev string) bool {
+	f, err := d.OpenForWipe(ctx, dev)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	st := file.New(f, true)
+	for _, ss := range []int{512, 4096} {
+		if t, err := gpt.Read(st, ss, ss); err == nil {
+			return isRoost(t)
+		}
+	}
+	return false
+}
