@@ -163,6 +163,12 @@ func validateMachineClass(e *violations, s *roostv1.MachineClassSpec) {
 	checkClassExtensions(e, s.GetExtensions())
 	checkDurationRange(e, "spec.bootAssessmentTimeout", s.GetBootAssessmentTimeout(), MinBootAssessmentTimeout, MaxBootAssessmentTimeout,
 		`how long a booted Revision has to become healthy before the agent reboots it (the boot loader counts the try); the default is "5m"`)
+	switch m := s.GetCleaning().GetMode(); m {
+	case "", "metadata", "discard", "zero":
+	default:
+		e.addf("spec.cleaning.mode", `"metadata" (default: partition tables and signatures), "discard" (the whole disk, zeros where it cannot discard) or "zero" (zeros over the whole disk)`,
+			"unknown cleaning mode %q", m)
+	}
 }
 
 // Bounds of a MachineClass's spec.bootAssessmentTimeout.
