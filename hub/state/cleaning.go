@@ -108,8 +108,12 @@ func (a *applier) cleanServer(s *roostv1.Server, now *timestamppb.Timestamp) *ap
 	if st.GetState() == ServerAvailable {
 		attempts = 0
 	}
-	a.startCleaning(s, mode, last.GetDataDisks(), last.GetDecommission() && st.GetState() != ServerAvailable, attempts,
+	decommission := last.GetDecommission() && st.GetState() != ServerAvailable
+	a.startCleaning(s, mode, last.GetDataDisks(), decommission, attempts,
 		fmt.Sprintf("cleaning again (attempt %d)", attempts+1), now)
+	if decommission {
+		st.Cleaning.DecommissionReason = last.GetDecommissionReason()
+	}
 	return nil
 }
 
@@ -128,9 +132,11 @@ func (a *applier) decommissionUnclaimed(s *roostv1.Server, reason string, now *t
 			mode, data = c.GetMode(), c.GetDataDisks()
 		}
 		a.startCleaning(s, mode, data, true, 0, reason+"; the agent wipes it first", now)
+		st.Cleaning.DecommissionReason = reason
 		return false
 	case st.GetState() == ServerCleaning && !st.GetCleaning().GetDecommission():
 		st.Cleaning.Decommission = true
+		st.Cleaning.DecommissionReason = reason
 		st.StateReason = reason + "; Decommissioned once its cleaning succeeds"
 		return false
 	case st.GetState() == ServerCleaningFailed:
@@ -167,7 +173,7 @@ func (a *applier) recordCleaning(s *roostv1.Server, r *roostv1.CleaningResult, n
 		st.BootedRevision, st.ImageVersion = 0, ""
 		if c.GetDecommission() {
 			st.State = ServerDecommissioned
-			st.StateReason = "decommissioned after its cleaning"
+			st.StateReason = c.GetDecommissionReason()
 			s.Spec.Pool = ""
 			st.Reachability = ""
 		} else {

@@ -175,7 +175,7 @@ func TestDecommissionCleansFirst(t *testing.T) {
 		t.Fatalf("cleaning %v", c)
 	}
 	h.mustApply(r11(cleaningResultCmd(uuidA, dec.Index, true, "")))
-	s = wantState(t, h, ServerDecommissioned, "decommissioned after its cleaning")
+	s = wantState(t, h, ServerDecommissioned, "end of life")
 	if s.GetStatus().GetReachability() != "" || s.GetSpec().GetPool() != "" {
 		t.Errorf("server %v", s)
 	}
