@@ -226,4 +226,3 @@ func waitFor(path string, exists bool) bool {
 	}
 	return false
 }
-

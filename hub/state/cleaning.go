@@ -89,7 +89,9 @@ func (a *applier) startCleaning(s *roostv1.Server, mode string, dataDisks, decom
 }
 
 // cleanServer is SERVER_ACTION_CLEAN: a new cleaning of an unclaimed
-// Server, keeping the policy (and a pending decommission) of its last one.
+// Server, by the current spec.cleaning of the class of the Machine that
+// released it (the last cleaning's mode when that class is gone), keeping
+// a pending decommission.
 func (a *applier) cleanServer(s *roostv1.Server, now *timestamppb.Timestamp) *apierror.Error {
 	name, st := s.GetMetadata().GetName(), s.Status
 	switch st.GetState() {
@@ -100,17 +102,27 @@ func (a *applier) cleanServer(s *roostv1.Server, now *timestamppb.Timestamp) *ap
 		return apierror.FailedPrecondition("Server %s is %s; only an Available, Cleaning or CleaningFailed Server can be cleaned", name, orUnknown(st.GetState()))
 	}
 	last := st.GetCleaning()
-	mode := last.GetMode()
+	mode, data := last.GetMode(), last.GetDataDisks()
 	if mode == "" {
 		mode = CleaningMetadata
+	}
+	if mc := last.GetMachineClass(); mc != "" {
+		raw, err := a.txn.First("MachineClass", indexID, mc)
+		if err != nil {
+			return internal(err)
+		}
+		if raw != nil { // the class's current policy: a fixed class applies
+			mode, data = cleaningPolicy(raw.(*roostv1.Object).GetMachineClass())
+		}
 	}
 	attempts := last.GetAttempts()
 	if st.GetState() == ServerAvailable {
 		attempts = 0
 	}
 	decommission := last.GetDecommission() && st.GetState() != ServerAvailable
-	a.startCleaning(s, mode, last.GetDataDisks(), decommission, attempts,
+	a.startCleaning(s, mode, data, decommission, attempts,
 		fmt.Sprintf("cleaning again (attempt %d)", attempts+1), now)
+	st.Cleaning.MachineClass = last.GetMachineClass()
 	if decommission {
 		st.Cleaning.DecommissionReason = last.GetDecommissionReason()
 	}

@@ -117,10 +117,14 @@ func TestCleaningFailsAndIsRetried(t *testing.T) {
 	h.mustApply(r11(statusCmd(&roostv1.UpdateServerStatus{Name: uuidA, Connected: true})))
 	wantState(t, h, ServerCleaningFailed, "")
 
-	// A retry is a new attempt with a new index.
+	// A retry is a new attempt with a new index, by the class's current
+	// cleaning policy.
+	mc := machineClassObj("standard")
+	mc.GetMachineClass().Spec.Cleaning = &roostv1.MachineCleaning{Mode: CleaningZero}
+	h.mustApply(r11(h.objects(mc)))
 	retry := h.mustApply(r11(modifyCmd(uuidA, roostv1.ServerAction_SERVER_ACTION_CLEAN)))
 	s = wantState(t, h, ServerCleaning, "cleaning again (attempt 2)")
-	if c := s.GetStatus().GetCleaning(); c.GetIndex() != retry.Index || c.GetAttempts() != 2 {
+	if c := s.GetStatus().GetCleaning(); c.GetIndex() != retry.Index || c.GetAttempts() != 2 || c.GetMode() != CleaningZero || c.GetMachineClass() != "standard" {
 		t.Fatalf("cleaning %v", c)
 	}
 	// The first attempt's result, arriving late, is ignored.

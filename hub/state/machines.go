@@ -514,6 +514,7 @@ func (a *applier) releaseMachine(old *roostv1.Machine, now *timestamppb.Timestam
 			}
 			mode, data := cleaningPolicy(mc)
 			a.startCleaning(s, mode, data, false, 0, fmt.Sprintf("released by Machine %s; the agent wipes it before it is Available", name), now)
+			s.Status.Cleaning.MachineClass = mc.GetMetadata().GetName()
 		} else {
 			s.Status.State = ServerAvailable
 			s.Status.StateReason = fmt.Sprintf("released by Machine %s", name)

@@ -2579,9 +2579,13 @@ type ServerCleaning struct {
 	Attempts int32 `protobuf:"varint,4,opt,name=attempts,proto3" json:"attempts,omitempty"`
 	// decommission: the Server is Decommissioned, not Available, once clean,
 	// with decommission_reason as its state reason.
-	Decommission       bool                   `protobuf:"varint,5,opt,name=decommission,proto3" json:"decommission,omitempty"`
-	DecommissionReason string                 `protobuf:"bytes,10,opt,name=decommission_reason,json=decommissionReason,proto3" json:"decommission_reason,omitempty"`
-	StartedAt          *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
+	Decommission       bool   `protobuf:"varint,5,opt,name=decommission,proto3" json:"decommission,omitempty"`
+	DecommissionReason string `protobuf:"bytes,10,opt,name=decommission_reason,json=decommissionReason,proto3" json:"decommission_reason,omitempty"`
+	// machine_class names the MachineClass of the released Machine; a retry
+	// takes that class's current spec.cleaning (so a fixed class applies),
+	// or keeps mode and data_disks when the class is gone.
+	MachineClass string                 `protobuf:"bytes,11,opt,name=machine_class,json=machineClass,proto3" json:"machine_class,omitempty"`
+	StartedAt    *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
 	// finished_at is when the agent's last result arrived.
 	FinishedAt *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=finished_at,json=finishedAt,proto3" json:"finished_at,omitempty"`
 	// error is the agent's reason for the last failed attempt ("" after a
@@ -2662,6 +2666,13 @@ func (x *ServerCleaning) GetDecommission() bool {
 func (x *ServerCleaning) GetDecommissionReason() string {
 	if x != nil {
 		return x.DecommissionReason
+	}
+	return ""
+}
+
+func (x *ServerCleaning) GetMachineClass() string {
+	if x != nil {
+		return x.MachineClass
 	}
 	return ""
 }
@@ -4450,7 +4461,7 @@ const file_roost_v1_resources_proto_rawDesc = "" +
 	"enrolledAt\x12-\n" +
 	"\x12applied_generation\x18\f \x01(\x03R\x11appliedGeneration\x12#\n" +
 	"\rimage_version\x18\r \x01(\tR\fimageVersion\x124\n" +
-	"\bcleaning\x18$ \x01(\v2\x18.roost.v1.ServerCleaningR\bcleaning\"\xee\x02\n" +
+	"\bcleaning\x18$ \x01(\v2\x18.roost.v1.ServerCleaningR\bcleaning\"\x93\x03\n" +
 	"\x0eServerCleaning\x12\x12\n" +
 	"\x04mode\x18\x01 \x01(\tR\x04mode\x12\x1d\n" +
 	"\n" +
@@ -4459,7 +4470,8 @@ const file_roost_v1_resources_proto_rawDesc = "" +
 	"\battempts\x18\x04 \x01(\x05R\battempts\x12\"\n" +
 	"\fdecommission\x18\x05 \x01(\bR\fdecommission\x12/\n" +
 	"\x13decommission_reason\x18\n" +
-	" \x01(\tR\x12decommissionReason\x129\n" +
+	" \x01(\tR\x12decommissionReason\x12#\n" +
+	"\rmachine_class\x18\v \x01(\tR\fmachineClass\x129\n" +
 	"\n" +
 	"started_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12;\n" +
 	"\vfinished_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\n" +
