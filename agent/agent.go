@@ -101,6 +101,11 @@ type Agent struct {
 	o   Options
 	log *slog.Logger
 
+	// lockMu guards unlock, the release of the state dir's lock (Locker),
+	// which a cleaning takes again on the RAM state dir (relock).
+	lockMu sync.Mutex
+	unlock func()
+
 	key    crypto.Signer
 	keyPEM []byte
 	cert   atomic.Pointer[tls.Certificate]
@@ -174,7 +179,17 @@ func (a *Agent) Run(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("agent: %w", err)
 		}
-		defer unlock()
+		a.lockMu.Lock()
+		a.unlock = unlock
+		a.lockMu.Unlock()
+		defer func() {
+			a.lockMu.Lock()
+			defer a.lockMu.Unlock()
+			if a.unlock != nil {
+				a.unlock()
+				a.unlock = nil
+			}
+		}()
 	}
 	if err := a.load(); err != nil {
 		return err
@@ -380,4 +395,24 @@ func (a *Agent) gatherInventory(ctx context.Context) *roostv1.Inventory {
 		inv = &roostv1.Inventory{}
 	}
 	return inv
+}
+
+// relock takes the state dir's lock again (after a cleaning detached the
+// file system that held the lock file, whose open descriptor would keep
+// it busy): the old lock is released, a new one taken in the same dir.
+func (a *Agent) relock() error {
+	a.lockMu.Lock()
+	defer a.lockMu.Unlock()
+	l, ok := a.o.Store.(Locker)
+	if !ok || a.unlock == nil {
+		return nil
+	}
+	a.unlock()
+	a.unlock = nil
+	unlock, err := l.Lock()
+	if err != nil {
+		return err
+	}
+	a.unlock = unlock
+	return nil
 }

@@ -33,7 +33,8 @@ var identityFiles = []string{KeyFile, CertFile, CAFile, StateFile, ReleaseKeysFi
 //     writes again, so nothing can rewrite what the wipe erased) and
 //     detached with its bind mounts;
 //  4. the identity is written back to the state dir, now a directory of
-//     the RAM root: the agent keeps authenticating as its Server;
+//     the RAM root, and its lock taken there: the agent keeps
+//     authenticating as its Server;
 //  5. every disk holding Roost's partition table is wiped by in.mode, and
 //     with in.data_disks every other non-removable disk too.
 //
@@ -85,6 +86,10 @@ func (a *Agent) clean(ctx context.Context, in *roostv1.CleaningInstruction) *roo
 		hs.stateRoot = ""
 		if err := writeIdentity(h.StateDir, ident); err != nil {
 			return fail("writing the agent identity to RAM", err)
+		}
+		// the lock file's descriptor would keep the detached STATE busy
+		if err := a.relock(); err != nil {
+			return fail("locking the state dir in RAM", err)
 		}
 		hs.setDetached()
 		h.BootedRevision = 0
