@@ -53,8 +53,18 @@ func (OSDisks) MkfsExt4(ctx context.Context, dev string, offset, size int64, lab
 	return mkfsExt4(ctx, dev, offset, size, label)
 }
 
-// OpenForWipe implements Disks.
+// OpenForWipe implements Disks. A block device whose read-only flag is
+// set (BLKROGET: a write-protected medium, a disk the hypervisor gives
+// read-only) is refused with EROFS, whatever open(2) would say.
 func (OSDisks) OpenForWipe(_ context.Context, dev string) (*os.File, error) {
+	if f, err := os.Open(dev); err == nil {
+		st, serr := f.Stat()
+		ro, rerr := unix.IoctlGetInt(int(f.Fd()), unix.BLKROGET)
+		f.Close()
+		if serr == nil && st.Mode()&os.ModeDevice != 0 && rerr == nil && ro != 0 {
+			return nil, &os.PathError{Op: "open", Path: dev, Err: unix.EROFS}
+		}
+	}
 	return os.OpenFile(dev, os.O_RDWR, 0)
 }
 

@@ -226,3 +226,35 @@ func waitFor(path string, exists bool) bool {
 	}
 	return false
 }
+
+// TestWipeReadOnlyLoopDevice: a read-only block device (losetup --read-only)
+// is refused with EROFS before anything is written. Needs root.
+func TestWipeReadOnlyLoopDevice(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root (a loop device)")
+	}
+	losetup, err := lookTool("losetup")
+	if err != nil {
+		t.Skip(err)
+	}
+	img := filepath.Join(t.TempDir(), "ro.img")
+	if err := os.WriteFile(img, []byte(secret), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(img, 16<<20); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(losetup, "--find", "--show", "--read-only", img).CombinedOutput()
+	if err != nil {
+		t.Skipf("no loop device: %v: %s", err, out)
+	}
+	dev := strings.TrimSpace(string(out))
+	t.Cleanup(func() { exec.Command(losetup, "--detach", dev).Run() })
+	_, err = Wipe(context.Background(), OSDisks{}, dev, WipeZero)
+	if !errors.Is(err, unix.EROFS) || !strings.Contains(err.Error(), "read-only file system") {
+		t.Errorf("read-only device: %v", err)
+	}
+	if !holdsSecret(t, img, 0) {
+		t.Error("the read-only device was written")
+	}
+}
