@@ -117,3 +117,22 @@ func TestCleanInstalledServer(t *testing.T) {
 	}
 	time.Sleep(10 * time.Millisecond)
 }
+
+// TestCleanWithoutHost: an agent that does not manage its host cannot
+// wipe anything, so it answers a cleaning with a failure saying so (the
+// Server stays out of the pool) instead of staying silent.
+func TestCleanWithoutHost(t *testing.T) {
+	ca := fakehub.NewCA(t)
+	hub := fakehub.Start(t, ca)
+	hub.Hubs = []string{hub.Addr}
+	id, inv := simServer(2)
+	startAgent(t, agent.Options{Hubs: []string{hub.Addr}, CA: ca.CertPEM, Token: hub.Token, Version: "v-test",
+		Store: agent.FileStore{Dir: filepath.Join(t.TempDir(), "state")}, Identity: id, Inventory: inv})
+	fakehub.Eventually(t, "hello", func() bool { h, _, _, _, _, _ := hub.Snapshot(); return len(h) == 1 })
+	hub.Send(&roostv1.HubMessage{Message: &roostv1.HubMessage_Desired{Desired: &roostv1.DesiredState{
+		Cleaning: &roostv1.CleaningInstruction{Index: 9, Mode: "metadata"}}}})
+	fakehub.Eventually(t, "cleaning result", func() bool { return len(hub.Cleanings()) == 1 })
+	if r := hub.Cleanings()[0]; r.GetIndex() != 9 || r.GetSucceeded() || !strings.Contains(r.GetError(), "does not manage its host") {
+		t.Errorf("result %v", r)
+	}
+}
