@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -160,6 +162,11 @@ func New(o Options) (*Agent, error) {
 	a.backoff = Backoff{Base: o.BackoffBase, Max: o.BackoffMax}
 	if o.Host != nil {
 		a.host, a.hs = o.Host.withDefaults(), newHostState()
+		if _, err := os.Stat(filepath.Join(a.host.StateDir, CleanedFile)); err == nil {
+			// restarted after a cleaning in this boot (clean.go)
+			a.host.BootedRevision = 0
+			a.hs.cleaned = true
+		}
 		if n := a.host.BootedRevision; n > 0 {
 			// The first report of a boot says the assessment is pending,
 			// so the hub never takes the last boot's Healthy for this one.

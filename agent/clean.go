@@ -18,6 +18,11 @@ import (
 // kubepods.slice) and containerd, whose state lives on STATE.
 var CleanUnits = []string{"kubelet.service", "kubepods.slice", "containerd.service"}
 
+// CleanedFile, in the state dir, marks a boot whose disks a cleaning let
+// go (the state dir is then in RAM): an agent restarted in this boot runs
+// no Revision, whatever roost.revision= the kernel command line says.
+const CleanedFile = "cleaned"
+
 // identityFiles are the state dir's files that make the agent who it is
 // (see persistIdentity); a cleaning keeps them in RAM.
 var identityFiles = []string{KeyFile, CertFile, CAFile, StateFile, ReleaseKeysFile}
@@ -86,6 +91,9 @@ func (a *Agent) clean(ctx context.Context, in *roostv1.CleaningInstruction) *roo
 		hs.stateRoot = ""
 		if err := writeIdentity(h.StateDir, ident); err != nil {
 			return fail("writing the agent identity to RAM", err)
+		}
+		if err := os.WriteFile(filepath.Join(h.StateDir, CleanedFile), []byte(fmt.Sprintf("%d\n", in.GetIndex())), 0o600); err != nil {
+			return fail("marking the boot cleaned", err)
 		}
 		// the lock file's descriptor would keep the detached STATE busy
 		if err := a.relock(); err != nil {

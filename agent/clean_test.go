@@ -84,6 +84,9 @@ func TestCleanInstalledServer(t *testing.T) {
 	if got, _ := os.ReadFile(filepath.Join(rg.stateDir, agent.KeyFile)); len(key) == 0 || string(got) != string(key) {
 		t.Error("the agent key is not kept in the state dir")
 	}
+	if _, err := os.Stat(filepath.Join(rg.stateDir, agent.CleanedFile)); err != nil {
+		t.Errorf("no %s mark in the state dir: %v", agent.CleanedFile, err)
+	}
 	fakehub.Eventually(t, "booted revision 0", func() bool {
 		st := rg.hub.LastStatus()
 		return st.GetBootedRevision() == 0 && rg.condition(agent.CondHealthy).GetStatus() == ""
