@@ -39,7 +39,9 @@ var identityFiles = []string{KeyFile, CertFile, CAFile, StateFile, ReleaseKeysFi
 //     detached with its bind mounts;
 //  4. the identity is written back to the state dir, now a directory of
 //     the RAM root, and its lock taken there: the agent keeps
-//     authenticating as its Server;
+//     authenticating as its Server; the agent unit's drop-in requiring
+//     the STATE mount is removed (daemon-reload), so a restarted agent
+//     does not wait for a partition that is gone;
 //  5. every disk holding Roost's partition table is wiped by in.mode, and
 //     with in.data_disks every other non-removable disk too.
 //
@@ -94,6 +96,14 @@ func (a *Agent) clean(ctx context.Context, in *roostv1.CleaningInstruction) *roo
 		}
 		if err := os.WriteFile(filepath.Join(h.StateDir, CleanedFile), []byte(fmt.Sprintf("%d\n", in.GetIndex())), 0o600); err != nil {
 			return fail("marking the boot cleaned", err)
+		}
+		// a restarted agent must not wait for the wiped STATE's mount
+		if err := os.Remove(h.AgentStateDropin); err == nil {
+			if err := h.Units.Reload(ctx); err != nil {
+				return fail("reloading systemd without the agent's STATE drop-in", err)
+			}
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return fail("removing the agent's STATE drop-in", err)
 		}
 		// the lock file's descriptor would keep the detached STATE busy
 		if err := a.relock(); err != nil {

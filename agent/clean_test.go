@@ -58,6 +58,9 @@ func TestCleanInstalledServer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if err := os.WriteFile(rg.host.AgentStateDropin, []byte("[Unit]\nRequiresMountsFor=/var/lib/roost\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	rg.units.Set("kubelet.service", "active")
 	rg.units.Set("containerd.service", "active")
 	for _, u := range newRelease(t, 2).spec.GetRequiredUnits() {
@@ -83,6 +86,9 @@ func TestCleanInstalledServer(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(filepath.Join(rg.stateDir, agent.KeyFile)); len(key) == 0 || string(got) != string(key) {
 		t.Error("the agent key is not kept in the state dir")
+	}
+	if _, err := os.Stat(rg.host.AgentStateDropin); !os.IsNotExist(err) || rg.units.Reloads() != 1 {
+		t.Errorf("the agent's STATE drop-in: %v, %d daemon-reloads", err, rg.units.Reloads())
 	}
 	if _, err := os.Stat(filepath.Join(rg.stateDir, agent.CleanedFile)); err != nil {
 		t.Errorf("no %s mark in the state dir: %v", agent.CleanedFile, err)

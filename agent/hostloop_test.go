@@ -126,6 +126,7 @@ func newHostRig(t *testing.T, booted int64, keys ...ed25519.PublicKey) *hostRig 
 		BootedRevision: booted, StateDir: rg.stateDir,
 		ESPDir: filepath.Join(dir, "esp"), StateMountDir: filepath.Join(dir, "state-mnt"),
 		TrustedKeys: keys, HealthTimeout: 30 * time.Second, Retry: 10 * time.Second,
+		AgentStateDropin: filepath.Join(dir, "10-state.conf"),
 	}
 	// The ESP as the boot loader installer leaves it (the fake mounter
 	// mounts nothing: the folder stands for the mounted partition).

@@ -42,8 +42,9 @@ func (f *FakeRebooter) String() string { return fmt.Sprintf("reboots: %d", f.Reb
 // FakeUnits answers ActiveState from a map; units not in it are
 // "inactive", as systemd reports unknown units.
 type FakeUnits struct {
-	mu     sync.Mutex
-	states map[string]string
+	mu      sync.Mutex
+	states  map[string]string
+	reloads int
 }
 
 var _ Units = (*FakeUnits)(nil)
@@ -73,6 +74,21 @@ func (f *FakeUnits) ActiveState(_ context.Context, name string) (string, error) 
 func (f *FakeUnits) Stop(_ context.Context, name string) error {
 	f.Set(name, "inactive")
 	return nil
+}
+
+// Reload counts daemon-reloads (Reloads).
+func (f *FakeUnits) Reload(context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reloads++
+	return nil
+}
+
+// Reloads is how many daemon-reloads were asked for.
+func (f *FakeUnits) Reloads() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.reloads
 }
 
 // String renders one "name state" line per unit, sorted by name.

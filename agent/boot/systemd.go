@@ -26,6 +26,8 @@ type Units interface {
 	// Stop stops a unit (job mode "replace", as systemctl stop) and waits
 	// for the job; a unit systemd does not know is already stopped.
 	Stop(ctx context.Context, name string) error
+	// Reload reloads systemd's unit files (systemctl daemon-reload).
+	Reload(ctx context.Context) error
 }
 
 // Systemd is the real Rebooter and Units: it talks to systemd (PID 1) over
@@ -101,4 +103,17 @@ func (Systemd) Stop(ctx context.Context, name string) error {
 	case <-ctx.Done():
 		return fmt.Errorf("stop %s: %w", name, ctx.Err())
 	}
+}
+
+// Reload runs a daemon-reload and returns once it is done.
+func (Systemd) Reload(ctx context.Context) error {
+	c, err := connect(ctx)
+	if err != nil {
+		return fmt.Errorf("daemon-reload: %w", err)
+	}
+	defer c.Close()
+	if err := c.ReloadContext(ctx); err != nil {
+		return fmt.Errorf("daemon-reload: %w", err)
+	}
+	return nil
 }
