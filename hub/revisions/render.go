@@ -341,6 +341,9 @@ Options=defaults,noatime
 WantedBy=local-fs.target
 `
 
+// agentStateDropin makes the agent require the STATE mount. Its path
+// (roost-agent.service.d/10-state.conf) is agent.DefaultAgentStateDropin,
+// which a cleaning removes once STATE is wiped.
 const agentStateDropin = `[Unit]
 RequiresMountsFor=` + StateDir + `
 `
