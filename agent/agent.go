@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -101,6 +103,11 @@ type Agent struct {
 	o   Options
 	log *slog.Logger
 
+	// lockMu guards unlock, the release of the state dir's lock (Locker),
+	// which a cleaning takes again on the RAM state dir (relock).
+	lockMu sync.Mutex
+	unlock func()
+
 	key    crypto.Signer
 	keyPEM []byte
 	cert   atomic.Pointer[tls.Certificate]
@@ -155,6 +162,11 @@ func New(o Options) (*Agent, error) {
 	a.backoff = Backoff{Base: o.BackoffBase, Max: o.BackoffMax}
 	if o.Host != nil {
 		a.host, a.hs = o.Host.withDefaults(), newHostState()
+		if _, err := os.Stat(filepath.Join(a.host.StateDir, CleanedFile)); err == nil {
+			// restarted after a cleaning in this boot (clean.go)
+			a.host.BootedRevision = 0
+			a.hs.cleaned = true
+		}
 		if n := a.host.BootedRevision; n > 0 {
 			// The first report of a boot says the assessment is pending,
 			// so the hub never takes the last boot's Healthy for this one.
@@ -174,7 +186,17 @@ func (a *Agent) Run(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("agent: %w", err)
 		}
-		defer unlock()
+		a.lockMu.Lock()
+		a.unlock = unlock
+		a.lockMu.Unlock()
+		defer func() {
+			a.lockMu.Lock()
+			defer a.lockMu.Unlock()
+			if a.unlock != nil {
+				a.unlock()
+				a.unlock = nil
+			}
+		}()
 	}
 	if err := a.load(); err != nil {
 		return err
@@ -380,4 +402,24 @@ func (a *Agent) gatherInventory(ctx context.Context) *roostv1.Inventory {
 		inv = &roostv1.Inventory{}
 	}
 	return inv
+}
+
+// relock takes the state dir's lock again (after a cleaning detached the
+// file system that held the lock file, whose open descriptor would keep
+// it busy): the old lock is released, a new one taken in the same dir.
+func (a *Agent) relock() error {
+	a.lockMu.Lock()
+	defer a.lockMu.Unlock()
+	l, ok := a.o.Store.(Locker)
+	if !ok || a.unlock == nil {
+		return nil
+	}
+	a.unlock()
+	a.unlock = nil
+	unlock, err := l.Lock()
+	if err != nil {
+		return err
+	}
+	a.unlock = unlock
+	return nil
 }

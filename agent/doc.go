@@ -29,6 +29,10 @@
 // package fetch), stages a boot-counted entry (package boot), records the
 // Revision (revisionrecord.go), asks the hub for a reboot Lease and
 // reboots. Conditions go to the hub through the stream (hoststate.go).
+// When the hub asks for a cleaning (DesiredState.cleaning), the host loop
+// wipes the Server in place from RAM instead (clean.go: identity kept in
+// memory, workloads stopped, STATE shut down and detached, disks wiped by
+// install.Wipe) and the stream sends the CleaningResult.
 //
 // OS access sits behind small interfaces with fakes: IdentitySource
 // (SysfsIdentity, FakeIdentity), InventorySource (HostInventory with

@@ -29,6 +29,9 @@ const (
 	// DefaultRetry is the pause before a failed install or staging step is
 	// tried again.
 	DefaultRetry = 30 * time.Second
+	// DefaultAgentStateDropin is where a Revision's Ignition config puts
+	// the agent unit's drop-in requiring STATE (hub/revisions).
+	DefaultAgentStateDropin = "/etc/systemd/system/roost-agent.service.d/10-state.conf"
 	// ReleaseKeysFile holds the trusted release keys in the state dir.
 	ReleaseKeysFile = "release-keys.pem"
 	// RevisionsDir holds, in the STATE partition, the spec of each staged
@@ -76,6 +79,11 @@ type Host struct {
 	// written while the hub hands a bootstrap token; default
 	// config.KubeletBootstrapPath.
 	KubeletBootstrapPath string
+	// AgentStateDropin is the Revision's drop-in that makes the agent's
+	// unit require the STATE mount (RequiresMountsFor); a cleaning removes
+	// it, so the agent can start again in a boot whose STATE is wiped.
+	// Default DefaultAgentStateDropin.
+	AgentStateDropin string
 	// HTTPClient asks the Revision's health URLs; default a client with a
 	// HealthCheckTimeout per request and no proxy.
 	HTTPClient *http.Client
@@ -117,6 +125,9 @@ func (h *Host) withDefaults() *Host {
 	}
 	if c.HTTPClient == nil {
 		c.HTTPClient = &http.Client{Timeout: HealthCheckTimeout, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
+	}
+	if c.AgentStateDropin == "" {
+		c.AgentStateDropin = DefaultAgentStateDropin
 	}
 	if c.KubeletBootstrapPath == "" {
 		c.KubeletBootstrapPath = config.KubeletBootstrapPath

@@ -59,12 +59,21 @@ func (a *Agent) pause(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// roll moves the Server toward desired state d: install disk, artifacts,
-// boot entry, Lease, reboot. It returns how long to wait before trying
+// roll moves the Server toward desired state d: a cleaning (clean.go)
+// when the hub asks for one; else install disk, artifacts, boot entry,
+// Lease, reboot. It returns how long to wait before trying
 // again (Lease refused), or an error (the step is retried after
 // Host.Retry), or neither when there is nothing (more) to do.
 func (a *Agent) roll(ctx context.Context, d *roostv1.DesiredState) (time.Duration, error) {
 	h, hs := a.host, a.hs
+	if c := d.GetCleaning(); c != nil {
+		if hs.cleanedIndex() == c.GetIndex() {
+			hs.resendCleaning() // asked again on a new stream: the result may be lost
+			return 0, nil
+		}
+		hs.setCleaning(a.clean(ctx, c))
+		return 0, nil
+	}
 	n, spec := d.GetRevision(), d.GetSpec()
 	switch {
 	case n == 0 || n == h.BootedRevision:

@@ -97,6 +97,8 @@ type hostRig struct {
 	stateDir string
 	caPEM    []byte
 	r        *runner
+	// extraDisks are inventoried after "fakedisk".
+	extraDisks []*roostv1.DiskInfo
 }
 
 func newHostRig(t *testing.T, booted int64, keys ...ed25519.PublicKey) *hostRig {
@@ -124,6 +126,7 @@ func newHostRig(t *testing.T, booted int64, keys ...ed25519.PublicKey) *hostRig 
 		BootedRevision: booted, StateDir: rg.stateDir,
 		ESPDir: filepath.Join(dir, "esp"), StateMountDir: filepath.Join(dir, "state-mnt"),
 		TrustedKeys: keys, HealthTimeout: 30 * time.Second, Retry: 10 * time.Second,
+		AgentStateDropin: filepath.Join(dir, "10-state.conf"),
 	}
 	// The ESP as the boot loader installer leaves it (the fake mounter
 	// mounts nothing: the folder stands for the mounted partition).
@@ -141,7 +144,7 @@ func (rg *hostRig) start(t *testing.T) {
 	id, _ := simServer(20)
 	inv := &agent.FakeInventory{Inv: &roostv1.Inventory{
 		Cpu: &roostv1.CPUInfo{Model: "Simulated", Sockets: 1, Cores: 4, Threads: 8}, MemoryBytes: 16 << 30,
-		Disks:    []*roostv1.DiskInfo{{Name: "fakedisk", SizeBytes: 3 << 30, Serial: "FAKE1"}},
+		Disks:    append([]*roostv1.DiskInfo{{Name: "fakedisk", SizeBytes: 3 << 30, Serial: "FAKE1"}}, rg.extraDisks...),
 		Nics:     []*roostv1.NICInfo{{Name: "eth0", Mac: id.MACs[0]}},
 		Firmware: "UEFI", Arch: "amd64",
 	}}

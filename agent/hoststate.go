@@ -37,6 +37,13 @@ type hostState struct {
 	// desired holds the newest desired state for the host loop.
 	desired chan *roostv1.DesiredState
 
+	// cleaned: the disks were let go (clean.go), so this boot runs no
+	// Revision any more; cleaning is the newest cleaning result and
+	// cleaningSent whether the stream sent it.
+	cleaned      bool
+	cleaning     *roostv1.CleaningResult
+	cleaningSent bool
+
 	// owned by the host loop
 	espMounted bool
 	stateRoot  string
@@ -74,10 +81,76 @@ func (s *hostState) setFailed(f []*roostv1.FailedRevision) {
 	s.notify()
 }
 
-// report adds the host's conditions and failed Revisions to st.
+// clear drops a condition and wakes the stream when it was set.
+func (s *hostState) clear(typ string) {
+	s.mu.Lock()
+	_, had := s.conds[typ]
+	delete(s.conds, typ)
+	s.mu.Unlock()
+	if had {
+		s.notify()
+	}
+}
+
+// setDetached records that the disks were let go: from now on the agent
+// reports booted revision 0.
+func (s *hostState) setDetached() {
+	s.mu.Lock()
+	s.cleaned = true
+	s.mu.Unlock()
+	s.notify()
+}
+
+// detached says whether setDetached was called.
+func (s *hostState) detached() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cleaned
+}
+
+// setCleaning records a cleaning result for the stream to send.
+func (s *hostState) setCleaning(r *roostv1.CleaningResult) {
+	s.mu.Lock()
+	s.cleaning, s.cleaningSent = r, false
+	s.mu.Unlock()
+	s.notify()
+}
+
+// cleaningResult returns the newest cleaning result, nil when there is
+// none; with unsent, only one not sent yet (it is then marked sent).
+func (s *hostState) cleaningResult(unsent bool) *roostv1.CleaningResult {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if unsent && s.cleaningSent {
+		return nil
+	}
+	s.cleaningSent = true
+	return s.cleaning
+}
+
+// cleanedIndex is the index of the newest cleaning result (0: none).
+func (s *hostState) cleanedIndex() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cleaning.GetIndex()
+}
+
+// resendCleaning has the stream send the newest cleaning result again.
+func (s *hostState) resendCleaning() {
+	s.mu.Lock()
+	s.cleaningSent = false
+	s.mu.Unlock()
+	s.notify()
+}
+
+// report adds the host's conditions and failed Revisions to st; after a
+// cleaning let the disks go, st says no Revision is booted.
 func (s *hostState) report(st *roostv1.AgentStatus) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.cleaned {
+		st.BootedRevision = 0
+	}
 	for _, t := range condOrder {
 		if c := s.conds[t]; c != nil {
 			st.Conditions = append(st.Conditions, c)

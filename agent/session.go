@@ -96,7 +96,7 @@ func (s *session) run() (err error) {
 	s.stream = stream
 	if err := s.send(&roostv1.AgentMessage{Message: &roostv1.AgentMessage_Hello{Hello: &roostv1.Hello{
 		ServerName: a.state.ServerName, AgentVersion: a.o.Version,
-		BootedRevision: a.state.BootedRevision, LastAppliedGeneration: a.state.LastAppliedGeneration,
+		BootedRevision: a.bootedRevision(), LastAppliedGeneration: a.state.LastAppliedGeneration,
 	}}}); err != nil {
 		return err
 	}
@@ -108,6 +108,13 @@ func (s *session) run() (err error) {
 	a.inv.Store(inv)
 	var dirty <-chan struct{}
 	if a.hs != nil {
+		// a cleaning result the last stream may have lost (the hub
+		// ignores one it recorded)
+		if r := a.hs.cleaningResult(false); r != nil {
+			if err := s.send(&roostv1.AgentMessage{Message: &roostv1.AgentMessage_CleaningResult{CleaningResult: r}}); err != nil {
+				return err
+			}
+		}
 		dirty = a.hs.dirty
 	}
 
@@ -337,9 +344,24 @@ func (s *session) onInventoryTick() error {
 }
 
 // onHostStatus sends a status when the host loop's conditions or failed
-// Revisions changed.
+// Revisions changed, and a cleaning result not sent yet.
 func (s *session) onHostStatus() error {
-	return s.send(s.a.statusMessage(s.a.sentInv))
+	if err := s.send(s.a.statusMessage(s.a.sentInv)); err != nil {
+		return err
+	}
+	if r := s.a.hs.cleaningResult(true); r != nil {
+		return s.send(&roostv1.AgentMessage{Message: &roostv1.AgentMessage_CleaningResult{CleaningResult: r}})
+	}
+	return nil
+}
+
+// bootedRevision is the Revision this boot runs: 0 once a cleaning let
+// the disks go.
+func (a *Agent) bootedRevision() int64 {
+	if a.hs != nil && a.hs.detached() {
+		return 0
+	}
+	return a.state.BootedRevision
 }
 
 func (a *Agent) interval() time.Duration {
@@ -380,6 +402,14 @@ func (a *Agent) applyDesired(d *roostv1.DesiredState, send func(*roostv1.AgentMe
 		// token may come and go without a new Revision
 		a.applyKubeletBootstrap(d.GetKubeletBootstrap())
 		a.hs.offer(d)
+	} else if c := d.GetCleaning(); c != nil {
+		// Without a Host nothing here can wipe the disks: say so, so the
+		// Server is kept out (CleaningFailed) rather than reused unwiped.
+		a.log.Warn("the hub asks for a cleaning, and this agent does not manage its host", "index", c.GetIndex())
+		if err := send(&roostv1.AgentMessage{Message: &roostv1.AgentMessage_CleaningResult{CleaningResult: &roostv1.CleaningResult{
+			Index: c.GetIndex(), Error: "this agent does not manage its host (roost-agent without --manage-host), so it cannot wipe the disks"}}}); err != nil {
+			return err
+		}
 	}
 	if d.GetGeneration() <= a.state.LastAppliedGeneration {
 		a.log.Debug("desired state already applied", "generation", d.GetGeneration())

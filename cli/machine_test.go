@@ -44,6 +44,23 @@ func availableServerCLI(t *testing.T, h *hub.Hub, config, token, uuid, mac strin
 	return resp.GetServerName()
 }
 
+// cleanedCLI records the result of Server name's current cleaning as its
+// agent would report it (the tests run no agent).
+func cleanedCLI(t *testing.T, h *hub.Hub, name string, ok bool, why string) {
+	t.Helper()
+	o, err := h.FSM().Get("Server", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := o.GetServer().GetStatus().GetCleaning().GetIndex()
+	data, _ := proto.Marshal(&roostv1.Command{Time: timestamppb.Now(), RulesVersion: state.RulesVersion, Command: &roostv1.Command_UpdateServerStatus{
+		UpdateServerStatus: &roostv1.UpdateServerStatus{Name: name, CleaningResult: &roostv1.CleaningResult{Index: idx, Succeeded: ok, Error: why}}}})
+	res, _, err := h.Node().Apply(context.Background(), data)
+	if err != nil || res.(*state.ApplyResult).Err != nil {
+		t.Fatalf("cleaning result of %s: %v %v", name, err, res)
+	}
+}
+
 // TestPoolAndMachineCommands assigns, describes and releases Machines
 // against a real hub.
 func TestPoolAndMachineCommands(t *testing.T) {
@@ -142,8 +159,14 @@ spec: {cluster: prod}
 	if r := run("machine", "delete", "edge-1", "nope"); r.code != ExitFailed || !strings.Contains(r.out, "machine/edge-1 deleted") || !strings.Contains(r.err, "nope") {
 		t.Errorf("machine delete: exit %d %s%s", r.code, r.out, r.err)
 	}
-	if r := run("get", "servers"); strings.Count(r.out, "Available") != 2 {
+	// Released: cleaned by their agents before they are Available.
+	if r := run("get", "servers"); strings.Count(r.out, "Cleaning") != 2 {
 		t.Errorf("servers not released:\n%s", r.out)
+	}
+	cleanedCLI(t, h, srvA, true, "")
+	cleanedCLI(t, h, srvB, true, "")
+	if r := run("get", "servers"); strings.Count(r.out, "Available") != 2 {
+		t.Errorf("servers not cleaned:\n%s", r.out)
 	}
 	if r := run("delete", "pool", "workers"); r.code != 0 {
 		t.Errorf("delete pool: exit %d %s", r.code, r.err)

@@ -18,7 +18,7 @@ func newServerCommand(o *options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "server",
 		Aliases: []string{"servers", "srv"},
-		Short:   "Approve, deny, label, cordon and decommission servers",
+		Short:   "Approve, deny, label, cordon, clean and decommission servers",
 		Long: `Servers register themselves by enrolling (see 'roostctl token'). These
 commands change what the hub does with them:
 
@@ -28,8 +28,17 @@ commands change what the hub does with them:
                 computed from the inventory and cannot be changed)
   cordon        keep the hub from claiming the server for new Machines
   uncordon      undo cordon
-  decommission  take the server out of service; its agent is refused until
-                it enrolls again with a token
+  clean         have the agent wipe the server's disks again (after a failed
+                cleaning: CleaningFailed)
+  decommission  take the server out of service: its agent wipes its disks,
+                then it is Decommissioned and its agent refused until it
+                enrolls again with a token
+
+A server released by its Machine (pool unassign, a pool scaling down, a
+Machine deleted) is Cleaning: its agent wipes its disks as its MachineClass's
+spec.cleaning says, and the server is Available only once the agent reports
+success; a failure leaves it CleaningFailed with the reason, retried by the
+hub with backoff (1 min, doubling, at most 1 h) or at once with 'server clean'.
 
 A command that finds a server as asked already changes nothing and says so
 (e.g. "server/NAME already cordoned"), with exit code 0. To forget a server
@@ -42,6 +51,7 @@ List servers with 'roostctl get servers' and look at one with
 		Example: `  roostctl server approve 4c4c4544-0042-3510-8052-b4c04f4d4e31
   roostctl server label 4c4c4544-0042-3510-8052-b4c04f4d4e31 rack=r12 gpu-
   roostctl server cordon 4c4c4544-0042-3510-8052-b4c04f4d4e31
+  roostctl server clean 4c4c4544-0042-3510-8052-b4c04f4d4e31
   roostctl server decommission 4c4c4544-0042-3510-8052-b4c04f4d4e31 --reason "failed PSU"`,
 		Args: unknownSubcommand,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
@@ -85,13 +95,28 @@ first: the refusal names the Machine and the command that releases it.`, "denied
 Machine. Machines already on them stay.`, "cordoned", roostv1.ServerAction_SERVER_ACTION_CORDON, false),
 		simple("uncordon", "Let the hub claim servers again",
 			`Uncordon servers: clear spec.unschedulable.`, "uncordoned", roostv1.ServerAction_SERVER_ACTION_UNCORDON, false),
+		simple("clean", "Have the agent wipe servers' disks again",
+			`Start a new cleaning of servers that no Machine claims: the hub asks each
+one's agent to wipe its disks again, by the mode of its last cleaning
+(the MachineClass's spec.cleaning when it was released; metadata when it
+never was). The server is Cleaning until the agent reports, then Available
+(or Decommissioned, when a decommission waits for the cleaning), or
+CleaningFailed with the reason. Use it after fixing what made a cleaning
+fail (the hub also retries by itself with backoff); 'roostctl get servers'
+shows the state and reason, 'roostctl describe server NAME' the Cleaned
+condition and what each disk held. A Claimed server is refused: release it
+and the release cleans it.`, "cleaning", roostv1.ServerAction_SERVER_ACTION_CLEAN, false),
 		simple("decommission", "Take servers out of service",
-			`Decommission servers: they become Decommissioned and their agents are
-refused. A server claimed by a Machine must be released first: the refusal
-names the Machine and the command that releases it ('roostctl pool unassign
-POOL NAME', or 'roostctl machine delete MACHINE' for a standalone one). To
-bring a decommissioned server back, enroll it again with a token; to forget
-it, 'roostctl delete server NAME'.`, "decommissioned", roostv1.ServerAction_SERVER_ACTION_DECOMMISSION, true),
+			`Decommission servers. An Available server is cleaned first (Cleaning: its
+agent wipes its disks by its last cleaning's mode) and then becomes
+Decommissioned; a server that cannot be cleaned (CleaningFailed, Unreachable,
+or already Cleaning for a decommission) becomes Decommissioned at once, its
+reason saying that its disks were not wiped. Its agent is refused from then
+on. A server claimed by a Machine must be released first: the refusal names
+the Machine and the command that releases it ('roostctl pool unassign POOL
+NAME', or 'roostctl machine delete MACHINE' for a standalone one). To bring a
+decommissioned server back, enroll it again with a token; to forget it,
+'roostctl delete server NAME'.`, "decommissioned", roostv1.ServerAction_SERVER_ACTION_DECOMMISSION, true),
 		newServerLabelCommand(o),
 	)
 	return cmd

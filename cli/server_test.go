@@ -7,7 +7,10 @@ import (
 
 // TestServerNoOpsAndClaimedRefusal: a server command that changes nothing
 // says so (exit 0), kubectl style, and decommissioning or denying a Claimed
-// server names its Machine and the command that releases it.
+// server names its Machine and the command that releases it. A released
+// server is Cleaning, CleaningFailed on its agent's failure (shown by get
+// and describe), cleaned again by 'server clean', and a decommission cleans
+// it before it is Decommissioned.
 func TestServerNoOpsAndClaimedRefusal(t *testing.T) {
 	h, config, run := realHubCLI(t)
 	r := run("token", "create")
@@ -60,13 +63,39 @@ spec: {}
 		}
 	}
 
-	// Released, it can be decommissioned; a second time changes nothing.
+	// Released, it is Cleaning; its agent's failure keeps it out.
+	if r := run("server", "clean", srv); r.code != ExitFailed || !strings.Contains(r.err, "is Claimed; release its Machine first") {
+		t.Errorf("clean a claimed server: exit %d %q %s", r.code, r.out, r.err)
+	}
 	if r := run("pool", "unassign", "workers", srv); r.code != 0 {
 		t.Fatalf("pool unassign: %d %s", r.code, r.err)
 	}
+	if r := run("get", "servers"); !strings.Contains(r.out, " Cleaning ") {
+		t.Errorf("get servers after unassign:\n%s", r.out)
+	}
+	cleanedCLI(t, h, srv, false, "wipe /dev/vdb: open /dev/vdb: read-only file system")
+	if r := run("get", "servers", "-o", "wide"); !strings.Contains(r.out, "CleaningFailed") || !strings.Contains(r.out, "read-only file system") {
+		t.Errorf("get servers after a failed cleaning:\n%s", r.out)
+	}
+	if r := run("describe", "server", srv); !strings.Contains(r.out, "Cleaned") || !strings.Contains(r.out, "CleaningFailed") {
+		t.Errorf("describe server after a failed cleaning:\n%s", r.out)
+	}
+	// By hand: a new attempt, then the agent's success.
+	if r := run("server", "clean", srv, "nope"); r.code != ExitFailed || r.out != "server/"+srv+" cleaning\n" || !strings.Contains(r.err, "nope") {
+		t.Errorf("server clean: exit %d %q %s", r.code, r.out, r.err)
+	}
+	cleanedCLI(t, h, srv, true, "")
+	if r := run("get", "servers"); !strings.Contains(r.out, " Available ") {
+		t.Errorf("get servers after the cleaning:\n%s", r.out)
+	}
+	// Decommissioned once cleaned; a second time changes nothing.
 	if r := run("server", "decommission", srv, "--reason", "failed PSU"); r.code != 0 || r.out != "server/"+srv+" decommissioned\n" {
 		t.Errorf("decommission: exit %d %q %s", r.code, r.out, r.err)
 	}
+	if r := run("get", "servers"); !strings.Contains(r.out, " Cleaning ") {
+		t.Errorf("get servers while cleaning for the decommission:\n%s", r.out)
+	}
+	cleanedCLI(t, h, srv, true, "")
 	if r := run("server", "decommission", srv, "--reason", "failed PSU"); r.code != 0 || r.out != "server/"+srv+" unchanged: already Decommissioned (failed PSU)\n" {
 		t.Errorf("second decommission: exit %d %q %s", r.code, r.out, r.err)
 	}

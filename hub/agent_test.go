@@ -298,6 +298,25 @@ func TestAgentStreamRenewAndRevokedToken(t *testing.T) {
 	if _, err := f.admin.UpdateServer(ctx, &roostv1.UpdateServerRequest{Name: name, Action: roostv1.ServerAction_SERVER_ACTION_DECOMMISSION}); err != nil {
 		t.Fatal(err)
 	}
+	// A decommission cleans first: the stream asks the agent to wipe the
+	// disks, and the Server is Decommissioned once it reports success.
+	for {
+		m, err := open.Recv()
+		if err != nil {
+			t.Fatalf("waiting for the cleaning instruction: %v", err)
+		}
+		if c := m.GetDesired().GetCleaning(); c != nil {
+			if c.GetMode() != "metadata" || c.GetIndex() == 0 {
+				t.Errorf("cleaning instruction %v", c)
+			}
+			if got, _ := f.h.FSM().ServerState(name); got != "Cleaning" {
+				t.Errorf("state %q while cleaning for the decommission", got)
+			}
+			open.Send(&roostv1.AgentMessage{Message: &roostv1.AgentMessage_CleaningResult{CleaningResult: &roostv1.CleaningResult{
+				Index: c.GetIndex(), Succeeded: true, Disks: []string{"/dev/vda: metadata: partition tables and signatures zeroed"}}}})
+			break
+		}
+	}
 	open.Send(&roostv1.AgentMessage{Message: &roostv1.AgentMessage_Heartbeat{Heartbeat: &roostv1.Heartbeat{}}})
 	for {
 		if _, err := open.Recv(); err != nil {

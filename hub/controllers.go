@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/roostfleet/roost/hub/cleaning"
 	"github.com/roostfleet/roost/hub/clusters"
 	"github.com/roostfleet/roost/hub/controller"
 	"github.com/roostfleet/roost/hub/liveness"
@@ -82,6 +83,20 @@ func (h *Hub) rolloutController() *rollout.Controller {
 	}
 }
 
+// cleaningController is the leader-only controller that retries failed
+// cleanings with backoff (see hub/cleaning).
+func (h *Hub) cleaningController() *cleaning.Controller {
+	return &cleaning.Controller{
+		IsLeader: h.node.IsLeader,
+		FSM:      h.fsm,
+		Propose:  h.propose,
+		Barrier:  h.termBarrier,
+		Now:      h.opts.ControllerClock,
+		Metrics:  h.controllerMetrics,
+		Log:      h.log,
+	}
+}
+
 // propose writes c through Raft on this member (the leader), for the
 // leader-only controllers.
 func (h *Hub) propose(ctx context.Context, c *roostv1.Command) error {
@@ -109,7 +124,7 @@ func (h *Hub) leaseGate() *rollout.Gate {
 }
 
 // runLiveness starts the leader-only controllers (liveness, pools,
-// revisions, clusters, rollouts; each acts only while this member leads),
+// revisions, cleaning retries, clusters, rollouts; each acts only while this member leads),
 // and on every member the reboot gate, the agent stream registry, the
 // heartbeat reporter, the fleet-size refresher, the blob garbage
 // collection and the health watch (which checks for this member's
@@ -140,7 +155,7 @@ func (h *Hub) runLiveness(ctx context.Context, m *liveness.Metrics) {
 	rep.Metrics, rep.Log = m, h.log
 	var n int
 	done := make(chan struct{}, 8)
-	for _, run := range []func(context.Context){ctrl.Run, rep.Run, h.poolController().Run, h.revisionController().Run, h.clusters.Run, h.rollouts.Run, h.rollouts.Recorder.Run, h.gate.Run, h.agents.Run, h.runBlobGC, h.watchHealth, func(ctx context.Context) {
+	for _, run := range []func(context.Context){ctrl.Run, rep.Run, h.poolController().Run, h.revisionController().Run, h.cleaningController().Run, h.clusters.Run, h.rollouts.Run, h.rollouts.Recorder.Run, h.gate.Run, h.agents.Run, h.runBlobGC, h.watchHealth, func(ctx context.Context) {
 		t := time.NewTicker(5 * time.Second)
 		defer t.Stop()
 		for {

@@ -49,6 +49,15 @@ func (f *agentFixture) availableServer(token, id, mac string) {
 	f.propose(&roostv1.Command{Command: &roostv1.Command_UpdateServerStatus{UpdateServerStatus: &roostv1.UpdateServerStatus{Name: id, Connected: true}}})
 }
 
+// cleaned records the agent's successful result of Server name's
+// current cleaning (no agent runs), as the agent stream proposes it.
+func (f *agentFixture) cleaned(name string) {
+	f.t.Helper()
+	idx := f.server(name).GetStatus().GetCleaning().GetIndex()
+	f.propose(&roostv1.Command{RulesVersion: state.RulesVersion, Command: &roostv1.Command_UpdateServerStatus{UpdateServerStatus: &roostv1.UpdateServerStatus{
+		Name: name, CleaningResult: &roostv1.CleaningResult{Index: idx, Succeeded: true}}}})
+}
+
 func (f *agentFixture) server(name string) *roostv1.Server {
 	f.t.Helper()
 	o, err := f.h.FSM().Get("Server", name)
@@ -128,6 +137,11 @@ func TestAssignUnassignAndStandalone(t *testing.T) {
 	if _, err := f.admin.Delete(ctx, &roostv1.DeleteRequest{Kind: "machine", Name: "edge-1"}); err != nil {
 		t.Fatal(err)
 	}
+	// Released: Cleaning until its agent reports the wipe.
+	if s := f.server(srvB); s.GetStatus().GetState() != state.ServerCleaning {
+		t.Fatalf("server %v", s.GetStatus())
+	}
+	f.cleaned(srvB)
 	if s := f.server(srvB); s.GetStatus().GetState() != state.ServerAvailable {
 		t.Fatalf("server %v", s.GetStatus())
 	}
@@ -139,9 +153,10 @@ func TestAssignUnassignAndStandalone(t *testing.T) {
 	if len(un.GetMachines()) != 1 || un.GetMachines()[0] != m.GetMetadata().GetName() {
 		t.Fatalf("released %v", un.GetMachines())
 	}
-	if s := f.server(srvA); s.GetStatus().GetState() != state.ServerAvailable || s.GetSpec().GetPool() != "" {
+	if s := f.server(srvA); s.GetStatus().GetState() != state.ServerCleaning || s.GetSpec().GetPool() != "" {
 		t.Fatalf("server %v", s)
 	}
+	f.cleaned(srvA)
 
 	// A Pool with replicas claims by itself (the leader's pool
 	// controller), in name order, and refuses manual assignment.

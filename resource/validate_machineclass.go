@@ -167,6 +167,12 @@ func validateMachineClass(e *violations, s *roostv1.MachineClassSpec) {
 	if n := s.GetBootTries(); n != 0 && (n < MinBootTries || n > MaxBootTries) {
 		e.add("spec.bootTries", fmt.Sprintf("is %d", n), fmt.Sprintf("give %d to %d boots of a new Revision before the boot loader falls back to the previous one, or leave it out for 3", MinBootTries, MaxBootTries))
 	}
+	switch m := s.GetCleaning().GetMode(); m {
+	case "", "metadata", "discard", "zero":
+	default:
+		e.addf("spec.cleaning.mode", `"metadata" (default: partition tables and signatures), "discard" (the whole disk, zeros where it cannot discard) or "zero" (zeros over the whole disk)`,
+			"unknown cleaning mode %q", m)
+	}
 }
 
 // Bounds of a MachineClass's spec.bootTries.

@@ -42,8 +42,9 @@ func (f *FakeRebooter) String() string { return fmt.Sprintf("reboots: %d", f.Reb
 // FakeUnits answers ActiveState from a map; units not in it are
 // "inactive", as systemd reports unknown units.
 type FakeUnits struct {
-	mu     sync.Mutex
-	states map[string]string
+	mu      sync.Mutex
+	states  map[string]string
+	reloads int
 }
 
 var _ Units = (*FakeUnits)(nil)
@@ -68,6 +69,28 @@ func (f *FakeUnits) ActiveState(_ context.Context, name string) (string, error) 
 	return "inactive", nil
 }
 
+// Stop sets the unit's state to "inactive" (recorded, so String shows
+// it).
+func (f *FakeUnits) Stop(_ context.Context, name string) error {
+	f.Set(name, "inactive")
+	return nil
+}
+
+// Reload counts daemon-reloads (Reloads).
+func (f *FakeUnits) Reload(context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reloads++
+	return nil
+}
+
+// Reloads is how many daemon-reloads were asked for.
+func (f *FakeUnits) Reloads() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.reloads
+}
+
 // String renders one "name state" line per unit, sorted by name.
 func (f *FakeUnits) String() string {
 	f.mu.Lock()
@@ -85,6 +108,7 @@ func (f *FakeUnits) String() string {
 type FakeMounter struct {
 	mu     sync.Mutex
 	mounts map[string]string // dir → "dev fstype"
+	shut   map[string]bool   // devices whose file system was shut down
 }
 
 var _ Mounter = (*FakeMounter)(nil)
@@ -114,8 +138,57 @@ func (f *FakeMounter) Unmount(dir string) error {
 	return nil
 }
 
+// Shutdown records the file system on dir as shut down (String marks its
+// mounts); dir must be mounted.
+func (f *FakeMounter) Shutdown(dir string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m, ok := f.mounts[dir]
+	if !ok {
+		return fmt.Errorf("shut down %s: not a mount point", dir)
+	}
+	if f.shut == nil {
+		f.shut = map[string]bool{}
+	}
+	dev, _, _ := strings.Cut(m, " ")
+	f.shut[dev] = true
+	return nil
+}
+
+// DetachAll forgets every mount of the device mounted on dir and every
+// mount below those.
+func (f *FakeMounter) DetachAll(dir string) ([]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m, ok := f.mounts[dir]
+	if !ok {
+		return nil, fmt.Errorf("detach %s: not a mount point", dir)
+	}
+	dev, _, _ := strings.Cut(m, " ")
+	var tops []string
+	for d, mm := range f.mounts {
+		if dd, _, _ := strings.Cut(mm, " "); dd == dev {
+			tops = append(tops, d)
+		}
+	}
+	var gone []string
+	for d := range f.mounts {
+		for _, t := range tops {
+			if d == t || strings.HasPrefix(d, t+"/") {
+				gone = append(gone, d)
+				break
+			}
+		}
+	}
+	sort.Strings(gone)
+	for _, d := range gone {
+		delete(f.mounts, d)
+	}
+	return gone, nil
+}
+
 // String renders one "dev on dir type fstype" line per mount, sorted by
-// dir, like mount(8).
+// dir, like mount(8), with "(shut down)" after a file system shut down.
 func (f *FakeMounter) String() string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -127,7 +200,11 @@ func (f *FakeMounter) String() string {
 	var b strings.Builder
 	for _, d := range dirs {
 		dev, fstype, _ := strings.Cut(f.mounts[d], " ")
-		fmt.Fprintf(&b, "%s on %s type %s\n", dev, d, fstype)
+		shut := ""
+		if f.shut[dev] {
+			shut = " (shut down)"
+		}
+		fmt.Fprintf(&b, "%s on %s type %s%s\n", dev, d, fstype, shut)
 	}
 	return b.String()
 }

@@ -3,6 +3,7 @@ package boot
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	sddbus "github.com/coreos/go-systemd/v22/dbus"
 )
@@ -22,6 +23,11 @@ type Units interface {
 	// (org.freedesktop.systemd1.Unit; systemd reports "inactive" for a
 	// unit it does not know).
 	ActiveState(ctx context.Context, name string) (string, error)
+	// Stop stops a unit (job mode "replace", as systemctl stop) and waits
+	// for the job; a unit systemd does not know is already stopped.
+	Stop(ctx context.Context, name string) error
+	// Reload reloads systemd's unit files (systemctl daemon-reload).
+	Reload(ctx context.Context) error
 }
 
 // Systemd is the real Rebooter and Units: it talks to systemd (PID 1) over
@@ -72,4 +78,42 @@ func (Systemd) ActiveState(ctx context.Context, name string) (string, error) {
 		return "", fmt.Errorf("unit %s: ActiveState is %s, not a string", name, p.Value.Signature())
 	}
 	return s, nil
+}
+
+// Stop stops the unit and waits for the job to finish.
+func (Systemd) Stop(ctx context.Context, name string) error {
+	c, err := connect(ctx)
+	if err != nil {
+		return fmt.Errorf("stop %s: %w", name, err)
+	}
+	defer c.Close()
+	done := make(chan string, 1)
+	if _, err := c.StopUnitContext(ctx, name, "replace", done); err != nil {
+		if strings.Contains(err.Error(), "not loaded") || strings.Contains(err.Error(), "NoSuchUnit") {
+			return nil
+		}
+		return fmt.Errorf("stop %s: %w", name, err)
+	}
+	select {
+	case r := <-done:
+		if r != "done" {
+			return fmt.Errorf("stop %s: job %s", name, r)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("stop %s: %w", name, ctx.Err())
+	}
+}
+
+// Reload runs a daemon-reload and returns once it is done.
+func (Systemd) Reload(ctx context.Context) error {
+	c, err := connect(ctx)
+	if err != nil {
+		return fmt.Errorf("daemon-reload: %w", err)
+	}
+	defer c.Close()
+	if err := c.ReloadContext(ctx); err != nil {
+		return fmt.Errorf("daemon-reload: %w", err)
+	}
+	return nil
 }

@@ -33,6 +33,10 @@ type Disks interface {
 	// partitions' cached blocks (the kernel caches each block device
 	// separately, so a mount of a partition could read stale blocks).
 	Sync(ctx context.Context, dev string, partitions ...string) error
+	// OpenForWipe opens the whole disk dev for writing, not exclusively:
+	// a partition of it may still be held by a file system that was shut
+	// down (cleaning). See Wipe.
+	OpenForWipe(ctx context.Context, dev string) (*os.File, error)
 }
 
 // OSDisks opens real block devices and runs the mkfs.ext4 of the running
@@ -47,6 +51,21 @@ func (OSDisks) Open(_ context.Context, dev string) (*disk.Disk, error) {
 // MkfsExt4 implements Disks.
 func (OSDisks) MkfsExt4(ctx context.Context, dev string, offset, size int64, label string) error {
 	return mkfsExt4(ctx, dev, offset, size, label)
+}
+
+// OpenForWipe implements Disks. A block device whose read-only flag is
+// set (BLKROGET: a write-protected medium, a disk the hypervisor gives
+// read-only) is refused with EROFS, whatever open(2) would say.
+func (OSDisks) OpenForWipe(_ context.Context, dev string) (*os.File, error) {
+	if f, err := os.Open(dev); err == nil {
+		st, serr := f.Stat()
+		ro, rerr := unix.IoctlGetInt(int(f.Fd()), unix.BLKROGET)
+		f.Close()
+		if serr == nil && st.Mode()&os.ModeDevice != 0 && rerr == nil && ro != 0 {
+			return nil, &os.PathError{Op: "open", Path: dev, Err: unix.EROFS}
+		}
+	}
+	return os.OpenFile(dev, os.O_RDWR, 0)
 }
 
 // Sync implements Disks: fsync and BLKFLSBUF (flush and invalidate the
@@ -119,6 +138,10 @@ type FakeDisks struct {
 	// SectorSize is the logical sector size of every disk: 512 (default)
 	// or 4096 ("4Kn" disks).
 	SectorSize int
+
+	// ReadOnly names disks ("NAME") that refuse writing, as a disk with
+	// its read-only flag set (a write-protected medium) does.
+	ReadOnly map[string]bool
 
 	mu   sync.Mutex
 	open map[string]int
@@ -198,6 +221,29 @@ func (f *FakeDisks) MkfsExt4(ctx context.Context, dev string, offset, size int64
 		return fmt.Errorf("mkfs.ext4 %s: device is open (it would be busy: O_EXCL)", dev)
 	}
 	return mkfsExt4(ctx, f.Path(dev), offset, size, label)
+}
+
+// SetReadOnly sets or clears ReadOnly for disk name while it is in use.
+func (f *FakeDisks) SetReadOnly(name string, ro bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ReadOnly == nil {
+		f.ReadOnly = map[string]bool{}
+	}
+	f.ReadOnly[name] = ro
+}
+
+// OpenForWipe implements Disks: the image file, read-write (EROFS for a
+// ReadOnly disk).
+func (f *FakeDisks) OpenForWipe(_ context.Context, dev string) (*os.File, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	name := strings.TrimPrefix(dev, "/dev/")
+	f.record("open-for-wipe %s", name)
+	if f.ReadOnly[name] {
+		return nil, &os.PathError{Op: "open", Path: dev, Err: unix.EROFS}
+	}
+	return os.OpenFile(f.Path(dev), os.O_RDWR, 0)
 }
 
 // Sync implements Disks: image files need nothing; it is recorded.

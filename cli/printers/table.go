@@ -76,6 +76,10 @@ var tableColumns = map[string][]column{
 		{header: "TOKEN", wide: true, value: func(r resource.Resource, _ time.Time) string {
 			return r.(*roostv1.Server).GetStatus().GetEnrollmentToken()
 		}},
+		// why the state is what it is: a cleaning's failure, a denial
+		{header: "REASON", wide: true, value: func(r resource.Resource, _ time.Time) string {
+			return r.(*roostv1.Server).GetStatus().GetStateReason()
+		}},
 	},
 	"Machine": {
 		{header: "SERVER", value: func(r resource.Resource, _ time.Time) string { return r.(*roostv1.Machine).GetSpec().GetServer() }},

@@ -14,11 +14,16 @@ import (
 // Revision while a Machine holds it (generation = the Raft index of the
 // Revision's last change), else revision 0 and generation 0; for a worker
 // whose Node is not registered yet, the newest bootstrap token the leader
-// created for its Machine (kubelet_bootstrap).
+// created for its Machine (kubelet_bootstrap). A Server that is Cleaning
+// (no Machine holds it) is asked to wipe its disks (cleaning).
 func (r *Registry) DesiredState(name string) *roostv1.DesiredState {
 	rev, idx := r.fsm.DesiredRevision(name)
 	if rev == nil {
-		return &roostv1.DesiredState{}
+		d := &roostv1.DesiredState{}
+		if o := r.fsm.Reader().Get("Server", name); o != nil {
+			d.Cleaning = state.CleaningInstruction(o.GetServer())
+		}
+		return d
 	}
 	return &roostv1.DesiredState{
 		Generation: int64(idx), Revision: rev.GetSpec().GetNumber(), Spec: rev.GetSpec(),
@@ -87,11 +92,11 @@ func (r *Registry) Run(ctx context.Context) {
 	}
 }
 
-// watch pushes the desired state of the Server each Revision and Machine
-// event is about, until ctx ends or a subscription closes.
+// watch pushes the desired state of the Server each Revision, Machine and
+// Server event is about (Push sends only what changed), until ctx ends or a subscription closes.
 func (r *Registry) watch(ctx context.Context) {
-	subs := make([]*state.Subscription, 0, 2)
-	for _, kind := range []string{"Revision", "Machine"} {
+	subs := make([]*state.Subscription, 0, 3)
+	for _, kind := range []string{"Revision", "Machine", "Server"} {
 		sub, err := r.fsm.Subscribe(kind, r.fsm.LastIndex())
 		if err != nil {
 			r.log.Warn("desired-state push: watch failed", "kind", kind, "err", err)
@@ -115,6 +120,7 @@ func (r *Registry) watch(ctx context.Context) {
 			return
 		case ev, ok = <-subs[0].Events():
 		case ev, ok = <-subs[1].Events():
+		case ev, ok = <-subs[2].Events():
 		}
 		if !ok {
 			return
@@ -125,6 +131,8 @@ func (r *Registry) watch(ctx context.Context) {
 			server = o.Revision.GetSpec().GetServer()
 		case *roostv1.Object_Machine:
 			server = o.Machine.GetSpec().GetServer()
+		case *roostv1.Object_Server:
+			server = o.Server.GetMetadata().GetName() // a cleaning started or retried
 		}
 		if st := r.get(server); st != nil {
 			go r.Push(server, st) //nolint:errcheck // the stream's own loop sees a broken stream

@@ -334,6 +334,13 @@ func (s *Server) Connect(stream grpc.BidiStreamingServer[roostv1.AgentMessage, r
 				}
 				return err
 			}
+		case *roostv1.AgentMessage_CleaningResult:
+			if vs := ValidateCleaningResult(m.CleaningResult); len(vs) > 0 {
+				return apierror.Invalid("invalid cleaning result", vs...)
+			}
+			if err := s.cleaningResult(ctx, cn, m.CleaningResult); err != nil {
+				return err
+			}
 		case *roostv1.AgentMessage_Hello:
 			return apierror.Invalid("hello may only be sent first", apierror.Violation{Field: "hello", Message: "sent twice"})
 		default:
@@ -392,6 +399,43 @@ func (s *Server) agentStatus(ctx context.Context, name string, st *roostv1.Agent
 		return err
 	}
 	return s.updateServerStatus(ctx, upd)
+}
+
+// cleaningResult records the agent's cleaning result for Server name
+// when it answers the cleaning the Server is in (a result of an earlier
+// attempt, resent on a new stream, is dropped here without a write).
+func (s *Server) cleaningResult(ctx context.Context, name string, r *roostv1.CleaningResult) error {
+	o, err := s.fsm.Get("Server", name)
+	if err != nil {
+		return err
+	}
+	st := o.GetServer().GetStatus()
+	if st.GetState() != state.ServerCleaning || st.GetCleaning().GetIndex() != r.GetIndex() {
+		return nil
+	}
+	s.log.Info("cleaning result", "server", name, "index", r.GetIndex(), "succeeded", r.GetSucceeded(), "error", r.GetError())
+	return s.updateServerStatus(ctx, &roostv1.UpdateServerStatus{Name: name, CleaningResult: r})
+}
+
+// ValidateCleaningResult checks an agent's cleaning result: an index, an
+// error of at most 1024 bytes, at most 64 disk lines of 512 bytes.
+func ValidateCleaningResult(r *roostv1.CleaningResult) []apierror.Violation {
+	var vs []apierror.Violation
+	if r.GetIndex() == 0 {
+		vs = append(vs, apierror.Violation{Field: "cleaningResult.index", Message: "is required (the index of the CleaningInstruction)"})
+	}
+	if len(r.GetError()) > 1024 {
+		vs = append(vs, apierror.Violation{Field: "cleaningResult.error", Message: "is longer than 1024 bytes"})
+	}
+	if len(r.GetDisks()) > 64 {
+		vs = append(vs, apierror.Violation{Field: "cleaningResult.disks", Message: "has more than 64 lines"})
+	}
+	for i, d := range r.GetDisks() {
+		if len(d) > 512 {
+			vs = append(vs, apierror.Violation{Field: fmt.Sprintf("cleaningResult.disks[%d]", i), Message: "is longer than 512 bytes"})
+		}
+	}
+	return vs
 }
 
 // updateServerStatus proposes upd on the leader: directly when this member

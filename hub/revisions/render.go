@@ -119,8 +119,9 @@ func (in Inputs) hash(legacy bool) string {
 		fmt.Fprintf(h, "label %q=%q\n", k, labels[k])
 	}
 	// Pool and MachineClass fields that render into nothing (scaling,
-	// rollout policy, windows, the server selector) are left out: changing
-	// them must not make every Machine of the pool reboot.
+	// rollout policy, windows, the server selector, the cleaning of
+	// released Servers) are left out: changing them must not make every
+	// Machine of the pool reboot.
 	pool, class := &roostv1.PoolSpec{}, &roostv1.MachineClassSpec{}
 	if s := in.Pool.GetSpec(); s != nil {
 		pool = proto.Clone(s).(*roostv1.PoolSpec)
@@ -136,7 +137,7 @@ func (in Inputs) hash(legacy bool) string {
 	if s := in.MachineClass.GetSpec(); s != nil {
 		class = proto.Clone(s).(*roostv1.MachineClassSpec)
 	}
-	class.ServerSelector = nil
+	class.ServerSelector, class.Cleaning = nil, nil
 	write("class", class)
 	hashExtensions(h, in)
 	fmt.Fprintf(h, "profile %s\n", in.NetworkProfile.GetMetadata().GetName())
@@ -340,6 +341,9 @@ Options=defaults,noatime
 WantedBy=local-fs.target
 `
 
+// agentStateDropin makes the agent require the STATE mount. Its path
+// (roost-agent.service.d/10-state.conf) is agent.DefaultAgentStateDropin,
+// which a cleaning removes once STATE is wiped.
 const agentStateDropin = `[Unit]
 RequiresMountsFor=` + StateDir + `
 `

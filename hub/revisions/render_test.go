@@ -423,6 +423,9 @@ func TestHash(t *testing.T) {
 			in.Pool.Spec.Rollout = &roostv1.RolloutPolicy{FailureBudget: 2, MaxUnavailable: &roostv1.IntOrString{Value: &roostv1.IntOrString_IntVal{IntVal: 3}}}
 		},
 		"class server selector": func(in *Inputs) { in.MachineClass.Spec.ServerSelector = []string{"roost.io/cpus>=64"} },
+		"class cleaning": func(in *Inputs) {
+			in.MachineClass.Spec.Cleaning = &roostv1.MachineCleaning{Mode: "zero", DataDisks: true}
+		},
 		// How the Pool picks its release, and the channels the release is
 		// in: the picked release is hashed, and promoting it or pinning a
 		// Pool to the release it runs must not reboot the Pool.

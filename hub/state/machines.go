@@ -453,7 +453,9 @@ func (a *applier) deleteMachines(c *roostv1.DeleteMachines) ([]*roostv1.ApplyRes
 }
 
 // releaseMachine marks m Destroyed, removes it (the DELETED watch event
-// carries the Destroyed Machine) and returns its Server to Available.
+// carries the Destroyed Machine) and puts its Server in Cleaning (apply
+// rules 11: its agent wipes it by the Machine's class's spec.cleaning;
+// before, straight to Available).
 func (a *applier) releaseMachine(old *roostv1.Machine, now *timestamppb.Timestamp) *apierror.Error {
 	name := old.GetMetadata().GetName()
 	raw, err := a.txn.First(kindMachine, indexID, name)
@@ -515,8 +517,18 @@ func (a *applier) releaseMachine(old *roostv1.Machine, now *timestamppb.Timestam
 	specChanged := s.Spec.Pool != ""
 	s.Spec.Pool = ""
 	if s.Status.State == ServerClaimed {
-		s.Status.State = ServerAvailable
-		s.Status.StateReason = fmt.Sprintf("released by Machine %s", name)
+		if a.rules >= RulesCleaning {
+			mc, aerr := a.classOf(old)
+			if aerr != nil {
+				return aerr
+			}
+			mode, data := cleaningPolicy(mc)
+			a.startCleaning(s, mode, data, false, 0, fmt.Sprintf("released by Machine %s; the agent wipes it before it is Available", name), now)
+			s.Status.Cleaning.MachineClass = mc.GetMetadata().GetName()
+		} else {
+			s.Status.State = ServerAvailable
+			s.Status.StateReason = fmt.Sprintf("released by Machine %s", name)
+		}
 	}
 	a.touch(s.Metadata, specChanged)
 	return a.put(s, false)

@@ -73,7 +73,16 @@ import (
 //	   the controllers, bounded by MaxEvents, MaxEventsPerObject and
 //	   EventTTL (RulesEvents). Under older rules nothing is recorded and
 //	   RecordEvents is unknown, as it is to the members implementing them
-const RulesVersion uint32 = 10
+//	11: a released Server (its Machine unassigned, scaled down or deleted)
+//	   is Cleaning, not Available: its agent wipes its disks by the
+//	   MachineClass's spec.cleaning and reports the result (UpdateServerStatus
+//	   cleaning_result), after which it is Available, or CleaningFailed with
+//	   the reason; decommissioning an unclaimed Server cleans it first; the
+//	   ModifyServer action SERVER_ACTION_CLEAN starts a new cleaning
+//	   (RulesCleaning, cleaning.go). Under older rules a release returns the
+//	   Server to Available at once, a decommission is immediate, and the
+//	   action and the result are unknown
+const RulesVersion uint32 = 11
 
 // Versions that introduced a rule, for the applier's checks.
 const (
@@ -128,6 +137,10 @@ const (
 	// RulesEvents: members record Events (events.go) and know the
 	// RecordEvents command.
 	RulesEvents uint32 = 10
+	// RulesCleaning: released and decommissioned Servers are cleaned by
+	// their agent before they are Available (or Decommissioned)
+	// (cleaning.go).
+	RulesCleaning uint32 = 11
 )
 
 // commandRules is the apply rules version of cmd; 0 (commands written

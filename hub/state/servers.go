@@ -279,6 +279,9 @@ func (a *applier) updateServerStatus(c *roostv1.UpdateServerStatus) *apierror.Er
 		}
 		st.Conditions = next
 	}
+	if r := c.GetCleaningResult(); r != nil && a.rules >= RulesCleaning {
+		a.recordCleaning(s, r, now)
+	}
 	if c.GetConnected() && st.GetState() == ServerEnrolling {
 		if cond := findCondition(st.GetConditions(), ConditionApproved); cond != nil && cond.GetStatus() == "False" {
 			st.State = ServerPendingApproval
@@ -314,7 +317,9 @@ func (a *applier) afterServerChange(s *roostv1.Server, failed []*roostv1.FailedR
 	return a.refreshMachine(m, s, now)
 }
 
-func hubCondition(t string) bool { return t == ConditionDuplicateUUID || t == ConditionApproved }
+func hubCondition(t string) bool {
+	return t == ConditionDuplicateUUID || t == ConditionApproved || t == ConditionCleaned
+}
 
 // setServerReachability records liveness transitions. Unknown Servers are
 // skipped (deleted meanwhile).
@@ -432,13 +437,27 @@ func (a *applier) modifyServer(c *roostv1.ModifyServer) ([]*roostv1.ApplyResult,
 		} else if reason == "" {
 			reason = "decommissioned by an operator"
 		}
-		st.State = ServerDecommissioned
-		st.StateReason = reason
+		if c.GetAction() == roostv1.ServerAction_SERVER_ACTION_DECOMMISSION && a.rules >= RulesCleaning &&
+			st.GetState() != ServerDecommissioned {
+			if !a.decommissionUnclaimed(s, reason, now) {
+				break // cleaned first
+			}
+		} else {
+			st.State = ServerDecommissioned
+			st.StateReason = reason
+		}
 		if a.rules >= rulesDecommission {
 			// Out of the fleet: no pool to return to, and no liveness
 			// (its agent is refused) until it enrolls again.
 			s.Spec.Pool = ""
 			st.Reachability = ""
+		}
+	case roostv1.ServerAction_SERVER_ACTION_CLEAN:
+		if a.rules < RulesCleaning {
+			return nil, apierror.Invalid(fmt.Sprintf("unknown server action %v", c.GetAction()), apierror.Violation{Field: "action", Message: "needs apply rules 11 (every hub member upgraded)"})
+		}
+		if aerr := a.cleanServer(s, now); aerr != nil {
+			return nil, aerr
 		}
 	case roostv1.ServerAction_SERVER_ACTION_CORDON, roostv1.ServerAction_SERVER_ACTION_UNCORDON:
 		want := c.GetAction() == roostv1.ServerAction_SERVER_ACTION_CORDON

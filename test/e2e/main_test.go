@@ -39,8 +39,11 @@ func (j *mainJob) ssh(command string) (string, error) { return j.job.ssh(j.sshPo
 // TestMainJob is the main job on one UEFI QEMU server with an empty disk:
 // enroll from the ISO, assign to a Pool of standalone hosts, install and
 // boot the Revision from disk (hostname, bonds, VLAN, bridge, SSH), survive
-// a power cycle, take a new Revision on a label change, and fall back from
-// a Revision whose kernel cannot start.
+// a power cycle, take a new Revision on a label change, fall back from
+// a Revision whose kernel cannot start, and be cleaned when released: the
+// disk image holds nothing of Roost's afterwards, a new claim installs from
+// scratch, and a cleaning that cannot wipe its read-only data disk leaves
+// it CleaningFailed until 'roostctl server clean' (see releaseAndClean).
 func TestMainJob(t *testing.T) {
 	tb := needTestbed(t)
 	t.Parallel() // with TestWorker: one vCPU each, see doc.go
@@ -64,7 +67,8 @@ func TestMainJob(t *testing.T) {
 
 	// ---- 3. boot the server from the ISO; it enrolls -----------------------
 	j.sshPort = freePort(t)
-	j.vm = j.newVM(VMConfig{Dir: filepath.Join(t.TempDir(), "vm"), ISO: iso, UUID: vmUUID, MgmtMAC: mgmtMAC, SSHPort: j.sshPort, BondNICs: true})
+	j.vm = j.newVM(VMConfig{Dir: filepath.Join(t.TempDir(), "vm"), ISO: iso, UUID: vmUUID, MgmtMAC: mgmtMAC, SSHPort: j.sshPort, BondNICs: true,
+		ReadOnlyDataDisk: true}) // for the failing cleaning of step 8
 	before, err := j.hub.listServers(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -186,8 +190,24 @@ func TestMainJob(t *testing.T) {
 	t.Logf("revision %s: Failed: %s", revName, r.Status.Reason)
 	j.logTiming(fmt.Sprintf("broken-revision-to-fallback (revision %d failed, back on %d)", rev3, rev2), time.Since(step))
 
-	// restore the MachineClass; the Revision that follows is not waited for
-	j.apply("machineclass.yaml", machineClass(pub))
+	// ---- 8. release: cleaning, a fresh install, a failed cleaning ---------
+	// Restore the MachineClass (with a cleaning policy: it renders into no
+	// Revision), wait for the Revision that follows, then acceptance 1 of
+	// the cleaning (cleaning_test.go).
+	step = time.Now()
+	j.apply("machineclass.yaml", cleaningClass(pub, "discard", false))
+	var rev4 int64
+	j.poll("a new Revision after restoring the MachineClass", 5*time.Minute, func() (bool, string) {
+		m, err := j.getMachine()
+		if err != nil {
+			return false, err.Error()
+		}
+		rev4 = int64(m.Status.Revision)
+		return rev4 > rev3, machineState(m)
+	})
+	j.waitReady("Machine Ready on the restored class", rev4, 15*time.Minute)
+	j.logTiming(fmt.Sprintf("restored-class-to-Ready (revision %d)", rev4), time.Since(step))
+	j.releaseAndClean(pub)
 }
 
 // machineName reads the Machine's name from roostctl pool assign -o json:

@@ -172,6 +172,14 @@ type Server struct {
 		ImageVersion   string      `json:"imageVersion"`
 		Conditions     []Condition `json:"conditions"`
 		Reachability   string      `json:"reachability"`
+		Cleaning       *struct {
+			Mode       string   `json:"mode"`
+			DataDisks  bool     `json:"dataDisks"`
+			Attempts   int32    `json:"attempts"`
+			Error      string   `json:"error"`
+			Disks      []string `json:"disks"`
+			FinishedAt string   `json:"finishedAt"`
+		} `json:"cleaning"`
 	} `json:"status"`
 }
 

@@ -36,6 +36,10 @@ type VMConfig struct {
 	DiskBytes int64  // size of the sparse raw disk; default 10 GiB
 	MemoryMiB int    // default 1536
 	BondNICs  bool   // add four isolated NICs with the fixed BondMACs
+	// ReadOnlyDataDisk attaches a 64 MiB data disk read-only (QEMU
+	// readonly=on: the guest sees a write-protected virtio disk, so any
+	// write to it fails with EROFS), after the install disk.
+	ReadOnlyDataDisk bool
 }
 
 // VM is a QEMU server: UEFI only, an empty disk that boots first, the ISO
@@ -99,6 +103,11 @@ func NewVM(t testing.TB, cfg VMConfig) *VM {
 		t.Fatal(err)
 	}
 	f.Close()
+	if cfg.ReadOnlyDataDisk {
+		if err := os.WriteFile(filepath.Join(cfg.Dir, "data-ro.raw"), make([]byte, 64<<20), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	vars, err := os.ReadFile(ovmfVars)
 	if err != nil {
 		t.Fatal(err)
@@ -126,13 +135,19 @@ func (v *VM) args() []string {
 		"-serial", "chardev:con0",
 		// the install disk boots first; the empty disk has nothing to boot,
 		// so the firmware falls through to the ISO until the agent installs
-		"-drive", "if=none,id=disk0,format=raw,cache=writeback,file=" + v.Disk,
+		// discard=unmap: a guest BLKDISCARD punches holes in the raw file
+		"-drive", "if=none,id=disk0,format=raw,cache=writeback,discard=unmap,file=" + v.Disk,
 		"-device", "virtio-blk-pci,drive=disk0,serial=roost-e2e-disk0,bootindex=0",
 		"-drive", "if=none,id=cd0,media=cdrom,readonly=on,file=" + c.ISO,
 		"-device", "ide-cd,drive=cd0,bootindex=1",
 		// management NIC: DHCP from QEMU, the hub at 10.0.2.2, SSH forwarded
 		"-netdev", fmt.Sprintf("user,id=mgmt,hostfwd=tcp:127.0.0.1:%d-:22", c.SSHPort),
 		"-device", "virtio-net-pci,netdev=mgmt,mac=" + c.MgmtMAC + ",romfile=",
+	}
+	if c.ReadOnlyDataDisk {
+		a = append(a,
+			"-drive", "if=none,id=data0,format=raw,readonly=on,file="+filepath.Join(c.Dir, "data-ro.raw"),
+			"-device", "virtio-blk-pci,drive=data0,serial=roost-e2e-data-ro")
 	}
 	// four isolated NICs for bonds. Each has its own subnet, so the route
 	// to the hub (10.0.2.0/24) exists only on the management NIC even while

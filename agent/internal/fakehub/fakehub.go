@@ -117,8 +117,10 @@ type Hub struct {
 	Hellos      []*roostv1.Hello
 	HelloPeers  []string // client certificate CN of each stream
 	Statuses    []*roostv1.AgentStatus
-	Heartbeats  int
-	Streams     []chan *roostv1.HubMessage
+	// CleaningResults are the cleaning results agents sent, in order.
+	CleaningResults []*roostv1.CleaningResult
+	Heartbeats      int
+	Streams         []chan *roostv1.HubMessage
 
 	// Blobs are served by FetchArtifact, by sha256 (set before the agent
 	// fetches, or under Mu).
@@ -315,6 +317,8 @@ func (h *Hub) Connect(stream roostv1.AgentService_ConnectServer) error {
 				h.Statuses = append(h.Statuses, m.GetStatus())
 			case m.GetHeartbeat() != nil:
 				h.Heartbeats++
+			case m.GetCleaningResult() != nil:
+				h.CleaningResults = append(h.CleaningResults, m.GetCleaningResult())
 			}
 			h.Mu.Unlock()
 		}
@@ -368,4 +372,11 @@ func Eventually(t testing.TB, what string, f func() bool) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// Cleanings returns the cleaning results received so far.
+func (h *Hub) Cleanings() []*roostv1.CleaningResult {
+	h.Mu.Lock()
+	defer h.Mu.Unlock()
+	return append([]*roostv1.CleaningResult(nil), h.CleaningResults...)
 }

@@ -867,6 +867,7 @@ type AgentMessage struct {
 	//	*AgentMessage_Hello
 	//	*AgentMessage_Status
 	//	*AgentMessage_Heartbeat
+	//	*AgentMessage_CleaningResult
 	Message       isAgentMessage_Message `protobuf_oneof:"message"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -936,6 +937,15 @@ func (x *AgentMessage) GetHeartbeat() *Heartbeat {
 	return nil
 }
 
+func (x *AgentMessage) GetCleaningResult() *CleaningResult {
+	if x != nil {
+		if x, ok := x.Message.(*AgentMessage_CleaningResult); ok {
+			return x.CleaningResult
+		}
+	}
+	return nil
+}
+
 type isAgentMessage_Message interface {
 	isAgentMessage_Message()
 }
@@ -952,11 +962,19 @@ type AgentMessage_Heartbeat struct {
 	Heartbeat *Heartbeat `protobuf:"bytes,3,opt,name=heartbeat,proto3,oneof"`
 }
 
+type AgentMessage_CleaningResult struct {
+	// cleaning_result answers DesiredState.cleaning; sent again on every
+	// new stream until the hub stops asking for that cleaning.
+	CleaningResult *CleaningResult `protobuf:"bytes,13,opt,name=cleaning_result,json=cleaningResult,proto3,oneof"`
+}
+
 func (*AgentMessage_Hello) isAgentMessage_Message() {}
 
 func (*AgentMessage_Status) isAgentMessage_Message() {}
 
 func (*AgentMessage_Heartbeat) isAgentMessage_Message() {}
+
+func (*AgentMessage_CleaningResult) isAgentMessage_Message() {}
 
 // Hello opens a stream.
 type Hello struct {
@@ -1445,8 +1463,12 @@ type DesiredState struct {
 	// bootstrap); unset for standalone Machines and once the Node is
 	// registered. Never part of a Revision: tokens are short-lived.
 	KubeletBootstrap *KubeletBootstrap `protobuf:"bytes,5,opt,name=kubelet_bootstrap,json=kubeletBootstrap,proto3" json:"kubelet_bootstrap,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// cleaning asks the agent to wipe the Server's disks (the Server is
+	// Cleaning: its Machine was released, or it is being decommissioned);
+	// revision is then 0.
+	Cleaning      *CleaningInstruction `protobuf:"bytes,28,opt,name=cleaning,proto3" json:"cleaning,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DesiredState) Reset() {
@@ -1514,8 +1536,150 @@ func (x *DesiredState) GetKubeletBootstrap() *KubeletBootstrap {
 	return nil
 }
 
+func (x *DesiredState) GetCleaning() *CleaningInstruction {
+	if x != nil {
+		return x.Cleaning
+	}
+	return nil
+}
+
 // KubeletBootstrap is what the agent writes into
 // /etc/kubernetes/bootstrap-kubelet.conf (kubeadm's path) for the kubelet.
+// CleaningInstruction is a cleaning the hub asks for (see ServerCleaning).
+type CleaningInstruction struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// index identifies the attempt; echoed in CleaningResult.
+	Index uint64 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	// mode is "metadata", "discard" or "zero" (MachineCleaning.mode).
+	Mode string `protobuf:"bytes,2,opt,name=mode,proto3" json:"mode,omitempty"`
+	// data_disks: wipe every other non-removable disk too.
+	DataDisks     bool `protobuf:"varint,3,opt,name=data_disks,json=dataDisks,proto3" json:"data_disks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CleaningInstruction) Reset() {
+	*x = CleaningInstruction{}
+	mi := &file_roost_v1_agent_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CleaningInstruction) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CleaningInstruction) ProtoMessage() {}
+
+func (x *CleaningInstruction) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_agent_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CleaningInstruction.ProtoReflect.Descriptor instead.
+func (*CleaningInstruction) Descriptor() ([]byte, []int) {
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *CleaningInstruction) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *CleaningInstruction) GetMode() string {
+	if x != nil {
+		return x.Mode
+	}
+	return ""
+}
+
+func (x *CleaningInstruction) GetDataDisks() bool {
+	if x != nil {
+		return x.DataDisks
+	}
+	return false
+}
+
+// CleaningResult is the agent's answer to a CleaningInstruction.
+type CleaningResult struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Index     uint64                 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	Succeeded bool                   `protobuf:"varint,2,opt,name=succeeded,proto3" json:"succeeded,omitempty"`
+	// error says why the cleaning failed (at most 1024 bytes).
+	Error string `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	// disks says what was done, one line a disk (at most 64 lines).
+	Disks         []string `protobuf:"bytes,4,rep,name=disks,proto3" json:"disks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CleaningResult) Reset() {
+	*x = CleaningResult{}
+	mi := &file_roost_v1_agent_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CleaningResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CleaningResult) ProtoMessage() {}
+
+func (x *CleaningResult) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_agent_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CleaningResult.ProtoReflect.Descriptor instead.
+func (*CleaningResult) Descriptor() ([]byte, []int) {
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *CleaningResult) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *CleaningResult) GetSucceeded() bool {
+	if x != nil {
+		return x.Succeeded
+	}
+	return false
+}
+
+func (x *CleaningResult) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *CleaningResult) GetDisks() []string {
+	if x != nil {
+		return x.Disks
+	}
+	return nil
+}
+
 type KubeletBootstrap struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// api_server is the cluster's API URL, e.g. "https://10.0.0.1:6443".
@@ -1529,7 +1693,7 @@ type KubeletBootstrap struct {
 
 func (x *KubeletBootstrap) Reset() {
 	*x = KubeletBootstrap{}
-	mi := &file_roost_v1_agent_proto_msgTypes[21]
+	mi := &file_roost_v1_agent_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1541,7 +1705,7 @@ func (x *KubeletBootstrap) String() string {
 func (*KubeletBootstrap) ProtoMessage() {}
 
 func (x *KubeletBootstrap) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[21]
+	mi := &file_roost_v1_agent_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1554,7 +1718,7 @@ func (x *KubeletBootstrap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KubeletBootstrap.ProtoReflect.Descriptor instead.
 func (*KubeletBootstrap) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{21}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *KubeletBootstrap) GetApiServer() string {
@@ -1638,7 +1802,7 @@ type RevisionSpec struct {
 
 func (x *RevisionSpec) Reset() {
 	*x = RevisionSpec{}
-	mi := &file_roost_v1_agent_proto_msgTypes[22]
+	mi := &file_roost_v1_agent_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1650,7 +1814,7 @@ func (x *RevisionSpec) String() string {
 func (*RevisionSpec) ProtoMessage() {}
 
 func (x *RevisionSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[22]
+	mi := &file_roost_v1_agent_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1663,7 +1827,7 @@ func (x *RevisionSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevisionSpec.ProtoReflect.Descriptor instead.
 func (*RevisionSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{22}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *RevisionSpec) GetServer() string {
@@ -1836,7 +2000,7 @@ type RevisionExtension struct {
 
 func (x *RevisionExtension) Reset() {
 	*x = RevisionExtension{}
-	mi := &file_roost_v1_agent_proto_msgTypes[23]
+	mi := &file_roost_v1_agent_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1848,7 +2012,7 @@ func (x *RevisionExtension) String() string {
 func (*RevisionExtension) ProtoMessage() {}
 
 func (x *RevisionExtension) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[23]
+	mi := &file_roost_v1_agent_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1861,7 +2025,7 @@ func (x *RevisionExtension) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevisionExtension.ProtoReflect.Descriptor instead.
 func (*RevisionExtension) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{23}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RevisionExtension) GetName() string {
@@ -1912,7 +2076,7 @@ type Artifact struct {
 
 func (x *Artifact) Reset() {
 	*x = Artifact{}
-	mi := &file_roost_v1_agent_proto_msgTypes[24]
+	mi := &file_roost_v1_agent_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1924,7 +2088,7 @@ func (x *Artifact) String() string {
 func (*Artifact) ProtoMessage() {}
 
 func (x *Artifact) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[24]
+	mi := &file_roost_v1_agent_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1937,7 +2101,7 @@ func (x *Artifact) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Artifact.ProtoReflect.Descriptor instead.
 func (*Artifact) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{24}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Artifact) GetSha256() string {
@@ -1970,7 +2134,7 @@ type InstallDiskHints struct {
 
 func (x *InstallDiskHints) Reset() {
 	*x = InstallDiskHints{}
-	mi := &file_roost_v1_agent_proto_msgTypes[25]
+	mi := &file_roost_v1_agent_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1982,7 +2146,7 @@ func (x *InstallDiskHints) String() string {
 func (*InstallDiskHints) ProtoMessage() {}
 
 func (x *InstallDiskHints) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[25]
+	mi := &file_roost_v1_agent_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1995,7 +2159,7 @@ func (x *InstallDiskHints) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InstallDiskHints.ProtoReflect.Descriptor instead.
 func (*InstallDiskHints) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{25}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *InstallDiskHints) GetSerial() string {
@@ -2045,7 +2209,7 @@ type FetchArtifactRequest struct {
 
 func (x *FetchArtifactRequest) Reset() {
 	*x = FetchArtifactRequest{}
-	mi := &file_roost_v1_agent_proto_msgTypes[26]
+	mi := &file_roost_v1_agent_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2057,7 +2221,7 @@ func (x *FetchArtifactRequest) String() string {
 func (*FetchArtifactRequest) ProtoMessage() {}
 
 func (x *FetchArtifactRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[26]
+	mi := &file_roost_v1_agent_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2070,7 +2234,7 @@ func (x *FetchArtifactRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchArtifactRequest.ProtoReflect.Descriptor instead.
 func (*FetchArtifactRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{26}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *FetchArtifactRequest) GetSha256() string {
@@ -2098,7 +2262,7 @@ type ArtifactChunk struct {
 
 func (x *ArtifactChunk) Reset() {
 	*x = ArtifactChunk{}
-	mi := &file_roost_v1_agent_proto_msgTypes[27]
+	mi := &file_roost_v1_agent_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2110,7 +2274,7 @@ func (x *ArtifactChunk) String() string {
 func (*ArtifactChunk) ProtoMessage() {}
 
 func (x *ArtifactChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[27]
+	mi := &file_roost_v1_agent_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2123,7 +2287,7 @@ func (x *ArtifactChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArtifactChunk.ProtoReflect.Descriptor instead.
 func (*ArtifactChunk) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{27}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ArtifactChunk) GetData() []byte {
@@ -2153,7 +2317,7 @@ type AcquireLeaseRequest struct {
 
 func (x *AcquireLeaseRequest) Reset() {
 	*x = AcquireLeaseRequest{}
-	mi := &file_roost_v1_agent_proto_msgTypes[28]
+	mi := &file_roost_v1_agent_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2165,7 +2329,7 @@ func (x *AcquireLeaseRequest) String() string {
 func (*AcquireLeaseRequest) ProtoMessage() {}
 
 func (x *AcquireLeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[28]
+	mi := &file_roost_v1_agent_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2178,7 +2342,7 @@ func (x *AcquireLeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcquireLeaseRequest.ProtoReflect.Descriptor instead.
 func (*AcquireLeaseRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{28}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *AcquireLeaseRequest) GetRevision() int64 {
@@ -2211,7 +2375,7 @@ type AcquireLeaseResponse struct {
 
 func (x *AcquireLeaseResponse) Reset() {
 	*x = AcquireLeaseResponse{}
-	mi := &file_roost_v1_agent_proto_msgTypes[29]
+	mi := &file_roost_v1_agent_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2223,7 +2387,7 @@ func (x *AcquireLeaseResponse) String() string {
 func (*AcquireLeaseResponse) ProtoMessage() {}
 
 func (x *AcquireLeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[29]
+	mi := &file_roost_v1_agent_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2236,7 +2400,7 @@ func (x *AcquireLeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcquireLeaseResponse.ProtoReflect.Descriptor instead.
 func (*AcquireLeaseResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{29}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *AcquireLeaseResponse) GetGranted() bool {
@@ -2347,11 +2511,12 @@ const file_roost_v1_agent_proto_rawDesc = "" +
 	"\x18RenewCertificateResponse\x12'\n" +
 	"\x0fcertificate_pem\x18\x01 \x01(\fR\x0ecertificatePem\x12\"\n" +
 	"\rca_bundle_pem\x18\x02 \x01(\fR\vcaBundlePem\x12\x12\n" +
-	"\x04hubs\x18\x03 \x03(\tR\x04hubs\"\xa8\x01\n" +
+	"\x04hubs\x18\x03 \x03(\tR\x04hubs\"\xed\x01\n" +
 	"\fAgentMessage\x12'\n" +
 	"\x05hello\x18\x01 \x01(\v2\x0f.roost.v1.HelloH\x00R\x05hello\x12/\n" +
 	"\x06status\x18\x02 \x01(\v2\x15.roost.v1.AgentStatusH\x00R\x06status\x123\n" +
-	"\theartbeat\x18\x03 \x01(\v2\x13.roost.v1.HeartbeatH\x00R\theartbeatB\t\n" +
+	"\theartbeat\x18\x03 \x01(\v2\x13.roost.v1.HeartbeatH\x00R\theartbeat\x12C\n" +
+	"\x0fcleaning_result\x18\r \x01(\v2\x18.roost.v1.CleaningResultH\x00R\x0ecleaningResultB\t\n" +
 	"\amessage\"\xae\x01\n" +
 	"\x05Hello\x12\x1f\n" +
 	"\vserver_name\x18\x01 \x01(\tR\n" +
@@ -2384,7 +2549,7 @@ const file_roost_v1_agent_proto_rawDesc = "" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\"1\n" +
 	"\n" +
 	"HubMembers\x12#\n" +
-	"\rapi_addresses\x18\x01 \x03(\tR\fapiAddresses\"\xd7\x01\n" +
+	"\rapi_addresses\x18\x01 \x03(\tR\fapiAddresses\"\x92\x02\n" +
 	"\fDesiredState\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x01 \x01(\x03R\n" +
@@ -2392,7 +2557,18 @@ const file_roost_v1_agent_proto_rawDesc = "" +
 	"\brevision\x18\x02 \x01(\x03R\brevision\x12*\n" +
 	"\x04spec\x18\x03 \x01(\v2\x16.roost.v1.RevisionSpecR\x04spec\x12\x16\n" +
 	"\x06failed\x18\x04 \x01(\bR\x06failed\x12G\n" +
-	"\x11kubelet_bootstrap\x18\x05 \x01(\v2\x1a.roost.v1.KubeletBootstrapR\x10kubeletBootstrap\"\x82\x01\n" +
+	"\x11kubelet_bootstrap\x18\x05 \x01(\v2\x1a.roost.v1.KubeletBootstrapR\x10kubeletBootstrap\x129\n" +
+	"\bcleaning\x18\x1c \x01(\v2\x1d.roost.v1.CleaningInstructionR\bcleaning\"^\n" +
+	"\x13CleaningInstruction\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\x04R\x05index\x12\x12\n" +
+	"\x04mode\x18\x02 \x01(\tR\x04mode\x12\x1d\n" +
+	"\n" +
+	"data_disks\x18\x03 \x01(\bR\tdataDisks\"p\n" +
+	"\x0eCleaningResult\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\x04R\x05index\x12\x1c\n" +
+	"\tsucceeded\x18\x02 \x01(\bR\tsucceeded\x12\x14\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\x12\x14\n" +
+	"\x05disks\x18\x04 \x03(\tR\x05disks\"\x82\x01\n" +
 	"\x10KubeletBootstrap\x12\x1d\n" +
 	"\n" +
 	"api_server\x18\x01 \x01(\tR\tapiServer\x12\x14\n" +
@@ -2484,7 +2660,7 @@ func file_roost_v1_agent_proto_rawDescGZIP() []byte {
 	return file_roost_v1_agent_proto_rawDescData
 }
 
-var file_roost_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
+var file_roost_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_roost_v1_agent_proto_goTypes = []any{
 	(*ServerIdentity)(nil),           // 0: roost.v1.ServerIdentity
 	(*Inventory)(nil),                // 1: roost.v1.Inventory
@@ -2507,18 +2683,20 @@ var file_roost_v1_agent_proto_goTypes = []any{
 	(*GoAway)(nil),                   // 18: roost.v1.GoAway
 	(*HubMembers)(nil),               // 19: roost.v1.HubMembers
 	(*DesiredState)(nil),             // 20: roost.v1.DesiredState
-	(*KubeletBootstrap)(nil),         // 21: roost.v1.KubeletBootstrap
-	(*RevisionSpec)(nil),             // 22: roost.v1.RevisionSpec
-	(*RevisionExtension)(nil),        // 23: roost.v1.RevisionExtension
-	(*Artifact)(nil),                 // 24: roost.v1.Artifact
-	(*InstallDiskHints)(nil),         // 25: roost.v1.InstallDiskHints
-	(*FetchArtifactRequest)(nil),     // 26: roost.v1.FetchArtifactRequest
-	(*ArtifactChunk)(nil),            // 27: roost.v1.ArtifactChunk
-	(*AcquireLeaseRequest)(nil),      // 28: roost.v1.AcquireLeaseRequest
-	(*AcquireLeaseResponse)(nil),     // 29: roost.v1.AcquireLeaseResponse
-	(*Condition)(nil),                // 30: roost.v1.Condition
-	(*timestamppb.Timestamp)(nil),    // 31: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),      // 32: google.protobuf.Duration
+	(*CleaningInstruction)(nil),      // 21: roost.v1.CleaningInstruction
+	(*CleaningResult)(nil),           // 22: roost.v1.CleaningResult
+	(*KubeletBootstrap)(nil),         // 23: roost.v1.KubeletBootstrap
+	(*RevisionSpec)(nil),             // 24: roost.v1.RevisionSpec
+	(*RevisionExtension)(nil),        // 25: roost.v1.RevisionExtension
+	(*Artifact)(nil),                 // 26: roost.v1.Artifact
+	(*InstallDiskHints)(nil),         // 27: roost.v1.InstallDiskHints
+	(*FetchArtifactRequest)(nil),     // 28: roost.v1.FetchArtifactRequest
+	(*ArtifactChunk)(nil),            // 29: roost.v1.ArtifactChunk
+	(*AcquireLeaseRequest)(nil),      // 30: roost.v1.AcquireLeaseRequest
+	(*AcquireLeaseResponse)(nil),     // 31: roost.v1.AcquireLeaseResponse
+	(*Condition)(nil),                // 32: roost.v1.Condition
+	(*timestamppb.Timestamp)(nil),    // 33: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),      // 34: google.protobuf.Duration
 }
 var file_roost_v1_agent_proto_depIdxs = []int32{
 	2,  // 0: roost.v1.Inventory.cpu:type_name -> roost.v1.CPUInfo
@@ -2532,41 +2710,43 @@ var file_roost_v1_agent_proto_depIdxs = []int32{
 	13, // 8: roost.v1.AgentMessage.hello:type_name -> roost.v1.Hello
 	14, // 9: roost.v1.AgentMessage.status:type_name -> roost.v1.AgentStatus
 	16, // 10: roost.v1.AgentMessage.heartbeat:type_name -> roost.v1.Heartbeat
-	1,  // 11: roost.v1.AgentStatus.inventory:type_name -> roost.v1.Inventory
-	30, // 12: roost.v1.AgentStatus.conditions:type_name -> roost.v1.Condition
-	15, // 13: roost.v1.AgentStatus.failed_revisions:type_name -> roost.v1.FailedRevision
-	31, // 14: roost.v1.Heartbeat.sent_at:type_name -> google.protobuf.Timestamp
-	20, // 15: roost.v1.HubMessage.desired:type_name -> roost.v1.DesiredState
-	19, // 16: roost.v1.HubMessage.members:type_name -> roost.v1.HubMembers
-	18, // 17: roost.v1.HubMessage.go_away:type_name -> roost.v1.GoAway
-	22, // 18: roost.v1.DesiredState.spec:type_name -> roost.v1.RevisionSpec
-	21, // 19: roost.v1.DesiredState.kubelet_bootstrap:type_name -> roost.v1.KubeletBootstrap
-	31, // 20: roost.v1.KubeletBootstrap.expires_at:type_name -> google.protobuf.Timestamp
-	24, // 21: roost.v1.RevisionSpec.kernel:type_name -> roost.v1.Artifact
-	24, // 22: roost.v1.RevisionSpec.initrd:type_name -> roost.v1.Artifact
-	24, // 23: roost.v1.RevisionSpec.boot_loader:type_name -> roost.v1.Artifact
-	25, // 24: roost.v1.RevisionSpec.install_disk:type_name -> roost.v1.InstallDiskHints
-	23, // 25: roost.v1.RevisionSpec.extensions:type_name -> roost.v1.RevisionExtension
-	32, // 26: roost.v1.RevisionSpec.boot_assessment_timeout:type_name -> google.protobuf.Duration
-	24, // 27: roost.v1.RevisionExtension.image:type_name -> roost.v1.Artifact
-	31, // 28: roost.v1.AcquireLeaseResponse.expires_at:type_name -> google.protobuf.Timestamp
-	6,  // 29: roost.v1.AgentService.Enroll:input_type -> roost.v1.EnrollRequest
-	10, // 30: roost.v1.AgentService.RenewCertificate:input_type -> roost.v1.RenewCertificateRequest
-	12, // 31: roost.v1.AgentService.Connect:input_type -> roost.v1.AgentMessage
-	26, // 32: roost.v1.AgentService.FetchArtifact:input_type -> roost.v1.FetchArtifactRequest
-	28, // 33: roost.v1.AgentService.AcquireLease:input_type -> roost.v1.AcquireLeaseRequest
-	8,  // 34: roost.v1.AgentService.Reregister:input_type -> roost.v1.ReregisterRequest
-	7,  // 35: roost.v1.AgentService.Enroll:output_type -> roost.v1.EnrollResponse
-	11, // 36: roost.v1.AgentService.RenewCertificate:output_type -> roost.v1.RenewCertificateResponse
-	17, // 37: roost.v1.AgentService.Connect:output_type -> roost.v1.HubMessage
-	27, // 38: roost.v1.AgentService.FetchArtifact:output_type -> roost.v1.ArtifactChunk
-	29, // 39: roost.v1.AgentService.AcquireLease:output_type -> roost.v1.AcquireLeaseResponse
-	9,  // 40: roost.v1.AgentService.Reregister:output_type -> roost.v1.ReregisterResponse
-	35, // [35:41] is the sub-list for method output_type
-	29, // [29:35] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	22, // 11: roost.v1.AgentMessage.cleaning_result:type_name -> roost.v1.CleaningResult
+	1,  // 12: roost.v1.AgentStatus.inventory:type_name -> roost.v1.Inventory
+	32, // 13: roost.v1.AgentStatus.conditions:type_name -> roost.v1.Condition
+	15, // 14: roost.v1.AgentStatus.failed_revisions:type_name -> roost.v1.FailedRevision
+	33, // 15: roost.v1.Heartbeat.sent_at:type_name -> google.protobuf.Timestamp
+	20, // 16: roost.v1.HubMessage.desired:type_name -> roost.v1.DesiredState
+	19, // 17: roost.v1.HubMessage.members:type_name -> roost.v1.HubMembers
+	18, // 18: roost.v1.HubMessage.go_away:type_name -> roost.v1.GoAway
+	24, // 19: roost.v1.DesiredState.spec:type_name -> roost.v1.RevisionSpec
+	23, // 20: roost.v1.DesiredState.kubelet_bootstrap:type_name -> roost.v1.KubeletBootstrap
+	21, // 21: roost.v1.DesiredState.cleaning:type_name -> roost.v1.CleaningInstruction
+	33, // 22: roost.v1.KubeletBootstrap.expires_at:type_name -> google.protobuf.Timestamp
+	26, // 23: roost.v1.RevisionSpec.kernel:type_name -> roost.v1.Artifact
+	26, // 24: roost.v1.RevisionSpec.initrd:type_name -> roost.v1.Artifact
+	26, // 25: roost.v1.RevisionSpec.boot_loader:type_name -> roost.v1.Artifact
+	27, // 26: roost.v1.RevisionSpec.install_disk:type_name -> roost.v1.InstallDiskHints
+	25, // 27: roost.v1.RevisionSpec.extensions:type_name -> roost.v1.RevisionExtension
+	34, // 28: roost.v1.RevisionSpec.boot_assessment_timeout:type_name -> google.protobuf.Duration
+	26, // 29: roost.v1.RevisionExtension.image:type_name -> roost.v1.Artifact
+	33, // 30: roost.v1.AcquireLeaseResponse.expires_at:type_name -> google.protobuf.Timestamp
+	6,  // 31: roost.v1.AgentService.Enroll:input_type -> roost.v1.EnrollRequest
+	10, // 32: roost.v1.AgentService.RenewCertificate:input_type -> roost.v1.RenewCertificateRequest
+	12, // 33: roost.v1.AgentService.Connect:input_type -> roost.v1.AgentMessage
+	28, // 34: roost.v1.AgentService.FetchArtifact:input_type -> roost.v1.FetchArtifactRequest
+	30, // 35: roost.v1.AgentService.AcquireLease:input_type -> roost.v1.AcquireLeaseRequest
+	8,  // 36: roost.v1.AgentService.Reregister:input_type -> roost.v1.ReregisterRequest
+	7,  // 37: roost.v1.AgentService.Enroll:output_type -> roost.v1.EnrollResponse
+	11, // 38: roost.v1.AgentService.RenewCertificate:output_type -> roost.v1.RenewCertificateResponse
+	17, // 39: roost.v1.AgentService.Connect:output_type -> roost.v1.HubMessage
+	29, // 40: roost.v1.AgentService.FetchArtifact:output_type -> roost.v1.ArtifactChunk
+	31, // 41: roost.v1.AgentService.AcquireLease:output_type -> roost.v1.AcquireLeaseResponse
+	9,  // 42: roost.v1.AgentService.Reregister:output_type -> roost.v1.ReregisterResponse
+	37, // [37:43] is the sub-list for method output_type
+	31, // [31:37] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_roost_v1_agent_proto_init() }
@@ -2579,6 +2759,7 @@ func file_roost_v1_agent_proto_init() {
 		(*AgentMessage_Hello)(nil),
 		(*AgentMessage_Status)(nil),
 		(*AgentMessage_Heartbeat)(nil),
+		(*AgentMessage_CleaningResult)(nil),
 	}
 	file_roost_v1_agent_proto_msgTypes[17].OneofWrappers = []any{
 		(*HubMessage_Desired)(nil),
@@ -2586,14 +2767,14 @@ func file_roost_v1_agent_proto_init() {
 		(*HubMessage_Members)(nil),
 		(*HubMessage_GoAway)(nil),
 	}
-	file_roost_v1_agent_proto_msgTypes[25].OneofWrappers = []any{}
+	file_roost_v1_agent_proto_msgTypes[27].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_roost_v1_agent_proto_rawDesc), len(file_roost_v1_agent_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   30,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1637,8 +1637,13 @@ type UpdateServerStatus struct {
 	// agent found failed; each becomes Failed with its reason.
 	HasFailedRevisions bool              `protobuf:"varint,11,opt,name=has_failed_revisions,json=hasFailedRevisions,proto3" json:"has_failed_revisions,omitempty"`
 	FailedRevisions    []*FailedRevision `protobuf:"bytes,12,rep,name=failed_revisions,json=failedRevisions,proto3" json:"failed_revisions,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// cleaning_result is the agent's result of the cleaning the hub asked
+	// for (apply rules 11): Available (or Decommissioned) on success,
+	// CleaningFailed otherwise; ignored unless the Server is Cleaning with
+	// that index.
+	CleaningResult *CleaningResult `protobuf:"bytes,35,opt,name=cleaning_result,json=cleaningResult,proto3" json:"cleaning_result,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *UpdateServerStatus) Reset() {
@@ -1751,6 +1756,13 @@ func (x *UpdateServerStatus) GetHasFailedRevisions() bool {
 func (x *UpdateServerStatus) GetFailedRevisions() []*FailedRevision {
 	if x != nil {
 		return x.FailedRevisions
+	}
+	return nil
+}
+
+func (x *UpdateServerStatus) GetCleaningResult() *CleaningResult {
+	if x != nil {
+		return x.CleaningResult
 	}
 	return nil
 }
@@ -3853,7 +3865,7 @@ const file_roost_v1_raft_proto_rawDesc = "" +
 	"\bidentity\x18\x03 \x01(\v2\x18.roost.v1.ServerIdentityR\bidentity\x121\n" +
 	"\tinventory\x18\x04 \x01(\v2\x13.roost.v1.InventoryR\tinventory\x12#\n" +
 	"\ragent_version\x18\x05 \x01(\tR\fagentVersion\x12\x10\n" +
-	"\x03uid\x18\x06 \x01(\tR\x03uid\"\xaf\x04\n" +
+	"\x03uid\x18\x06 \x01(\tR\x03uid\"\xf2\x04\n" +
 	"\x12UpdateServerStatus\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x121\n" +
 	"\tinventory\x18\x02 \x01(\v2\x13.roost.v1.InventoryR\tinventory\x12.\n" +
@@ -3869,7 +3881,8 @@ const file_roost_v1_raft_proto_rawDesc = "" +
 	"\tconnected\x18\n" +
 	" \x01(\bR\tconnected\x120\n" +
 	"\x14has_failed_revisions\x18\v \x01(\bR\x12hasFailedRevisions\x12C\n" +
-	"\x10failed_revisions\x18\f \x03(\v2\x18.roost.v1.FailedRevisionR\x0ffailedRevisions\"\x7f\n" +
+	"\x10failed_revisions\x18\f \x03(\v2\x18.roost.v1.FailedRevisionR\x0ffailedRevisions\x12A\n" +
+	"\x0fcleaning_result\x18# \x01(\v2\x18.roost.v1.CleaningResultR\x0ecleaningResult\"\x7f\n" +
 	"\x12ReachabilityChange\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
 	"\treachable\x18\x02 \x01(\bR\treachable\x127\n" +
@@ -4096,11 +4109,12 @@ var file_roost_v1_raft_proto_goTypes = []any{
 	(*EnrollmentToken)(nil),            // 53: roost.v1.EnrollmentToken
 	(*Condition)(nil),                  // 54: roost.v1.Condition
 	(*FailedRevision)(nil),             // 55: roost.v1.FailedRevision
-	(ServerAction)(0),                  // 56: roost.v1.ServerAction
-	(*Revision)(nil),                   // 57: roost.v1.Revision
-	(*RolloutStatus)(nil),              // 58: roost.v1.RolloutStatus
-	(*ClusterStatus)(nil),              // 59: roost.v1.ClusterStatus
-	(*EventObject)(nil),                // 60: roost.v1.EventObject
+	(*CleaningResult)(nil),             // 56: roost.v1.CleaningResult
+	(ServerAction)(0),                  // 57: roost.v1.ServerAction
+	(*Revision)(nil),                   // 58: roost.v1.Revision
+	(*RolloutStatus)(nil),              // 59: roost.v1.RolloutStatus
+	(*ClusterStatus)(nil),              // 60: roost.v1.ClusterStatus
+	(*EventObject)(nil),                // 61: roost.v1.EventObject
 }
 var file_roost_v1_raft_proto_depIdxs = []int32{
 	49, // 0: roost.v1.Command.time:type_name -> google.protobuf.Timestamp
@@ -4151,45 +4165,46 @@ var file_roost_v1_raft_proto_depIdxs = []int32{
 	52, // 45: roost.v1.UpdateServerStatus.inventory:type_name -> roost.v1.Inventory
 	54, // 46: roost.v1.UpdateServerStatus.conditions:type_name -> roost.v1.Condition
 	55, // 47: roost.v1.UpdateServerStatus.failed_revisions:type_name -> roost.v1.FailedRevision
-	49, // 48: roost.v1.ReachabilityChange.last_seen:type_name -> google.protobuf.Timestamp
-	18, // 49: roost.v1.SetServerReachability.changes:type_name -> roost.v1.ReachabilityChange
-	56, // 50: roost.v1.ModifyServer.action:type_name -> roost.v1.ServerAction
-	48, // 51: roost.v1.ModifyServer.set_labels:type_name -> roost.v1.ModifyServer.SetLabelsEntry
-	21, // 52: roost.v1.CreateMachines.machines:type_name -> roost.v1.NewMachine
-	57, // 53: roost.v1.PutRevision.revision:type_name -> roost.v1.Revision
-	49, // 54: roost.v1.GrantLease.expires_at:type_name -> google.protobuf.Timestamp
-	50, // 55: roost.v1.Snapshot.objects:type_name -> roost.v1.Object
-	4,  // 56: roost.v1.Snapshot.ca:type_name -> roost.v1.CertificateAuthority
-	6,  // 57: roost.v1.Snapshot.members:type_name -> roost.v1.HubMember
-	9,  // 58: roost.v1.Snapshot.join_tokens:type_name -> roost.v1.JoinToken
-	39, // 59: roost.v1.Snapshot.bootstrap_tokens:type_name -> roost.v1.BootstrapToken
-	33, // 60: roost.v1.Snapshot.trusted_keys:type_name -> roost.v1.TrustedKey
-	28, // 61: roost.v1.Snapshot.requests:type_name -> roost.v1.RequestRecord
-	42, // 62: roost.v1.Snapshot.users:type_name -> roost.v1.User
-	49, // 63: roost.v1.RequestRecord.time:type_name -> google.protobuf.Timestamp
-	29, // 64: roost.v1.RequestRecord.results:type_name -> roost.v1.RecordedResult
-	0,  // 65: roost.v1.ControlRollout.action:type_name -> roost.v1.RolloutAction
-	54, // 66: roost.v1.SetConditions.set:type_name -> roost.v1.Condition
-	58, // 67: roost.v1.UpdatePoolRollout.status:type_name -> roost.v1.RolloutStatus
-	49, // 68: roost.v1.TrustedKey.added_at:type_name -> google.protobuf.Timestamp
-	33, // 69: roost.v1.PutTrustedKey.key:type_name -> roost.v1.TrustedKey
-	59, // 70: roost.v1.UpdateClusterStatus.status:type_name -> roost.v1.ClusterStatus
-	54, // 71: roost.v1.UpdateMachineClusterStatus.conditions:type_name -> roost.v1.Condition
-	49, // 72: roost.v1.BootstrapToken.expires_at:type_name -> google.protobuf.Timestamp
-	39, // 73: roost.v1.PutBootstrapToken.token:type_name -> roost.v1.BootstrapToken
-	43, // 74: roost.v1.User.certificates:type_name -> roost.v1.UserCertificate
-	49, // 75: roost.v1.User.created_at:type_name -> google.protobuf.Timestamp
-	49, // 76: roost.v1.User.revoked_at:type_name -> google.protobuf.Timestamp
-	49, // 77: roost.v1.UserCertificate.not_before:type_name -> google.protobuf.Timestamp
-	49, // 78: roost.v1.UserCertificate.not_after:type_name -> google.protobuf.Timestamp
-	43, // 79: roost.v1.PutUserCertificate.certificate:type_name -> roost.v1.UserCertificate
-	47, // 80: roost.v1.RecordEvents.events:type_name -> roost.v1.EventRecord
-	60, // 81: roost.v1.EventRecord.involved_object:type_name -> roost.v1.EventObject
-	82, // [82:82] is the sub-list for method output_type
-	82, // [82:82] is the sub-list for method input_type
-	82, // [82:82] is the sub-list for extension type_name
-	82, // [82:82] is the sub-list for extension extendee
-	0,  // [0:82] is the sub-list for field type_name
+	56, // 48: roost.v1.UpdateServerStatus.cleaning_result:type_name -> roost.v1.CleaningResult
+	49, // 49: roost.v1.ReachabilityChange.last_seen:type_name -> google.protobuf.Timestamp
+	18, // 50: roost.v1.SetServerReachability.changes:type_name -> roost.v1.ReachabilityChange
+	57, // 51: roost.v1.ModifyServer.action:type_name -> roost.v1.ServerAction
+	48, // 52: roost.v1.ModifyServer.set_labels:type_name -> roost.v1.ModifyServer.SetLabelsEntry
+	21, // 53: roost.v1.CreateMachines.machines:type_name -> roost.v1.NewMachine
+	58, // 54: roost.v1.PutRevision.revision:type_name -> roost.v1.Revision
+	49, // 55: roost.v1.GrantLease.expires_at:type_name -> google.protobuf.Timestamp
+	50, // 56: roost.v1.Snapshot.objects:type_name -> roost.v1.Object
+	4,  // 57: roost.v1.Snapshot.ca:type_name -> roost.v1.CertificateAuthority
+	6,  // 58: roost.v1.Snapshot.members:type_name -> roost.v1.HubMember
+	9,  // 59: roost.v1.Snapshot.join_tokens:type_name -> roost.v1.JoinToken
+	39, // 60: roost.v1.Snapshot.bootstrap_tokens:type_name -> roost.v1.BootstrapToken
+	33, // 61: roost.v1.Snapshot.trusted_keys:type_name -> roost.v1.TrustedKey
+	28, // 62: roost.v1.Snapshot.requests:type_name -> roost.v1.RequestRecord
+	42, // 63: roost.v1.Snapshot.users:type_name -> roost.v1.User
+	49, // 64: roost.v1.RequestRecord.time:type_name -> google.protobuf.Timestamp
+	29, // 65: roost.v1.RequestRecord.results:type_name -> roost.v1.RecordedResult
+	0,  // 66: roost.v1.ControlRollout.action:type_name -> roost.v1.RolloutAction
+	54, // 67: roost.v1.SetConditions.set:type_name -> roost.v1.Condition
+	59, // 68: roost.v1.UpdatePoolRollout.status:type_name -> roost.v1.RolloutStatus
+	49, // 69: roost.v1.TrustedKey.added_at:type_name -> google.protobuf.Timestamp
+	33, // 70: roost.v1.PutTrustedKey.key:type_name -> roost.v1.TrustedKey
+	60, // 71: roost.v1.UpdateClusterStatus.status:type_name -> roost.v1.ClusterStatus
+	54, // 72: roost.v1.UpdateMachineClusterStatus.conditions:type_name -> roost.v1.Condition
+	49, // 73: roost.v1.BootstrapToken.expires_at:type_name -> google.protobuf.Timestamp
+	39, // 74: roost.v1.PutBootstrapToken.token:type_name -> roost.v1.BootstrapToken
+	43, // 75: roost.v1.User.certificates:type_name -> roost.v1.UserCertificate
+	49, // 76: roost.v1.User.created_at:type_name -> google.protobuf.Timestamp
+	49, // 77: roost.v1.User.revoked_at:type_name -> google.protobuf.Timestamp
+	49, // 78: roost.v1.UserCertificate.not_before:type_name -> google.protobuf.Timestamp
+	49, // 79: roost.v1.UserCertificate.not_after:type_name -> google.protobuf.Timestamp
+	43, // 80: roost.v1.PutUserCertificate.certificate:type_name -> roost.v1.UserCertificate
+	47, // 81: roost.v1.RecordEvents.events:type_name -> roost.v1.EventRecord
+	61, // 82: roost.v1.EventRecord.involved_object:type_name -> roost.v1.EventObject
+	83, // [83:83] is the sub-list for method output_type
+	83, // [83:83] is the sub-list for method input_type
+	83, // [83:83] is the sub-list for extension type_name
+	83, // [83:83] is the sub-list for extension extendee
+	0,  // [0:83] is the sub-list for field type_name
 }
 
 func init() { file_roost_v1_raft_proto_init() }

@@ -40,18 +40,23 @@ const (
 	ServerAction_SERVER_ACTION_DECOMMISSION ServerAction = 5
 	// SERVER_ACTION_LABEL sets and removes operator labels.
 	ServerAction_SERVER_ACTION_LABEL ServerAction = 6
+	// SERVER_ACTION_CLEAN starts a new cleaning of a Server that is not
+	// claimed (CleaningFailed, Cleaning or Available): its agent wipes it
+	// again (roostctl server clean).
+	ServerAction_SERVER_ACTION_CLEAN ServerAction = 10
 )
 
 // Enum value maps for ServerAction.
 var (
 	ServerAction_name = map[int32]string{
-		0: "SERVER_ACTION_UNSPECIFIED",
-		1: "SERVER_ACTION_APPROVE",
-		2: "SERVER_ACTION_DENY",
-		3: "SERVER_ACTION_CORDON",
-		4: "SERVER_ACTION_UNCORDON",
-		5: "SERVER_ACTION_DECOMMISSION",
-		6: "SERVER_ACTION_LABEL",
+		0:  "SERVER_ACTION_UNSPECIFIED",
+		1:  "SERVER_ACTION_APPROVE",
+		2:  "SERVER_ACTION_DENY",
+		3:  "SERVER_ACTION_CORDON",
+		4:  "SERVER_ACTION_UNCORDON",
+		5:  "SERVER_ACTION_DECOMMISSION",
+		6:  "SERVER_ACTION_LABEL",
+		10: "SERVER_ACTION_CLEAN",
 	}
 	ServerAction_value = map[string]int32{
 		"SERVER_ACTION_UNSPECIFIED":  0,
@@ -61,6 +66,7 @@ var (
 		"SERVER_ACTION_UNCORDON":     4,
 		"SERVER_ACTION_DECOMMISSION": 5,
 		"SERVER_ACTION_LABEL":        6,
+		"SERVER_ACTION_CLEAN":        10,
 	}
 )
 
@@ -529,7 +535,11 @@ type MachineClassSpec struct {
 	// (systemd-boot boot counting) before it falls back to the previous one;
 	// each try lasts at most boot_assessment_timeout. Unset or 0 means 3;
 	// between 1 and 10.
-	BootTries     int32 `protobuf:"varint,10,opt,name=boot_tries,json=bootTries,proto3" json:"boot_tries,omitempty"`
+	BootTries int32 `protobuf:"varint,10,opt,name=boot_tries,json=bootTries,proto3" json:"boot_tries,omitempty"`
+	// cleaning says how the agent wipes a Server released from a Machine of
+	// the class before the Server is Available again (or Decommissioned).
+	// Default: mode metadata, no data disks.
+	Cleaning      *MachineCleaning `protobuf:"bytes,32,opt,name=cleaning,proto3" json:"cleaning,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -634,6 +644,75 @@ func (x *MachineClassSpec) GetBootTries() int32 {
 	return 0
 }
 
+func (x *MachineClassSpec) GetCleaning() *MachineCleaning {
+	if x != nil {
+		return x.Cleaning
+	}
+	return nil
+}
+
+// MachineCleaning is how a released Server is wiped (MachineClass
+// spec.cleaning).
+type MachineCleaning struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// mode is "metadata" (default: partition tables at both ends of the disk
+	// and the file system signatures of every partition, so the ESP and
+	// STATE with the agent identity, kubelet and containerd state are gone),
+	// "discard" (BLKDISCARD of the whole disk, zeros where the disk cannot
+	// discard) or "zero" (zeros written over the whole disk).
+	Mode string `protobuf:"bytes,1,opt,name=mode,proto3" json:"mode,omitempty"`
+	// data_disks: also wipe, by the same mode, every other non-removable
+	// disk of the Server (default false: only the disks holding Roost's
+	// partitions are wiped).
+	DataDisks     bool `protobuf:"varint,2,opt,name=data_disks,json=dataDisks,proto3" json:"data_disks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MachineCleaning) Reset() {
+	*x = MachineCleaning{}
+	mi := &file_roost_v1_resources_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MachineCleaning) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MachineCleaning) ProtoMessage() {}
+
+func (x *MachineCleaning) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_resources_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MachineCleaning.ProtoReflect.Descriptor instead.
+func (*MachineCleaning) Descriptor() ([]byte, []int) {
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *MachineCleaning) GetMode() string {
+	if x != nil {
+		return x.Mode
+	}
+	return ""
+}
+
+func (x *MachineCleaning) GetDataDisks() bool {
+	if x != nil {
+		return x.DataDisks
+	}
+	return false
+}
+
 type MachineClassStatus struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -642,7 +721,7 @@ type MachineClassStatus struct {
 
 func (x *MachineClassStatus) Reset() {
 	*x = MachineClassStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[6]
+	mi := &file_roost_v1_resources_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -654,7 +733,7 @@ func (x *MachineClassStatus) String() string {
 func (*MachineClassStatus) ProtoMessage() {}
 
 func (x *MachineClassStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[6]
+	mi := &file_roost_v1_resources_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -667,7 +746,7 @@ func (x *MachineClassStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MachineClassStatus.ProtoReflect.Descriptor instead.
 func (*MachineClassStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{6}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{7}
 }
 
 // NetworkProfile is declarative host networking.
@@ -684,7 +763,7 @@ type NetworkProfile struct {
 
 func (x *NetworkProfile) Reset() {
 	*x = NetworkProfile{}
-	mi := &file_roost_v1_resources_proto_msgTypes[7]
+	mi := &file_roost_v1_resources_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -696,7 +775,7 @@ func (x *NetworkProfile) String() string {
 func (*NetworkProfile) ProtoMessage() {}
 
 func (x *NetworkProfile) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[7]
+	mi := &file_roost_v1_resources_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -709,7 +788,7 @@ func (x *NetworkProfile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkProfile.ProtoReflect.Descriptor instead.
 func (*NetworkProfile) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{7}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *NetworkProfile) GetApiVersion() string {
@@ -760,7 +839,7 @@ type NetworkProfileSpec struct {
 
 func (x *NetworkProfileSpec) Reset() {
 	*x = NetworkProfileSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[8]
+	mi := &file_roost_v1_resources_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -772,7 +851,7 @@ func (x *NetworkProfileSpec) String() string {
 func (*NetworkProfileSpec) ProtoMessage() {}
 
 func (x *NetworkProfileSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[8]
+	mi := &file_roost_v1_resources_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -785,7 +864,7 @@ func (x *NetworkProfileSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkProfileSpec.ProtoReflect.Descriptor instead.
 func (*NetworkProfileSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{8}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *NetworkProfileSpec) GetLinks() []*Link {
@@ -840,7 +919,7 @@ type LinkMatch struct {
 
 func (x *LinkMatch) Reset() {
 	*x = LinkMatch{}
-	mi := &file_roost_v1_resources_proto_msgTypes[9]
+	mi := &file_roost_v1_resources_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -852,7 +931,7 @@ func (x *LinkMatch) String() string {
 func (*LinkMatch) ProtoMessage() {}
 
 func (x *LinkMatch) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[9]
+	mi := &file_roost_v1_resources_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -865,7 +944,7 @@ func (x *LinkMatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LinkMatch.ProtoReflect.Descriptor instead.
 func (*LinkMatch) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{9}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *LinkMatch) GetMac() string {
@@ -911,7 +990,7 @@ type Route struct {
 
 func (x *Route) Reset() {
 	*x = Route{}
-	mi := &file_roost_v1_resources_proto_msgTypes[10]
+	mi := &file_roost_v1_resources_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -923,7 +1002,7 @@ func (x *Route) String() string {
 func (*Route) ProtoMessage() {}
 
 func (x *Route) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[10]
+	mi := &file_roost_v1_resources_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -936,7 +1015,7 @@ func (x *Route) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Route.ProtoReflect.Descriptor instead.
 func (*Route) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{10}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Route) GetDestination() string {
@@ -985,7 +1064,7 @@ type Link struct {
 
 func (x *Link) Reset() {
 	*x = Link{}
-	mi := &file_roost_v1_resources_proto_msgTypes[11]
+	mi := &file_roost_v1_resources_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -997,7 +1076,7 @@ func (x *Link) String() string {
 func (*Link) ProtoMessage() {}
 
 func (x *Link) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[11]
+	mi := &file_roost_v1_resources_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1010,7 +1089,7 @@ func (x *Link) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Link.ProtoReflect.Descriptor instead.
 func (*Link) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{11}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Link) GetName() string {
@@ -1090,7 +1169,7 @@ type Bond struct {
 
 func (x *Bond) Reset() {
 	*x = Bond{}
-	mi := &file_roost_v1_resources_proto_msgTypes[12]
+	mi := &file_roost_v1_resources_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1102,7 +1181,7 @@ func (x *Bond) String() string {
 func (*Bond) ProtoMessage() {}
 
 func (x *Bond) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[12]
+	mi := &file_roost_v1_resources_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1115,7 +1194,7 @@ func (x *Bond) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bond.ProtoReflect.Descriptor instead.
 func (*Bond) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{12}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Bond) GetName() string {
@@ -1221,7 +1300,7 @@ type Vlan struct {
 
 func (x *Vlan) Reset() {
 	*x = Vlan{}
-	mi := &file_roost_v1_resources_proto_msgTypes[13]
+	mi := &file_roost_v1_resources_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1233,7 +1312,7 @@ func (x *Vlan) String() string {
 func (*Vlan) ProtoMessage() {}
 
 func (x *Vlan) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[13]
+	mi := &file_roost_v1_resources_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1246,7 +1325,7 @@ func (x *Vlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Vlan.ProtoReflect.Descriptor instead.
 func (*Vlan) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{13}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Vlan) GetName() string {
@@ -1324,7 +1403,7 @@ type Bridge struct {
 
 func (x *Bridge) Reset() {
 	*x = Bridge{}
-	mi := &file_roost_v1_resources_proto_msgTypes[14]
+	mi := &file_roost_v1_resources_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1336,7 +1415,7 @@ func (x *Bridge) String() string {
 func (*Bridge) ProtoMessage() {}
 
 func (x *Bridge) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[14]
+	mi := &file_roost_v1_resources_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1349,7 +1428,7 @@ func (x *Bridge) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bridge.ProtoReflect.Descriptor instead.
 func (*Bridge) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{14}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Bridge) GetName() string {
@@ -1425,7 +1504,7 @@ type DNS struct {
 
 func (x *DNS) Reset() {
 	*x = DNS{}
-	mi := &file_roost_v1_resources_proto_msgTypes[15]
+	mi := &file_roost_v1_resources_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1437,7 +1516,7 @@ func (x *DNS) String() string {
 func (*DNS) ProtoMessage() {}
 
 func (x *DNS) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[15]
+	mi := &file_roost_v1_resources_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1450,7 +1529,7 @@ func (x *DNS) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DNS.ProtoReflect.Descriptor instead.
 func (*DNS) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{15}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *DNS) GetServers() []string {
@@ -1475,7 +1554,7 @@ type NetworkProfileStatus struct {
 
 func (x *NetworkProfileStatus) Reset() {
 	*x = NetworkProfileStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[16]
+	mi := &file_roost_v1_resources_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1487,7 +1566,7 @@ func (x *NetworkProfileStatus) String() string {
 func (*NetworkProfileStatus) ProtoMessage() {}
 
 func (x *NetworkProfileStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[16]
+	mi := &file_roost_v1_resources_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1500,7 +1579,7 @@ func (x *NetworkProfileStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkProfileStatus.ProtoReflect.Descriptor instead.
 func (*NetworkProfileStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{16}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{17}
 }
 
 // MaintenanceWindow is a recurring window in which disruptive work (image
@@ -1518,7 +1597,7 @@ type MaintenanceWindow struct {
 
 func (x *MaintenanceWindow) Reset() {
 	*x = MaintenanceWindow{}
-	mi := &file_roost_v1_resources_proto_msgTypes[17]
+	mi := &file_roost_v1_resources_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1530,7 +1609,7 @@ func (x *MaintenanceWindow) String() string {
 func (*MaintenanceWindow) ProtoMessage() {}
 
 func (x *MaintenanceWindow) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[17]
+	mi := &file_roost_v1_resources_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1543,7 +1622,7 @@ func (x *MaintenanceWindow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MaintenanceWindow.ProtoReflect.Descriptor instead.
 func (*MaintenanceWindow) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{17}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *MaintenanceWindow) GetApiVersion() string {
@@ -1595,7 +1674,7 @@ type MaintenanceWindowSpec struct {
 
 func (x *MaintenanceWindowSpec) Reset() {
 	*x = MaintenanceWindowSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[18]
+	mi := &file_roost_v1_resources_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1607,7 +1686,7 @@ func (x *MaintenanceWindowSpec) String() string {
 func (*MaintenanceWindowSpec) ProtoMessage() {}
 
 func (x *MaintenanceWindowSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[18]
+	mi := &file_roost_v1_resources_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1620,7 +1699,7 @@ func (x *MaintenanceWindowSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MaintenanceWindowSpec.ProtoReflect.Descriptor instead.
 func (*MaintenanceWindowSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{18}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *MaintenanceWindowSpec) GetRrule() string {
@@ -1652,7 +1731,7 @@ type MaintenanceWindowStatus struct {
 
 func (x *MaintenanceWindowStatus) Reset() {
 	*x = MaintenanceWindowStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[19]
+	mi := &file_roost_v1_resources_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1664,7 +1743,7 @@ func (x *MaintenanceWindowStatus) String() string {
 func (*MaintenanceWindowStatus) ProtoMessage() {}
 
 func (x *MaintenanceWindowStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[19]
+	mi := &file_roost_v1_resources_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1677,7 +1756,7 @@ func (x *MaintenanceWindowStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MaintenanceWindowStatus.ProtoReflect.Descriptor instead.
 func (*MaintenanceWindowStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{19}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{20}
 }
 
 // Pool is a group of Machines of one Cluster sharing a spec; it is the
@@ -1695,7 +1774,7 @@ type Pool struct {
 
 func (x *Pool) Reset() {
 	*x = Pool{}
-	mi := &file_roost_v1_resources_proto_msgTypes[20]
+	mi := &file_roost_v1_resources_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1707,7 +1786,7 @@ func (x *Pool) String() string {
 func (*Pool) ProtoMessage() {}
 
 func (x *Pool) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[20]
+	mi := &file_roost_v1_resources_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1720,7 +1799,7 @@ func (x *Pool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Pool.ProtoReflect.Descriptor instead.
 func (*Pool) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{20}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Pool) GetApiVersion() string {
@@ -1784,7 +1863,7 @@ type PoolSpec struct {
 
 func (x *PoolSpec) Reset() {
 	*x = PoolSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[21]
+	mi := &file_roost_v1_resources_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1796,7 +1875,7 @@ func (x *PoolSpec) String() string {
 func (*PoolSpec) ProtoMessage() {}
 
 func (x *PoolSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[21]
+	mi := &file_roost_v1_resources_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1809,7 +1888,7 @@ func (x *PoolSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PoolSpec.ProtoReflect.Descriptor instead.
 func (*PoolSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{21}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *PoolSpec) GetCluster() string {
@@ -1897,7 +1976,7 @@ type RolloutPolicy struct {
 
 func (x *RolloutPolicy) Reset() {
 	*x = RolloutPolicy{}
-	mi := &file_roost_v1_resources_proto_msgTypes[22]
+	mi := &file_roost_v1_resources_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1909,7 +1988,7 @@ func (x *RolloutPolicy) String() string {
 func (*RolloutPolicy) ProtoMessage() {}
 
 func (x *RolloutPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[22]
+	mi := &file_roost_v1_resources_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1922,7 +2001,7 @@ func (x *RolloutPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutPolicy.ProtoReflect.Descriptor instead.
 func (*RolloutPolicy) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{22}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *RolloutPolicy) GetMaxUnavailable() *IntOrString {
@@ -1973,7 +2052,7 @@ type PoolStatus struct {
 
 func (x *PoolStatus) Reset() {
 	*x = PoolStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[23]
+	mi := &file_roost_v1_resources_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1985,7 +2064,7 @@ func (x *PoolStatus) String() string {
 func (*PoolStatus) ProtoMessage() {}
 
 func (x *PoolStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[23]
+	mi := &file_roost_v1_resources_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1998,7 +2077,7 @@ func (x *PoolStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PoolStatus.ProtoReflect.Descriptor instead.
 func (*PoolStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{23}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *PoolStatus) GetMachines() int32 {
@@ -2068,7 +2147,7 @@ type RolloutStatus struct {
 
 func (x *RolloutStatus) Reset() {
 	*x = RolloutStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[24]
+	mi := &file_roost_v1_resources_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2080,7 +2159,7 @@ func (x *RolloutStatus) String() string {
 func (*RolloutStatus) ProtoMessage() {}
 
 func (x *RolloutStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[24]
+	mi := &file_roost_v1_resources_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2093,7 +2172,7 @@ func (x *RolloutStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutStatus.ProtoReflect.Descriptor instead.
 func (*RolloutStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{24}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RolloutStatus) GetPhase() string {
@@ -2188,7 +2267,7 @@ type Server struct {
 
 func (x *Server) Reset() {
 	*x = Server{}
-	mi := &file_roost_v1_resources_proto_msgTypes[25]
+	mi := &file_roost_v1_resources_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2200,7 +2279,7 @@ func (x *Server) String() string {
 func (*Server) ProtoMessage() {}
 
 func (x *Server) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[25]
+	mi := &file_roost_v1_resources_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2213,7 +2292,7 @@ func (x *Server) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Server.ProtoReflect.Descriptor instead.
 func (*Server) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{25}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Server) GetApiVersion() string {
@@ -2272,7 +2351,7 @@ type ServerSpec struct {
 
 func (x *ServerSpec) Reset() {
 	*x = ServerSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[26]
+	mi := &file_roost_v1_resources_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2284,7 +2363,7 @@ func (x *ServerSpec) String() string {
 func (*ServerSpec) ProtoMessage() {}
 
 func (x *ServerSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[26]
+	mi := &file_roost_v1_resources_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2297,7 +2376,7 @@ func (x *ServerSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerSpec.ProtoReflect.Descriptor instead.
 func (*ServerSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{26}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ServerSpec) GetSystemUuid() string {
@@ -2346,8 +2425,8 @@ type ServerStatus struct {
 	// reachability changes (heartbeats are kept in the leader's memory).
 	LastSeen   *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=last_seen,json=lastSeen,proto3" json:"last_seen,omitempty"`
 	Conditions []*Condition           `protobuf:"bytes,5,rep,name=conditions,proto3" json:"conditions,omitempty"`
-	// state is Enrolling, PendingApproval, Available, Claimed, Cleaning or
-	// Decommissioned.
+	// state is Enrolling, PendingApproval, Available, Claimed, Cleaning,
+	// CleaningFailed or Decommissioned.
 	State string `protobuf:"bytes,6,opt,name=state,proto3" json:"state,omitempty"`
 	// state_reason says why the state is what it is (e.g. why it was denied).
 	StateReason string `protobuf:"bytes,7,opt,name=state_reason,json=stateReason,proto3" json:"state_reason,omitempty"`
@@ -2361,14 +2440,17 @@ type ServerStatus struct {
 	// applied_generation is the newest DesiredState generation the agent applied.
 	AppliedGeneration int64 `protobuf:"varint,12,opt,name=applied_generation,json=appliedGeneration,proto3" json:"applied_generation,omitempty"`
 	// image_version is the ImageRelease version the Server runs.
-	ImageVersion  string `protobuf:"bytes,13,opt,name=image_version,json=imageVersion,proto3" json:"image_version,omitempty"`
+	ImageVersion string `protobuf:"bytes,13,opt,name=image_version,json=imageVersion,proto3" json:"image_version,omitempty"`
+	// cleaning is the Server's current or last cleaning (set by the hub
+	// when a Machine releases it or it is decommissioned).
+	Cleaning      *ServerCleaning `protobuf:"bytes,36,opt,name=cleaning,proto3" json:"cleaning,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ServerStatus) Reset() {
 	*x = ServerStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[27]
+	mi := &file_roost_v1_resources_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2380,7 +2462,7 @@ func (x *ServerStatus) String() string {
 func (*ServerStatus) ProtoMessage() {}
 
 func (x *ServerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[27]
+	mi := &file_roost_v1_resources_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2393,7 +2475,7 @@ func (x *ServerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerStatus.ProtoReflect.Descriptor instead.
 func (*ServerStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{27}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ServerStatus) GetAgentVersion() string {
@@ -2487,6 +2569,154 @@ func (x *ServerStatus) GetImageVersion() string {
 	return ""
 }
 
+func (x *ServerStatus) GetCleaning() *ServerCleaning {
+	if x != nil {
+		return x.Cleaning
+	}
+	return nil
+}
+
+// ServerCleaning is a Server's current or last cleaning.
+type ServerCleaning struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// mode and data_disks: see MachineCleaning (from the class of the
+	// released Machine; metadata and false otherwise).
+	Mode      string `protobuf:"bytes,1,opt,name=mode,proto3" json:"mode,omitempty"`
+	DataDisks bool   `protobuf:"varint,2,opt,name=data_disks,json=dataDisks,proto3" json:"data_disks,omitempty"`
+	// index is the Raft index of the command that started this attempt;
+	// the agent echoes it in its result, so a late result of an earlier
+	// attempt changes nothing.
+	Index uint64 `protobuf:"varint,3,opt,name=index,proto3" json:"index,omitempty"`
+	// attempts counts the attempts since the release (1 for the first).
+	Attempts int32 `protobuf:"varint,4,opt,name=attempts,proto3" json:"attempts,omitempty"`
+	// decommission: the Server is Decommissioned, not Available, once clean,
+	// with decommission_reason as its state reason.
+	Decommission       bool   `protobuf:"varint,5,opt,name=decommission,proto3" json:"decommission,omitempty"`
+	DecommissionReason string `protobuf:"bytes,10,opt,name=decommission_reason,json=decommissionReason,proto3" json:"decommission_reason,omitempty"`
+	// machine_class names the MachineClass of the released Machine; a retry
+	// takes that class's current spec.cleaning (so a fixed class applies),
+	// or keeps mode and data_disks when the class is gone.
+	MachineClass string                 `protobuf:"bytes,11,opt,name=machine_class,json=machineClass,proto3" json:"machine_class,omitempty"`
+	StartedAt    *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
+	// finished_at is when the agent's last result arrived.
+	FinishedAt *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=finished_at,json=finishedAt,proto3" json:"finished_at,omitempty"`
+	// error is the agent's reason for the last failed attempt ("" after a
+	// success).
+	Error string `protobuf:"bytes,8,opt,name=error,proto3" json:"error,omitempty"`
+	// disks says what the last attempt did, one line a disk (e.g.
+	// "/dev/vda: metadata: GPT and 2 file system signatures wiped").
+	Disks         []string `protobuf:"bytes,9,rep,name=disks,proto3" json:"disks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ServerCleaning) Reset() {
+	*x = ServerCleaning{}
+	mi := &file_roost_v1_resources_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ServerCleaning) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ServerCleaning) ProtoMessage() {}
+
+func (x *ServerCleaning) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_resources_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ServerCleaning.ProtoReflect.Descriptor instead.
+func (*ServerCleaning) Descriptor() ([]byte, []int) {
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *ServerCleaning) GetMode() string {
+	if x != nil {
+		return x.Mode
+	}
+	return ""
+}
+
+func (x *ServerCleaning) GetDataDisks() bool {
+	if x != nil {
+		return x.DataDisks
+	}
+	return false
+}
+
+func (x *ServerCleaning) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *ServerCleaning) GetAttempts() int32 {
+	if x != nil {
+		return x.Attempts
+	}
+	return 0
+}
+
+func (x *ServerCleaning) GetDecommission() bool {
+	if x != nil {
+		return x.Decommission
+	}
+	return false
+}
+
+func (x *ServerCleaning) GetDecommissionReason() string {
+	if x != nil {
+		return x.DecommissionReason
+	}
+	return ""
+}
+
+func (x *ServerCleaning) GetMachineClass() string {
+	if x != nil {
+		return x.MachineClass
+	}
+	return ""
+}
+
+func (x *ServerCleaning) GetStartedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartedAt
+	}
+	return nil
+}
+
+func (x *ServerCleaning) GetFinishedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.FinishedAt
+	}
+	return nil
+}
+
+func (x *ServerCleaning) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *ServerCleaning) GetDisks() []string {
+	if x != nil {
+		return x.Disks
+	}
+	return nil
+}
+
 // Machine is one claim on a Server for a purpose.
 type Machine struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2501,7 +2731,7 @@ type Machine struct {
 
 func (x *Machine) Reset() {
 	*x = Machine{}
-	mi := &file_roost_v1_resources_proto_msgTypes[28]
+	mi := &file_roost_v1_resources_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2513,7 +2743,7 @@ func (x *Machine) String() string {
 func (*Machine) ProtoMessage() {}
 
 func (x *Machine) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[28]
+	mi := &file_roost_v1_resources_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2526,7 +2756,7 @@ func (x *Machine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Machine.ProtoReflect.Descriptor instead.
 func (*Machine) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{28}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Machine) GetApiVersion() string {
@@ -2582,7 +2812,7 @@ type MachineSpec struct {
 
 func (x *MachineSpec) Reset() {
 	*x = MachineSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[29]
+	mi := &file_roost_v1_resources_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2594,7 +2824,7 @@ func (x *MachineSpec) String() string {
 func (*MachineSpec) ProtoMessage() {}
 
 func (x *MachineSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[29]
+	mi := &file_roost_v1_resources_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2607,7 +2837,7 @@ func (x *MachineSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MachineSpec.ProtoReflect.Descriptor instead.
 func (*MachineSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{29}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *MachineSpec) GetServer() string {
@@ -2670,7 +2900,7 @@ type MachineStatus struct {
 
 func (x *MachineStatus) Reset() {
 	*x = MachineStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[30]
+	mi := &file_roost_v1_resources_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2682,7 +2912,7 @@ func (x *MachineStatus) String() string {
 func (*MachineStatus) ProtoMessage() {}
 
 func (x *MachineStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[30]
+	mi := &file_roost_v1_resources_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2695,7 +2925,7 @@ func (x *MachineStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MachineStatus.ProtoReflect.Descriptor instead.
 func (*MachineStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{30}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *MachineStatus) GetPhase() string {
@@ -2764,7 +2994,7 @@ type Revision struct {
 
 func (x *Revision) Reset() {
 	*x = Revision{}
-	mi := &file_roost_v1_resources_proto_msgTypes[31]
+	mi := &file_roost_v1_resources_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2776,7 +3006,7 @@ func (x *Revision) String() string {
 func (*Revision) ProtoMessage() {}
 
 func (x *Revision) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[31]
+	mi := &file_roost_v1_resources_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2789,7 +3019,7 @@ func (x *Revision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Revision.ProtoReflect.Descriptor instead.
 func (*Revision) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{31}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Revision) GetApiVersion() string {
@@ -2846,7 +3076,7 @@ type RevisionStatus struct {
 
 func (x *RevisionStatus) Reset() {
 	*x = RevisionStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[32]
+	mi := &file_roost_v1_resources_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2858,7 +3088,7 @@ func (x *RevisionStatus) String() string {
 func (*RevisionStatus) ProtoMessage() {}
 
 func (x *RevisionStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[32]
+	mi := &file_roost_v1_resources_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2871,7 +3101,7 @@ func (x *RevisionStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevisionStatus.ProtoReflect.Descriptor instead.
 func (*RevisionStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{32}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RevisionStatus) GetPhase() string {
@@ -2909,7 +3139,7 @@ type ImageRelease struct {
 
 func (x *ImageRelease) Reset() {
 	*x = ImageRelease{}
-	mi := &file_roost_v1_resources_proto_msgTypes[33]
+	mi := &file_roost_v1_resources_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2921,7 +3151,7 @@ func (x *ImageRelease) String() string {
 func (*ImageRelease) ProtoMessage() {}
 
 func (x *ImageRelease) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[33]
+	mi := &file_roost_v1_resources_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2934,7 +3164,7 @@ func (x *ImageRelease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageRelease.ProtoReflect.Descriptor instead.
 func (*ImageRelease) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{33}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ImageRelease) GetApiVersion() string {
@@ -2993,7 +3223,7 @@ type ImageReleaseSpec struct {
 
 func (x *ImageReleaseSpec) Reset() {
 	*x = ImageReleaseSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[34]
+	mi := &file_roost_v1_resources_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3005,7 +3235,7 @@ func (x *ImageReleaseSpec) String() string {
 func (*ImageReleaseSpec) ProtoMessage() {}
 
 func (x *ImageReleaseSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[34]
+	mi := &file_roost_v1_resources_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3018,7 +3248,7 @@ func (x *ImageReleaseSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageReleaseSpec.ProtoReflect.Descriptor instead.
 func (*ImageReleaseSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{34}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ImageReleaseSpec) GetVersion() string {
@@ -3085,7 +3315,7 @@ type ImageReleaseStatus struct {
 
 func (x *ImageReleaseStatus) Reset() {
 	*x = ImageReleaseStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[35]
+	mi := &file_roost_v1_resources_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3097,7 +3327,7 @@ func (x *ImageReleaseStatus) String() string {
 func (*ImageReleaseStatus) ProtoMessage() {}
 
 func (x *ImageReleaseStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[35]
+	mi := &file_roost_v1_resources_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3110,7 +3340,7 @@ func (x *ImageReleaseStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageReleaseStatus.ProtoReflect.Descriptor instead.
 func (*ImageReleaseStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{35}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{37}
 }
 
 // Extension is one version of a signed systemd-sysext image (squashfs with
@@ -3130,7 +3360,7 @@ type Extension struct {
 
 func (x *Extension) Reset() {
 	*x = Extension{}
-	mi := &file_roost_v1_resources_proto_msgTypes[36]
+	mi := &file_roost_v1_resources_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3142,7 +3372,7 @@ func (x *Extension) String() string {
 func (*Extension) ProtoMessage() {}
 
 func (x *Extension) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[36]
+	mi := &file_roost_v1_resources_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3155,7 +3385,7 @@ func (x *Extension) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Extension.ProtoReflect.Descriptor instead.
 func (*Extension) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{36}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Extension) GetApiVersion() string {
@@ -3216,7 +3446,7 @@ type ExtensionSpec struct {
 
 func (x *ExtensionSpec) Reset() {
 	*x = ExtensionSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[37]
+	mi := &file_roost_v1_resources_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3228,7 +3458,7 @@ func (x *ExtensionSpec) String() string {
 func (*ExtensionSpec) ProtoMessage() {}
 
 func (x *ExtensionSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[37]
+	mi := &file_roost_v1_resources_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3241,7 +3471,7 @@ func (x *ExtensionSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtensionSpec.ProtoReflect.Descriptor instead.
 func (*ExtensionSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{37}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ExtensionSpec) GetName() string {
@@ -3301,7 +3531,7 @@ type ExtensionStatus struct {
 
 func (x *ExtensionStatus) Reset() {
 	*x = ExtensionStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[38]
+	mi := &file_roost_v1_resources_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3313,7 +3543,7 @@ func (x *ExtensionStatus) String() string {
 func (*ExtensionStatus) ProtoMessage() {}
 
 func (x *ExtensionStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[38]
+	mi := &file_roost_v1_resources_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3326,7 +3556,7 @@ func (x *ExtensionStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtensionStatus.ProtoReflect.Descriptor instead.
 func (*ExtensionStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{38}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{40}
 }
 
 // EnrollmentToken lets new Servers enroll. Only its hash is stored.
@@ -3343,7 +3573,7 @@ type EnrollmentToken struct {
 
 func (x *EnrollmentToken) Reset() {
 	*x = EnrollmentToken{}
-	mi := &file_roost_v1_resources_proto_msgTypes[39]
+	mi := &file_roost_v1_resources_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3355,7 +3585,7 @@ func (x *EnrollmentToken) String() string {
 func (*EnrollmentToken) ProtoMessage() {}
 
 func (x *EnrollmentToken) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[39]
+	mi := &file_roost_v1_resources_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3368,7 +3598,7 @@ func (x *EnrollmentToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnrollmentToken.ProtoReflect.Descriptor instead.
 func (*EnrollmentToken) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{39}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *EnrollmentToken) GetApiVersion() string {
@@ -3425,7 +3655,7 @@ type EnrollmentTokenSpec struct {
 
 func (x *EnrollmentTokenSpec) Reset() {
 	*x = EnrollmentTokenSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[40]
+	mi := &file_roost_v1_resources_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3437,7 +3667,7 @@ func (x *EnrollmentTokenSpec) String() string {
 func (*EnrollmentTokenSpec) ProtoMessage() {}
 
 func (x *EnrollmentTokenSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[40]
+	mi := &file_roost_v1_resources_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3450,7 +3680,7 @@ func (x *EnrollmentTokenSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnrollmentTokenSpec.ProtoReflect.Descriptor instead.
 func (*EnrollmentTokenSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{40}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *EnrollmentTokenSpec) GetSecretSha256() string {
@@ -3508,7 +3738,7 @@ type EnrollmentTokenStatus struct {
 
 func (x *EnrollmentTokenStatus) Reset() {
 	*x = EnrollmentTokenStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[41]
+	mi := &file_roost_v1_resources_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3520,7 +3750,7 @@ func (x *EnrollmentTokenStatus) String() string {
 func (*EnrollmentTokenStatus) ProtoMessage() {}
 
 func (x *EnrollmentTokenStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[41]
+	mi := &file_roost_v1_resources_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3533,7 +3763,7 @@ func (x *EnrollmentTokenStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnrollmentTokenStatus.ProtoReflect.Descriptor instead.
 func (*EnrollmentTokenStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{41}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *EnrollmentTokenStatus) GetUses() int32 {
@@ -3578,7 +3808,7 @@ type Lease struct {
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_roost_v1_resources_proto_msgTypes[42]
+	mi := &file_roost_v1_resources_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3590,7 +3820,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[42]
+	mi := &file_roost_v1_resources_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3603,7 +3833,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{42}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *Lease) GetApiVersion() string {
@@ -3664,7 +3894,7 @@ type LeaseSpec struct {
 
 func (x *LeaseSpec) Reset() {
 	*x = LeaseSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[43]
+	mi := &file_roost_v1_resources_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3676,7 +3906,7 @@ func (x *LeaseSpec) String() string {
 func (*LeaseSpec) ProtoMessage() {}
 
 func (x *LeaseSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[43]
+	mi := &file_roost_v1_resources_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3689,7 +3919,7 @@ func (x *LeaseSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseSpec.ProtoReflect.Descriptor instead.
 func (*LeaseSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{43}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *LeaseSpec) GetServer() string {
@@ -3749,7 +3979,7 @@ type LeaseStatus struct {
 
 func (x *LeaseStatus) Reset() {
 	*x = LeaseStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[44]
+	mi := &file_roost_v1_resources_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3761,7 +3991,7 @@ func (x *LeaseStatus) String() string {
 func (*LeaseStatus) ProtoMessage() {}
 
 func (x *LeaseStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[44]
+	mi := &file_roost_v1_resources_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3774,7 +4004,7 @@ func (x *LeaseStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseStatus.ProtoReflect.Descriptor instead.
 func (*LeaseStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{44}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{46}
 }
 
 // Event is one entry of the operations log: what the hub did to or
@@ -3801,7 +4031,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_roost_v1_resources_proto_msgTypes[45]
+	mi := &file_roost_v1_resources_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3813,7 +4043,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[45]
+	mi := &file_roost_v1_resources_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3826,7 +4056,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{45}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *Event) GetApiVersion() string {
@@ -3886,7 +4116,7 @@ type EventSpec struct {
 
 func (x *EventSpec) Reset() {
 	*x = EventSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[46]
+	mi := &file_roost_v1_resources_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3898,7 +4128,7 @@ func (x *EventSpec) String() string {
 func (*EventSpec) ProtoMessage() {}
 
 func (x *EventSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[46]
+	mi := &file_roost_v1_resources_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3911,7 +4141,7 @@ func (x *EventSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventSpec.ProtoReflect.Descriptor instead.
 func (*EventSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{46}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *EventSpec) GetInvolvedObject() *EventObject {
@@ -3961,7 +4191,7 @@ type EventObject struct {
 
 func (x *EventObject) Reset() {
 	*x = EventObject{}
-	mi := &file_roost_v1_resources_proto_msgTypes[47]
+	mi := &file_roost_v1_resources_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3973,7 +4203,7 @@ func (x *EventObject) String() string {
 func (*EventObject) ProtoMessage() {}
 
 func (x *EventObject) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[47]
+	mi := &file_roost_v1_resources_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3986,7 +4216,7 @@ func (x *EventObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventObject.ProtoReflect.Descriptor instead.
 func (*EventObject) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{47}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *EventObject) GetKind() string {
@@ -4017,7 +4247,7 @@ type EventStatus struct {
 
 func (x *EventStatus) Reset() {
 	*x = EventStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[48]
+	mi := &file_roost_v1_resources_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4029,7 +4259,7 @@ func (x *EventStatus) String() string {
 func (*EventStatus) ProtoMessage() {}
 
 func (x *EventStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[48]
+	mi := &file_roost_v1_resources_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4042,7 +4272,7 @@ func (x *EventStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventStatus.ProtoReflect.Descriptor instead.
 func (*EventStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{48}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *EventStatus) GetCount() int32 {
@@ -4091,7 +4321,7 @@ type Object struct {
 
 func (x *Object) Reset() {
 	*x = Object{}
-	mi := &file_roost_v1_resources_proto_msgTypes[49]
+	mi := &file_roost_v1_resources_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4103,7 +4333,7 @@ func (x *Object) String() string {
 func (*Object) ProtoMessage() {}
 
 func (x *Object) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[49]
+	mi := &file_roost_v1_resources_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4116,7 +4346,7 @@ func (x *Object) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Object.ProtoReflect.Descriptor instead.
 func (*Object) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{49}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *Object) GetKind() isObject_Kind {
@@ -4366,7 +4596,7 @@ const file_roost_v1_resources_proto_rawDesc = "" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x120\n" +
 	"\bmetadata\x18\x03 \x01(\v2\x14.roost.v1.ObjectMetaR\bmetadata\x12.\n" +
 	"\x04spec\x18\x04 \x01(\v2\x1a.roost.v1.MachineClassSpecR\x04spec\x124\n" +
-	"\x06status\x18\x05 \x01(\v2\x1c.roost.v1.MachineClassStatusR\x06status\"\xdd\x03\n" +
+	"\x06status\x18\x05 \x01(\v2\x1c.roost.v1.MachineClassStatusR\x06status\"\x94\x04\n" +
 	"\x10MachineClassSpec\x12'\n" +
 	"\x0fserver_selector\x18\x01 \x03(\tR\x0eserverSelector\x12=\n" +
 	"\finstall_disk\x18\x02 \x01(\v2\x1a.roost.v1.InstallDiskHintsR\vinstallDisk\x12\x1f\n" +
@@ -4382,7 +4612,12 @@ const file_roost_v1_resources_proto_rawDesc = "" +
 	"\x17boot_assessment_timeout\x18\t \x01(\v2\x19.google.protobuf.DurationR\x15bootAssessmentTimeout\x12\x1d\n" +
 	"\n" +
 	"boot_tries\x18\n" +
-	" \x01(\x05R\tbootTries\"\x14\n" +
+	" \x01(\x05R\tbootTries\x125\n" +
+	"\bcleaning\x18  \x01(\v2\x19.roost.v1.MachineCleaningR\bcleaning\"D\n" +
+	"\x0fMachineCleaning\x12\x12\n" +
+	"\x04mode\x18\x01 \x01(\tR\x04mode\x12\x1d\n" +
+	"\n" +
+	"data_disks\x18\x02 \x01(\bR\tdataDisks\"\x14\n" +
 	"\x12MachineClassStatus\"\xe1\x01\n" +
 	"\x0eNetworkProfile\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
@@ -4527,7 +4762,7 @@ const file_roost_v1_resources_proto_rawDesc = "" +
 	"\x0fmac_fingerprint\x18\x02 \x01(\tR\x0emacFingerprint\x12$\n" +
 	"\runschedulable\x18\x03 \x01(\bR\runschedulable\x12\x12\n" +
 	"\x04pool\x18\x04 \x01(\tR\x04pool\x12%\n" +
-	"\x0epermanent_macs\x18\x05 \x03(\tR\rpermanentMacs\"\xae\x04\n" +
+	"\x0epermanent_macs\x18\x05 \x03(\tR\rpermanentMacs\"\xe4\x04\n" +
 	"\fServerStatus\x12#\n" +
 	"\ragent_version\x18\x01 \x01(\tR\fagentVersion\x12'\n" +
 	"\x0fbooted_revision\x18\x02 \x01(\x03R\x0ebootedRevision\x12\x16\n" +
@@ -4545,7 +4780,24 @@ const file_roost_v1_resources_proto_rawDesc = "" +
 	"\venrolled_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"enrolledAt\x12-\n" +
 	"\x12applied_generation\x18\f \x01(\x03R\x11appliedGeneration\x12#\n" +
-	"\rimage_version\x18\r \x01(\tR\fimageVersion\"\xcc\x01\n" +
+	"\rimage_version\x18\r \x01(\tR\fimageVersion\x124\n" +
+	"\bcleaning\x18$ \x01(\v2\x18.roost.v1.ServerCleaningR\bcleaning\"\x93\x03\n" +
+	"\x0eServerCleaning\x12\x12\n" +
+	"\x04mode\x18\x01 \x01(\tR\x04mode\x12\x1d\n" +
+	"\n" +
+	"data_disks\x18\x02 \x01(\bR\tdataDisks\x12\x14\n" +
+	"\x05index\x18\x03 \x01(\x04R\x05index\x12\x1a\n" +
+	"\battempts\x18\x04 \x01(\x05R\battempts\x12\"\n" +
+	"\fdecommission\x18\x05 \x01(\bR\fdecommission\x12/\n" +
+	"\x13decommission_reason\x18\n" +
+	" \x01(\tR\x12decommissionReason\x12#\n" +
+	"\rmachine_class\x18\v \x01(\tR\fmachineClass\x129\n" +
+	"\n" +
+	"started_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12;\n" +
+	"\vfinished_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"finishedAt\x12\x14\n" +
+	"\x05error\x18\b \x01(\tR\x05error\x12\x14\n" +
+	"\x05disks\x18\t \x03(\tR\x05disks\"\xcc\x01\n" +
 	"\aMachine\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
@@ -4696,7 +4948,7 @@ const file_roost_v1_resources_proto_rawDesc = "" +
 	"\brevision\x18\v \x01(\v2\x12.roost.v1.RevisionH\x00R\brevision\x123\n" +
 	"\textension\x18\f \x01(\v2\x13.roost.v1.ExtensionH\x00R\textension\x12'\n" +
 	"\x05event\x18\r \x01(\v2\x0f.roost.v1.EventH\x00R\x05eventB\x06\n" +
-	"\x04kind*\xcf\x01\n" +
+	"\x04kind*\xe8\x01\n" +
 	"\fServerAction\x12\x1d\n" +
 	"\x19SERVER_ACTION_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15SERVER_ACTION_APPROVE\x10\x01\x12\x16\n" +
@@ -4704,7 +4956,9 @@ const file_roost_v1_resources_proto_rawDesc = "" +
 	"\x14SERVER_ACTION_CORDON\x10\x03\x12\x1a\n" +
 	"\x16SERVER_ACTION_UNCORDON\x10\x04\x12\x1e\n" +
 	"\x1aSERVER_ACTION_DECOMMISSION\x10\x05\x12\x17\n" +
-	"\x13SERVER_ACTION_LABEL\x10\x06B4Z2github.com/roostfleet/roost/proto/roost/v1;roostv1b\x06proto3"
+	"\x13SERVER_ACTION_LABEL\x10\x06\x12\x17\n" +
+	"\x13SERVER_ACTION_CLEAN\x10\n" +
+	"B4Z2github.com/roostfleet/roost/proto/roost/v1;roostv1b\x06proto3"
 
 var (
 	file_roost_v1_resources_proto_rawDescOnce sync.Once
@@ -4719,7 +4973,7 @@ func file_roost_v1_resources_proto_rawDescGZIP() []byte {
 }
 
 var file_roost_v1_resources_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_roost_v1_resources_proto_msgTypes = make([]protoimpl.MessageInfo, 53)
+var file_roost_v1_resources_proto_msgTypes = make([]protoimpl.MessageInfo, 55)
 var file_roost_v1_resources_proto_goTypes = []any{
 	(ServerAction)(0),               // 0: roost.v1.ServerAction
 	(*Cluster)(nil),                 // 1: roost.v1.Cluster
@@ -4728,166 +4982,172 @@ var file_roost_v1_resources_proto_goTypes = []any{
 	(*ClusterStatus)(nil),           // 4: roost.v1.ClusterStatus
 	(*MachineClass)(nil),            // 5: roost.v1.MachineClass
 	(*MachineClassSpec)(nil),        // 6: roost.v1.MachineClassSpec
-	(*MachineClassStatus)(nil),      // 7: roost.v1.MachineClassStatus
-	(*NetworkProfile)(nil),          // 8: roost.v1.NetworkProfile
-	(*NetworkProfileSpec)(nil),      // 9: roost.v1.NetworkProfileSpec
-	(*LinkMatch)(nil),               // 10: roost.v1.LinkMatch
-	(*Route)(nil),                   // 11: roost.v1.Route
-	(*Link)(nil),                    // 12: roost.v1.Link
-	(*Bond)(nil),                    // 13: roost.v1.Bond
-	(*Vlan)(nil),                    // 14: roost.v1.Vlan
-	(*Bridge)(nil),                  // 15: roost.v1.Bridge
-	(*DNS)(nil),                     // 16: roost.v1.DNS
-	(*NetworkProfileStatus)(nil),    // 17: roost.v1.NetworkProfileStatus
-	(*MaintenanceWindow)(nil),       // 18: roost.v1.MaintenanceWindow
-	(*MaintenanceWindowSpec)(nil),   // 19: roost.v1.MaintenanceWindowSpec
-	(*MaintenanceWindowStatus)(nil), // 20: roost.v1.MaintenanceWindowStatus
-	(*Pool)(nil),                    // 21: roost.v1.Pool
-	(*PoolSpec)(nil),                // 22: roost.v1.PoolSpec
-	(*RolloutPolicy)(nil),           // 23: roost.v1.RolloutPolicy
-	(*PoolStatus)(nil),              // 24: roost.v1.PoolStatus
-	(*RolloutStatus)(nil),           // 25: roost.v1.RolloutStatus
-	(*Server)(nil),                  // 26: roost.v1.Server
-	(*ServerSpec)(nil),              // 27: roost.v1.ServerSpec
-	(*ServerStatus)(nil),            // 28: roost.v1.ServerStatus
-	(*Machine)(nil),                 // 29: roost.v1.Machine
-	(*MachineSpec)(nil),             // 30: roost.v1.MachineSpec
-	(*MachineStatus)(nil),           // 31: roost.v1.MachineStatus
-	(*Revision)(nil),                // 32: roost.v1.Revision
-	(*RevisionStatus)(nil),          // 33: roost.v1.RevisionStatus
-	(*ImageRelease)(nil),            // 34: roost.v1.ImageRelease
-	(*ImageReleaseSpec)(nil),        // 35: roost.v1.ImageReleaseSpec
-	(*ImageReleaseStatus)(nil),      // 36: roost.v1.ImageReleaseStatus
-	(*Extension)(nil),               // 37: roost.v1.Extension
-	(*ExtensionSpec)(nil),           // 38: roost.v1.ExtensionSpec
-	(*ExtensionStatus)(nil),         // 39: roost.v1.ExtensionStatus
-	(*EnrollmentToken)(nil),         // 40: roost.v1.EnrollmentToken
-	(*EnrollmentTokenSpec)(nil),     // 41: roost.v1.EnrollmentTokenSpec
-	(*EnrollmentTokenStatus)(nil),   // 42: roost.v1.EnrollmentTokenStatus
-	(*Lease)(nil),                   // 43: roost.v1.Lease
-	(*LeaseSpec)(nil),               // 44: roost.v1.LeaseSpec
-	(*LeaseStatus)(nil),             // 45: roost.v1.LeaseStatus
-	(*Event)(nil),                   // 46: roost.v1.Event
-	(*EventSpec)(nil),               // 47: roost.v1.EventSpec
-	(*EventObject)(nil),             // 48: roost.v1.EventObject
-	(*EventStatus)(nil),             // 49: roost.v1.EventStatus
-	(*Object)(nil),                  // 50: roost.v1.Object
-	nil,                             // 51: roost.v1.PoolSpec.NodeLabelsEntry
-	nil,                             // 52: roost.v1.ImageReleaseSpec.ComponentsEntry
-	nil,                             // 53: roost.v1.EnrollmentTokenSpec.ServerLabelsEntry
-	(*ObjectMeta)(nil),              // 54: roost.v1.ObjectMeta
-	(*durationpb.Duration)(nil),     // 55: google.protobuf.Duration
-	(*Condition)(nil),               // 56: roost.v1.Condition
-	(*InstallDiskHints)(nil),        // 57: roost.v1.InstallDiskHints
-	(*IntOrString)(nil),             // 58: roost.v1.IntOrString
-	(*timestamppb.Timestamp)(nil),   // 59: google.protobuf.Timestamp
-	(*Inventory)(nil),               // 60: roost.v1.Inventory
-	(*RevisionSpec)(nil),            // 61: roost.v1.RevisionSpec
-	(*Artifact)(nil),                // 62: roost.v1.Artifact
+	(*MachineCleaning)(nil),         // 7: roost.v1.MachineCleaning
+	(*MachineClassStatus)(nil),      // 8: roost.v1.MachineClassStatus
+	(*NetworkProfile)(nil),          // 9: roost.v1.NetworkProfile
+	(*NetworkProfileSpec)(nil),      // 10: roost.v1.NetworkProfileSpec
+	(*LinkMatch)(nil),               // 11: roost.v1.LinkMatch
+	(*Route)(nil),                   // 12: roost.v1.Route
+	(*Link)(nil),                    // 13: roost.v1.Link
+	(*Bond)(nil),                    // 14: roost.v1.Bond
+	(*Vlan)(nil),                    // 15: roost.v1.Vlan
+	(*Bridge)(nil),                  // 16: roost.v1.Bridge
+	(*DNS)(nil),                     // 17: roost.v1.DNS
+	(*NetworkProfileStatus)(nil),    // 18: roost.v1.NetworkProfileStatus
+	(*MaintenanceWindow)(nil),       // 19: roost.v1.MaintenanceWindow
+	(*MaintenanceWindowSpec)(nil),   // 20: roost.v1.MaintenanceWindowSpec
+	(*MaintenanceWindowStatus)(nil), // 21: roost.v1.MaintenanceWindowStatus
+	(*Pool)(nil),                    // 22: roost.v1.Pool
+	(*PoolSpec)(nil),                // 23: roost.v1.PoolSpec
+	(*RolloutPolicy)(nil),           // 24: roost.v1.RolloutPolicy
+	(*PoolStatus)(nil),              // 25: roost.v1.PoolStatus
+	(*RolloutStatus)(nil),           // 26: roost.v1.RolloutStatus
+	(*Server)(nil),                  // 27: roost.v1.Server
+	(*ServerSpec)(nil),              // 28: roost.v1.ServerSpec
+	(*ServerStatus)(nil),            // 29: roost.v1.ServerStatus
+	(*ServerCleaning)(nil),          // 30: roost.v1.ServerCleaning
+	(*Machine)(nil),                 // 31: roost.v1.Machine
+	(*MachineSpec)(nil),             // 32: roost.v1.MachineSpec
+	(*MachineStatus)(nil),           // 33: roost.v1.MachineStatus
+	(*Revision)(nil),                // 34: roost.v1.Revision
+	(*RevisionStatus)(nil),          // 35: roost.v1.RevisionStatus
+	(*ImageRelease)(nil),            // 36: roost.v1.ImageRelease
+	(*ImageReleaseSpec)(nil),        // 37: roost.v1.ImageReleaseSpec
+	(*ImageReleaseStatus)(nil),      // 38: roost.v1.ImageReleaseStatus
+	(*Extension)(nil),               // 39: roost.v1.Extension
+	(*ExtensionSpec)(nil),           // 40: roost.v1.ExtensionSpec
+	(*ExtensionStatus)(nil),         // 41: roost.v1.ExtensionStatus
+	(*EnrollmentToken)(nil),         // 42: roost.v1.EnrollmentToken
+	(*EnrollmentTokenSpec)(nil),     // 43: roost.v1.EnrollmentTokenSpec
+	(*EnrollmentTokenStatus)(nil),   // 44: roost.v1.EnrollmentTokenStatus
+	(*Lease)(nil),                   // 45: roost.v1.Lease
+	(*LeaseSpec)(nil),               // 46: roost.v1.LeaseSpec
+	(*LeaseStatus)(nil),             // 47: roost.v1.LeaseStatus
+	(*Event)(nil),                   // 48: roost.v1.Event
+	(*EventSpec)(nil),               // 49: roost.v1.EventSpec
+	(*EventObject)(nil),             // 50: roost.v1.EventObject
+	(*EventStatus)(nil),             // 51: roost.v1.EventStatus
+	(*Object)(nil),                  // 52: roost.v1.Object
+	nil,                             // 53: roost.v1.PoolSpec.NodeLabelsEntry
+	nil,                             // 54: roost.v1.ImageReleaseSpec.ComponentsEntry
+	nil,                             // 55: roost.v1.EnrollmentTokenSpec.ServerLabelsEntry
+	(*ObjectMeta)(nil),              // 56: roost.v1.ObjectMeta
+	(*durationpb.Duration)(nil),     // 57: google.protobuf.Duration
+	(*Condition)(nil),               // 58: roost.v1.Condition
+	(*InstallDiskHints)(nil),        // 59: roost.v1.InstallDiskHints
+	(*IntOrString)(nil),             // 60: roost.v1.IntOrString
+	(*timestamppb.Timestamp)(nil),   // 61: google.protobuf.Timestamp
+	(*Inventory)(nil),               // 62: roost.v1.Inventory
+	(*RevisionSpec)(nil),            // 63: roost.v1.RevisionSpec
+	(*Artifact)(nil),                // 64: roost.v1.Artifact
 }
 var file_roost_v1_resources_proto_depIdxs = []int32{
-	54, // 0: roost.v1.Cluster.metadata:type_name -> roost.v1.ObjectMeta
-	2,  // 1: roost.v1.Cluster.spec:type_name -> roost.v1.ClusterSpec
-	4,  // 2: roost.v1.Cluster.status:type_name -> roost.v1.ClusterStatus
-	3,  // 3: roost.v1.ClusterSpec.join:type_name -> roost.v1.ClusterJoin
-	55, // 4: roost.v1.ClusterSpec.drain_timeout:type_name -> google.protobuf.Duration
-	55, // 5: roost.v1.ClusterJoin.bootstrap_token_ttl:type_name -> google.protobuf.Duration
-	56, // 6: roost.v1.ClusterStatus.conditions:type_name -> roost.v1.Condition
-	54, // 7: roost.v1.MachineClass.metadata:type_name -> roost.v1.ObjectMeta
-	6,  // 8: roost.v1.MachineClass.spec:type_name -> roost.v1.MachineClassSpec
-	7,  // 9: roost.v1.MachineClass.status:type_name -> roost.v1.MachineClassStatus
-	57, // 10: roost.v1.MachineClassSpec.install_disk:type_name -> roost.v1.InstallDiskHints
-	55, // 11: roost.v1.MachineClassSpec.boot_assessment_timeout:type_name -> google.protobuf.Duration
-	54, // 12: roost.v1.NetworkProfile.metadata:type_name -> roost.v1.ObjectMeta
-	9,  // 13: roost.v1.NetworkProfile.spec:type_name -> roost.v1.NetworkProfileSpec
-	17, // 14: roost.v1.NetworkProfile.status:type_name -> roost.v1.NetworkProfileStatus
-	12, // 15: roost.v1.NetworkProfileSpec.links:type_name -> roost.v1.Link
-	13, // 16: roost.v1.NetworkProfileSpec.bonds:type_name -> roost.v1.Bond
-	14, // 17: roost.v1.NetworkProfileSpec.vlans:type_name -> roost.v1.Vlan
-	15, // 18: roost.v1.NetworkProfileSpec.bridges:type_name -> roost.v1.Bridge
-	16, // 19: roost.v1.NetworkProfileSpec.dns:type_name -> roost.v1.DNS
-	10, // 20: roost.v1.Link.match:type_name -> roost.v1.LinkMatch
-	11, // 21: roost.v1.Link.routes:type_name -> roost.v1.Route
-	11, // 22: roost.v1.Bond.routes:type_name -> roost.v1.Route
-	11, // 23: roost.v1.Vlan.routes:type_name -> roost.v1.Route
-	11, // 24: roost.v1.Bridge.routes:type_name -> roost.v1.Route
-	54, // 25: roost.v1.MaintenanceWindow.metadata:type_name -> roost.v1.ObjectMeta
-	19, // 26: roost.v1.MaintenanceWindow.spec:type_name -> roost.v1.MaintenanceWindowSpec
-	20, // 27: roost.v1.MaintenanceWindow.status:type_name -> roost.v1.MaintenanceWindowStatus
-	55, // 28: roost.v1.MaintenanceWindowSpec.duration:type_name -> google.protobuf.Duration
-	54, // 29: roost.v1.Pool.metadata:type_name -> roost.v1.ObjectMeta
-	22, // 30: roost.v1.Pool.spec:type_name -> roost.v1.PoolSpec
-	24, // 31: roost.v1.Pool.status:type_name -> roost.v1.PoolStatus
-	51, // 32: roost.v1.PoolSpec.node_labels:type_name -> roost.v1.PoolSpec.NodeLabelsEntry
-	23, // 33: roost.v1.PoolSpec.rollout:type_name -> roost.v1.RolloutPolicy
-	58, // 34: roost.v1.RolloutPolicy.max_unavailable:type_name -> roost.v1.IntOrString
-	55, // 35: roost.v1.RolloutPolicy.settle:type_name -> google.protobuf.Duration
-	55, // 36: roost.v1.RolloutPolicy.ready_timeout:type_name -> google.protobuf.Duration
-	56, // 37: roost.v1.PoolStatus.conditions:type_name -> roost.v1.Condition
-	25, // 38: roost.v1.PoolStatus.rollout:type_name -> roost.v1.RolloutStatus
-	59, // 39: roost.v1.RolloutStatus.settle_until:type_name -> google.protobuf.Timestamp
-	59, // 40: roost.v1.RolloutStatus.next_window_start:type_name -> google.protobuf.Timestamp
-	54, // 41: roost.v1.Server.metadata:type_name -> roost.v1.ObjectMeta
-	27, // 42: roost.v1.Server.spec:type_name -> roost.v1.ServerSpec
-	28, // 43: roost.v1.Server.status:type_name -> roost.v1.ServerStatus
-	59, // 44: roost.v1.ServerStatus.last_seen:type_name -> google.protobuf.Timestamp
-	56, // 45: roost.v1.ServerStatus.conditions:type_name -> roost.v1.Condition
-	60, // 46: roost.v1.ServerStatus.inventory:type_name -> roost.v1.Inventory
-	59, // 47: roost.v1.ServerStatus.enrolled_at:type_name -> google.protobuf.Timestamp
-	54, // 48: roost.v1.Machine.metadata:type_name -> roost.v1.ObjectMeta
-	30, // 49: roost.v1.Machine.spec:type_name -> roost.v1.MachineSpec
-	31, // 50: roost.v1.Machine.status:type_name -> roost.v1.MachineStatus
-	56, // 51: roost.v1.MachineStatus.conditions:type_name -> roost.v1.Condition
-	54, // 52: roost.v1.Revision.metadata:type_name -> roost.v1.ObjectMeta
-	61, // 53: roost.v1.Revision.spec:type_name -> roost.v1.RevisionSpec
-	33, // 54: roost.v1.Revision.status:type_name -> roost.v1.RevisionStatus
-	59, // 55: roost.v1.RevisionStatus.booted_at:type_name -> google.protobuf.Timestamp
-	54, // 56: roost.v1.ImageRelease.metadata:type_name -> roost.v1.ObjectMeta
-	35, // 57: roost.v1.ImageRelease.spec:type_name -> roost.v1.ImageReleaseSpec
-	36, // 58: roost.v1.ImageRelease.status:type_name -> roost.v1.ImageReleaseStatus
-	62, // 59: roost.v1.ImageReleaseSpec.kernel:type_name -> roost.v1.Artifact
-	62, // 60: roost.v1.ImageReleaseSpec.initrd:type_name -> roost.v1.Artifact
-	62, // 61: roost.v1.ImageReleaseSpec.boot_loader:type_name -> roost.v1.Artifact
-	52, // 62: roost.v1.ImageReleaseSpec.components:type_name -> roost.v1.ImageReleaseSpec.ComponentsEntry
-	54, // 63: roost.v1.Extension.metadata:type_name -> roost.v1.ObjectMeta
-	38, // 64: roost.v1.Extension.spec:type_name -> roost.v1.ExtensionSpec
-	39, // 65: roost.v1.Extension.status:type_name -> roost.v1.ExtensionStatus
-	62, // 66: roost.v1.ExtensionSpec.image:type_name -> roost.v1.Artifact
-	54, // 67: roost.v1.EnrollmentToken.metadata:type_name -> roost.v1.ObjectMeta
-	41, // 68: roost.v1.EnrollmentToken.spec:type_name -> roost.v1.EnrollmentTokenSpec
-	42, // 69: roost.v1.EnrollmentToken.status:type_name -> roost.v1.EnrollmentTokenStatus
-	59, // 70: roost.v1.EnrollmentTokenSpec.expires_at:type_name -> google.protobuf.Timestamp
-	53, // 71: roost.v1.EnrollmentTokenSpec.server_labels:type_name -> roost.v1.EnrollmentTokenSpec.ServerLabelsEntry
-	59, // 72: roost.v1.EnrollmentTokenStatus.revoked_at:type_name -> google.protobuf.Timestamp
-	59, // 73: roost.v1.EnrollmentTokenStatus.last_used_at:type_name -> google.protobuf.Timestamp
-	54, // 74: roost.v1.Lease.metadata:type_name -> roost.v1.ObjectMeta
-	44, // 75: roost.v1.Lease.spec:type_name -> roost.v1.LeaseSpec
-	45, // 76: roost.v1.Lease.status:type_name -> roost.v1.LeaseStatus
-	59, // 77: roost.v1.LeaseSpec.expires_at:type_name -> google.protobuf.Timestamp
-	54, // 78: roost.v1.Event.metadata:type_name -> roost.v1.ObjectMeta
-	47, // 79: roost.v1.Event.spec:type_name -> roost.v1.EventSpec
-	49, // 80: roost.v1.Event.status:type_name -> roost.v1.EventStatus
-	48, // 81: roost.v1.EventSpec.involved_object:type_name -> roost.v1.EventObject
-	59, // 82: roost.v1.EventStatus.first_timestamp:type_name -> google.protobuf.Timestamp
-	59, // 83: roost.v1.EventStatus.last_timestamp:type_name -> google.protobuf.Timestamp
-	26, // 84: roost.v1.Object.server:type_name -> roost.v1.Server
-	29, // 85: roost.v1.Object.machine:type_name -> roost.v1.Machine
-	21, // 86: roost.v1.Object.pool:type_name -> roost.v1.Pool
-	1,  // 87: roost.v1.Object.cluster:type_name -> roost.v1.Cluster
-	5,  // 88: roost.v1.Object.machine_class:type_name -> roost.v1.MachineClass
-	8,  // 89: roost.v1.Object.network_profile:type_name -> roost.v1.NetworkProfile
-	18, // 90: roost.v1.Object.maintenance_window:type_name -> roost.v1.MaintenanceWindow
-	34, // 91: roost.v1.Object.image_release:type_name -> roost.v1.ImageRelease
-	40, // 92: roost.v1.Object.enrollment_token:type_name -> roost.v1.EnrollmentToken
-	43, // 93: roost.v1.Object.lease:type_name -> roost.v1.Lease
-	32, // 94: roost.v1.Object.revision:type_name -> roost.v1.Revision
-	37, // 95: roost.v1.Object.extension:type_name -> roost.v1.Extension
-	46, // 96: roost.v1.Object.event:type_name -> roost.v1.Event
-	97, // [97:97] is the sub-list for method output_type
-	97, // [97:97] is the sub-list for method input_type
-	97, // [97:97] is the sub-list for extension type_name
-	97, // [97:97] is the sub-list for extension extendee
-	0,  // [0:97] is the sub-list for field type_name
+	56,  // 0: roost.v1.Cluster.metadata:type_name -> roost.v1.ObjectMeta
+	2,   // 1: roost.v1.Cluster.spec:type_name -> roost.v1.ClusterSpec
+	4,   // 2: roost.v1.Cluster.status:type_name -> roost.v1.ClusterStatus
+	3,   // 3: roost.v1.ClusterSpec.join:type_name -> roost.v1.ClusterJoin
+	57,  // 4: roost.v1.ClusterSpec.drain_timeout:type_name -> google.protobuf.Duration
+	57,  // 5: roost.v1.ClusterJoin.bootstrap_token_ttl:type_name -> google.protobuf.Duration
+	58,  // 6: roost.v1.ClusterStatus.conditions:type_name -> roost.v1.Condition
+	56,  // 7: roost.v1.MachineClass.metadata:type_name -> roost.v1.ObjectMeta
+	6,   // 8: roost.v1.MachineClass.spec:type_name -> roost.v1.MachineClassSpec
+	8,   // 9: roost.v1.MachineClass.status:type_name -> roost.v1.MachineClassStatus
+	59,  // 10: roost.v1.MachineClassSpec.install_disk:type_name -> roost.v1.InstallDiskHints
+	57,  // 11: roost.v1.MachineClassSpec.boot_assessment_timeout:type_name -> google.protobuf.Duration
+	7,   // 12: roost.v1.MachineClassSpec.cleaning:type_name -> roost.v1.MachineCleaning
+	56,  // 13: roost.v1.NetworkProfile.metadata:type_name -> roost.v1.ObjectMeta
+	10,  // 14: roost.v1.NetworkProfile.spec:type_name -> roost.v1.NetworkProfileSpec
+	18,  // 15: roost.v1.NetworkProfile.status:type_name -> roost.v1.NetworkProfileStatus
+	13,  // 16: roost.v1.NetworkProfileSpec.links:type_name -> roost.v1.Link
+	14,  // 17: roost.v1.NetworkProfileSpec.bonds:type_name -> roost.v1.Bond
+	15,  // 18: roost.v1.NetworkProfileSpec.vlans:type_name -> roost.v1.Vlan
+	16,  // 19: roost.v1.NetworkProfileSpec.bridges:type_name -> roost.v1.Bridge
+	17,  // 20: roost.v1.NetworkProfileSpec.dns:type_name -> roost.v1.DNS
+	11,  // 21: roost.v1.Link.match:type_name -> roost.v1.LinkMatch
+	12,  // 22: roost.v1.Link.routes:type_name -> roost.v1.Route
+	12,  // 23: roost.v1.Bond.routes:type_name -> roost.v1.Route
+	12,  // 24: roost.v1.Vlan.routes:type_name -> roost.v1.Route
+	12,  // 25: roost.v1.Bridge.routes:type_name -> roost.v1.Route
+	56,  // 26: roost.v1.MaintenanceWindow.metadata:type_name -> roost.v1.ObjectMeta
+	20,  // 27: roost.v1.MaintenanceWindow.spec:type_name -> roost.v1.MaintenanceWindowSpec
+	21,  // 28: roost.v1.MaintenanceWindow.status:type_name -> roost.v1.MaintenanceWindowStatus
+	57,  // 29: roost.v1.MaintenanceWindowSpec.duration:type_name -> google.protobuf.Duration
+	56,  // 30: roost.v1.Pool.metadata:type_name -> roost.v1.ObjectMeta
+	23,  // 31: roost.v1.Pool.spec:type_name -> roost.v1.PoolSpec
+	25,  // 32: roost.v1.Pool.status:type_name -> roost.v1.PoolStatus
+	53,  // 33: roost.v1.PoolSpec.node_labels:type_name -> roost.v1.PoolSpec.NodeLabelsEntry
+	24,  // 34: roost.v1.PoolSpec.rollout:type_name -> roost.v1.RolloutPolicy
+	60,  // 35: roost.v1.RolloutPolicy.max_unavailable:type_name -> roost.v1.IntOrString
+	57,  // 36: roost.v1.RolloutPolicy.settle:type_name -> google.protobuf.Duration
+	57,  // 37: roost.v1.RolloutPolicy.ready_timeout:type_name -> google.protobuf.Duration
+	58,  // 38: roost.v1.PoolStatus.conditions:type_name -> roost.v1.Condition
+	26,  // 39: roost.v1.PoolStatus.rollout:type_name -> roost.v1.RolloutStatus
+	61,  // 40: roost.v1.RolloutStatus.settle_until:type_name -> google.protobuf.Timestamp
+	61,  // 41: roost.v1.RolloutStatus.next_window_start:type_name -> google.protobuf.Timestamp
+	56,  // 42: roost.v1.Server.metadata:type_name -> roost.v1.ObjectMeta
+	28,  // 43: roost.v1.Server.spec:type_name -> roost.v1.ServerSpec
+	29,  // 44: roost.v1.Server.status:type_name -> roost.v1.ServerStatus
+	61,  // 45: roost.v1.ServerStatus.last_seen:type_name -> google.protobuf.Timestamp
+	58,  // 46: roost.v1.ServerStatus.conditions:type_name -> roost.v1.Condition
+	62,  // 47: roost.v1.ServerStatus.inventory:type_name -> roost.v1.Inventory
+	61,  // 48: roost.v1.ServerStatus.enrolled_at:type_name -> google.protobuf.Timestamp
+	30,  // 49: roost.v1.ServerStatus.cleaning:type_name -> roost.v1.ServerCleaning
+	61,  // 50: roost.v1.ServerCleaning.started_at:type_name -> google.protobuf.Timestamp
+	61,  // 51: roost.v1.ServerCleaning.finished_at:type_name -> google.protobuf.Timestamp
+	56,  // 52: roost.v1.Machine.metadata:type_name -> roost.v1.ObjectMeta
+	32,  // 53: roost.v1.Machine.spec:type_name -> roost.v1.MachineSpec
+	33,  // 54: roost.v1.Machine.status:type_name -> roost.v1.MachineStatus
+	58,  // 55: roost.v1.MachineStatus.conditions:type_name -> roost.v1.Condition
+	56,  // 56: roost.v1.Revision.metadata:type_name -> roost.v1.ObjectMeta
+	63,  // 57: roost.v1.Revision.spec:type_name -> roost.v1.RevisionSpec
+	35,  // 58: roost.v1.Revision.status:type_name -> roost.v1.RevisionStatus
+	61,  // 59: roost.v1.RevisionStatus.booted_at:type_name -> google.protobuf.Timestamp
+	56,  // 60: roost.v1.ImageRelease.metadata:type_name -> roost.v1.ObjectMeta
+	37,  // 61: roost.v1.ImageRelease.spec:type_name -> roost.v1.ImageReleaseSpec
+	38,  // 62: roost.v1.ImageRelease.status:type_name -> roost.v1.ImageReleaseStatus
+	64,  // 63: roost.v1.ImageReleaseSpec.kernel:type_name -> roost.v1.Artifact
+	64,  // 64: roost.v1.ImageReleaseSpec.initrd:type_name -> roost.v1.Artifact
+	64,  // 65: roost.v1.ImageReleaseSpec.boot_loader:type_name -> roost.v1.Artifact
+	54,  // 66: roost.v1.ImageReleaseSpec.components:type_name -> roost.v1.ImageReleaseSpec.ComponentsEntry
+	56,  // 67: roost.v1.Extension.metadata:type_name -> roost.v1.ObjectMeta
+	40,  // 68: roost.v1.Extension.spec:type_name -> roost.v1.ExtensionSpec
+	41,  // 69: roost.v1.Extension.status:type_name -> roost.v1.ExtensionStatus
+	64,  // 70: roost.v1.ExtensionSpec.image:type_name -> roost.v1.Artifact
+	56,  // 71: roost.v1.EnrollmentToken.metadata:type_name -> roost.v1.ObjectMeta
+	43,  // 72: roost.v1.EnrollmentToken.spec:type_name -> roost.v1.EnrollmentTokenSpec
+	44,  // 73: roost.v1.EnrollmentToken.status:type_name -> roost.v1.EnrollmentTokenStatus
+	61,  // 74: roost.v1.EnrollmentTokenSpec.expires_at:type_name -> google.protobuf.Timestamp
+	55,  // 75: roost.v1.EnrollmentTokenSpec.server_labels:type_name -> roost.v1.EnrollmentTokenSpec.ServerLabelsEntry
+	61,  // 76: roost.v1.EnrollmentTokenStatus.revoked_at:type_name -> google.protobuf.Timestamp
+	61,  // 77: roost.v1.EnrollmentTokenStatus.last_used_at:type_name -> google.protobuf.Timestamp
+	56,  // 78: roost.v1.Lease.metadata:type_name -> roost.v1.ObjectMeta
+	46,  // 79: roost.v1.Lease.spec:type_name -> roost.v1.LeaseSpec
+	47,  // 80: roost.v1.Lease.status:type_name -> roost.v1.LeaseStatus
+	61,  // 81: roost.v1.LeaseSpec.expires_at:type_name -> google.protobuf.Timestamp
+	56,  // 82: roost.v1.Event.metadata:type_name -> roost.v1.ObjectMeta
+	49,  // 83: roost.v1.Event.spec:type_name -> roost.v1.EventSpec
+	51,  // 84: roost.v1.Event.status:type_name -> roost.v1.EventStatus
+	50,  // 85: roost.v1.EventSpec.involved_object:type_name -> roost.v1.EventObject
+	61,  // 86: roost.v1.EventStatus.first_timestamp:type_name -> google.protobuf.Timestamp
+	61,  // 87: roost.v1.EventStatus.last_timestamp:type_name -> google.protobuf.Timestamp
+	27,  // 88: roost.v1.Object.server:type_name -> roost.v1.Server
+	31,  // 89: roost.v1.Object.machine:type_name -> roost.v1.Machine
+	22,  // 90: roost.v1.Object.pool:type_name -> roost.v1.Pool
+	1,   // 91: roost.v1.Object.cluster:type_name -> roost.v1.Cluster
+	5,   // 92: roost.v1.Object.machine_class:type_name -> roost.v1.MachineClass
+	9,   // 93: roost.v1.Object.network_profile:type_name -> roost.v1.NetworkProfile
+	19,  // 94: roost.v1.Object.maintenance_window:type_name -> roost.v1.MaintenanceWindow
+	36,  // 95: roost.v1.Object.image_release:type_name -> roost.v1.ImageRelease
+	42,  // 96: roost.v1.Object.enrollment_token:type_name -> roost.v1.EnrollmentToken
+	45,  // 97: roost.v1.Object.lease:type_name -> roost.v1.Lease
+	34,  // 98: roost.v1.Object.revision:type_name -> roost.v1.Revision
+	39,  // 99: roost.v1.Object.extension:type_name -> roost.v1.Extension
+	48,  // 100: roost.v1.Object.event:type_name -> roost.v1.Event
+	101, // [101:101] is the sub-list for method output_type
+	101, // [101:101] is the sub-list for method input_type
+	101, // [101:101] is the sub-list for extension type_name
+	101, // [101:101] is the sub-list for extension extendee
+	0,   // [0:101] is the sub-list for field type_name
 }
 
 func init() { file_roost_v1_resources_proto_init() }
@@ -4897,8 +5157,8 @@ func file_roost_v1_resources_proto_init() {
 	}
 	file_roost_v1_agent_proto_init()
 	file_roost_v1_meta_proto_init()
-	file_roost_v1_resources_proto_msgTypes[21].OneofWrappers = []any{}
-	file_roost_v1_resources_proto_msgTypes[49].OneofWrappers = []any{
+	file_roost_v1_resources_proto_msgTypes[22].OneofWrappers = []any{}
+	file_roost_v1_resources_proto_msgTypes[51].OneofWrappers = []any{
 		(*Object_Server)(nil),
 		(*Object_Machine)(nil),
 		(*Object_Pool)(nil),
@@ -4919,7 +5179,7 @@ func file_roost_v1_resources_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_roost_v1_resources_proto_rawDesc), len(file_roost_v1_resources_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   53,
+			NumMessages:   55,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
