@@ -247,7 +247,8 @@ func majorityBooted(ms []MachineView, target string) string {
 }
 
 // Admit says whether Machine name of the Pool may start a reboot now
-// (take a Lease), and if not, why. status is Plan's result for the same
+// (take a Lease), and if not, why. A Frozen Pool (hub/remediation's
+// safety controller) admits no reboot, only first installs. status is Plan's result for the same
 // view and instant.
 func Admit(v *PoolView, status *roostv1.RolloutStatus, name string, now time.Time) (bool, string) {
 	var self *MachineView
@@ -268,6 +269,9 @@ func Admit(v *PoolView, status *roostv1.RolloutStatus, name string, now time.Tim
 	}
 	if !self.Provisioned {
 		return true, "first install"
+	}
+	if c := state.FindCondition(v.Pool.GetStatus().GetConditions(), state.PoolFrozen); c.GetStatus() == "True" {
+		return false, fmt.Sprintf("pool %s is Frozen (%s): %s", pool, c.GetReason(), c.GetMessage())
 	}
 	switch status.GetPhase() {
 	case state.RolloutHalted, state.RolloutPaused, state.RolloutWaiting, state.RolloutSettling:

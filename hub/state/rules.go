@@ -116,6 +116,9 @@ const (
 	// RulesUsers: members know the user commands (users.go), and check
 	// every caller's certificate against the revoked users.
 	RulesUsers uint32 = 9
+	// RulesRemediation: SetConditions takes the Pool conditions Frozen
+	// and Remediating and the Machine condition Remediating.
+	RulesRemediation uint32 = 12
 )
 
 // commandRules is the apply rules version of cmd; 0 (commands written

@@ -1764,8 +1764,14 @@ type PoolSpec struct {
 	// unset means explicit membership assigned by an operator.
 	Replicas *int32 `protobuf:"varint,7,opt,name=replicas,proto3,oneof" json:"replicas,omitempty"`
 	// node_labels are set on the Kubernetes Node of each worker.
-	NodeLabels    map[string]string `protobuf:"bytes,8,rep,name=node_labels,json=nodeLabels,proto3" json:"node_labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	Rollout       *RolloutPolicy    `protobuf:"bytes,9,opt,name=rollout,proto3" json:"rollout,omitempty"`
+	NodeLabels map[string]string `protobuf:"bytes,8,rep,name=node_labels,json=nodeLabels,proto3" json:"node_labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Rollout    *RolloutPolicy    `protobuf:"bytes,9,opt,name=rollout,proto3" json:"rollout,omitempty"`
+	// remediation says when the pool replaces a failed Machine (pools with
+	// replicas only); unset means the defaults of RemediationPolicy.
+	Remediation *RemediationPolicy `protobuf:"bytes,35,opt,name=remediation,proto3" json:"remediation,omitempty"`
+	// safety says when the hub freezes the pool's replacements and reboots;
+	// unset means the defaults of SafetyPolicy.
+	Safety        *SafetyPolicy `protobuf:"bytes,36,opt,name=safety,proto3" json:"safety,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1863,6 +1869,144 @@ func (x *PoolSpec) GetRollout() *RolloutPolicy {
 	return nil
 }
 
+func (x *PoolSpec) GetRemediation() *RemediationPolicy {
+	if x != nil {
+		return x.Remediation
+	}
+	return nil
+}
+
+func (x *PoolSpec) GetSafety() *SafetyPolicy {
+	if x != nil {
+		return x.Safety
+	}
+	return nil
+}
+
+// RemediationPolicy bounds how a Pool with replicas replaces failed
+// Machines (as a Gardener MachineSet or a Cluster API MachineHealthCheck):
+// the failed Machine is marked Remediating, the pool claims another
+// matching Server for it, and the failed one is released once its Server
+// is reachable and the pool has its replicas Ready again.
+type RemediationPolicy struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// unhealthy_timeout is how long a Machine's Server may be Unreachable
+	// (its Ready condition False with reason ServerUnreachable) before the
+	// Machine is replaced. Default 10m; at least 1m.
+	UnhealthyTimeout *durationpb.Duration `protobuf:"bytes,1,opt,name=unhealthy_timeout,json=unhealthyTimeout,proto3" json:"unhealthy_timeout,omitempty"`
+	// on_failed_revision is "hold" (default: a Machine whose desired
+	// Revision failed stays, running its previous Revision, for an operator)
+	// or "replace" (it is replaced by a Machine on another Server).
+	OnFailedRevision string `protobuf:"bytes,2,opt,name=on_failed_revision,json=onFailedRevision,proto3" json:"on_failed_revision,omitempty"`
+	// max_in_flight is how many replacements of the pool may be under way
+	// at once (claimed and not yet Ready); never more than the rollout's
+	// max_unavailable. Default 1; 0 turns remediation off.
+	MaxInFlight   *int32 `protobuf:"varint,3,opt,name=max_in_flight,json=maxInFlight,proto3,oneof" json:"max_in_flight,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemediationPolicy) Reset() {
+	*x = RemediationPolicy{}
+	mi := &file_roost_v1_resources_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemediationPolicy) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemediationPolicy) ProtoMessage() {}
+
+func (x *RemediationPolicy) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_resources_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemediationPolicy.ProtoReflect.Descriptor instead.
+func (*RemediationPolicy) Descriptor() ([]byte, []int) {
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *RemediationPolicy) GetUnhealthyTimeout() *durationpb.Duration {
+	if x != nil {
+		return x.UnhealthyTimeout
+	}
+	return nil
+}
+
+func (x *RemediationPolicy) GetOnFailedRevision() string {
+	if x != nil {
+		return x.OnFailedRevision
+	}
+	return ""
+}
+
+func (x *RemediationPolicy) GetMaxInFlight() int32 {
+	if x != nil && x.MaxInFlight != nil {
+		return *x.MaxInFlight
+	}
+	return 0
+}
+
+// SafetyPolicy says when the safety controller freezes a Pool: no
+// replacement starts and no reboot is admitted while it is Frozen.
+type SafetyPolicy struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// max_unhealthy_percent: the pool freezes while more than this percent
+	// of its Machines are unhealthy at once (provisioned, not Ready and not
+	// rebooting under a Lease): a partition or a bad image rather than
+	// broken servers. Default 40; 1 to 100 (100 never freezes for health).
+	MaxUnhealthyPercent *int32 `protobuf:"varint,1,opt,name=max_unhealthy_percent,json=maxUnhealthyPercent,proto3,oneof" json:"max_unhealthy_percent,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *SafetyPolicy) Reset() {
+	*x = SafetyPolicy{}
+	mi := &file_roost_v1_resources_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SafetyPolicy) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SafetyPolicy) ProtoMessage() {}
+
+func (x *SafetyPolicy) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_resources_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SafetyPolicy.ProtoReflect.Descriptor instead.
+func (*SafetyPolicy) Descriptor() ([]byte, []int) {
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *SafetyPolicy) GetMaxUnhealthyPercent() int32 {
+	if x != nil && x.MaxUnhealthyPercent != nil {
+		return *x.MaxUnhealthyPercent
+	}
+	return 0
+}
+
 // RolloutPolicy bounds how a pool moves to a new Revision.
 type RolloutPolicy struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1885,7 +2029,7 @@ type RolloutPolicy struct {
 
 func (x *RolloutPolicy) Reset() {
 	*x = RolloutPolicy{}
-	mi := &file_roost_v1_resources_proto_msgTypes[22]
+	mi := &file_roost_v1_resources_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1897,7 +2041,7 @@ func (x *RolloutPolicy) String() string {
 func (*RolloutPolicy) ProtoMessage() {}
 
 func (x *RolloutPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[22]
+	mi := &file_roost_v1_resources_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1910,7 +2054,7 @@ func (x *RolloutPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutPolicy.ProtoReflect.Descriptor instead.
 func (*RolloutPolicy) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{22}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *RolloutPolicy) GetMaxUnavailable() *IntOrString {
@@ -1961,7 +2105,7 @@ type PoolStatus struct {
 
 func (x *PoolStatus) Reset() {
 	*x = PoolStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[23]
+	mi := &file_roost_v1_resources_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1973,7 +2117,7 @@ func (x *PoolStatus) String() string {
 func (*PoolStatus) ProtoMessage() {}
 
 func (x *PoolStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[23]
+	mi := &file_roost_v1_resources_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1986,7 +2130,7 @@ func (x *PoolStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PoolStatus.ProtoReflect.Descriptor instead.
 func (*PoolStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{23}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *PoolStatus) GetMachines() int32 {
@@ -2056,7 +2200,7 @@ type RolloutStatus struct {
 
 func (x *RolloutStatus) Reset() {
 	*x = RolloutStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[24]
+	mi := &file_roost_v1_resources_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2068,7 +2212,7 @@ func (x *RolloutStatus) String() string {
 func (*RolloutStatus) ProtoMessage() {}
 
 func (x *RolloutStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[24]
+	mi := &file_roost_v1_resources_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2081,7 +2225,7 @@ func (x *RolloutStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutStatus.ProtoReflect.Descriptor instead.
 func (*RolloutStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{24}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RolloutStatus) GetPhase() string {
@@ -2176,7 +2320,7 @@ type Server struct {
 
 func (x *Server) Reset() {
 	*x = Server{}
-	mi := &file_roost_v1_resources_proto_msgTypes[25]
+	mi := &file_roost_v1_resources_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2188,7 +2332,7 @@ func (x *Server) String() string {
 func (*Server) ProtoMessage() {}
 
 func (x *Server) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[25]
+	mi := &file_roost_v1_resources_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2201,7 +2345,7 @@ func (x *Server) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Server.ProtoReflect.Descriptor instead.
 func (*Server) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{25}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Server) GetApiVersion() string {
@@ -2260,7 +2404,7 @@ type ServerSpec struct {
 
 func (x *ServerSpec) Reset() {
 	*x = ServerSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[26]
+	mi := &file_roost_v1_resources_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2272,7 +2416,7 @@ func (x *ServerSpec) String() string {
 func (*ServerSpec) ProtoMessage() {}
 
 func (x *ServerSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[26]
+	mi := &file_roost_v1_resources_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2285,7 +2429,7 @@ func (x *ServerSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerSpec.ProtoReflect.Descriptor instead.
 func (*ServerSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{26}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ServerSpec) GetSystemUuid() string {
@@ -2356,7 +2500,7 @@ type ServerStatus struct {
 
 func (x *ServerStatus) Reset() {
 	*x = ServerStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[27]
+	mi := &file_roost_v1_resources_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2368,7 +2512,7 @@ func (x *ServerStatus) String() string {
 func (*ServerStatus) ProtoMessage() {}
 
 func (x *ServerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[27]
+	mi := &file_roost_v1_resources_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2381,7 +2525,7 @@ func (x *ServerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerStatus.ProtoReflect.Descriptor instead.
 func (*ServerStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{27}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ServerStatus) GetAgentVersion() string {
@@ -2489,7 +2633,7 @@ type Machine struct {
 
 func (x *Machine) Reset() {
 	*x = Machine{}
-	mi := &file_roost_v1_resources_proto_msgTypes[28]
+	mi := &file_roost_v1_resources_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2501,7 +2645,7 @@ func (x *Machine) String() string {
 func (*Machine) ProtoMessage() {}
 
 func (x *Machine) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[28]
+	mi := &file_roost_v1_resources_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2514,7 +2658,7 @@ func (x *Machine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Machine.ProtoReflect.Descriptor instead.
 func (*Machine) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{28}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Machine) GetApiVersion() string {
@@ -2570,7 +2714,7 @@ type MachineSpec struct {
 
 func (x *MachineSpec) Reset() {
 	*x = MachineSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[29]
+	mi := &file_roost_v1_resources_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2582,7 +2726,7 @@ func (x *MachineSpec) String() string {
 func (*MachineSpec) ProtoMessage() {}
 
 func (x *MachineSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[29]
+	mi := &file_roost_v1_resources_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2595,7 +2739,7 @@ func (x *MachineSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MachineSpec.ProtoReflect.Descriptor instead.
 func (*MachineSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{29}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *MachineSpec) GetServer() string {
@@ -2658,7 +2802,7 @@ type MachineStatus struct {
 
 func (x *MachineStatus) Reset() {
 	*x = MachineStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[30]
+	mi := &file_roost_v1_resources_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2670,7 +2814,7 @@ func (x *MachineStatus) String() string {
 func (*MachineStatus) ProtoMessage() {}
 
 func (x *MachineStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[30]
+	mi := &file_roost_v1_resources_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2683,7 +2827,7 @@ func (x *MachineStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MachineStatus.ProtoReflect.Descriptor instead.
 func (*MachineStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{30}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *MachineStatus) GetPhase() string {
@@ -2752,7 +2896,7 @@ type Revision struct {
 
 func (x *Revision) Reset() {
 	*x = Revision{}
-	mi := &file_roost_v1_resources_proto_msgTypes[31]
+	mi := &file_roost_v1_resources_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2764,7 +2908,7 @@ func (x *Revision) String() string {
 func (*Revision) ProtoMessage() {}
 
 func (x *Revision) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[31]
+	mi := &file_roost_v1_resources_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2777,7 +2921,7 @@ func (x *Revision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Revision.ProtoReflect.Descriptor instead.
 func (*Revision) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{31}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Revision) GetApiVersion() string {
@@ -2834,7 +2978,7 @@ type RevisionStatus struct {
 
 func (x *RevisionStatus) Reset() {
 	*x = RevisionStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[32]
+	mi := &file_roost_v1_resources_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2846,7 +2990,7 @@ func (x *RevisionStatus) String() string {
 func (*RevisionStatus) ProtoMessage() {}
 
 func (x *RevisionStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[32]
+	mi := &file_roost_v1_resources_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2859,7 +3003,7 @@ func (x *RevisionStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevisionStatus.ProtoReflect.Descriptor instead.
 func (*RevisionStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{32}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RevisionStatus) GetPhase() string {
@@ -2897,7 +3041,7 @@ type ImageRelease struct {
 
 func (x *ImageRelease) Reset() {
 	*x = ImageRelease{}
-	mi := &file_roost_v1_resources_proto_msgTypes[33]
+	mi := &file_roost_v1_resources_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2909,7 +3053,7 @@ func (x *ImageRelease) String() string {
 func (*ImageRelease) ProtoMessage() {}
 
 func (x *ImageRelease) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[33]
+	mi := &file_roost_v1_resources_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2922,7 +3066,7 @@ func (x *ImageRelease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageRelease.ProtoReflect.Descriptor instead.
 func (*ImageRelease) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{33}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ImageRelease) GetApiVersion() string {
@@ -2981,7 +3125,7 @@ type ImageReleaseSpec struct {
 
 func (x *ImageReleaseSpec) Reset() {
 	*x = ImageReleaseSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[34]
+	mi := &file_roost_v1_resources_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2993,7 +3137,7 @@ func (x *ImageReleaseSpec) String() string {
 func (*ImageReleaseSpec) ProtoMessage() {}
 
 func (x *ImageReleaseSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[34]
+	mi := &file_roost_v1_resources_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3006,7 +3150,7 @@ func (x *ImageReleaseSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageReleaseSpec.ProtoReflect.Descriptor instead.
 func (*ImageReleaseSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{34}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ImageReleaseSpec) GetVersion() string {
@@ -3073,7 +3217,7 @@ type ImageReleaseStatus struct {
 
 func (x *ImageReleaseStatus) Reset() {
 	*x = ImageReleaseStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[35]
+	mi := &file_roost_v1_resources_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3085,7 +3229,7 @@ func (x *ImageReleaseStatus) String() string {
 func (*ImageReleaseStatus) ProtoMessage() {}
 
 func (x *ImageReleaseStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[35]
+	mi := &file_roost_v1_resources_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3098,7 +3242,7 @@ func (x *ImageReleaseStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageReleaseStatus.ProtoReflect.Descriptor instead.
 func (*ImageReleaseStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{35}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{37}
 }
 
 // Extension is one version of a signed systemd-sysext image (squashfs with
@@ -3118,7 +3262,7 @@ type Extension struct {
 
 func (x *Extension) Reset() {
 	*x = Extension{}
-	mi := &file_roost_v1_resources_proto_msgTypes[36]
+	mi := &file_roost_v1_resources_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3130,7 +3274,7 @@ func (x *Extension) String() string {
 func (*Extension) ProtoMessage() {}
 
 func (x *Extension) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[36]
+	mi := &file_roost_v1_resources_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3143,7 +3287,7 @@ func (x *Extension) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Extension.ProtoReflect.Descriptor instead.
 func (*Extension) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{36}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Extension) GetApiVersion() string {
@@ -3204,7 +3348,7 @@ type ExtensionSpec struct {
 
 func (x *ExtensionSpec) Reset() {
 	*x = ExtensionSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[37]
+	mi := &file_roost_v1_resources_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3216,7 +3360,7 @@ func (x *ExtensionSpec) String() string {
 func (*ExtensionSpec) ProtoMessage() {}
 
 func (x *ExtensionSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[37]
+	mi := &file_roost_v1_resources_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3229,7 +3373,7 @@ func (x *ExtensionSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtensionSpec.ProtoReflect.Descriptor instead.
 func (*ExtensionSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{37}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ExtensionSpec) GetName() string {
@@ -3289,7 +3433,7 @@ type ExtensionStatus struct {
 
 func (x *ExtensionStatus) Reset() {
 	*x = ExtensionStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[38]
+	mi := &file_roost_v1_resources_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3301,7 +3445,7 @@ func (x *ExtensionStatus) String() string {
 func (*ExtensionStatus) ProtoMessage() {}
 
 func (x *ExtensionStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[38]
+	mi := &file_roost_v1_resources_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3314,7 +3458,7 @@ func (x *ExtensionStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtensionStatus.ProtoReflect.Descriptor instead.
 func (*ExtensionStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{38}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{40}
 }
 
 // EnrollmentToken lets new Servers enroll. Only its hash is stored.
@@ -3331,7 +3475,7 @@ type EnrollmentToken struct {
 
 func (x *EnrollmentToken) Reset() {
 	*x = EnrollmentToken{}
-	mi := &file_roost_v1_resources_proto_msgTypes[39]
+	mi := &file_roost_v1_resources_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3343,7 +3487,7 @@ func (x *EnrollmentToken) String() string {
 func (*EnrollmentToken) ProtoMessage() {}
 
 func (x *EnrollmentToken) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[39]
+	mi := &file_roost_v1_resources_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3356,7 +3500,7 @@ func (x *EnrollmentToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnrollmentToken.ProtoReflect.Descriptor instead.
 func (*EnrollmentToken) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{39}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *EnrollmentToken) GetApiVersion() string {
@@ -3413,7 +3557,7 @@ type EnrollmentTokenSpec struct {
 
 func (x *EnrollmentTokenSpec) Reset() {
 	*x = EnrollmentTokenSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[40]
+	mi := &file_roost_v1_resources_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3425,7 +3569,7 @@ func (x *EnrollmentTokenSpec) String() string {
 func (*EnrollmentTokenSpec) ProtoMessage() {}
 
 func (x *EnrollmentTokenSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[40]
+	mi := &file_roost_v1_resources_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3438,7 +3582,7 @@ func (x *EnrollmentTokenSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnrollmentTokenSpec.ProtoReflect.Descriptor instead.
 func (*EnrollmentTokenSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{40}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *EnrollmentTokenSpec) GetSecretSha256() string {
@@ -3496,7 +3640,7 @@ type EnrollmentTokenStatus struct {
 
 func (x *EnrollmentTokenStatus) Reset() {
 	*x = EnrollmentTokenStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[41]
+	mi := &file_roost_v1_resources_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3508,7 +3652,7 @@ func (x *EnrollmentTokenStatus) String() string {
 func (*EnrollmentTokenStatus) ProtoMessage() {}
 
 func (x *EnrollmentTokenStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[41]
+	mi := &file_roost_v1_resources_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3521,7 +3665,7 @@ func (x *EnrollmentTokenStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnrollmentTokenStatus.ProtoReflect.Descriptor instead.
 func (*EnrollmentTokenStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{41}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *EnrollmentTokenStatus) GetUses() int32 {
@@ -3566,7 +3710,7 @@ type Lease struct {
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_roost_v1_resources_proto_msgTypes[42]
+	mi := &file_roost_v1_resources_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3578,7 +3722,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[42]
+	mi := &file_roost_v1_resources_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3591,7 +3735,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{42}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *Lease) GetApiVersion() string {
@@ -3652,7 +3796,7 @@ type LeaseSpec struct {
 
 func (x *LeaseSpec) Reset() {
 	*x = LeaseSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[43]
+	mi := &file_roost_v1_resources_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3664,7 +3808,7 @@ func (x *LeaseSpec) String() string {
 func (*LeaseSpec) ProtoMessage() {}
 
 func (x *LeaseSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[43]
+	mi := &file_roost_v1_resources_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3677,7 +3821,7 @@ func (x *LeaseSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseSpec.ProtoReflect.Descriptor instead.
 func (*LeaseSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{43}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *LeaseSpec) GetServer() string {
@@ -3737,7 +3881,7 @@ type LeaseStatus struct {
 
 func (x *LeaseStatus) Reset() {
 	*x = LeaseStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[44]
+	mi := &file_roost_v1_resources_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3749,7 +3893,7 @@ func (x *LeaseStatus) String() string {
 func (*LeaseStatus) ProtoMessage() {}
 
 func (x *LeaseStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[44]
+	mi := &file_roost_v1_resources_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3762,7 +3906,7 @@ func (x *LeaseStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseStatus.ProtoReflect.Descriptor instead.
 func (*LeaseStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{44}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{46}
 }
 
 // Object is any one resource, tagged by kind.
@@ -3789,7 +3933,7 @@ type Object struct {
 
 func (x *Object) Reset() {
 	*x = Object{}
-	mi := &file_roost_v1_resources_proto_msgTypes[45]
+	mi := &file_roost_v1_resources_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3801,7 +3945,7 @@ func (x *Object) String() string {
 func (*Object) ProtoMessage() {}
 
 func (x *Object) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[45]
+	mi := &file_roost_v1_resources_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3814,7 +3958,7 @@ func (x *Object) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Object.ProtoReflect.Descriptor instead.
 func (*Object) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{45}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *Object) GetKind() isObject_Kind {
@@ -4150,7 +4294,7 @@ const file_roost_v1_resources_proto_rawDesc = "" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x120\n" +
 	"\bmetadata\x18\x03 \x01(\v2\x14.roost.v1.ObjectMetaR\bmetadata\x12&\n" +
 	"\x04spec\x18\x04 \x01(\v2\x12.roost.v1.PoolSpecR\x04spec\x12,\n" +
-	"\x06status\x18\x05 \x01(\v2\x14.roost.v1.PoolStatusR\x06status\"\xd2\x03\n" +
+	"\x06status\x18\x05 \x01(\v2\x14.roost.v1.PoolStatusR\x06status\"\xc1\x04\n" +
 	"\bPoolSpec\x12\x18\n" +
 	"\acluster\x18\x01 \x01(\tR\acluster\x12#\n" +
 	"\rmachine_class\x18\x02 \x01(\tR\fmachineClass\x12'\n" +
@@ -4161,11 +4305,21 @@ const file_roost_v1_resources_proto_rawDesc = "" +
 	"\breplicas\x18\a \x01(\x05H\x00R\breplicas\x88\x01\x01\x12C\n" +
 	"\vnode_labels\x18\b \x03(\v2\".roost.v1.PoolSpec.NodeLabelsEntryR\n" +
 	"nodeLabels\x121\n" +
-	"\arollout\x18\t \x01(\v2\x17.roost.v1.RolloutPolicyR\arollout\x1a=\n" +
+	"\arollout\x18\t \x01(\v2\x17.roost.v1.RolloutPolicyR\arollout\x12=\n" +
+	"\vremediation\x18# \x01(\v2\x1b.roost.v1.RemediationPolicyR\vremediation\x12.\n" +
+	"\x06safety\x18$ \x01(\v2\x16.roost.v1.SafetyPolicyR\x06safety\x1a=\n" +
 	"\x0fNodeLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\v\n" +
-	"\t_replicas\"\x81\x02\n" +
+	"\t_replicas\"\xc4\x01\n" +
+	"\x11RemediationPolicy\x12F\n" +
+	"\x11unhealthy_timeout\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\x10unhealthyTimeout\x12,\n" +
+	"\x12on_failed_revision\x18\x02 \x01(\tR\x10onFailedRevision\x12'\n" +
+	"\rmax_in_flight\x18\x03 \x01(\x05H\x00R\vmaxInFlight\x88\x01\x01B\x10\n" +
+	"\x0e_max_in_flight\"a\n" +
+	"\fSafetyPolicy\x127\n" +
+	"\x15max_unhealthy_percent\x18\x01 \x01(\x05H\x00R\x13maxUnhealthyPercent\x88\x01\x01B\x18\n" +
+	"\x16_max_unhealthy_percent\"\x81\x02\n" +
 	"\rRolloutPolicy\x12>\n" +
 	"\x0fmax_unavailable\x18\x01 \x01(\v2\x15.roost.v1.IntOrStringR\x0emaxUnavailable\x121\n" +
 	"\x06settle\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x06settle\x12>\n" +
@@ -4378,7 +4532,7 @@ func file_roost_v1_resources_proto_rawDescGZIP() []byte {
 }
 
 var file_roost_v1_resources_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_roost_v1_resources_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
+var file_roost_v1_resources_proto_msgTypes = make([]protoimpl.MessageInfo, 51)
 var file_roost_v1_resources_proto_goTypes = []any{
 	(ServerAction)(0),               // 0: roost.v1.ServerAction
 	(*Cluster)(nil),                 // 1: roost.v1.Cluster
@@ -4403,57 +4557,59 @@ var file_roost_v1_resources_proto_goTypes = []any{
 	(*MaintenanceWindowStatus)(nil), // 20: roost.v1.MaintenanceWindowStatus
 	(*Pool)(nil),                    // 21: roost.v1.Pool
 	(*PoolSpec)(nil),                // 22: roost.v1.PoolSpec
-	(*RolloutPolicy)(nil),           // 23: roost.v1.RolloutPolicy
-	(*PoolStatus)(nil),              // 24: roost.v1.PoolStatus
-	(*RolloutStatus)(nil),           // 25: roost.v1.RolloutStatus
-	(*Server)(nil),                  // 26: roost.v1.Server
-	(*ServerSpec)(nil),              // 27: roost.v1.ServerSpec
-	(*ServerStatus)(nil),            // 28: roost.v1.ServerStatus
-	(*Machine)(nil),                 // 29: roost.v1.Machine
-	(*MachineSpec)(nil),             // 30: roost.v1.MachineSpec
-	(*MachineStatus)(nil),           // 31: roost.v1.MachineStatus
-	(*Revision)(nil),                // 32: roost.v1.Revision
-	(*RevisionStatus)(nil),          // 33: roost.v1.RevisionStatus
-	(*ImageRelease)(nil),            // 34: roost.v1.ImageRelease
-	(*ImageReleaseSpec)(nil),        // 35: roost.v1.ImageReleaseSpec
-	(*ImageReleaseStatus)(nil),      // 36: roost.v1.ImageReleaseStatus
-	(*Extension)(nil),               // 37: roost.v1.Extension
-	(*ExtensionSpec)(nil),           // 38: roost.v1.ExtensionSpec
-	(*ExtensionStatus)(nil),         // 39: roost.v1.ExtensionStatus
-	(*EnrollmentToken)(nil),         // 40: roost.v1.EnrollmentToken
-	(*EnrollmentTokenSpec)(nil),     // 41: roost.v1.EnrollmentTokenSpec
-	(*EnrollmentTokenStatus)(nil),   // 42: roost.v1.EnrollmentTokenStatus
-	(*Lease)(nil),                   // 43: roost.v1.Lease
-	(*LeaseSpec)(nil),               // 44: roost.v1.LeaseSpec
-	(*LeaseStatus)(nil),             // 45: roost.v1.LeaseStatus
-	(*Object)(nil),                  // 46: roost.v1.Object
-	nil,                             // 47: roost.v1.PoolSpec.NodeLabelsEntry
-	nil,                             // 48: roost.v1.ImageReleaseSpec.ComponentsEntry
-	nil,                             // 49: roost.v1.EnrollmentTokenSpec.ServerLabelsEntry
-	(*ObjectMeta)(nil),              // 50: roost.v1.ObjectMeta
-	(*durationpb.Duration)(nil),     // 51: google.protobuf.Duration
-	(*Condition)(nil),               // 52: roost.v1.Condition
-	(*InstallDiskHints)(nil),        // 53: roost.v1.InstallDiskHints
-	(*IntOrString)(nil),             // 54: roost.v1.IntOrString
-	(*timestamppb.Timestamp)(nil),   // 55: google.protobuf.Timestamp
-	(*Inventory)(nil),               // 56: roost.v1.Inventory
-	(*RevisionSpec)(nil),            // 57: roost.v1.RevisionSpec
-	(*Artifact)(nil),                // 58: roost.v1.Artifact
+	(*RemediationPolicy)(nil),       // 23: roost.v1.RemediationPolicy
+	(*SafetyPolicy)(nil),            // 24: roost.v1.SafetyPolicy
+	(*RolloutPolicy)(nil),           // 25: roost.v1.RolloutPolicy
+	(*PoolStatus)(nil),              // 26: roost.v1.PoolStatus
+	(*RolloutStatus)(nil),           // 27: roost.v1.RolloutStatus
+	(*Server)(nil),                  // 28: roost.v1.Server
+	(*ServerSpec)(nil),              // 29: roost.v1.ServerSpec
+	(*ServerStatus)(nil),            // 30: roost.v1.ServerStatus
+	(*Machine)(nil),                 // 31: roost.v1.Machine
+	(*MachineSpec)(nil),             // 32: roost.v1.MachineSpec
+	(*MachineStatus)(nil),           // 33: roost.v1.MachineStatus
+	(*Revision)(nil),                // 34: roost.v1.Revision
+	(*RevisionStatus)(nil),          // 35: roost.v1.RevisionStatus
+	(*ImageRelease)(nil),            // 36: roost.v1.ImageRelease
+	(*ImageReleaseSpec)(nil),        // 37: roost.v1.ImageReleaseSpec
+	(*ImageReleaseStatus)(nil),      // 38: roost.v1.ImageReleaseStatus
+	(*Extension)(nil),               // 39: roost.v1.Extension
+	(*ExtensionSpec)(nil),           // 40: roost.v1.ExtensionSpec
+	(*ExtensionStatus)(nil),         // 41: roost.v1.ExtensionStatus
+	(*EnrollmentToken)(nil),         // 42: roost.v1.EnrollmentToken
+	(*EnrollmentTokenSpec)(nil),     // 43: roost.v1.EnrollmentTokenSpec
+	(*EnrollmentTokenStatus)(nil),   // 44: roost.v1.EnrollmentTokenStatus
+	(*Lease)(nil),                   // 45: roost.v1.Lease
+	(*LeaseSpec)(nil),               // 46: roost.v1.LeaseSpec
+	(*LeaseStatus)(nil),             // 47: roost.v1.LeaseStatus
+	(*Object)(nil),                  // 48: roost.v1.Object
+	nil,                             // 49: roost.v1.PoolSpec.NodeLabelsEntry
+	nil,                             // 50: roost.v1.ImageReleaseSpec.ComponentsEntry
+	nil,                             // 51: roost.v1.EnrollmentTokenSpec.ServerLabelsEntry
+	(*ObjectMeta)(nil),              // 52: roost.v1.ObjectMeta
+	(*durationpb.Duration)(nil),     // 53: google.protobuf.Duration
+	(*Condition)(nil),               // 54: roost.v1.Condition
+	(*InstallDiskHints)(nil),        // 55: roost.v1.InstallDiskHints
+	(*IntOrString)(nil),             // 56: roost.v1.IntOrString
+	(*timestamppb.Timestamp)(nil),   // 57: google.protobuf.Timestamp
+	(*Inventory)(nil),               // 58: roost.v1.Inventory
+	(*RevisionSpec)(nil),            // 59: roost.v1.RevisionSpec
+	(*Artifact)(nil),                // 60: roost.v1.Artifact
 }
 var file_roost_v1_resources_proto_depIdxs = []int32{
-	50, // 0: roost.v1.Cluster.metadata:type_name -> roost.v1.ObjectMeta
+	52, // 0: roost.v1.Cluster.metadata:type_name -> roost.v1.ObjectMeta
 	2,  // 1: roost.v1.Cluster.spec:type_name -> roost.v1.ClusterSpec
 	4,  // 2: roost.v1.Cluster.status:type_name -> roost.v1.ClusterStatus
 	3,  // 3: roost.v1.ClusterSpec.join:type_name -> roost.v1.ClusterJoin
-	51, // 4: roost.v1.ClusterSpec.drain_timeout:type_name -> google.protobuf.Duration
-	51, // 5: roost.v1.ClusterJoin.bootstrap_token_ttl:type_name -> google.protobuf.Duration
-	52, // 6: roost.v1.ClusterStatus.conditions:type_name -> roost.v1.Condition
-	50, // 7: roost.v1.MachineClass.metadata:type_name -> roost.v1.ObjectMeta
+	53, // 4: roost.v1.ClusterSpec.drain_timeout:type_name -> google.protobuf.Duration
+	53, // 5: roost.v1.ClusterJoin.bootstrap_token_ttl:type_name -> google.protobuf.Duration
+	54, // 6: roost.v1.ClusterStatus.conditions:type_name -> roost.v1.Condition
+	52, // 7: roost.v1.MachineClass.metadata:type_name -> roost.v1.ObjectMeta
 	6,  // 8: roost.v1.MachineClass.spec:type_name -> roost.v1.MachineClassSpec
 	7,  // 9: roost.v1.MachineClass.status:type_name -> roost.v1.MachineClassStatus
-	53, // 10: roost.v1.MachineClassSpec.install_disk:type_name -> roost.v1.InstallDiskHints
-	51, // 11: roost.v1.MachineClassSpec.boot_assessment_timeout:type_name -> google.protobuf.Duration
-	50, // 12: roost.v1.NetworkProfile.metadata:type_name -> roost.v1.ObjectMeta
+	55, // 10: roost.v1.MachineClassSpec.install_disk:type_name -> roost.v1.InstallDiskHints
+	53, // 11: roost.v1.MachineClassSpec.boot_assessment_timeout:type_name -> google.protobuf.Duration
+	52, // 12: roost.v1.NetworkProfile.metadata:type_name -> roost.v1.ObjectMeta
 	9,  // 13: roost.v1.NetworkProfile.spec:type_name -> roost.v1.NetworkProfileSpec
 	17, // 14: roost.v1.NetworkProfile.status:type_name -> roost.v1.NetworkProfileStatus
 	12, // 15: roost.v1.NetworkProfileSpec.links:type_name -> roost.v1.Link
@@ -4466,76 +4622,79 @@ var file_roost_v1_resources_proto_depIdxs = []int32{
 	11, // 22: roost.v1.Bond.routes:type_name -> roost.v1.Route
 	11, // 23: roost.v1.Vlan.routes:type_name -> roost.v1.Route
 	11, // 24: roost.v1.Bridge.routes:type_name -> roost.v1.Route
-	50, // 25: roost.v1.MaintenanceWindow.metadata:type_name -> roost.v1.ObjectMeta
+	52, // 25: roost.v1.MaintenanceWindow.metadata:type_name -> roost.v1.ObjectMeta
 	19, // 26: roost.v1.MaintenanceWindow.spec:type_name -> roost.v1.MaintenanceWindowSpec
 	20, // 27: roost.v1.MaintenanceWindow.status:type_name -> roost.v1.MaintenanceWindowStatus
-	51, // 28: roost.v1.MaintenanceWindowSpec.duration:type_name -> google.protobuf.Duration
-	50, // 29: roost.v1.Pool.metadata:type_name -> roost.v1.ObjectMeta
+	53, // 28: roost.v1.MaintenanceWindowSpec.duration:type_name -> google.protobuf.Duration
+	52, // 29: roost.v1.Pool.metadata:type_name -> roost.v1.ObjectMeta
 	22, // 30: roost.v1.Pool.spec:type_name -> roost.v1.PoolSpec
-	24, // 31: roost.v1.Pool.status:type_name -> roost.v1.PoolStatus
-	47, // 32: roost.v1.PoolSpec.node_labels:type_name -> roost.v1.PoolSpec.NodeLabelsEntry
-	23, // 33: roost.v1.PoolSpec.rollout:type_name -> roost.v1.RolloutPolicy
-	54, // 34: roost.v1.RolloutPolicy.max_unavailable:type_name -> roost.v1.IntOrString
-	51, // 35: roost.v1.RolloutPolicy.settle:type_name -> google.protobuf.Duration
-	51, // 36: roost.v1.RolloutPolicy.ready_timeout:type_name -> google.protobuf.Duration
-	52, // 37: roost.v1.PoolStatus.conditions:type_name -> roost.v1.Condition
-	25, // 38: roost.v1.PoolStatus.rollout:type_name -> roost.v1.RolloutStatus
-	55, // 39: roost.v1.RolloutStatus.settle_until:type_name -> google.protobuf.Timestamp
-	55, // 40: roost.v1.RolloutStatus.next_window_start:type_name -> google.protobuf.Timestamp
-	50, // 41: roost.v1.Server.metadata:type_name -> roost.v1.ObjectMeta
-	27, // 42: roost.v1.Server.spec:type_name -> roost.v1.ServerSpec
-	28, // 43: roost.v1.Server.status:type_name -> roost.v1.ServerStatus
-	55, // 44: roost.v1.ServerStatus.last_seen:type_name -> google.protobuf.Timestamp
-	52, // 45: roost.v1.ServerStatus.conditions:type_name -> roost.v1.Condition
-	56, // 46: roost.v1.ServerStatus.inventory:type_name -> roost.v1.Inventory
-	55, // 47: roost.v1.ServerStatus.enrolled_at:type_name -> google.protobuf.Timestamp
-	50, // 48: roost.v1.Machine.metadata:type_name -> roost.v1.ObjectMeta
-	30, // 49: roost.v1.Machine.spec:type_name -> roost.v1.MachineSpec
-	31, // 50: roost.v1.Machine.status:type_name -> roost.v1.MachineStatus
-	52, // 51: roost.v1.MachineStatus.conditions:type_name -> roost.v1.Condition
-	50, // 52: roost.v1.Revision.metadata:type_name -> roost.v1.ObjectMeta
-	57, // 53: roost.v1.Revision.spec:type_name -> roost.v1.RevisionSpec
-	33, // 54: roost.v1.Revision.status:type_name -> roost.v1.RevisionStatus
-	55, // 55: roost.v1.RevisionStatus.booted_at:type_name -> google.protobuf.Timestamp
-	50, // 56: roost.v1.ImageRelease.metadata:type_name -> roost.v1.ObjectMeta
-	35, // 57: roost.v1.ImageRelease.spec:type_name -> roost.v1.ImageReleaseSpec
-	36, // 58: roost.v1.ImageRelease.status:type_name -> roost.v1.ImageReleaseStatus
-	58, // 59: roost.v1.ImageReleaseSpec.kernel:type_name -> roost.v1.Artifact
-	58, // 60: roost.v1.ImageReleaseSpec.initrd:type_name -> roost.v1.Artifact
-	58, // 61: roost.v1.ImageReleaseSpec.boot_loader:type_name -> roost.v1.Artifact
-	48, // 62: roost.v1.ImageReleaseSpec.components:type_name -> roost.v1.ImageReleaseSpec.ComponentsEntry
-	50, // 63: roost.v1.Extension.metadata:type_name -> roost.v1.ObjectMeta
-	38, // 64: roost.v1.Extension.spec:type_name -> roost.v1.ExtensionSpec
-	39, // 65: roost.v1.Extension.status:type_name -> roost.v1.ExtensionStatus
-	58, // 66: roost.v1.ExtensionSpec.image:type_name -> roost.v1.Artifact
-	50, // 67: roost.v1.EnrollmentToken.metadata:type_name -> roost.v1.ObjectMeta
-	41, // 68: roost.v1.EnrollmentToken.spec:type_name -> roost.v1.EnrollmentTokenSpec
-	42, // 69: roost.v1.EnrollmentToken.status:type_name -> roost.v1.EnrollmentTokenStatus
-	55, // 70: roost.v1.EnrollmentTokenSpec.expires_at:type_name -> google.protobuf.Timestamp
-	49, // 71: roost.v1.EnrollmentTokenSpec.server_labels:type_name -> roost.v1.EnrollmentTokenSpec.ServerLabelsEntry
-	55, // 72: roost.v1.EnrollmentTokenStatus.revoked_at:type_name -> google.protobuf.Timestamp
-	55, // 73: roost.v1.EnrollmentTokenStatus.last_used_at:type_name -> google.protobuf.Timestamp
-	50, // 74: roost.v1.Lease.metadata:type_name -> roost.v1.ObjectMeta
-	44, // 75: roost.v1.Lease.spec:type_name -> roost.v1.LeaseSpec
-	45, // 76: roost.v1.Lease.status:type_name -> roost.v1.LeaseStatus
-	55, // 77: roost.v1.LeaseSpec.expires_at:type_name -> google.protobuf.Timestamp
-	26, // 78: roost.v1.Object.server:type_name -> roost.v1.Server
-	29, // 79: roost.v1.Object.machine:type_name -> roost.v1.Machine
-	21, // 80: roost.v1.Object.pool:type_name -> roost.v1.Pool
-	1,  // 81: roost.v1.Object.cluster:type_name -> roost.v1.Cluster
-	5,  // 82: roost.v1.Object.machine_class:type_name -> roost.v1.MachineClass
-	8,  // 83: roost.v1.Object.network_profile:type_name -> roost.v1.NetworkProfile
-	18, // 84: roost.v1.Object.maintenance_window:type_name -> roost.v1.MaintenanceWindow
-	34, // 85: roost.v1.Object.image_release:type_name -> roost.v1.ImageRelease
-	40, // 86: roost.v1.Object.enrollment_token:type_name -> roost.v1.EnrollmentToken
-	43, // 87: roost.v1.Object.lease:type_name -> roost.v1.Lease
-	32, // 88: roost.v1.Object.revision:type_name -> roost.v1.Revision
-	37, // 89: roost.v1.Object.extension:type_name -> roost.v1.Extension
-	90, // [90:90] is the sub-list for method output_type
-	90, // [90:90] is the sub-list for method input_type
-	90, // [90:90] is the sub-list for extension type_name
-	90, // [90:90] is the sub-list for extension extendee
-	0,  // [0:90] is the sub-list for field type_name
+	26, // 31: roost.v1.Pool.status:type_name -> roost.v1.PoolStatus
+	49, // 32: roost.v1.PoolSpec.node_labels:type_name -> roost.v1.PoolSpec.NodeLabelsEntry
+	25, // 33: roost.v1.PoolSpec.rollout:type_name -> roost.v1.RolloutPolicy
+	23, // 34: roost.v1.PoolSpec.remediation:type_name -> roost.v1.RemediationPolicy
+	24, // 35: roost.v1.PoolSpec.safety:type_name -> roost.v1.SafetyPolicy
+	53, // 36: roost.v1.RemediationPolicy.unhealthy_timeout:type_name -> google.protobuf.Duration
+	56, // 37: roost.v1.RolloutPolicy.max_unavailable:type_name -> roost.v1.IntOrString
+	53, // 38: roost.v1.RolloutPolicy.settle:type_name -> google.protobuf.Duration
+	53, // 39: roost.v1.RolloutPolicy.ready_timeout:type_name -> google.protobuf.Duration
+	54, // 40: roost.v1.PoolStatus.conditions:type_name -> roost.v1.Condition
+	27, // 41: roost.v1.PoolStatus.rollout:type_name -> roost.v1.RolloutStatus
+	57, // 42: roost.v1.RolloutStatus.settle_until:type_name -> google.protobuf.Timestamp
+	57, // 43: roost.v1.RolloutStatus.next_window_start:type_name -> google.protobuf.Timestamp
+	52, // 44: roost.v1.Server.metadata:type_name -> roost.v1.ObjectMeta
+	29, // 45: roost.v1.Server.spec:type_name -> roost.v1.ServerSpec
+	30, // 46: roost.v1.Server.status:type_name -> roost.v1.ServerStatus
+	57, // 47: roost.v1.ServerStatus.last_seen:type_name -> google.protobuf.Timestamp
+	54, // 48: roost.v1.ServerStatus.conditions:type_name -> roost.v1.Condition
+	58, // 49: roost.v1.ServerStatus.inventory:type_name -> roost.v1.Inventory
+	57, // 50: roost.v1.ServerStatus.enrolled_at:type_name -> google.protobuf.Timestamp
+	52, // 51: roost.v1.Machine.metadata:type_name -> roost.v1.ObjectMeta
+	32, // 52: roost.v1.Machine.spec:type_name -> roost.v1.MachineSpec
+	33, // 53: roost.v1.Machine.status:type_name -> roost.v1.MachineStatus
+	54, // 54: roost.v1.MachineStatus.conditions:type_name -> roost.v1.Condition
+	52, // 55: roost.v1.Revision.metadata:type_name -> roost.v1.ObjectMeta
+	59, // 56: roost.v1.Revision.spec:type_name -> roost.v1.RevisionSpec
+	35, // 57: roost.v1.Revision.status:type_name -> roost.v1.RevisionStatus
+	57, // 58: roost.v1.RevisionStatus.booted_at:type_name -> google.protobuf.Timestamp
+	52, // 59: roost.v1.ImageRelease.metadata:type_name -> roost.v1.ObjectMeta
+	37, // 60: roost.v1.ImageRelease.spec:type_name -> roost.v1.ImageReleaseSpec
+	38, // 61: roost.v1.ImageRelease.status:type_name -> roost.v1.ImageReleaseStatus
+	60, // 62: roost.v1.ImageReleaseSpec.kernel:type_name -> roost.v1.Artifact
+	60, // 63: roost.v1.ImageReleaseSpec.initrd:type_name -> roost.v1.Artifact
+	60, // 64: roost.v1.ImageReleaseSpec.boot_loader:type_name -> roost.v1.Artifact
+	50, // 65: roost.v1.ImageReleaseSpec.components:type_name -> roost.v1.ImageReleaseSpec.ComponentsEntry
+	52, // 66: roost.v1.Extension.metadata:type_name -> roost.v1.ObjectMeta
+	40, // 67: roost.v1.Extension.spec:type_name -> roost.v1.ExtensionSpec
+	41, // 68: roost.v1.Extension.status:type_name -> roost.v1.ExtensionStatus
+	60, // 69: roost.v1.ExtensionSpec.image:type_name -> roost.v1.Artifact
+	52, // 70: roost.v1.EnrollmentToken.metadata:type_name -> roost.v1.ObjectMeta
+	43, // 71: roost.v1.EnrollmentToken.spec:type_name -> roost.v1.EnrollmentTokenSpec
+	44, // 72: roost.v1.EnrollmentToken.status:type_name -> roost.v1.EnrollmentTokenStatus
+	57, // 73: roost.v1.EnrollmentTokenSpec.expires_at:type_name -> google.protobuf.Timestamp
+	51, // 74: roost.v1.EnrollmentTokenSpec.server_labels:type_name -> roost.v1.EnrollmentTokenSpec.ServerLabelsEntry
+	57, // 75: roost.v1.EnrollmentTokenStatus.revoked_at:type_name -> google.protobuf.Timestamp
+	57, // 76: roost.v1.EnrollmentTokenStatus.last_used_at:type_name -> google.protobuf.Timestamp
+	52, // 77: roost.v1.Lease.metadata:type_name -> roost.v1.ObjectMeta
+	46, // 78: roost.v1.Lease.spec:type_name -> roost.v1.LeaseSpec
+	47, // 79: roost.v1.Lease.status:type_name -> roost.v1.LeaseStatus
+	57, // 80: roost.v1.LeaseSpec.expires_at:type_name -> google.protobuf.Timestamp
+	28, // 81: roost.v1.Object.server:type_name -> roost.v1.Server
+	31, // 82: roost.v1.Object.machine:type_name -> roost.v1.Machine
+	21, // 83: roost.v1.Object.pool:type_name -> roost.v1.Pool
+	1,  // 84: roost.v1.Object.cluster:type_name -> roost.v1.Cluster
+	5,  // 85: roost.v1.Object.machine_class:type_name -> roost.v1.MachineClass
+	8,  // 86: roost.v1.Object.network_profile:type_name -> roost.v1.NetworkProfile
+	18, // 87: roost.v1.Object.maintenance_window:type_name -> roost.v1.MaintenanceWindow
+	36, // 88: roost.v1.Object.image_release:type_name -> roost.v1.ImageRelease
+	42, // 89: roost.v1.Object.enrollment_token:type_name -> roost.v1.EnrollmentToken
+	45, // 90: roost.v1.Object.lease:type_name -> roost.v1.Lease
+	34, // 91: roost.v1.Object.revision:type_name -> roost.v1.Revision
+	39, // 92: roost.v1.Object.extension:type_name -> roost.v1.Extension
+	93, // [93:93] is the sub-list for method output_type
+	93, // [93:93] is the sub-list for method input_type
+	93, // [93:93] is the sub-list for extension type_name
+	93, // [93:93] is the sub-list for extension extendee
+	0,  // [0:93] is the sub-list for field type_name
 }
 
 func init() { file_roost_v1_resources_proto_init() }
@@ -4546,7 +4705,9 @@ func file_roost_v1_resources_proto_init() {
 	file_roost_v1_agent_proto_init()
 	file_roost_v1_meta_proto_init()
 	file_roost_v1_resources_proto_msgTypes[21].OneofWrappers = []any{}
-	file_roost_v1_resources_proto_msgTypes[45].OneofWrappers = []any{
+	file_roost_v1_resources_proto_msgTypes[22].OneofWrappers = []any{}
+	file_roost_v1_resources_proto_msgTypes[23].OneofWrappers = []any{}
+	file_roost_v1_resources_proto_msgTypes[47].OneofWrappers = []any{
 		(*Object_Server)(nil),
 		(*Object_Machine)(nil),
 		(*Object_Pool)(nil),
@@ -4566,7 +4727,7 @@ func file_roost_v1_resources_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_roost_v1_resources_proto_rawDesc), len(file_roost_v1_resources_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   49,
+			NumMessages:   51,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
