@@ -43,11 +43,11 @@ func PolicyOf(p *roostv1.Pool) Policy {
 	if d := rem.GetUnhealthyTimeout(); d != nil && d.AsDuration() > 0 {
 		pol.UnhealthyTimeout = d.AsDuration()
 	}
-	if rem.MaxInFlight != nil {
+	if rem != nil && rem.MaxInFlight != nil {
 		pol.MaxInFlight = max(int(rem.GetMaxInFlight()), 0)
 	}
 	pol.MaxInFlight = min(pol.MaxInFlight, int(rollout.MaxUnavailable(p)))
-	if saf.MaxUnhealthyPercent != nil {
+	if saf != nil && saf.MaxUnhealthyPercent != nil {
 		pol.MaxUnhealthyPercent = int(saf.GetMaxUnhealthyPercent())
 	}
 	return pol

@@ -64,7 +64,12 @@ import (
 //	   with roles and the revocation of all their certificates (RulesUsers,
 //	   users.go). Under older rules they are unknown, as they are to the
 //	   members implementing them
-const RulesVersion uint32 = 9
+//	12: SetConditions also takes a Pool's Frozen and Remediating
+//	   conditions (the safety and remediation controllers) and a Machine's
+//	   Remediating condition, set and cleared (RulesRemediation,
+//	   conditions.go). Under older rules they are refused, as the members
+//	   implementing them refuse them
+const RulesVersion uint32 = 12
 
 // Versions that introduced a rule, for the applier's checks.
 const (
