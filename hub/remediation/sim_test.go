@@ -432,6 +432,42 @@ func scenarioOneDies(t *testing.T, s *remSim) {
 	t.Logf("%s died at +0, replacement %s claimed at +%v", vname, repl[0], claimedAt.Sub(died))
 }
 
+// scenarioTwoDie: two Machines of web die at once (10%: not frozen); with
+// maxInFlight 1 the second is replaced only after the first replacement
+// is Ready.
+func scenarioTwoDie(t *testing.T, s *remSim) {
+	ms := s.initialWeb()
+	for _, i := range s.rng.Perm(webSize)[:2] {
+		s.setReachable(ms[i].GetSpec().GetServer(), false)
+	}
+	died := s.now
+	for range int(DefaultUnhealthyTimeout/simStep) + 1 {
+		s.step()
+	}
+	if r := s.replacements(); len(r) != 1 {
+		t.Fatalf("after unhealthyTimeout: replacements %v, want exactly 1 (maxInFlight 1)", r)
+	}
+	for i := 0; i < 30 && len(s.replacements()) < 2; i++ {
+		s.step()
+	}
+	r := s.replacements()
+	if len(r) != 2 {
+		t.Fatalf("replacements %v, want 2", r)
+	}
+	first, second := s.created[r[0]], s.created[r[1]]
+	if second.Sub(first) < simInstall {
+		t.Errorf("second replacement claimed %v after the first, before it could be Ready", second.Sub(first))
+	}
+	for range int(simInstall/simStep) + 2 {
+		s.step()
+	}
+	p, _ := s.web()
+	if frozenReason(p) != "" {
+		t.Errorf("Frozen with 2 of 20 down: %v", p.GetStatus().GetConditions())
+	}
+	t.Logf("died at +0; replacements claimed at +%v and +%v", first.Sub(died), second.Sub(died))
+}
+
 // scenarioHalfDies: half of web dies at once: Frozen, nothing replaced;
 // they return: unfrozen, still nothing replaced.
 func scenarioHalfDies(t *testing.T, s *remSim) {
@@ -576,6 +612,7 @@ func TestRemediationSimulation(t *testing.T) {
 		run  func(*testing.T, *remSim)
 	}{
 		{"one-dies", nil, scenarioOneDies},
+		{"two-die", nil, scenarioTwoDie},
 		{"half-dies", nil, scenarioHalfDies},
 		{"failed-revision-replace", &roostv1.RemediationPolicy{OnFailedRevision: OnFailedRevisionReplace}, scenarioFailedRevision},
 	}
@@ -584,10 +621,12 @@ func TestRemediationSimulation(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/seed-%d", sc.name, seed), func(t *testing.T) {
 				begin := time.Now()
 				s := newRemSim(t, seed, servers, sc.rem, maxU)
+				defer func() { // also after a Fatal of the scenario
+					for _, e := range s.errs {
+						t.Error(e)
+					}
+				}()
 				sc.run(t, s)
-				for _, e := range s.errs {
-					t.Error(e)
-				}
 				t.Logf("%d servers; %v wall", servers, time.Since(begin).Round(time.Millisecond))
 			})
 		}
