@@ -1,6 +1,7 @@
 package printers
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"maps"
@@ -127,6 +128,7 @@ var tableColumns = map[string][]column{
 			}
 			return "-"
 		}},
+		{header: "FROZEN", value: func(r resource.Resource, _ time.Time) string { return PoolFrozenCell(r.(*roostv1.Pool)) }},
 		{header: "NETWORK", wide: true, value: func(r resource.Resource, _ time.Time) string { return r.(*roostv1.Pool).GetSpec().GetNetworkProfile() }},
 		{header: "WINDOWS", wide: true, value: func(r resource.Resource, _ time.Time) string {
 			return strings.Join(r.(*roostv1.Pool).GetSpec().GetMaintenanceWindows(), ",")
@@ -466,6 +468,19 @@ func UntilCell(t *timestamppb.Timestamp, now time.Time) string {
 		return "expired"
 	}
 	return "in " + duration.HumanDuration(left)
+}
+
+// PoolFrozenCell is a Pool's FROZEN column: the reason of its Frozen
+// condition while True (TooManyUnhealthy, ClusterUnreachable,
+// OverReplicated: no replacement starts and no reboot is admitted), "-"
+// otherwise.
+func PoolFrozenCell(p *roostv1.Pool) string {
+	for _, c := range p.GetStatus().GetConditions() {
+		if c.GetType() == "Frozen" && c.GetStatus() == "True" {
+			return cmp.Or(c.GetReason(), "True")
+		}
+	}
+	return "-"
 }
 
 // conditionCell is the status of the condition of type typ, or "".
