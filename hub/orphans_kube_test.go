@@ -47,7 +47,10 @@ func TestKubeOrphansAndClusterFreeze(t *testing.T) {
 
 	// An orphan Node: the Server is enrolled, no Machine claims it, and a
 	// Node names it. The Cluster controller deletes it.
-	kf.registerNode("orphan", srv, true)
+	if _, err := kf.cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "orphan"},
+		Spec: corev1.NodeSpec{ProviderID: kube.ProviderID(srv)}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	waitFor(t, "orphan Node deleted", func() bool {
 		_, err := kf.cs.CoreV1().Nodes().Get(ctx, "orphan", metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
