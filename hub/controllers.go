@@ -104,6 +104,12 @@ func (h *Hub) safetyController() *remediation.SafetyController {
 	}
 }
 
+// leaseCollector is the leader-only controller that releases orphan
+// Leases (see hub/remediation).
+func (h *Hub) leaseCollector() *remediation.LeaseCollector {
+	return &remediation.LeaseCollector{IsLeader: h.node.IsLeader, FSM: h.fsm, Propose: h.propose, Barrier: h.termBarrier, Metrics: h.controllerMetrics, Log: h.log}
+}
+
 // rolloutController is the leader-only rollout controller (see
 // hub/rollout); it also admits reboots before their Lease.
 func (h *Hub) rolloutController() *rollout.Controller {
@@ -176,7 +182,7 @@ func (h *Hub) runLiveness(ctx context.Context, m *liveness.Metrics) {
 	rep.Metrics, rep.Log = m, h.log
 	var n int
 	done := make(chan struct{}, 8)
-	for _, run := range []func(context.Context){ctrl.Run, rep.Run, h.poolController().Run, h.revisionController().Run, h.remediationController().Run, h.safetyController().Run, h.clusters.Run, h.rollouts.Run, h.gate.Run, h.agents.Run, h.runBlobGC, h.watchHealth, func(ctx context.Context) {
+	for _, run := range []func(context.Context){ctrl.Run, rep.Run, h.poolController().Run, h.revisionController().Run, h.remediationController().Run, h.safetyController().Run, h.leaseCollector().Run, h.clusters.Run, h.rollouts.Run, h.gate.Run, h.agents.Run, h.runBlobGC, h.watchHealth, func(ctx context.Context) {
 		t := time.NewTicker(5 * time.Second)
 		defer t.Stop()
 		for {
