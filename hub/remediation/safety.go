@@ -24,7 +24,10 @@ const DefaultSafetyResync = 10 * time.Second
 // its Machines unhealthy.
 func freeze(v *poolView, pol Policy) (reason, msg string) {
 	if c := state.FindCondition(v.cluster.GetStatus().GetConditions(), state.ClusterReachable); c.GetStatus() == "False" && c.GetReason() != "NoCredentials" {
-		return state.ReasonClusterUnreachable, fmt.Sprintf("the API of Cluster %s is unreachable (%s: %s)", v.cluster.GetMetadata().GetName(), c.GetReason(), c.GetMessage())
+		// The Cluster's message (the client's error) is left out: it
+		// varies from probe to probe, and the Pool is written on changes.
+		name := v.cluster.GetMetadata().GetName()
+		return state.ReasonClusterUnreachable, fmt.Sprintf("the API of Cluster %s is unreachable (%s; roostctl describe cluster %s)", name, c.GetReason(), name)
 	}
 	n, unhealthy := 0, 0
 	var names []string
