@@ -89,6 +89,24 @@ func (c *Controller) Reconcile(ctx context.Context, pool string) (controller.Res
 		}
 	}
 
+	// A Machine marked for Unreachable that is Ready again before any
+	// Server was claimed for it (none matched) is kept: the mark is
+	// cleared.
+	if len(kept) < replicas {
+		for _, mb := range held {
+			mark := state.FindCondition(mb.m.GetStatus().GetConditions(), state.MachineRemediating)
+			if mark.GetReason() != state.ReasonUnreachable || mb.unreachable() || !mb.ready() {
+				continue
+			}
+			if err := c.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_SetConditions{SetConditions: &roostv1.SetConditions{
+				Kind: "Machine", Name: mb.name(), Clear: []string{state.MachineRemediating}}}}); err != nil {
+				return controller.Result{}, fmt.Errorf("pool %s: keeping Machine %s: %w", pool, mb.name(), err)
+			}
+			logOf(c.Log).Info("a Machine marked for replacement is Ready again before a Server was claimed for it: kept", "pool", pool, "machine", mb.name())
+			return controller.Result{}, nil // the change reconciles the Pool again
+		}
+	}
+
 	// A replaced Machine is released once its Server is reachable (the
 	// release path needs its agent) and the Pool has its replicas Ready.
 	if readyKept >= replicas {

@@ -10,7 +10,9 @@
 //     of the Pool's replicas and rollout, so the pool controller
 //     (hub/scheduler) claims another matching Server; the failed Machine
 //     is released (the ordinary release path) once its Server is
-//     reachable again and the Pool has its replicas Ready. At most
+//     reachable again and the Pool has its replicas Ready (a Machine Ready
+//     again before any Server could be claimed for it keeps its place: the
+//     mark is cleared). At most
 //     spec.remediation.maxInFlight replacements (never more than the
 //     rollout's maxUnavailable) are under way at once.
 //   - SafetyController: sets a Pool's Frozen condition while more than
