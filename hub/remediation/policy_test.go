@@ -98,6 +98,8 @@ func TestFreeze(t *testing.T) {
 		{"cluster without credentials", &poolView{pool: pool(int32p(10)), members: healthy(10), cluster: cluster("False", "NoCredentials")}, ""},
 		{"over-replicated", &poolView{pool: pool(int32p(9)), members: healthy(10)}, state.ReasonOverReplicated},
 		{"explicit members", &poolView{pool: pool(nil), members: healthy(10)}, ""},
+		{"one of two down is not many", &poolView{pool: pool(int32p(2)), members: append(healthy(1), testMember("z", true, false, false))}, ""},
+		{"two of three down", &poolView{pool: pool(int32p(3)), members: append(healthy(1), testMember("y", true, false, false), testMember("z", true, false, false))}, state.ReasonTooManyUnhealthy},
 	} {
 		reason, msg := freeze(tc.v, pol)
 		if reason != tc.reason {

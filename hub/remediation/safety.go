@@ -21,7 +21,7 @@ const DefaultSafetyResync = 10 * time.Second
 // order: its Cluster's API unreachable (a Cluster without credentials
 // does not freeze: nothing is known of it), more Machines than replicas
 // (not counting those being replaced), more than maxUnhealthyPercent of
-// its Machines unhealthy.
+// its Machines unhealthy (and more than one).
 func freeze(v *poolView, pol Policy) (reason, msg string) {
 	if c := state.FindCondition(v.cluster.GetStatus().GetConditions(), state.ClusterReachable); c.GetStatus() == "False" && c.GetReason() != "NoCredentials" {
 		// The Cluster's message (the client's error) is left out: it
@@ -46,7 +46,9 @@ func freeze(v *poolView, pol Policy) (reason, msg string) {
 	if r := v.pool.GetSpec().Replicas; r != nil && n > int(*r) {
 		return state.ReasonOverReplicated, fmt.Sprintf("%d Machines, more than replicas %d", n, *r)
 	}
-	if n > 0 && unhealthy*100 > pol.MaxUnhealthyPercent*n {
+	// One unhealthy Machine is never "many at once", however small the
+	// pool: a pool of two with one down still reboots and heals.
+	if unhealthy > 1 && unhealthy*100 > pol.MaxUnhealthyPercent*n {
 		if unhealthy > len(names) {
 			names = append(names, "…")
 		}

@@ -1962,7 +1962,7 @@ func (x *RemediationPolicy) GetMaxInFlight() int32 {
 type SafetyPolicy struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// max_unhealthy_percent: the pool freezes while more than this percent
-	// of its Machines are unhealthy at once (provisioned, not Ready and not
+	// of its Machines (and more than one) are unhealthy at once (provisioned, not Ready and not
 	// rebooting under a Lease): a partition or a bad image rather than
 	// broken servers. Default 40; 1 to 100 (100 never freezes for health).
 	MaxUnhealthyPercent *int32 `protobuf:"varint,1,opt,name=max_unhealthy_percent,json=maxUnhealthyPercent,proto3,oneof" json:"max_unhealthy_percent,omitempty"`
