@@ -176,7 +176,9 @@ func TestRemediationWarnings(t *testing.T) {
 		return &roostv1.Pool{Metadata: &roostv1.ObjectMeta{Name: "web"}, Spec: &roostv1.PoolSpec{Replicas: n(20),
 			Rollout: &roostv1.RolloutPolicy{MaxUnavailable: maxU}, Remediation: &roostv1.RemediationPolicy{MaxInFlight: inFlight}}}
 	}
-	count := func(v int32) *roostv1.IntOrString { return &roostv1.IntOrString{Value: &roostv1.IntOrString_IntVal{IntVal: v}} }
+	count := func(v int32) *roostv1.IntOrString {
+		return &roostv1.IntOrString{Value: &roostv1.IntOrString_IntVal{IntVal: v}}
+	}
 	pct := &roostv1.IntOrString{Value: &roostv1.IntOrString_StrVal{StrVal: "10%"}}
 	for _, tc := range []struct {
 		name string
