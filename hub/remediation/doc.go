@@ -20,6 +20,9 @@
 //     once, while its Cluster's API is unreachable, or while it holds more
 //     Machines than its replicas; a Frozen Pool starts no replacement and
 //     admits no reboot (hub/rollout Admit). It unfreezes by itself.
+//   - LeaseCollector: releases the Lease of a Server that is gone or
+//     Decommissioned (the FSM already drops a Lease with its Machine; this
+//     guards against what an older log or a restore may leave).
 //
 // Both read the replicated state and write only through Raft commands
 // (SetConditions, DeleteMachines).
