@@ -608,12 +608,18 @@ func bytesCell(n int64) string {
 	return strings.TrimSuffix(strings.TrimRight(strconv.FormatFloat(f, 'f', 1, 64), "0"), ".") + units[i]
 }
 
-// MachineReason is the reason of the first milestone condition
-// (Scheduled, Provisioned, Joined, then NodeReady, the worker's Node's
-// Ready, then Ready) that does not hold, or "" when all hold: why the
-// Machine is not further along.
+// MachineReason is "Remediating:REASON" for a Machine being replaced
+// (hub/remediation: Unreachable, RevisionFailed), else the reason of the
+// first milestone condition (Scheduled, Provisioned, Joined, then
+// NodeReady, the worker's Node's Ready, then Ready) that does not hold, or
+// "" when all hold: why the Machine is not further along.
 func MachineReason(m *roostv1.Machine) string {
 	conds := m.GetStatus().GetConditions()
+	for _, c := range conds {
+		if c.GetType() == "Remediating" && c.GetStatus() == "True" {
+			return "Remediating:" + c.GetReason()
+		}
+	}
 	for _, typ := range []string{"Scheduled", "Provisioned", "Joined", "NodeReady", "Ready"} {
 		for _, c := range conds {
 			if c.GetType() == typ && c.GetStatus() != "True" {
