@@ -53,8 +53,9 @@ KUBE_TEST_PKGS = $(GO) list -f '{{.ImportPath}} {{join .TestImports " "}} {{join
 test-kube: testbin ## tests against a real kube-apiserver and etcd (envtest; hub/kube/kubetest and every package importing it)
 	KUBEBUILDER_ASSETS=$$(./hack/testbin/build.sh) $(GO) test -v -count=1 -timeout 20m $$($(KUBE_TEST_PKGS)) ./hub/kube/kubetest/
 
-test-sim: ## rollout simulation: 2,000 servers in 40 pools, three time zones, a DST change, injected failures, 20 seeds (fake clock, real FSM and rollout controller); the operations log of 10,000 servers over a day
+test-sim: ## simulations (fake clock, real FSM and controllers): the rollout over 2,000 servers in 40 pools, three time zones, a DST change, injected failures, 20 seeds; the operations log of 10,000 servers over a day; remediation and the safety freeze over 2,000 servers, 3 seeds
 	$(GO) test -v -count=1 -timeout 60m -run 'TestRolloutSimulation|TestEventsSimulation' ./hub/rollout/
+	$(GO) test -v -count=1 -timeout 10m -run TestRemediationSimulation ./hub/remediation/
 
 bench: build testbin ## benchmarks: Raft commit throughput and latency (1, 16, 256 clients) side by side with a 3-member etcd in the same run (Roost ÷ etcd); 1 and 3 voters, both log stores; linearizable reads; FSM apply; 1,000 enrollments; hub memory per agent at 10,000 agents against a bare gRPC server; ISO write throughput vs xorriso; rollout planning and Revision rendering steps for 10,000 servers
 	./images/deps.sh --bench

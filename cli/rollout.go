@@ -166,7 +166,13 @@ the leader's next step, a few seconds).
 
 Machines never provisioned (first install) are not held by windows, the
 settle delay, a pause or a halt, only by maxUnavailable: the reason counts
-them apart ("N awaiting first install") from the Machines to reboot.`,
+them apart ("N awaiting first install") from the Machines to reboot.
+
+The reason starts with "Frozen (REASON): …" while the safety controller
+freezes the pool (too many Machines unhealthy at once, its Cluster's API
+unreachable, more Machines than replicas: no reboot is admitted), and ends
+with "replacing N Machine(s): …" while failed Machines are replaced, each
+named with why (Unreachable, RevisionFailed).`,
 		Example: `  roostctl rollout status
   roostctl rollout status workers -o yaml`,
 		Args:              cobra.MaximumNArgs(1),
@@ -280,6 +286,27 @@ func nextWindowStart(t, now time.Time) string {
 	return t.Local().Format("2006-01-02 15:04 MST") + " (in " + duration.HumanDuration(t.Sub(now)) + ")"
 }
 
+// poolSafetyNotes is the REASON of a pool's rollout: its Frozen condition
+// first while True (no reboot is admitted), then the rollout's reason,
+// then its Remediating condition (which Machines are replaced and why).
+func poolSafetyNotes(p *roostv1.Pool, reason string) string {
+	var parts []string
+	for _, c := range p.GetStatus().GetConditions() {
+		if c.GetType() == "Frozen" && c.GetStatus() == "True" {
+			parts = append(parts, fmt.Sprintf("Frozen (%s): %s", c.GetReason(), c.GetMessage()))
+		}
+	}
+	if reason != "" {
+		parts = append(parts, reason)
+	}
+	for _, c := range p.GetStatus().GetConditions() {
+		if c.GetType() == "Remediating" && c.GetStatus() == "True" {
+			parts = append(parts, c.GetMessage())
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
 func printRolloutTable(o *options, pools []*roostv1.Object, windows map[string]*roostv1.MaintenanceWindow, now time.Time) error {
 	if len(pools) == 0 {
 		fmt.Fprintln(o.Out, "No pools.")
@@ -318,7 +345,7 @@ func printRolloutTable(o *options, pools []*roostv1.Object, windows map[string]*
 		if v := p.GetSpec().GetImageVersion(); v != "" {
 			target += " (pinned)"
 		}
-		reason := ro.GetReason()
+		reason := poolSafetyNotes(p, ro.GetReason())
 		if reason == "" {
 			reason = "-"
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/roostfleet/roost/hub/clusters"
 	"github.com/roostfleet/roost/hub/controller"
 	"github.com/roostfleet/roost/hub/liveness"
+	"github.com/roostfleet/roost/hub/remediation"
 	"github.com/roostfleet/roost/hub/revisions"
 	"github.com/roostfleet/roost/hub/rollout"
 	"github.com/roostfleet/roost/hub/scheduler"
@@ -68,6 +69,49 @@ func (h *Hub) clusterController() *clusters.Controller {
 	}
 }
 
+// remediationController is the leader-only controller that replaces
+// failed Machines of Pools with replicas (see hub/remediation).
+func (h *Hub) remediationController() *remediation.Controller {
+	return &remediation.Controller{
+		IsLeader: h.node.IsLeader,
+		FSM:      h.fsm,
+		Propose:  h.propose,
+		Barrier:  h.termBarrier,
+		Now:      h.opts.ControllerClock,
+		// Workers' Nodes are drained before a replaced Machine is
+		// released.
+		PrepareRelease: func(ctx context.Context, ms []*roostv1.Machine) (bool, error) {
+			if h.clusters == nil {
+				return true, nil
+			}
+			return h.clusters.PrepareRelease(ctx, ms)
+		},
+		Metrics: h.controllerMetrics,
+		Log:     h.log,
+	}
+}
+
+// safetyController is the leader-only controller that freezes Pools (see
+// hub/remediation).
+func (h *Hub) safetyController() *remediation.SafetyController {
+	return &remediation.SafetyController{
+		IsLeader: h.node.IsLeader,
+		FSM:      h.fsm,
+		Propose:  h.propose,
+		Barrier:  h.termBarrier,
+		Now:      h.opts.ControllerClock,
+		Resync:   h.opts.ClusterSyncInterval,
+		Metrics:  h.controllerMetrics,
+		Log:      h.log,
+	}
+}
+
+// leaseCollector is the leader-only controller that releases orphan
+// Leases (see hub/remediation).
+func (h *Hub) leaseCollector() *remediation.LeaseCollector {
+	return &remediation.LeaseCollector{IsLeader: h.node.IsLeader, FSM: h.fsm, Propose: h.propose, Barrier: h.termBarrier, Metrics: h.controllerMetrics, Log: h.log}
+}
+
 // rolloutController is the leader-only rollout controller (see
 // hub/rollout); it also admits reboots before their Lease.
 func (h *Hub) rolloutController() *rollout.Controller {
@@ -124,7 +168,7 @@ func (h *Hub) leaseGate() *rollout.Gate {
 }
 
 // runLiveness starts the leader-only controllers (liveness, pools,
-// revisions, cleaning retries, clusters, rollouts; each acts only while this member leads),
+// revisions, cleaning retries, remediation, safety, clusters, rollouts; each acts only while this member leads),
 // and on every member the reboot gate, the agent stream registry, the
 // heartbeat reporter, the fleet-size refresher, the blob garbage
 // collection and the health watch (which checks for this member's
@@ -155,7 +199,7 @@ func (h *Hub) runLiveness(ctx context.Context, m *liveness.Metrics) {
 	rep.Metrics, rep.Log = m, h.log
 	var n int
 	done := make(chan struct{}, 8)
-	for _, run := range []func(context.Context){ctrl.Run, rep.Run, h.poolController().Run, h.revisionController().Run, h.cleaningController().Run, h.clusters.Run, h.rollouts.Run, h.rollouts.Recorder.Run, h.gate.Run, h.agents.Run, h.runBlobGC, h.watchHealth, func(ctx context.Context) {
+	for _, run := range []func(context.Context){ctrl.Run, rep.Run, h.poolController().Run, h.revisionController().Run, h.cleaningController().Run, h.remediationController().Run, h.safetyController().Run, h.leaseCollector().Run, h.clusters.Run, h.rollouts.Run, h.rollouts.Recorder.Run, h.gate.Run, h.agents.Run, h.runBlobGC, h.watchHealth, func(ctx context.Context) {
 		t := time.NewTicker(5 * time.Second)
 		defer t.Stop()
 		for {

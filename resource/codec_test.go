@@ -301,7 +301,7 @@ func TestDecodeDiagnostics(t *testing.T) {
 		{"proto name", head + "spec:\n  rollout:\n    max_unavailable: 1\n", false,
 			`x.yaml:7:5: Pool "p": spec.rollout.max_unavailable: unknown field "max_unavailable" (did you mean "maxUnavailable"?)`},
 		{"no suggestion", head + "spec:\n  zzzzzz: 1\n", false,
-			`x.yaml:6:3: Pool "p": spec.zzzzzz: unknown field "zzzzzz" (known fields of spec: cluster, machineClass, networkProfile, maintenanceWindows, imageChannel, imageVersion, replicas, nodeLabels, rollout)`},
+			`x.yaml:6:3: Pool "p": spec.zzzzzz: unknown field "zzzzzz" (known fields of spec: cluster, machineClass, networkProfile, maintenanceWindows, imageChannel, imageVersion, replicas, nodeLabels, rollout, remediation, safety)`},
 		{"string for int", head + "spec:\n  replicas: \"3\"\n", false,
 			`x.yaml:6:13: Pool "p": spec.replicas: expected integer, got string "3"`},
 		{"float for int", head + "spec:\n  replicas: 1.5\n", false,

@@ -22,7 +22,8 @@ const MaxReadyTimeout = 24 * time.Hour
 // over the channel the pool returns to when unpinned); replicas and
 // failureBudget are ≥ 0; maxUnavailable is an integer ≥ 1 or a percentage
 // from 1% to 100%; durations are ≥ 0, readyTimeout at most
-// MaxReadyTimeout (0 means the default, 30m).
+// MaxReadyTimeout (0 means the default, 30m); remediation (checkRemediation)
+// and safety are set only with replicas, within their bounds.
 func validatePool(e *violations, s *roostv1.PoolSpec) {
 	checkRef(e, "spec.cluster", s.GetCluster())
 	checkRef(e, "spec.machineClass", s.GetMachineClass())
@@ -71,6 +72,45 @@ func validatePool(e *violations, s *roostv1.PoolSpec) {
 	}
 	if ro.GetFailureBudget() < 0 {
 		e.addf("spec.rollout.failureBudget", "0 halts the pool on the first failure", "must be ≥ 0, got %d", ro.GetFailureBudget())
+	}
+	checkRemediation(e, s)
+}
+
+// MinUnhealthyTimeout bounds a Pool's spec.remediation.unhealthyTimeout
+// from below: shorter, a Server missing a few heartbeats (a switch
+// reload) would be replaced.
+const MinUnhealthyTimeout = time.Minute
+
+// checkRemediation checks spec.remediation and spec.safety:
+// unhealthyTimeout 0 (default 10m) or at least MinUnhealthyTimeout;
+// onFailedRevision "", "hold" or "replace"; maxInFlight ≥ 0 (0: no
+// replacement); remediation only on a Pool with replicas (a Pool of
+// explicit members has no spare claim to make); maxUnhealthyPercent from
+// 1 to 100.
+func checkRemediation(e *violations, s *roostv1.PoolSpec) {
+	rem := s.GetRemediation()
+	if rem != nil && s.Replicas == nil {
+		e.add("spec.remediation", "applies only to a Pool with replicas", "set spec.replicas, or remove spec.remediation: an operator replaces explicit members")
+	}
+	const ut = "spec.remediation.unhealthyTimeout"
+	checkDuration(e, ut, rem.GetUnhealthyTimeout())
+	if d := rem.GetUnhealthyTimeout(); d.CheckValid() == nil && d.AsDuration() > 0 && d.AsDuration() < MinUnhealthyTimeout {
+		e.addf(ut, `how long a Server may be Unreachable before its Machine is replaced; the default is "10m"`,
+			"must be at least %s, got %s", durationText(MinUnhealthyTimeout), durationText(d.AsDuration()))
+	}
+	switch v := rem.GetOnFailedRevision(); v {
+	case "", "hold", "replace":
+	default:
+		e.addf("spec.remediation.onFailedRevision", `"hold" keeps the Machine on its previous Revision (the default); "replace" claims another Server`,
+			`must be "hold" or "replace", got %q`, v)
+	}
+	if rem != nil && rem.MaxInFlight != nil && rem.GetMaxInFlight() < 0 {
+		e.addf("spec.remediation.maxInFlight", "0 turns replacement off; the default is 1", "must be ≥ 0, got %d", rem.GetMaxInFlight())
+	}
+	if saf := s.GetSafety(); saf != nil && saf.MaxUnhealthyPercent != nil {
+		if p := saf.GetMaxUnhealthyPercent(); p < 1 || p > 100 {
+			e.addf("spec.safety.maxUnhealthyPercent", "the default is 40; 100 never freezes the pool for unhealthy Machines", "must be from 1 to 100, got %d", p)
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package printers
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"maps"
@@ -131,6 +132,7 @@ var tableColumns = map[string][]column{
 			}
 			return "-"
 		}},
+		{header: "FROZEN", value: func(r resource.Resource, _ time.Time) string { return PoolFrozenCell(r.(*roostv1.Pool)) }},
 		{header: "NETWORK", wide: true, value: func(r resource.Resource, _ time.Time) string { return r.(*roostv1.Pool).GetSpec().GetNetworkProfile() }},
 		{header: "WINDOWS", wide: true, value: func(r resource.Resource, _ time.Time) string {
 			return strings.Join(r.(*roostv1.Pool).GetSpec().GetMaintenanceWindows(), ",")
@@ -529,6 +531,19 @@ func UntilCell(t *timestamppb.Timestamp, now time.Time) string {
 	return "in " + duration.HumanDuration(left)
 }
 
+// PoolFrozenCell is a Pool's FROZEN column: the reason of its Frozen
+// condition while True (TooManyUnhealthy, ClusterUnreachable,
+// OverReplicated: no replacement starts and no reboot is admitted), "-"
+// otherwise.
+func PoolFrozenCell(p *roostv1.Pool) string {
+	for _, c := range p.GetStatus().GetConditions() {
+		if c.GetType() == "Frozen" && c.GetStatus() == "True" {
+			return cmp.Or(c.GetReason(), "True")
+		}
+	}
+	return "-"
+}
+
 // conditionCell is the status of the condition of type typ, or "".
 func conditionCell(conds []*roostv1.Condition, typ string) string {
 	for _, c := range conds {
@@ -654,12 +669,18 @@ func bytesCell(n int64) string {
 	return strings.TrimSuffix(strings.TrimRight(strconv.FormatFloat(f, 'f', 1, 64), "0"), ".") + units[i]
 }
 
-// MachineReason is the reason of the first milestone condition
-// (Scheduled, Provisioned, Joined, then NodeReady, the worker's Node's
-// Ready, then Ready) that does not hold, or "" when all hold: why the
-// Machine is not further along.
+// MachineReason is "Remediating:REASON" for a Machine being replaced
+// (hub/remediation: Unreachable, RevisionFailed), else the reason of the
+// first milestone condition (Scheduled, Provisioned, Joined, then
+// NodeReady, the worker's Node's Ready, then Ready) that does not hold, or
+// "" when all hold: why the Machine is not further along.
 func MachineReason(m *roostv1.Machine) string {
 	conds := m.GetStatus().GetConditions()
+	for _, c := range conds {
+		if c.GetType() == "Remediating" && c.GetStatus() == "True" {
+			return "Remediating:" + c.GetReason()
+		}
+	}
 	for _, typ := range []string{"Scheduled", "Provisioned", "Joined", "NodeReady", "Ready"} {
 		for _, c := range conds {
 			if c.GetType() == typ && c.GetStatus() != "True" {

@@ -112,6 +112,8 @@ func TestMachineReason(t *testing.T) {
 		{[]*roostv1.Condition{cond("Ready", "False", "NotJoined"), cond("Joined", "False", "WaitingForNode"), cond("Scheduled", "True", "")}, "WaitingForNode"},
 		{[]*roostv1.Condition{cond("Ready", "False", "NotReady"), cond("Joined", "True", ""), cond("NodeReady", "False", "NodeNotReady")}, "NodeNotReady"},
 		{[]*roostv1.Condition{cond("Ready", "True", ""), cond("NodeReady", "True", ""), cond("Drained", "False", "DrainBlocked")}, ""},
+		// A Machine being replaced says so first.
+		{[]*roostv1.Condition{cond("Ready", "False", "ServerUnreachable"), cond("Remediating", "True", "Unreachable")}, "Remediating:Unreachable"},
 	} {
 		m := &roostv1.Machine{Status: &roostv1.MachineStatus{Conditions: tc.conds}}
 		if got := MachineReason(m); got != tc.want {

@@ -418,9 +418,13 @@ func (c *Controller) collectNodes(ctx context.Context, k *kube.Client, nodes []k
 			continue
 		}
 		c.log().Info("deleting the Node of a destroyed Machine", "node", n.Name, "server", n.Server)
-		if err := k.DeleteNode(ctx, n.Name); err != nil && first == nil {
-			first = err
+		if err := k.DeleteNode(ctx, n.Name); err != nil {
+			if first == nil {
+				first = err
+			}
+			continue
 		}
+		c.Metrics.OrphansRemoved(controller.OrphanNode, 1)
 	}
 	return first
 }

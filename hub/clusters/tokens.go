@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/roostfleet/roost/hub/controller"
 	"github.com/roostfleet/roost/hub/kube"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 )
@@ -40,6 +41,8 @@ func (c *Controller) reconcileTokens(ctx context.Context, cl *roostv1.Cluster, k
 	known := map[string]bool{}
 	fresh := map[string]bool{} // Machines with a token not due for rotation
 	var stale []string
+	gone := 0 // tokens of Machines that no longer exist: orphans
+	r := c.FSM.Reader()
 	for _, t := range c.FSM.BootstrapTokens() {
 		known[t.GetTokenId()] = true
 		if t.GetCluster() != name {
@@ -47,6 +50,9 @@ func (c *Controller) reconcileTokens(ctx context.Context, cl *roostv1.Cluster, k
 		}
 		exp := t.GetExpiresAt().AsTime()
 		if !now.Before(exp) || !joining[t.GetMachine()] {
+			if r.Get("Machine", t.GetMachine()) == nil {
+				gone++
+			}
 			stale = append(stale, t.GetTokenId())
 			delete(known, t.GetTokenId())
 			continue
@@ -60,6 +66,7 @@ func (c *Controller) reconcileTokens(ctx context.Context, cl *roostv1.Cluster, k
 			return fmt.Errorf("deleting bootstrap token %s: %w", id, err)
 		}
 	}
+	c.Metrics.OrphansRemoved(controller.OrphanBootstrapToken, gone)
 	if len(stale) > 0 {
 		c.log().Info("deleted used or expired bootstrap tokens", "cluster", name, "tokens", stale)
 		if err := c.propose(ctx, &roostv1.Command{Command: &roostv1.Command_DeleteBootstrapTokens{DeleteBootstrapTokens: &roostv1.DeleteBootstrapTokens{TokenIds: stale}}}); err != nil {
@@ -119,6 +126,7 @@ func (c *Controller) reconcileTokens(ctx context.Context, cl *roostv1.Cluster, k
 		if err := k.DeleteBootstrapToken(ctx, id); err != nil {
 			return err
 		}
+		c.Metrics.OrphansRemoved(controller.OrphanBootstrapToken, 1)
 	}
 	return nil
 }

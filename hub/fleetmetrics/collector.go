@@ -22,6 +22,7 @@ type Collector struct {
 
 	machines, servers, revisions, leases                     *prometheus.Desc
 	rolloutPhase, updated, total, unavailable, failed, ratio *prometheus.Desc
+	frozen                                                   *prometheus.Desc
 }
 
 // NewCollector returns the fleet gauges of fsm's state; register it with a
@@ -53,6 +54,8 @@ func NewCollector(fsm *state.FSM, now func() time.Time) *Collector {
 			"pool", "cluster"),
 		failed: d("roost_pool_rollout_failed_machines", "Machines of the pool that failed on the rollout's target and are not acknowledged.",
 			"pool", "cluster"),
+		frozen: d("roost_pool_frozen", "1 while the pool is Frozen by the safety controller (no replacement, no reboot), with the reason (TooManyUnhealthy, ClusterUnreachable, OverReplicated); 0 with reason \"\" otherwise.",
+			"pool", "cluster", "reason"),
 		ratio: d("roost_pool_rollout_progress_ratio", "updated / total Machines of the pool's rollout, 0 to 1 (1 for an empty pool).",
 			"pool", "cluster"),
 	}
@@ -60,7 +63,7 @@ func NewCollector(fsm *state.FSM, now func() time.Time) *Collector {
 
 // Describe sends the descriptors of every fleet gauge.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.machines, c.servers, c.revisions, c.leases, c.rolloutPhase, c.updated, c.total, c.unavailable, c.failed, c.ratio} {
+	for _, d := range []*prometheus.Desc{c.machines, c.servers, c.revisions, c.leases, c.rolloutPhase, c.updated, c.total, c.unavailable, c.failed, c.ratio, c.frozen} {
 		ch <- d
 	}
 }
@@ -84,6 +87,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		p := o.GetPool()
 		w := where{p.GetMetadata().GetName(), p.GetSpec().GetCluster()}
 		pools[w.pool], rollouts[w] = w, p.GetStatus().GetRollout()
+		v, reason := 0.0, ""
+		if cond := state.FindCondition(p.GetStatus().GetConditions(), state.PoolFrozen); cond.GetStatus() == "True" {
+			v, reason = 1, cond.GetReason()
+		}
+		ch <- prometheus.MustNewConstMetric(c.frozen, prometheus.GaugeValue, v, w.pool, w.cluster, reason)
 	}
 	at := func(pool string) where {
 		if w, ok := pools[pool]; ok {

@@ -123,6 +123,9 @@ func TestCollectorMatchesState(t *testing.T) {
 	fl.must(&roostv1.Command{Command: &roostv1.Command_UpdatePoolRollout{UpdatePoolRollout: &roostv1.UpdatePoolRollout{Pool: "workers",
 		Status: &roostv1.RolloutStatus{Phase: state.RolloutProgressing, TargetVersion: "v2", Updated: 1, Total: 4, Unavailable: 2, FailedMachines: []string{"workers-1"}}}}})
 
+	fl.must(&roostv1.Command{RulesVersion: state.RulesRemediation, Command: &roostv1.Command_SetConditions{SetConditions: &roostv1.SetConditions{Kind: "Pool", Name: "workers",
+		Set: []*roostv1.Condition{{Type: state.PoolFrozen, Status: "True", Reason: state.ReasonClusterUnreachable, Message: "the API of Cluster prod is unreachable"}}}}})
+
 	clock := fl.now.Add(10 * time.Minute) // edge-0's Lease has expired
 	c := fleetmetrics.NewCollector(fl.f, func() time.Time { return clock })
 	want := `
@@ -133,6 +136,10 @@ roost_leases{cluster="prod",phase="Draining",pool="workers"} 1
 # TYPE roost_machines gauge
 roost_machines{cluster="",phase="Scheduled",pool=""} 1
 roost_machines{cluster="prod",phase="Scheduled",pool="workers"} 2
+# HELP roost_pool_frozen 1 while the pool is Frozen by the safety controller (no replacement, no reboot), with the reason (TooManyUnhealthy, ClusterUnreachable, OverReplicated); 0 with reason "" otherwise.
+# TYPE roost_pool_frozen gauge
+roost_pool_frozen{cluster="",pool="spare",reason=""} 0
+roost_pool_frozen{cluster="prod",pool="workers",reason="ClusterUnreachable"} 1
 # HELP roost_pool_rollout_failed_machines Machines of the pool that failed on the rollout's target and are not acknowledged.
 # TYPE roost_pool_rollout_failed_machines gauge
 roost_pool_rollout_failed_machines{cluster="",pool="spare"} 0
@@ -182,8 +189,8 @@ roost_servers{cluster="prod",pool="workers",reachability="Reachable",state="Clai
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want)); err != nil {
 		t.Error(err)
 	}
-	if n := testutil.CollectAndCount(c); n != 32 {
-		t.Errorf("%d series, want 32", n)
+	if n := testutil.CollectAndCount(c); n != 34 {
+		t.Errorf("%d series, want 34", n)
 	}
 	// The collector registers cleanly next to the events.
 	reg := prometheus.NewPedanticRegistry()

@@ -194,7 +194,9 @@ func (c *Controller) Views(pool string) ([]*PoolView, error) {
 		}
 		v.Schedule, v.ScheduleErr = c.sched.get(r, p.GetSpec().GetMaintenanceWindows())
 		for _, m := range r.MachinesOfPool(p.GetMetadata().GetName()) {
-			if m.GetSpec().GetServer() != "" {
+			// A Machine being replaced (hub/remediation) is out of the
+			// rollout: it does not hold the pool's maxUnavailable.
+			if m.GetSpec().GetServer() != "" && !state.Remediating(m) {
 				v.Machines = append(v.Machines, machineView(r, m))
 			}
 		}

@@ -253,7 +253,9 @@ func majorityBooted(ms []MachineView, target string) string {
 }
 
 // Admit says whether Machine name of the Pool may start a reboot now
-// (take a Lease), and if not, why. status is Plan's result for the same
+// (take a Lease), and if not, why. A Frozen Pool (hub/remediation's
+// safety controller) admits no reboot, only first installs (a Pool frozen
+// for its Cluster's API is refused by the drain instead). status is Plan's result for the same
 // view and instant.
 func Admit(v *PoolView, status *roostv1.RolloutStatus, name string, now time.Time) (bool, string) {
 	var self *MachineView
@@ -274,6 +276,12 @@ func Admit(v *PoolView, status *roostv1.RolloutStatus, name string, now time.Tim
 	}
 	if !self.Provisioned {
 		return true, "first install"
+	}
+	// Frozen because the Cluster's API is unreachable: the drain before
+	// the Lease (which needs that API) refuses each worker and records why
+	// on its Machine (Drained=False, ClusterUnreachable).
+	if c := state.FindCondition(v.Pool.GetStatus().GetConditions(), state.PoolFrozen); c.GetStatus() == "True" && c.GetReason() != state.ReasonClusterUnreachable {
+		return false, fmt.Sprintf("pool %s is Frozen (%s): %s", pool, c.GetReason(), c.GetMessage())
 	}
 	switch status.GetPhase() {
 	case state.RolloutHalted, state.RolloutPaused, state.RolloutWaiting, state.RolloutSettling:

@@ -31,7 +31,7 @@ func ReplicaFailure(snap Snapshot, pool *roostv1.Pool) *roostv1.Condition {
 	have := 0
 	for _, m := range snap.Machines {
 		claimedBy[m.GetSpec().GetServer()] = m
-		if m.GetSpec().GetPool() == name && m.GetStatus().GetPhase() != state.PhaseDestroyed {
+		if m.GetSpec().GetPool() == name && counts(m) {
 			have++
 		}
 	}

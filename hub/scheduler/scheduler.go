@@ -114,15 +114,22 @@ func (c *Controller) sources() []controller.Source {
 	}
 }
 
-// countMembers counts the Machines of ms not Destroyed.
+// countMembers counts the Machines of ms that count toward replicas.
 func countMembers(ms []*roostv1.Machine) int {
 	n := 0
 	for _, m := range ms {
-		if m.GetStatus().GetPhase() != state.PhaseDestroyed {
+		if counts(m) {
 			n++
 		}
 	}
 	return n
+}
+
+// counts says whether Machine m counts toward its Pool's replicas: not
+// Destroyed, and not being replaced (state.MachineRemediating: the
+// remediation controller releases it once its replacement is Ready).
+func counts(m *roostv1.Machine) bool {
+	return m.GetStatus().GetPhase() != state.PhaseDestroyed && !state.Remediating(m)
 }
 
 // Reconcile moves Pool pool toward its replicas (one command at most) and
@@ -265,7 +272,7 @@ func Plan(snap Snapshot, pool *roostv1.Pool, newName func(string) string, newUID
 	claimed := map[string]bool{}
 	for _, m := range snap.Machines {
 		claimed[m.GetSpec().GetServer()] = true
-		if m.GetSpec().GetPool() == name && m.GetStatus().GetPhase() != state.PhaseDestroyed {
+		if m.GetSpec().GetPool() == name && counts(m) {
 			members = append(members, m)
 		}
 	}

@@ -356,3 +356,39 @@ func TestScaleDownWaitsForDrains(t *testing.T) {
 		t.Errorf("PrepareRelease asked about %v", asked)
 	}
 }
+
+// A Machine marked Remediating (hub/remediation) does not count toward
+// replicas: the pool claims another Server for it, keeps it, and a later
+// surplus release never picks it as a surplus member.
+func TestRemediatingMachineIsReplaced(t *testing.T) {
+	h := newFakeHub(t)
+	h.pool(proto.Int32(2))
+	h.server(uuidN(1), 16)
+	h.server(uuidN(2), 16)
+	h.server(uuidN(3), 16)
+	c := h.controller()
+	ctx := context.Background()
+	if err := c.Step(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(h.members()); got != "[workers-1=01 workers-2=02]" {
+		t.Fatalf("members %s", got)
+	}
+	h.mustApply(&roostv1.Command{RulesVersion: state.RulesRemediation, Command: &roostv1.Command_SetConditions{SetConditions: &roostv1.SetConditions{
+		Kind: "Machine", Name: "workers-1", Set: []*roostv1.Condition{{Type: state.MachineRemediating, Status: "True", Reason: state.ReasonUnreachable}}}}})
+	if err := c.Step(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(h.members()); got != "[workers-1=01 workers-2=02 workers-3=03]" {
+		t.Fatalf("members after the mark %s, want a replacement on 03 and workers-1 kept", got)
+	}
+	if c := h.replicaFailure(); c != nil {
+		t.Errorf("ReplicaFailure %v", c)
+	}
+	if err := c.Step(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(h.members()); got != "[workers-1=01 workers-2=02 workers-3=03]" {
+		t.Errorf("members on the next step %s: nothing is surplus", got)
+	}
+}

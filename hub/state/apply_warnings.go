@@ -30,7 +30,8 @@ func (a *applier) referenceWarnings(obj *roostv1.Object) ([]string, *apierror.Er
 		if aerr != nil {
 			return nil, aerr
 		}
-		return append(warnings, nodeLabelWarnings(obj.GetPool())...), nil
+		warnings = append(warnings, nodeLabelWarnings(obj.GetPool())...)
+		return append(warnings, remediationWarnings(obj.GetPool())...), nil
 	case obj.GetMachineClass() != nil:
 		return selectorWarnings(obj.GetMachineClass()), nil
 	case obj.GetMaintenanceWindow() != nil:

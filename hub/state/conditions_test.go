@@ -53,3 +53,39 @@ func TestSetConditions(t *testing.T) {
 		t.Errorf("a stale waiting message was written over %v", FindCondition(before.GetStatus().GetConditions(), MachineProvisioned))
 	}
 }
+
+// Rules 12: a Pool takes Frozen and Remediating, a Machine Remediating
+// (set and cleared, True with a reason only); older rules refuse them.
+func TestSetConditionsRemediation(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.mustApply(h.objects(append(baseObjects(), poolObj("workers", "prod", func(s *roostv1.PoolSpec) { s.Replicas = nil }))...))
+	frozen := &roostv1.Condition{Type: PoolFrozen, Status: "True", Reason: ReasonTooManyUnhealthy, Message: "10 of 20 Machines unhealthy"}
+	wantCode(t, h.apply(withRules(RulesRemediation-1, setConditionsCmd("Pool", "workers", []*roostv1.Condition{frozen}))).Err, codes.InvalidArgument)
+	h.mustApply(withRules(RulesRemediation, setConditionsCmd("Pool", "workers", []*roostv1.Condition{frozen})))
+	if c := FindCondition(getPool(t, h.f, "workers").GetStatus().GetConditions(), PoolFrozen); c.GetReason() != ReasonTooManyUnhealthy {
+		t.Fatalf("Frozen %v", c)
+	}
+	h.mustApply(withRules(RulesRemediation, setConditionsCmd("Pool", "workers", nil, PoolFrozen)))
+	if c := FindCondition(getPool(t, h.f, "workers").GetStatus().GetConditions(), PoolFrozen); c != nil {
+		t.Fatalf("Frozen after clear %v", c)
+	}
+
+	claimedServer(h, uuidA, "52:54:00:00:00:01", "w1", "workers")
+	rem := &roostv1.Condition{Type: MachineRemediating, Status: "True", Reason: ReasonUnreachable, Message: "Server unreachable"}
+	wantCode(t, h.apply(withRules(RulesRemediation-1, setConditionsCmd("Machine", "w1", []*roostv1.Condition{rem}))).Err, codes.InvalidArgument)
+	wantCode(t, h.apply(withRules(RulesRemediation, setConditionsCmd("Machine", "w1", []*roostv1.Condition{{Type: MachineRemediating, Status: "False", Reason: "x"}}))).Err, codes.InvalidArgument)
+	wantCode(t, h.apply(withRules(RulesRemediation, setConditionsCmd("Machine", "nope", []*roostv1.Condition{rem}))).Err, codes.NotFound)
+	h.mustApply(withRules(RulesRemediation, setConditionsCmd("Machine", "w1", []*roostv1.Condition{rem})))
+	if !Remediating(getMachine(t, h.f, "w1")) {
+		t.Fatalf("w1 not Remediating: %v", getMachine(t, h.f, "w1").GetStatus().GetConditions())
+	}
+	// The Machine's milestones are recomputed without losing it.
+	h.mustApply(putRevisionCmd(uuidA, "w1", 1))
+	if !Remediating(getMachine(t, h.f, "w1")) {
+		t.Fatalf("Remediating lost on a refresh")
+	}
+	h.mustApply(withRules(RulesRemediation, setConditionsCmd("Machine", "w1", nil, MachineRemediating)))
+	if Remediating(getMachine(t, h.f, "w1")) {
+		t.Fatalf("w1 still Remediating after clear")
+	}
+}

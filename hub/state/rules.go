@@ -82,7 +82,12 @@ import (
 //	   (RulesCleaning, cleaning.go). Under older rules a release returns the
 //	   Server to Available at once, a decommission is immediate, and the
 //	   action and the result are unknown
-const RulesVersion uint32 = 11
+//	12: SetConditions also takes a Pool's Frozen and Remediating
+//	   conditions (the safety and remediation controllers) and a Machine's
+//	   Remediating condition, set and cleared (RulesRemediation,
+//	   conditions.go). Under older rules they are refused, as the members
+//	   implementing them refuse them
+const RulesVersion uint32 = 12
 
 // Versions that introduced a rule, for the applier's checks.
 const (
@@ -141,6 +146,9 @@ const (
 	// their agent before they are Available (or Decommissioned)
 	// (cleaning.go).
 	RulesCleaning uint32 = 11
+	// RulesRemediation: SetConditions takes the Pool conditions Frozen
+	// and Remediating and the Machine condition Remediating.
+	RulesRemediation uint32 = 12
 )
 
 // commandRules is the apply rules version of cmd; 0 (commands written

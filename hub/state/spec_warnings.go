@@ -269,3 +269,22 @@ func KubeletLabelError(key string) error {
 	}
 	return nil
 }
+
+// remediationWarnings warns about a Pool's spec.remediation.maxInFlight
+// above its rollout's maxUnavailable given as a count: replacements never
+// go beyond maxUnavailable (hub/remediation), so the excess does nothing.
+func remediationWarnings(p *roostv1.Pool) []string {
+	rem := p.GetSpec().GetRemediation()
+	mu, ok := p.GetSpec().GetRollout().GetMaxUnavailable().GetValue().(*roostv1.IntOrString_IntVal)
+	limit := int32(1) // the default maxUnavailable
+	if ok {
+		limit = mu.IntVal
+	} else if p.GetSpec().GetRollout().GetMaxUnavailable() != nil {
+		return nil // a percentage: it depends on the pool's size
+	}
+	if rem == nil || rem.MaxInFlight == nil || rem.GetMaxInFlight() <= limit {
+		return nil
+	}
+	return []string{fmt.Sprintf("pool/%s: spec.remediation.maxInFlight %d is above spec.rollout.maxUnavailable %d: replacements run at most %d at a time",
+		p.GetMetadata().GetName(), rem.GetMaxInFlight(), limit, limit)}
+}

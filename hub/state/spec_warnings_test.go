@@ -169,3 +169,30 @@ func TestExamplesApplyWithoutSpecWarnings(t *testing.T) {
 		t.Errorf("warnings\n%q\nwant\n%q", res.Warnings, want)
 	}
 }
+
+func TestRemediationWarnings(t *testing.T) {
+	n := func(v int32) *int32 { return &v }
+	pool := func(maxU *roostv1.IntOrString, inFlight *int32) *roostv1.Pool {
+		return &roostv1.Pool{Metadata: &roostv1.ObjectMeta{Name: "web"}, Spec: &roostv1.PoolSpec{Replicas: n(20),
+			Rollout: &roostv1.RolloutPolicy{MaxUnavailable: maxU}, Remediation: &roostv1.RemediationPolicy{MaxInFlight: inFlight}}}
+	}
+	count := func(v int32) *roostv1.IntOrString {
+		return &roostv1.IntOrString{Value: &roostv1.IntOrString_IntVal{IntVal: v}}
+	}
+	pct := &roostv1.IntOrString{Value: &roostv1.IntOrString_StrVal{StrVal: "10%"}}
+	for _, tc := range []struct {
+		name string
+		p    *roostv1.Pool
+		want string
+	}{
+		{"within", pool(count(2), n(2)), ""},
+		{"above", pool(count(2), n(3)), "pool/web: spec.remediation.maxInFlight 3 is above spec.rollout.maxUnavailable 2: replacements run at most 2 at a time"},
+		{"above the default", pool(nil, n(2)), "pool/web: spec.remediation.maxInFlight 2 is above spec.rollout.maxUnavailable 1: replacements run at most 1 at a time"},
+		{"percentage", pool(pct, n(5)), ""},
+		{"unset", pool(count(1), nil), ""},
+	} {
+		if got := strings.Join(remediationWarnings(tc.p), "|"); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

@@ -1855,8 +1855,14 @@ type PoolSpec struct {
 	// unset means explicit membership assigned by an operator.
 	Replicas *int32 `protobuf:"varint,7,opt,name=replicas,proto3,oneof" json:"replicas,omitempty"`
 	// node_labels are set on the Kubernetes Node of each worker.
-	NodeLabels    map[string]string `protobuf:"bytes,8,rep,name=node_labels,json=nodeLabels,proto3" json:"node_labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	Rollout       *RolloutPolicy    `protobuf:"bytes,9,opt,name=rollout,proto3" json:"rollout,omitempty"`
+	NodeLabels map[string]string `protobuf:"bytes,8,rep,name=node_labels,json=nodeLabels,proto3" json:"node_labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Rollout    *RolloutPolicy    `protobuf:"bytes,9,opt,name=rollout,proto3" json:"rollout,omitempty"`
+	// remediation says when the pool replaces a failed Machine (pools with
+	// replicas only); unset means the defaults of RemediationPolicy.
+	Remediation *RemediationPolicy `protobuf:"bytes,35,opt,name=remediation,proto3" json:"remediation,omitempty"`
+	// safety says when the hub freezes the pool's replacements and reboots;
+	// unset means the defaults of SafetyPolicy.
+	Safety        *SafetyPolicy `protobuf:"bytes,36,opt,name=safety,proto3" json:"safety,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1954,6 +1960,144 @@ func (x *PoolSpec) GetRollout() *RolloutPolicy {
 	return nil
 }
 
+func (x *PoolSpec) GetRemediation() *RemediationPolicy {
+	if x != nil {
+		return x.Remediation
+	}
+	return nil
+}
+
+func (x *PoolSpec) GetSafety() *SafetyPolicy {
+	if x != nil {
+		return x.Safety
+	}
+	return nil
+}
+
+// RemediationPolicy bounds how a Pool with replicas replaces failed
+// Machines (as a Gardener MachineSet or a Cluster API MachineHealthCheck):
+// the failed Machine is marked Remediating, the pool claims another
+// matching Server for it, and the failed one is released once its Server
+// is reachable and the pool has its replicas Ready again.
+type RemediationPolicy struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// unhealthy_timeout is how long a Machine's Server may be Unreachable
+	// (its Ready condition False with reason ServerUnreachable) before the
+	// Machine is replaced. Default 10m; at least 1m.
+	UnhealthyTimeout *durationpb.Duration `protobuf:"bytes,1,opt,name=unhealthy_timeout,json=unhealthyTimeout,proto3" json:"unhealthy_timeout,omitempty"`
+	// on_failed_revision is "hold" (default: a Machine whose desired
+	// Revision failed stays, running its previous Revision, for an operator)
+	// or "replace" (it is replaced by a Machine on another Server).
+	OnFailedRevision string `protobuf:"bytes,2,opt,name=on_failed_revision,json=onFailedRevision,proto3" json:"on_failed_revision,omitempty"`
+	// max_in_flight is how many replacements of the pool may be under way
+	// at once (claimed and not yet Ready); never more than the rollout's
+	// max_unavailable. Default 1; 0 turns remediation off.
+	MaxInFlight   *int32 `protobuf:"varint,3,opt,name=max_in_flight,json=maxInFlight,proto3,oneof" json:"max_in_flight,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemediationPolicy) Reset() {
+	*x = RemediationPolicy{}
+	mi := &file_roost_v1_resources_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemediationPolicy) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemediationPolicy) ProtoMessage() {}
+
+func (x *RemediationPolicy) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_resources_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemediationPolicy.ProtoReflect.Descriptor instead.
+func (*RemediationPolicy) Descriptor() ([]byte, []int) {
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *RemediationPolicy) GetUnhealthyTimeout() *durationpb.Duration {
+	if x != nil {
+		return x.UnhealthyTimeout
+	}
+	return nil
+}
+
+func (x *RemediationPolicy) GetOnFailedRevision() string {
+	if x != nil {
+		return x.OnFailedRevision
+	}
+	return ""
+}
+
+func (x *RemediationPolicy) GetMaxInFlight() int32 {
+	if x != nil && x.MaxInFlight != nil {
+		return *x.MaxInFlight
+	}
+	return 0
+}
+
+// SafetyPolicy says when the safety controller freezes a Pool: no
+// replacement starts and no reboot is admitted while it is Frozen.
+type SafetyPolicy struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// max_unhealthy_percent: the pool freezes while more than this percent
+	// of its Machines (and more than one) are unhealthy at once (provisioned, not Ready and not
+	// rebooting under a Lease): a partition or a bad image rather than
+	// broken servers. Default 40; 1 to 100 (100 never freezes for health).
+	MaxUnhealthyPercent *int32 `protobuf:"varint,1,opt,name=max_unhealthy_percent,json=maxUnhealthyPercent,proto3,oneof" json:"max_unhealthy_percent,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *SafetyPolicy) Reset() {
+	*x = SafetyPolicy{}
+	mi := &file_roost_v1_resources_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SafetyPolicy) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SafetyPolicy) ProtoMessage() {}
+
+func (x *SafetyPolicy) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_resources_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SafetyPolicy.ProtoReflect.Descriptor instead.
+func (*SafetyPolicy) Descriptor() ([]byte, []int) {
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *SafetyPolicy) GetMaxUnhealthyPercent() int32 {
+	if x != nil && x.MaxUnhealthyPercent != nil {
+		return *x.MaxUnhealthyPercent
+	}
+	return 0
+}
+
 // RolloutPolicy bounds how a pool moves to a new Revision.
 type RolloutPolicy struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1976,7 +2120,7 @@ type RolloutPolicy struct {
 
 func (x *RolloutPolicy) Reset() {
 	*x = RolloutPolicy{}
-	mi := &file_roost_v1_resources_proto_msgTypes[23]
+	mi := &file_roost_v1_resources_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1988,7 +2132,7 @@ func (x *RolloutPolicy) String() string {
 func (*RolloutPolicy) ProtoMessage() {}
 
 func (x *RolloutPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[23]
+	mi := &file_roost_v1_resources_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2001,7 +2145,7 @@ func (x *RolloutPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutPolicy.ProtoReflect.Descriptor instead.
 func (*RolloutPolicy) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{23}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RolloutPolicy) GetMaxUnavailable() *IntOrString {
@@ -2052,7 +2196,7 @@ type PoolStatus struct {
 
 func (x *PoolStatus) Reset() {
 	*x = PoolStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[24]
+	mi := &file_roost_v1_resources_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2064,7 +2208,7 @@ func (x *PoolStatus) String() string {
 func (*PoolStatus) ProtoMessage() {}
 
 func (x *PoolStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[24]
+	mi := &file_roost_v1_resources_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2077,7 +2221,7 @@ func (x *PoolStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PoolStatus.ProtoReflect.Descriptor instead.
 func (*PoolStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{24}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *PoolStatus) GetMachines() int32 {
@@ -2147,7 +2291,7 @@ type RolloutStatus struct {
 
 func (x *RolloutStatus) Reset() {
 	*x = RolloutStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[25]
+	mi := &file_roost_v1_resources_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2159,7 +2303,7 @@ func (x *RolloutStatus) String() string {
 func (*RolloutStatus) ProtoMessage() {}
 
 func (x *RolloutStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[25]
+	mi := &file_roost_v1_resources_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2172,7 +2316,7 @@ func (x *RolloutStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutStatus.ProtoReflect.Descriptor instead.
 func (*RolloutStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{25}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *RolloutStatus) GetPhase() string {
@@ -2267,7 +2411,7 @@ type Server struct {
 
 func (x *Server) Reset() {
 	*x = Server{}
-	mi := &file_roost_v1_resources_proto_msgTypes[26]
+	mi := &file_roost_v1_resources_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2279,7 +2423,7 @@ func (x *Server) String() string {
 func (*Server) ProtoMessage() {}
 
 func (x *Server) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[26]
+	mi := &file_roost_v1_resources_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2292,7 +2436,7 @@ func (x *Server) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Server.ProtoReflect.Descriptor instead.
 func (*Server) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{26}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Server) GetApiVersion() string {
@@ -2351,7 +2495,7 @@ type ServerSpec struct {
 
 func (x *ServerSpec) Reset() {
 	*x = ServerSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[27]
+	mi := &file_roost_v1_resources_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2363,7 +2507,7 @@ func (x *ServerSpec) String() string {
 func (*ServerSpec) ProtoMessage() {}
 
 func (x *ServerSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[27]
+	mi := &file_roost_v1_resources_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2376,7 +2520,7 @@ func (x *ServerSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerSpec.ProtoReflect.Descriptor instead.
 func (*ServerSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{27}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ServerSpec) GetSystemUuid() string {
@@ -2450,7 +2594,7 @@ type ServerStatus struct {
 
 func (x *ServerStatus) Reset() {
 	*x = ServerStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[28]
+	mi := &file_roost_v1_resources_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2462,7 +2606,7 @@ func (x *ServerStatus) String() string {
 func (*ServerStatus) ProtoMessage() {}
 
 func (x *ServerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[28]
+	mi := &file_roost_v1_resources_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2475,7 +2619,7 @@ func (x *ServerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerStatus.ProtoReflect.Descriptor instead.
 func (*ServerStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{28}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ServerStatus) GetAgentVersion() string {
@@ -2612,7 +2756,7 @@ type ServerCleaning struct {
 
 func (x *ServerCleaning) Reset() {
 	*x = ServerCleaning{}
-	mi := &file_roost_v1_resources_proto_msgTypes[29]
+	mi := &file_roost_v1_resources_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2624,7 +2768,7 @@ func (x *ServerCleaning) String() string {
 func (*ServerCleaning) ProtoMessage() {}
 
 func (x *ServerCleaning) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[29]
+	mi := &file_roost_v1_resources_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2637,7 +2781,7 @@ func (x *ServerCleaning) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerCleaning.ProtoReflect.Descriptor instead.
 func (*ServerCleaning) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{29}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ServerCleaning) GetMode() string {
@@ -2731,7 +2875,7 @@ type Machine struct {
 
 func (x *Machine) Reset() {
 	*x = Machine{}
-	mi := &file_roost_v1_resources_proto_msgTypes[30]
+	mi := &file_roost_v1_resources_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2743,7 +2887,7 @@ func (x *Machine) String() string {
 func (*Machine) ProtoMessage() {}
 
 func (x *Machine) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[30]
+	mi := &file_roost_v1_resources_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2756,7 +2900,7 @@ func (x *Machine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Machine.ProtoReflect.Descriptor instead.
 func (*Machine) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{30}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Machine) GetApiVersion() string {
@@ -2812,7 +2956,7 @@ type MachineSpec struct {
 
 func (x *MachineSpec) Reset() {
 	*x = MachineSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[31]
+	mi := &file_roost_v1_resources_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2824,7 +2968,7 @@ func (x *MachineSpec) String() string {
 func (*MachineSpec) ProtoMessage() {}
 
 func (x *MachineSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[31]
+	mi := &file_roost_v1_resources_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2837,7 +2981,7 @@ func (x *MachineSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MachineSpec.ProtoReflect.Descriptor instead.
 func (*MachineSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{31}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *MachineSpec) GetServer() string {
@@ -2900,7 +3044,7 @@ type MachineStatus struct {
 
 func (x *MachineStatus) Reset() {
 	*x = MachineStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[32]
+	mi := &file_roost_v1_resources_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2912,7 +3056,7 @@ func (x *MachineStatus) String() string {
 func (*MachineStatus) ProtoMessage() {}
 
 func (x *MachineStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[32]
+	mi := &file_roost_v1_resources_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2925,7 +3069,7 @@ func (x *MachineStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MachineStatus.ProtoReflect.Descriptor instead.
 func (*MachineStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{32}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *MachineStatus) GetPhase() string {
@@ -2994,7 +3138,7 @@ type Revision struct {
 
 func (x *Revision) Reset() {
 	*x = Revision{}
-	mi := &file_roost_v1_resources_proto_msgTypes[33]
+	mi := &file_roost_v1_resources_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3006,7 +3150,7 @@ func (x *Revision) String() string {
 func (*Revision) ProtoMessage() {}
 
 func (x *Revision) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[33]
+	mi := &file_roost_v1_resources_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3019,7 +3163,7 @@ func (x *Revision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Revision.ProtoReflect.Descriptor instead.
 func (*Revision) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{33}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Revision) GetApiVersion() string {
@@ -3076,7 +3220,7 @@ type RevisionStatus struct {
 
 func (x *RevisionStatus) Reset() {
 	*x = RevisionStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[34]
+	mi := &file_roost_v1_resources_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3088,7 +3232,7 @@ func (x *RevisionStatus) String() string {
 func (*RevisionStatus) ProtoMessage() {}
 
 func (x *RevisionStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[34]
+	mi := &file_roost_v1_resources_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3101,7 +3245,7 @@ func (x *RevisionStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevisionStatus.ProtoReflect.Descriptor instead.
 func (*RevisionStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{34}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *RevisionStatus) GetPhase() string {
@@ -3139,7 +3283,7 @@ type ImageRelease struct {
 
 func (x *ImageRelease) Reset() {
 	*x = ImageRelease{}
-	mi := &file_roost_v1_resources_proto_msgTypes[35]
+	mi := &file_roost_v1_resources_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3151,7 +3295,7 @@ func (x *ImageRelease) String() string {
 func (*ImageRelease) ProtoMessage() {}
 
 func (x *ImageRelease) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[35]
+	mi := &file_roost_v1_resources_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3164,7 +3308,7 @@ func (x *ImageRelease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageRelease.ProtoReflect.Descriptor instead.
 func (*ImageRelease) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{35}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ImageRelease) GetApiVersion() string {
@@ -3223,7 +3367,7 @@ type ImageReleaseSpec struct {
 
 func (x *ImageReleaseSpec) Reset() {
 	*x = ImageReleaseSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[36]
+	mi := &file_roost_v1_resources_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3235,7 +3379,7 @@ func (x *ImageReleaseSpec) String() string {
 func (*ImageReleaseSpec) ProtoMessage() {}
 
 func (x *ImageReleaseSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[36]
+	mi := &file_roost_v1_resources_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3248,7 +3392,7 @@ func (x *ImageReleaseSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageReleaseSpec.ProtoReflect.Descriptor instead.
 func (*ImageReleaseSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{36}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ImageReleaseSpec) GetVersion() string {
@@ -3315,7 +3459,7 @@ type ImageReleaseStatus struct {
 
 func (x *ImageReleaseStatus) Reset() {
 	*x = ImageReleaseStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[37]
+	mi := &file_roost_v1_resources_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3327,7 +3471,7 @@ func (x *ImageReleaseStatus) String() string {
 func (*ImageReleaseStatus) ProtoMessage() {}
 
 func (x *ImageReleaseStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[37]
+	mi := &file_roost_v1_resources_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3340,7 +3484,7 @@ func (x *ImageReleaseStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageReleaseStatus.ProtoReflect.Descriptor instead.
 func (*ImageReleaseStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{37}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{39}
 }
 
 // Extension is one version of a signed systemd-sysext image (squashfs with
@@ -3360,7 +3504,7 @@ type Extension struct {
 
 func (x *Extension) Reset() {
 	*x = Extension{}
-	mi := &file_roost_v1_resources_proto_msgTypes[38]
+	mi := &file_roost_v1_resources_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3372,7 +3516,7 @@ func (x *Extension) String() string {
 func (*Extension) ProtoMessage() {}
 
 func (x *Extension) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[38]
+	mi := &file_roost_v1_resources_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3385,7 +3529,7 @@ func (x *Extension) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Extension.ProtoReflect.Descriptor instead.
 func (*Extension) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{38}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *Extension) GetApiVersion() string {
@@ -3446,7 +3590,7 @@ type ExtensionSpec struct {
 
 func (x *ExtensionSpec) Reset() {
 	*x = ExtensionSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[39]
+	mi := &file_roost_v1_resources_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3458,7 +3602,7 @@ func (x *ExtensionSpec) String() string {
 func (*ExtensionSpec) ProtoMessage() {}
 
 func (x *ExtensionSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[39]
+	mi := &file_roost_v1_resources_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3471,7 +3615,7 @@ func (x *ExtensionSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtensionSpec.ProtoReflect.Descriptor instead.
 func (*ExtensionSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{39}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ExtensionSpec) GetName() string {
@@ -3531,7 +3675,7 @@ type ExtensionStatus struct {
 
 func (x *ExtensionStatus) Reset() {
 	*x = ExtensionStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[40]
+	mi := &file_roost_v1_resources_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3543,7 +3687,7 @@ func (x *ExtensionStatus) String() string {
 func (*ExtensionStatus) ProtoMessage() {}
 
 func (x *ExtensionStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[40]
+	mi := &file_roost_v1_resources_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3556,7 +3700,7 @@ func (x *ExtensionStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtensionStatus.ProtoReflect.Descriptor instead.
 func (*ExtensionStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{40}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{42}
 }
 
 // EnrollmentToken lets new Servers enroll. Only its hash is stored.
@@ -3573,7 +3717,7 @@ type EnrollmentToken struct {
 
 func (x *EnrollmentToken) Reset() {
 	*x = EnrollmentToken{}
-	mi := &file_roost_v1_resources_proto_msgTypes[41]
+	mi := &file_roost_v1_resources_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3585,7 +3729,7 @@ func (x *EnrollmentToken) String() string {
 func (*EnrollmentToken) ProtoMessage() {}
 
 func (x *EnrollmentToken) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[41]
+	mi := &file_roost_v1_resources_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3598,7 +3742,7 @@ func (x *EnrollmentToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnrollmentToken.ProtoReflect.Descriptor instead.
 func (*EnrollmentToken) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{41}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *EnrollmentToken) GetApiVersion() string {
@@ -3655,7 +3799,7 @@ type EnrollmentTokenSpec struct {
 
 func (x *EnrollmentTokenSpec) Reset() {
 	*x = EnrollmentTokenSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[42]
+	mi := &file_roost_v1_resources_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3667,7 +3811,7 @@ func (x *EnrollmentTokenSpec) String() string {
 func (*EnrollmentTokenSpec) ProtoMessage() {}
 
 func (x *EnrollmentTokenSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[42]
+	mi := &file_roost_v1_resources_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3680,7 +3824,7 @@ func (x *EnrollmentTokenSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnrollmentTokenSpec.ProtoReflect.Descriptor instead.
 func (*EnrollmentTokenSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{42}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *EnrollmentTokenSpec) GetSecretSha256() string {
@@ -3738,7 +3882,7 @@ type EnrollmentTokenStatus struct {
 
 func (x *EnrollmentTokenStatus) Reset() {
 	*x = EnrollmentTokenStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[43]
+	mi := &file_roost_v1_resources_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3750,7 +3894,7 @@ func (x *EnrollmentTokenStatus) String() string {
 func (*EnrollmentTokenStatus) ProtoMessage() {}
 
 func (x *EnrollmentTokenStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[43]
+	mi := &file_roost_v1_resources_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3763,7 +3907,7 @@ func (x *EnrollmentTokenStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnrollmentTokenStatus.ProtoReflect.Descriptor instead.
 func (*EnrollmentTokenStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{43}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *EnrollmentTokenStatus) GetUses() int32 {
@@ -3808,7 +3952,7 @@ type Lease struct {
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_roost_v1_resources_proto_msgTypes[44]
+	mi := &file_roost_v1_resources_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3820,7 +3964,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[44]
+	mi := &file_roost_v1_resources_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3833,7 +3977,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{44}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *Lease) GetApiVersion() string {
@@ -3894,7 +4038,7 @@ type LeaseSpec struct {
 
 func (x *LeaseSpec) Reset() {
 	*x = LeaseSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[45]
+	mi := &file_roost_v1_resources_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3906,7 +4050,7 @@ func (x *LeaseSpec) String() string {
 func (*LeaseSpec) ProtoMessage() {}
 
 func (x *LeaseSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[45]
+	mi := &file_roost_v1_resources_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3919,7 +4063,7 @@ func (x *LeaseSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseSpec.ProtoReflect.Descriptor instead.
 func (*LeaseSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{45}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *LeaseSpec) GetServer() string {
@@ -3979,7 +4123,7 @@ type LeaseStatus struct {
 
 func (x *LeaseStatus) Reset() {
 	*x = LeaseStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[46]
+	mi := &file_roost_v1_resources_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3991,7 +4135,7 @@ func (x *LeaseStatus) String() string {
 func (*LeaseStatus) ProtoMessage() {}
 
 func (x *LeaseStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[46]
+	mi := &file_roost_v1_resources_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4004,7 +4148,7 @@ func (x *LeaseStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseStatus.ProtoReflect.Descriptor instead.
 func (*LeaseStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{46}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{48}
 }
 
 // Event is one entry of the operations log: what the hub did to or
@@ -4031,7 +4175,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_roost_v1_resources_proto_msgTypes[47]
+	mi := &file_roost_v1_resources_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4043,7 +4187,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[47]
+	mi := &file_roost_v1_resources_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4056,7 +4200,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{47}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *Event) GetApiVersion() string {
@@ -4116,7 +4260,7 @@ type EventSpec struct {
 
 func (x *EventSpec) Reset() {
 	*x = EventSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[48]
+	mi := &file_roost_v1_resources_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4128,7 +4272,7 @@ func (x *EventSpec) String() string {
 func (*EventSpec) ProtoMessage() {}
 
 func (x *EventSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[48]
+	mi := &file_roost_v1_resources_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4141,7 +4285,7 @@ func (x *EventSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventSpec.ProtoReflect.Descriptor instead.
 func (*EventSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{48}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *EventSpec) GetInvolvedObject() *EventObject {
@@ -4191,7 +4335,7 @@ type EventObject struct {
 
 func (x *EventObject) Reset() {
 	*x = EventObject{}
-	mi := &file_roost_v1_resources_proto_msgTypes[49]
+	mi := &file_roost_v1_resources_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4203,7 +4347,7 @@ func (x *EventObject) String() string {
 func (*EventObject) ProtoMessage() {}
 
 func (x *EventObject) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[49]
+	mi := &file_roost_v1_resources_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4216,7 +4360,7 @@ func (x *EventObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventObject.ProtoReflect.Descriptor instead.
 func (*EventObject) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{49}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *EventObject) GetKind() string {
@@ -4247,7 +4391,7 @@ type EventStatus struct {
 
 func (x *EventStatus) Reset() {
 	*x = EventStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[50]
+	mi := &file_roost_v1_resources_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4259,7 +4403,7 @@ func (x *EventStatus) String() string {
 func (*EventStatus) ProtoMessage() {}
 
 func (x *EventStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[50]
+	mi := &file_roost_v1_resources_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4272,7 +4416,7 @@ func (x *EventStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventStatus.ProtoReflect.Descriptor instead.
 func (*EventStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{50}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *EventStatus) GetCount() int32 {
@@ -4321,7 +4465,7 @@ type Object struct {
 
 func (x *Object) Reset() {
 	*x = Object{}
-	mi := &file_roost_v1_resources_proto_msgTypes[51]
+	mi := &file_roost_v1_resources_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4333,7 +4477,7 @@ func (x *Object) String() string {
 func (*Object) ProtoMessage() {}
 
 func (x *Object) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[51]
+	mi := &file_roost_v1_resources_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4346,7 +4490,7 @@ func (x *Object) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Object.ProtoReflect.Descriptor instead.
 func (*Object) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{51}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *Object) GetKind() isObject_Kind {
@@ -4705,7 +4849,7 @@ const file_roost_v1_resources_proto_rawDesc = "" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x120\n" +
 	"\bmetadata\x18\x03 \x01(\v2\x14.roost.v1.ObjectMetaR\bmetadata\x12&\n" +
 	"\x04spec\x18\x04 \x01(\v2\x12.roost.v1.PoolSpecR\x04spec\x12,\n" +
-	"\x06status\x18\x05 \x01(\v2\x14.roost.v1.PoolStatusR\x06status\"\xd2\x03\n" +
+	"\x06status\x18\x05 \x01(\v2\x14.roost.v1.PoolStatusR\x06status\"\xc1\x04\n" +
 	"\bPoolSpec\x12\x18\n" +
 	"\acluster\x18\x01 \x01(\tR\acluster\x12#\n" +
 	"\rmachine_class\x18\x02 \x01(\tR\fmachineClass\x12'\n" +
@@ -4716,11 +4860,21 @@ const file_roost_v1_resources_proto_rawDesc = "" +
 	"\breplicas\x18\a \x01(\x05H\x00R\breplicas\x88\x01\x01\x12C\n" +
 	"\vnode_labels\x18\b \x03(\v2\".roost.v1.PoolSpec.NodeLabelsEntryR\n" +
 	"nodeLabels\x121\n" +
-	"\arollout\x18\t \x01(\v2\x17.roost.v1.RolloutPolicyR\arollout\x1a=\n" +
+	"\arollout\x18\t \x01(\v2\x17.roost.v1.RolloutPolicyR\arollout\x12=\n" +
+	"\vremediation\x18# \x01(\v2\x1b.roost.v1.RemediationPolicyR\vremediation\x12.\n" +
+	"\x06safety\x18$ \x01(\v2\x16.roost.v1.SafetyPolicyR\x06safety\x1a=\n" +
 	"\x0fNodeLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\v\n" +
-	"\t_replicas\"\x81\x02\n" +
+	"\t_replicas\"\xc4\x01\n" +
+	"\x11RemediationPolicy\x12F\n" +
+	"\x11unhealthy_timeout\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\x10unhealthyTimeout\x12,\n" +
+	"\x12on_failed_revision\x18\x02 \x01(\tR\x10onFailedRevision\x12'\n" +
+	"\rmax_in_flight\x18\x03 \x01(\x05H\x00R\vmaxInFlight\x88\x01\x01B\x10\n" +
+	"\x0e_max_in_flight\"a\n" +
+	"\fSafetyPolicy\x127\n" +
+	"\x15max_unhealthy_percent\x18\x01 \x01(\x05H\x00R\x13maxUnhealthyPercent\x88\x01\x01B\x18\n" +
+	"\x16_max_unhealthy_percent\"\x81\x02\n" +
 	"\rRolloutPolicy\x12>\n" +
 	"\x0fmax_unavailable\x18\x01 \x01(\v2\x15.roost.v1.IntOrStringR\x0emaxUnavailable\x121\n" +
 	"\x06settle\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x06settle\x12>\n" +
@@ -4973,7 +5127,7 @@ func file_roost_v1_resources_proto_rawDescGZIP() []byte {
 }
 
 var file_roost_v1_resources_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_roost_v1_resources_proto_msgTypes = make([]protoimpl.MessageInfo, 55)
+var file_roost_v1_resources_proto_msgTypes = make([]protoimpl.MessageInfo, 57)
 var file_roost_v1_resources_proto_goTypes = []any{
 	(ServerAction)(0),               // 0: roost.v1.ServerAction
 	(*Cluster)(nil),                 // 1: roost.v1.Cluster
@@ -4999,63 +5153,65 @@ var file_roost_v1_resources_proto_goTypes = []any{
 	(*MaintenanceWindowStatus)(nil), // 21: roost.v1.MaintenanceWindowStatus
 	(*Pool)(nil),                    // 22: roost.v1.Pool
 	(*PoolSpec)(nil),                // 23: roost.v1.PoolSpec
-	(*RolloutPolicy)(nil),           // 24: roost.v1.RolloutPolicy
-	(*PoolStatus)(nil),              // 25: roost.v1.PoolStatus
-	(*RolloutStatus)(nil),           // 26: roost.v1.RolloutStatus
-	(*Server)(nil),                  // 27: roost.v1.Server
-	(*ServerSpec)(nil),              // 28: roost.v1.ServerSpec
-	(*ServerStatus)(nil),            // 29: roost.v1.ServerStatus
-	(*ServerCleaning)(nil),          // 30: roost.v1.ServerCleaning
-	(*Machine)(nil),                 // 31: roost.v1.Machine
-	(*MachineSpec)(nil),             // 32: roost.v1.MachineSpec
-	(*MachineStatus)(nil),           // 33: roost.v1.MachineStatus
-	(*Revision)(nil),                // 34: roost.v1.Revision
-	(*RevisionStatus)(nil),          // 35: roost.v1.RevisionStatus
-	(*ImageRelease)(nil),            // 36: roost.v1.ImageRelease
-	(*ImageReleaseSpec)(nil),        // 37: roost.v1.ImageReleaseSpec
-	(*ImageReleaseStatus)(nil),      // 38: roost.v1.ImageReleaseStatus
-	(*Extension)(nil),               // 39: roost.v1.Extension
-	(*ExtensionSpec)(nil),           // 40: roost.v1.ExtensionSpec
-	(*ExtensionStatus)(nil),         // 41: roost.v1.ExtensionStatus
-	(*EnrollmentToken)(nil),         // 42: roost.v1.EnrollmentToken
-	(*EnrollmentTokenSpec)(nil),     // 43: roost.v1.EnrollmentTokenSpec
-	(*EnrollmentTokenStatus)(nil),   // 44: roost.v1.EnrollmentTokenStatus
-	(*Lease)(nil),                   // 45: roost.v1.Lease
-	(*LeaseSpec)(nil),               // 46: roost.v1.LeaseSpec
-	(*LeaseStatus)(nil),             // 47: roost.v1.LeaseStatus
-	(*Event)(nil),                   // 48: roost.v1.Event
-	(*EventSpec)(nil),               // 49: roost.v1.EventSpec
-	(*EventObject)(nil),             // 50: roost.v1.EventObject
-	(*EventStatus)(nil),             // 51: roost.v1.EventStatus
-	(*Object)(nil),                  // 52: roost.v1.Object
-	nil,                             // 53: roost.v1.PoolSpec.NodeLabelsEntry
-	nil,                             // 54: roost.v1.ImageReleaseSpec.ComponentsEntry
-	nil,                             // 55: roost.v1.EnrollmentTokenSpec.ServerLabelsEntry
-	(*ObjectMeta)(nil),              // 56: roost.v1.ObjectMeta
-	(*durationpb.Duration)(nil),     // 57: google.protobuf.Duration
-	(*Condition)(nil),               // 58: roost.v1.Condition
-	(*InstallDiskHints)(nil),        // 59: roost.v1.InstallDiskHints
-	(*IntOrString)(nil),             // 60: roost.v1.IntOrString
-	(*timestamppb.Timestamp)(nil),   // 61: google.protobuf.Timestamp
-	(*Inventory)(nil),               // 62: roost.v1.Inventory
-	(*RevisionSpec)(nil),            // 63: roost.v1.RevisionSpec
-	(*Artifact)(nil),                // 64: roost.v1.Artifact
+	(*RemediationPolicy)(nil),       // 24: roost.v1.RemediationPolicy
+	(*SafetyPolicy)(nil),            // 25: roost.v1.SafetyPolicy
+	(*RolloutPolicy)(nil),           // 26: roost.v1.RolloutPolicy
+	(*PoolStatus)(nil),              // 27: roost.v1.PoolStatus
+	(*RolloutStatus)(nil),           // 28: roost.v1.RolloutStatus
+	(*Server)(nil),                  // 29: roost.v1.Server
+	(*ServerSpec)(nil),              // 30: roost.v1.ServerSpec
+	(*ServerStatus)(nil),            // 31: roost.v1.ServerStatus
+	(*ServerCleaning)(nil),          // 32: roost.v1.ServerCleaning
+	(*Machine)(nil),                 // 33: roost.v1.Machine
+	(*MachineSpec)(nil),             // 34: roost.v1.MachineSpec
+	(*MachineStatus)(nil),           // 35: roost.v1.MachineStatus
+	(*Revision)(nil),                // 36: roost.v1.Revision
+	(*RevisionStatus)(nil),          // 37: roost.v1.RevisionStatus
+	(*ImageRelease)(nil),            // 38: roost.v1.ImageRelease
+	(*ImageReleaseSpec)(nil),        // 39: roost.v1.ImageReleaseSpec
+	(*ImageReleaseStatus)(nil),      // 40: roost.v1.ImageReleaseStatus
+	(*Extension)(nil),               // 41: roost.v1.Extension
+	(*ExtensionSpec)(nil),           // 42: roost.v1.ExtensionSpec
+	(*ExtensionStatus)(nil),         // 43: roost.v1.ExtensionStatus
+	(*EnrollmentToken)(nil),         // 44: roost.v1.EnrollmentToken
+	(*EnrollmentTokenSpec)(nil),     // 45: roost.v1.EnrollmentTokenSpec
+	(*EnrollmentTokenStatus)(nil),   // 46: roost.v1.EnrollmentTokenStatus
+	(*Lease)(nil),                   // 47: roost.v1.Lease
+	(*LeaseSpec)(nil),               // 48: roost.v1.LeaseSpec
+	(*LeaseStatus)(nil),             // 49: roost.v1.LeaseStatus
+	(*Event)(nil),                   // 50: roost.v1.Event
+	(*EventSpec)(nil),               // 51: roost.v1.EventSpec
+	(*EventObject)(nil),             // 52: roost.v1.EventObject
+	(*EventStatus)(nil),             // 53: roost.v1.EventStatus
+	(*Object)(nil),                  // 54: roost.v1.Object
+	nil,                             // 55: roost.v1.PoolSpec.NodeLabelsEntry
+	nil,                             // 56: roost.v1.ImageReleaseSpec.ComponentsEntry
+	nil,                             // 57: roost.v1.EnrollmentTokenSpec.ServerLabelsEntry
+	(*ObjectMeta)(nil),              // 58: roost.v1.ObjectMeta
+	(*durationpb.Duration)(nil),     // 59: google.protobuf.Duration
+	(*Condition)(nil),               // 60: roost.v1.Condition
+	(*InstallDiskHints)(nil),        // 61: roost.v1.InstallDiskHints
+	(*IntOrString)(nil),             // 62: roost.v1.IntOrString
+	(*timestamppb.Timestamp)(nil),   // 63: google.protobuf.Timestamp
+	(*Inventory)(nil),               // 64: roost.v1.Inventory
+	(*RevisionSpec)(nil),            // 65: roost.v1.RevisionSpec
+	(*Artifact)(nil),                // 66: roost.v1.Artifact
 }
 var file_roost_v1_resources_proto_depIdxs = []int32{
-	56,  // 0: roost.v1.Cluster.metadata:type_name -> roost.v1.ObjectMeta
+	58,  // 0: roost.v1.Cluster.metadata:type_name -> roost.v1.ObjectMeta
 	2,   // 1: roost.v1.Cluster.spec:type_name -> roost.v1.ClusterSpec
 	4,   // 2: roost.v1.Cluster.status:type_name -> roost.v1.ClusterStatus
 	3,   // 3: roost.v1.ClusterSpec.join:type_name -> roost.v1.ClusterJoin
-	57,  // 4: roost.v1.ClusterSpec.drain_timeout:type_name -> google.protobuf.Duration
-	57,  // 5: roost.v1.ClusterJoin.bootstrap_token_ttl:type_name -> google.protobuf.Duration
-	58,  // 6: roost.v1.ClusterStatus.conditions:type_name -> roost.v1.Condition
-	56,  // 7: roost.v1.MachineClass.metadata:type_name -> roost.v1.ObjectMeta
+	59,  // 4: roost.v1.ClusterSpec.drain_timeout:type_name -> google.protobuf.Duration
+	59,  // 5: roost.v1.ClusterJoin.bootstrap_token_ttl:type_name -> google.protobuf.Duration
+	60,  // 6: roost.v1.ClusterStatus.conditions:type_name -> roost.v1.Condition
+	58,  // 7: roost.v1.MachineClass.metadata:type_name -> roost.v1.ObjectMeta
 	6,   // 8: roost.v1.MachineClass.spec:type_name -> roost.v1.MachineClassSpec
 	8,   // 9: roost.v1.MachineClass.status:type_name -> roost.v1.MachineClassStatus
-	59,  // 10: roost.v1.MachineClassSpec.install_disk:type_name -> roost.v1.InstallDiskHints
-	57,  // 11: roost.v1.MachineClassSpec.boot_assessment_timeout:type_name -> google.protobuf.Duration
+	61,  // 10: roost.v1.MachineClassSpec.install_disk:type_name -> roost.v1.InstallDiskHints
+	59,  // 11: roost.v1.MachineClassSpec.boot_assessment_timeout:type_name -> google.protobuf.Duration
 	7,   // 12: roost.v1.MachineClassSpec.cleaning:type_name -> roost.v1.MachineCleaning
-	56,  // 13: roost.v1.NetworkProfile.metadata:type_name -> roost.v1.ObjectMeta
+	58,  // 13: roost.v1.NetworkProfile.metadata:type_name -> roost.v1.ObjectMeta
 	10,  // 14: roost.v1.NetworkProfile.spec:type_name -> roost.v1.NetworkProfileSpec
 	18,  // 15: roost.v1.NetworkProfile.status:type_name -> roost.v1.NetworkProfileStatus
 	13,  // 16: roost.v1.NetworkProfileSpec.links:type_name -> roost.v1.Link
@@ -5068,86 +5224,89 @@ var file_roost_v1_resources_proto_depIdxs = []int32{
 	12,  // 23: roost.v1.Bond.routes:type_name -> roost.v1.Route
 	12,  // 24: roost.v1.Vlan.routes:type_name -> roost.v1.Route
 	12,  // 25: roost.v1.Bridge.routes:type_name -> roost.v1.Route
-	56,  // 26: roost.v1.MaintenanceWindow.metadata:type_name -> roost.v1.ObjectMeta
+	58,  // 26: roost.v1.MaintenanceWindow.metadata:type_name -> roost.v1.ObjectMeta
 	20,  // 27: roost.v1.MaintenanceWindow.spec:type_name -> roost.v1.MaintenanceWindowSpec
 	21,  // 28: roost.v1.MaintenanceWindow.status:type_name -> roost.v1.MaintenanceWindowStatus
-	57,  // 29: roost.v1.MaintenanceWindowSpec.duration:type_name -> google.protobuf.Duration
-	56,  // 30: roost.v1.Pool.metadata:type_name -> roost.v1.ObjectMeta
+	59,  // 29: roost.v1.MaintenanceWindowSpec.duration:type_name -> google.protobuf.Duration
+	58,  // 30: roost.v1.Pool.metadata:type_name -> roost.v1.ObjectMeta
 	23,  // 31: roost.v1.Pool.spec:type_name -> roost.v1.PoolSpec
-	25,  // 32: roost.v1.Pool.status:type_name -> roost.v1.PoolStatus
-	53,  // 33: roost.v1.PoolSpec.node_labels:type_name -> roost.v1.PoolSpec.NodeLabelsEntry
-	24,  // 34: roost.v1.PoolSpec.rollout:type_name -> roost.v1.RolloutPolicy
-	60,  // 35: roost.v1.RolloutPolicy.max_unavailable:type_name -> roost.v1.IntOrString
-	57,  // 36: roost.v1.RolloutPolicy.settle:type_name -> google.protobuf.Duration
-	57,  // 37: roost.v1.RolloutPolicy.ready_timeout:type_name -> google.protobuf.Duration
-	58,  // 38: roost.v1.PoolStatus.conditions:type_name -> roost.v1.Condition
-	26,  // 39: roost.v1.PoolStatus.rollout:type_name -> roost.v1.RolloutStatus
-	61,  // 40: roost.v1.RolloutStatus.settle_until:type_name -> google.protobuf.Timestamp
-	61,  // 41: roost.v1.RolloutStatus.next_window_start:type_name -> google.protobuf.Timestamp
-	56,  // 42: roost.v1.Server.metadata:type_name -> roost.v1.ObjectMeta
-	28,  // 43: roost.v1.Server.spec:type_name -> roost.v1.ServerSpec
-	29,  // 44: roost.v1.Server.status:type_name -> roost.v1.ServerStatus
-	61,  // 45: roost.v1.ServerStatus.last_seen:type_name -> google.protobuf.Timestamp
-	58,  // 46: roost.v1.ServerStatus.conditions:type_name -> roost.v1.Condition
-	62,  // 47: roost.v1.ServerStatus.inventory:type_name -> roost.v1.Inventory
-	61,  // 48: roost.v1.ServerStatus.enrolled_at:type_name -> google.protobuf.Timestamp
-	30,  // 49: roost.v1.ServerStatus.cleaning:type_name -> roost.v1.ServerCleaning
-	61,  // 50: roost.v1.ServerCleaning.started_at:type_name -> google.protobuf.Timestamp
-	61,  // 51: roost.v1.ServerCleaning.finished_at:type_name -> google.protobuf.Timestamp
-	56,  // 52: roost.v1.Machine.metadata:type_name -> roost.v1.ObjectMeta
-	32,  // 53: roost.v1.Machine.spec:type_name -> roost.v1.MachineSpec
-	33,  // 54: roost.v1.Machine.status:type_name -> roost.v1.MachineStatus
-	58,  // 55: roost.v1.MachineStatus.conditions:type_name -> roost.v1.Condition
-	56,  // 56: roost.v1.Revision.metadata:type_name -> roost.v1.ObjectMeta
-	63,  // 57: roost.v1.Revision.spec:type_name -> roost.v1.RevisionSpec
-	35,  // 58: roost.v1.Revision.status:type_name -> roost.v1.RevisionStatus
-	61,  // 59: roost.v1.RevisionStatus.booted_at:type_name -> google.protobuf.Timestamp
-	56,  // 60: roost.v1.ImageRelease.metadata:type_name -> roost.v1.ObjectMeta
-	37,  // 61: roost.v1.ImageRelease.spec:type_name -> roost.v1.ImageReleaseSpec
-	38,  // 62: roost.v1.ImageRelease.status:type_name -> roost.v1.ImageReleaseStatus
-	64,  // 63: roost.v1.ImageReleaseSpec.kernel:type_name -> roost.v1.Artifact
-	64,  // 64: roost.v1.ImageReleaseSpec.initrd:type_name -> roost.v1.Artifact
-	64,  // 65: roost.v1.ImageReleaseSpec.boot_loader:type_name -> roost.v1.Artifact
-	54,  // 66: roost.v1.ImageReleaseSpec.components:type_name -> roost.v1.ImageReleaseSpec.ComponentsEntry
-	56,  // 67: roost.v1.Extension.metadata:type_name -> roost.v1.ObjectMeta
-	40,  // 68: roost.v1.Extension.spec:type_name -> roost.v1.ExtensionSpec
-	41,  // 69: roost.v1.Extension.status:type_name -> roost.v1.ExtensionStatus
-	64,  // 70: roost.v1.ExtensionSpec.image:type_name -> roost.v1.Artifact
-	56,  // 71: roost.v1.EnrollmentToken.metadata:type_name -> roost.v1.ObjectMeta
-	43,  // 72: roost.v1.EnrollmentToken.spec:type_name -> roost.v1.EnrollmentTokenSpec
-	44,  // 73: roost.v1.EnrollmentToken.status:type_name -> roost.v1.EnrollmentTokenStatus
-	61,  // 74: roost.v1.EnrollmentTokenSpec.expires_at:type_name -> google.protobuf.Timestamp
-	55,  // 75: roost.v1.EnrollmentTokenSpec.server_labels:type_name -> roost.v1.EnrollmentTokenSpec.ServerLabelsEntry
-	61,  // 76: roost.v1.EnrollmentTokenStatus.revoked_at:type_name -> google.protobuf.Timestamp
-	61,  // 77: roost.v1.EnrollmentTokenStatus.last_used_at:type_name -> google.protobuf.Timestamp
-	56,  // 78: roost.v1.Lease.metadata:type_name -> roost.v1.ObjectMeta
-	46,  // 79: roost.v1.Lease.spec:type_name -> roost.v1.LeaseSpec
-	47,  // 80: roost.v1.Lease.status:type_name -> roost.v1.LeaseStatus
-	61,  // 81: roost.v1.LeaseSpec.expires_at:type_name -> google.protobuf.Timestamp
-	56,  // 82: roost.v1.Event.metadata:type_name -> roost.v1.ObjectMeta
-	49,  // 83: roost.v1.Event.spec:type_name -> roost.v1.EventSpec
-	51,  // 84: roost.v1.Event.status:type_name -> roost.v1.EventStatus
-	50,  // 85: roost.v1.EventSpec.involved_object:type_name -> roost.v1.EventObject
-	61,  // 86: roost.v1.EventStatus.first_timestamp:type_name -> google.protobuf.Timestamp
-	61,  // 87: roost.v1.EventStatus.last_timestamp:type_name -> google.protobuf.Timestamp
-	27,  // 88: roost.v1.Object.server:type_name -> roost.v1.Server
-	31,  // 89: roost.v1.Object.machine:type_name -> roost.v1.Machine
-	22,  // 90: roost.v1.Object.pool:type_name -> roost.v1.Pool
-	1,   // 91: roost.v1.Object.cluster:type_name -> roost.v1.Cluster
-	5,   // 92: roost.v1.Object.machine_class:type_name -> roost.v1.MachineClass
-	9,   // 93: roost.v1.Object.network_profile:type_name -> roost.v1.NetworkProfile
-	19,  // 94: roost.v1.Object.maintenance_window:type_name -> roost.v1.MaintenanceWindow
-	36,  // 95: roost.v1.Object.image_release:type_name -> roost.v1.ImageRelease
-	42,  // 96: roost.v1.Object.enrollment_token:type_name -> roost.v1.EnrollmentToken
-	45,  // 97: roost.v1.Object.lease:type_name -> roost.v1.Lease
-	34,  // 98: roost.v1.Object.revision:type_name -> roost.v1.Revision
-	39,  // 99: roost.v1.Object.extension:type_name -> roost.v1.Extension
-	48,  // 100: roost.v1.Object.event:type_name -> roost.v1.Event
-	101, // [101:101] is the sub-list for method output_type
-	101, // [101:101] is the sub-list for method input_type
-	101, // [101:101] is the sub-list for extension type_name
-	101, // [101:101] is the sub-list for extension extendee
-	0,   // [0:101] is the sub-list for field type_name
+	27,  // 32: roost.v1.Pool.status:type_name -> roost.v1.PoolStatus
+	55,  // 33: roost.v1.PoolSpec.node_labels:type_name -> roost.v1.PoolSpec.NodeLabelsEntry
+	26,  // 34: roost.v1.PoolSpec.rollout:type_name -> roost.v1.RolloutPolicy
+	24,  // 35: roost.v1.PoolSpec.remediation:type_name -> roost.v1.RemediationPolicy
+	25,  // 36: roost.v1.PoolSpec.safety:type_name -> roost.v1.SafetyPolicy
+	59,  // 37: roost.v1.RemediationPolicy.unhealthy_timeout:type_name -> google.protobuf.Duration
+	62,  // 38: roost.v1.RolloutPolicy.max_unavailable:type_name -> roost.v1.IntOrString
+	59,  // 39: roost.v1.RolloutPolicy.settle:type_name -> google.protobuf.Duration
+	59,  // 40: roost.v1.RolloutPolicy.ready_timeout:type_name -> google.protobuf.Duration
+	60,  // 41: roost.v1.PoolStatus.conditions:type_name -> roost.v1.Condition
+	28,  // 42: roost.v1.PoolStatus.rollout:type_name -> roost.v1.RolloutStatus
+	63,  // 43: roost.v1.RolloutStatus.settle_until:type_name -> google.protobuf.Timestamp
+	63,  // 44: roost.v1.RolloutStatus.next_window_start:type_name -> google.protobuf.Timestamp
+	58,  // 45: roost.v1.Server.metadata:type_name -> roost.v1.ObjectMeta
+	30,  // 46: roost.v1.Server.spec:type_name -> roost.v1.ServerSpec
+	31,  // 47: roost.v1.Server.status:type_name -> roost.v1.ServerStatus
+	63,  // 48: roost.v1.ServerStatus.last_seen:type_name -> google.protobuf.Timestamp
+	60,  // 49: roost.v1.ServerStatus.conditions:type_name -> roost.v1.Condition
+	64,  // 50: roost.v1.ServerStatus.inventory:type_name -> roost.v1.Inventory
+	63,  // 51: roost.v1.ServerStatus.enrolled_at:type_name -> google.protobuf.Timestamp
+	32,  // 52: roost.v1.ServerStatus.cleaning:type_name -> roost.v1.ServerCleaning
+	63,  // 53: roost.v1.ServerCleaning.started_at:type_name -> google.protobuf.Timestamp
+	63,  // 54: roost.v1.ServerCleaning.finished_at:type_name -> google.protobuf.Timestamp
+	58,  // 55: roost.v1.Machine.metadata:type_name -> roost.v1.ObjectMeta
+	34,  // 56: roost.v1.Machine.spec:type_name -> roost.v1.MachineSpec
+	35,  // 57: roost.v1.Machine.status:type_name -> roost.v1.MachineStatus
+	60,  // 58: roost.v1.MachineStatus.conditions:type_name -> roost.v1.Condition
+	58,  // 59: roost.v1.Revision.metadata:type_name -> roost.v1.ObjectMeta
+	65,  // 60: roost.v1.Revision.spec:type_name -> roost.v1.RevisionSpec
+	37,  // 61: roost.v1.Revision.status:type_name -> roost.v1.RevisionStatus
+	63,  // 62: roost.v1.RevisionStatus.booted_at:type_name -> google.protobuf.Timestamp
+	58,  // 63: roost.v1.ImageRelease.metadata:type_name -> roost.v1.ObjectMeta
+	39,  // 64: roost.v1.ImageRelease.spec:type_name -> roost.v1.ImageReleaseSpec
+	40,  // 65: roost.v1.ImageRelease.status:type_name -> roost.v1.ImageReleaseStatus
+	66,  // 66: roost.v1.ImageReleaseSpec.kernel:type_name -> roost.v1.Artifact
+	66,  // 67: roost.v1.ImageReleaseSpec.initrd:type_name -> roost.v1.Artifact
+	66,  // 68: roost.v1.ImageReleaseSpec.boot_loader:type_name -> roost.v1.Artifact
+	56,  // 69: roost.v1.ImageReleaseSpec.components:type_name -> roost.v1.ImageReleaseSpec.ComponentsEntry
+	58,  // 70: roost.v1.Extension.metadata:type_name -> roost.v1.ObjectMeta
+	42,  // 71: roost.v1.Extension.spec:type_name -> roost.v1.ExtensionSpec
+	43,  // 72: roost.v1.Extension.status:type_name -> roost.v1.ExtensionStatus
+	66,  // 73: roost.v1.ExtensionSpec.image:type_name -> roost.v1.Artifact
+	58,  // 74: roost.v1.EnrollmentToken.metadata:type_name -> roost.v1.ObjectMeta
+	45,  // 75: roost.v1.EnrollmentToken.spec:type_name -> roost.v1.EnrollmentTokenSpec
+	46,  // 76: roost.v1.EnrollmentToken.status:type_name -> roost.v1.EnrollmentTokenStatus
+	63,  // 77: roost.v1.EnrollmentTokenSpec.expires_at:type_name -> google.protobuf.Timestamp
+	57,  // 78: roost.v1.EnrollmentTokenSpec.server_labels:type_name -> roost.v1.EnrollmentTokenSpec.ServerLabelsEntry
+	63,  // 79: roost.v1.EnrollmentTokenStatus.revoked_at:type_name -> google.protobuf.Timestamp
+	63,  // 80: roost.v1.EnrollmentTokenStatus.last_used_at:type_name -> google.protobuf.Timestamp
+	58,  // 81: roost.v1.Lease.metadata:type_name -> roost.v1.ObjectMeta
+	48,  // 82: roost.v1.Lease.spec:type_name -> roost.v1.LeaseSpec
+	49,  // 83: roost.v1.Lease.status:type_name -> roost.v1.LeaseStatus
+	63,  // 84: roost.v1.LeaseSpec.expires_at:type_name -> google.protobuf.Timestamp
+	58,  // 85: roost.v1.Event.metadata:type_name -> roost.v1.ObjectMeta
+	51,  // 86: roost.v1.Event.spec:type_name -> roost.v1.EventSpec
+	53,  // 87: roost.v1.Event.status:type_name -> roost.v1.EventStatus
+	52,  // 88: roost.v1.EventSpec.involved_object:type_name -> roost.v1.EventObject
+	63,  // 89: roost.v1.EventStatus.first_timestamp:type_name -> google.protobuf.Timestamp
+	63,  // 90: roost.v1.EventStatus.last_timestamp:type_name -> google.protobuf.Timestamp
+	29,  // 91: roost.v1.Object.server:type_name -> roost.v1.Server
+	33,  // 92: roost.v1.Object.machine:type_name -> roost.v1.Machine
+	22,  // 93: roost.v1.Object.pool:type_name -> roost.v1.Pool
+	1,   // 94: roost.v1.Object.cluster:type_name -> roost.v1.Cluster
+	5,   // 95: roost.v1.Object.machine_class:type_name -> roost.v1.MachineClass
+	9,   // 96: roost.v1.Object.network_profile:type_name -> roost.v1.NetworkProfile
+	19,  // 97: roost.v1.Object.maintenance_window:type_name -> roost.v1.MaintenanceWindow
+	38,  // 98: roost.v1.Object.image_release:type_name -> roost.v1.ImageRelease
+	44,  // 99: roost.v1.Object.enrollment_token:type_name -> roost.v1.EnrollmentToken
+	47,  // 100: roost.v1.Object.lease:type_name -> roost.v1.Lease
+	36,  // 101: roost.v1.Object.revision:type_name -> roost.v1.Revision
+	41,  // 102: roost.v1.Object.extension:type_name -> roost.v1.Extension
+	50,  // 103: roost.v1.Object.event:type_name -> roost.v1.Event
+	104, // [104:104] is the sub-list for method output_type
+	104, // [104:104] is the sub-list for method input_type
+	104, // [104:104] is the sub-list for extension type_name
+	104, // [104:104] is the sub-list for extension extendee
+	0,   // [0:104] is the sub-list for field type_name
 }
 
 func init() { file_roost_v1_resources_proto_init() }
@@ -5158,7 +5317,9 @@ func file_roost_v1_resources_proto_init() {
 	file_roost_v1_agent_proto_init()
 	file_roost_v1_meta_proto_init()
 	file_roost_v1_resources_proto_msgTypes[22].OneofWrappers = []any{}
-	file_roost_v1_resources_proto_msgTypes[51].OneofWrappers = []any{
+	file_roost_v1_resources_proto_msgTypes[23].OneofWrappers = []any{}
+	file_roost_v1_resources_proto_msgTypes[24].OneofWrappers = []any{}
+	file_roost_v1_resources_proto_msgTypes[53].OneofWrappers = []any{
 		(*Object_Server)(nil),
 		(*Object_Machine)(nil),
 		(*Object_Pool)(nil),
@@ -5179,7 +5340,7 @@ func file_roost_v1_resources_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_roost_v1_resources_proto_rawDesc), len(file_roost_v1_resources_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   55,
+			NumMessages:   57,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
