@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/roostfleet/roost/hub/bmcs"
 	"github.com/roostfleet/roost/hub/clusters"
 	"github.com/roostfleet/roost/hub/liveness"
 	"github.com/roostfleet/roost/hub/revisions"
@@ -80,6 +81,23 @@ func (h *Hub) rolloutController() *rollout.Controller {
 	}
 }
 
+// bmcController is the leader-only BMC controller (see hub/bmcs).
+func (h *Hub) bmcController() *bmcs.Controller {
+	c := &bmcs.Controller{
+		IsLeader:      h.node.IsLeader,
+		FSM:           h.fsm,
+		Propose:       h.propose,
+		Barrier:       h.termBarrier,
+		ProbeInterval: h.opts.BMCProbeInterval,
+		Metrics:       h.controllerMetrics,
+		Log:           h.log,
+	}
+	if h.mediaLn != nil {
+		c.MediaURL = h.mediaURL
+	}
+	return c
+}
+
 // propose writes c through Raft on this member (the leader), for the
 // leader-only controllers.
 func (h *Hub) propose(ctx context.Context, c *roostv1.Command) error {
@@ -107,7 +125,7 @@ func (h *Hub) leaseGate() *rollout.Gate {
 }
 
 // runLiveness starts the leader-only controllers (liveness, pools,
-// revisions, clusters, rollouts; each acts only while this member leads),
+// revisions, BMCs, clusters, rollouts; each acts only while this member leads),
 // and on every member the reboot gate, the agent stream registry, the
 // heartbeat reporter, the fleet-size refresher, the blob garbage
 // collection and the health watch (which checks for this member's
@@ -138,7 +156,7 @@ func (h *Hub) runLiveness(ctx context.Context, m *liveness.Metrics) {
 	rep.Metrics, rep.Log = m, h.log
 	var n int
 	done := make(chan struct{}, 8)
-	for _, run := range []func(context.Context){ctrl.Run, rep.Run, h.poolController().Run, h.revisionController().Run, h.clusters.Run, h.rollouts.Run, h.gate.Run, h.agents.Run, h.runBlobGC, h.watchHealth, func(ctx context.Context) {
+	for _, run := range []func(context.Context){ctrl.Run, rep.Run, h.poolController().Run, h.revisionController().Run, h.bmcController().Run, h.clusters.Run, h.rollouts.Run, h.gate.Run, h.agents.Run, h.runBlobGC, h.watchHealth, func(ctx context.Context) {
 		t := time.NewTicker(5 * time.Second)
 		defer t.Stop()
 		for {

@@ -73,8 +73,20 @@ func (a *applier) enrollServer(c *roostv1.EnrollServer) ([]*roostv1.ApplyResult,
 	if aerr != nil {
 		return nil, aerr
 	}
+	registered := false
+	if old == nil {
+		// A Server an operator registered with its BMC before it booted
+		// is this one when its MACs or the BMC's system UUID match.
+		reg, aerr := a.registeredMatch(normalizedUUID(c.GetIdentity().GetSystemUuid()), fp, macs)
+		if aerr != nil {
+			return nil, aerr
+		}
+		if reg != nil {
+			old, name, registered = reg, reg.GetMetadata().GetName(), true
+		}
+	}
 	var twin *roostv1.Server // the Server already holding this UUID with other MACs
-	if old != nil && uuid != "" && old.GetSpec().GetMacFingerprint() != fp {
+	if old != nil && !registered && uuid != "" && old.GetSpec().GetMacFingerprint() != fp {
 		twin = old
 		name = duplicateName(uuid, fp)
 		if old, aerr = a.getServer(name); aerr != nil {
@@ -127,7 +139,7 @@ func (a *applier) enrollServer(c *roostv1.EnrollServer) ([]*roostv1.ApplyResult,
 	s.Metadata.Labels = labels
 
 	st := s.Status
-	fresh := created || st.GetState() == ServerDecommissioned
+	fresh := created || old.GetStatus().GetState() == ServerRegistered || st.GetState() == ServerDecommissioned
 	if fresh {
 		st.State = ServerEnrolling
 		st.StateReason = ""
@@ -412,6 +424,17 @@ func (a *applier) modifyServer(c *roostv1.ModifyServer) ([]*roostv1.ApplyResult,
 			// (its agent is refused) until it enrolls again.
 			s.Spec.Pool = ""
 			st.Reachability = ""
+		}
+		if a.rules >= RulesBMC && s.GetSpec().GetBmc() != nil && c.GetOperationId() != "" {
+			// Out of service: powered off through its BMC.
+			if st.Bmc == nil {
+				st.Bmc = &roostv1.BMCStatus{}
+			}
+			st.Bmc.Operation = &roostv1.BMCOperation{Id: c.GetOperationId(), Action: BMCPowerOff, RequestedAt: now}
+		}
+	case roostv1.ServerAction_SERVER_ACTION_POWER, roostv1.ServerAction_SERVER_ACTION_BOOT_ONCE, roostv1.ServerAction_SERVER_ACTION_PROVISION:
+		if aerr := a.requestBMCOperation(s, c); aerr != nil {
+			return nil, aerr
 		}
 	case roostv1.ServerAction_SERVER_ACTION_CORDON, roostv1.ServerAction_SERVER_ACTION_UNCORDON:
 		want := c.GetAction() == roostv1.ServerAction_SERVER_ACTION_CORDON

@@ -269,3 +269,12 @@ func KubeletLabelError(key string) error {
 	}
 	return nil
 }
+
+// BMCWarnings are the warnings about a Server's BMC: insecureSkipVerify
+// exposes the BMC account to anyone on the management network.
+func BMCWarnings(b *roostv1.BMC) []string {
+	if b.GetInsecureSkipVerify() {
+		return []string{"spec.bmc.insecureSkipVerify: the BMC's TLS certificate is not verified, so anyone on the management network can impersonate it and read its credentials; prefer a BMC certificate the hub trusts"}
+	}
+	return nil
+}

@@ -40,18 +40,30 @@ const (
 	ServerAction_SERVER_ACTION_DECOMMISSION ServerAction = 5
 	// SERVER_ACTION_LABEL sets and removes operator labels.
 	ServerAction_SERVER_ACTION_LABEL ServerAction = 6
+	// SERVER_ACTION_POWER powers the Server on, off or cycles it through its
+	// BMC (power: on, off, cycle).
+	ServerAction_SERVER_ACTION_POWER ServerAction = 35
+	// SERVER_ACTION_BOOT_ONCE makes the Server boot once from boot_device
+	// (cd, pxe, disk) at its next boot, through its BMC.
+	ServerAction_SERVER_ACTION_BOOT_ONCE ServerAction = 36
+	// SERVER_ACTION_PROVISION inserts the enrollment ISO media_digest as
+	// virtual media, boots once from it and powers the Server on.
+	ServerAction_SERVER_ACTION_PROVISION ServerAction = 37
 )
 
 // Enum value maps for ServerAction.
 var (
 	ServerAction_name = map[int32]string{
-		0: "SERVER_ACTION_UNSPECIFIED",
-		1: "SERVER_ACTION_APPROVE",
-		2: "SERVER_ACTION_DENY",
-		3: "SERVER_ACTION_CORDON",
-		4: "SERVER_ACTION_UNCORDON",
-		5: "SERVER_ACTION_DECOMMISSION",
-		6: "SERVER_ACTION_LABEL",
+		0:  "SERVER_ACTION_UNSPECIFIED",
+		1:  "SERVER_ACTION_APPROVE",
+		2:  "SERVER_ACTION_DENY",
+		3:  "SERVER_ACTION_CORDON",
+		4:  "SERVER_ACTION_UNCORDON",
+		5:  "SERVER_ACTION_DECOMMISSION",
+		6:  "SERVER_ACTION_LABEL",
+		35: "SERVER_ACTION_POWER",
+		36: "SERVER_ACTION_BOOT_ONCE",
+		37: "SERVER_ACTION_PROVISION",
 	}
 	ServerAction_value = map[string]int32{
 		"SERVER_ACTION_UNSPECIFIED":  0,
@@ -61,6 +73,9 @@ var (
 		"SERVER_ACTION_UNCORDON":     4,
 		"SERVER_ACTION_DECOMMISSION": 5,
 		"SERVER_ACTION_LABEL":        6,
+		"SERVER_ACTION_POWER":        35,
+		"SERVER_ACTION_BOOT_ONCE":    36,
+		"SERVER_ACTION_PROVISION":    37,
 	}
 )
 
@@ -2252,8 +2267,12 @@ type ServerSpec struct {
 	// pool pre-assigns the Server to a Pool (from its enrollment token).
 	Pool string `protobuf:"bytes,4,opt,name=pool,proto3" json:"pool,omitempty"`
 	// permanent_macs are the permanent MAC addresses the Server enrolled with,
-	// sorted.
+	// sorted; for a Server registered before it enrolled, the MACs the
+	// operator gave (roostctl server register --mac), matched at enrollment.
 	PermanentMacs []string `protobuf:"bytes,5,rep,name=permanent_macs,json=permanentMacs,proto3" json:"permanent_macs,omitempty"`
+	// bmc is the Server's baseboard management controller (roostctl server
+	// register); unset when the hub has none.
+	Bmc           *BMC `protobuf:"bytes,34,opt,name=bmc,proto3" json:"bmc,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2323,6 +2342,261 @@ func (x *ServerSpec) GetPermanentMacs() []string {
 	return nil
 }
 
+func (x *ServerSpec) GetBmc() *BMC {
+	if x != nil {
+		return x.Bmc
+	}
+	return nil
+}
+
+// BMC is a Server's baseboard management controller, reached over Redfish.
+type BMC struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// address is the Redfish ComputerSystem that is the Server:
+	// redfish+https://HOST[:PORT]/redfish/v1/Systems/ID (redfish+http only
+	// for tests and emulators). Never holds user information.
+	Address string `protobuf:"bytes,1,opt,name=address,proto3" json:"address,omitempty"`
+	// username of the BMC account. Write-only: never returned by reads
+	// (status.bmc.credentialsSet says whether credentials are stored).
+	Username string `protobuf:"bytes,2,opt,name=username,proto3" json:"username,omitempty"`
+	// password of the BMC account. Write-only like username.
+	Password string `protobuf:"bytes,3,opt,name=password,proto3" json:"password,omitempty"`
+	// insecure_skip_verify skips verification of the BMC's TLS certificate
+	// (default false). The hub warns: anyone on the management network could
+	// then read the BMC credentials.
+	InsecureSkipVerify bool `protobuf:"varint,4,opt,name=insecure_skip_verify,json=insecureSkipVerify,proto3" json:"insecure_skip_verify,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *BMC) Reset() {
+	*x = BMC{}
+	mi := &file_roost_v1_resources_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BMC) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BMC) ProtoMessage() {}
+
+func (x *BMC) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_resources_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BMC.ProtoReflect.Descriptor instead.
+func (*BMC) Descriptor() ([]byte, []int) {
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *BMC) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *BMC) GetUsername() string {
+	if x != nil {
+		return x.Username
+	}
+	return ""
+}
+
+func (x *BMC) GetPassword() string {
+	if x != nil {
+		return x.Password
+	}
+	return ""
+}
+
+func (x *BMC) GetInsecureSkipVerify() bool {
+	if x != nil {
+		return x.InsecureSkipVerify
+	}
+	return false
+}
+
+// BMCStatus is what the hub's BMC controller observed and has to do.
+type BMCStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// power_state is the power state the BMC last reported: On, Off,
+	// PoweringOn, PoweringOff or Unknown; empty before the first answer.
+	PowerState string `protobuf:"bytes,1,opt,name=power_state,json=powerState,proto3" json:"power_state,omitempty"`
+	// credentials_set says the BMC's username and password are stored.
+	CredentialsSet bool `protobuf:"varint,2,opt,name=credentials_set,json=credentialsSet,proto3" json:"credentials_set,omitempty"`
+	// operation is the requested BMC operation the controller has not
+	// finished yet (roostctl server power/boot/provision); unset when none.
+	Operation *BMCOperation `protobuf:"bytes,3,opt,name=operation,proto3" json:"operation,omitempty"`
+	// media_digest is the sha256:HEX digest of the image the hub inserted as
+	// virtual media; empty when it inserted none (or ejected it).
+	MediaDigest string `protobuf:"bytes,4,opt,name=media_digest,json=mediaDigest,proto3" json:"media_digest,omitempty"`
+	// system_uuid is the ComputerSystem UUID the BMC reports (lower case),
+	// matched against the agent's SMBIOS UUID at enrollment.
+	SystemUuid    string `protobuf:"bytes,5,opt,name=system_uuid,json=systemUuid,proto3" json:"system_uuid,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BMCStatus) Reset() {
+	*x = BMCStatus{}
+	mi := &file_roost_v1_resources_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BMCStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BMCStatus) ProtoMessage() {}
+
+func (x *BMCStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_resources_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BMCStatus.ProtoReflect.Descriptor instead.
+func (*BMCStatus) Descriptor() ([]byte, []int) {
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *BMCStatus) GetPowerState() string {
+	if x != nil {
+		return x.PowerState
+	}
+	return ""
+}
+
+func (x *BMCStatus) GetCredentialsSet() bool {
+	if x != nil {
+		return x.CredentialsSet
+	}
+	return false
+}
+
+func (x *BMCStatus) GetOperation() *BMCOperation {
+	if x != nil {
+		return x.Operation
+	}
+	return nil
+}
+
+func (x *BMCStatus) GetMediaDigest() string {
+	if x != nil {
+		return x.MediaDigest
+	}
+	return ""
+}
+
+func (x *BMCStatus) GetSystemUuid() string {
+	if x != nil {
+		return x.SystemUuid
+	}
+	return ""
+}
+
+// BMCOperation is one request to act on a Server through its BMC, recorded
+// through Raft and carried out by the hub's BMC controller; its outcome is
+// the Server's BMCOperation condition.
+type BMCOperation struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id names the request (chosen by the hub when it records it).
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// action is PowerOn, PowerOff, PowerCycle, BootOnce or Provision.
+	Action string `protobuf:"bytes,2,opt,name=action,proto3" json:"action,omitempty"`
+	// boot_device for BootOnce: cd, pxe or disk.
+	BootDevice string `protobuf:"bytes,3,opt,name=boot_device,json=bootDevice,proto3" json:"boot_device,omitempty"`
+	// media_digest for Provision: the sha256:HEX digest of the enrollment ISO
+	// in the hub's artifact store, inserted as virtual media.
+	MediaDigest   string                 `protobuf:"bytes,4,opt,name=media_digest,json=mediaDigest,proto3" json:"media_digest,omitempty"`
+	RequestedAt   *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=requested_at,json=requestedAt,proto3" json:"requested_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BMCOperation) Reset() {
+	*x = BMCOperation{}
+	mi := &file_roost_v1_resources_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BMCOperation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BMCOperation) ProtoMessage() {}
+
+func (x *BMCOperation) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_resources_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BMCOperation.ProtoReflect.Descriptor instead.
+func (*BMCOperation) Descriptor() ([]byte, []int) {
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *BMCOperation) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *BMCOperation) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
+func (x *BMCOperation) GetBootDevice() string {
+	if x != nil {
+		return x.BootDevice
+	}
+	return ""
+}
+
+func (x *BMCOperation) GetMediaDigest() string {
+	if x != nil {
+		return x.MediaDigest
+	}
+	return ""
+}
+
+func (x *BMCOperation) GetRequestedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RequestedAt
+	}
+	return nil
+}
+
 type ServerStatus struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
 	AgentVersion string                 `protobuf:"bytes,1,opt,name=agent_version,json=agentVersion,proto3" json:"agent_version,omitempty"`
@@ -2349,14 +2623,16 @@ type ServerStatus struct {
 	// applied_generation is the newest DesiredState generation the agent applied.
 	AppliedGeneration int64 `protobuf:"varint,12,opt,name=applied_generation,json=appliedGeneration,proto3" json:"applied_generation,omitempty"`
 	// image_version is the ImageRelease version the Server runs.
-	ImageVersion  string `protobuf:"bytes,13,opt,name=image_version,json=imageVersion,proto3" json:"image_version,omitempty"`
+	ImageVersion string `protobuf:"bytes,13,opt,name=image_version,json=imageVersion,proto3" json:"image_version,omitempty"`
+	// bmc is what the hub knows of the Server's BMC (unset without spec.bmc).
+	Bmc           *BMCStatus `protobuf:"bytes,42,opt,name=bmc,proto3" json:"bmc,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ServerStatus) Reset() {
 	*x = ServerStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[27]
+	mi := &file_roost_v1_resources_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2368,7 +2644,7 @@ func (x *ServerStatus) String() string {
 func (*ServerStatus) ProtoMessage() {}
 
 func (x *ServerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[27]
+	mi := &file_roost_v1_resources_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2381,7 +2657,7 @@ func (x *ServerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerStatus.ProtoReflect.Descriptor instead.
 func (*ServerStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{27}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ServerStatus) GetAgentVersion() string {
@@ -2475,6 +2751,13 @@ func (x *ServerStatus) GetImageVersion() string {
 	return ""
 }
 
+func (x *ServerStatus) GetBmc() *BMCStatus {
+	if x != nil {
+		return x.Bmc
+	}
+	return nil
+}
+
 // Machine is one claim on a Server for a purpose.
 type Machine struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2489,7 +2772,7 @@ type Machine struct {
 
 func (x *Machine) Reset() {
 	*x = Machine{}
-	mi := &file_roost_v1_resources_proto_msgTypes[28]
+	mi := &file_roost_v1_resources_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2501,7 +2784,7 @@ func (x *Machine) String() string {
 func (*Machine) ProtoMessage() {}
 
 func (x *Machine) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[28]
+	mi := &file_roost_v1_resources_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2514,7 +2797,7 @@ func (x *Machine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Machine.ProtoReflect.Descriptor instead.
 func (*Machine) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{28}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Machine) GetApiVersion() string {
@@ -2570,7 +2853,7 @@ type MachineSpec struct {
 
 func (x *MachineSpec) Reset() {
 	*x = MachineSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[29]
+	mi := &file_roost_v1_resources_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2582,7 +2865,7 @@ func (x *MachineSpec) String() string {
 func (*MachineSpec) ProtoMessage() {}
 
 func (x *MachineSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[29]
+	mi := &file_roost_v1_resources_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2595,7 +2878,7 @@ func (x *MachineSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MachineSpec.ProtoReflect.Descriptor instead.
 func (*MachineSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{29}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *MachineSpec) GetServer() string {
@@ -2658,7 +2941,7 @@ type MachineStatus struct {
 
 func (x *MachineStatus) Reset() {
 	*x = MachineStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[30]
+	mi := &file_roost_v1_resources_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2670,7 +2953,7 @@ func (x *MachineStatus) String() string {
 func (*MachineStatus) ProtoMessage() {}
 
 func (x *MachineStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[30]
+	mi := &file_roost_v1_resources_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2683,7 +2966,7 @@ func (x *MachineStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MachineStatus.ProtoReflect.Descriptor instead.
 func (*MachineStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{30}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *MachineStatus) GetPhase() string {
@@ -2752,7 +3035,7 @@ type Revision struct {
 
 func (x *Revision) Reset() {
 	*x = Revision{}
-	mi := &file_roost_v1_resources_proto_msgTypes[31]
+	mi := &file_roost_v1_resources_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2764,7 +3047,7 @@ func (x *Revision) String() string {
 func (*Revision) ProtoMessage() {}
 
 func (x *Revision) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[31]
+	mi := &file_roost_v1_resources_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2777,7 +3060,7 @@ func (x *Revision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Revision.ProtoReflect.Descriptor instead.
 func (*Revision) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{31}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Revision) GetApiVersion() string {
@@ -2834,7 +3117,7 @@ type RevisionStatus struct {
 
 func (x *RevisionStatus) Reset() {
 	*x = RevisionStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[32]
+	mi := &file_roost_v1_resources_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2846,7 +3129,7 @@ func (x *RevisionStatus) String() string {
 func (*RevisionStatus) ProtoMessage() {}
 
 func (x *RevisionStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[32]
+	mi := &file_roost_v1_resources_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2859,7 +3142,7 @@ func (x *RevisionStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevisionStatus.ProtoReflect.Descriptor instead.
 func (*RevisionStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{32}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *RevisionStatus) GetPhase() string {
@@ -2897,7 +3180,7 @@ type ImageRelease struct {
 
 func (x *ImageRelease) Reset() {
 	*x = ImageRelease{}
-	mi := &file_roost_v1_resources_proto_msgTypes[33]
+	mi := &file_roost_v1_resources_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2909,7 +3192,7 @@ func (x *ImageRelease) String() string {
 func (*ImageRelease) ProtoMessage() {}
 
 func (x *ImageRelease) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[33]
+	mi := &file_roost_v1_resources_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2922,7 +3205,7 @@ func (x *ImageRelease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageRelease.ProtoReflect.Descriptor instead.
 func (*ImageRelease) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{33}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ImageRelease) GetApiVersion() string {
@@ -2981,7 +3264,7 @@ type ImageReleaseSpec struct {
 
 func (x *ImageReleaseSpec) Reset() {
 	*x = ImageReleaseSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[34]
+	mi := &file_roost_v1_resources_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2993,7 +3276,7 @@ func (x *ImageReleaseSpec) String() string {
 func (*ImageReleaseSpec) ProtoMessage() {}
 
 func (x *ImageReleaseSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[34]
+	mi := &file_roost_v1_resources_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3006,7 +3289,7 @@ func (x *ImageReleaseSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageReleaseSpec.ProtoReflect.Descriptor instead.
 func (*ImageReleaseSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{34}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ImageReleaseSpec) GetVersion() string {
@@ -3073,7 +3356,7 @@ type ImageReleaseStatus struct {
 
 func (x *ImageReleaseStatus) Reset() {
 	*x = ImageReleaseStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[35]
+	mi := &file_roost_v1_resources_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3085,7 +3368,7 @@ func (x *ImageReleaseStatus) String() string {
 func (*ImageReleaseStatus) ProtoMessage() {}
 
 func (x *ImageReleaseStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[35]
+	mi := &file_roost_v1_resources_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3098,7 +3381,7 @@ func (x *ImageReleaseStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageReleaseStatus.ProtoReflect.Descriptor instead.
 func (*ImageReleaseStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{35}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{38}
 }
 
 // Extension is one version of a signed systemd-sysext image (squashfs with
@@ -3118,7 +3401,7 @@ type Extension struct {
 
 func (x *Extension) Reset() {
 	*x = Extension{}
-	mi := &file_roost_v1_resources_proto_msgTypes[36]
+	mi := &file_roost_v1_resources_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3130,7 +3413,7 @@ func (x *Extension) String() string {
 func (*Extension) ProtoMessage() {}
 
 func (x *Extension) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[36]
+	mi := &file_roost_v1_resources_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3143,7 +3426,7 @@ func (x *Extension) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Extension.ProtoReflect.Descriptor instead.
 func (*Extension) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{36}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Extension) GetApiVersion() string {
@@ -3204,7 +3487,7 @@ type ExtensionSpec struct {
 
 func (x *ExtensionSpec) Reset() {
 	*x = ExtensionSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[37]
+	mi := &file_roost_v1_resources_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3216,7 +3499,7 @@ func (x *ExtensionSpec) String() string {
 func (*ExtensionSpec) ProtoMessage() {}
 
 func (x *ExtensionSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[37]
+	mi := &file_roost_v1_resources_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3229,7 +3512,7 @@ func (x *ExtensionSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtensionSpec.ProtoReflect.Descriptor instead.
 func (*ExtensionSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{37}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ExtensionSpec) GetName() string {
@@ -3289,7 +3572,7 @@ type ExtensionStatus struct {
 
 func (x *ExtensionStatus) Reset() {
 	*x = ExtensionStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[38]
+	mi := &file_roost_v1_resources_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3301,7 +3584,7 @@ func (x *ExtensionStatus) String() string {
 func (*ExtensionStatus) ProtoMessage() {}
 
 func (x *ExtensionStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[38]
+	mi := &file_roost_v1_resources_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3314,7 +3597,7 @@ func (x *ExtensionStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtensionStatus.ProtoReflect.Descriptor instead.
 func (*ExtensionStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{38}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{41}
 }
 
 // EnrollmentToken lets new Servers enroll. Only its hash is stored.
@@ -3331,7 +3614,7 @@ type EnrollmentToken struct {
 
 func (x *EnrollmentToken) Reset() {
 	*x = EnrollmentToken{}
-	mi := &file_roost_v1_resources_proto_msgTypes[39]
+	mi := &file_roost_v1_resources_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3343,7 +3626,7 @@ func (x *EnrollmentToken) String() string {
 func (*EnrollmentToken) ProtoMessage() {}
 
 func (x *EnrollmentToken) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[39]
+	mi := &file_roost_v1_resources_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3356,7 +3639,7 @@ func (x *EnrollmentToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnrollmentToken.ProtoReflect.Descriptor instead.
 func (*EnrollmentToken) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{39}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *EnrollmentToken) GetApiVersion() string {
@@ -3413,7 +3696,7 @@ type EnrollmentTokenSpec struct {
 
 func (x *EnrollmentTokenSpec) Reset() {
 	*x = EnrollmentTokenSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[40]
+	mi := &file_roost_v1_resources_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3425,7 +3708,7 @@ func (x *EnrollmentTokenSpec) String() string {
 func (*EnrollmentTokenSpec) ProtoMessage() {}
 
 func (x *EnrollmentTokenSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[40]
+	mi := &file_roost_v1_resources_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3438,7 +3721,7 @@ func (x *EnrollmentTokenSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnrollmentTokenSpec.ProtoReflect.Descriptor instead.
 func (*EnrollmentTokenSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{40}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *EnrollmentTokenSpec) GetSecretSha256() string {
@@ -3496,7 +3779,7 @@ type EnrollmentTokenStatus struct {
 
 func (x *EnrollmentTokenStatus) Reset() {
 	*x = EnrollmentTokenStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[41]
+	mi := &file_roost_v1_resources_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3508,7 +3791,7 @@ func (x *EnrollmentTokenStatus) String() string {
 func (*EnrollmentTokenStatus) ProtoMessage() {}
 
 func (x *EnrollmentTokenStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[41]
+	mi := &file_roost_v1_resources_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3521,7 +3804,7 @@ func (x *EnrollmentTokenStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnrollmentTokenStatus.ProtoReflect.Descriptor instead.
 func (*EnrollmentTokenStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{41}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *EnrollmentTokenStatus) GetUses() int32 {
@@ -3566,7 +3849,7 @@ type Lease struct {
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_roost_v1_resources_proto_msgTypes[42]
+	mi := &file_roost_v1_resources_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3578,7 +3861,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[42]
+	mi := &file_roost_v1_resources_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3591,7 +3874,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{42}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *Lease) GetApiVersion() string {
@@ -3652,7 +3935,7 @@ type LeaseSpec struct {
 
 func (x *LeaseSpec) Reset() {
 	*x = LeaseSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[43]
+	mi := &file_roost_v1_resources_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3664,7 +3947,7 @@ func (x *LeaseSpec) String() string {
 func (*LeaseSpec) ProtoMessage() {}
 
 func (x *LeaseSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[43]
+	mi := &file_roost_v1_resources_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3677,7 +3960,7 @@ func (x *LeaseSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseSpec.ProtoReflect.Descriptor instead.
 func (*LeaseSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{43}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *LeaseSpec) GetServer() string {
@@ -3737,7 +4020,7 @@ type LeaseStatus struct {
 
 func (x *LeaseStatus) Reset() {
 	*x = LeaseStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[44]
+	mi := &file_roost_v1_resources_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3749,7 +4032,7 @@ func (x *LeaseStatus) String() string {
 func (*LeaseStatus) ProtoMessage() {}
 
 func (x *LeaseStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[44]
+	mi := &file_roost_v1_resources_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3762,7 +4045,7 @@ func (x *LeaseStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseStatus.ProtoReflect.Descriptor instead.
 func (*LeaseStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{44}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{47}
 }
 
 // Object is any one resource, tagged by kind.
@@ -3789,7 +4072,7 @@ type Object struct {
 
 func (x *Object) Reset() {
 	*x = Object{}
-	mi := &file_roost_v1_resources_proto_msgTypes[45]
+	mi := &file_roost_v1_resources_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3801,7 +4084,7 @@ func (x *Object) String() string {
 func (*Object) ProtoMessage() {}
 
 func (x *Object) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[45]
+	mi := &file_roost_v1_resources_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3814,7 +4097,7 @@ func (x *Object) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Object.ProtoReflect.Descriptor instead.
 func (*Object) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{45}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *Object) GetKind() isObject_Kind {
@@ -4199,7 +4482,7 @@ const file_roost_v1_resources_proto_rawDesc = "" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x120\n" +
 	"\bmetadata\x18\x03 \x01(\v2\x14.roost.v1.ObjectMetaR\bmetadata\x12(\n" +
 	"\x04spec\x18\x04 \x01(\v2\x14.roost.v1.ServerSpecR\x04spec\x12.\n" +
-	"\x06status\x18\x05 \x01(\v2\x16.roost.v1.ServerStatusR\x06status\"\xb7\x01\n" +
+	"\x06status\x18\x05 \x01(\v2\x16.roost.v1.ServerStatusR\x06status\"\xd8\x01\n" +
 	"\n" +
 	"ServerSpec\x12\x1f\n" +
 	"\vsystem_uuid\x18\x01 \x01(\tR\n" +
@@ -4207,7 +4490,28 @@ const file_roost_v1_resources_proto_rawDesc = "" +
 	"\x0fmac_fingerprint\x18\x02 \x01(\tR\x0emacFingerprint\x12$\n" +
 	"\runschedulable\x18\x03 \x01(\bR\runschedulable\x12\x12\n" +
 	"\x04pool\x18\x04 \x01(\tR\x04pool\x12%\n" +
-	"\x0epermanent_macs\x18\x05 \x03(\tR\rpermanentMacs\"\xae\x04\n" +
+	"\x0epermanent_macs\x18\x05 \x03(\tR\rpermanentMacs\x12\x1f\n" +
+	"\x03bmc\x18\" \x01(\v2\r.roost.v1.BMCR\x03bmc\"\x89\x01\n" +
+	"\x03BMC\x12\x18\n" +
+	"\aaddress\x18\x01 \x01(\tR\aaddress\x12\x1a\n" +
+	"\busername\x18\x02 \x01(\tR\busername\x12\x1a\n" +
+	"\bpassword\x18\x03 \x01(\tR\bpassword\x120\n" +
+	"\x14insecure_skip_verify\x18\x04 \x01(\bR\x12insecureSkipVerify\"\xcf\x01\n" +
+	"\tBMCStatus\x12\x1f\n" +
+	"\vpower_state\x18\x01 \x01(\tR\n" +
+	"powerState\x12'\n" +
+	"\x0fcredentials_set\x18\x02 \x01(\bR\x0ecredentialsSet\x124\n" +
+	"\toperation\x18\x03 \x01(\v2\x16.roost.v1.BMCOperationR\toperation\x12!\n" +
+	"\fmedia_digest\x18\x04 \x01(\tR\vmediaDigest\x12\x1f\n" +
+	"\vsystem_uuid\x18\x05 \x01(\tR\n" +
+	"systemUuid\"\xb9\x01\n" +
+	"\fBMCOperation\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
+	"\x06action\x18\x02 \x01(\tR\x06action\x12\x1f\n" +
+	"\vboot_device\x18\x03 \x01(\tR\n" +
+	"bootDevice\x12!\n" +
+	"\fmedia_digest\x18\x04 \x01(\tR\vmediaDigest\x12=\n" +
+	"\frequested_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\vrequestedAt\"\xd5\x04\n" +
 	"\fServerStatus\x12#\n" +
 	"\ragent_version\x18\x01 \x01(\tR\fagentVersion\x12'\n" +
 	"\x0fbooted_revision\x18\x02 \x01(\x03R\x0ebootedRevision\x12\x16\n" +
@@ -4225,7 +4529,8 @@ const file_roost_v1_resources_proto_rawDesc = "" +
 	"\venrolled_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"enrolledAt\x12-\n" +
 	"\x12applied_generation\x18\f \x01(\x03R\x11appliedGeneration\x12#\n" +
-	"\rimage_version\x18\r \x01(\tR\fimageVersion\"\xcc\x01\n" +
+	"\rimage_version\x18\r \x01(\tR\fimageVersion\x12%\n" +
+	"\x03bmc\x18* \x01(\v2\x13.roost.v1.BMCStatusR\x03bmc\"\xcc\x01\n" +
 	"\aMachine\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
@@ -4355,7 +4660,7 @@ const file_roost_v1_resources_proto_rawDesc = "" +
 	" \x01(\v2\x0f.roost.v1.LeaseH\x00R\x05lease\x120\n" +
 	"\brevision\x18\v \x01(\v2\x12.roost.v1.RevisionH\x00R\brevision\x123\n" +
 	"\textension\x18\f \x01(\v2\x13.roost.v1.ExtensionH\x00R\textensionB\x06\n" +
-	"\x04kind*\xcf\x01\n" +
+	"\x04kind*\xa2\x02\n" +
 	"\fServerAction\x12\x1d\n" +
 	"\x19SERVER_ACTION_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15SERVER_ACTION_APPROVE\x10\x01\x12\x16\n" +
@@ -4363,7 +4668,10 @@ const file_roost_v1_resources_proto_rawDesc = "" +
 	"\x14SERVER_ACTION_CORDON\x10\x03\x12\x1a\n" +
 	"\x16SERVER_ACTION_UNCORDON\x10\x04\x12\x1e\n" +
 	"\x1aSERVER_ACTION_DECOMMISSION\x10\x05\x12\x17\n" +
-	"\x13SERVER_ACTION_LABEL\x10\x06B4Z2github.com/roostfleet/roost/proto/roost/v1;roostv1b\x06proto3"
+	"\x13SERVER_ACTION_LABEL\x10\x06\x12\x17\n" +
+	"\x13SERVER_ACTION_POWER\x10#\x12\x1b\n" +
+	"\x17SERVER_ACTION_BOOT_ONCE\x10$\x12\x1b\n" +
+	"\x17SERVER_ACTION_PROVISION\x10%B4Z2github.com/roostfleet/roost/proto/roost/v1;roostv1b\x06proto3"
 
 var (
 	file_roost_v1_resources_proto_rawDescOnce sync.Once
@@ -4378,7 +4686,7 @@ func file_roost_v1_resources_proto_rawDescGZIP() []byte {
 }
 
 var file_roost_v1_resources_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_roost_v1_resources_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
+var file_roost_v1_resources_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
 var file_roost_v1_resources_proto_goTypes = []any{
 	(ServerAction)(0),               // 0: roost.v1.ServerAction
 	(*Cluster)(nil),                 // 1: roost.v1.Cluster
@@ -4408,52 +4716,55 @@ var file_roost_v1_resources_proto_goTypes = []any{
 	(*RolloutStatus)(nil),           // 25: roost.v1.RolloutStatus
 	(*Server)(nil),                  // 26: roost.v1.Server
 	(*ServerSpec)(nil),              // 27: roost.v1.ServerSpec
-	(*ServerStatus)(nil),            // 28: roost.v1.ServerStatus
-	(*Machine)(nil),                 // 29: roost.v1.Machine
-	(*MachineSpec)(nil),             // 30: roost.v1.MachineSpec
-	(*MachineStatus)(nil),           // 31: roost.v1.MachineStatus
-	(*Revision)(nil),                // 32: roost.v1.Revision
-	(*RevisionStatus)(nil),          // 33: roost.v1.RevisionStatus
-	(*ImageRelease)(nil),            // 34: roost.v1.ImageRelease
-	(*ImageReleaseSpec)(nil),        // 35: roost.v1.ImageReleaseSpec
-	(*ImageReleaseStatus)(nil),      // 36: roost.v1.ImageReleaseStatus
-	(*Extension)(nil),               // 37: roost.v1.Extension
-	(*ExtensionSpec)(nil),           // 38: roost.v1.ExtensionSpec
-	(*ExtensionStatus)(nil),         // 39: roost.v1.ExtensionStatus
-	(*EnrollmentToken)(nil),         // 40: roost.v1.EnrollmentToken
-	(*EnrollmentTokenSpec)(nil),     // 41: roost.v1.EnrollmentTokenSpec
-	(*EnrollmentTokenStatus)(nil),   // 42: roost.v1.EnrollmentTokenStatus
-	(*Lease)(nil),                   // 43: roost.v1.Lease
-	(*LeaseSpec)(nil),               // 44: roost.v1.LeaseSpec
-	(*LeaseStatus)(nil),             // 45: roost.v1.LeaseStatus
-	(*Object)(nil),                  // 46: roost.v1.Object
-	nil,                             // 47: roost.v1.PoolSpec.NodeLabelsEntry
-	nil,                             // 48: roost.v1.ImageReleaseSpec.ComponentsEntry
-	nil,                             // 49: roost.v1.EnrollmentTokenSpec.ServerLabelsEntry
-	(*ObjectMeta)(nil),              // 50: roost.v1.ObjectMeta
-	(*durationpb.Duration)(nil),     // 51: google.protobuf.Duration
-	(*Condition)(nil),               // 52: roost.v1.Condition
-	(*InstallDiskHints)(nil),        // 53: roost.v1.InstallDiskHints
-	(*IntOrString)(nil),             // 54: roost.v1.IntOrString
-	(*timestamppb.Timestamp)(nil),   // 55: google.protobuf.Timestamp
-	(*Inventory)(nil),               // 56: roost.v1.Inventory
-	(*RevisionSpec)(nil),            // 57: roost.v1.RevisionSpec
-	(*Artifact)(nil),                // 58: roost.v1.Artifact
+	(*BMC)(nil),                     // 28: roost.v1.BMC
+	(*BMCStatus)(nil),               // 29: roost.v1.BMCStatus
+	(*BMCOperation)(nil),            // 30: roost.v1.BMCOperation
+	(*ServerStatus)(nil),            // 31: roost.v1.ServerStatus
+	(*Machine)(nil),                 // 32: roost.v1.Machine
+	(*MachineSpec)(nil),             // 33: roost.v1.MachineSpec
+	(*MachineStatus)(nil),           // 34: roost.v1.MachineStatus
+	(*Revision)(nil),                // 35: roost.v1.Revision
+	(*RevisionStatus)(nil),          // 36: roost.v1.RevisionStatus
+	(*ImageRelease)(nil),            // 37: roost.v1.ImageRelease
+	(*ImageReleaseSpec)(nil),        // 38: roost.v1.ImageReleaseSpec
+	(*ImageReleaseStatus)(nil),      // 39: roost.v1.ImageReleaseStatus
+	(*Extension)(nil),               // 40: roost.v1.Extension
+	(*ExtensionSpec)(nil),           // 41: roost.v1.ExtensionSpec
+	(*ExtensionStatus)(nil),         // 42: roost.v1.ExtensionStatus
+	(*EnrollmentToken)(nil),         // 43: roost.v1.EnrollmentToken
+	(*EnrollmentTokenSpec)(nil),     // 44: roost.v1.EnrollmentTokenSpec
+	(*EnrollmentTokenStatus)(nil),   // 45: roost.v1.EnrollmentTokenStatus
+	(*Lease)(nil),                   // 46: roost.v1.Lease
+	(*LeaseSpec)(nil),               // 47: roost.v1.LeaseSpec
+	(*LeaseStatus)(nil),             // 48: roost.v1.LeaseStatus
+	(*Object)(nil),                  // 49: roost.v1.Object
+	nil,                             // 50: roost.v1.PoolSpec.NodeLabelsEntry
+	nil,                             // 51: roost.v1.ImageReleaseSpec.ComponentsEntry
+	nil,                             // 52: roost.v1.EnrollmentTokenSpec.ServerLabelsEntry
+	(*ObjectMeta)(nil),              // 53: roost.v1.ObjectMeta
+	(*durationpb.Duration)(nil),     // 54: google.protobuf.Duration
+	(*Condition)(nil),               // 55: roost.v1.Condition
+	(*InstallDiskHints)(nil),        // 56: roost.v1.InstallDiskHints
+	(*IntOrString)(nil),             // 57: roost.v1.IntOrString
+	(*timestamppb.Timestamp)(nil),   // 58: google.protobuf.Timestamp
+	(*Inventory)(nil),               // 59: roost.v1.Inventory
+	(*RevisionSpec)(nil),            // 60: roost.v1.RevisionSpec
+	(*Artifact)(nil),                // 61: roost.v1.Artifact
 }
 var file_roost_v1_resources_proto_depIdxs = []int32{
-	50, // 0: roost.v1.Cluster.metadata:type_name -> roost.v1.ObjectMeta
+	53, // 0: roost.v1.Cluster.metadata:type_name -> roost.v1.ObjectMeta
 	2,  // 1: roost.v1.Cluster.spec:type_name -> roost.v1.ClusterSpec
 	4,  // 2: roost.v1.Cluster.status:type_name -> roost.v1.ClusterStatus
 	3,  // 3: roost.v1.ClusterSpec.join:type_name -> roost.v1.ClusterJoin
-	51, // 4: roost.v1.ClusterSpec.drain_timeout:type_name -> google.protobuf.Duration
-	51, // 5: roost.v1.ClusterJoin.bootstrap_token_ttl:type_name -> google.protobuf.Duration
-	52, // 6: roost.v1.ClusterStatus.conditions:type_name -> roost.v1.Condition
-	50, // 7: roost.v1.MachineClass.metadata:type_name -> roost.v1.ObjectMeta
+	54, // 4: roost.v1.ClusterSpec.drain_timeout:type_name -> google.protobuf.Duration
+	54, // 5: roost.v1.ClusterJoin.bootstrap_token_ttl:type_name -> google.protobuf.Duration
+	55, // 6: roost.v1.ClusterStatus.conditions:type_name -> roost.v1.Condition
+	53, // 7: roost.v1.MachineClass.metadata:type_name -> roost.v1.ObjectMeta
 	6,  // 8: roost.v1.MachineClass.spec:type_name -> roost.v1.MachineClassSpec
 	7,  // 9: roost.v1.MachineClass.status:type_name -> roost.v1.MachineClassStatus
-	53, // 10: roost.v1.MachineClassSpec.install_disk:type_name -> roost.v1.InstallDiskHints
-	51, // 11: roost.v1.MachineClassSpec.boot_assessment_timeout:type_name -> google.protobuf.Duration
-	50, // 12: roost.v1.NetworkProfile.metadata:type_name -> roost.v1.ObjectMeta
+	56, // 10: roost.v1.MachineClassSpec.install_disk:type_name -> roost.v1.InstallDiskHints
+	54, // 11: roost.v1.MachineClassSpec.boot_assessment_timeout:type_name -> google.protobuf.Duration
+	53, // 12: roost.v1.NetworkProfile.metadata:type_name -> roost.v1.ObjectMeta
 	9,  // 13: roost.v1.NetworkProfile.spec:type_name -> roost.v1.NetworkProfileSpec
 	17, // 14: roost.v1.NetworkProfile.status:type_name -> roost.v1.NetworkProfileStatus
 	12, // 15: roost.v1.NetworkProfileSpec.links:type_name -> roost.v1.Link
@@ -4466,76 +4777,80 @@ var file_roost_v1_resources_proto_depIdxs = []int32{
 	11, // 22: roost.v1.Bond.routes:type_name -> roost.v1.Route
 	11, // 23: roost.v1.Vlan.routes:type_name -> roost.v1.Route
 	11, // 24: roost.v1.Bridge.routes:type_name -> roost.v1.Route
-	50, // 25: roost.v1.MaintenanceWindow.metadata:type_name -> roost.v1.ObjectMeta
+	53, // 25: roost.v1.MaintenanceWindow.metadata:type_name -> roost.v1.ObjectMeta
 	19, // 26: roost.v1.MaintenanceWindow.spec:type_name -> roost.v1.MaintenanceWindowSpec
 	20, // 27: roost.v1.MaintenanceWindow.status:type_name -> roost.v1.MaintenanceWindowStatus
-	51, // 28: roost.v1.MaintenanceWindowSpec.duration:type_name -> google.protobuf.Duration
-	50, // 29: roost.v1.Pool.metadata:type_name -> roost.v1.ObjectMeta
+	54, // 28: roost.v1.MaintenanceWindowSpec.duration:type_name -> google.protobuf.Duration
+	53, // 29: roost.v1.Pool.metadata:type_name -> roost.v1.ObjectMeta
 	22, // 30: roost.v1.Pool.spec:type_name -> roost.v1.PoolSpec
 	24, // 31: roost.v1.Pool.status:type_name -> roost.v1.PoolStatus
-	47, // 32: roost.v1.PoolSpec.node_labels:type_name -> roost.v1.PoolSpec.NodeLabelsEntry
+	50, // 32: roost.v1.PoolSpec.node_labels:type_name -> roost.v1.PoolSpec.NodeLabelsEntry
 	23, // 33: roost.v1.PoolSpec.rollout:type_name -> roost.v1.RolloutPolicy
-	54, // 34: roost.v1.RolloutPolicy.max_unavailable:type_name -> roost.v1.IntOrString
-	51, // 35: roost.v1.RolloutPolicy.settle:type_name -> google.protobuf.Duration
-	51, // 36: roost.v1.RolloutPolicy.ready_timeout:type_name -> google.protobuf.Duration
-	52, // 37: roost.v1.PoolStatus.conditions:type_name -> roost.v1.Condition
+	57, // 34: roost.v1.RolloutPolicy.max_unavailable:type_name -> roost.v1.IntOrString
+	54, // 35: roost.v1.RolloutPolicy.settle:type_name -> google.protobuf.Duration
+	54, // 36: roost.v1.RolloutPolicy.ready_timeout:type_name -> google.protobuf.Duration
+	55, // 37: roost.v1.PoolStatus.conditions:type_name -> roost.v1.Condition
 	25, // 38: roost.v1.PoolStatus.rollout:type_name -> roost.v1.RolloutStatus
-	55, // 39: roost.v1.RolloutStatus.settle_until:type_name -> google.protobuf.Timestamp
-	55, // 40: roost.v1.RolloutStatus.next_window_start:type_name -> google.protobuf.Timestamp
-	50, // 41: roost.v1.Server.metadata:type_name -> roost.v1.ObjectMeta
+	58, // 39: roost.v1.RolloutStatus.settle_until:type_name -> google.protobuf.Timestamp
+	58, // 40: roost.v1.RolloutStatus.next_window_start:type_name -> google.protobuf.Timestamp
+	53, // 41: roost.v1.Server.metadata:type_name -> roost.v1.ObjectMeta
 	27, // 42: roost.v1.Server.spec:type_name -> roost.v1.ServerSpec
-	28, // 43: roost.v1.Server.status:type_name -> roost.v1.ServerStatus
-	55, // 44: roost.v1.ServerStatus.last_seen:type_name -> google.protobuf.Timestamp
-	52, // 45: roost.v1.ServerStatus.conditions:type_name -> roost.v1.Condition
-	56, // 46: roost.v1.ServerStatus.inventory:type_name -> roost.v1.Inventory
-	55, // 47: roost.v1.ServerStatus.enrolled_at:type_name -> google.protobuf.Timestamp
-	50, // 48: roost.v1.Machine.metadata:type_name -> roost.v1.ObjectMeta
-	30, // 49: roost.v1.Machine.spec:type_name -> roost.v1.MachineSpec
-	31, // 50: roost.v1.Machine.status:type_name -> roost.v1.MachineStatus
-	52, // 51: roost.v1.MachineStatus.conditions:type_name -> roost.v1.Condition
-	50, // 52: roost.v1.Revision.metadata:type_name -> roost.v1.ObjectMeta
-	57, // 53: roost.v1.Revision.spec:type_name -> roost.v1.RevisionSpec
-	33, // 54: roost.v1.Revision.status:type_name -> roost.v1.RevisionStatus
-	55, // 55: roost.v1.RevisionStatus.booted_at:type_name -> google.protobuf.Timestamp
-	50, // 56: roost.v1.ImageRelease.metadata:type_name -> roost.v1.ObjectMeta
-	35, // 57: roost.v1.ImageRelease.spec:type_name -> roost.v1.ImageReleaseSpec
-	36, // 58: roost.v1.ImageRelease.status:type_name -> roost.v1.ImageReleaseStatus
-	58, // 59: roost.v1.ImageReleaseSpec.kernel:type_name -> roost.v1.Artifact
-	58, // 60: roost.v1.ImageReleaseSpec.initrd:type_name -> roost.v1.Artifact
-	58, // 61: roost.v1.ImageReleaseSpec.boot_loader:type_name -> roost.v1.Artifact
-	48, // 62: roost.v1.ImageReleaseSpec.components:type_name -> roost.v1.ImageReleaseSpec.ComponentsEntry
-	50, // 63: roost.v1.Extension.metadata:type_name -> roost.v1.ObjectMeta
-	38, // 64: roost.v1.Extension.spec:type_name -> roost.v1.ExtensionSpec
-	39, // 65: roost.v1.Extension.status:type_name -> roost.v1.ExtensionStatus
-	58, // 66: roost.v1.ExtensionSpec.image:type_name -> roost.v1.Artifact
-	50, // 67: roost.v1.EnrollmentToken.metadata:type_name -> roost.v1.ObjectMeta
-	41, // 68: roost.v1.EnrollmentToken.spec:type_name -> roost.v1.EnrollmentTokenSpec
-	42, // 69: roost.v1.EnrollmentToken.status:type_name -> roost.v1.EnrollmentTokenStatus
-	55, // 70: roost.v1.EnrollmentTokenSpec.expires_at:type_name -> google.protobuf.Timestamp
-	49, // 71: roost.v1.EnrollmentTokenSpec.server_labels:type_name -> roost.v1.EnrollmentTokenSpec.ServerLabelsEntry
-	55, // 72: roost.v1.EnrollmentTokenStatus.revoked_at:type_name -> google.protobuf.Timestamp
-	55, // 73: roost.v1.EnrollmentTokenStatus.last_used_at:type_name -> google.protobuf.Timestamp
-	50, // 74: roost.v1.Lease.metadata:type_name -> roost.v1.ObjectMeta
-	44, // 75: roost.v1.Lease.spec:type_name -> roost.v1.LeaseSpec
-	45, // 76: roost.v1.Lease.status:type_name -> roost.v1.LeaseStatus
-	55, // 77: roost.v1.LeaseSpec.expires_at:type_name -> google.protobuf.Timestamp
-	26, // 78: roost.v1.Object.server:type_name -> roost.v1.Server
-	29, // 79: roost.v1.Object.machine:type_name -> roost.v1.Machine
-	21, // 80: roost.v1.Object.pool:type_name -> roost.v1.Pool
-	1,  // 81: roost.v1.Object.cluster:type_name -> roost.v1.Cluster
-	5,  // 82: roost.v1.Object.machine_class:type_name -> roost.v1.MachineClass
-	8,  // 83: roost.v1.Object.network_profile:type_name -> roost.v1.NetworkProfile
-	18, // 84: roost.v1.Object.maintenance_window:type_name -> roost.v1.MaintenanceWindow
-	34, // 85: roost.v1.Object.image_release:type_name -> roost.v1.ImageRelease
-	40, // 86: roost.v1.Object.enrollment_token:type_name -> roost.v1.EnrollmentToken
-	43, // 87: roost.v1.Object.lease:type_name -> roost.v1.Lease
-	32, // 88: roost.v1.Object.revision:type_name -> roost.v1.Revision
-	37, // 89: roost.v1.Object.extension:type_name -> roost.v1.Extension
-	90, // [90:90] is the sub-list for method output_type
-	90, // [90:90] is the sub-list for method input_type
-	90, // [90:90] is the sub-list for extension type_name
-	90, // [90:90] is the sub-list for extension extendee
-	0,  // [0:90] is the sub-list for field type_name
+	31, // 43: roost.v1.Server.status:type_name -> roost.v1.ServerStatus
+	28, // 44: roost.v1.ServerSpec.bmc:type_name -> roost.v1.BMC
+	30, // 45: roost.v1.BMCStatus.operation:type_name -> roost.v1.BMCOperation
+	58, // 46: roost.v1.BMCOperation.requested_at:type_name -> google.protobuf.Timestamp
+	58, // 47: roost.v1.ServerStatus.last_seen:type_name -> google.protobuf.Timestamp
+	55, // 48: roost.v1.ServerStatus.conditions:type_name -> roost.v1.Condition
+	59, // 49: roost.v1.ServerStatus.inventory:type_name -> roost.v1.Inventory
+	58, // 50: roost.v1.ServerStatus.enrolled_at:type_name -> google.protobuf.Timestamp
+	29, // 51: roost.v1.ServerStatus.bmc:type_name -> roost.v1.BMCStatus
+	53, // 52: roost.v1.Machine.metadata:type_name -> roost.v1.ObjectMeta
+	33, // 53: roost.v1.Machine.spec:type_name -> roost.v1.MachineSpec
+	34, // 54: roost.v1.Machine.status:type_name -> roost.v1.MachineStatus
+	55, // 55: roost.v1.MachineStatus.conditions:type_name -> roost.v1.Condition
+	53, // 56: roost.v1.Revision.metadata:type_name -> roost.v1.ObjectMeta
+	60, // 57: roost.v1.Revision.spec:type_name -> roost.v1.RevisionSpec
+	36, // 58: roost.v1.Revision.status:type_name -> roost.v1.RevisionStatus
+	58, // 59: roost.v1.RevisionStatus.booted_at:type_name -> google.protobuf.Timestamp
+	53, // 60: roost.v1.ImageRelease.metadata:type_name -> roost.v1.ObjectMeta
+	38, // 61: roost.v1.ImageRelease.spec:type_name -> roost.v1.ImageReleaseSpec
+	39, // 62: roost.v1.ImageRelease.status:type_name -> roost.v1.ImageReleaseStatus
+	61, // 63: roost.v1.ImageReleaseSpec.kernel:type_name -> roost.v1.Artifact
+	61, // 64: roost.v1.ImageReleaseSpec.initrd:type_name -> roost.v1.Artifact
+	61, // 65: roost.v1.ImageReleaseSpec.boot_loader:type_name -> roost.v1.Artifact
+	51, // 66: roost.v1.ImageReleaseSpec.components:type_name -> roost.v1.ImageReleaseSpec.ComponentsEntry
+	53, // 67: roost.v1.Extension.metadata:type_name -> roost.v1.ObjectMeta
+	41, // 68: roost.v1.Extension.spec:type_name -> roost.v1.ExtensionSpec
+	42, // 69: roost.v1.Extension.status:type_name -> roost.v1.ExtensionStatus
+	61, // 70: roost.v1.ExtensionSpec.image:type_name -> roost.v1.Artifact
+	53, // 71: roost.v1.EnrollmentToken.metadata:type_name -> roost.v1.ObjectMeta
+	44, // 72: roost.v1.EnrollmentToken.spec:type_name -> roost.v1.EnrollmentTokenSpec
+	45, // 73: roost.v1.EnrollmentToken.status:type_name -> roost.v1.EnrollmentTokenStatus
+	58, // 74: roost.v1.EnrollmentTokenSpec.expires_at:type_name -> google.protobuf.Timestamp
+	52, // 75: roost.v1.EnrollmentTokenSpec.server_labels:type_name -> roost.v1.EnrollmentTokenSpec.ServerLabelsEntry
+	58, // 76: roost.v1.EnrollmentTokenStatus.revoked_at:type_name -> google.protobuf.Timestamp
+	58, // 77: roost.v1.EnrollmentTokenStatus.last_used_at:type_name -> google.protobuf.Timestamp
+	53, // 78: roost.v1.Lease.metadata:type_name -> roost.v1.ObjectMeta
+	47, // 79: roost.v1.Lease.spec:type_name -> roost.v1.LeaseSpec
+	48, // 80: roost.v1.Lease.status:type_name -> roost.v1.LeaseStatus
+	58, // 81: roost.v1.LeaseSpec.expires_at:type_name -> google.protobuf.Timestamp
+	26, // 82: roost.v1.Object.server:type_name -> roost.v1.Server
+	32, // 83: roost.v1.Object.machine:type_name -> roost.v1.Machine
+	21, // 84: roost.v1.Object.pool:type_name -> roost.v1.Pool
+	1,  // 85: roost.v1.Object.cluster:type_name -> roost.v1.Cluster
+	5,  // 86: roost.v1.Object.machine_class:type_name -> roost.v1.MachineClass
+	8,  // 87: roost.v1.Object.network_profile:type_name -> roost.v1.NetworkProfile
+	18, // 88: roost.v1.Object.maintenance_window:type_name -> roost.v1.MaintenanceWindow
+	37, // 89: roost.v1.Object.image_release:type_name -> roost.v1.ImageRelease
+	43, // 90: roost.v1.Object.enrollment_token:type_name -> roost.v1.EnrollmentToken
+	46, // 91: roost.v1.Object.lease:type_name -> roost.v1.Lease
+	35, // 92: roost.v1.Object.revision:type_name -> roost.v1.Revision
+	40, // 93: roost.v1.Object.extension:type_name -> roost.v1.Extension
+	94, // [94:94] is the sub-list for method output_type
+	94, // [94:94] is the sub-list for method input_type
+	94, // [94:94] is the sub-list for extension type_name
+	94, // [94:94] is the sub-list for extension extendee
+	0,  // [0:94] is the sub-list for field type_name
 }
 
 func init() { file_roost_v1_resources_proto_init() }
@@ -4546,7 +4861,7 @@ func file_roost_v1_resources_proto_init() {
 	file_roost_v1_agent_proto_init()
 	file_roost_v1_meta_proto_init()
 	file_roost_v1_resources_proto_msgTypes[21].OneofWrappers = []any{}
-	file_roost_v1_resources_proto_msgTypes[45].OneofWrappers = []any{
+	file_roost_v1_resources_proto_msgTypes[48].OneofWrappers = []any{
 		(*Object_Server)(nil),
 		(*Object_Machine)(nil),
 		(*Object_Pool)(nil),
@@ -4566,7 +4881,7 @@ func file_roost_v1_resources_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_roost_v1_resources_proto_rawDesc), len(file_roost_v1_resources_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   49,
+			NumMessages:   52,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
