@@ -32,6 +32,9 @@ type Controller struct {
 	// server from, with a fresh download token; an error when the hub
 	// serves no virtual media (no --media-url).
 	MediaURL func(server, digest string) (string, error)
+	// Timeout bounds each request to a BMC; zero means
+	// redfish.DefaultTimeout.
+	Timeout time.Duration
 	// ProbeInterval is the time between two reads of a BMC's power state;
 	// default DefaultProbeInterval.
 	ProbeInterval time.Duration
@@ -82,6 +85,7 @@ func (c *Controller) connect(spec *roostv1.BMC) (bmc.BMC, error) {
 	return redfish.New(addr, redfish.Options{
 		Credentials: redfish.Credentials{Username: spec.GetUsername(), Password: spec.GetPassword()},
 		Insecure:    spec.GetInsecureSkipVerify(),
+		Timeout:     c.Timeout,
 	})
 }
 

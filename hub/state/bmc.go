@@ -58,7 +58,7 @@ func (a *applier) registerServer(c *roostv1.RegisterServer) ([]*roostv1.ApplyRes
 	if aerr != nil {
 		return nil, aerr
 	}
-	if old != nil {
+	if old != nil && old.GetStatus().GetState() != ServerRegistered {
 		if len(c.GetMacs()) > 0 || c.GetPool() != "" {
 			return nil, apierror.FailedPrecondition("Server %s exists (state %s): its MAC addresses and pool come from its enrollment; register it with --bmc and credentials only", name, old.GetStatus().GetState())
 		}
@@ -83,7 +83,7 @@ func (a *applier) registerServer(c *roostv1.RegisterServer) ([]*roostv1.ApplyRes
 		}
 		return []*roostv1.ApplyResult{{Kind: kindServer, Name: name, Action: ActionConfigured}}, nil
 	}
-	if c.GetUid() == "" {
+	if old == nil && c.GetUid() == "" {
 		return nil, apierror.Invalid("a new Server needs a UID in the command", apierror.Violation{Field: "uid", Message: "is required"})
 	}
 	macs := slices.Clone(c.GetMacs())
@@ -93,7 +93,7 @@ func (a *applier) registerServer(c *roostv1.RegisterServer) ([]*roostv1.ApplyRes
 	slices.Sort(macs)
 	macs = slices.Compact(macs)
 	for _, m := range macs {
-		if other := a.serverWithMAC(m, ""); other != nil {
+		if other := a.serverWithMAC(m, name); other != nil {
 			return nil, apierror.FailedPrecondition("MAC address %s belongs to Server %s already", m, other.GetMetadata().GetName())
 		}
 	}
@@ -106,14 +106,33 @@ func (a *applier) registerServer(c *roostv1.RegisterServer) ([]*roostv1.ApplyRes
 			return nil, apierror.NotFound("Pool", p)
 		}
 	}
-	s := &roostv1.Server{ApiVersion: resource.APIVersion, Kind: kindServer, Metadata: a.newMeta(name, c.GetUid(), now),
+	s := &roostv1.Server{ApiVersion: resource.APIVersion, Kind: kindServer,
 		Spec: &roostv1.ServerSpec{Bmc: proto.Clone(c.GetBmc()).(*roostv1.BMC), PermanentMacs: macs, Pool: c.GetPool()},
 		Status: &roostv1.ServerStatus{State: ServerRegistered, StateReason: "registered with its BMC; not enrolled yet (roostctl server provision " + name + ")",
 			Bmc: &roostv1.BMCStatus{CredentialsSet: true}}}
-	if aerr := a.put(s, true); aerr != nil {
+	if old == nil {
+		s.Metadata = a.newMeta(name, c.GetUid(), now)
+		if aerr := a.put(s, true); aerr != nil {
+			return nil, aerr
+		}
+		return []*roostv1.ApplyResult{{Kind: kindServer, Name: name, Action: ActionCreated}}, nil
+	}
+	// Registered again before it enrolled: the new record replaces the
+	// old one; what the BMC controller observed stays.
+	s.Metadata = proto.Clone(old.GetMetadata()).(*roostv1.ObjectMeta)
+	s.Status.Conditions = old.GetStatus().GetConditions()
+	if ob := old.GetStatus().GetBmc(); ob != nil {
+		s.Status.Bmc = proto.Clone(ob).(*roostv1.BMCStatus)
+		s.Status.Bmc.CredentialsSet = true
+	}
+	if proto.Equal(s, old) {
+		return []*roostv1.ApplyResult{{Kind: kindServer, Name: name, Action: ActionUnchanged}}, nil
+	}
+	a.touch(s.Metadata, !proto.Equal(s.Spec, old.Spec))
+	if aerr := a.put(s, false); aerr != nil {
 		return nil, aerr
 	}
-	return []*roostv1.ApplyResult{{Kind: kindServer, Name: name, Action: ActionCreated}}, nil
+	return []*roostv1.ApplyResult{{Kind: kindServer, Name: name, Action: ActionConfigured}}, nil
 }
 
 // serverWithMAC is a Server other than except whose spec lists mac, or nil.
