@@ -283,7 +283,12 @@ func changes(srv *roostv1.Server, upd *roostv1.UpdateServerBMC) bool {
 	}
 	for _, want := range upd.GetSet() {
 		have := state.FindCondition(srv.GetStatus().GetConditions(), want.GetType())
-		if have == nil || have.GetStatus() != want.GetStatus() || have.GetReason() != want.GetReason() || have.GetMessage() != want.GetMessage() {
+		if have == nil || have.GetStatus() != want.GetStatus() || have.GetReason() != want.GetReason() {
+			return true
+		}
+		// A reachability message that only differs in its details (a
+		// timeout's duration) is no reason for a Raft write per probe.
+		if want.GetType() != state.ConditionBMCReachable && have.GetMessage() != want.GetMessage() {
 			return true
 		}
 	}

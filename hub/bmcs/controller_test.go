@@ -285,8 +285,10 @@ func (b *fakeBMC) SetPower(_ context.Context, a bmc.PowerAction) error {
 func (b *fakeBMC) SetBootOnce(_ context.Context, d bmc.BootDevice) error {
 	return b.call("SetBootOnce " + string(d))
 }
-func (b *fakeBMC) InsertMedia(_ context.Context, url string) error { return b.call("InsertMedia " + url) }
-func (b *fakeBMC) EjectMedia(context.Context) error                { return b.call("EjectMedia") }
+func (b *fakeBMC) InsertMedia(_ context.Context, url string) error {
+	return b.call("InsertMedia " + url)
+}
+func (b *fakeBMC) EjectMedia(context.Context) error { return b.call("EjectMedia") }
 
 // TestProvision: a provision inserts the media under a URL for that
 // Server, boots once from CD and powers on; the media is ejected once the
@@ -297,8 +299,10 @@ func TestProvision(t *testing.T) {
 	h.register("r12u7", "redfish+http://bmc.test/redfish/v1/Systems/1")
 	fb := &fakeBMC{power: bmc.PowerOff, fail: map[string]error{}}
 	c := &Controller{FSM: h.fsm, Propose: h.propose,
-		Connect:  func(*roostv1.BMC) (bmc.BMC, error) { return fb, nil },
-		MediaURL: func(server, digest string) (string, error) { return "https://hub.test/media/v1/" + server + "/TOKEN/enroll.iso", nil }}
+		Connect: func(*roostv1.BMC) (bmc.BMC, error) { return fb, nil },
+		MediaURL: func(server, digest string) (string, error) {
+			return "https://hub.test/media/v1/" + server + "/TOKEN/enroll.iso", nil
+		}}
 	ctx := context.Background()
 	provision := func() {
 		h.request("r12u7", func(m *roostv1.ModifyServer) {
