@@ -89,6 +89,7 @@ func (h *Hub) bmcController() *bmcs.Controller {
 		Propose:       h.propose,
 		Barrier:       h.termBarrier,
 		ProbeInterval: h.opts.BMCProbeInterval,
+		Now:           h.opts.ControllerClock,
 		Metrics:       h.controllerMetrics,
 		Log:           h.log,
 	}

@@ -17,6 +17,11 @@ import (
 // DefaultProbeInterval is how often a BMC's power state is read.
 const DefaultProbeInterval = 30 * time.Second
 
+// DefaultRecoveryAfter is how long a rebooting Server's agent may stay away
+// before the hub power-cycles the Server through its BMC: a reboot into a
+// new Revision takes a few minutes, a hung firmware or kernel forever.
+const DefaultRecoveryAfter = 10 * time.Minute
+
 // Controller keeps Servers' BMC status and carries out BMC operations.
 // Set the fields, then call Run.
 type Controller struct {
@@ -38,6 +43,13 @@ type Controller struct {
 	// ProbeInterval is the time between two reads of a BMC's power state;
 	// default DefaultProbeInterval.
 	ProbeInterval time.Duration
+	// RecoveryAfter is how long a Server that holds a reboot Lease may stay
+	// Unreachable before the hub power-cycles it, once per Lease (sooner
+	// when the Lease would expire first: then halfway between the last
+	// heartbeat and the Lease's expiry); default DefaultRecoveryAfter.
+	RecoveryAfter time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
 	Metrics       *controller.Metrics
 	Log           *slog.Logger
 }
@@ -47,7 +59,7 @@ type Controller struct {
 func (c *Controller) Run(ctx context.Context) {
 	(&controller.Controller{
 		Name: "bmc", Reconcile: c.Reconcile, Watch: c.FSM.Subscribe, IsLeader: c.IsLeader, Barrier: c.Barrier,
-		Sources: []controller.Source{{Kind: "Server", Keys: c.serverKeys}}, Workers: 4, Metrics: c.Metrics, Log: c.Log,
+		Sources: []controller.Source{{Kind: "Server", Keys: c.serverKeys}, {Kind: "Lease", Keys: leaseKeys}}, Workers: 4, Metrics: c.Metrics, Log: c.Log,
 	}).Run(ctx)
 }
 
@@ -57,6 +69,54 @@ func (c *Controller) serverKeys(ev *roostv1.WatchEvent) []string {
 		return nil
 	}
 	return controller.ByName(ev)
+}
+
+// leaseKeys queues the Server of a Lease.
+func leaseKeys(ev *roostv1.WatchEvent) []string {
+	if s := ev.GetObject().GetLease().GetSpec().GetServer(); s != "" {
+		return []string{s}
+	}
+	return nil
+}
+
+func (c *Controller) now() time.Time {
+	if c.Now != nil {
+		return c.Now()
+	}
+	return time.Now()
+}
+
+func (c *Controller) recoveryAfter() time.Duration {
+	if c.RecoveryAfter > 0 {
+		return c.RecoveryAfter
+	}
+	return DefaultRecoveryAfter
+}
+
+// recovery says whether srv, holding a Granted reboot Lease and
+// Unreachable, is due for its power cycle now (and the Lease's fencing
+// token), or else how long until it would be (0: not waiting for one).
+func (c *Controller) recovery(srv *roostv1.Server) (due bool, fencing uint64, wait time.Duration) {
+	l := c.FSM.Reader().Get("Lease", srv.GetMetadata().GetName()).GetLease().GetSpec()
+	if l == nil || (l.GetPhase() != "" && l.GetPhase() != state.LeaseGranted) || srv.GetStatus().GetReachability() != state.Unreachable {
+		return false, 0, 0
+	}
+	if srv.GetStatus().GetBmc().GetRecoveryFencingToken() == l.GetFencingToken() {
+		return false, 0, 0 // once per Lease
+	}
+	now, expires := c.now(), l.GetExpiresAt().AsTime()
+	if !now.Before(expires) {
+		return false, 0, 0 // too late: the Lease counts the reboot as failed
+	}
+	last := srv.GetStatus().GetLastSeen().AsTime()
+	at := last.Add(c.recoveryAfter())
+	if !at.Before(expires) {
+		at = last.Add(expires.Sub(last) / 2)
+	}
+	if now.Before(at) {
+		return false, 0, at.Sub(now)
+	}
+	return true, l.GetFencingToken(), 0
 }
 
 func (c *Controller) probeInterval() time.Duration {
@@ -137,6 +197,19 @@ func (c *Controller) Reconcile(ctx context.Context, name string) (controller.Res
 			upd.Set = append(upd.Set, &roostv1.Condition{Type: state.ConditionBMCOperation, Status: "True", Reason: "Succeeded", Message: done(op)})
 			c.log().Info("BMC operation done", "server", name, "action", op.GetAction())
 		}
+	} else if due, fencing, _ := c.recovery(srv); due {
+		// The agent did not come back from its reboot: cycle the power
+		// once, before the Lease runs out.
+		err := b.SetPower(ctx, bmc.PowerActionCycle)
+		note(err)
+		upd.RecoveryFencingToken = fencing
+		msg := fmt.Sprintf("power cycled: the agent did not come back within %s of its reboot (Lease fencing token %d)", c.recoveryAfter(), fencing)
+		if err != nil {
+			upd.Set = append(upd.Set, &roostv1.Condition{Type: state.ConditionBMCOperation, Status: "False", Reason: bmc.Reason(err), Message: "recovery " + msg + " failed: " + err.Error()})
+		} else {
+			upd.Set = append(upd.Set, &roostv1.Condition{Type: state.ConditionBMCOperation, Status: "True", Reason: "RecoveryPowerCycle", Message: msg})
+		}
+		c.log().Warn("BMC: power cycling a server whose agent did not come back from its reboot", "server", name, "fencing", fencing, "err", err)
 	} else if d := st.GetBmc().GetMediaDigest(); d != "" && enrolled(st.GetState()) {
 		// The Server enrolled from the media: take it out, so that its
 		// next boot is from its disk.
@@ -163,7 +236,11 @@ func (c *Controller) Reconcile(ctx context.Context, name string) (controller.Res
 	} else {
 		upd.Set = append(upd.Set, &roostv1.Condition{Type: state.ConditionBMCReachable, Status: "False", Reason: bmc.Reason(lastErr), Message: lastErr.Error()})
 	}
-	return controller.Result{RequeueAfter: c.probeInterval()}, c.record(ctx, srv, upd)
+	next := c.probeInterval()
+	if _, _, wait := c.recovery(srv); wait > 0 && wait < next {
+		next = wait
+	}
+	return controller.Result{RequeueAfter: next}, c.record(ctx, srv, upd)
 }
 
 // carryOut does op through b. A provision that fails after inserting the
@@ -273,6 +350,9 @@ func changes(srv *roostv1.Server, upd *roostv1.UpdateServerBMC) bool {
 		return true
 	}
 	if upd.GetPowerState() != "" && upd.GetPowerState() != b.GetPowerState() {
+		return true
+	}
+	if upd.GetRecoveryFencingToken() != 0 && upd.GetRecoveryFencingToken() != b.GetRecoveryFencingToken() {
 		return true
 	}
 	if upd.GetSystemUuid() != "" && upd.GetSystemUuid() != b.GetSystemUuid() {

@@ -275,6 +275,9 @@ func (a *applier) updateServerBMC(c *roostv1.UpdateServerBMC) *apierror.Error {
 	if c.GetSystemUuid() != "" {
 		b.SystemUuid = strings.ToLower(c.GetSystemUuid())
 	}
+	if f := c.GetRecoveryFencingToken(); f != 0 {
+		b.RecoveryFencingToken = f
+	}
 	if c.GetSetMedia() {
 		b.MediaDigest = c.GetMediaDigest()
 	}

@@ -2293,7 +2293,7 @@ type UpdateServerRequest struct {
 	Power string `protobuf:"bytes,34,opt,name=power,proto3" json:"power,omitempty"`
 	// boot_device for SERVER_ACTION_BOOT_ONCE: cd, pxe or disk.
 	BootDevice string `protobuf:"bytes,35,opt,name=boot_device,json=bootDevice,proto3" json:"boot_device,omitempty"`
-	// media_digest for SERVER_ACTION_PROVISION: sha256:HEX of an enrollment
+	// media_digest for SERVER_ACTION_PROVISION: hex sha256 of an enrollment
 	// ISO pushed to the hub (PushArtifact).
 	MediaDigest   string `protobuf:"bytes,36,opt,name=media_digest,json=mediaDigest,proto3" json:"media_digest,omitempty"`
 	unknownFields protoimpl.UnknownFields

@@ -1892,7 +1892,7 @@ type ModifyServer struct {
 	Power string `protobuf:"bytes,34,opt,name=power,proto3" json:"power,omitempty"`
 	// boot_device for SERVER_ACTION_BOOT_ONCE: cd, pxe or disk.
 	BootDevice string `protobuf:"bytes,35,opt,name=boot_device,json=bootDevice,proto3" json:"boot_device,omitempty"`
-	// media_digest for SERVER_ACTION_PROVISION: sha256:HEX of a stored blob.
+	// media_digest for SERVER_ACTION_PROVISION: hex sha256 of a stored blob.
 	MediaDigest string `protobuf:"bytes,36,opt,name=media_digest,json=mediaDigest,proto3" json:"media_digest,omitempty"`
 	// operation_id names the BMCOperation recorded (chosen by the proposer).
 	OperationId   string `protobuf:"bytes,37,opt,name=operation_id,json=operationId,proto3" json:"operation_id,omitempty"`
@@ -2092,9 +2092,12 @@ type UpdateServerBMC struct {
 	SetMedia    bool   `protobuf:"varint,5,opt,name=set_media,json=setMedia,proto3" json:"set_media,omitempty"`
 	MediaDigest string `protobuf:"bytes,6,opt,name=media_digest,json=mediaDigest,proto3" json:"media_digest,omitempty"`
 	// system_uuid the BMC reports ("" keeps).
-	SystemUuid    string `protobuf:"bytes,7,opt,name=system_uuid,json=systemUuid,proto3" json:"system_uuid,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	SystemUuid string `protobuf:"bytes,7,opt,name=system_uuid,json=systemUuid,proto3" json:"system_uuid,omitempty"`
+	// recovery_fencing_token records a power cycle of the Server during the
+	// Lease with this fencing token (0 keeps).
+	RecoveryFencingToken uint64 `protobuf:"varint,8,opt,name=recovery_fencing_token,json=recoveryFencingToken,proto3" json:"recovery_fencing_token,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *UpdateServerBMC) Reset() {
@@ -2174,6 +2177,13 @@ func (x *UpdateServerBMC) GetSystemUuid() string {
 		return x.SystemUuid
 	}
 	return ""
+}
+
+func (x *UpdateServerBMC) GetRecoveryFencingToken() uint64 {
+	if x != nil {
+		return x.RecoveryFencingToken
+	}
+	return 0
 }
 
 // NewMachine is one claim of CreateMachines.
@@ -4002,7 +4012,7 @@ const file_roost_v1_raft_proto_rawDesc = "" +
 	"\x03uid\x18\x02 \x01(\tR\x03uid\x12\x1f\n" +
 	"\x03bmc\x18\x03 \x01(\v2\r.roost.v1.BMCR\x03bmc\x12\x12\n" +
 	"\x04macs\x18\x04 \x03(\tR\x04macs\x12\x12\n" +
-	"\x04pool\x18\x05 \x01(\tR\x04pool\"\xf9\x01\n" +
+	"\x04pool\x18\x05 \x01(\tR\x04pool\"\xaf\x02\n" +
 	"\x0fUpdateServerBMC\x12\x16\n" +
 	"\x06server\x18\x01 \x01(\tR\x06server\x12\x1f\n" +
 	"\vpower_state\x18\x02 \x01(\tR\n" +
@@ -4012,7 +4022,8 @@ const file_roost_v1_raft_proto_rawDesc = "" +
 	"\tset_media\x18\x05 \x01(\bR\bsetMedia\x12!\n" +
 	"\fmedia_digest\x18\x06 \x01(\tR\vmediaDigest\x12\x1f\n" +
 	"\vsystem_uuid\x18\a \x01(\tR\n" +
-	"systemUuid\"\xc8\x01\n" +
+	"systemUuid\x124\n" +
+	"\x16recovery_fencing_token\x18\b \x01(\x04R\x14recoveryFencingToken\"\xc8\x01\n" +
 	"\n" +
 	"NewMachine\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +

@@ -2438,14 +2438,18 @@ type BMCStatus struct {
 	// operation is the requested BMC operation the controller has not
 	// finished yet (roostctl server power/boot/provision); unset when none.
 	Operation *BMCOperation `protobuf:"bytes,3,opt,name=operation,proto3" json:"operation,omitempty"`
-	// media_digest is the sha256:HEX digest of the image the hub inserted as
+	// media_digest is the hex sha256 digest of the image the hub inserted as
 	// virtual media; empty when it inserted none (or ejected it).
 	MediaDigest string `protobuf:"bytes,4,opt,name=media_digest,json=mediaDigest,proto3" json:"media_digest,omitempty"`
 	// system_uuid is the ComputerSystem UUID the BMC reports (lower case),
 	// matched against the agent's SMBIOS UUID at enrollment.
-	SystemUuid    string `protobuf:"bytes,5,opt,name=system_uuid,json=systemUuid,proto3" json:"system_uuid,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	SystemUuid string `protobuf:"bytes,5,opt,name=system_uuid,json=systemUuid,proto3" json:"system_uuid,omitempty"`
+	// recovery_fencing_token is the fencing token of the reboot Lease during
+	// which the hub power-cycled the Server because its agent did not come
+	// back (once per Lease); 0 when it never did.
+	RecoveryFencingToken uint64 `protobuf:"varint,6,opt,name=recovery_fencing_token,json=recoveryFencingToken,proto3" json:"recovery_fencing_token,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *BMCStatus) Reset() {
@@ -2513,6 +2517,13 @@ func (x *BMCStatus) GetSystemUuid() string {
 	return ""
 }
 
+func (x *BMCStatus) GetRecoveryFencingToken() uint64 {
+	if x != nil {
+		return x.RecoveryFencingToken
+	}
+	return 0
+}
+
 // BMCOperation is one request to act on a Server through its BMC, recorded
 // through Raft and carried out by the hub's BMC controller; its outcome is
 // the Server's BMCOperation condition.
@@ -2524,7 +2535,7 @@ type BMCOperation struct {
 	Action string `protobuf:"bytes,2,opt,name=action,proto3" json:"action,omitempty"`
 	// boot_device for BootOnce: cd, pxe or disk.
 	BootDevice string `protobuf:"bytes,3,opt,name=boot_device,json=bootDevice,proto3" json:"boot_device,omitempty"`
-	// media_digest for Provision: the sha256:HEX digest of the enrollment ISO
+	// media_digest for Provision: the hex sha256 digest (64 lower-case digits) of the enrollment ISO
 	// in the hub's artifact store, inserted as virtual media.
 	MediaDigest   string                 `protobuf:"bytes,4,opt,name=media_digest,json=mediaDigest,proto3" json:"media_digest,omitempty"`
 	RequestedAt   *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=requested_at,json=requestedAt,proto3" json:"requested_at,omitempty"`
@@ -4496,7 +4507,7 @@ const file_roost_v1_resources_proto_rawDesc = "" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\x12\x1a\n" +
 	"\busername\x18\x02 \x01(\tR\busername\x12\x1a\n" +
 	"\bpassword\x18\x03 \x01(\tR\bpassword\x120\n" +
-	"\x14insecure_skip_verify\x18\x04 \x01(\bR\x12insecureSkipVerify\"\xcf\x01\n" +
+	"\x14insecure_skip_verify\x18\x04 \x01(\bR\x12insecureSkipVerify\"\x85\x02\n" +
 	"\tBMCStatus\x12\x1f\n" +
 	"\vpower_state\x18\x01 \x01(\tR\n" +
 	"powerState\x12'\n" +
@@ -4504,7 +4515,8 @@ const file_roost_v1_resources_proto_rawDesc = "" +
 	"\toperation\x18\x03 \x01(\v2\x16.roost.v1.BMCOperationR\toperation\x12!\n" +
 	"\fmedia_digest\x18\x04 \x01(\tR\vmediaDigest\x12\x1f\n" +
 	"\vsystem_uuid\x18\x05 \x01(\tR\n" +
-	"systemUuid\"\xb9\x01\n" +
+	"systemUuid\x124\n" +
+	"\x16recovery_fencing_token\x18\x06 \x01(\x04R\x14recoveryFencingToken\"\xb9\x01\n" +
 	"\fBMCOperation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06action\x18\x02 \x01(\tR\x06action\x12\x1f\n" +
