@@ -49,9 +49,9 @@ type Controller struct {
 	// heartbeat and the Lease's expiry); default DefaultRecoveryAfter.
 	RecoveryAfter time.Duration
 	// Now is the clock; nil means time.Now.
-	Now func() time.Time
-	Metrics       *controller.Metrics
-	Log           *slog.Logger
+	Now     func() time.Time
+	Metrics *controller.Metrics
+	Log     *slog.Logger
 }
 
 // Run reconciles, while this member leads and until ctx ends, every
