@@ -159,6 +159,18 @@ func TestEnrollmentMatchesRegisteredServer(t *testing.T) {
 			}
 		})
 	}
+	// Registered under the name its enrollment derives (its UUID): the
+	// same record, no duplicate.
+	h0 := newHarness(t, Options{})
+	h0.mustApply(putEnrollTokenCmd("abcdef", tokSecret))
+	h0.mustApply(registerCmd(uuidA, []string{"52:54:00:00:00:01"}, ""))
+	res0 := h0.mustApply(withRules(RulesBMC, enrollCmd(tokSecret, uuidA, []string{"52:54:00:00:00:01"}, inventory(8, 32))))
+	if got := actions(res0); len(got) != 1 || got[0] != "Server/"+uuidA+"=configured" {
+		t.Fatalf("enroll of a server registered under its UUID: %v", got)
+	}
+	if s := getServer(t, h0.f, uuidA); s.GetStatus().GetState() != ServerEnrolling || findCondition(s.GetStatus().GetConditions(), ConditionDuplicateUUID) != nil {
+		t.Fatalf("server registered under its UUID, after enrollment: %v", s)
+	}
 	// Under older rules the enrollment makes a Server of its own.
 	h := newHarness(t, Options{})
 	h.mustApply(putEnrollTokenCmd("abcdef", tokSecret))

@@ -73,7 +73,9 @@ func (a *applier) enrollServer(c *roostv1.EnrollServer) ([]*roostv1.ApplyResult,
 	if aerr != nil {
 		return nil, aerr
 	}
-	registered := false
+	// registered: the record is one an operator registered with its BMC
+	// before it enrolled (under this name, or matched below).
+	registered := a.rules >= RulesBMC && old.GetStatus().GetState() == ServerRegistered
 	if old == nil {
 		// A Server an operator registered with its BMC before it booted
 		// is this one when its MACs or the BMC's system UUID match.
