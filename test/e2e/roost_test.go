@@ -39,8 +39,8 @@ type Hub struct {
 	// MediaPort serves enrollment ISOs to BMCs (roost-hub --media-addr).
 	MediaPort int
 	Log       string
-	bin     string
-	cmd     *exec.Cmd
+	bin       string
+	cmd       *exec.Cmd
 }
 
 // StartHub starts roost-hub with free loopback ports and waits for its
