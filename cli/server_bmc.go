@@ -185,21 +185,21 @@ on). The BMC fetches the ISO from the hub over HTTPS (roost-hub
 30 minutes. When the server's agent enrolls, the hub matches it to the
 server (by MAC or the BMC's system UUID) and ejects the media.
 
-The ISO is one made with 'roostctl image iso' (or 'roost-image enroll')
-with an enrollment token: the hub does not build ISOs itself (it holds
-no boot loaders); one ISO can serve every server of a pool.
+The ISO is one made with 'roost-image enroll' (it holds an enrollment
+token): the hub does not build ISOs itself (it holds no boot loaders);
+one ISO can serve every server of a pool.
 
 A step that fails (wrong password, a BMC error, no answer) ejects the
 media again and sets the BMCOperation condition to False with the reason
 (Unauthorized, ServerError, Timeout, …); see 'roostctl describe server'.`,
-		Example: `  roostctl image iso --token "$(roostctl token create --pool workers -o token)" -o enroll.iso
+		Example: `  roost-image enroll --release ./release-2026.11.0 --config admin.conf --create-token --pool workers -o enroll.iso
   roostctl server provision r12u7 --iso enroll.iso
   roostctl get servers -o wide`,
 		Args:              exactArgs(1, "a server NAME"),
 		ValidArgsFunction: o.argCompletions(false, objectNames("Server")),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if iso == "" {
-				return usageErrorf("--iso is required: an enrollment ISO ('roostctl image iso')")
+				return usageErrorf("--iso is required: an enrollment ISO ('roost-image enroll')")
 			}
 			digest, size, err := fileSHA256(iso)
 			if err != nil {
