@@ -138,7 +138,9 @@ func (h *Hub) runLiveness(ctx context.Context, m *liveness.Metrics) {
 		Servers: func() []liveness.ServerView {
 			var out []liveness.ServerView
 			h.fsm.EachServer(func(s *roostv1.Server) {
-				if s.GetStatus().GetState() != state.ServerDecommissioned {
+				// Decommissioned Servers are refused and Registered ones
+				// never ran an agent: neither has a heartbeat to miss.
+				if st := s.GetStatus().GetState(); st != state.ServerDecommissioned && st != state.ServerRegistered {
 					out = append(out, liveness.ServerView{Name: s.GetMetadata().GetName(), Reachable: s.GetStatus().GetReachability() != state.Unreachable,
 						EnrolledAt: s.GetStatus().GetEnrolledAt().AsTime()})
 				}
