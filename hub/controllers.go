@@ -95,6 +95,7 @@ func (h *Hub) bmcController() *bmcs.Controller {
 	}
 	if h.mediaLn != nil {
 		c.MediaURL = h.mediaURL
+		c.FetchMedia = h.api.FillBlob
 	}
 	return c
 }

@@ -37,6 +37,9 @@ type Controller struct {
 	// server from, with a fresh download token; an error when the hub
 	// serves no virtual media (no --media-url).
 	MediaURL func(server, digest string) (string, error)
+	// FetchMedia, if set, makes sure this member stores the image digest
+	// (fetching it from the other members), before the BMC is sent to it.
+	FetchMedia func(ctx context.Context, digest string) error
 	// Timeout bounds each request to a BMC; zero means
 	// redfish.DefaultTimeout.
 	Timeout time.Duration
@@ -259,6 +262,11 @@ func (c *Controller) carryOut(ctx context.Context, b bmc.BMC, server string, op 
 	case state.BMCProvision:
 		if c.MediaURL == nil {
 			return errors.New("this hub serves no virtual media: start roost-hub with --media-addr and --media-url")
+		}
+		if c.FetchMedia != nil {
+			if err := c.FetchMedia(ctx, op.GetMediaDigest()); err != nil {
+				return fmt.Errorf("the enrollment image (sha256 %s) is not on this hub member and could not be fetched from the others: %w", short(op.GetMediaDigest()), err)
+			}
 		}
 		u, err := c.MediaURL(server, op.GetMediaDigest())
 		if err != nil {
