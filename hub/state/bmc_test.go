@@ -190,3 +190,22 @@ func TestDecommissionPowersOff(t *testing.T) {
 		t.Fatalf("server %v", s)
 	}
 }
+
+// TestAgentReportKeepsBMCConditions: an agent's conditions replace its
+// own, never the BMC controller's.
+func TestAgentReportKeepsBMCConditions(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.mustApply(putEnrollTokenCmd("abcdef", tokSecret))
+	h.mustApply(registerCmd(uuidA, []string{"52:54:00:00:00:01"}, ""))
+	h.mustApply(withRules(RulesBMC, enrollCmd(tokSecret, uuidA, []string{"52:54:00:00:00:01"}, inventory(8, 32))))
+	h.mustApply(updateBMCCmd(&roostv1.UpdateServerBMC{Server: uuidA, Set: []*roostv1.Condition{{Type: ConditionBMCReachable, Status: "True", Reason: "Reached"}}}))
+	h.mustApply(withRules(RulesBMC, statusCmd(&roostv1.UpdateServerStatus{Name: uuidA, HasConditions: true,
+		Conditions: []*roostv1.Condition{{Type: "Healthy", Status: "True"}, {Type: ConditionBMCReachable, Status: "False", Reason: "Forged"}}})))
+	s := getServer(t, h.f, uuidA)
+	if c := findCondition(s.GetStatus().GetConditions(), ConditionBMCReachable); c.GetReason() != "Reached" {
+		t.Fatalf("BMCReachable after an agent report: %v", c)
+	}
+	if findCondition(s.GetStatus().GetConditions(), "Healthy") == nil {
+		t.Fatal("the agent's own condition was not recorded")
+	}
+}

@@ -260,12 +260,12 @@ func (a *applier) updateServerStatus(c *roostv1.UpdateServerStatus) *apierror.Er
 	if c.GetHasConditions() {
 		var next []*roostv1.Condition
 		for _, cd := range st.GetConditions() {
-			if hubCondition(cd.GetType()) {
+			if a.hubCondition(cd.GetType()) {
 				next = append(next, cd)
 			}
 		}
 		for _, cd := range c.GetConditions() {
-			if hubCondition(cd.GetType()) || cd.GetType() == "" {
+			if a.hubCondition(cd.GetType()) || cd.GetType() == "" {
 				continue
 			}
 			next = setCondition(next, cd.GetType(), cd.GetStatus(), cd.GetReason(), cd.GetMessage(), now)
@@ -313,7 +313,19 @@ func (a *applier) afterServerChange(s *roostv1.Server, failed []*roostv1.FailedR
 	return a.refreshMachine(m, s, now)
 }
 
-func hubCondition(t string) bool { return t == ConditionDuplicateUUID || t == ConditionApproved }
+// hubCondition says whether the hub owns Server conditions of type t (an
+// agent's report neither replaces nor removes them): DuplicateUUID and
+// Approved, and from RulesBMC on the BMC controller's BMCReachable and
+// BMCOperation.
+func (a *applier) hubCondition(t string) bool {
+	switch t {
+	case ConditionDuplicateUUID, ConditionApproved:
+		return true
+	case ConditionBMCReachable, ConditionBMCOperation:
+		return a.rules >= RulesBMC
+	}
+	return false
+}
 
 // setServerReachability records liveness transitions. Unknown Servers are
 // skipped (deleted meanwhile).
