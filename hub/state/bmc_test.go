@@ -209,3 +209,14 @@ func TestAgentReportKeepsBMCConditions(t *testing.T) {
 		t.Fatal("the agent's own condition was not recorded")
 	}
 }
+
+func TestBMCWarnings(t *testing.T) {
+	b := testBMC()
+	if w := BMCWarnings(b); len(w) != 0 {
+		t.Fatalf("warnings for a verified BMC: %v", w)
+	}
+	b.InsecureSkipVerify = true
+	if w := BMCWarnings(b); len(w) != 1 || !strings.HasPrefix(w[0], "spec.bmc.insecureSkipVerify: ") || strings.Contains(w[0], bmcPassword) {
+		t.Fatalf("warnings for insecureSkipVerify: %v", w)
+	}
+}
