@@ -29,6 +29,9 @@ func (h *Hub) Kill() {
 		_ = h.http.Shutdown(ctx)
 		cancel()
 	}
+	if h.media != nil {
+		_ = h.media.Close()
+	}
 	if h.api != nil {
 		h.api.Close()
 	}
