@@ -220,3 +220,13 @@ func TestBMCWarnings(t *testing.T) {
 		t.Fatalf("warnings for insecureSkipVerify: %v", w)
 	}
 }
+
+func TestRegisteredServerIsNotClaimed(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.mustApply(h.objects(append(baseObjects(), poolObj("workers", "prod", func(s *roostv1.PoolSpec) { s.Replicas = nil }))...))
+	h.mustApply(registerCmd("r12u7", nil, ""))
+	e := wantCode(t, h.apply(createMachinesCmd(false, newMachine("workers-1", "r12u7", "workers"))).Err, codes.FailedPrecondition)
+	if !strings.Contains(e.Error(), "roostctl server provision r12u7") {
+		t.Fatalf("refusal %v", e)
+	}
+}
