@@ -18,7 +18,7 @@ func newServerCommand(o *options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "server",
 		Aliases: []string{"servers", "srv"},
-		Short:   "Approve, deny, label, cordon, clean and decommission servers",
+		Short:   "Approve, deny, label, cordon, clean, decommission, register, power and provision servers",
 		Long: `Servers register themselves by enrolling (see 'roostctl token'). These
 commands change what the hub does with them:
 
@@ -31,8 +31,15 @@ commands change what the hub does with them:
   clean         have the agent wipe the server's disks again (after a failed
                 cleaning: CleaningFailed)
   decommission  take the server out of service: its agent wipes its disks,
-                then it is Decommissioned and its agent refused until it
-                enrolls again with a token
+                then it is Decommissioned (a server with a BMC is powered
+                off) and its agent refused until it enrolls again with a
+                token
+  register      record a server with its BMC before it ever booted, or set
+                the BMC of a server
+  power         power a server on, off or cycle it through its BMC
+  boot          make a server boot once from cd, pxe or disk
+  provision     enroll a server through its BMC: virtual media, boot once
+                from CD, power on
 
 A server released by its Machine (pool unassign, a pool scaling down, a
 Machine deleted) is Cleaning: its agent wipes its disks as its MachineClass's
@@ -118,6 +125,10 @@ NAME', or 'roostctl machine delete MACHINE' for a standalone one). To bring a
 decommissioned server back, enroll it again with a token; to forget it,
 'roostctl delete server NAME'.`, "decommissioned", roostv1.ServerAction_SERVER_ACTION_DECOMMISSION, true),
 		newServerLabelCommand(o),
+		newServerRegisterCommand(o),
+		newServerPowerCommand(o),
+		newServerBootCommand(o),
+		newServerProvisionCommand(o),
 	)
 	return cmd
 }
@@ -132,7 +143,8 @@ func (o *options) updateServers(cmd *cobra.Command, names []string, verb string,
 	// is that of the first refusal.
 	var failed error
 	for _, name := range names {
-		req := &roostv1.UpdateServerRequest{Name: name, Action: tmpl.Action, Reason: tmpl.Reason, SetLabels: tmpl.SetLabels, RemoveLabels: tmpl.RemoveLabels}
+		req := &roostv1.UpdateServerRequest{Name: name, Action: tmpl.Action, Reason: tmpl.Reason, SetLabels: tmpl.SetLabels, RemoveLabels: tmpl.RemoveLabels,
+			Power: tmpl.Power, BootDevice: tmpl.BootDevice, MediaDigest: tmpl.MediaDigest}
 		var hdr metadata.MD
 		resp, err := conn.hub.UpdateServer(ctx, req, grpc.Header(&hdr))
 		if err != nil {

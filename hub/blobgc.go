@@ -172,7 +172,8 @@ func (h *Hub) blobGCNotReady() string {
 
 // referencedBlobs returns the digests of the artifacts that the
 // ImageReleases, Extensions and Revisions (their release artifacts and
-// extension images) in this member's applied state name.
+// extension images) and the Servers' BMC media (enrollment ISOs) in this
+// member's applied state name.
 func (h *Hub) referencedBlobs() map[string]bool {
 	keep := map[string]bool{}
 	add := func(as ...*roostv1.Artifact) {
@@ -196,6 +197,15 @@ func (h *Hub) referencedBlobs() map[string]bool {
 	})
 	for _, o := range r.List("Extension") {
 		add(o.GetExtension().GetSpec().GetImage())
+	}
+	// Enrollment ISOs a Server is to be, or is being, provisioned from.
+	for _, o := range r.List("Server") {
+		b := o.GetServer().GetStatus().GetBmc()
+		for _, d := range []string{b.GetMediaDigest(), b.GetOperation().GetMediaDigest()} {
+			if d != "" {
+				keep[d] = true
+			}
+		}
 	}
 	return keep
 }

@@ -79,6 +79,11 @@ func (h *Hub) Close() error {
 		h.http.Shutdown(sctx)
 		cancel()
 	}
+	if h.media != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		h.media.Shutdown(sctx)
+		cancel()
+	}
 	if h.agents != nil {
 		if n := h.agents.GoAway("hub member " + h.id + " is shutting down"); n > 0 {
 			h.log.Info("stopping: told agents to move to other members", "agents", n)

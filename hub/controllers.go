@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/roostfleet/roost/hub/cleaning"
+	"github.com/roostfleet/roost/hub/bmcs"
 	"github.com/roostfleet/roost/hub/clusters"
 	"github.com/roostfleet/roost/hub/controller"
 	"github.com/roostfleet/roost/hub/liveness"
@@ -141,6 +142,25 @@ func (h *Hub) cleaningController() *cleaning.Controller {
 	}
 }
 
+// bmcController is the leader-only BMC controller (see hub/bmcs).
+func (h *Hub) bmcController() *bmcs.Controller {
+	c := &bmcs.Controller{
+		IsLeader:      h.node.IsLeader,
+		FSM:           h.fsm,
+		Propose:       h.propose,
+		Barrier:       h.termBarrier,
+		ProbeInterval: h.opts.BMCProbeInterval,
+		Now:           h.opts.ControllerClock,
+		Metrics:       h.controllerMetrics,
+		Log:           h.log,
+	}
+	if h.mediaLn != nil {
+		c.MediaURL = h.mediaURL
+		c.FetchMedia = h.api.FillBlob
+	}
+	return c
+}
+
 // propose writes c through Raft on this member (the leader), for the
 // leader-only controllers.
 func (h *Hub) propose(ctx context.Context, c *roostv1.Command) error {
@@ -168,7 +188,7 @@ func (h *Hub) leaseGate() *rollout.Gate {
 }
 
 // runLiveness starts the leader-only controllers (liveness, pools,
-// revisions, cleaning retries, remediation, safety, clusters, rollouts; each acts only while this member leads),
+// revisions, cleaning retries, remediation, safety, BMCs, clusters, rollouts; each acts only while this member leads),
 // and on every member the reboot gate, the agent stream registry, the
 // heartbeat reporter, the fleet-size refresher, the blob garbage
 // collection and the health watch (which checks for this member's
@@ -180,7 +200,9 @@ func (h *Hub) runLiveness(ctx context.Context, m *liveness.Metrics) {
 		Servers: func() []liveness.ServerView {
 			var out []liveness.ServerView
 			h.fsm.EachServer(func(s *roostv1.Server) {
-				if s.GetStatus().GetState() != state.ServerDecommissioned {
+				// Decommissioned Servers are refused and Registered ones
+				// never ran an agent: neither has a heartbeat to miss.
+				if st := s.GetStatus().GetState(); st != state.ServerDecommissioned && st != state.ServerRegistered {
 					out = append(out, liveness.ServerView{Name: s.GetMetadata().GetName(), Reachable: s.GetStatus().GetReachability() != state.Unreachable,
 						EnrolledAt: s.GetStatus().GetEnrolledAt().AsTime()})
 				}
@@ -199,7 +221,7 @@ func (h *Hub) runLiveness(ctx context.Context, m *liveness.Metrics) {
 	rep.Metrics, rep.Log = m, h.log
 	var n int
 	done := make(chan struct{}, 8)
-	for _, run := range []func(context.Context){ctrl.Run, rep.Run, h.poolController().Run, h.revisionController().Run, h.cleaningController().Run, h.remediationController().Run, h.safetyController().Run, h.leaseCollector().Run, h.clusters.Run, h.rollouts.Run, h.rollouts.Recorder.Run, h.gate.Run, h.agents.Run, h.runBlobGC, h.watchHealth, func(ctx context.Context) {
+	for _, run := range []func(context.Context){ctrl.Run, rep.Run, h.poolController().Run, h.revisionController().Run, h.cleaningController().Run, h.remediationController().Run, h.safetyController().Run, h.leaseCollector().Run, h.bmcController().Run, h.clusters.Run, h.rollouts.Run, h.rollouts.Recorder.Run, h.gate.Run, h.agents.Run, h.runBlobGC, h.watchHealth, func(ctx context.Context) {
 		t := time.NewTicker(5 * time.Second)
 		defer t.Stop()
 		for {

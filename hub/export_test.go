@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"bytes"
 	"context"
 	"time"
 )
@@ -28,10 +29,26 @@ func (h *Hub) Kill() {
 		_ = h.http.Shutdown(ctx)
 		cancel()
 	}
+	if h.media != nil {
+		_ = h.media.Close()
+	}
 	if h.api != nil {
 		h.api.Close()
 	}
 	if h.unlock != nil {
 		h.unlock()
 	}
+}
+
+// MediaURL is the virtual media address of server's image digest, with a
+// fresh download token (see mediaURL).
+func (h *Hub) MediaURL(server, digest string) (string, error) { return h.mediaURL(server, digest) }
+
+// MediaKey is the download token key of the hub (see mediaKey).
+func (h *Hub) MediaKey() []byte { return h.mediaKey() }
+
+// PutBlob stores data in the member's artifact store under its digest.
+func (h *Hub) PutBlob(digest string, data []byte) error {
+	_, err := h.blobs.Append(digest, int64(len(data)), 0, bytes.NewReader(data))
+	return err
 }

@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/roostfleet/roost/hub/media"
 	"github.com/roostfleet/roost/hub/raftnode"
 	"github.com/roostfleet/roost/hub/state"
 	"github.com/roostfleet/roost/version"
@@ -48,6 +50,44 @@ func (h *Hub) serveHTTP(ln net.Listener) {
 	// handshake timeout, or stays idle for two minutes, is closed.
 	h.http = &http.Server{Handler: mux, ReadHeaderTimeout: handshakeTimeout(h.opts), IdleTimeout: 2 * time.Minute}
 	go h.http.Serve(ln)
+}
+
+// serveMedia serves enrollment ISOs to BMCs over HTTPS on ln (the
+// member's server certificate) under download tokens (hub/media): a BMC
+// fetches PathPrefix + SERVER/TOKEN/enroll.iso; a token is good for one
+// Server and one image, for media.DefaultTTL.
+func (h *Hub) serveMedia(ln net.Listener, serverTLS *tls.Config) {
+	mux := http.NewServeMux()
+	(&media.Handler{Key: h.mediaKey, Open: h.blobs.Open, Log: h.log}).Register(mux)
+	cfg := serverTLS.Clone()
+	// BMCs present no client certificate: the token is the credential.
+	cfg.ClientAuth = tls.NoClientCert
+	cfg.NextProtos = []string{"http/1.1"}
+	h.media = &http.Server{Handler: mux, ReadHeaderTimeout: handshakeTimeout(h.opts), IdleTimeout: 2 * time.Minute}
+	go h.media.Serve(tls.NewListener(ln, cfg))
+}
+
+// mediaKey is the download token key, nil while the hub has no CA.
+func (h *Hub) mediaKey() []byte {
+	ca := h.fsm.CA()
+	if ca == nil {
+		return nil
+	}
+	return media.Key(ca.GetPrivateKeyPem())
+}
+
+// mediaURL is the address a BMC fetches server's image digest from, under
+// a fresh token good for media.DefaultTTL.
+func (h *Hub) mediaURL(server, digest string) (string, error) {
+	key := h.mediaKey()
+	if key == nil {
+		return "", errors.New("the hub CA is not replicated yet")
+	}
+	base := h.opts.MediaURL
+	if base == "" {
+		base = "https://" + h.mediaLn.Addr().String()
+	}
+	return media.URL(base, server, media.Token(key, server, digest, time.Now().Add(media.DefaultTTL))), nil
 }
 
 // healthy is nil when the member can serve every request: it leads, or it

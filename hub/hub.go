@@ -51,6 +51,9 @@ type Hub struct {
 	http      *http.Server
 	apiLn     net.Listener
 	httpLn    net.Listener
+	// media serves virtual media to BMCs (nil without Options.MediaAddr).
+	media   *http.Server
+	mediaLn net.Listener
 	// raftAddr is the address the Raft transport is bound to, which the
 	// member advertises (a join sends it with MemberService.Join).
 	raftAddr string

@@ -21,6 +21,17 @@ type Options struct {
 	RaftAddr string
 	// HTTPAddr is the host:port serving /metrics and /healthz; empty disables it.
 	HTTPAddr string
+	// MediaAddr is the host:port serving enrollment ISOs to BMCs as virtual
+	// media over HTTPS (the member's certificate), under download tokens
+	// (hub/media); empty disables it, and with it provisioning.
+	MediaAddr string
+	// MediaURL is the https://HOST[:PORT] BMCs reach MediaAddr by (a
+	// BMC's management network may see the hub under another name);
+	// empty means https://MediaAddr.
+	MediaURL string
+	// BMCProbeInterval is how often the leader reads each BMC's power
+	// state; default bmcs.DefaultProbeInterval.
+	BMCProbeInterval time.Duration
 	// Join is the API address of any existing member; used only when DataDir
 	// holds no Raft state yet.
 	Join string

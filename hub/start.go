@@ -246,6 +246,16 @@ func start(ctx context.Context, opts Options, apiLn, httpLn, raftLn net.Listener
 		h.httpLn = httpLn
 		h.serveHTTP(httpLn)
 	}
+	if opts.MediaAddr != "" {
+		mln, err := net.Listen("tcp", opts.MediaAddr)
+		if err != nil {
+			h.grpc.Stop()
+			node.Shutdown()
+			return nil, fmt.Errorf("media listener (--media-addr %s): %w", opts.MediaAddr, err)
+		}
+		h.mediaLn = mln
+		h.serveMedia(mln, serverTLS)
+	}
 
 	runCtx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel

@@ -12,6 +12,9 @@ import (
 // status.credentialsSet says whether one is stored).
 var writeOnly = map[protoreflect.FullName]bool{
 	"roost.v1.ClusterSpec.kubeconfig": true,
+	// A Server's BMC account (status.bmc.credentialsSet says it is set).
+	"roost.v1.BMC.username": true,
+	"roost.v1.BMC.password": true,
 }
 
 // IsWriteOnly says whether fd is a write-only field.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strings"
 
 	"github.com/roostfleet/roost/bmc"
 )
@@ -132,4 +133,14 @@ func (c *Client) EjectMedia(ctx context.Context) error {
 		return nil
 	}
 	return c.EjectVirtualMedia(ctx, vm)
+}
+
+// SystemUUID returns the ComputerSystem's UUID in lower case ("" when the
+// BMC reports none): the SMBIOS system UUID the server's OS sees.
+func (c *Client) SystemUUID(ctx context.Context) (string, error) {
+	sys, err := c.System(ctx)
+	if err != nil {
+		return "", err
+	}
+	return strings.ToLower(sys.UUID), nil
 }

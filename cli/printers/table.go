@@ -54,6 +54,9 @@ var tableColumns = map[string][]column{
 			cell, _ := ServerLastSeen(r.(*roostv1.Server), now)
 			return cell
 		}},
+		{header: "POWER", wide: true, value: func(r resource.Resource, _ time.Time) string {
+			return ServerPowerCell(r.(*roostv1.Server))
+		}},
 		{header: "AGENT", wide: true, value: func(r resource.Resource, _ time.Time) string {
 			return r.(*roostv1.Server).GetStatus().GetAgentVersion()
 		}},
@@ -710,4 +713,24 @@ func MachineRevision(m *roostv1.Machine) string {
 		out += " (" + strconv.FormatInt(f, 10) + " failed)"
 	}
 	return out
+}
+
+// ServerPowerCell is the POWER cell of a Server: the power state its BMC
+// last reported (On, Off, …), followed by ",REASON" while the BMC is not
+// reachable (BMCReachable=False, e.g. "On,Unauthorized" or
+// "Unknown,Timeout"); empty for a Server without a BMC.
+func ServerPowerCell(s *roostv1.Server) string {
+	if s.GetSpec().GetBmc() == nil && s.GetStatus().GetBmc() == nil {
+		return ""
+	}
+	p := s.GetStatus().GetBmc().GetPowerState()
+	if p == "" {
+		p = "Unknown"
+	}
+	for _, c := range s.GetStatus().GetConditions() {
+		if c.GetType() == "BMCReachable" && c.GetStatus() == "False" {
+			p += "," + c.GetReason()
+		}
+	}
+	return p
 }

@@ -192,6 +192,8 @@ The first member writes DIR/admin.conf: point roostctl at it with
 	f.StringVar(&opts.APIAddr, "api-addr", "127.0.0.1:7443", "host:port of the gRPC API (TLS); clients and members dial it")
 	f.StringVar(&opts.RaftAddr, "raft-addr", "127.0.0.1:7444", "host:port of the Raft transport (mutual TLS between members)")
 	f.StringVar(&opts.HTTPAddr, "http-addr", "127.0.0.1:7480", "host:port serving /metrics and /healthz; empty disables")
+	f.StringVar(&opts.MediaAddr, "media-addr", "", "host:port serving enrollment ISOs to BMCs as virtual media over HTTPS, under\nshort-lived per-Server download tokens (roostctl server provision); empty disables")
+	f.StringVar(&opts.MediaURL, "media-url", "", "https://HOST[:PORT] by which BMCs reach --media-addr (default https://MEDIA-ADDR)")
 	f.StringVar(&opts.Join, "join", "", "API address (host:port) of any member of the cluster to join; used only with an empty data dir")
 	f.StringVar(&opts.JoinToken, "join-token", os.Getenv("ROOST_JOIN_TOKEN"), "join token from 'roostctl hub join' (default $ROOST_JOIN_TOKEN)")
 	f.StringVar(&opts.NodeID, "node-id", "", "Raft ID of this member on first start (default: hub-<random>)")
@@ -297,8 +299,8 @@ func checkFlags(opts hub.Options) error {
 // floatText writes a flag's number as it is typed: "-3", "0.5", "+Inf".
 func floatText(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
-// checkAddrs checks that --api-addr, --raft-addr and --http-addr (unless
-// empty) are host:port, and that no two of them are the same endpoint
+// checkAddrs checks that --api-addr, --raft-addr, --http-addr and
+// --media-addr (unless empty) are host:port, and that no two of them are the same endpoint
 // (the second listener would fail with "address already in use"): the
 // same port (not 0, which picks a free one) on the same host, the same IP
 // (api.SameHostPort), or on a host that is all interfaces.
@@ -310,6 +312,9 @@ func checkAddrs(opts hub.Options) []error {
 	addrs := []*addr{{flag: "--api-addr", v: opts.APIAddr}, {flag: "--raft-addr", v: opts.RaftAddr}}
 	if opts.HTTPAddr != "" {
 		addrs = append(addrs, &addr{flag: "--http-addr", v: opts.HTTPAddr})
+	}
+	if opts.MediaAddr != "" {
+		addrs = append(addrs, &addr{flag: "--media-addr", v: opts.MediaAddr})
 	}
 	var errs []error
 	for _, a := range addrs {

@@ -81,7 +81,8 @@ var accessTable = map[string]access{
 	hubService + "CreateEnrollmentToken": people(admins, "token", "create"),
 	hubService + "RevokeEnrollmentToken": people(admins, "token", "revoke", "delete"),
 	// Day-2 operations: operators.
-	hubService + "UpdateServer":        people(operators, "server", "update", "cordon", "uncordon", "approve", "deny", "label"),
+	hubService + "UpdateServer":        people(operators, "server", "update", "cordon", "uncordon", "approve", "deny", "label", "power", "boot", "provision"),
+	hubService + "RegisterServer":      people(admins, "server", "register", "create"),
 	hubService + "AssignServers":       people(operators, "server", "assign"),
 	hubService + "UnassignServers":     people(operators, "server", "unassign"),
 	hubService + "CreateMachine":       people(operators, "machine", "create"),

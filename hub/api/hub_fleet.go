@@ -215,6 +215,8 @@ func (s *Server) UpdateServer(ctx context.Context, req *roostv1.UpdateServerRequ
 		if len(req.GetSetLabels()) == 0 && len(req.GetRemoveLabels()) == 0 {
 			vs = append(vs, apierror.Violation{Field: "setLabels", Message: "give labels to set or remove"})
 		}
+	default:
+		vs = append(vs, checkBMCAction(req)...)
 	}
 	if len(req.GetReason()) > MaxMessage {
 		vs = append(vs, apierror.Violation{Field: "reason", Message: fmt.Sprintf("at most %d bytes", MaxMessage)})
@@ -231,7 +233,7 @@ func (s *Server) UpdateServer(ctx context.Context, req *roostv1.UpdateServerRequ
 					// did not ask for one) or has it already. Recording an
 					// approval nobody asked for would only move indexes.
 					setResult(ctx, state.ActionUnchanged)
-					return &roostv1.UpdateServerResponse{Server: srv}, nil
+					return &roostv1.UpdateServerResponse{Server: stripServer(srv)}, nil
 				}
 			case roostv1.ServerAction_SERVER_ACTION_DENY, roostv1.ServerAction_SERVER_ACTION_DECOMMISSION:
 				if err := s.recordLastSeen(ctx, srv); err != nil {
@@ -241,6 +243,7 @@ func (s *Server) UpdateServer(ctx context.Context, req *roostv1.UpdateServerRequ
 		}
 		res, err := s.proposeRequest(ctx, req, &roostv1.Command{Command: &roostv1.Command_ModifyServer{ModifyServer: &roostv1.ModifyServer{
 			Name: req.GetName(), Action: req.GetAction(), Reason: req.GetReason(), SetLabels: req.GetSetLabels(), RemoveLabels: req.GetRemoveLabels(),
+			Power: req.GetPower(), BootDevice: req.GetBootDevice(), MediaDigest: req.GetMediaDigest(), OperationId: uuid.NewString(),
 		}}})
 		if err != nil {
 			return nil, err
@@ -252,7 +255,7 @@ func (s *Server) UpdateServer(ctx context.Context, req *roostv1.UpdateServerRequ
 		if err != nil {
 			return nil, err
 		}
-		return &roostv1.UpdateServerResponse{Server: o.GetServer()}, nil
+		return &roostv1.UpdateServerResponse{Server: stripServer(o.GetServer())}, nil
 	}, func(c *grpc.ClientConn, fctx context.Context) (*roostv1.UpdateServerResponse, error) {
 		var hdr metadata.MD
 		resp, err := roostv1.NewHubServiceClient(c).UpdateServer(fctx, req, grpc.Header(&hdr))

@@ -106,3 +106,8 @@ func (s *Server) fillBlob(ctx context.Context, digest string) error {
 	s.log.Info("artifact fetched from a peer member", "sha256", digest, "size", size)
 	return nil
 }
+
+// FillBlob makes sure this member stores blob digest completely, fetching
+// it from the other members when it does not: for the leader's BMC
+// controller, which serves an enrollment ISO pushed to another member.
+func (s *Server) FillBlob(ctx context.Context, digest string) error { return s.fillBlob(ctx, digest) }

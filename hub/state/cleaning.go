@@ -188,6 +188,7 @@ func (a *applier) recordCleaning(s *roostv1.Server, r *roostv1.CleaningResult, n
 			st.StateReason = c.GetDecommissionReason()
 			s.Spec.Pool = ""
 			st.Reachability = ""
+			a.powerOffDecommissioned(s, fmt.Sprintf("decommission-%d", a.index), now)
 		} else {
 			st.State = ServerAvailable
 			st.StateReason = "cleaned: " + summary

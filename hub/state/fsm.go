@@ -254,6 +254,10 @@ func (a *applier) run(cmd *roostv1.Command) (results []*roostv1.ApplyResult, com
 		err = a.setServerReachability(c.SetServerReachability)
 	case *roostv1.Command_ModifyServer:
 		results, err = a.modifyServer(c.ModifyServer)
+	case *roostv1.Command_RegisterServer:
+		results, err = a.registerServer(c.RegisterServer)
+	case *roostv1.Command_UpdateServerBmc:
+		err = a.updateServerBMC(c.UpdateServerBmc)
 	case *roostv1.Command_CreateMachines:
 		results, err = a.createMachines(c.CreateMachines)
 	case *roostv1.Command_DeleteMachines:

@@ -152,6 +152,8 @@ func claimBlock(s *roostv1.Server, pool, claimedBy string) (short, why string) {
 		return ServerDecommissioned, fmt.Sprintf("Server %s is Decommissioned", name)
 	case st.GetState() == ServerPendingApproval:
 		return ServerPendingApproval, fmt.Sprintf("Server %s is PendingApproval (roostctl server approve %s)", name, name)
+	case st.GetState() == ServerRegistered:
+		return ServerRegistered, fmt.Sprintf("Server %s is Registered and has not enrolled yet (roostctl server provision %s --iso FILE; assign it once it is Available)", name, name)
 	case st.GetState() != ServerAvailable:
 		return orUnknown(st.GetState()), fmt.Sprintf("Server %s is %s, not Available", name, orUnknown(st.GetState()))
 	case s.GetSpec().GetUnschedulable():

@@ -87,7 +87,13 @@ import (
 //	   Remediating condition, set and cleared (RulesRemediation,
 //	   conditions.go). Under older rules they are refused, as the members
 //	   implementing them refuse them
-const RulesVersion uint32 = 12
+//	13: members know the RegisterServer and UpdateServerBMC commands and
+//	   the power, boot-once and provision Server actions: Servers with a
+//	   BMC, registered before they enroll and matched at enrollment by MAC
+//	   or the BMC's system UUID (RulesBMC, bmc.go); decommissioning a
+//	   Server with a BMC also records a power-off. Under older rules they
+//	   are unknown, as they are to the members implementing them
+const RulesVersion uint32 = 13
 
 // Versions that introduced a rule, for the applier's checks.
 const (
@@ -149,6 +155,10 @@ const (
 	// RulesRemediation: SetConditions takes the Pool conditions Frozen
 	// and Remediating and the Machine condition Remediating.
 	RulesRemediation uint32 = 12
+	// RulesBMC: members know Servers' BMCs (bmc.go): RegisterServer,
+	// UpdateServerBMC, the BMC Server actions, the match of an enrolling
+	// Server to its Registered record, and the power-off at decommission.
+	RulesBMC uint32 = 13
 )
 
 // commandRules is the apply rules version of cmd; 0 (commands written

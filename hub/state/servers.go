@@ -74,8 +74,22 @@ func (a *applier) enrollServer(c *roostv1.EnrollServer) ([]*roostv1.ApplyResult,
 	if aerr != nil {
 		return nil, aerr
 	}
+	// registered: the record is one an operator registered with its BMC
+	// before it enrolled (under this name, or matched below).
+	registered := a.rules >= RulesBMC && old.GetStatus().GetState() == ServerRegistered
+	if old == nil {
+		// A Server an operator registered with its BMC before it booted
+		// is this one when its MACs or the BMC's system UUID match.
+		reg, aerr := a.registeredMatch(normalizedUUID(c.GetIdentity().GetSystemUuid()), fp, macs)
+		if aerr != nil {
+			return nil, aerr
+		}
+		if reg != nil {
+			old, name, registered = reg, reg.GetMetadata().GetName(), true
+		}
+	}
 	var twin *roostv1.Server // the Server already holding this UUID with other MACs
-	if old != nil && uuid != "" && old.GetSpec().GetMacFingerprint() != fp {
+	if old != nil && !registered && uuid != "" && old.GetSpec().GetMacFingerprint() != fp {
 		twin = old
 		name = duplicateName(uuid, fp)
 		if old, aerr = a.getServer(name); aerr != nil {
@@ -128,7 +142,7 @@ func (a *applier) enrollServer(c *roostv1.EnrollServer) ([]*roostv1.ApplyResult,
 	s.Metadata.Labels = labels
 
 	st := s.Status
-	fresh := created || st.GetState() == ServerDecommissioned
+	fresh := created || old.GetStatus().GetState() == ServerRegistered || st.GetState() == ServerDecommissioned
 	if fresh {
 		st.State = ServerEnrolling
 		st.StateReason = ""
@@ -261,12 +275,12 @@ func (a *applier) updateServerStatus(c *roostv1.UpdateServerStatus) *apierror.Er
 	if c.GetHasConditions() {
 		var next []*roostv1.Condition
 		for _, cd := range st.GetConditions() {
-			if hubCondition(cd.GetType()) {
+			if a.hubCondition(cd.GetType()) {
 				next = append(next, cd)
 			}
 		}
 		for _, cd := range c.GetConditions() {
-			if hubCondition(cd.GetType()) || cd.GetType() == "" {
+			if a.hubCondition(cd.GetType()) || cd.GetType() == "" {
 				continue
 			}
 			next = setCondition(next, cd.GetType(), cd.GetStatus(), cd.GetReason(), cd.GetMessage(), now)
@@ -317,8 +331,18 @@ func (a *applier) afterServerChange(s *roostv1.Server, failed []*roostv1.FailedR
 	return a.refreshMachine(m, s, now)
 }
 
-func hubCondition(t string) bool {
-	return t == ConditionDuplicateUUID || t == ConditionApproved || t == ConditionCleaned
+// hubCondition says whether the hub owns Server conditions of type t (an
+// agent's report neither replaces nor removes them): DuplicateUUID,
+// Approved and Cleaned, and from RulesBMC on the BMC controller's
+// BMCReachable and BMCOperation.
+func (a *applier) hubCondition(t string) bool {
+	switch t {
+	case ConditionDuplicateUUID, ConditionApproved, ConditionCleaned:
+		return true
+	case ConditionBMCReachable, ConditionBMCOperation:
+		return a.rules >= RulesBMC
+	}
+	return false
 }
 
 // setServerReachability records liveness transitions. Unknown Servers are
@@ -452,11 +476,18 @@ func (a *applier) modifyServer(c *roostv1.ModifyServer) ([]*roostv1.ApplyResult,
 			s.Spec.Pool = ""
 			st.Reachability = ""
 		}
+		if st.GetState() == ServerDecommissioned {
+			a.powerOffDecommissioned(s, c.GetOperationId(), now)
+		}
 	case roostv1.ServerAction_SERVER_ACTION_CLEAN:
 		if a.rules < RulesCleaning {
 			return nil, apierror.Invalid(fmt.Sprintf("unknown server action %v", c.GetAction()), apierror.Violation{Field: "action", Message: "needs apply rules 11 (every hub member upgraded)"})
 		}
 		if aerr := a.cleanServer(s, now); aerr != nil {
+			return nil, aerr
+		}
+	case roostv1.ServerAction_SERVER_ACTION_POWER, roostv1.ServerAction_SERVER_ACTION_BOOT_ONCE, roostv1.ServerAction_SERVER_ACTION_PROVISION:
+		if aerr := a.requestBMCOperation(s, c); aerr != nil {
 			return nil, aerr
 		}
 	case roostv1.ServerAction_SERVER_ACTION_CORDON, roostv1.ServerAction_SERVER_ACTION_UNCORDON:

@@ -288,3 +288,12 @@ func remediationWarnings(p *roostv1.Pool) []string {
 	return []string{fmt.Sprintf("pool/%s: spec.remediation.maxInFlight %d is above spec.rollout.maxUnavailable %d: replacements run at most %d at a time",
 		p.GetMetadata().GetName(), rem.GetMaxInFlight(), limit, limit)}
 }
+
+// BMCWarnings are the warnings about a Server's BMC: insecureSkipVerify
+// exposes the BMC account to anyone on the management network.
+func BMCWarnings(b *roostv1.BMC) []string {
+	if b.GetInsecureSkipVerify() {
+		return []string{"spec.bmc.insecureSkipVerify: the BMC's TLS certificate is not verified, so anyone on the management network can impersonate it and read its credentials; prefer a BMC certificate the hub trusts"}
+	}
+	return nil
+}

@@ -107,6 +107,9 @@ func TestRolloutTwoServers(t *testing.T) {
 	t.Logf("roostctl window next --pool rollout:\n%s", j.hub.MustCtl(t, ctx, "window", "next", "--pool", "rollout", "-n", "2"))
 
 	// ---- two servers enroll and install v1, one at a time ------------------
+	// rollout-1 has never booted and has no CD: it sits powered off under
+	// its (emulated) BMC, registered with the hub and provisioned with one
+	// command; rollout-2 boots the ISO from its CD drive.
 	nodes := []*rolloutNode{
 		{uuid: "6f0e3c2a-52d1-4b7e-9a51-00000000e2f1", hostname: "rollout-1"},
 		{uuid: "6f0e3c2a-52d1-4b7e-9a51-00000000e2f2", hostname: "rollout-2"},
@@ -116,10 +119,14 @@ func TestRolloutTwoServers(t *testing.T) {
 		n.sshPort = freePort(t)
 		n.vm = j.newVM(VMConfig{Dir: filepath.Join(t.TempDir(), n.hostname), ISO: iso, UUID: n.uuid,
 			MgmtMAC: fmt.Sprintf("52:54:00:e2:01:%02x", i+1), SSHPort: n.sshPort})
-		n.vm.Start()
+		if i > 0 {
+			n.vm.Start()
+		}
 	}
+	bmcNode := j.provisionByBMC(nodes[0], "52:54:00:e2:01:01", iso)
 	j.waitEnrolled(15*time.Minute, nodes[0].uuid, nodes[1].uuid)
 	j.logTiming("boot-to-enrolled (both)", time.Since(step))
+	bmcNode.checkEnrolled(j)
 	step = time.Now()
 	for _, n := range nodes {
 		n.machine = j.assign("rollout", n.uuid, n.hostname)

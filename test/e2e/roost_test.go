@@ -36,9 +36,11 @@ type Hub struct {
 	Dir     string // data dir parent: hub/ (data) and hub.log
 	Admin   string // admin.conf roostctl uses (ROOST_CONFIG)
 	APIPort int
-	Log     string
-	bin     string
-	cmd     *exec.Cmd
+	// MediaPort serves enrollment ISOs to BMCs (roost-hub --media-addr).
+	MediaPort int
+	Log       string
+	bin       string
+	cmd       *exec.Cmd
 }
 
 // StartHub starts roost-hub with free loopback ports and waits for its
@@ -46,12 +48,13 @@ type Hub struct {
 func StartHub(t testing.TB, bin string) *Hub {
 	t.Helper()
 	dir := t.TempDir()
-	h := &Hub{Dir: dir, APIPort: freePort(t), Log: filepath.Join(dir, "hub.log"), bin: bin,
+	h := &Hub{Dir: dir, APIPort: freePort(t), MediaPort: freePort(t), Log: filepath.Join(dir, "hub.log"), bin: bin,
 		Admin: filepath.Join(dir, "hub", "admin.conf")}
 	cmd := exec.Command(filepath.Join(bin, "roost-hub"), "--data-dir", filepath.Join(dir, "hub"),
 		"--api-addr", fmt.Sprintf("127.0.0.1:%d", h.APIPort),
 		"--raft-addr", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
-		"--http-addr", fmt.Sprintf("127.0.0.1:%d", freePort(t)))
+		"--http-addr", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		"--media-addr", fmt.Sprintf("127.0.0.1:%d", h.MediaPort))
 	logf, err := os.Create(h.Log)
 	if err != nil {
 		t.Fatal(err)

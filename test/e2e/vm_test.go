@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/roostfleet/roost/bmc/redfish/redfishtest"
 )
 
 // OVMF firmware of Debian's ovmf package (images/deps.sh --e2e).
@@ -63,6 +65,9 @@ type VM struct {
 	exited  chan struct{}
 	boots   int
 	started time.Time
+	// emu, when set, is the BMC emulator's QEMU that runs this server
+	// instead (see UnderBMC): the BMC powers it and inserts its CD.
+	emu *redfishtest.QEMU
 }
 
 // NewVM prepares the disk and the UEFI variable store of a new server. It
@@ -164,6 +169,49 @@ func (v *VM) args() []string {
 	return a
 }
 
+// UnderBMC hands the server to a BMC emulator (redfishtest) instead of
+// starting QEMU itself: the emulator's QEMU runs the same machine (disk,
+// UEFI variables, SMBIOS UUID, NICs, console log) without the VM's CD,
+// since the emulator adds its own virtual CD drive, empty until a BMC
+// client inserts media, and without the disk's boot index, since the BMC
+// sets the boot order (a one-time boot from CD; the empty disk has
+// nothing to boot anyway). The machine stays off until the BMC powers it
+// on. QEMU's output goes to QEMULog.
+func (v *VM) UnderBMC() *redfishtest.QEMU {
+	v.t.Helper()
+	var args []string
+	skip := map[string]int{"-display": 1, "-nodefaults": 0, "-monitor": 1}
+	a := v.args()
+	for i := 0; i < len(a); i++ {
+		if n, ok := skip[a[i]]; ok {
+			i += n
+			continue
+		}
+		// the VM's CD drive and device: the emulator has its own
+		if i+1 < len(a) && (a[i] == "-drive" || a[i] == "-device") && (strings.Contains(a[i+1], "id=cd0") || strings.Contains(a[i+1], "drive=cd0")) {
+			i++
+			continue
+		}
+		// the boot order is the BMC's (QEMU's -boot, which bootindex
+		// properties would override)
+		args = append(args, strings.Replace(a[i], ",bootindex=0", "", 1))
+	}
+	logf, err := os.OpenFile(v.QEMULog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		v.t.Fatal(err)
+	}
+	q, err := redfishtest.NewQEMU(redfishtest.QEMUConfig{Binary: v.qemu, Args: args, Stdout: logf, Stderr: logf})
+	if err != nil {
+		logf.Close()
+		v.t.Fatal(err)
+	}
+	v.t.Cleanup(func() { q.Close(); logf.Close() })
+	v.mu.Lock()
+	v.emu = q
+	v.mu.Unlock()
+	return q
+}
+
 // Start powers the server on the first time; PowerOn after PowerOff.
 func (v *VM) Start() { v.t.Helper(); v.PowerOn() }
 
@@ -222,6 +270,9 @@ func (v *VM) kill() {
 func (v *VM) Running() bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	if v.emu != nil {
+		return v.emu.Running()
+	}
 	if v.cmd == nil {
 		return false
 	}

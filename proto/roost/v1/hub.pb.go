@@ -128,7 +128,7 @@ func (x WatchEvent_Type) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use WatchEvent_Type.Descriptor instead.
 func (WatchEvent_Type) EnumDescriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{51, 0}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{53, 0}
 }
 
 type ReadAuditRequest struct {
@@ -2287,8 +2287,15 @@ type UpdateServerRequest struct {
 	// reason for deny and decommission.
 	Reason string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
 	// set_labels and remove_labels for SERVER_ACTION_LABEL.
-	SetLabels     map[string]string `protobuf:"bytes,4,rep,name=set_labels,json=setLabels,proto3" json:"set_labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	RemoveLabels  []string          `protobuf:"bytes,5,rep,name=remove_labels,json=removeLabels,proto3" json:"remove_labels,omitempty"`
+	SetLabels    map[string]string `protobuf:"bytes,4,rep,name=set_labels,json=setLabels,proto3" json:"set_labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	RemoveLabels []string          `protobuf:"bytes,5,rep,name=remove_labels,json=removeLabels,proto3" json:"remove_labels,omitempty"`
+	// power for SERVER_ACTION_POWER: on, off or cycle.
+	Power string `protobuf:"bytes,34,opt,name=power,proto3" json:"power,omitempty"`
+	// boot_device for SERVER_ACTION_BOOT_ONCE: cd, pxe or disk.
+	BootDevice string `protobuf:"bytes,35,opt,name=boot_device,json=bootDevice,proto3" json:"boot_device,omitempty"`
+	// media_digest for SERVER_ACTION_PROVISION: hex sha256 of an enrollment
+	// ISO pushed to the hub (PushArtifact).
+	MediaDigest   string `protobuf:"bytes,36,opt,name=media_digest,json=mediaDigest,proto3" json:"media_digest,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2358,6 +2365,27 @@ func (x *UpdateServerRequest) GetRemoveLabels() []string {
 	return nil
 }
 
+func (x *UpdateServerRequest) GetPower() string {
+	if x != nil {
+		return x.Power
+	}
+	return ""
+}
+
+func (x *UpdateServerRequest) GetBootDevice() string {
+	if x != nil {
+		return x.BootDevice
+	}
+	return ""
+}
+
+func (x *UpdateServerRequest) GetMediaDigest() string {
+	if x != nil {
+		return x.MediaDigest
+	}
+	return ""
+}
+
 type UpdateServerResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Server        *Server                `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
@@ -2402,6 +2430,132 @@ func (x *UpdateServerResponse) GetServer() *Server {
 	return nil
 }
 
+type RegisterServerRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// name of the Server (a DNS label).
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// bmc: address and credentials are required.
+	Bmc *BMC `protobuf:"bytes,2,opt,name=bmc,proto3" json:"bmc,omitempty"`
+	// macs are the Server's permanent MAC addresses, for a new Server.
+	Macs []string `protobuf:"bytes,3,rep,name=macs,proto3" json:"macs,omitempty"`
+	// pool pre-assigns a new Server to a Pool.
+	Pool          string `protobuf:"bytes,4,opt,name=pool,proto3" json:"pool,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RegisterServerRequest) Reset() {
+	*x = RegisterServerRequest{}
+	mi := &file_roost_v1_hub_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegisterServerRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegisterServerRequest) ProtoMessage() {}
+
+func (x *RegisterServerRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_hub_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegisterServerRequest.ProtoReflect.Descriptor instead.
+func (*RegisterServerRequest) Descriptor() ([]byte, []int) {
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *RegisterServerRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *RegisterServerRequest) GetBmc() *BMC {
+	if x != nil {
+		return x.Bmc
+	}
+	return nil
+}
+
+func (x *RegisterServerRequest) GetMacs() []string {
+	if x != nil {
+		return x.Macs
+	}
+	return nil
+}
+
+func (x *RegisterServerRequest) GetPool() string {
+	if x != nil {
+		return x.Pool
+	}
+	return ""
+}
+
+type RegisterServerResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// server without its write-only fields.
+	Server *Server `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
+	// warnings about valid but risky values (insecureSkipVerify).
+	Warnings      []string `protobuf:"bytes,2,rep,name=warnings,proto3" json:"warnings,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RegisterServerResponse) Reset() {
+	*x = RegisterServerResponse{}
+	mi := &file_roost_v1_hub_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegisterServerResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegisterServerResponse) ProtoMessage() {}
+
+func (x *RegisterServerResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_hub_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegisterServerResponse.ProtoReflect.Descriptor instead.
+func (*RegisterServerResponse) Descriptor() ([]byte, []int) {
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *RegisterServerResponse) GetServer() *Server {
+	if x != nil {
+		return x.Server
+	}
+	return nil
+}
+
+func (x *RegisterServerResponse) GetWarnings() []string {
+	if x != nil {
+		return x.Warnings
+	}
+	return nil
+}
+
 type ApplyRequest struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Objects []*Object              `protobuf:"bytes,1,rep,name=objects,proto3" json:"objects,omitempty"`
@@ -2413,7 +2567,7 @@ type ApplyRequest struct {
 
 func (x *ApplyRequest) Reset() {
 	*x = ApplyRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[41]
+	mi := &file_roost_v1_hub_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2425,7 +2579,7 @@ func (x *ApplyRequest) String() string {
 func (*ApplyRequest) ProtoMessage() {}
 
 func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[41]
+	mi := &file_roost_v1_hub_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2438,7 +2592,7 @@ func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyRequest.ProtoReflect.Descriptor instead.
 func (*ApplyRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{41}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ApplyRequest) GetObjects() []*Object {
@@ -2467,7 +2621,7 @@ type ApplyResult struct {
 
 func (x *ApplyResult) Reset() {
 	*x = ApplyResult{}
-	mi := &file_roost_v1_hub_proto_msgTypes[42]
+	mi := &file_roost_v1_hub_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2479,7 +2633,7 @@ func (x *ApplyResult) String() string {
 func (*ApplyResult) ProtoMessage() {}
 
 func (x *ApplyResult) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[42]
+	mi := &file_roost_v1_hub_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2492,7 +2646,7 @@ func (x *ApplyResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResult.ProtoReflect.Descriptor instead.
 func (*ApplyResult) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{42}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ApplyResult) GetKind() string {
@@ -2528,7 +2682,7 @@ type ApplyResponse struct {
 
 func (x *ApplyResponse) Reset() {
 	*x = ApplyResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[43]
+	mi := &file_roost_v1_hub_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2540,7 +2694,7 @@ func (x *ApplyResponse) String() string {
 func (*ApplyResponse) ProtoMessage() {}
 
 func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[43]
+	mi := &file_roost_v1_hub_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2553,7 +2707,7 @@ func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResponse.ProtoReflect.Descriptor instead.
 func (*ApplyResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{43}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ApplyResponse) GetResults() []*ApplyResult {
@@ -2582,7 +2736,7 @@ type GetRequest struct {
 
 func (x *GetRequest) Reset() {
 	*x = GetRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[44]
+	mi := &file_roost_v1_hub_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2594,7 +2748,7 @@ func (x *GetRequest) String() string {
 func (*GetRequest) ProtoMessage() {}
 
 func (x *GetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[44]
+	mi := &file_roost_v1_hub_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2607,7 +2761,7 @@ func (x *GetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRequest.ProtoReflect.Descriptor instead.
 func (*GetRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{44}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *GetRequest) GetKind() string {
@@ -2640,7 +2794,7 @@ type GetResponse struct {
 
 func (x *GetResponse) Reset() {
 	*x = GetResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[45]
+	mi := &file_roost_v1_hub_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2652,7 +2806,7 @@ func (x *GetResponse) String() string {
 func (*GetResponse) ProtoMessage() {}
 
 func (x *GetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[45]
+	mi := &file_roost_v1_hub_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2665,7 +2819,7 @@ func (x *GetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResponse.ProtoReflect.Descriptor instead.
 func (*GetResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{45}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *GetResponse) GetObject() *Object {
@@ -2692,7 +2846,7 @@ type ListRequest struct {
 
 func (x *ListRequest) Reset() {
 	*x = ListRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[46]
+	mi := &file_roost_v1_hub_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2704,7 +2858,7 @@ func (x *ListRequest) String() string {
 func (*ListRequest) ProtoMessage() {}
 
 func (x *ListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[46]
+	mi := &file_roost_v1_hub_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2717,7 +2871,7 @@ func (x *ListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRequest.ProtoReflect.Descriptor instead.
 func (*ListRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{46}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ListRequest) GetKind() string {
@@ -2760,7 +2914,7 @@ type ListResponse struct {
 
 func (x *ListResponse) Reset() {
 	*x = ListResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[47]
+	mi := &file_roost_v1_hub_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2772,7 +2926,7 @@ func (x *ListResponse) String() string {
 func (*ListResponse) ProtoMessage() {}
 
 func (x *ListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[47]
+	mi := &file_roost_v1_hub_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2785,7 +2939,7 @@ func (x *ListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResponse.ProtoReflect.Descriptor instead.
 func (*ListResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{47}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ListResponse) GetObjects() []*Object {
@@ -2816,7 +2970,7 @@ type DeleteRequest struct {
 
 func (x *DeleteRequest) Reset() {
 	*x = DeleteRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[48]
+	mi := &file_roost_v1_hub_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2828,7 +2982,7 @@ func (x *DeleteRequest) String() string {
 func (*DeleteRequest) ProtoMessage() {}
 
 func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[48]
+	mi := &file_roost_v1_hub_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2841,7 +2995,7 @@ func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteRequest.ProtoReflect.Descriptor instead.
 func (*DeleteRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{48}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *DeleteRequest) GetKind() string {
@@ -2874,7 +3028,7 @@ type DeleteResponse struct {
 
 func (x *DeleteResponse) Reset() {
 	*x = DeleteResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[49]
+	mi := &file_roost_v1_hub_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2886,7 +3040,7 @@ func (x *DeleteResponse) String() string {
 func (*DeleteResponse) ProtoMessage() {}
 
 func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[49]
+	mi := &file_roost_v1_hub_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2899,7 +3053,7 @@ func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteResponse.ProtoReflect.Descriptor instead.
 func (*DeleteResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{49}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *DeleteResponse) GetIndex() uint64 {
@@ -2922,7 +3076,7 @@ type WatchRequest struct {
 
 func (x *WatchRequest) Reset() {
 	*x = WatchRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[50]
+	mi := &file_roost_v1_hub_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2934,7 +3088,7 @@ func (x *WatchRequest) String() string {
 func (*WatchRequest) ProtoMessage() {}
 
 func (x *WatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[50]
+	mi := &file_roost_v1_hub_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2947,7 +3101,7 @@ func (x *WatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
 func (*WatchRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{50}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *WatchRequest) GetKind() string {
@@ -2975,7 +3129,7 @@ type WatchEvent struct {
 
 func (x *WatchEvent) Reset() {
 	*x = WatchEvent{}
-	mi := &file_roost_v1_hub_proto_msgTypes[51]
+	mi := &file_roost_v1_hub_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2987,7 +3141,7 @@ func (x *WatchEvent) String() string {
 func (*WatchEvent) ProtoMessage() {}
 
 func (x *WatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[51]
+	mi := &file_roost_v1_hub_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3000,7 +3154,7 @@ func (x *WatchEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEvent.ProtoReflect.Descriptor instead.
 func (*WatchEvent) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{51}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *WatchEvent) GetType() WatchEvent_Type {
@@ -3051,7 +3205,7 @@ type Member struct {
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_roost_v1_hub_proto_msgTypes[52]
+	mi := &file_roost_v1_hub_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3063,7 +3217,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[52]
+	mi := &file_roost_v1_hub_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3076,7 +3230,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{52}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *Member) GetId() string {
@@ -3150,7 +3304,7 @@ type ListMembersRequest struct {
 
 func (x *ListMembersRequest) Reset() {
 	*x = ListMembersRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[53]
+	mi := &file_roost_v1_hub_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3162,7 +3316,7 @@ func (x *ListMembersRequest) String() string {
 func (*ListMembersRequest) ProtoMessage() {}
 
 func (x *ListMembersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[53]
+	mi := &file_roost_v1_hub_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3175,7 +3329,7 @@ func (x *ListMembersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMembersRequest.ProtoReflect.Descriptor instead.
 func (*ListMembersRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{53}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{55}
 }
 
 type ListMembersResponse struct {
@@ -3193,7 +3347,7 @@ type ListMembersResponse struct {
 
 func (x *ListMembersResponse) Reset() {
 	*x = ListMembersResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[54]
+	mi := &file_roost_v1_hub_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3205,7 +3359,7 @@ func (x *ListMembersResponse) String() string {
 func (*ListMembersResponse) ProtoMessage() {}
 
 func (x *ListMembersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[54]
+	mi := &file_roost_v1_hub_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3218,7 +3372,7 @@ func (x *ListMembersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMembersResponse.ProtoReflect.Descriptor instead.
 func (*ListMembersResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{54}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ListMembersResponse) GetMembers() []*Member {
@@ -3254,7 +3408,7 @@ type CreateJoinTokenRequest struct {
 
 func (x *CreateJoinTokenRequest) Reset() {
 	*x = CreateJoinTokenRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[55]
+	mi := &file_roost_v1_hub_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3266,7 +3420,7 @@ func (x *CreateJoinTokenRequest) String() string {
 func (*CreateJoinTokenRequest) ProtoMessage() {}
 
 func (x *CreateJoinTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[55]
+	mi := &file_roost_v1_hub_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3279,7 +3433,7 @@ func (x *CreateJoinTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateJoinTokenRequest.ProtoReflect.Descriptor instead.
 func (*CreateJoinTokenRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{55}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *CreateJoinTokenRequest) GetTtlSeconds() int64 {
@@ -3312,7 +3466,7 @@ type CreateJoinTokenResponse struct {
 
 func (x *CreateJoinTokenResponse) Reset() {
 	*x = CreateJoinTokenResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[56]
+	mi := &file_roost_v1_hub_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3324,7 +3478,7 @@ func (x *CreateJoinTokenResponse) String() string {
 func (*CreateJoinTokenResponse) ProtoMessage() {}
 
 func (x *CreateJoinTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[56]
+	mi := &file_roost_v1_hub_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3337,7 +3491,7 @@ func (x *CreateJoinTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateJoinTokenResponse.ProtoReflect.Descriptor instead.
 func (*CreateJoinTokenResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{56}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *CreateJoinTokenResponse) GetToken() string {
@@ -3376,7 +3530,7 @@ type ListJoinTokensRequest struct {
 
 func (x *ListJoinTokensRequest) Reset() {
 	*x = ListJoinTokensRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[57]
+	mi := &file_roost_v1_hub_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3388,7 +3542,7 @@ func (x *ListJoinTokensRequest) String() string {
 func (*ListJoinTokensRequest) ProtoMessage() {}
 
 func (x *ListJoinTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[57]
+	mi := &file_roost_v1_hub_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3401,7 +3555,7 @@ func (x *ListJoinTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJoinTokensRequest.ProtoReflect.Descriptor instead.
 func (*ListJoinTokensRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{57}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{59}
 }
 
 type ListJoinTokensResponse struct {
@@ -3413,7 +3567,7 @@ type ListJoinTokensResponse struct {
 
 func (x *ListJoinTokensResponse) Reset() {
 	*x = ListJoinTokensResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[58]
+	mi := &file_roost_v1_hub_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3425,7 +3579,7 @@ func (x *ListJoinTokensResponse) String() string {
 func (*ListJoinTokensResponse) ProtoMessage() {}
 
 func (x *ListJoinTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[58]
+	mi := &file_roost_v1_hub_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3438,7 +3592,7 @@ func (x *ListJoinTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJoinTokensResponse.ProtoReflect.Descriptor instead.
 func (*ListJoinTokensResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{58}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *ListJoinTokensResponse) GetTokens() []*JoinTokenInfo {
@@ -3465,7 +3619,7 @@ type JoinTokenInfo struct {
 
 func (x *JoinTokenInfo) Reset() {
 	*x = JoinTokenInfo{}
-	mi := &file_roost_v1_hub_proto_msgTypes[59]
+	mi := &file_roost_v1_hub_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3477,7 +3631,7 @@ func (x *JoinTokenInfo) String() string {
 func (*JoinTokenInfo) ProtoMessage() {}
 
 func (x *JoinTokenInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[59]
+	mi := &file_roost_v1_hub_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3490,7 +3644,7 @@ func (x *JoinTokenInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinTokenInfo.ProtoReflect.Descriptor instead.
 func (*JoinTokenInfo) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{59}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *JoinTokenInfo) GetId() string {
@@ -3545,7 +3699,7 @@ type RevokeJoinTokensRequest struct {
 
 func (x *RevokeJoinTokensRequest) Reset() {
 	*x = RevokeJoinTokensRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[60]
+	mi := &file_roost_v1_hub_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3557,7 +3711,7 @@ func (x *RevokeJoinTokensRequest) String() string {
 func (*RevokeJoinTokensRequest) ProtoMessage() {}
 
 func (x *RevokeJoinTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[60]
+	mi := &file_roost_v1_hub_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3570,7 +3724,7 @@ func (x *RevokeJoinTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeJoinTokensRequest.ProtoReflect.Descriptor instead.
 func (*RevokeJoinTokensRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{60}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *RevokeJoinTokensRequest) GetIds() []string {
@@ -3591,7 +3745,7 @@ type RevokeJoinTokensResponse struct {
 
 func (x *RevokeJoinTokensResponse) Reset() {
 	*x = RevokeJoinTokensResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[61]
+	mi := &file_roost_v1_hub_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3603,7 +3757,7 @@ func (x *RevokeJoinTokensResponse) String() string {
 func (*RevokeJoinTokensResponse) ProtoMessage() {}
 
 func (x *RevokeJoinTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[61]
+	mi := &file_roost_v1_hub_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3616,7 +3770,7 @@ func (x *RevokeJoinTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeJoinTokensResponse.ProtoReflect.Descriptor instead.
 func (*RevokeJoinTokensResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{61}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *RevokeJoinTokensResponse) GetRevoked() []string {
@@ -3642,7 +3796,7 @@ type RemoveMemberRequest struct {
 
 func (x *RemoveMemberRequest) Reset() {
 	*x = RemoveMemberRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[62]
+	mi := &file_roost_v1_hub_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3654,7 +3808,7 @@ func (x *RemoveMemberRequest) String() string {
 func (*RemoveMemberRequest) ProtoMessage() {}
 
 func (x *RemoveMemberRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[62]
+	mi := &file_roost_v1_hub_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3667,7 +3821,7 @@ func (x *RemoveMemberRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMemberRequest.ProtoReflect.Descriptor instead.
 func (*RemoveMemberRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{62}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *RemoveMemberRequest) GetId() string {
@@ -3685,7 +3839,7 @@ type RemoveMemberResponse struct {
 
 func (x *RemoveMemberResponse) Reset() {
 	*x = RemoveMemberResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[63]
+	mi := &file_roost_v1_hub_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3697,7 +3851,7 @@ func (x *RemoveMemberResponse) String() string {
 func (*RemoveMemberResponse) ProtoMessage() {}
 
 func (x *RemoveMemberResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[63]
+	mi := &file_roost_v1_hub_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3710,7 +3864,7 @@ func (x *RemoveMemberResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMemberResponse.ProtoReflect.Descriptor instead.
 func (*RemoveMemberResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{63}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{65}
 }
 
 type UpdateMemberRequest struct {
@@ -3722,7 +3876,7 @@ type UpdateMemberRequest struct {
 
 func (x *UpdateMemberRequest) Reset() {
 	*x = UpdateMemberRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[64]
+	mi := &file_roost_v1_hub_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3734,7 +3888,7 @@ func (x *UpdateMemberRequest) String() string {
 func (*UpdateMemberRequest) ProtoMessage() {}
 
 func (x *UpdateMemberRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[64]
+	mi := &file_roost_v1_hub_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3747,7 +3901,7 @@ func (x *UpdateMemberRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateMemberRequest.ProtoReflect.Descriptor instead.
 func (*UpdateMemberRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{64}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *UpdateMemberRequest) GetMember() *HubMember {
@@ -3765,7 +3919,7 @@ type UpdateMemberResponse struct {
 
 func (x *UpdateMemberResponse) Reset() {
 	*x = UpdateMemberResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[65]
+	mi := &file_roost_v1_hub_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3777,7 +3931,7 @@ func (x *UpdateMemberResponse) String() string {
 func (*UpdateMemberResponse) ProtoMessage() {}
 
 func (x *UpdateMemberResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[65]
+	mi := &file_roost_v1_hub_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3790,7 +3944,7 @@ func (x *UpdateMemberResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateMemberResponse.ProtoReflect.Descriptor instead.
 func (*UpdateMemberResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{65}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{67}
 }
 
 type ReportSeenRequest struct {
@@ -3802,7 +3956,7 @@ type ReportSeenRequest struct {
 
 func (x *ReportSeenRequest) Reset() {
 	*x = ReportSeenRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[66]
+	mi := &file_roost_v1_hub_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3814,7 +3968,7 @@ func (x *ReportSeenRequest) String() string {
 func (*ReportSeenRequest) ProtoMessage() {}
 
 func (x *ReportSeenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[66]
+	mi := &file_roost_v1_hub_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3827,7 +3981,7 @@ func (x *ReportSeenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportSeenRequest.ProtoReflect.Descriptor instead.
 func (*ReportSeenRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{66}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *ReportSeenRequest) GetServers() []string {
@@ -3845,7 +3999,7 @@ type ReportSeenResponse struct {
 
 func (x *ReportSeenResponse) Reset() {
 	*x = ReportSeenResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[67]
+	mi := &file_roost_v1_hub_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3857,7 +4011,7 @@ func (x *ReportSeenResponse) String() string {
 func (*ReportSeenResponse) ProtoMessage() {}
 
 func (x *ReportSeenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[67]
+	mi := &file_roost_v1_hub_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3870,7 +4024,7 @@ func (x *ReportSeenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportSeenResponse.ProtoReflect.Descriptor instead.
 func (*ReportSeenResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{67}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{69}
 }
 
 type ForwardServerStatusRequest struct {
@@ -3882,7 +4036,7 @@ type ForwardServerStatusRequest struct {
 
 func (x *ForwardServerStatusRequest) Reset() {
 	*x = ForwardServerStatusRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[68]
+	mi := &file_roost_v1_hub_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3894,7 +4048,7 @@ func (x *ForwardServerStatusRequest) String() string {
 func (*ForwardServerStatusRequest) ProtoMessage() {}
 
 func (x *ForwardServerStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[68]
+	mi := &file_roost_v1_hub_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3907,7 +4061,7 @@ func (x *ForwardServerStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForwardServerStatusRequest.ProtoReflect.Descriptor instead.
 func (*ForwardServerStatusRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{68}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *ForwardServerStatusRequest) GetUpdate() *UpdateServerStatus {
@@ -3926,7 +4080,7 @@ type ForwardServerStatusResponse struct {
 
 func (x *ForwardServerStatusResponse) Reset() {
 	*x = ForwardServerStatusResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[69]
+	mi := &file_roost_v1_hub_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3938,7 +4092,7 @@ func (x *ForwardServerStatusResponse) String() string {
 func (*ForwardServerStatusResponse) ProtoMessage() {}
 
 func (x *ForwardServerStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[69]
+	mi := &file_roost_v1_hub_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3951,7 +4105,7 @@ func (x *ForwardServerStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForwardServerStatusResponse.ProtoReflect.Descriptor instead.
 func (*ForwardServerStatusResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{69}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *ForwardServerStatusResponse) GetIndex() uint64 {
@@ -3982,7 +4136,7 @@ type JoinRequest struct {
 
 func (x *JoinRequest) Reset() {
 	*x = JoinRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[70]
+	mi := &file_roost_v1_hub_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3994,7 +4148,7 @@ func (x *JoinRequest) String() string {
 func (*JoinRequest) ProtoMessage() {}
 
 func (x *JoinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[70]
+	mi := &file_roost_v1_hub_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4007,7 +4161,7 @@ func (x *JoinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
 func (*JoinRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{70}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *JoinRequest) GetToken() string {
@@ -4055,7 +4209,7 @@ type JoinResponse struct {
 
 func (x *JoinResponse) Reset() {
 	*x = JoinResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[71]
+	mi := &file_roost_v1_hub_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4067,7 +4221,7 @@ func (x *JoinResponse) String() string {
 func (*JoinResponse) ProtoMessage() {}
 
 func (x *JoinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[71]
+	mi := &file_roost_v1_hub_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4080,7 +4234,7 @@ func (x *JoinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
 func (*JoinResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{71}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *JoinResponse) GetCertificatePem() []byte {
@@ -4111,7 +4265,7 @@ type AddVoterRequest struct {
 
 func (x *AddVoterRequest) Reset() {
 	*x = AddVoterRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[72]
+	mi := &file_roost_v1_hub_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4123,7 +4277,7 @@ func (x *AddVoterRequest) String() string {
 func (*AddVoterRequest) ProtoMessage() {}
 
 func (x *AddVoterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[72]
+	mi := &file_roost_v1_hub_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4136,7 +4290,7 @@ func (x *AddVoterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddVoterRequest.ProtoReflect.Descriptor instead.
 func (*AddVoterRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{72}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *AddVoterRequest) GetNodeId() string {
@@ -4182,7 +4336,7 @@ type AddVoterResponse struct {
 
 func (x *AddVoterResponse) Reset() {
 	*x = AddVoterResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[73]
+	mi := &file_roost_v1_hub_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4194,7 +4348,7 @@ func (x *AddVoterResponse) String() string {
 func (*AddVoterResponse) ProtoMessage() {}
 
 func (x *AddVoterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[73]
+	mi := &file_roost_v1_hub_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4207,7 +4361,7 @@ func (x *AddVoterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddVoterResponse.ProtoReflect.Descriptor instead.
 func (*AddVoterResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{73}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{75}
 }
 
 type SaveSnapshotRequest struct {
@@ -4218,7 +4372,7 @@ type SaveSnapshotRequest struct {
 
 func (x *SaveSnapshotRequest) Reset() {
 	*x = SaveSnapshotRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[74]
+	mi := &file_roost_v1_hub_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4230,7 +4384,7 @@ func (x *SaveSnapshotRequest) String() string {
 func (*SaveSnapshotRequest) ProtoMessage() {}
 
 func (x *SaveSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[74]
+	mi := &file_roost_v1_hub_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4243,7 +4397,7 @@ func (x *SaveSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SaveSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*SaveSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{74}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{76}
 }
 
 // SnapshotInfo describes a saved state.
@@ -4267,7 +4421,7 @@ type SnapshotInfo struct {
 
 func (x *SnapshotInfo) Reset() {
 	*x = SnapshotInfo{}
-	mi := &file_roost_v1_hub_proto_msgTypes[75]
+	mi := &file_roost_v1_hub_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4279,7 +4433,7 @@ func (x *SnapshotInfo) String() string {
 func (*SnapshotInfo) ProtoMessage() {}
 
 func (x *SnapshotInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[75]
+	mi := &file_roost_v1_hub_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4292,7 +4446,7 @@ func (x *SnapshotInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotInfo.ProtoReflect.Descriptor instead.
 func (*SnapshotInfo) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{75}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *SnapshotInfo) GetIndex() uint64 {
@@ -4359,7 +4513,7 @@ type SnapshotChunk struct {
 
 func (x *SnapshotChunk) Reset() {
 	*x = SnapshotChunk{}
-	mi := &file_roost_v1_hub_proto_msgTypes[76]
+	mi := &file_roost_v1_hub_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4371,7 +4525,7 @@ func (x *SnapshotChunk) String() string {
 func (*SnapshotChunk) ProtoMessage() {}
 
 func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[76]
+	mi := &file_roost_v1_hub_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4384,7 +4538,7 @@ func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotChunk.ProtoReflect.Descriptor instead.
 func (*SnapshotChunk) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{76}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *SnapshotChunk) GetInfo() *SnapshotInfo {
@@ -4423,7 +4577,7 @@ type RestoreSnapshotResponse struct {
 
 func (x *RestoreSnapshotResponse) Reset() {
 	*x = RestoreSnapshotResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[77]
+	mi := &file_roost_v1_hub_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4435,7 +4589,7 @@ func (x *RestoreSnapshotResponse) String() string {
 func (*RestoreSnapshotResponse) ProtoMessage() {}
 
 func (x *RestoreSnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[77]
+	mi := &file_roost_v1_hub_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4448,7 +4602,7 @@ func (x *RestoreSnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreSnapshotResponse.ProtoReflect.Descriptor instead.
 func (*RestoreSnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{77}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *RestoreSnapshotResponse) GetRestored() *SnapshotInfo {
@@ -4484,7 +4638,7 @@ type SnapshotFile struct {
 
 func (x *SnapshotFile) Reset() {
 	*x = SnapshotFile{}
-	mi := &file_roost_v1_hub_proto_msgTypes[78]
+	mi := &file_roost_v1_hub_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4496,7 +4650,7 @@ func (x *SnapshotFile) String() string {
 func (*SnapshotFile) ProtoMessage() {}
 
 func (x *SnapshotFile) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[78]
+	mi := &file_roost_v1_hub_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4509,7 +4663,7 @@ func (x *SnapshotFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotFile.ProtoReflect.Descriptor instead.
 func (*SnapshotFile) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{78}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *SnapshotFile) GetInfo() *SnapshotInfo {
@@ -4661,19 +4815,31 @@ const file_roost_v1_hub_proto_rawDesc = "" +
 	"\x1cRevokeEnrollmentTokenRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"e\n" +
 	"\x1dRevokeEnrollmentTokenResponse\x12D\n" +
-	"\x10enrollment_token\x18\x01 \x01(\v2\x19.roost.v1.EnrollmentTokenR\x0fenrollmentToken\"\xa1\x02\n" +
+	"\x10enrollment_token\x18\x01 \x01(\v2\x19.roost.v1.EnrollmentTokenR\x0fenrollmentToken\"\xfb\x02\n" +
 	"\x13UpdateServerRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12.\n" +
 	"\x06action\x18\x02 \x01(\x0e2\x16.roost.v1.ServerActionR\x06action\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12K\n" +
 	"\n" +
 	"set_labels\x18\x04 \x03(\v2,.roost.v1.UpdateServerRequest.SetLabelsEntryR\tsetLabels\x12#\n" +
-	"\rremove_labels\x18\x05 \x03(\tR\fremoveLabels\x1a<\n" +
+	"\rremove_labels\x18\x05 \x03(\tR\fremoveLabels\x12\x14\n" +
+	"\x05power\x18\" \x01(\tR\x05power\x12\x1f\n" +
+	"\vboot_device\x18# \x01(\tR\n" +
+	"bootDevice\x12!\n" +
+	"\fmedia_digest\x18$ \x01(\tR\vmediaDigest\x1a<\n" +
 	"\x0eSetLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"@\n" +
 	"\x14UpdateServerResponse\x12(\n" +
-	"\x06server\x18\x01 \x01(\v2\x10.roost.v1.ServerR\x06server\"S\n" +
+	"\x06server\x18\x01 \x01(\v2\x10.roost.v1.ServerR\x06server\"t\n" +
+	"\x15RegisterServerRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n" +
+	"\x03bmc\x18\x02 \x01(\v2\r.roost.v1.BMCR\x03bmc\x12\x12\n" +
+	"\x04macs\x18\x03 \x03(\tR\x04macs\x12\x12\n" +
+	"\x04pool\x18\x04 \x01(\tR\x04pool\"^\n" +
+	"\x16RegisterServerResponse\x12(\n" +
+	"\x06server\x18\x01 \x01(\v2\x10.roost.v1.ServerR\x06server\x12\x1a\n" +
+	"\bwarnings\x18\x02 \x03(\tR\bwarnings\"S\n" +
 	"\fApplyRequest\x12*\n" +
 	"\aobjects\x18\x01 \x03(\v2\x10.roost.v1.ObjectR\aobjects\x12\x17\n" +
 	"\adry_run\x18\x02 \x01(\bR\x06dryRun\"M\n" +
@@ -4823,7 +4989,7 @@ const file_roost_v1_hub_proto_rawDesc = "" +
 	"\vConsistency\x12\x1b\n" +
 	"\x17CONSISTENCY_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18CONSISTENCY_LINEARIZABLE\x10\x01\x12\x15\n" +
-	"\x11CONSISTENCY_STALE\x10\x022\xab\x14\n" +
+	"\x11CONSISTENCY_STALE\x10\x022\x80\x15\n" +
 	"\n" +
 	"HubService\x128\n" +
 	"\x05Apply\x12\x16.roost.v1.ApplyRequest\x1a\x17.roost.v1.ApplyResponse\x122\n" +
@@ -4840,7 +5006,8 @@ const file_roost_v1_hub_proto_rawDesc = "" +
 	"\x0fRestoreSnapshot\x12\x17.roost.v1.SnapshotChunk\x1a!.roost.v1.RestoreSnapshotResponse(\x01\x12h\n" +
 	"\x15CreateEnrollmentToken\x12&.roost.v1.CreateEnrollmentTokenRequest\x1a'.roost.v1.CreateEnrollmentTokenResponse\x12h\n" +
 	"\x15RevokeEnrollmentToken\x12&.roost.v1.RevokeEnrollmentTokenRequest\x1a'.roost.v1.RevokeEnrollmentTokenResponse\x12M\n" +
-	"\fUpdateServer\x12\x1d.roost.v1.UpdateServerRequest\x1a\x1e.roost.v1.UpdateServerResponse\x12P\n" +
+	"\fUpdateServer\x12\x1d.roost.v1.UpdateServerRequest\x1a\x1e.roost.v1.UpdateServerResponse\x12S\n" +
+	"\x0eRegisterServer\x12\x1f.roost.v1.RegisterServerRequest\x1a .roost.v1.RegisterServerResponse\x12P\n" +
 	"\rAssignServers\x12\x1e.roost.v1.AssignServersRequest\x1a\x1f.roost.v1.AssignServersResponse\x12V\n" +
 	"\x0fUnassignServers\x12 .roost.v1.UnassignServersRequest\x1a!.roost.v1.UnassignServersResponse\x12P\n" +
 	"\rCreateMachine\x12\x1e.roost.v1.CreateMachineRequest\x1a\x1f.roost.v1.CreateMachineResponse\x12O\n" +
@@ -4883,7 +5050,7 @@ func file_roost_v1_hub_proto_rawDescGZIP() []byte {
 }
 
 var file_roost_v1_hub_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_roost_v1_hub_proto_msgTypes = make([]protoimpl.MessageInfo, 82)
+var file_roost_v1_hub_proto_msgTypes = make([]protoimpl.MessageInfo, 84)
 var file_roost_v1_hub_proto_goTypes = []any{
 	(Consistency)(0),                      // 0: roost.v1.Consistency
 	(WatchEvent_Type)(0),                  // 1: roost.v1.WatchEvent.Type
@@ -4928,189 +5095,196 @@ var file_roost_v1_hub_proto_goTypes = []any{
 	(*RevokeEnrollmentTokenResponse)(nil), // 40: roost.v1.RevokeEnrollmentTokenResponse
 	(*UpdateServerRequest)(nil),           // 41: roost.v1.UpdateServerRequest
 	(*UpdateServerResponse)(nil),          // 42: roost.v1.UpdateServerResponse
-	(*ApplyRequest)(nil),                  // 43: roost.v1.ApplyRequest
-	(*ApplyResult)(nil),                   // 44: roost.v1.ApplyResult
-	(*ApplyResponse)(nil),                 // 45: roost.v1.ApplyResponse
-	(*GetRequest)(nil),                    // 46: roost.v1.GetRequest
-	(*GetResponse)(nil),                   // 47: roost.v1.GetResponse
-	(*ListRequest)(nil),                   // 48: roost.v1.ListRequest
-	(*ListResponse)(nil),                  // 49: roost.v1.ListResponse
-	(*DeleteRequest)(nil),                 // 50: roost.v1.DeleteRequest
-	(*DeleteResponse)(nil),                // 51: roost.v1.DeleteResponse
-	(*WatchRequest)(nil),                  // 52: roost.v1.WatchRequest
-	(*WatchEvent)(nil),                    // 53: roost.v1.WatchEvent
-	(*Member)(nil),                        // 54: roost.v1.Member
-	(*ListMembersRequest)(nil),            // 55: roost.v1.ListMembersRequest
-	(*ListMembersResponse)(nil),           // 56: roost.v1.ListMembersResponse
-	(*CreateJoinTokenRequest)(nil),        // 57: roost.v1.CreateJoinTokenRequest
-	(*CreateJoinTokenResponse)(nil),       // 58: roost.v1.CreateJoinTokenResponse
-	(*ListJoinTokensRequest)(nil),         // 59: roost.v1.ListJoinTokensRequest
-	(*ListJoinTokensResponse)(nil),        // 60: roost.v1.ListJoinTokensResponse
-	(*JoinTokenInfo)(nil),                 // 61: roost.v1.JoinTokenInfo
-	(*RevokeJoinTokensRequest)(nil),       // 62: roost.v1.RevokeJoinTokensRequest
-	(*RevokeJoinTokensResponse)(nil),      // 63: roost.v1.RevokeJoinTokensResponse
-	(*RemoveMemberRequest)(nil),           // 64: roost.v1.RemoveMemberRequest
-	(*RemoveMemberResponse)(nil),          // 65: roost.v1.RemoveMemberResponse
-	(*UpdateMemberRequest)(nil),           // 66: roost.v1.UpdateMemberRequest
-	(*UpdateMemberResponse)(nil),          // 67: roost.v1.UpdateMemberResponse
-	(*ReportSeenRequest)(nil),             // 68: roost.v1.ReportSeenRequest
-	(*ReportSeenResponse)(nil),            // 69: roost.v1.ReportSeenResponse
-	(*ForwardServerStatusRequest)(nil),    // 70: roost.v1.ForwardServerStatusRequest
-	(*ForwardServerStatusResponse)(nil),   // 71: roost.v1.ForwardServerStatusResponse
-	(*JoinRequest)(nil),                   // 72: roost.v1.JoinRequest
-	(*JoinResponse)(nil),                  // 73: roost.v1.JoinResponse
-	(*AddVoterRequest)(nil),               // 74: roost.v1.AddVoterRequest
-	(*AddVoterResponse)(nil),              // 75: roost.v1.AddVoterResponse
-	(*SaveSnapshotRequest)(nil),           // 76: roost.v1.SaveSnapshotRequest
-	(*SnapshotInfo)(nil),                  // 77: roost.v1.SnapshotInfo
-	(*SnapshotChunk)(nil),                 // 78: roost.v1.SnapshotChunk
-	(*RestoreSnapshotResponse)(nil),       // 79: roost.v1.RestoreSnapshotResponse
-	(*SnapshotFile)(nil),                  // 80: roost.v1.SnapshotFile
-	nil,                                   // 81: roost.v1.CreateEnrollmentTokenRequest.ServerLabelsEntry
-	nil,                                   // 82: roost.v1.UpdateServerRequest.SetLabelsEntry
-	nil,                                   // 83: roost.v1.SnapshotInfo.ObjectsEntry
-	(*timestamppb.Timestamp)(nil),         // 84: google.protobuf.Timestamp
-	(*User)(nil),                          // 85: roost.v1.User
-	(*ImageRelease)(nil),                  // 86: roost.v1.ImageRelease
-	(*TrustedKey)(nil),                    // 87: roost.v1.TrustedKey
-	(RolloutAction)(0),                    // 88: roost.v1.RolloutAction
-	(*Pool)(nil),                          // 89: roost.v1.Pool
-	(*Machine)(nil),                       // 90: roost.v1.Machine
-	(*EnrollmentToken)(nil),               // 91: roost.v1.EnrollmentToken
-	(ServerAction)(0),                     // 92: roost.v1.ServerAction
-	(*Server)(nil),                        // 93: roost.v1.Server
-	(*Object)(nil),                        // 94: roost.v1.Object
-	(*EventObject)(nil),                   // 95: roost.v1.EventObject
-	(*HubMember)(nil),                     // 96: roost.v1.HubMember
-	(*UpdateServerStatus)(nil),            // 97: roost.v1.UpdateServerStatus
-	(*FetchArtifactRequest)(nil),          // 98: roost.v1.FetchArtifactRequest
-	(*ArtifactChunk)(nil),                 // 99: roost.v1.ArtifactChunk
+	(*RegisterServerRequest)(nil),         // 43: roost.v1.RegisterServerRequest
+	(*RegisterServerResponse)(nil),        // 44: roost.v1.RegisterServerResponse
+	(*ApplyRequest)(nil),                  // 45: roost.v1.ApplyRequest
+	(*ApplyResult)(nil),                   // 46: roost.v1.ApplyResult
+	(*ApplyResponse)(nil),                 // 47: roost.v1.ApplyResponse
+	(*GetRequest)(nil),                    // 48: roost.v1.GetRequest
+	(*GetResponse)(nil),                   // 49: roost.v1.GetResponse
+	(*ListRequest)(nil),                   // 50: roost.v1.ListRequest
+	(*ListResponse)(nil),                  // 51: roost.v1.ListResponse
+	(*DeleteRequest)(nil),                 // 52: roost.v1.DeleteRequest
+	(*DeleteResponse)(nil),                // 53: roost.v1.DeleteResponse
+	(*WatchRequest)(nil),                  // 54: roost.v1.WatchRequest
+	(*WatchEvent)(nil),                    // 55: roost.v1.WatchEvent
+	(*Member)(nil),                        // 56: roost.v1.Member
+	(*ListMembersRequest)(nil),            // 57: roost.v1.ListMembersRequest
+	(*ListMembersResponse)(nil),           // 58: roost.v1.ListMembersResponse
+	(*CreateJoinTokenRequest)(nil),        // 59: roost.v1.CreateJoinTokenRequest
+	(*CreateJoinTokenResponse)(nil),       // 60: roost.v1.CreateJoinTokenResponse
+	(*ListJoinTokensRequest)(nil),         // 61: roost.v1.ListJoinTokensRequest
+	(*ListJoinTokensResponse)(nil),        // 62: roost.v1.ListJoinTokensResponse
+	(*JoinTokenInfo)(nil),                 // 63: roost.v1.JoinTokenInfo
+	(*RevokeJoinTokensRequest)(nil),       // 64: roost.v1.RevokeJoinTokensRequest
+	(*RevokeJoinTokensResponse)(nil),      // 65: roost.v1.RevokeJoinTokensResponse
+	(*RemoveMemberRequest)(nil),           // 66: roost.v1.RemoveMemberRequest
+	(*RemoveMemberResponse)(nil),          // 67: roost.v1.RemoveMemberResponse
+	(*UpdateMemberRequest)(nil),           // 68: roost.v1.UpdateMemberRequest
+	(*UpdateMemberResponse)(nil),          // 69: roost.v1.UpdateMemberResponse
+	(*ReportSeenRequest)(nil),             // 70: roost.v1.ReportSeenRequest
+	(*ReportSeenResponse)(nil),            // 71: roost.v1.ReportSeenResponse
+	(*ForwardServerStatusRequest)(nil),    // 72: roost.v1.ForwardServerStatusRequest
+	(*ForwardServerStatusResponse)(nil),   // 73: roost.v1.ForwardServerStatusResponse
+	(*JoinRequest)(nil),                   // 74: roost.v1.JoinRequest
+	(*JoinResponse)(nil),                  // 75: roost.v1.JoinResponse
+	(*AddVoterRequest)(nil),               // 76: roost.v1.AddVoterRequest
+	(*AddVoterResponse)(nil),              // 77: roost.v1.AddVoterResponse
+	(*SaveSnapshotRequest)(nil),           // 78: roost.v1.SaveSnapshotRequest
+	(*SnapshotInfo)(nil),                  // 79: roost.v1.SnapshotInfo
+	(*SnapshotChunk)(nil),                 // 80: roost.v1.SnapshotChunk
+	(*RestoreSnapshotResponse)(nil),       // 81: roost.v1.RestoreSnapshotResponse
+	(*SnapshotFile)(nil),                  // 82: roost.v1.SnapshotFile
+	nil,                                   // 83: roost.v1.CreateEnrollmentTokenRequest.ServerLabelsEntry
+	nil,                                   // 84: roost.v1.UpdateServerRequest.SetLabelsEntry
+	nil,                                   // 85: roost.v1.SnapshotInfo.ObjectsEntry
+	(*timestamppb.Timestamp)(nil),         // 86: google.protobuf.Timestamp
+	(*User)(nil),                          // 87: roost.v1.User
+	(*ImageRelease)(nil),                  // 88: roost.v1.ImageRelease
+	(*TrustedKey)(nil),                    // 89: roost.v1.TrustedKey
+	(RolloutAction)(0),                    // 90: roost.v1.RolloutAction
+	(*Pool)(nil),                          // 91: roost.v1.Pool
+	(*Machine)(nil),                       // 92: roost.v1.Machine
+	(*EnrollmentToken)(nil),               // 93: roost.v1.EnrollmentToken
+	(ServerAction)(0),                     // 94: roost.v1.ServerAction
+	(*Server)(nil),                        // 95: roost.v1.Server
+	(*BMC)(nil),                           // 96: roost.v1.BMC
+	(*Object)(nil),                        // 97: roost.v1.Object
+	(*EventObject)(nil),                   // 98: roost.v1.EventObject
+	(*HubMember)(nil),                     // 99: roost.v1.HubMember
+	(*UpdateServerStatus)(nil),            // 100: roost.v1.UpdateServerStatus
+	(*FetchArtifactRequest)(nil),          // 101: roost.v1.FetchArtifactRequest
+	(*ArtifactChunk)(nil),                 // 102: roost.v1.ArtifactChunk
 }
 var file_roost_v1_hub_proto_depIdxs = []int32{
-	84, // 0: roost.v1.ReadAuditRequest.since:type_name -> google.protobuf.Timestamp
-	85, // 1: roost.v1.CreateUserResponse.user:type_name -> roost.v1.User
-	85, // 2: roost.v1.ListUsersResponse.users:type_name -> roost.v1.User
-	85, // 3: roost.v1.RevokeUserResponse.user:type_name -> roost.v1.User
-	84, // 4: roost.v1.WhoAmIResponse.not_after:type_name -> google.protobuf.Timestamp
-	86, // 5: roost.v1.PutImageReleaseRequest.release:type_name -> roost.v1.ImageRelease
-	86, // 6: roost.v1.PutImageReleaseResponse.release:type_name -> roost.v1.ImageRelease
-	86, // 7: roost.v1.PromoteImageReleaseResponse.release:type_name -> roost.v1.ImageRelease
-	87, // 8: roost.v1.TrustReleaseKeyResponse.key:type_name -> roost.v1.TrustedKey
-	87, // 9: roost.v1.ListTrustedKeysResponse.keys:type_name -> roost.v1.TrustedKey
-	88, // 10: roost.v1.RolloutControlRequest.action:type_name -> roost.v1.RolloutAction
-	89, // 11: roost.v1.RolloutControlResponse.pool:type_name -> roost.v1.Pool
-	90, // 12: roost.v1.AssignServersResponse.machines:type_name -> roost.v1.Machine
-	90, // 13: roost.v1.CreateMachineResponse.machine:type_name -> roost.v1.Machine
-	81, // 14: roost.v1.CreateEnrollmentTokenRequest.server_labels:type_name -> roost.v1.CreateEnrollmentTokenRequest.ServerLabelsEntry
-	91, // 15: roost.v1.CreateEnrollmentTokenResponse.enrollment_token:type_name -> roost.v1.EnrollmentToken
-	91, // 16: roost.v1.RevokeEnrollmentTokenResponse.enrollment_token:type_name -> roost.v1.EnrollmentToken
-	92, // 17: roost.v1.UpdateServerRequest.action:type_name -> roost.v1.ServerAction
-	82, // 18: roost.v1.UpdateServerRequest.set_labels:type_name -> roost.v1.UpdateServerRequest.SetLabelsEntry
-	93, // 19: roost.v1.UpdateServerResponse.server:type_name -> roost.v1.Server
-	94, // 20: roost.v1.ApplyRequest.objects:type_name -> roost.v1.Object
-	44, // 21: roost.v1.ApplyResponse.results:type_name -> roost.v1.ApplyResult
-	0,  // 22: roost.v1.GetRequest.consistency:type_name -> roost.v1.Consistency
-	94, // 23: roost.v1.GetResponse.object:type_name -> roost.v1.Object
-	0,  // 24: roost.v1.ListRequest.consistency:type_name -> roost.v1.Consistency
-	95, // 25: roost.v1.ListRequest.involved_object:type_name -> roost.v1.EventObject
-	94, // 26: roost.v1.ListResponse.objects:type_name -> roost.v1.Object
-	1,  // 27: roost.v1.WatchEvent.type:type_name -> roost.v1.WatchEvent.Type
-	94, // 28: roost.v1.WatchEvent.object:type_name -> roost.v1.Object
-	54, // 29: roost.v1.ListMembersResponse.members:type_name -> roost.v1.Member
-	84, // 30: roost.v1.CreateJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
-	61, // 31: roost.v1.ListJoinTokensResponse.tokens:type_name -> roost.v1.JoinTokenInfo
-	84, // 32: roost.v1.JoinTokenInfo.expires_at:type_name -> google.protobuf.Timestamp
-	84, // 33: roost.v1.JoinTokenInfo.revoked_at:type_name -> google.protobuf.Timestamp
-	96, // 34: roost.v1.UpdateMemberRequest.member:type_name -> roost.v1.HubMember
-	97, // 35: roost.v1.ForwardServerStatusRequest.update:type_name -> roost.v1.UpdateServerStatus
-	84, // 36: roost.v1.SnapshotInfo.taken_at:type_name -> google.protobuf.Timestamp
-	83, // 37: roost.v1.SnapshotInfo.objects:type_name -> roost.v1.SnapshotInfo.ObjectsEntry
-	77, // 38: roost.v1.SnapshotChunk.info:type_name -> roost.v1.SnapshotInfo
-	77, // 39: roost.v1.RestoreSnapshotResponse.restored:type_name -> roost.v1.SnapshotInfo
-	77, // 40: roost.v1.SnapshotFile.info:type_name -> roost.v1.SnapshotInfo
-	43, // 41: roost.v1.HubService.Apply:input_type -> roost.v1.ApplyRequest
-	46, // 42: roost.v1.HubService.Get:input_type -> roost.v1.GetRequest
-	48, // 43: roost.v1.HubService.List:input_type -> roost.v1.ListRequest
-	50, // 44: roost.v1.HubService.Delete:input_type -> roost.v1.DeleteRequest
-	52, // 45: roost.v1.HubService.Watch:input_type -> roost.v1.WatchRequest
-	55, // 46: roost.v1.HubService.ListMembers:input_type -> roost.v1.ListMembersRequest
-	57, // 47: roost.v1.HubService.CreateJoinToken:input_type -> roost.v1.CreateJoinTokenRequest
-	59, // 48: roost.v1.HubService.ListJoinTokens:input_type -> roost.v1.ListJoinTokensRequest
-	62, // 49: roost.v1.HubService.RevokeJoinTokens:input_type -> roost.v1.RevokeJoinTokensRequest
-	64, // 50: roost.v1.HubService.RemoveMember:input_type -> roost.v1.RemoveMemberRequest
-	76, // 51: roost.v1.HubService.SaveSnapshot:input_type -> roost.v1.SaveSnapshotRequest
-	78, // 52: roost.v1.HubService.RestoreSnapshot:input_type -> roost.v1.SnapshotChunk
-	37, // 53: roost.v1.HubService.CreateEnrollmentToken:input_type -> roost.v1.CreateEnrollmentTokenRequest
-	39, // 54: roost.v1.HubService.RevokeEnrollmentToken:input_type -> roost.v1.RevokeEnrollmentTokenRequest
-	41, // 55: roost.v1.HubService.UpdateServer:input_type -> roost.v1.UpdateServerRequest
-	31, // 56: roost.v1.HubService.AssignServers:input_type -> roost.v1.AssignServersRequest
-	33, // 57: roost.v1.HubService.UnassignServers:input_type -> roost.v1.UnassignServersRequest
-	35, // 58: roost.v1.HubService.CreateMachine:input_type -> roost.v1.CreateMachineRequest
-	27, // 59: roost.v1.HubService.PushArtifact:input_type -> roost.v1.PushArtifactRequest
-	29, // 60: roost.v1.HubService.StatArtifact:input_type -> roost.v1.StatArtifactRequest
-	15, // 61: roost.v1.HubService.PutImageRelease:input_type -> roost.v1.PutImageReleaseRequest
-	17, // 62: roost.v1.HubService.PromoteImageRelease:input_type -> roost.v1.PromoteImageReleaseRequest
-	19, // 63: roost.v1.HubService.TrustReleaseKey:input_type -> roost.v1.TrustReleaseKeyRequest
-	21, // 64: roost.v1.HubService.UntrustReleaseKey:input_type -> roost.v1.UntrustReleaseKeyRequest
-	23, // 65: roost.v1.HubService.ListTrustedKeys:input_type -> roost.v1.ListTrustedKeysRequest
-	25, // 66: roost.v1.HubService.RolloutControl:input_type -> roost.v1.RolloutControlRequest
-	4,  // 67: roost.v1.HubService.CreateUser:input_type -> roost.v1.CreateUserRequest
-	6,  // 68: roost.v1.HubService.RenewUser:input_type -> roost.v1.RenewUserRequest
-	7,  // 69: roost.v1.HubService.ListUsers:input_type -> roost.v1.ListUsersRequest
-	9,  // 70: roost.v1.HubService.RevokeUser:input_type -> roost.v1.RevokeUserRequest
-	11, // 71: roost.v1.HubService.WhoAmI:input_type -> roost.v1.WhoAmIRequest
-	13, // 72: roost.v1.HubService.AuthCheck:input_type -> roost.v1.AuthCheckRequest
-	2,  // 73: roost.v1.HubService.ReadAudit:input_type -> roost.v1.ReadAuditRequest
-	72, // 74: roost.v1.MemberService.Join:input_type -> roost.v1.JoinRequest
-	74, // 75: roost.v1.MemberService.AddVoter:input_type -> roost.v1.AddVoterRequest
-	68, // 76: roost.v1.MemberService.ReportSeen:input_type -> roost.v1.ReportSeenRequest
-	70, // 77: roost.v1.MemberService.ForwardServerStatus:input_type -> roost.v1.ForwardServerStatusRequest
-	98, // 78: roost.v1.MemberService.FetchBlob:input_type -> roost.v1.FetchArtifactRequest
-	66, // 79: roost.v1.MemberService.UpdateMember:input_type -> roost.v1.UpdateMemberRequest
-	45, // 80: roost.v1.HubService.Apply:output_type -> roost.v1.ApplyResponse
-	47, // 81: roost.v1.HubService.Get:output_type -> roost.v1.GetResponse
-	49, // 82: roost.v1.HubService.List:output_type -> roost.v1.ListResponse
-	51, // 83: roost.v1.HubService.Delete:output_type -> roost.v1.DeleteResponse
-	53, // 84: roost.v1.HubService.Watch:output_type -> roost.v1.WatchEvent
-	56, // 85: roost.v1.HubService.ListMembers:output_type -> roost.v1.ListMembersResponse
-	58, // 86: roost.v1.HubService.CreateJoinToken:output_type -> roost.v1.CreateJoinTokenResponse
-	60, // 87: roost.v1.HubService.ListJoinTokens:output_type -> roost.v1.ListJoinTokensResponse
-	63, // 88: roost.v1.HubService.RevokeJoinTokens:output_type -> roost.v1.RevokeJoinTokensResponse
-	65, // 89: roost.v1.HubService.RemoveMember:output_type -> roost.v1.RemoveMemberResponse
-	78, // 90: roost.v1.HubService.SaveSnapshot:output_type -> roost.v1.SnapshotChunk
-	79, // 91: roost.v1.HubService.RestoreSnapshot:output_type -> roost.v1.RestoreSnapshotResponse
-	38, // 92: roost.v1.HubService.CreateEnrollmentToken:output_type -> roost.v1.CreateEnrollmentTokenResponse
-	40, // 93: roost.v1.HubService.RevokeEnrollmentToken:output_type -> roost.v1.RevokeEnrollmentTokenResponse
-	42, // 94: roost.v1.HubService.UpdateServer:output_type -> roost.v1.UpdateServerResponse
-	32, // 95: roost.v1.HubService.AssignServers:output_type -> roost.v1.AssignServersResponse
-	34, // 96: roost.v1.HubService.UnassignServers:output_type -> roost.v1.UnassignServersResponse
-	36, // 97: roost.v1.HubService.CreateMachine:output_type -> roost.v1.CreateMachineResponse
-	28, // 98: roost.v1.HubService.PushArtifact:output_type -> roost.v1.PushArtifactResponse
-	30, // 99: roost.v1.HubService.StatArtifact:output_type -> roost.v1.StatArtifactResponse
-	16, // 100: roost.v1.HubService.PutImageRelease:output_type -> roost.v1.PutImageReleaseResponse
-	18, // 101: roost.v1.HubService.PromoteImageRelease:output_type -> roost.v1.PromoteImageReleaseResponse
-	20, // 102: roost.v1.HubService.TrustReleaseKey:output_type -> roost.v1.TrustReleaseKeyResponse
-	22, // 103: roost.v1.HubService.UntrustReleaseKey:output_type -> roost.v1.UntrustReleaseKeyResponse
-	24, // 104: roost.v1.HubService.ListTrustedKeys:output_type -> roost.v1.ListTrustedKeysResponse
-	26, // 105: roost.v1.HubService.RolloutControl:output_type -> roost.v1.RolloutControlResponse
-	5,  // 106: roost.v1.HubService.CreateUser:output_type -> roost.v1.CreateUserResponse
-	5,  // 107: roost.v1.HubService.RenewUser:output_type -> roost.v1.CreateUserResponse
-	8,  // 108: roost.v1.HubService.ListUsers:output_type -> roost.v1.ListUsersResponse
-	10, // 109: roost.v1.HubService.RevokeUser:output_type -> roost.v1.RevokeUserResponse
-	12, // 110: roost.v1.HubService.WhoAmI:output_type -> roost.v1.WhoAmIResponse
-	14, // 111: roost.v1.HubService.AuthCheck:output_type -> roost.v1.AuthCheckResponse
-	3,  // 112: roost.v1.HubService.ReadAudit:output_type -> roost.v1.ReadAuditResponse
-	73, // 113: roost.v1.MemberService.Join:output_type -> roost.v1.JoinResponse
-	75, // 114: roost.v1.MemberService.AddVoter:output_type -> roost.v1.AddVoterResponse
-	69, // 115: roost.v1.MemberService.ReportSeen:output_type -> roost.v1.ReportSeenResponse
-	71, // 116: roost.v1.MemberService.ForwardServerStatus:output_type -> roost.v1.ForwardServerStatusResponse
-	99, // 117: roost.v1.MemberService.FetchBlob:output_type -> roost.v1.ArtifactChunk
-	67, // 118: roost.v1.MemberService.UpdateMember:output_type -> roost.v1.UpdateMemberResponse
-	80, // [80:119] is the sub-list for method output_type
-	41, // [41:80] is the sub-list for method input_type
-	41, // [41:41] is the sub-list for extension type_name
-	41, // [41:41] is the sub-list for extension extendee
-	0,  // [0:41] is the sub-list for field type_name
+	86,  // 0: roost.v1.ReadAuditRequest.since:type_name -> google.protobuf.Timestamp
+	87,  // 1: roost.v1.CreateUserResponse.user:type_name -> roost.v1.User
+	87,  // 2: roost.v1.ListUsersResponse.users:type_name -> roost.v1.User
+	87,  // 3: roost.v1.RevokeUserResponse.user:type_name -> roost.v1.User
+	86,  // 4: roost.v1.WhoAmIResponse.not_after:type_name -> google.protobuf.Timestamp
+	88,  // 5: roost.v1.PutImageReleaseRequest.release:type_name -> roost.v1.ImageRelease
+	88,  // 6: roost.v1.PutImageReleaseResponse.release:type_name -> roost.v1.ImageRelease
+	88,  // 7: roost.v1.PromoteImageReleaseResponse.release:type_name -> roost.v1.ImageRelease
+	89,  // 8: roost.v1.TrustReleaseKeyResponse.key:type_name -> roost.v1.TrustedKey
+	89,  // 9: roost.v1.ListTrustedKeysResponse.keys:type_name -> roost.v1.TrustedKey
+	90,  // 10: roost.v1.RolloutControlRequest.action:type_name -> roost.v1.RolloutAction
+	91,  // 11: roost.v1.RolloutControlResponse.pool:type_name -> roost.v1.Pool
+	92,  // 12: roost.v1.AssignServersResponse.machines:type_name -> roost.v1.Machine
+	92,  // 13: roost.v1.CreateMachineResponse.machine:type_name -> roost.v1.Machine
+	83,  // 14: roost.v1.CreateEnrollmentTokenRequest.server_labels:type_name -> roost.v1.CreateEnrollmentTokenRequest.ServerLabelsEntry
+	93,  // 15: roost.v1.CreateEnrollmentTokenResponse.enrollment_token:type_name -> roost.v1.EnrollmentToken
+	93,  // 16: roost.v1.RevokeEnrollmentTokenResponse.enrollment_token:type_name -> roost.v1.EnrollmentToken
+	94,  // 17: roost.v1.UpdateServerRequest.action:type_name -> roost.v1.ServerAction
+	84,  // 18: roost.v1.UpdateServerRequest.set_labels:type_name -> roost.v1.UpdateServerRequest.SetLabelsEntry
+	95,  // 19: roost.v1.UpdateServerResponse.server:type_name -> roost.v1.Server
+	96,  // 20: roost.v1.RegisterServerRequest.bmc:type_name -> roost.v1.BMC
+	95,  // 21: roost.v1.RegisterServerResponse.server:type_name -> roost.v1.Server
+	97,  // 22: roost.v1.ApplyRequest.objects:type_name -> roost.v1.Object
+	46,  // 23: roost.v1.ApplyResponse.results:type_name -> roost.v1.ApplyResult
+	0,   // 24: roost.v1.GetRequest.consistency:type_name -> roost.v1.Consistency
+	97,  // 25: roost.v1.GetResponse.object:type_name -> roost.v1.Object
+	0,   // 26: roost.v1.ListRequest.consistency:type_name -> roost.v1.Consistency
+	98,  // 27: roost.v1.ListRequest.involved_object:type_name -> roost.v1.EventObject
+	97,  // 28: roost.v1.ListResponse.objects:type_name -> roost.v1.Object
+	1,   // 29: roost.v1.WatchEvent.type:type_name -> roost.v1.WatchEvent.Type
+	97,  // 30: roost.v1.WatchEvent.object:type_name -> roost.v1.Object
+	56,  // 31: roost.v1.ListMembersResponse.members:type_name -> roost.v1.Member
+	86,  // 32: roost.v1.CreateJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
+	63,  // 33: roost.v1.ListJoinTokensResponse.tokens:type_name -> roost.v1.JoinTokenInfo
+	86,  // 34: roost.v1.JoinTokenInfo.expires_at:type_name -> google.protobuf.Timestamp
+	86,  // 35: roost.v1.JoinTokenInfo.revoked_at:type_name -> google.protobuf.Timestamp
+	99,  // 36: roost.v1.UpdateMemberRequest.member:type_name -> roost.v1.HubMember
+	100, // 37: roost.v1.ForwardServerStatusRequest.update:type_name -> roost.v1.UpdateServerStatus
+	86,  // 38: roost.v1.SnapshotInfo.taken_at:type_name -> google.protobuf.Timestamp
+	85,  // 39: roost.v1.SnapshotInfo.objects:type_name -> roost.v1.SnapshotInfo.ObjectsEntry
+	79,  // 40: roost.v1.SnapshotChunk.info:type_name -> roost.v1.SnapshotInfo
+	79,  // 41: roost.v1.RestoreSnapshotResponse.restored:type_name -> roost.v1.SnapshotInfo
+	79,  // 42: roost.v1.SnapshotFile.info:type_name -> roost.v1.SnapshotInfo
+	45,  // 43: roost.v1.HubService.Apply:input_type -> roost.v1.ApplyRequest
+	48,  // 44: roost.v1.HubService.Get:input_type -> roost.v1.GetRequest
+	50,  // 45: roost.v1.HubService.List:input_type -> roost.v1.ListRequest
+	52,  // 46: roost.v1.HubService.Delete:input_type -> roost.v1.DeleteRequest
+	54,  // 47: roost.v1.HubService.Watch:input_type -> roost.v1.WatchRequest
+	57,  // 48: roost.v1.HubService.ListMembers:input_type -> roost.v1.ListMembersRequest
+	59,  // 49: roost.v1.HubService.CreateJoinToken:input_type -> roost.v1.CreateJoinTokenRequest
+	61,  // 50: roost.v1.HubService.ListJoinTokens:input_type -> roost.v1.ListJoinTokensRequest
+	64,  // 51: roost.v1.HubService.RevokeJoinTokens:input_type -> roost.v1.RevokeJoinTokensRequest
+	66,  // 52: roost.v1.HubService.RemoveMember:input_type -> roost.v1.RemoveMemberRequest
+	78,  // 53: roost.v1.HubService.SaveSnapshot:input_type -> roost.v1.SaveSnapshotRequest
+	80,  // 54: roost.v1.HubService.RestoreSnapshot:input_type -> roost.v1.SnapshotChunk
+	37,  // 55: roost.v1.HubService.CreateEnrollmentToken:input_type -> roost.v1.CreateEnrollmentTokenRequest
+	39,  // 56: roost.v1.HubService.RevokeEnrollmentToken:input_type -> roost.v1.RevokeEnrollmentTokenRequest
+	41,  // 57: roost.v1.HubService.UpdateServer:input_type -> roost.v1.UpdateServerRequest
+	43,  // 58: roost.v1.HubService.RegisterServer:input_type -> roost.v1.RegisterServerRequest
+	31,  // 59: roost.v1.HubService.AssignServers:input_type -> roost.v1.AssignServersRequest
+	33,  // 60: roost.v1.HubService.UnassignServers:input_type -> roost.v1.UnassignServersRequest
+	35,  // 61: roost.v1.HubService.CreateMachine:input_type -> roost.v1.CreateMachineRequest
+	27,  // 62: roost.v1.HubService.PushArtifact:input_type -> roost.v1.PushArtifactRequest
+	29,  // 63: roost.v1.HubService.StatArtifact:input_type -> roost.v1.StatArtifactRequest
+	15,  // 64: roost.v1.HubService.PutImageRelease:input_type -> roost.v1.PutImageReleaseRequest
+	17,  // 65: roost.v1.HubService.PromoteImageRelease:input_type -> roost.v1.PromoteImageReleaseRequest
+	19,  // 66: roost.v1.HubService.TrustReleaseKey:input_type -> roost.v1.TrustReleaseKeyRequest
+	21,  // 67: roost.v1.HubService.UntrustReleaseKey:input_type -> roost.v1.UntrustReleaseKeyRequest
+	23,  // 68: roost.v1.HubService.ListTrustedKeys:input_type -> roost.v1.ListTrustedKeysRequest
+	25,  // 69: roost.v1.HubService.RolloutControl:input_type -> roost.v1.RolloutControlRequest
+	4,   // 70: roost.v1.HubService.CreateUser:input_type -> roost.v1.CreateUserRequest
+	6,   // 71: roost.v1.HubService.RenewUser:input_type -> roost.v1.RenewUserRequest
+	7,   // 72: roost.v1.HubService.ListUsers:input_type -> roost.v1.ListUsersRequest
+	9,   // 73: roost.v1.HubService.RevokeUser:input_type -> roost.v1.RevokeUserRequest
+	11,  // 74: roost.v1.HubService.WhoAmI:input_type -> roost.v1.WhoAmIRequest
+	13,  // 75: roost.v1.HubService.AuthCheck:input_type -> roost.v1.AuthCheckRequest
+	2,   // 76: roost.v1.HubService.ReadAudit:input_type -> roost.v1.ReadAuditRequest
+	74,  // 77: roost.v1.MemberService.Join:input_type -> roost.v1.JoinRequest
+	76,  // 78: roost.v1.MemberService.AddVoter:input_type -> roost.v1.AddVoterRequest
+	70,  // 79: roost.v1.MemberService.ReportSeen:input_type -> roost.v1.ReportSeenRequest
+	72,  // 80: roost.v1.MemberService.ForwardServerStatus:input_type -> roost.v1.ForwardServerStatusRequest
+	101, // 81: roost.v1.MemberService.FetchBlob:input_type -> roost.v1.FetchArtifactRequest
+	68,  // 82: roost.v1.MemberService.UpdateMember:input_type -> roost.v1.UpdateMemberRequest
+	47,  // 83: roost.v1.HubService.Apply:output_type -> roost.v1.ApplyResponse
+	49,  // 84: roost.v1.HubService.Get:output_type -> roost.v1.GetResponse
+	51,  // 85: roost.v1.HubService.List:output_type -> roost.v1.ListResponse
+	53,  // 86: roost.v1.HubService.Delete:output_type -> roost.v1.DeleteResponse
+	55,  // 87: roost.v1.HubService.Watch:output_type -> roost.v1.WatchEvent
+	58,  // 88: roost.v1.HubService.ListMembers:output_type -> roost.v1.ListMembersResponse
+	60,  // 89: roost.v1.HubService.CreateJoinToken:output_type -> roost.v1.CreateJoinTokenResponse
+	62,  // 90: roost.v1.HubService.ListJoinTokens:output_type -> roost.v1.ListJoinTokensResponse
+	65,  // 91: roost.v1.HubService.RevokeJoinTokens:output_type -> roost.v1.RevokeJoinTokensResponse
+	67,  // 92: roost.v1.HubService.RemoveMember:output_type -> roost.v1.RemoveMemberResponse
+	80,  // 93: roost.v1.HubService.SaveSnapshot:output_type -> roost.v1.SnapshotChunk
+	81,  // 94: roost.v1.HubService.RestoreSnapshot:output_type -> roost.v1.RestoreSnapshotResponse
+	38,  // 95: roost.v1.HubService.CreateEnrollmentToken:output_type -> roost.v1.CreateEnrollmentTokenResponse
+	40,  // 96: roost.v1.HubService.RevokeEnrollmentToken:output_type -> roost.v1.RevokeEnrollmentTokenResponse
+	42,  // 97: roost.v1.HubService.UpdateServer:output_type -> roost.v1.UpdateServerResponse
+	44,  // 98: roost.v1.HubService.RegisterServer:output_type -> roost.v1.RegisterServerResponse
+	32,  // 99: roost.v1.HubService.AssignServers:output_type -> roost.v1.AssignServersResponse
+	34,  // 100: roost.v1.HubService.UnassignServers:output_type -> roost.v1.UnassignServersResponse
+	36,  // 101: roost.v1.HubService.CreateMachine:output_type -> roost.v1.CreateMachineResponse
+	28,  // 102: roost.v1.HubService.PushArtifact:output_type -> roost.v1.PushArtifactResponse
+	30,  // 103: roost.v1.HubService.StatArtifact:output_type -> roost.v1.StatArtifactResponse
+	16,  // 104: roost.v1.HubService.PutImageRelease:output_type -> roost.v1.PutImageReleaseResponse
+	18,  // 105: roost.v1.HubService.PromoteImageRelease:output_type -> roost.v1.PromoteImageReleaseResponse
+	20,  // 106: roost.v1.HubService.TrustReleaseKey:output_type -> roost.v1.TrustReleaseKeyResponse
+	22,  // 107: roost.v1.HubService.UntrustReleaseKey:output_type -> roost.v1.UntrustReleaseKeyResponse
+	24,  // 108: roost.v1.HubService.ListTrustedKeys:output_type -> roost.v1.ListTrustedKeysResponse
+	26,  // 109: roost.v1.HubService.RolloutControl:output_type -> roost.v1.RolloutControlResponse
+	5,   // 110: roost.v1.HubService.CreateUser:output_type -> roost.v1.CreateUserResponse
+	5,   // 111: roost.v1.HubService.RenewUser:output_type -> roost.v1.CreateUserResponse
+	8,   // 112: roost.v1.HubService.ListUsers:output_type -> roost.v1.ListUsersResponse
+	10,  // 113: roost.v1.HubService.RevokeUser:output_type -> roost.v1.RevokeUserResponse
+	12,  // 114: roost.v1.HubService.WhoAmI:output_type -> roost.v1.WhoAmIResponse
+	14,  // 115: roost.v1.HubService.AuthCheck:output_type -> roost.v1.AuthCheckResponse
+	3,   // 116: roost.v1.HubService.ReadAudit:output_type -> roost.v1.ReadAuditResponse
+	75,  // 117: roost.v1.MemberService.Join:output_type -> roost.v1.JoinResponse
+	77,  // 118: roost.v1.MemberService.AddVoter:output_type -> roost.v1.AddVoterResponse
+	71,  // 119: roost.v1.MemberService.ReportSeen:output_type -> roost.v1.ReportSeenResponse
+	73,  // 120: roost.v1.MemberService.ForwardServerStatus:output_type -> roost.v1.ForwardServerStatusResponse
+	102, // 121: roost.v1.MemberService.FetchBlob:output_type -> roost.v1.ArtifactChunk
+	69,  // 122: roost.v1.MemberService.UpdateMember:output_type -> roost.v1.UpdateMemberResponse
+	83,  // [83:123] is the sub-list for method output_type
+	43,  // [43:83] is the sub-list for method input_type
+	43,  // [43:43] is the sub-list for extension type_name
+	43,  // [43:43] is the sub-list for extension extendee
+	0,   // [0:43] is the sub-list for field type_name
 }
 
 func init() { file_roost_v1_hub_proto_init() }
@@ -5127,7 +5301,7 @@ func file_roost_v1_hub_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_roost_v1_hub_proto_rawDesc), len(file_roost_v1_hub_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   82,
+			NumMessages:   84,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

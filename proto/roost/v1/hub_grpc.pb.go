@@ -34,6 +34,7 @@ const (
 	HubService_CreateEnrollmentToken_FullMethodName = "/roost.v1.HubService/CreateEnrollmentToken"
 	HubService_RevokeEnrollmentToken_FullMethodName = "/roost.v1.HubService/RevokeEnrollmentToken"
 	HubService_UpdateServer_FullMethodName          = "/roost.v1.HubService/UpdateServer"
+	HubService_RegisterServer_FullMethodName        = "/roost.v1.HubService/RegisterServer"
 	HubService_AssignServers_FullMethodName         = "/roost.v1.HubService/AssignServers"
 	HubService_UnassignServers_FullMethodName       = "/roost.v1.HubService/UnassignServers"
 	HubService_CreateMachine_FullMethodName         = "/roost.v1.HubService/CreateMachine"
@@ -110,6 +111,10 @@ type HubServiceClient interface {
 	// UpdateServer approves, denies, labels, cordons, uncordons or
 	// decommissions a Server.
 	UpdateServer(ctx context.Context, in *UpdateServerRequest, opts ...grpc.CallOption) (*UpdateServerResponse, error)
+	// RegisterServer records a Server with its BMC before it ever booted
+	// (state Registered; matched by MAC or the BMC's system UUID when its
+	// agent enrolls), or sets the BMC of an existing Server.
+	RegisterServer(ctx context.Context, in *RegisterServerRequest, opts ...grpc.CallOption) (*RegisterServerResponse, error)
 	// AssignServers claims Servers for a Pool without replicas (explicit
 	// membership), all or nothing: one Machine per Server. It fails with
 	// NotFound for an unknown Pool or Server and FailedPrecondition for a
@@ -360,6 +365,16 @@ func (c *hubServiceClient) UpdateServer(ctx context.Context, in *UpdateServerReq
 	return out, nil
 }
 
+func (c *hubServiceClient) RegisterServer(ctx context.Context, in *RegisterServerRequest, opts ...grpc.CallOption) (*RegisterServerResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RegisterServerResponse)
+	err := c.cc.Invoke(ctx, HubService_RegisterServer_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *hubServiceClient) AssignServers(ctx context.Context, in *AssignServersRequest, opts ...grpc.CallOption) (*AssignServersResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(AssignServersResponse)
@@ -599,6 +614,10 @@ type HubServiceServer interface {
 	// UpdateServer approves, denies, labels, cordons, uncordons or
 	// decommissions a Server.
 	UpdateServer(context.Context, *UpdateServerRequest) (*UpdateServerResponse, error)
+	// RegisterServer records a Server with its BMC before it ever booted
+	// (state Registered; matched by MAC or the BMC's system UUID when its
+	// agent enrolls), or sets the BMC of an existing Server.
+	RegisterServer(context.Context, *RegisterServerRequest) (*RegisterServerResponse, error)
 	// AssignServers claims Servers for a Pool without replicas (explicit
 	// membership), all or nothing: one Machine per Server. It fails with
 	// NotFound for an unknown Pool or Server and FailedPrecondition for a
@@ -722,6 +741,9 @@ func (UnimplementedHubServiceServer) RevokeEnrollmentToken(context.Context, *Rev
 }
 func (UnimplementedHubServiceServer) UpdateServer(context.Context, *UpdateServerRequest) (*UpdateServerResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method UpdateServer not implemented")
+}
+func (UnimplementedHubServiceServer) RegisterServer(context.Context, *RegisterServerRequest) (*RegisterServerResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RegisterServer not implemented")
 }
 func (UnimplementedHubServiceServer) AssignServers(context.Context, *AssignServersRequest) (*AssignServersResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method AssignServers not implemented")
@@ -1039,6 +1061,24 @@ func _HubService_UpdateServer_Handler(srv interface{}, ctx context.Context, dec 
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(HubServiceServer).UpdateServer(ctx, req.(*UpdateServerRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _HubService_RegisterServer_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RegisterServerRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HubServiceServer).RegisterServer(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: HubService_RegisterServer_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HubServiceServer).RegisterServer(ctx, req.(*RegisterServerRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -1410,6 +1450,10 @@ var HubService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "UpdateServer",
 			Handler:    _HubService_UpdateServer_Handler,
+		},
+		{
+			MethodName: "RegisterServer",
+			Handler:    _HubService_RegisterServer_Handler,
 		},
 		{
 			MethodName: "AssignServers",

@@ -151,6 +151,8 @@ type Command struct {
 	//	*Command_PutUserCertificate
 	//	*Command_RevokeUser
 	//	*Command_RecordEvents
+	//	*Command_RegisterServer
+	//	*Command_UpdateServerBmc
 	Command       isCommand_Command `protobuf_oneof:"command"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -518,6 +520,24 @@ func (x *Command) GetRecordEvents() *RecordEvents {
 	return nil
 }
 
+func (x *Command) GetRegisterServer() *RegisterServer {
+	if x != nil {
+		if x, ok := x.Command.(*Command_RegisterServer); ok {
+			return x.RegisterServer
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetUpdateServerBmc() *UpdateServerBMC {
+	if x != nil {
+		if x, ok := x.Command.(*Command_UpdateServerBmc); ok {
+			return x.UpdateServerBmc
+		}
+	}
+	return nil
+}
+
 type isCommand_Command interface {
 	isCommand_Command()
 }
@@ -654,6 +674,14 @@ type Command_RecordEvents struct {
 	RecordEvents *RecordEvents `protobuf:"bytes,42,opt,name=record_events,json=recordEvents,proto3,oneof"`
 }
 
+type Command_RegisterServer struct {
+	RegisterServer *RegisterServer `protobuf:"bytes,51,opt,name=register_server,json=registerServer,proto3,oneof"`
+}
+
+type Command_UpdateServerBmc struct {
+	UpdateServerBmc *UpdateServerBMC `protobuf:"bytes,52,opt,name=update_server_bmc,json=updateServerBmc,proto3,oneof"`
+}
+
 func (*Command_ApplyObjects) isCommand_Command() {}
 
 func (*Command_DeleteObject) isCommand_Command() {}
@@ -719,6 +747,10 @@ func (*Command_PutUserCertificate) isCommand_Command() {}
 func (*Command_RevokeUser) isCommand_Command() {}
 
 func (*Command_RecordEvents) isCommand_Command() {}
+
+func (*Command_RegisterServer) isCommand_Command() {}
+
+func (*Command_UpdateServerBmc) isCommand_Command() {}
 
 // ApplyObjects creates or replaces objects, all or nothing.
 type ApplyObjects struct {
@@ -1882,8 +1914,16 @@ type ModifyServer struct {
 	// reason for deny and decommission.
 	Reason string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
 	// set_labels and remove_labels for SERVER_ACTION_LABEL.
-	SetLabels     map[string]string `protobuf:"bytes,4,rep,name=set_labels,json=setLabels,proto3" json:"set_labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	RemoveLabels  []string          `protobuf:"bytes,5,rep,name=remove_labels,json=removeLabels,proto3" json:"remove_labels,omitempty"`
+	SetLabels    map[string]string `protobuf:"bytes,4,rep,name=set_labels,json=setLabels,proto3" json:"set_labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	RemoveLabels []string          `protobuf:"bytes,5,rep,name=remove_labels,json=removeLabels,proto3" json:"remove_labels,omitempty"`
+	// power for SERVER_ACTION_POWER: on, off or cycle.
+	Power string `protobuf:"bytes,34,opt,name=power,proto3" json:"power,omitempty"`
+	// boot_device for SERVER_ACTION_BOOT_ONCE: cd, pxe or disk.
+	BootDevice string `protobuf:"bytes,35,opt,name=boot_device,json=bootDevice,proto3" json:"boot_device,omitempty"`
+	// media_digest for SERVER_ACTION_PROVISION: hex sha256 of a stored blob.
+	MediaDigest string `protobuf:"bytes,36,opt,name=media_digest,json=mediaDigest,proto3" json:"media_digest,omitempty"`
+	// operation_id names the BMCOperation recorded (chosen by the proposer).
+	OperationId   string `protobuf:"bytes,37,opt,name=operation_id,json=operationId,proto3" json:"operation_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1953,6 +1993,227 @@ func (x *ModifyServer) GetRemoveLabels() []string {
 	return nil
 }
 
+func (x *ModifyServer) GetPower() string {
+	if x != nil {
+		return x.Power
+	}
+	return ""
+}
+
+func (x *ModifyServer) GetBootDevice() string {
+	if x != nil {
+		return x.BootDevice
+	}
+	return ""
+}
+
+func (x *ModifyServer) GetMediaDigest() string {
+	if x != nil {
+		return x.MediaDigest
+	}
+	return ""
+}
+
+func (x *ModifyServer) GetOperationId() string {
+	if x != nil {
+		return x.OperationId
+	}
+	return ""
+}
+
+// RegisterServer records a Server with its BMC before it enrolls (state
+// Registered), or sets the BMC of a Server that exists.
+type RegisterServer struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// uid of a new Server, chosen by the proposer.
+	Uid string `protobuf:"bytes,2,opt,name=uid,proto3" json:"uid,omitempty"`
+	Bmc *BMC   `protobuf:"bytes,3,opt,name=bmc,proto3" json:"bmc,omitempty"`
+	// macs are permanent MAC addresses (lower-case aa:bb:..), matched at
+	// enrollment; only for a new Server.
+	Macs []string `protobuf:"bytes,4,rep,name=macs,proto3" json:"macs,omitempty"`
+	// pool pre-assigns a new Server to a Pool.
+	Pool          string `protobuf:"bytes,5,opt,name=pool,proto3" json:"pool,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RegisterServer) Reset() {
+	*x = RegisterServer{}
+	mi := &file_roost_v1_raft_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegisterServer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegisterServer) ProtoMessage() {}
+
+func (x *RegisterServer) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_raft_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegisterServer.ProtoReflect.Descriptor instead.
+func (*RegisterServer) Descriptor() ([]byte, []int) {
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *RegisterServer) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *RegisterServer) GetUid() string {
+	if x != nil {
+		return x.Uid
+	}
+	return ""
+}
+
+func (x *RegisterServer) GetBmc() *BMC {
+	if x != nil {
+		return x.Bmc
+	}
+	return nil
+}
+
+func (x *RegisterServer) GetMacs() []string {
+	if x != nil {
+		return x.Macs
+	}
+	return nil
+}
+
+func (x *RegisterServer) GetPool() string {
+	if x != nil {
+		return x.Pool
+	}
+	return ""
+}
+
+// UpdateServerBMC records what the BMC controller observed and did on one
+// Server, written only when something changed.
+type UpdateServerBMC struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Server string                 `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
+	// power_state as read ("" keeps the recorded one).
+	PowerState string `protobuf:"bytes,2,opt,name=power_state,json=powerState,proto3" json:"power_state,omitempty"`
+	// set are conditions to record (BMCReachable, BMCOperation), merged by
+	// type; their last_transition_time is the command's time on a change.
+	Set []*Condition `protobuf:"bytes,3,rep,name=set,proto3" json:"set,omitempty"`
+	// done_operation is the id of the operation carried out or given up;
+	// status.bmc.operation is cleared when it is still that one.
+	DoneOperation string `protobuf:"bytes,4,opt,name=done_operation,json=doneOperation,proto3" json:"done_operation,omitempty"`
+	// set_media records media_digest as the inserted media ("" ejected).
+	SetMedia    bool   `protobuf:"varint,5,opt,name=set_media,json=setMedia,proto3" json:"set_media,omitempty"`
+	MediaDigest string `protobuf:"bytes,6,opt,name=media_digest,json=mediaDigest,proto3" json:"media_digest,omitempty"`
+	// system_uuid the BMC reports ("" keeps).
+	SystemUuid string `protobuf:"bytes,7,opt,name=system_uuid,json=systemUuid,proto3" json:"system_uuid,omitempty"`
+	// recovery_fencing_token records a power cycle of the Server during the
+	// Lease with this fencing token (0 keeps).
+	RecoveryFencingToken uint64 `protobuf:"varint,8,opt,name=recovery_fencing_token,json=recoveryFencingToken,proto3" json:"recovery_fencing_token,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
+}
+
+func (x *UpdateServerBMC) Reset() {
+	*x = UpdateServerBMC{}
+	mi := &file_roost_v1_raft_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateServerBMC) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateServerBMC) ProtoMessage() {}
+
+func (x *UpdateServerBMC) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_raft_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateServerBMC.ProtoReflect.Descriptor instead.
+func (*UpdateServerBMC) Descriptor() ([]byte, []int) {
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *UpdateServerBMC) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+func (x *UpdateServerBMC) GetPowerState() string {
+	if x != nil {
+		return x.PowerState
+	}
+	return ""
+}
+
+func (x *UpdateServerBMC) GetSet() []*Condition {
+	if x != nil {
+		return x.Set
+	}
+	return nil
+}
+
+func (x *UpdateServerBMC) GetDoneOperation() string {
+	if x != nil {
+		return x.DoneOperation
+	}
+	return ""
+}
+
+func (x *UpdateServerBMC) GetSetMedia() bool {
+	if x != nil {
+		return x.SetMedia
+	}
+	return false
+}
+
+func (x *UpdateServerBMC) GetMediaDigest() string {
+	if x != nil {
+		return x.MediaDigest
+	}
+	return ""
+}
+
+func (x *UpdateServerBMC) GetSystemUuid() string {
+	if x != nil {
+		return x.SystemUuid
+	}
+	return ""
+}
+
+func (x *UpdateServerBMC) GetRecoveryFencingToken() uint64 {
+	if x != nil {
+		return x.RecoveryFencingToken
+	}
+	return 0
+}
+
 // NewMachine is one claim of CreateMachines.
 type NewMachine struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1975,7 +2236,7 @@ type NewMachine struct {
 
 func (x *NewMachine) Reset() {
 	*x = NewMachine{}
-	mi := &file_roost_v1_raft_proto_msgTypes[20]
+	mi := &file_roost_v1_raft_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1987,7 +2248,7 @@ func (x *NewMachine) String() string {
 func (*NewMachine) ProtoMessage() {}
 
 func (x *NewMachine) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[20]
+	mi := &file_roost_v1_raft_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2000,7 +2261,7 @@ func (x *NewMachine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NewMachine.ProtoReflect.Descriptor instead.
 func (*NewMachine) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{20}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *NewMachine) GetName() string {
@@ -2068,7 +2329,7 @@ type CreateMachines struct {
 
 func (x *CreateMachines) Reset() {
 	*x = CreateMachines{}
-	mi := &file_roost_v1_raft_proto_msgTypes[21]
+	mi := &file_roost_v1_raft_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2080,7 +2341,7 @@ func (x *CreateMachines) String() string {
 func (*CreateMachines) ProtoMessage() {}
 
 func (x *CreateMachines) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[21]
+	mi := &file_roost_v1_raft_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2093,7 +2354,7 @@ func (x *CreateMachines) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateMachines.ProtoReflect.Descriptor instead.
 func (*CreateMachines) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{21}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *CreateMachines) GetMachines() []*NewMachine {
@@ -2126,7 +2387,7 @@ type DeleteMachines struct {
 
 func (x *DeleteMachines) Reset() {
 	*x = DeleteMachines{}
-	mi := &file_roost_v1_raft_proto_msgTypes[22]
+	mi := &file_roost_v1_raft_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2138,7 +2399,7 @@ func (x *DeleteMachines) String() string {
 func (*DeleteMachines) ProtoMessage() {}
 
 func (x *DeleteMachines) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[22]
+	mi := &file_roost_v1_raft_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2151,7 +2412,7 @@ func (x *DeleteMachines) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteMachines.ProtoReflect.Descriptor instead.
 func (*DeleteMachines) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{22}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *DeleteMachines) GetNames() []string {
@@ -2190,7 +2451,7 @@ type PutRevision struct {
 
 func (x *PutRevision) Reset() {
 	*x = PutRevision{}
-	mi := &file_roost_v1_raft_proto_msgTypes[23]
+	mi := &file_roost_v1_raft_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2202,7 +2463,7 @@ func (x *PutRevision) String() string {
 func (*PutRevision) ProtoMessage() {}
 
 func (x *PutRevision) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[23]
+	mi := &file_roost_v1_raft_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2215,7 +2476,7 @@ func (x *PutRevision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutRevision.ProtoReflect.Descriptor instead.
 func (*PutRevision) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{23}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *PutRevision) GetRevision() *Revision {
@@ -2254,7 +2515,7 @@ type GrantLease struct {
 
 func (x *GrantLease) Reset() {
 	*x = GrantLease{}
-	mi := &file_roost_v1_raft_proto_msgTypes[24]
+	mi := &file_roost_v1_raft_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2266,7 +2527,7 @@ func (x *GrantLease) String() string {
 func (*GrantLease) ProtoMessage() {}
 
 func (x *GrantLease) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[24]
+	mi := &file_roost_v1_raft_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2279,7 +2540,7 @@ func (x *GrantLease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GrantLease.ProtoReflect.Descriptor instead.
 func (*GrantLease) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{24}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GrantLease) GetServer() string {
@@ -2336,7 +2597,7 @@ type ReleaseLeases struct {
 
 func (x *ReleaseLeases) Reset() {
 	*x = ReleaseLeases{}
-	mi := &file_roost_v1_raft_proto_msgTypes[25]
+	mi := &file_roost_v1_raft_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2348,7 +2609,7 @@ func (x *ReleaseLeases) String() string {
 func (*ReleaseLeases) ProtoMessage() {}
 
 func (x *ReleaseLeases) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[25]
+	mi := &file_roost_v1_raft_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2361,7 +2622,7 @@ func (x *ReleaseLeases) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseLeases.ProtoReflect.Descriptor instead.
 func (*ReleaseLeases) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{25}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ReleaseLeases) GetServers() []string {
@@ -2399,7 +2660,7 @@ type Snapshot struct {
 
 func (x *Snapshot) Reset() {
 	*x = Snapshot{}
-	mi := &file_roost_v1_raft_proto_msgTypes[26]
+	mi := &file_roost_v1_raft_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2411,7 +2672,7 @@ func (x *Snapshot) String() string {
 func (*Snapshot) ProtoMessage() {}
 
 func (x *Snapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[26]
+	mi := &file_roost_v1_raft_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2424,7 +2685,7 @@ func (x *Snapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Snapshot.ProtoReflect.Descriptor instead.
 func (*Snapshot) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{26}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Snapshot) GetObjects() []*Object {
@@ -2515,7 +2776,7 @@ type RequestRecord struct {
 
 func (x *RequestRecord) Reset() {
 	*x = RequestRecord{}
-	mi := &file_roost_v1_raft_proto_msgTypes[27]
+	mi := &file_roost_v1_raft_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2527,7 +2788,7 @@ func (x *RequestRecord) String() string {
 func (*RequestRecord) ProtoMessage() {}
 
 func (x *RequestRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[27]
+	mi := &file_roost_v1_raft_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2540,7 +2801,7 @@ func (x *RequestRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestRecord.ProtoReflect.Descriptor instead.
 func (*RequestRecord) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{27}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *RequestRecord) GetId() string {
@@ -2597,7 +2858,7 @@ type RecordedResult struct {
 
 func (x *RecordedResult) Reset() {
 	*x = RecordedResult{}
-	mi := &file_roost_v1_raft_proto_msgTypes[28]
+	mi := &file_roost_v1_raft_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2609,7 +2870,7 @@ func (x *RecordedResult) String() string {
 func (*RecordedResult) ProtoMessage() {}
 
 func (x *RecordedResult) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[28]
+	mi := &file_roost_v1_raft_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2622,7 +2883,7 @@ func (x *RecordedResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordedResult.ProtoReflect.Descriptor instead.
 func (*RecordedResult) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{28}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *RecordedResult) GetKind() string {
@@ -2660,7 +2921,7 @@ type ControlRollout struct {
 
 func (x *ControlRollout) Reset() {
 	*x = ControlRollout{}
-	mi := &file_roost_v1_raft_proto_msgTypes[29]
+	mi := &file_roost_v1_raft_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2672,7 +2933,7 @@ func (x *ControlRollout) String() string {
 func (*ControlRollout) ProtoMessage() {}
 
 func (x *ControlRollout) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[29]
+	mi := &file_roost_v1_raft_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2685,7 +2946,7 @@ func (x *ControlRollout) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ControlRollout.ProtoReflect.Descriptor instead.
 func (*ControlRollout) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{29}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ControlRollout) GetPool() string {
@@ -2734,7 +2995,7 @@ type SetConditions struct {
 
 func (x *SetConditions) Reset() {
 	*x = SetConditions{}
-	mi := &file_roost_v1_raft_proto_msgTypes[30]
+	mi := &file_roost_v1_raft_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2746,7 +3007,7 @@ func (x *SetConditions) String() string {
 func (*SetConditions) ProtoMessage() {}
 
 func (x *SetConditions) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[30]
+	mi := &file_roost_v1_raft_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2759,7 +3020,7 @@ func (x *SetConditions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetConditions.ProtoReflect.Descriptor instead.
 func (*SetConditions) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{30}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *SetConditions) GetKind() string {
@@ -2800,7 +3061,7 @@ type UpdatePoolRollout struct {
 
 func (x *UpdatePoolRollout) Reset() {
 	*x = UpdatePoolRollout{}
-	mi := &file_roost_v1_raft_proto_msgTypes[31]
+	mi := &file_roost_v1_raft_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2812,7 +3073,7 @@ func (x *UpdatePoolRollout) String() string {
 func (*UpdatePoolRollout) ProtoMessage() {}
 
 func (x *UpdatePoolRollout) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[31]
+	mi := &file_roost_v1_raft_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2825,7 +3086,7 @@ func (x *UpdatePoolRollout) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdatePoolRollout.ProtoReflect.Descriptor instead.
 func (*UpdatePoolRollout) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{31}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *UpdatePoolRollout) GetPool() string {
@@ -2858,7 +3119,7 @@ type TrustedKey struct {
 
 func (x *TrustedKey) Reset() {
 	*x = TrustedKey{}
-	mi := &file_roost_v1_raft_proto_msgTypes[32]
+	mi := &file_roost_v1_raft_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2870,7 +3131,7 @@ func (x *TrustedKey) String() string {
 func (*TrustedKey) ProtoMessage() {}
 
 func (x *TrustedKey) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[32]
+	mi := &file_roost_v1_raft_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2883,7 +3144,7 @@ func (x *TrustedKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrustedKey.ProtoReflect.Descriptor instead.
 func (*TrustedKey) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{32}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *TrustedKey) GetId() string {
@@ -2923,7 +3184,7 @@ type PutTrustedKey struct {
 
 func (x *PutTrustedKey) Reset() {
 	*x = PutTrustedKey{}
-	mi := &file_roost_v1_raft_proto_msgTypes[33]
+	mi := &file_roost_v1_raft_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2935,7 +3196,7 @@ func (x *PutTrustedKey) String() string {
 func (*PutTrustedKey) ProtoMessage() {}
 
 func (x *PutTrustedKey) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[33]
+	mi := &file_roost_v1_raft_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2948,7 +3209,7 @@ func (x *PutTrustedKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutTrustedKey.ProtoReflect.Descriptor instead.
 func (*PutTrustedKey) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{33}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *PutTrustedKey) GetKey() *TrustedKey {
@@ -2967,7 +3228,7 @@ type DeleteTrustedKey struct {
 
 func (x *DeleteTrustedKey) Reset() {
 	*x = DeleteTrustedKey{}
-	mi := &file_roost_v1_raft_proto_msgTypes[34]
+	mi := &file_roost_v1_raft_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2979,7 +3240,7 @@ func (x *DeleteTrustedKey) String() string {
 func (*DeleteTrustedKey) ProtoMessage() {}
 
 func (x *DeleteTrustedKey) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[34]
+	mi := &file_roost_v1_raft_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2992,7 +3253,7 @@ func (x *DeleteTrustedKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTrustedKey.ProtoReflect.Descriptor instead.
 func (*DeleteTrustedKey) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{34}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *DeleteTrustedKey) GetId() string {
@@ -3015,7 +3276,7 @@ type PromoteImageRelease struct {
 
 func (x *PromoteImageRelease) Reset() {
 	*x = PromoteImageRelease{}
-	mi := &file_roost_v1_raft_proto_msgTypes[35]
+	mi := &file_roost_v1_raft_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3027,7 +3288,7 @@ func (x *PromoteImageRelease) String() string {
 func (*PromoteImageRelease) ProtoMessage() {}
 
 func (x *PromoteImageRelease) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[35]
+	mi := &file_roost_v1_raft_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3040,7 +3301,7 @@ func (x *PromoteImageRelease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromoteImageRelease.ProtoReflect.Descriptor instead.
 func (*PromoteImageRelease) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{35}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *PromoteImageRelease) GetVersion() string {
@@ -3076,7 +3337,7 @@ type UpdateClusterStatus struct {
 
 func (x *UpdateClusterStatus) Reset() {
 	*x = UpdateClusterStatus{}
-	mi := &file_roost_v1_raft_proto_msgTypes[36]
+	mi := &file_roost_v1_raft_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3088,7 +3349,7 @@ func (x *UpdateClusterStatus) String() string {
 func (*UpdateClusterStatus) ProtoMessage() {}
 
 func (x *UpdateClusterStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[36]
+	mi := &file_roost_v1_raft_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3101,7 +3362,7 @@ func (x *UpdateClusterStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateClusterStatus.ProtoReflect.Descriptor instead.
 func (*UpdateClusterStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{36}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *UpdateClusterStatus) GetCluster() string {
@@ -3132,7 +3393,7 @@ type UpdateMachineClusterStatus struct {
 
 func (x *UpdateMachineClusterStatus) Reset() {
 	*x = UpdateMachineClusterStatus{}
-	mi := &file_roost_v1_raft_proto_msgTypes[37]
+	mi := &file_roost_v1_raft_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3144,7 +3405,7 @@ func (x *UpdateMachineClusterStatus) String() string {
 func (*UpdateMachineClusterStatus) ProtoMessage() {}
 
 func (x *UpdateMachineClusterStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[37]
+	mi := &file_roost_v1_raft_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3157,7 +3418,7 @@ func (x *UpdateMachineClusterStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateMachineClusterStatus.ProtoReflect.Descriptor instead.
 func (*UpdateMachineClusterStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{37}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *UpdateMachineClusterStatus) GetMachine() string {
@@ -3199,7 +3460,7 @@ type BootstrapToken struct {
 
 func (x *BootstrapToken) Reset() {
 	*x = BootstrapToken{}
-	mi := &file_roost_v1_raft_proto_msgTypes[38]
+	mi := &file_roost_v1_raft_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3211,7 +3472,7 @@ func (x *BootstrapToken) String() string {
 func (*BootstrapToken) ProtoMessage() {}
 
 func (x *BootstrapToken) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[38]
+	mi := &file_roost_v1_raft_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3224,7 +3485,7 @@ func (x *BootstrapToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BootstrapToken.ProtoReflect.Descriptor instead.
 func (*BootstrapToken) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{38}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *BootstrapToken) GetMachine() string {
@@ -3271,7 +3532,7 @@ type PutBootstrapToken struct {
 
 func (x *PutBootstrapToken) Reset() {
 	*x = PutBootstrapToken{}
-	mi := &file_roost_v1_raft_proto_msgTypes[39]
+	mi := &file_roost_v1_raft_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3283,7 +3544,7 @@ func (x *PutBootstrapToken) String() string {
 func (*PutBootstrapToken) ProtoMessage() {}
 
 func (x *PutBootstrapToken) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[39]
+	mi := &file_roost_v1_raft_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3296,7 +3557,7 @@ func (x *PutBootstrapToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutBootstrapToken.ProtoReflect.Descriptor instead.
 func (*PutBootstrapToken) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{39}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *PutBootstrapToken) GetToken() *BootstrapToken {
@@ -3317,7 +3578,7 @@ type DeleteBootstrapTokens struct {
 
 func (x *DeleteBootstrapTokens) Reset() {
 	*x = DeleteBootstrapTokens{}
-	mi := &file_roost_v1_raft_proto_msgTypes[40]
+	mi := &file_roost_v1_raft_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3329,7 +3590,7 @@ func (x *DeleteBootstrapTokens) String() string {
 func (*DeleteBootstrapTokens) ProtoMessage() {}
 
 func (x *DeleteBootstrapTokens) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[40]
+	mi := &file_roost_v1_raft_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3342,7 +3603,7 @@ func (x *DeleteBootstrapTokens) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteBootstrapTokens.ProtoReflect.Descriptor instead.
 func (*DeleteBootstrapTokens) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{40}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *DeleteBootstrapTokens) GetTokenIds() []string {
@@ -3374,7 +3635,7 @@ type User struct {
 
 func (x *User) Reset() {
 	*x = User{}
-	mi := &file_roost_v1_raft_proto_msgTypes[41]
+	mi := &file_roost_v1_raft_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3386,7 +3647,7 @@ func (x *User) String() string {
 func (*User) ProtoMessage() {}
 
 func (x *User) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[41]
+	mi := &file_roost_v1_raft_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3399,7 +3660,7 @@ func (x *User) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use User.ProtoReflect.Descriptor instead.
 func (*User) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{41}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *User) GetName() string {
@@ -3453,7 +3714,7 @@ type UserCertificate struct {
 
 func (x *UserCertificate) Reset() {
 	*x = UserCertificate{}
-	mi := &file_roost_v1_raft_proto_msgTypes[42]
+	mi := &file_roost_v1_raft_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3465,7 +3726,7 @@ func (x *UserCertificate) String() string {
 func (*UserCertificate) ProtoMessage() {}
 
 func (x *UserCertificate) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[42]
+	mi := &file_roost_v1_raft_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3478,7 +3739,7 @@ func (x *UserCertificate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserCertificate.ProtoReflect.Descriptor instead.
 func (*UserCertificate) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{42}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *UserCertificate) GetSerial() string {
@@ -3526,7 +3787,7 @@ type PutUserCertificate struct {
 
 func (x *PutUserCertificate) Reset() {
 	*x = PutUserCertificate{}
-	mi := &file_roost_v1_raft_proto_msgTypes[43]
+	mi := &file_roost_v1_raft_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3538,7 +3799,7 @@ func (x *PutUserCertificate) String() string {
 func (*PutUserCertificate) ProtoMessage() {}
 
 func (x *PutUserCertificate) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[43]
+	mi := &file_roost_v1_raft_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3551,7 +3812,7 @@ func (x *PutUserCertificate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutUserCertificate.ProtoReflect.Descriptor instead.
 func (*PutUserCertificate) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{43}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *PutUserCertificate) GetName() string {
@@ -3593,7 +3854,7 @@ type RevokeUser struct {
 
 func (x *RevokeUser) Reset() {
 	*x = RevokeUser{}
-	mi := &file_roost_v1_raft_proto_msgTypes[44]
+	mi := &file_roost_v1_raft_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3605,7 +3866,7 @@ func (x *RevokeUser) String() string {
 func (*RevokeUser) ProtoMessage() {}
 
 func (x *RevokeUser) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[44]
+	mi := &file_roost_v1_raft_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3618,7 +3879,7 @@ func (x *RevokeUser) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeUser.ProtoReflect.Descriptor instead.
 func (*RevokeUser) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{44}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *RevokeUser) GetName() string {
@@ -3644,7 +3905,7 @@ type RecordEvents struct {
 
 func (x *RecordEvents) Reset() {
 	*x = RecordEvents{}
-	mi := &file_roost_v1_raft_proto_msgTypes[45]
+	mi := &file_roost_v1_raft_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3656,7 +3917,7 @@ func (x *RecordEvents) String() string {
 func (*RecordEvents) ProtoMessage() {}
 
 func (x *RecordEvents) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[45]
+	mi := &file_roost_v1_raft_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3669,7 +3930,7 @@ func (x *RecordEvents) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordEvents.ProtoReflect.Descriptor instead.
 func (*RecordEvents) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{45}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *RecordEvents) GetEvents() []*EventRecord {
@@ -3695,7 +3956,7 @@ type EventRecord struct {
 
 func (x *EventRecord) Reset() {
 	*x = EventRecord{}
-	mi := &file_roost_v1_raft_proto_msgTypes[46]
+	mi := &file_roost_v1_raft_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3707,7 +3968,7 @@ func (x *EventRecord) String() string {
 func (*EventRecord) ProtoMessage() {}
 
 func (x *EventRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_raft_proto_msgTypes[46]
+	mi := &file_roost_v1_raft_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3720,7 +3981,7 @@ func (x *EventRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventRecord.ProtoReflect.Descriptor instead.
 func (*EventRecord) Descriptor() ([]byte, []int) {
-	return file_roost_v1_raft_proto_rawDescGZIP(), []int{46}
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *EventRecord) GetInvolvedObject() *EventObject {
@@ -3762,7 +4023,7 @@ var File_roost_v1_raft_proto protoreflect.FileDescriptor
 
 const file_roost_v1_raft_proto_rawDesc = "" +
 	"\n" +
-	"\x13roost/v1/raft.proto\x12\broost.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14roost/v1/agent.proto\x1a\x13roost/v1/meta.proto\x1a\x18roost/v1/resources.proto\"\xf7\x13\n" +
+	"\x13roost/v1/raft.proto\x12\broost.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14roost/v1/agent.proto\x1a\x13roost/v1/meta.proto\x1a\x18roost/v1/resources.proto\"\x85\x15\n" +
 	"\aCommand\x12.\n" +
 	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12#\n" +
 	"\rrules_version\x18\x02 \x01(\rR\frulesVersion\x12\x1d\n" +
@@ -3805,7 +4066,9 @@ const file_roost_v1_raft_proto_rawDesc = "" +
 	"\x14put_user_certificate\x18( \x01(\v2\x1c.roost.v1.PutUserCertificateH\x00R\x12putUserCertificate\x127\n" +
 	"\vrevoke_user\x18) \x01(\v2\x14.roost.v1.RevokeUserH\x00R\n" +
 	"revokeUser\x12=\n" +
-	"\rrecord_events\x18* \x01(\v2\x16.roost.v1.RecordEventsH\x00R\frecordEventsB\t\n" +
+	"\rrecord_events\x18* \x01(\v2\x16.roost.v1.RecordEventsH\x00R\frecordEvents\x12C\n" +
+	"\x0fregister_server\x183 \x01(\v2\x18.roost.v1.RegisterServerH\x00R\x0eregisterServer\x12G\n" +
+	"\x11update_server_bmc\x184 \x01(\v2\x19.roost.v1.UpdateServerBMCH\x00R\x0fupdateServerBmcB\t\n" +
 	"\acommand\"g\n" +
 	"\fApplyObjects\x12*\n" +
 	"\aobjects\x18\x01 \x03(\v2\x10.roost.v1.ObjectR\aobjects\x12\x12\n" +
@@ -3888,17 +4151,39 @@ const file_roost_v1_raft_proto_rawDesc = "" +
 	"\treachable\x18\x02 \x01(\bR\treachable\x127\n" +
 	"\tlast_seen\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\blastSeen\"O\n" +
 	"\x15SetServerReachability\x126\n" +
-	"\achanges\x18\x01 \x03(\v2\x1c.roost.v1.ReachabilityChangeR\achanges\"\x93\x02\n" +
+	"\achanges\x18\x01 \x03(\v2\x1c.roost.v1.ReachabilityChangeR\achanges\"\x90\x03\n" +
 	"\fModifyServer\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12.\n" +
 	"\x06action\x18\x02 \x01(\x0e2\x16.roost.v1.ServerActionR\x06action\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12D\n" +
 	"\n" +
 	"set_labels\x18\x04 \x03(\v2%.roost.v1.ModifyServer.SetLabelsEntryR\tsetLabels\x12#\n" +
-	"\rremove_labels\x18\x05 \x03(\tR\fremoveLabels\x1a<\n" +
+	"\rremove_labels\x18\x05 \x03(\tR\fremoveLabels\x12\x14\n" +
+	"\x05power\x18\" \x01(\tR\x05power\x12\x1f\n" +
+	"\vboot_device\x18# \x01(\tR\n" +
+	"bootDevice\x12!\n" +
+	"\fmedia_digest\x18$ \x01(\tR\vmediaDigest\x12!\n" +
+	"\foperation_id\x18% \x01(\tR\voperationId\x1a<\n" +
 	"\x0eSetLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc8\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x7f\n" +
+	"\x0eRegisterServer\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
+	"\x03uid\x18\x02 \x01(\tR\x03uid\x12\x1f\n" +
+	"\x03bmc\x18\x03 \x01(\v2\r.roost.v1.BMCR\x03bmc\x12\x12\n" +
+	"\x04macs\x18\x04 \x03(\tR\x04macs\x12\x12\n" +
+	"\x04pool\x18\x05 \x01(\tR\x04pool\"\xaf\x02\n" +
+	"\x0fUpdateServerBMC\x12\x16\n" +
+	"\x06server\x18\x01 \x01(\tR\x06server\x12\x1f\n" +
+	"\vpower_state\x18\x02 \x01(\tR\n" +
+	"powerState\x12%\n" +
+	"\x03set\x18\x03 \x03(\v2\x13.roost.v1.ConditionR\x03set\x12%\n" +
+	"\x0edone_operation\x18\x04 \x01(\tR\rdoneOperation\x12\x1b\n" +
+	"\tset_media\x18\x05 \x01(\bR\bsetMedia\x12!\n" +
+	"\fmedia_digest\x18\x06 \x01(\tR\vmediaDigest\x12\x1f\n" +
+	"\vsystem_uuid\x18\a \x01(\tR\n" +
+	"systemUuid\x124\n" +
+	"\x16recovery_fencing_token\x18\b \x01(\x04R\x14recoveryFencingToken\"\xc8\x01\n" +
 	"\n" +
 	"NewMachine\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
@@ -4051,7 +4336,7 @@ func file_roost_v1_raft_proto_rawDescGZIP() []byte {
 }
 
 var file_roost_v1_raft_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_roost_v1_raft_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
+var file_roost_v1_raft_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
 var file_roost_v1_raft_proto_goTypes = []any{
 	(RolloutAction)(0),                 // 0: roost.v1.RolloutAction
 	(*Command)(nil),                    // 1: roost.v1.Command
@@ -4074,50 +4359,53 @@ var file_roost_v1_raft_proto_goTypes = []any{
 	(*ReachabilityChange)(nil),         // 18: roost.v1.ReachabilityChange
 	(*SetServerReachability)(nil),      // 19: roost.v1.SetServerReachability
 	(*ModifyServer)(nil),               // 20: roost.v1.ModifyServer
-	(*NewMachine)(nil),                 // 21: roost.v1.NewMachine
-	(*CreateMachines)(nil),             // 22: roost.v1.CreateMachines
-	(*DeleteMachines)(nil),             // 23: roost.v1.DeleteMachines
-	(*PutRevision)(nil),                // 24: roost.v1.PutRevision
-	(*GrantLease)(nil),                 // 25: roost.v1.GrantLease
-	(*ReleaseLeases)(nil),              // 26: roost.v1.ReleaseLeases
-	(*Snapshot)(nil),                   // 27: roost.v1.Snapshot
-	(*RequestRecord)(nil),              // 28: roost.v1.RequestRecord
-	(*RecordedResult)(nil),             // 29: roost.v1.RecordedResult
-	(*ControlRollout)(nil),             // 30: roost.v1.ControlRollout
-	(*SetConditions)(nil),              // 31: roost.v1.SetConditions
-	(*UpdatePoolRollout)(nil),          // 32: roost.v1.UpdatePoolRollout
-	(*TrustedKey)(nil),                 // 33: roost.v1.TrustedKey
-	(*PutTrustedKey)(nil),              // 34: roost.v1.PutTrustedKey
-	(*DeleteTrustedKey)(nil),           // 35: roost.v1.DeleteTrustedKey
-	(*PromoteImageRelease)(nil),        // 36: roost.v1.PromoteImageRelease
-	(*UpdateClusterStatus)(nil),        // 37: roost.v1.UpdateClusterStatus
-	(*UpdateMachineClusterStatus)(nil), // 38: roost.v1.UpdateMachineClusterStatus
-	(*BootstrapToken)(nil),             // 39: roost.v1.BootstrapToken
-	(*PutBootstrapToken)(nil),          // 40: roost.v1.PutBootstrapToken
-	(*DeleteBootstrapTokens)(nil),      // 41: roost.v1.DeleteBootstrapTokens
-	(*User)(nil),                       // 42: roost.v1.User
-	(*UserCertificate)(nil),            // 43: roost.v1.UserCertificate
-	(*PutUserCertificate)(nil),         // 44: roost.v1.PutUserCertificate
-	(*RevokeUser)(nil),                 // 45: roost.v1.RevokeUser
-	(*RecordEvents)(nil),               // 46: roost.v1.RecordEvents
-	(*EventRecord)(nil),                // 47: roost.v1.EventRecord
-	nil,                                // 48: roost.v1.ModifyServer.SetLabelsEntry
-	(*timestamppb.Timestamp)(nil),      // 49: google.protobuf.Timestamp
-	(*Object)(nil),                     // 50: roost.v1.Object
-	(*ServerIdentity)(nil),             // 51: roost.v1.ServerIdentity
-	(*Inventory)(nil),                  // 52: roost.v1.Inventory
-	(*EnrollmentToken)(nil),            // 53: roost.v1.EnrollmentToken
-	(*Condition)(nil),                  // 54: roost.v1.Condition
-	(*FailedRevision)(nil),             // 55: roost.v1.FailedRevision
-	(*CleaningResult)(nil),             // 56: roost.v1.CleaningResult
-	(ServerAction)(0),                  // 57: roost.v1.ServerAction
-	(*Revision)(nil),                   // 58: roost.v1.Revision
-	(*RolloutStatus)(nil),              // 59: roost.v1.RolloutStatus
-	(*ClusterStatus)(nil),              // 60: roost.v1.ClusterStatus
-	(*EventObject)(nil),                // 61: roost.v1.EventObject
+	(*RegisterServer)(nil),             // 21: roost.v1.RegisterServer
+	(*UpdateServerBMC)(nil),            // 22: roost.v1.UpdateServerBMC
+	(*NewMachine)(nil),                 // 23: roost.v1.NewMachine
+	(*CreateMachines)(nil),             // 24: roost.v1.CreateMachines
+	(*DeleteMachines)(nil),             // 25: roost.v1.DeleteMachines
+	(*PutRevision)(nil),                // 26: roost.v1.PutRevision
+	(*GrantLease)(nil),                 // 27: roost.v1.GrantLease
+	(*ReleaseLeases)(nil),              // 28: roost.v1.ReleaseLeases
+	(*Snapshot)(nil),                   // 29: roost.v1.Snapshot
+	(*RequestRecord)(nil),              // 30: roost.v1.RequestRecord
+	(*RecordedResult)(nil),             // 31: roost.v1.RecordedResult
+	(*ControlRollout)(nil),             // 32: roost.v1.ControlRollout
+	(*SetConditions)(nil),              // 33: roost.v1.SetConditions
+	(*UpdatePoolRollout)(nil),          // 34: roost.v1.UpdatePoolRollout
+	(*TrustedKey)(nil),                 // 35: roost.v1.TrustedKey
+	(*PutTrustedKey)(nil),              // 36: roost.v1.PutTrustedKey
+	(*DeleteTrustedKey)(nil),           // 37: roost.v1.DeleteTrustedKey
+	(*PromoteImageRelease)(nil),        // 38: roost.v1.PromoteImageRelease
+	(*UpdateClusterStatus)(nil),        // 39: roost.v1.UpdateClusterStatus
+	(*UpdateMachineClusterStatus)(nil), // 40: roost.v1.UpdateMachineClusterStatus
+	(*BootstrapToken)(nil),             // 41: roost.v1.BootstrapToken
+	(*PutBootstrapToken)(nil),          // 42: roost.v1.PutBootstrapToken
+	(*DeleteBootstrapTokens)(nil),      // 43: roost.v1.DeleteBootstrapTokens
+	(*User)(nil),                       // 44: roost.v1.User
+	(*UserCertificate)(nil),            // 45: roost.v1.UserCertificate
+	(*PutUserCertificate)(nil),         // 46: roost.v1.PutUserCertificate
+	(*RevokeUser)(nil),                 // 47: roost.v1.RevokeUser
+	(*RecordEvents)(nil),               // 48: roost.v1.RecordEvents
+	(*EventRecord)(nil),                // 49: roost.v1.EventRecord
+	nil,                                // 50: roost.v1.ModifyServer.SetLabelsEntry
+	(*timestamppb.Timestamp)(nil),      // 51: google.protobuf.Timestamp
+	(*Object)(nil),                     // 52: roost.v1.Object
+	(*ServerIdentity)(nil),             // 53: roost.v1.ServerIdentity
+	(*Inventory)(nil),                  // 54: roost.v1.Inventory
+	(*EnrollmentToken)(nil),            // 55: roost.v1.EnrollmentToken
+	(*Condition)(nil),                  // 56: roost.v1.Condition
+	(*FailedRevision)(nil),             // 57: roost.v1.FailedRevision
+	(*CleaningResult)(nil),             // 58: roost.v1.CleaningResult
+	(ServerAction)(0),                  // 59: roost.v1.ServerAction
+	(*BMC)(nil),                        // 60: roost.v1.BMC
+	(*Revision)(nil),                   // 61: roost.v1.Revision
+	(*RolloutStatus)(nil),              // 62: roost.v1.RolloutStatus
+	(*ClusterStatus)(nil),              // 63: roost.v1.ClusterStatus
+	(*EventObject)(nil),                // 64: roost.v1.EventObject
 }
 var file_roost_v1_raft_proto_depIdxs = []int32{
-	49, // 0: roost.v1.Command.time:type_name -> google.protobuf.Timestamp
+	51, // 0: roost.v1.Command.time:type_name -> google.protobuf.Timestamp
 	2,  // 1: roost.v1.Command.apply_objects:type_name -> roost.v1.ApplyObjects
 	3,  // 2: roost.v1.Command.delete_object:type_name -> roost.v1.DeleteObject
 	5,  // 3: roost.v1.Command.init_ca:type_name -> roost.v1.InitCA
@@ -4131,80 +4419,84 @@ var file_roost_v1_raft_proto_depIdxs = []int32{
 	17, // 11: roost.v1.Command.update_server_status:type_name -> roost.v1.UpdateServerStatus
 	19, // 12: roost.v1.Command.set_server_reachability:type_name -> roost.v1.SetServerReachability
 	20, // 13: roost.v1.Command.modify_server:type_name -> roost.v1.ModifyServer
-	22, // 14: roost.v1.Command.create_machines:type_name -> roost.v1.CreateMachines
-	23, // 15: roost.v1.Command.delete_machines:type_name -> roost.v1.DeleteMachines
-	24, // 16: roost.v1.Command.put_revision:type_name -> roost.v1.PutRevision
-	25, // 17: roost.v1.Command.grant_lease:type_name -> roost.v1.GrantLease
-	26, // 18: roost.v1.Command.release_leases:type_name -> roost.v1.ReleaseLeases
-	37, // 19: roost.v1.Command.update_cluster_status:type_name -> roost.v1.UpdateClusterStatus
-	38, // 20: roost.v1.Command.update_machine_cluster_status:type_name -> roost.v1.UpdateMachineClusterStatus
-	40, // 21: roost.v1.Command.put_bootstrap_token:type_name -> roost.v1.PutBootstrapToken
-	41, // 22: roost.v1.Command.delete_bootstrap_tokens:type_name -> roost.v1.DeleteBootstrapTokens
-	30, // 23: roost.v1.Command.control_rollout:type_name -> roost.v1.ControlRollout
-	32, // 24: roost.v1.Command.update_pool_rollout:type_name -> roost.v1.UpdatePoolRollout
-	34, // 25: roost.v1.Command.put_trusted_key:type_name -> roost.v1.PutTrustedKey
-	35, // 26: roost.v1.Command.delete_trusted_key:type_name -> roost.v1.DeleteTrustedKey
-	36, // 27: roost.v1.Command.promote_image_release:type_name -> roost.v1.PromoteImageRelease
-	31, // 28: roost.v1.Command.set_conditions:type_name -> roost.v1.SetConditions
+	24, // 14: roost.v1.Command.create_machines:type_name -> roost.v1.CreateMachines
+	25, // 15: roost.v1.Command.delete_machines:type_name -> roost.v1.DeleteMachines
+	26, // 16: roost.v1.Command.put_revision:type_name -> roost.v1.PutRevision
+	27, // 17: roost.v1.Command.grant_lease:type_name -> roost.v1.GrantLease
+	28, // 18: roost.v1.Command.release_leases:type_name -> roost.v1.ReleaseLeases
+	39, // 19: roost.v1.Command.update_cluster_status:type_name -> roost.v1.UpdateClusterStatus
+	40, // 20: roost.v1.Command.update_machine_cluster_status:type_name -> roost.v1.UpdateMachineClusterStatus
+	42, // 21: roost.v1.Command.put_bootstrap_token:type_name -> roost.v1.PutBootstrapToken
+	43, // 22: roost.v1.Command.delete_bootstrap_tokens:type_name -> roost.v1.DeleteBootstrapTokens
+	32, // 23: roost.v1.Command.control_rollout:type_name -> roost.v1.ControlRollout
+	34, // 24: roost.v1.Command.update_pool_rollout:type_name -> roost.v1.UpdatePoolRollout
+	36, // 25: roost.v1.Command.put_trusted_key:type_name -> roost.v1.PutTrustedKey
+	37, // 26: roost.v1.Command.delete_trusted_key:type_name -> roost.v1.DeleteTrustedKey
+	38, // 27: roost.v1.Command.promote_image_release:type_name -> roost.v1.PromoteImageRelease
+	33, // 28: roost.v1.Command.set_conditions:type_name -> roost.v1.SetConditions
 	13, // 29: roost.v1.Command.revoke_join_tokens:type_name -> roost.v1.RevokeJoinTokens
 	12, // 30: roost.v1.Command.reregister_server:type_name -> roost.v1.ReregisterServer
-	44, // 31: roost.v1.Command.put_user_certificate:type_name -> roost.v1.PutUserCertificate
-	45, // 32: roost.v1.Command.revoke_user:type_name -> roost.v1.RevokeUser
-	46, // 33: roost.v1.Command.record_events:type_name -> roost.v1.RecordEvents
-	50, // 34: roost.v1.ApplyObjects.objects:type_name -> roost.v1.Object
-	4,  // 35: roost.v1.InitCA.ca:type_name -> roost.v1.CertificateAuthority
-	6,  // 36: roost.v1.PutMember.member:type_name -> roost.v1.HubMember
-	49, // 37: roost.v1.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
-	49, // 38: roost.v1.JoinToken.revoked_at:type_name -> google.protobuf.Timestamp
-	9,  // 39: roost.v1.PutJoinToken.token:type_name -> roost.v1.JoinToken
-	51, // 40: roost.v1.ReregisterServer.identity:type_name -> roost.v1.ServerIdentity
-	52, // 41: roost.v1.ReregisterServer.inventory:type_name -> roost.v1.Inventory
-	53, // 42: roost.v1.PutEnrollmentToken.token:type_name -> roost.v1.EnrollmentToken
-	51, // 43: roost.v1.EnrollServer.identity:type_name -> roost.v1.ServerIdentity
-	52, // 44: roost.v1.EnrollServer.inventory:type_name -> roost.v1.Inventory
-	52, // 45: roost.v1.UpdateServerStatus.inventory:type_name -> roost.v1.Inventory
-	54, // 46: roost.v1.UpdateServerStatus.conditions:type_name -> roost.v1.Condition
-	55, // 47: roost.v1.UpdateServerStatus.failed_revisions:type_name -> roost.v1.FailedRevision
-	56, // 48: roost.v1.UpdateServerStatus.cleaning_result:type_name -> roost.v1.CleaningResult
-	49, // 49: roost.v1.ReachabilityChange.last_seen:type_name -> google.protobuf.Timestamp
-	18, // 50: roost.v1.SetServerReachability.changes:type_name -> roost.v1.ReachabilityChange
-	57, // 51: roost.v1.ModifyServer.action:type_name -> roost.v1.ServerAction
-	48, // 52: roost.v1.ModifyServer.set_labels:type_name -> roost.v1.ModifyServer.SetLabelsEntry
-	21, // 53: roost.v1.CreateMachines.machines:type_name -> roost.v1.NewMachine
-	58, // 54: roost.v1.PutRevision.revision:type_name -> roost.v1.Revision
-	49, // 55: roost.v1.GrantLease.expires_at:type_name -> google.protobuf.Timestamp
-	50, // 56: roost.v1.Snapshot.objects:type_name -> roost.v1.Object
-	4,  // 57: roost.v1.Snapshot.ca:type_name -> roost.v1.CertificateAuthority
-	6,  // 58: roost.v1.Snapshot.members:type_name -> roost.v1.HubMember
-	9,  // 59: roost.v1.Snapshot.join_tokens:type_name -> roost.v1.JoinToken
-	39, // 60: roost.v1.Snapshot.bootstrap_tokens:type_name -> roost.v1.BootstrapToken
-	33, // 61: roost.v1.Snapshot.trusted_keys:type_name -> roost.v1.TrustedKey
-	28, // 62: roost.v1.Snapshot.requests:type_name -> roost.v1.RequestRecord
-	42, // 63: roost.v1.Snapshot.users:type_name -> roost.v1.User
-	49, // 64: roost.v1.RequestRecord.time:type_name -> google.protobuf.Timestamp
-	29, // 65: roost.v1.RequestRecord.results:type_name -> roost.v1.RecordedResult
-	0,  // 66: roost.v1.ControlRollout.action:type_name -> roost.v1.RolloutAction
-	54, // 67: roost.v1.SetConditions.set:type_name -> roost.v1.Condition
-	59, // 68: roost.v1.UpdatePoolRollout.status:type_name -> roost.v1.RolloutStatus
-	49, // 69: roost.v1.TrustedKey.added_at:type_name -> google.protobuf.Timestamp
-	33, // 70: roost.v1.PutTrustedKey.key:type_name -> roost.v1.TrustedKey
-	60, // 71: roost.v1.UpdateClusterStatus.status:type_name -> roost.v1.ClusterStatus
-	54, // 72: roost.v1.UpdateMachineClusterStatus.conditions:type_name -> roost.v1.Condition
-	49, // 73: roost.v1.BootstrapToken.expires_at:type_name -> google.protobuf.Timestamp
-	39, // 74: roost.v1.PutBootstrapToken.token:type_name -> roost.v1.BootstrapToken
-	43, // 75: roost.v1.User.certificates:type_name -> roost.v1.UserCertificate
-	49, // 76: roost.v1.User.created_at:type_name -> google.protobuf.Timestamp
-	49, // 77: roost.v1.User.revoked_at:type_name -> google.protobuf.Timestamp
-	49, // 78: roost.v1.UserCertificate.not_before:type_name -> google.protobuf.Timestamp
-	49, // 79: roost.v1.UserCertificate.not_after:type_name -> google.protobuf.Timestamp
-	43, // 80: roost.v1.PutUserCertificate.certificate:type_name -> roost.v1.UserCertificate
-	47, // 81: roost.v1.RecordEvents.events:type_name -> roost.v1.EventRecord
-	61, // 82: roost.v1.EventRecord.involved_object:type_name -> roost.v1.EventObject
-	83, // [83:83] is the sub-list for method output_type
-	83, // [83:83] is the sub-list for method input_type
-	83, // [83:83] is the sub-list for extension type_name
-	83, // [83:83] is the sub-list for extension extendee
-	0,  // [0:83] is the sub-list for field type_name
+	46, // 31: roost.v1.Command.put_user_certificate:type_name -> roost.v1.PutUserCertificate
+	47, // 32: roost.v1.Command.revoke_user:type_name -> roost.v1.RevokeUser
+	48, // 33: roost.v1.Command.record_events:type_name -> roost.v1.RecordEvents
+	21, // 34: roost.v1.Command.register_server:type_name -> roost.v1.RegisterServer
+	22, // 35: roost.v1.Command.update_server_bmc:type_name -> roost.v1.UpdateServerBMC
+	52, // 36: roost.v1.ApplyObjects.objects:type_name -> roost.v1.Object
+	4,  // 37: roost.v1.InitCA.ca:type_name -> roost.v1.CertificateAuthority
+	6,  // 38: roost.v1.PutMember.member:type_name -> roost.v1.HubMember
+	51, // 39: roost.v1.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
+	51, // 40: roost.v1.JoinToken.revoked_at:type_name -> google.protobuf.Timestamp
+	9,  // 41: roost.v1.PutJoinToken.token:type_name -> roost.v1.JoinToken
+	53, // 42: roost.v1.ReregisterServer.identity:type_name -> roost.v1.ServerIdentity
+	54, // 43: roost.v1.ReregisterServer.inventory:type_name -> roost.v1.Inventory
+	55, // 44: roost.v1.PutEnrollmentToken.token:type_name -> roost.v1.EnrollmentToken
+	53, // 45: roost.v1.EnrollServer.identity:type_name -> roost.v1.ServerIdentity
+	54, // 46: roost.v1.EnrollServer.inventory:type_name -> roost.v1.Inventory
+	54, // 47: roost.v1.UpdateServerStatus.inventory:type_name -> roost.v1.Inventory
+	56, // 48: roost.v1.UpdateServerStatus.conditions:type_name -> roost.v1.Condition
+	57, // 49: roost.v1.UpdateServerStatus.failed_revisions:type_name -> roost.v1.FailedRevision
+	58, // 50: roost.v1.UpdateServerStatus.cleaning_result:type_name -> roost.v1.CleaningResult
+	51, // 51: roost.v1.ReachabilityChange.last_seen:type_name -> google.protobuf.Timestamp
+	18, // 52: roost.v1.SetServerReachability.changes:type_name -> roost.v1.ReachabilityChange
+	59, // 53: roost.v1.ModifyServer.action:type_name -> roost.v1.ServerAction
+	50, // 54: roost.v1.ModifyServer.set_labels:type_name -> roost.v1.ModifyServer.SetLabelsEntry
+	60, // 55: roost.v1.RegisterServer.bmc:type_name -> roost.v1.BMC
+	56, // 56: roost.v1.UpdateServerBMC.set:type_name -> roost.v1.Condition
+	23, // 57: roost.v1.CreateMachines.machines:type_name -> roost.v1.NewMachine
+	61, // 58: roost.v1.PutRevision.revision:type_name -> roost.v1.Revision
+	51, // 59: roost.v1.GrantLease.expires_at:type_name -> google.protobuf.Timestamp
+	52, // 60: roost.v1.Snapshot.objects:type_name -> roost.v1.Object
+	4,  // 61: roost.v1.Snapshot.ca:type_name -> roost.v1.CertificateAuthority
+	6,  // 62: roost.v1.Snapshot.members:type_name -> roost.v1.HubMember
+	9,  // 63: roost.v1.Snapshot.join_tokens:type_name -> roost.v1.JoinToken
+	41, // 64: roost.v1.Snapshot.bootstrap_tokens:type_name -> roost.v1.BootstrapToken
+	35, // 65: roost.v1.Snapshot.trusted_keys:type_name -> roost.v1.TrustedKey
+	30, // 66: roost.v1.Snapshot.requests:type_name -> roost.v1.RequestRecord
+	44, // 67: roost.v1.Snapshot.users:type_name -> roost.v1.User
+	51, // 68: roost.v1.RequestRecord.time:type_name -> google.protobuf.Timestamp
+	31, // 69: roost.v1.RequestRecord.results:type_name -> roost.v1.RecordedResult
+	0,  // 70: roost.v1.ControlRollout.action:type_name -> roost.v1.RolloutAction
+	56, // 71: roost.v1.SetConditions.set:type_name -> roost.v1.Condition
+	62, // 72: roost.v1.UpdatePoolRollout.status:type_name -> roost.v1.RolloutStatus
+	51, // 73: roost.v1.TrustedKey.added_at:type_name -> google.protobuf.Timestamp
+	35, // 74: roost.v1.PutTrustedKey.key:type_name -> roost.v1.TrustedKey
+	63, // 75: roost.v1.UpdateClusterStatus.status:type_name -> roost.v1.ClusterStatus
+	56, // 76: roost.v1.UpdateMachineClusterStatus.conditions:type_name -> roost.v1.Condition
+	51, // 77: roost.v1.BootstrapToken.expires_at:type_name -> google.protobuf.Timestamp
+	41, // 78: roost.v1.PutBootstrapToken.token:type_name -> roost.v1.BootstrapToken
+	45, // 79: roost.v1.User.certificates:type_name -> roost.v1.UserCertificate
+	51, // 80: roost.v1.User.created_at:type_name -> google.protobuf.Timestamp
+	51, // 81: roost.v1.User.revoked_at:type_name -> google.protobuf.Timestamp
+	51, // 82: roost.v1.UserCertificate.not_before:type_name -> google.protobuf.Timestamp
+	51, // 83: roost.v1.UserCertificate.not_after:type_name -> google.protobuf.Timestamp
+	45, // 84: roost.v1.PutUserCertificate.certificate:type_name -> roost.v1.UserCertificate
+	49, // 85: roost.v1.RecordEvents.events:type_name -> roost.v1.EventRecord
+	64, // 86: roost.v1.EventRecord.involved_object:type_name -> roost.v1.EventObject
+	87, // [87:87] is the sub-list for method output_type
+	87, // [87:87] is the sub-list for method input_type
+	87, // [87:87] is the sub-list for extension type_name
+	87, // [87:87] is the sub-list for extension extendee
+	0,  // [0:87] is the sub-list for field type_name
 }
 
 func init() { file_roost_v1_raft_proto_init() }
@@ -4249,6 +4541,8 @@ func file_roost_v1_raft_proto_init() {
 		(*Command_PutUserCertificate)(nil),
 		(*Command_RevokeUser)(nil),
 		(*Command_RecordEvents)(nil),
+		(*Command_RegisterServer)(nil),
+		(*Command_UpdateServerBmc)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -4256,7 +4550,7 @@ func file_roost_v1_raft_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_roost_v1_raft_proto_rawDesc), len(file_roost_v1_raft_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   48,
+			NumMessages:   50,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -44,6 +44,15 @@ const (
 	// claimed (CleaningFailed, Cleaning or Available): its agent wipes it
 	// again (roostctl server clean).
 	ServerAction_SERVER_ACTION_CLEAN ServerAction = 10
+	// SERVER_ACTION_POWER powers the Server on, off or cycles it through its
+	// BMC (power: on, off, cycle).
+	ServerAction_SERVER_ACTION_POWER ServerAction = 35
+	// SERVER_ACTION_BOOT_ONCE makes the Server boot once from boot_device
+	// (cd, pxe, disk) at its next boot, through its BMC.
+	ServerAction_SERVER_ACTION_BOOT_ONCE ServerAction = 36
+	// SERVER_ACTION_PROVISION inserts the enrollment ISO media_digest as
+	// virtual media, boots once from it and powers the Server on.
+	ServerAction_SERVER_ACTION_PROVISION ServerAction = 37
 )
 
 // Enum value maps for ServerAction.
@@ -57,6 +66,9 @@ var (
 		5:  "SERVER_ACTION_DECOMMISSION",
 		6:  "SERVER_ACTION_LABEL",
 		10: "SERVER_ACTION_CLEAN",
+		35: "SERVER_ACTION_POWER",
+		36: "SERVER_ACTION_BOOT_ONCE",
+		37: "SERVER_ACTION_PROVISION",
 	}
 	ServerAction_value = map[string]int32{
 		"SERVER_ACTION_UNSPECIFIED":  0,
@@ -67,6 +79,9 @@ var (
 		"SERVER_ACTION_DECOMMISSION": 5,
 		"SERVER_ACTION_LABEL":        6,
 		"SERVER_ACTION_CLEAN":        10,
+		"SERVER_ACTION_POWER":        35,
+		"SERVER_ACTION_BOOT_ONCE":    36,
+		"SERVER_ACTION_PROVISION":    37,
 	}
 )
 
@@ -2487,8 +2502,12 @@ type ServerSpec struct {
 	// pool pre-assigns the Server to a Pool (from its enrollment token).
 	Pool string `protobuf:"bytes,4,opt,name=pool,proto3" json:"pool,omitempty"`
 	// permanent_macs are the permanent MAC addresses the Server enrolled with,
-	// sorted.
+	// sorted; for a Server registered before it enrolled, the MACs the
+	// operator gave (roostctl server register --mac), matched at enrollment.
 	PermanentMacs []string `protobuf:"bytes,5,rep,name=permanent_macs,json=permanentMacs,proto3" json:"permanent_macs,omitempty"`
+	// bmc is the Server's baseboard management controller (roostctl server
+	// register); unset when the hub has none.
+	Bmc           *BMC `protobuf:"bytes,34,opt,name=bmc,proto3" json:"bmc,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2558,6 +2577,272 @@ func (x *ServerSpec) GetPermanentMacs() []string {
 	return nil
 }
 
+func (x *ServerSpec) GetBmc() *BMC {
+	if x != nil {
+		return x.Bmc
+	}
+	return nil
+}
+
+// BMC is a Server's baseboard management controller, reached over Redfish.
+type BMC struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// address is the Redfish ComputerSystem that is the Server:
+	// redfish+https://HOST[:PORT]/redfish/v1/Systems/ID (redfish+http only
+	// for tests and emulators). Never holds user information.
+	Address string `protobuf:"bytes,1,opt,name=address,proto3" json:"address,omitempty"`
+	// username of the BMC account. Write-only: never returned by reads
+	// (status.bmc.credentialsSet says whether credentials are stored).
+	Username string `protobuf:"bytes,2,opt,name=username,proto3" json:"username,omitempty"`
+	// password of the BMC account. Write-only like username.
+	Password string `protobuf:"bytes,3,opt,name=password,proto3" json:"password,omitempty"`
+	// insecure_skip_verify skips verification of the BMC's TLS certificate
+	// (default false). The hub warns: anyone on the management network could
+	// then read the BMC credentials.
+	InsecureSkipVerify bool `protobuf:"varint,4,opt,name=insecure_skip_verify,json=insecureSkipVerify,proto3" json:"insecure_skip_verify,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *BMC) Reset() {
+	*x = BMC{}
+	mi := &file_roost_v1_resources_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BMC) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BMC) ProtoMessage() {}
+
+func (x *BMC) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_resources_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BMC.ProtoReflect.Descriptor instead.
+func (*BMC) Descriptor() ([]byte, []int) {
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *BMC) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *BMC) GetUsername() string {
+	if x != nil {
+		return x.Username
+	}
+	return ""
+}
+
+func (x *BMC) GetPassword() string {
+	if x != nil {
+		return x.Password
+	}
+	return ""
+}
+
+func (x *BMC) GetInsecureSkipVerify() bool {
+	if x != nil {
+		return x.InsecureSkipVerify
+	}
+	return false
+}
+
+// BMCStatus is what the hub's BMC controller observed and has to do.
+type BMCStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// power_state is the power state the BMC last reported: On, Off,
+	// PoweringOn, PoweringOff or Unknown; empty before the first answer.
+	PowerState string `protobuf:"bytes,1,opt,name=power_state,json=powerState,proto3" json:"power_state,omitempty"`
+	// credentials_set says the BMC's username and password are stored.
+	CredentialsSet bool `protobuf:"varint,2,opt,name=credentials_set,json=credentialsSet,proto3" json:"credentials_set,omitempty"`
+	// operation is the requested BMC operation the controller has not
+	// finished yet (roostctl server power/boot/provision); unset when none.
+	Operation *BMCOperation `protobuf:"bytes,3,opt,name=operation,proto3" json:"operation,omitempty"`
+	// media_digest is the hex sha256 digest of the image the hub inserted as
+	// virtual media; empty when it inserted none (or ejected it).
+	MediaDigest string `protobuf:"bytes,4,opt,name=media_digest,json=mediaDigest,proto3" json:"media_digest,omitempty"`
+	// system_uuid is the ComputerSystem UUID the BMC reports (lower case),
+	// matched against the agent's SMBIOS UUID at enrollment.
+	SystemUuid string `protobuf:"bytes,5,opt,name=system_uuid,json=systemUuid,proto3" json:"system_uuid,omitempty"`
+	// recovery_fencing_token is the fencing token of the reboot Lease during
+	// which the hub power-cycled the Server because its agent did not come
+	// back (once per Lease); 0 when it never did.
+	RecoveryFencingToken uint64 `protobuf:"varint,6,opt,name=recovery_fencing_token,json=recoveryFencingToken,proto3" json:"recovery_fencing_token,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
+}
+
+func (x *BMCStatus) Reset() {
+	*x = BMCStatus{}
+	mi := &file_roost_v1_resources_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BMCStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BMCStatus) ProtoMessage() {}
+
+func (x *BMCStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_resources_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BMCStatus.ProtoReflect.Descriptor instead.
+func (*BMCStatus) Descriptor() ([]byte, []int) {
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *BMCStatus) GetPowerState() string {
+	if x != nil {
+		return x.PowerState
+	}
+	return ""
+}
+
+func (x *BMCStatus) GetCredentialsSet() bool {
+	if x != nil {
+		return x.CredentialsSet
+	}
+	return false
+}
+
+func (x *BMCStatus) GetOperation() *BMCOperation {
+	if x != nil {
+		return x.Operation
+	}
+	return nil
+}
+
+func (x *BMCStatus) GetMediaDigest() string {
+	if x != nil {
+		return x.MediaDigest
+	}
+	return ""
+}
+
+func (x *BMCStatus) GetSystemUuid() string {
+	if x != nil {
+		return x.SystemUuid
+	}
+	return ""
+}
+
+func (x *BMCStatus) GetRecoveryFencingToken() uint64 {
+	if x != nil {
+		return x.RecoveryFencingToken
+	}
+	return 0
+}
+
+// BMCOperation is one request to act on a Server through its BMC, recorded
+// through Raft and carried out by the hub's BMC controller; its outcome is
+// the Server's BMCOperation condition.
+type BMCOperation struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id names the request (chosen by the hub when it records it).
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// action is PowerOn, PowerOff, PowerCycle, BootOnce or Provision.
+	Action string `protobuf:"bytes,2,opt,name=action,proto3" json:"action,omitempty"`
+	// boot_device for BootOnce: cd, pxe or disk.
+	BootDevice string `protobuf:"bytes,3,opt,name=boot_device,json=bootDevice,proto3" json:"boot_device,omitempty"`
+	// media_digest for Provision: the hex sha256 digest (64 lower-case digits) of the enrollment ISO
+	// in the hub's artifact store, inserted as virtual media.
+	MediaDigest   string                 `protobuf:"bytes,4,opt,name=media_digest,json=mediaDigest,proto3" json:"media_digest,omitempty"`
+	RequestedAt   *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=requested_at,json=requestedAt,proto3" json:"requested_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BMCOperation) Reset() {
+	*x = BMCOperation{}
+	mi := &file_roost_v1_resources_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BMCOperation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BMCOperation) ProtoMessage() {}
+
+func (x *BMCOperation) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_resources_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BMCOperation.ProtoReflect.Descriptor instead.
+func (*BMCOperation) Descriptor() ([]byte, []int) {
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *BMCOperation) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *BMCOperation) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
+func (x *BMCOperation) GetBootDevice() string {
+	if x != nil {
+		return x.BootDevice
+	}
+	return ""
+}
+
+func (x *BMCOperation) GetMediaDigest() string {
+	if x != nil {
+		return x.MediaDigest
+	}
+	return ""
+}
+
+func (x *BMCOperation) GetRequestedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RequestedAt
+	}
+	return nil
+}
+
 type ServerStatus struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
 	AgentVersion string                 `protobuf:"bytes,1,opt,name=agent_version,json=agentVersion,proto3" json:"agent_version,omitempty"`
@@ -2587,14 +2872,16 @@ type ServerStatus struct {
 	ImageVersion string `protobuf:"bytes,13,opt,name=image_version,json=imageVersion,proto3" json:"image_version,omitempty"`
 	// cleaning is the Server's current or last cleaning (set by the hub
 	// when a Machine releases it or it is decommissioned).
-	Cleaning      *ServerCleaning `protobuf:"bytes,36,opt,name=cleaning,proto3" json:"cleaning,omitempty"`
+	Cleaning *ServerCleaning `protobuf:"bytes,36,opt,name=cleaning,proto3" json:"cleaning,omitempty"`
+	// bmc is what the hub knows of the Server's BMC (unset without spec.bmc).
+	Bmc           *BMCStatus `protobuf:"bytes,42,opt,name=bmc,proto3" json:"bmc,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ServerStatus) Reset() {
 	*x = ServerStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[30]
+	mi := &file_roost_v1_resources_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2606,7 +2893,7 @@ func (x *ServerStatus) String() string {
 func (*ServerStatus) ProtoMessage() {}
 
 func (x *ServerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[30]
+	mi := &file_roost_v1_resources_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2619,7 +2906,7 @@ func (x *ServerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerStatus.ProtoReflect.Descriptor instead.
 func (*ServerStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{30}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ServerStatus) GetAgentVersion() string {
@@ -2720,6 +3007,13 @@ func (x *ServerStatus) GetCleaning() *ServerCleaning {
 	return nil
 }
 
+func (x *ServerStatus) GetBmc() *BMCStatus {
+	if x != nil {
+		return x.Bmc
+	}
+	return nil
+}
+
 // ServerCleaning is a Server's current or last cleaning.
 type ServerCleaning struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2756,7 +3050,7 @@ type ServerCleaning struct {
 
 func (x *ServerCleaning) Reset() {
 	*x = ServerCleaning{}
-	mi := &file_roost_v1_resources_proto_msgTypes[31]
+	mi := &file_roost_v1_resources_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2768,7 +3062,7 @@ func (x *ServerCleaning) String() string {
 func (*ServerCleaning) ProtoMessage() {}
 
 func (x *ServerCleaning) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[31]
+	mi := &file_roost_v1_resources_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2781,7 +3075,7 @@ func (x *ServerCleaning) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerCleaning.ProtoReflect.Descriptor instead.
 func (*ServerCleaning) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{31}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ServerCleaning) GetMode() string {
@@ -2875,7 +3169,7 @@ type Machine struct {
 
 func (x *Machine) Reset() {
 	*x = Machine{}
-	mi := &file_roost_v1_resources_proto_msgTypes[32]
+	mi := &file_roost_v1_resources_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2887,7 +3181,7 @@ func (x *Machine) String() string {
 func (*Machine) ProtoMessage() {}
 
 func (x *Machine) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[32]
+	mi := &file_roost_v1_resources_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2900,7 +3194,7 @@ func (x *Machine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Machine.ProtoReflect.Descriptor instead.
 func (*Machine) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{32}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Machine) GetApiVersion() string {
@@ -2956,7 +3250,7 @@ type MachineSpec struct {
 
 func (x *MachineSpec) Reset() {
 	*x = MachineSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[33]
+	mi := &file_roost_v1_resources_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2968,7 +3262,7 @@ func (x *MachineSpec) String() string {
 func (*MachineSpec) ProtoMessage() {}
 
 func (x *MachineSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[33]
+	mi := &file_roost_v1_resources_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2981,7 +3275,7 @@ func (x *MachineSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MachineSpec.ProtoReflect.Descriptor instead.
 func (*MachineSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{33}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *MachineSpec) GetServer() string {
@@ -3044,7 +3338,7 @@ type MachineStatus struct {
 
 func (x *MachineStatus) Reset() {
 	*x = MachineStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[34]
+	mi := &file_roost_v1_resources_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3056,7 +3350,7 @@ func (x *MachineStatus) String() string {
 func (*MachineStatus) ProtoMessage() {}
 
 func (x *MachineStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[34]
+	mi := &file_roost_v1_resources_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3069,7 +3363,7 @@ func (x *MachineStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MachineStatus.ProtoReflect.Descriptor instead.
 func (*MachineStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{34}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *MachineStatus) GetPhase() string {
@@ -3138,7 +3432,7 @@ type Revision struct {
 
 func (x *Revision) Reset() {
 	*x = Revision{}
-	mi := &file_roost_v1_resources_proto_msgTypes[35]
+	mi := &file_roost_v1_resources_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3150,7 +3444,7 @@ func (x *Revision) String() string {
 func (*Revision) ProtoMessage() {}
 
 func (x *Revision) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[35]
+	mi := &file_roost_v1_resources_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3163,7 +3457,7 @@ func (x *Revision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Revision.ProtoReflect.Descriptor instead.
 func (*Revision) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{35}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Revision) GetApiVersion() string {
@@ -3220,7 +3514,7 @@ type RevisionStatus struct {
 
 func (x *RevisionStatus) Reset() {
 	*x = RevisionStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[36]
+	mi := &file_roost_v1_resources_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3232,7 +3526,7 @@ func (x *RevisionStatus) String() string {
 func (*RevisionStatus) ProtoMessage() {}
 
 func (x *RevisionStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[36]
+	mi := &file_roost_v1_resources_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3245,7 +3539,7 @@ func (x *RevisionStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevisionStatus.ProtoReflect.Descriptor instead.
 func (*RevisionStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{36}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *RevisionStatus) GetPhase() string {
@@ -3283,7 +3577,7 @@ type ImageRelease struct {
 
 func (x *ImageRelease) Reset() {
 	*x = ImageRelease{}
-	mi := &file_roost_v1_resources_proto_msgTypes[37]
+	mi := &file_roost_v1_resources_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3295,7 +3589,7 @@ func (x *ImageRelease) String() string {
 func (*ImageRelease) ProtoMessage() {}
 
 func (x *ImageRelease) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[37]
+	mi := &file_roost_v1_resources_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3308,7 +3602,7 @@ func (x *ImageRelease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageRelease.ProtoReflect.Descriptor instead.
 func (*ImageRelease) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{37}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ImageRelease) GetApiVersion() string {
@@ -3367,7 +3661,7 @@ type ImageReleaseSpec struct {
 
 func (x *ImageReleaseSpec) Reset() {
 	*x = ImageReleaseSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[38]
+	mi := &file_roost_v1_resources_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3379,7 +3673,7 @@ func (x *ImageReleaseSpec) String() string {
 func (*ImageReleaseSpec) ProtoMessage() {}
 
 func (x *ImageReleaseSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[38]
+	mi := &file_roost_v1_resources_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3392,7 +3686,7 @@ func (x *ImageReleaseSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageReleaseSpec.ProtoReflect.Descriptor instead.
 func (*ImageReleaseSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{38}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ImageReleaseSpec) GetVersion() string {
@@ -3459,7 +3753,7 @@ type ImageReleaseStatus struct {
 
 func (x *ImageReleaseStatus) Reset() {
 	*x = ImageReleaseStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[39]
+	mi := &file_roost_v1_resources_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3471,7 +3765,7 @@ func (x *ImageReleaseStatus) String() string {
 func (*ImageReleaseStatus) ProtoMessage() {}
 
 func (x *ImageReleaseStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[39]
+	mi := &file_roost_v1_resources_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3484,7 +3778,7 @@ func (x *ImageReleaseStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageReleaseStatus.ProtoReflect.Descriptor instead.
 func (*ImageReleaseStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{39}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{42}
 }
 
 // Extension is one version of a signed systemd-sysext image (squashfs with
@@ -3504,7 +3798,7 @@ type Extension struct {
 
 func (x *Extension) Reset() {
 	*x = Extension{}
-	mi := &file_roost_v1_resources_proto_msgTypes[40]
+	mi := &file_roost_v1_resources_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3516,7 +3810,7 @@ func (x *Extension) String() string {
 func (*Extension) ProtoMessage() {}
 
 func (x *Extension) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[40]
+	mi := &file_roost_v1_resources_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3529,7 +3823,7 @@ func (x *Extension) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Extension.ProtoReflect.Descriptor instead.
 func (*Extension) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{40}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *Extension) GetApiVersion() string {
@@ -3590,7 +3884,7 @@ type ExtensionSpec struct {
 
 func (x *ExtensionSpec) Reset() {
 	*x = ExtensionSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[41]
+	mi := &file_roost_v1_resources_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3602,7 +3896,7 @@ func (x *ExtensionSpec) String() string {
 func (*ExtensionSpec) ProtoMessage() {}
 
 func (x *ExtensionSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[41]
+	mi := &file_roost_v1_resources_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3615,7 +3909,7 @@ func (x *ExtensionSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtensionSpec.ProtoReflect.Descriptor instead.
 func (*ExtensionSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{41}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ExtensionSpec) GetName() string {
@@ -3675,7 +3969,7 @@ type ExtensionStatus struct {
 
 func (x *ExtensionStatus) Reset() {
 	*x = ExtensionStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[42]
+	mi := &file_roost_v1_resources_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3687,7 +3981,7 @@ func (x *ExtensionStatus) String() string {
 func (*ExtensionStatus) ProtoMessage() {}
 
 func (x *ExtensionStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[42]
+	mi := &file_roost_v1_resources_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3700,7 +3994,7 @@ func (x *ExtensionStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtensionStatus.ProtoReflect.Descriptor instead.
 func (*ExtensionStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{42}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{45}
 }
 
 // EnrollmentToken lets new Servers enroll. Only its hash is stored.
@@ -3717,7 +4011,7 @@ type EnrollmentToken struct {
 
 func (x *EnrollmentToken) Reset() {
 	*x = EnrollmentToken{}
-	mi := &file_roost_v1_resources_proto_msgTypes[43]
+	mi := &file_roost_v1_resources_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3729,7 +4023,7 @@ func (x *EnrollmentToken) String() string {
 func (*EnrollmentToken) ProtoMessage() {}
 
 func (x *EnrollmentToken) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[43]
+	mi := &file_roost_v1_resources_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3742,7 +4036,7 @@ func (x *EnrollmentToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnrollmentToken.ProtoReflect.Descriptor instead.
 func (*EnrollmentToken) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{43}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *EnrollmentToken) GetApiVersion() string {
@@ -3799,7 +4093,7 @@ type EnrollmentTokenSpec struct {
 
 func (x *EnrollmentTokenSpec) Reset() {
 	*x = EnrollmentTokenSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[44]
+	mi := &file_roost_v1_resources_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3811,7 +4105,7 @@ func (x *EnrollmentTokenSpec) String() string {
 func (*EnrollmentTokenSpec) ProtoMessage() {}
 
 func (x *EnrollmentTokenSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[44]
+	mi := &file_roost_v1_resources_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3824,7 +4118,7 @@ func (x *EnrollmentTokenSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnrollmentTokenSpec.ProtoReflect.Descriptor instead.
 func (*EnrollmentTokenSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{44}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *EnrollmentTokenSpec) GetSecretSha256() string {
@@ -3882,7 +4176,7 @@ type EnrollmentTokenStatus struct {
 
 func (x *EnrollmentTokenStatus) Reset() {
 	*x = EnrollmentTokenStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[45]
+	mi := &file_roost_v1_resources_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3894,7 +4188,7 @@ func (x *EnrollmentTokenStatus) String() string {
 func (*EnrollmentTokenStatus) ProtoMessage() {}
 
 func (x *EnrollmentTokenStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[45]
+	mi := &file_roost_v1_resources_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3907,7 +4201,7 @@ func (x *EnrollmentTokenStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnrollmentTokenStatus.ProtoReflect.Descriptor instead.
 func (*EnrollmentTokenStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{45}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *EnrollmentTokenStatus) GetUses() int32 {
@@ -3952,7 +4246,7 @@ type Lease struct {
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_roost_v1_resources_proto_msgTypes[46]
+	mi := &file_roost_v1_resources_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3964,7 +4258,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[46]
+	mi := &file_roost_v1_resources_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3977,7 +4271,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{46}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *Lease) GetApiVersion() string {
@@ -4038,7 +4332,7 @@ type LeaseSpec struct {
 
 func (x *LeaseSpec) Reset() {
 	*x = LeaseSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[47]
+	mi := &file_roost_v1_resources_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4050,7 +4344,7 @@ func (x *LeaseSpec) String() string {
 func (*LeaseSpec) ProtoMessage() {}
 
 func (x *LeaseSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[47]
+	mi := &file_roost_v1_resources_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4063,7 +4357,7 @@ func (x *LeaseSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseSpec.ProtoReflect.Descriptor instead.
 func (*LeaseSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{47}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *LeaseSpec) GetServer() string {
@@ -4123,7 +4417,7 @@ type LeaseStatus struct {
 
 func (x *LeaseStatus) Reset() {
 	*x = LeaseStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[48]
+	mi := &file_roost_v1_resources_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4135,7 +4429,7 @@ func (x *LeaseStatus) String() string {
 func (*LeaseStatus) ProtoMessage() {}
 
 func (x *LeaseStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[48]
+	mi := &file_roost_v1_resources_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4148,7 +4442,7 @@ func (x *LeaseStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseStatus.ProtoReflect.Descriptor instead.
 func (*LeaseStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{48}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{51}
 }
 
 // Event is one entry of the operations log: what the hub did to or
@@ -4175,7 +4469,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_roost_v1_resources_proto_msgTypes[49]
+	mi := &file_roost_v1_resources_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4187,7 +4481,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[49]
+	mi := &file_roost_v1_resources_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4200,7 +4494,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{49}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *Event) GetApiVersion() string {
@@ -4260,7 +4554,7 @@ type EventSpec struct {
 
 func (x *EventSpec) Reset() {
 	*x = EventSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[50]
+	mi := &file_roost_v1_resources_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4272,7 +4566,7 @@ func (x *EventSpec) String() string {
 func (*EventSpec) ProtoMessage() {}
 
 func (x *EventSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[50]
+	mi := &file_roost_v1_resources_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4285,7 +4579,7 @@ func (x *EventSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventSpec.ProtoReflect.Descriptor instead.
 func (*EventSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{50}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *EventSpec) GetInvolvedObject() *EventObject {
@@ -4335,7 +4629,7 @@ type EventObject struct {
 
 func (x *EventObject) Reset() {
 	*x = EventObject{}
-	mi := &file_roost_v1_resources_proto_msgTypes[51]
+	mi := &file_roost_v1_resources_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4347,7 +4641,7 @@ func (x *EventObject) String() string {
 func (*EventObject) ProtoMessage() {}
 
 func (x *EventObject) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[51]
+	mi := &file_roost_v1_resources_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4360,7 +4654,7 @@ func (x *EventObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventObject.ProtoReflect.Descriptor instead.
 func (*EventObject) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{51}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *EventObject) GetKind() string {
@@ -4391,7 +4685,7 @@ type EventStatus struct {
 
 func (x *EventStatus) Reset() {
 	*x = EventStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[52]
+	mi := &file_roost_v1_resources_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4403,7 +4697,7 @@ func (x *EventStatus) String() string {
 func (*EventStatus) ProtoMessage() {}
 
 func (x *EventStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[52]
+	mi := &file_roost_v1_resources_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4416,7 +4710,7 @@ func (x *EventStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventStatus.ProtoReflect.Descriptor instead.
 func (*EventStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{52}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *EventStatus) GetCount() int32 {
@@ -4465,7 +4759,7 @@ type Object struct {
 
 func (x *Object) Reset() {
 	*x = Object{}
-	mi := &file_roost_v1_resources_proto_msgTypes[53]
+	mi := &file_roost_v1_resources_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4477,7 +4771,7 @@ func (x *Object) String() string {
 func (*Object) ProtoMessage() {}
 
 func (x *Object) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[53]
+	mi := &file_roost_v1_resources_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4490,7 +4784,7 @@ func (x *Object) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Object.ProtoReflect.Descriptor instead.
 func (*Object) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{53}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *Object) GetKind() isObject_Kind {
@@ -4908,7 +5202,7 @@ const file_roost_v1_resources_proto_rawDesc = "" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x120\n" +
 	"\bmetadata\x18\x03 \x01(\v2\x14.roost.v1.ObjectMetaR\bmetadata\x12(\n" +
 	"\x04spec\x18\x04 \x01(\v2\x14.roost.v1.ServerSpecR\x04spec\x12.\n" +
-	"\x06status\x18\x05 \x01(\v2\x16.roost.v1.ServerStatusR\x06status\"\xb7\x01\n" +
+	"\x06status\x18\x05 \x01(\v2\x16.roost.v1.ServerStatusR\x06status\"\xd8\x01\n" +
 	"\n" +
 	"ServerSpec\x12\x1f\n" +
 	"\vsystem_uuid\x18\x01 \x01(\tR\n" +
@@ -4916,7 +5210,29 @@ const file_roost_v1_resources_proto_rawDesc = "" +
 	"\x0fmac_fingerprint\x18\x02 \x01(\tR\x0emacFingerprint\x12$\n" +
 	"\runschedulable\x18\x03 \x01(\bR\runschedulable\x12\x12\n" +
 	"\x04pool\x18\x04 \x01(\tR\x04pool\x12%\n" +
-	"\x0epermanent_macs\x18\x05 \x03(\tR\rpermanentMacs\"\xe4\x04\n" +
+	"\x0epermanent_macs\x18\x05 \x03(\tR\rpermanentMacs\x12\x1f\n" +
+	"\x03bmc\x18\" \x01(\v2\r.roost.v1.BMCR\x03bmc\"\x89\x01\n" +
+	"\x03BMC\x12\x18\n" +
+	"\aaddress\x18\x01 \x01(\tR\aaddress\x12\x1a\n" +
+	"\busername\x18\x02 \x01(\tR\busername\x12\x1a\n" +
+	"\bpassword\x18\x03 \x01(\tR\bpassword\x120\n" +
+	"\x14insecure_skip_verify\x18\x04 \x01(\bR\x12insecureSkipVerify\"\x85\x02\n" +
+	"\tBMCStatus\x12\x1f\n" +
+	"\vpower_state\x18\x01 \x01(\tR\n" +
+	"powerState\x12'\n" +
+	"\x0fcredentials_set\x18\x02 \x01(\bR\x0ecredentialsSet\x124\n" +
+	"\toperation\x18\x03 \x01(\v2\x16.roost.v1.BMCOperationR\toperation\x12!\n" +
+	"\fmedia_digest\x18\x04 \x01(\tR\vmediaDigest\x12\x1f\n" +
+	"\vsystem_uuid\x18\x05 \x01(\tR\n" +
+	"systemUuid\x124\n" +
+	"\x16recovery_fencing_token\x18\x06 \x01(\x04R\x14recoveryFencingToken\"\xb9\x01\n" +
+	"\fBMCOperation\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
+	"\x06action\x18\x02 \x01(\tR\x06action\x12\x1f\n" +
+	"\vboot_device\x18\x03 \x01(\tR\n" +
+	"bootDevice\x12!\n" +
+	"\fmedia_digest\x18\x04 \x01(\tR\vmediaDigest\x12=\n" +
+	"\frequested_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\vrequestedAt\"\x8b\x05\n" +
 	"\fServerStatus\x12#\n" +
 	"\ragent_version\x18\x01 \x01(\tR\fagentVersion\x12'\n" +
 	"\x0fbooted_revision\x18\x02 \x01(\x03R\x0ebootedRevision\x12\x16\n" +
@@ -4935,7 +5251,8 @@ const file_roost_v1_resources_proto_rawDesc = "" +
 	"enrolledAt\x12-\n" +
 	"\x12applied_generation\x18\f \x01(\x03R\x11appliedGeneration\x12#\n" +
 	"\rimage_version\x18\r \x01(\tR\fimageVersion\x124\n" +
-	"\bcleaning\x18$ \x01(\v2\x18.roost.v1.ServerCleaningR\bcleaning\"\x93\x03\n" +
+	"\bcleaning\x18$ \x01(\v2\x18.roost.v1.ServerCleaningR\bcleaning\x12%\n" +
+	"\x03bmc\x18* \x01(\v2\x13.roost.v1.BMCStatusR\x03bmc\"\x93\x03\n" +
 	"\x0eServerCleaning\x12\x12\n" +
 	"\x04mode\x18\x01 \x01(\tR\x04mode\x12\x1d\n" +
 	"\n" +
@@ -5102,7 +5419,7 @@ const file_roost_v1_resources_proto_rawDesc = "" +
 	"\brevision\x18\v \x01(\v2\x12.roost.v1.RevisionH\x00R\brevision\x123\n" +
 	"\textension\x18\f \x01(\v2\x13.roost.v1.ExtensionH\x00R\textension\x12'\n" +
 	"\x05event\x18\r \x01(\v2\x0f.roost.v1.EventH\x00R\x05eventB\x06\n" +
-	"\x04kind*\xe8\x01\n" +
+	"\x04kind*\xbb\x02\n" +
 	"\fServerAction\x12\x1d\n" +
 	"\x19SERVER_ACTION_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15SERVER_ACTION_APPROVE\x10\x01\x12\x16\n" +
@@ -5112,7 +5429,10 @@ const file_roost_v1_resources_proto_rawDesc = "" +
 	"\x1aSERVER_ACTION_DECOMMISSION\x10\x05\x12\x17\n" +
 	"\x13SERVER_ACTION_LABEL\x10\x06\x12\x17\n" +
 	"\x13SERVER_ACTION_CLEAN\x10\n" +
-	"B4Z2github.com/roostfleet/roost/proto/roost/v1;roostv1b\x06proto3"
+	"\x12\x17\n" +
+	"\x13SERVER_ACTION_POWER\x10#\x12\x1b\n" +
+	"\x17SERVER_ACTION_BOOT_ONCE\x10$\x12\x1b\n" +
+	"\x17SERVER_ACTION_PROVISION\x10%B4Z2github.com/roostfleet/roost/proto/roost/v1;roostv1b\x06proto3"
 
 var (
 	file_roost_v1_resources_proto_rawDescOnce sync.Once
@@ -5127,7 +5447,7 @@ func file_roost_v1_resources_proto_rawDescGZIP() []byte {
 }
 
 var file_roost_v1_resources_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_roost_v1_resources_proto_msgTypes = make([]protoimpl.MessageInfo, 57)
+var file_roost_v1_resources_proto_msgTypes = make([]protoimpl.MessageInfo, 60)
 var file_roost_v1_resources_proto_goTypes = []any{
 	(ServerAction)(0),               // 0: roost.v1.ServerAction
 	(*Cluster)(nil),                 // 1: roost.v1.Cluster
@@ -5160,58 +5480,61 @@ var file_roost_v1_resources_proto_goTypes = []any{
 	(*RolloutStatus)(nil),           // 28: roost.v1.RolloutStatus
 	(*Server)(nil),                  // 29: roost.v1.Server
 	(*ServerSpec)(nil),              // 30: roost.v1.ServerSpec
-	(*ServerStatus)(nil),            // 31: roost.v1.ServerStatus
-	(*ServerCleaning)(nil),          // 32: roost.v1.ServerCleaning
-	(*Machine)(nil),                 // 33: roost.v1.Machine
-	(*MachineSpec)(nil),             // 34: roost.v1.MachineSpec
-	(*MachineStatus)(nil),           // 35: roost.v1.MachineStatus
-	(*Revision)(nil),                // 36: roost.v1.Revision
-	(*RevisionStatus)(nil),          // 37: roost.v1.RevisionStatus
-	(*ImageRelease)(nil),            // 38: roost.v1.ImageRelease
-	(*ImageReleaseSpec)(nil),        // 39: roost.v1.ImageReleaseSpec
-	(*ImageReleaseStatus)(nil),      // 40: roost.v1.ImageReleaseStatus
-	(*Extension)(nil),               // 41: roost.v1.Extension
-	(*ExtensionSpec)(nil),           // 42: roost.v1.ExtensionSpec
-	(*ExtensionStatus)(nil),         // 43: roost.v1.ExtensionStatus
-	(*EnrollmentToken)(nil),         // 44: roost.v1.EnrollmentToken
-	(*EnrollmentTokenSpec)(nil),     // 45: roost.v1.EnrollmentTokenSpec
-	(*EnrollmentTokenStatus)(nil),   // 46: roost.v1.EnrollmentTokenStatus
-	(*Lease)(nil),                   // 47: roost.v1.Lease
-	(*LeaseSpec)(nil),               // 48: roost.v1.LeaseSpec
-	(*LeaseStatus)(nil),             // 49: roost.v1.LeaseStatus
-	(*Event)(nil),                   // 50: roost.v1.Event
-	(*EventSpec)(nil),               // 51: roost.v1.EventSpec
-	(*EventObject)(nil),             // 52: roost.v1.EventObject
-	(*EventStatus)(nil),             // 53: roost.v1.EventStatus
-	(*Object)(nil),                  // 54: roost.v1.Object
-	nil,                             // 55: roost.v1.PoolSpec.NodeLabelsEntry
-	nil,                             // 56: roost.v1.ImageReleaseSpec.ComponentsEntry
-	nil,                             // 57: roost.v1.EnrollmentTokenSpec.ServerLabelsEntry
-	(*ObjectMeta)(nil),              // 58: roost.v1.ObjectMeta
-	(*durationpb.Duration)(nil),     // 59: google.protobuf.Duration
-	(*Condition)(nil),               // 60: roost.v1.Condition
-	(*InstallDiskHints)(nil),        // 61: roost.v1.InstallDiskHints
-	(*IntOrString)(nil),             // 62: roost.v1.IntOrString
-	(*timestamppb.Timestamp)(nil),   // 63: google.protobuf.Timestamp
-	(*Inventory)(nil),               // 64: roost.v1.Inventory
-	(*RevisionSpec)(nil),            // 65: roost.v1.RevisionSpec
-	(*Artifact)(nil),                // 66: roost.v1.Artifact
+	(*BMC)(nil),                     // 31: roost.v1.BMC
+	(*BMCStatus)(nil),               // 32: roost.v1.BMCStatus
+	(*BMCOperation)(nil),            // 33: roost.v1.BMCOperation
+	(*ServerStatus)(nil),            // 34: roost.v1.ServerStatus
+	(*ServerCleaning)(nil),          // 35: roost.v1.ServerCleaning
+	(*Machine)(nil),                 // 36: roost.v1.Machine
+	(*MachineSpec)(nil),             // 37: roost.v1.MachineSpec
+	(*MachineStatus)(nil),           // 38: roost.v1.MachineStatus
+	(*Revision)(nil),                // 39: roost.v1.Revision
+	(*RevisionStatus)(nil),          // 40: roost.v1.RevisionStatus
+	(*ImageRelease)(nil),            // 41: roost.v1.ImageRelease
+	(*ImageReleaseSpec)(nil),        // 42: roost.v1.ImageReleaseSpec
+	(*ImageReleaseStatus)(nil),      // 43: roost.v1.ImageReleaseStatus
+	(*Extension)(nil),               // 44: roost.v1.Extension
+	(*ExtensionSpec)(nil),           // 45: roost.v1.ExtensionSpec
+	(*ExtensionStatus)(nil),         // 46: roost.v1.ExtensionStatus
+	(*EnrollmentToken)(nil),         // 47: roost.v1.EnrollmentToken
+	(*EnrollmentTokenSpec)(nil),     // 48: roost.v1.EnrollmentTokenSpec
+	(*EnrollmentTokenStatus)(nil),   // 49: roost.v1.EnrollmentTokenStatus
+	(*Lease)(nil),                   // 50: roost.v1.Lease
+	(*LeaseSpec)(nil),               // 51: roost.v1.LeaseSpec
+	(*LeaseStatus)(nil),             // 52: roost.v1.LeaseStatus
+	(*Event)(nil),                   // 53: roost.v1.Event
+	(*EventSpec)(nil),               // 54: roost.v1.EventSpec
+	(*EventObject)(nil),             // 55: roost.v1.EventObject
+	(*EventStatus)(nil),             // 56: roost.v1.EventStatus
+	(*Object)(nil),                  // 57: roost.v1.Object
+	nil,                             // 58: roost.v1.PoolSpec.NodeLabelsEntry
+	nil,                             // 59: roost.v1.ImageReleaseSpec.ComponentsEntry
+	nil,                             // 60: roost.v1.EnrollmentTokenSpec.ServerLabelsEntry
+	(*ObjectMeta)(nil),              // 61: roost.v1.ObjectMeta
+	(*durationpb.Duration)(nil),     // 62: google.protobuf.Duration
+	(*Condition)(nil),               // 63: roost.v1.Condition
+	(*InstallDiskHints)(nil),        // 64: roost.v1.InstallDiskHints
+	(*IntOrString)(nil),             // 65: roost.v1.IntOrString
+	(*timestamppb.Timestamp)(nil),   // 66: google.protobuf.Timestamp
+	(*Inventory)(nil),               // 67: roost.v1.Inventory
+	(*RevisionSpec)(nil),            // 68: roost.v1.RevisionSpec
+	(*Artifact)(nil),                // 69: roost.v1.Artifact
 }
 var file_roost_v1_resources_proto_depIdxs = []int32{
-	58,  // 0: roost.v1.Cluster.metadata:type_name -> roost.v1.ObjectMeta
+	61,  // 0: roost.v1.Cluster.metadata:type_name -> roost.v1.ObjectMeta
 	2,   // 1: roost.v1.Cluster.spec:type_name -> roost.v1.ClusterSpec
 	4,   // 2: roost.v1.Cluster.status:type_name -> roost.v1.ClusterStatus
 	3,   // 3: roost.v1.ClusterSpec.join:type_name -> roost.v1.ClusterJoin
-	59,  // 4: roost.v1.ClusterSpec.drain_timeout:type_name -> google.protobuf.Duration
-	59,  // 5: roost.v1.ClusterJoin.bootstrap_token_ttl:type_name -> google.protobuf.Duration
-	60,  // 6: roost.v1.ClusterStatus.conditions:type_name -> roost.v1.Condition
-	58,  // 7: roost.v1.MachineClass.metadata:type_name -> roost.v1.ObjectMeta
+	62,  // 4: roost.v1.ClusterSpec.drain_timeout:type_name -> google.protobuf.Duration
+	62,  // 5: roost.v1.ClusterJoin.bootstrap_token_ttl:type_name -> google.protobuf.Duration
+	63,  // 6: roost.v1.ClusterStatus.conditions:type_name -> roost.v1.Condition
+	61,  // 7: roost.v1.MachineClass.metadata:type_name -> roost.v1.ObjectMeta
 	6,   // 8: roost.v1.MachineClass.spec:type_name -> roost.v1.MachineClassSpec
 	8,   // 9: roost.v1.MachineClass.status:type_name -> roost.v1.MachineClassStatus
-	61,  // 10: roost.v1.MachineClassSpec.install_disk:type_name -> roost.v1.InstallDiskHints
-	59,  // 11: roost.v1.MachineClassSpec.boot_assessment_timeout:type_name -> google.protobuf.Duration
+	64,  // 10: roost.v1.MachineClassSpec.install_disk:type_name -> roost.v1.InstallDiskHints
+	62,  // 11: roost.v1.MachineClassSpec.boot_assessment_timeout:type_name -> google.protobuf.Duration
 	7,   // 12: roost.v1.MachineClassSpec.cleaning:type_name -> roost.v1.MachineCleaning
-	58,  // 13: roost.v1.NetworkProfile.metadata:type_name -> roost.v1.ObjectMeta
+	61,  // 13: roost.v1.NetworkProfile.metadata:type_name -> roost.v1.ObjectMeta
 	10,  // 14: roost.v1.NetworkProfile.spec:type_name -> roost.v1.NetworkProfileSpec
 	18,  // 15: roost.v1.NetworkProfile.status:type_name -> roost.v1.NetworkProfileStatus
 	13,  // 16: roost.v1.NetworkProfileSpec.links:type_name -> roost.v1.Link
@@ -5224,89 +5547,93 @@ var file_roost_v1_resources_proto_depIdxs = []int32{
 	12,  // 23: roost.v1.Bond.routes:type_name -> roost.v1.Route
 	12,  // 24: roost.v1.Vlan.routes:type_name -> roost.v1.Route
 	12,  // 25: roost.v1.Bridge.routes:type_name -> roost.v1.Route
-	58,  // 26: roost.v1.MaintenanceWindow.metadata:type_name -> roost.v1.ObjectMeta
+	61,  // 26: roost.v1.MaintenanceWindow.metadata:type_name -> roost.v1.ObjectMeta
 	20,  // 27: roost.v1.MaintenanceWindow.spec:type_name -> roost.v1.MaintenanceWindowSpec
 	21,  // 28: roost.v1.MaintenanceWindow.status:type_name -> roost.v1.MaintenanceWindowStatus
-	59,  // 29: roost.v1.MaintenanceWindowSpec.duration:type_name -> google.protobuf.Duration
-	58,  // 30: roost.v1.Pool.metadata:type_name -> roost.v1.ObjectMeta
+	62,  // 29: roost.v1.MaintenanceWindowSpec.duration:type_name -> google.protobuf.Duration
+	61,  // 30: roost.v1.Pool.metadata:type_name -> roost.v1.ObjectMeta
 	23,  // 31: roost.v1.Pool.spec:type_name -> roost.v1.PoolSpec
 	27,  // 32: roost.v1.Pool.status:type_name -> roost.v1.PoolStatus
-	55,  // 33: roost.v1.PoolSpec.node_labels:type_name -> roost.v1.PoolSpec.NodeLabelsEntry
+	58,  // 33: roost.v1.PoolSpec.node_labels:type_name -> roost.v1.PoolSpec.NodeLabelsEntry
 	26,  // 34: roost.v1.PoolSpec.rollout:type_name -> roost.v1.RolloutPolicy
 	24,  // 35: roost.v1.PoolSpec.remediation:type_name -> roost.v1.RemediationPolicy
 	25,  // 36: roost.v1.PoolSpec.safety:type_name -> roost.v1.SafetyPolicy
-	59,  // 37: roost.v1.RemediationPolicy.unhealthy_timeout:type_name -> google.protobuf.Duration
-	62,  // 38: roost.v1.RolloutPolicy.max_unavailable:type_name -> roost.v1.IntOrString
-	59,  // 39: roost.v1.RolloutPolicy.settle:type_name -> google.protobuf.Duration
-	59,  // 40: roost.v1.RolloutPolicy.ready_timeout:type_name -> google.protobuf.Duration
-	60,  // 41: roost.v1.PoolStatus.conditions:type_name -> roost.v1.Condition
+	62,  // 37: roost.v1.RemediationPolicy.unhealthy_timeout:type_name -> google.protobuf.Duration
+	65,  // 38: roost.v1.RolloutPolicy.max_unavailable:type_name -> roost.v1.IntOrString
+	62,  // 39: roost.v1.RolloutPolicy.settle:type_name -> google.protobuf.Duration
+	62,  // 40: roost.v1.RolloutPolicy.ready_timeout:type_name -> google.protobuf.Duration
+	63,  // 41: roost.v1.PoolStatus.conditions:type_name -> roost.v1.Condition
 	28,  // 42: roost.v1.PoolStatus.rollout:type_name -> roost.v1.RolloutStatus
-	63,  // 43: roost.v1.RolloutStatus.settle_until:type_name -> google.protobuf.Timestamp
-	63,  // 44: roost.v1.RolloutStatus.next_window_start:type_name -> google.protobuf.Timestamp
-	58,  // 45: roost.v1.Server.metadata:type_name -> roost.v1.ObjectMeta
+	66,  // 43: roost.v1.RolloutStatus.settle_until:type_name -> google.protobuf.Timestamp
+	66,  // 44: roost.v1.RolloutStatus.next_window_start:type_name -> google.protobuf.Timestamp
+	61,  // 45: roost.v1.Server.metadata:type_name -> roost.v1.ObjectMeta
 	30,  // 46: roost.v1.Server.spec:type_name -> roost.v1.ServerSpec
-	31,  // 47: roost.v1.Server.status:type_name -> roost.v1.ServerStatus
-	63,  // 48: roost.v1.ServerStatus.last_seen:type_name -> google.protobuf.Timestamp
-	60,  // 49: roost.v1.ServerStatus.conditions:type_name -> roost.v1.Condition
-	64,  // 50: roost.v1.ServerStatus.inventory:type_name -> roost.v1.Inventory
-	63,  // 51: roost.v1.ServerStatus.enrolled_at:type_name -> google.protobuf.Timestamp
-	32,  // 52: roost.v1.ServerStatus.cleaning:type_name -> roost.v1.ServerCleaning
-	63,  // 53: roost.v1.ServerCleaning.started_at:type_name -> google.protobuf.Timestamp
-	63,  // 54: roost.v1.ServerCleaning.finished_at:type_name -> google.protobuf.Timestamp
-	58,  // 55: roost.v1.Machine.metadata:type_name -> roost.v1.ObjectMeta
-	34,  // 56: roost.v1.Machine.spec:type_name -> roost.v1.MachineSpec
-	35,  // 57: roost.v1.Machine.status:type_name -> roost.v1.MachineStatus
-	60,  // 58: roost.v1.MachineStatus.conditions:type_name -> roost.v1.Condition
-	58,  // 59: roost.v1.Revision.metadata:type_name -> roost.v1.ObjectMeta
-	65,  // 60: roost.v1.Revision.spec:type_name -> roost.v1.RevisionSpec
-	37,  // 61: roost.v1.Revision.status:type_name -> roost.v1.RevisionStatus
-	63,  // 62: roost.v1.RevisionStatus.booted_at:type_name -> google.protobuf.Timestamp
-	58,  // 63: roost.v1.ImageRelease.metadata:type_name -> roost.v1.ObjectMeta
-	39,  // 64: roost.v1.ImageRelease.spec:type_name -> roost.v1.ImageReleaseSpec
-	40,  // 65: roost.v1.ImageRelease.status:type_name -> roost.v1.ImageReleaseStatus
-	66,  // 66: roost.v1.ImageReleaseSpec.kernel:type_name -> roost.v1.Artifact
-	66,  // 67: roost.v1.ImageReleaseSpec.initrd:type_name -> roost.v1.Artifact
-	66,  // 68: roost.v1.ImageReleaseSpec.boot_loader:type_name -> roost.v1.Artifact
-	56,  // 69: roost.v1.ImageReleaseSpec.components:type_name -> roost.v1.ImageReleaseSpec.ComponentsEntry
-	58,  // 70: roost.v1.Extension.metadata:type_name -> roost.v1.ObjectMeta
-	42,  // 71: roost.v1.Extension.spec:type_name -> roost.v1.ExtensionSpec
-	43,  // 72: roost.v1.Extension.status:type_name -> roost.v1.ExtensionStatus
-	66,  // 73: roost.v1.ExtensionSpec.image:type_name -> roost.v1.Artifact
-	58,  // 74: roost.v1.EnrollmentToken.metadata:type_name -> roost.v1.ObjectMeta
-	45,  // 75: roost.v1.EnrollmentToken.spec:type_name -> roost.v1.EnrollmentTokenSpec
-	46,  // 76: roost.v1.EnrollmentToken.status:type_name -> roost.v1.EnrollmentTokenStatus
-	63,  // 77: roost.v1.EnrollmentTokenSpec.expires_at:type_name -> google.protobuf.Timestamp
-	57,  // 78: roost.v1.EnrollmentTokenSpec.server_labels:type_name -> roost.v1.EnrollmentTokenSpec.ServerLabelsEntry
-	63,  // 79: roost.v1.EnrollmentTokenStatus.revoked_at:type_name -> google.protobuf.Timestamp
-	63,  // 80: roost.v1.EnrollmentTokenStatus.last_used_at:type_name -> google.protobuf.Timestamp
-	58,  // 81: roost.v1.Lease.metadata:type_name -> roost.v1.ObjectMeta
-	48,  // 82: roost.v1.Lease.spec:type_name -> roost.v1.LeaseSpec
-	49,  // 83: roost.v1.Lease.status:type_name -> roost.v1.LeaseStatus
-	63,  // 84: roost.v1.LeaseSpec.expires_at:type_name -> google.protobuf.Timestamp
-	58,  // 85: roost.v1.Event.metadata:type_name -> roost.v1.ObjectMeta
-	51,  // 86: roost.v1.Event.spec:type_name -> roost.v1.EventSpec
-	53,  // 87: roost.v1.Event.status:type_name -> roost.v1.EventStatus
-	52,  // 88: roost.v1.EventSpec.involved_object:type_name -> roost.v1.EventObject
-	63,  // 89: roost.v1.EventStatus.first_timestamp:type_name -> google.protobuf.Timestamp
-	63,  // 90: roost.v1.EventStatus.last_timestamp:type_name -> google.protobuf.Timestamp
-	29,  // 91: roost.v1.Object.server:type_name -> roost.v1.Server
-	33,  // 92: roost.v1.Object.machine:type_name -> roost.v1.Machine
-	22,  // 93: roost.v1.Object.pool:type_name -> roost.v1.Pool
-	1,   // 94: roost.v1.Object.cluster:type_name -> roost.v1.Cluster
-	5,   // 95: roost.v1.Object.machine_class:type_name -> roost.v1.MachineClass
-	9,   // 96: roost.v1.Object.network_profile:type_name -> roost.v1.NetworkProfile
-	19,  // 97: roost.v1.Object.maintenance_window:type_name -> roost.v1.MaintenanceWindow
-	38,  // 98: roost.v1.Object.image_release:type_name -> roost.v1.ImageRelease
-	44,  // 99: roost.v1.Object.enrollment_token:type_name -> roost.v1.EnrollmentToken
-	47,  // 100: roost.v1.Object.lease:type_name -> roost.v1.Lease
-	36,  // 101: roost.v1.Object.revision:type_name -> roost.v1.Revision
-	41,  // 102: roost.v1.Object.extension:type_name -> roost.v1.Extension
-	50,  // 103: roost.v1.Object.event:type_name -> roost.v1.Event
-	104, // [104:104] is the sub-list for method output_type
-	104, // [104:104] is the sub-list for method input_type
-	104, // [104:104] is the sub-list for extension type_name
-	104, // [104:104] is the sub-list for extension extendee
-	0,   // [0:104] is the sub-list for field type_name
+	34,  // 47: roost.v1.Server.status:type_name -> roost.v1.ServerStatus
+	31,  // 48: roost.v1.ServerSpec.bmc:type_name -> roost.v1.BMC
+	33,  // 49: roost.v1.BMCStatus.operation:type_name -> roost.v1.BMCOperation
+	66,  // 50: roost.v1.BMCOperation.requested_at:type_name -> google.protobuf.Timestamp
+	66,  // 51: roost.v1.ServerStatus.last_seen:type_name -> google.protobuf.Timestamp
+	63,  // 52: roost.v1.ServerStatus.conditions:type_name -> roost.v1.Condition
+	67,  // 53: roost.v1.ServerStatus.inventory:type_name -> roost.v1.Inventory
+	66,  // 54: roost.v1.ServerStatus.enrolled_at:type_name -> google.protobuf.Timestamp
+	35,  // 55: roost.v1.ServerStatus.cleaning:type_name -> roost.v1.ServerCleaning
+	32,  // 56: roost.v1.ServerStatus.bmc:type_name -> roost.v1.BMCStatus
+	66,  // 57: roost.v1.ServerCleaning.started_at:type_name -> google.protobuf.Timestamp
+	66,  // 58: roost.v1.ServerCleaning.finished_at:type_name -> google.protobuf.Timestamp
+	61,  // 59: roost.v1.Machine.metadata:type_name -> roost.v1.ObjectMeta
+	37,  // 60: roost.v1.Machine.spec:type_name -> roost.v1.MachineSpec
+	38,  // 61: roost.v1.Machine.status:type_name -> roost.v1.MachineStatus
+	63,  // 62: roost.v1.MachineStatus.conditions:type_name -> roost.v1.Condition
+	61,  // 63: roost.v1.Revision.metadata:type_name -> roost.v1.ObjectMeta
+	68,  // 64: roost.v1.Revision.spec:type_name -> roost.v1.RevisionSpec
+	40,  // 65: roost.v1.Revision.status:type_name -> roost.v1.RevisionStatus
+	66,  // 66: roost.v1.RevisionStatus.booted_at:type_name -> google.protobuf.Timestamp
+	61,  // 67: roost.v1.ImageRelease.metadata:type_name -> roost.v1.ObjectMeta
+	42,  // 68: roost.v1.ImageRelease.spec:type_name -> roost.v1.ImageReleaseSpec
+	43,  // 69: roost.v1.ImageRelease.status:type_name -> roost.v1.ImageReleaseStatus
+	69,  // 70: roost.v1.ImageReleaseSpec.kernel:type_name -> roost.v1.Artifact
+	69,  // 71: roost.v1.ImageReleaseSpec.initrd:type_name -> roost.v1.Artifact
+	69,  // 72: roost.v1.ImageReleaseSpec.boot_loader:type_name -> roost.v1.Artifact
+	59,  // 73: roost.v1.ImageReleaseSpec.components:type_name -> roost.v1.ImageReleaseSpec.ComponentsEntry
+	61,  // 74: roost.v1.Extension.metadata:type_name -> roost.v1.ObjectMeta
+	45,  // 75: roost.v1.Extension.spec:type_name -> roost.v1.ExtensionSpec
+	46,  // 76: roost.v1.Extension.status:type_name -> roost.v1.ExtensionStatus
+	69,  // 77: roost.v1.ExtensionSpec.image:type_name -> roost.v1.Artifact
+	61,  // 78: roost.v1.EnrollmentToken.metadata:type_name -> roost.v1.ObjectMeta
+	48,  // 79: roost.v1.EnrollmentToken.spec:type_name -> roost.v1.EnrollmentTokenSpec
+	49,  // 80: roost.v1.EnrollmentToken.status:type_name -> roost.v1.EnrollmentTokenStatus
+	66,  // 81: roost.v1.EnrollmentTokenSpec.expires_at:type_name -> google.protobuf.Timestamp
+	60,  // 82: roost.v1.EnrollmentTokenSpec.server_labels:type_name -> roost.v1.EnrollmentTokenSpec.ServerLabelsEntry
+	66,  // 83: roost.v1.EnrollmentTokenStatus.revoked_at:type_name -> google.protobuf.Timestamp
+	66,  // 84: roost.v1.EnrollmentTokenStatus.last_used_at:type_name -> google.protobuf.Timestamp
+	61,  // 85: roost.v1.Lease.metadata:type_name -> roost.v1.ObjectMeta
+	51,  // 86: roost.v1.Lease.spec:type_name -> roost.v1.LeaseSpec
+	52,  // 87: roost.v1.Lease.status:type_name -> roost.v1.LeaseStatus
+	66,  // 88: roost.v1.LeaseSpec.expires_at:type_name -> google.protobuf.Timestamp
+	61,  // 89: roost.v1.Event.metadata:type_name -> roost.v1.ObjectMeta
+	54,  // 90: roost.v1.Event.spec:type_name -> roost.v1.EventSpec
+	56,  // 91: roost.v1.Event.status:type_name -> roost.v1.EventStatus
+	55,  // 92: roost.v1.EventSpec.involved_object:type_name -> roost.v1.EventObject
+	66,  // 93: roost.v1.EventStatus.first_timestamp:type_name -> google.protobuf.Timestamp
+	66,  // 94: roost.v1.EventStatus.last_timestamp:type_name -> google.protobuf.Timestamp
+	29,  // 95: roost.v1.Object.server:type_name -> roost.v1.Server
+	36,  // 96: roost.v1.Object.machine:type_name -> roost.v1.Machine
+	22,  // 97: roost.v1.Object.pool:type_name -> roost.v1.Pool
+	1,   // 98: roost.v1.Object.cluster:type_name -> roost.v1.Cluster
+	5,   // 99: roost.v1.Object.machine_class:type_name -> roost.v1.MachineClass
+	9,   // 100: roost.v1.Object.network_profile:type_name -> roost.v1.NetworkProfile
+	19,  // 101: roost.v1.Object.maintenance_window:type_name -> roost.v1.MaintenanceWindow
+	41,  // 102: roost.v1.Object.image_release:type_name -> roost.v1.ImageRelease
+	47,  // 103: roost.v1.Object.enrollment_token:type_name -> roost.v1.EnrollmentToken
+	50,  // 104: roost.v1.Object.lease:type_name -> roost.v1.Lease
+	39,  // 105: roost.v1.Object.revision:type_name -> roost.v1.Revision
+	44,  // 106: roost.v1.Object.extension:type_name -> roost.v1.Extension
+	53,  // 107: roost.v1.Object.event:type_name -> roost.v1.Event
+	108, // [108:108] is the sub-list for method output_type
+	108, // [108:108] is the sub-list for method input_type
+	108, // [108:108] is the sub-list for extension type_name
+	108, // [108:108] is the sub-list for extension extendee
+	0,   // [0:108] is the sub-list for field type_name
 }
 
 func init() { file_roost_v1_resources_proto_init() }
@@ -5319,7 +5646,7 @@ func file_roost_v1_resources_proto_init() {
 	file_roost_v1_resources_proto_msgTypes[22].OneofWrappers = []any{}
 	file_roost_v1_resources_proto_msgTypes[23].OneofWrappers = []any{}
 	file_roost_v1_resources_proto_msgTypes[24].OneofWrappers = []any{}
-	file_roost_v1_resources_proto_msgTypes[53].OneofWrappers = []any{
+	file_roost_v1_resources_proto_msgTypes[56].OneofWrappers = []any{
 		(*Object_Server)(nil),
 		(*Object_Machine)(nil),
 		(*Object_Pool)(nil),
@@ -5340,7 +5667,7 @@ func file_roost_v1_resources_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_roost_v1_resources_proto_rawDesc), len(file_roost_v1_resources_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   57,
+			NumMessages:   60,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
