@@ -6,8 +6,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/roostfleet/roost/hub/cleaning"
 	"github.com/roostfleet/roost/hub/bmcs"
+	"github.com/roostfleet/roost/hub/cleaning"
 	"github.com/roostfleet/roost/hub/clusters"
 	"github.com/roostfleet/roost/hub/controller"
 	"github.com/roostfleet/roost/hub/liveness"
