@@ -18,7 +18,7 @@ func newServerCommand(o *options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "server",
 		Aliases: []string{"servers", "srv"},
-		Short:   "Approve, deny, label, cordon and decommission servers",
+		Short:   "Approve, deny, label, cordon and decommission servers; read their logs",
 		Long: `Servers register themselves by enrolling (see 'roostctl token'). These
 commands change what the hub does with them:
 
@@ -30,6 +30,8 @@ commands change what the hub does with them:
   uncordon      undo cordon
   decommission  take the server out of service; its agent is refused until
                 it enrolls again with a token
+  logs          show the server's systemd journal (this boot or earlier ones)
+  bundle        save a support bundle (journal, boot entries, network, ...)
 
 A command that finds a server as asked already changes nothing and says so
 (e.g. "server/NAME already cordoned"), with exit code 0. To forget a server
@@ -93,6 +95,8 @@ POOL NAME', or 'roostctl machine delete MACHINE' for a standalone one). To
 bring a decommissioned server back, enroll it again with a token; to forget
 it, 'roostctl delete server NAME'.`, "decommissioned", roostv1.ServerAction_SERVER_ACTION_DECOMMISSION, true),
 		newServerLabelCommand(o),
+		newServerLogsCommand(o),
+		newServerBundleCommand(o),
 	)
 	return cmd
 }
