@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"github.com/roostfleet/roost/hub/agentconn"
 	"time"
 )
 
@@ -35,3 +36,6 @@ func (h *Hub) Kill() {
 		h.unlock()
 	}
 }
+
+// Agents returns the member's agent streams (and their data requests).
+func (h *Hub) Agents() *agentconn.Registry { return h.agents }
