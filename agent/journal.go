@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -45,23 +46,33 @@ type Journal interface {
 	Read(ctx context.Context, q JournalQuery, w io.Writer) error
 }
 
-// Journalctl reads the journal with journalctl -o short-iso. It merges the
-// journal files of every machine ID (--merge): the OS runs from RAM and
-// draws a new machine ID at each boot, so the journals of earlier boots,
-// kept on the STATE partition at /var/log/journal, are each under an ID of
-// their own.
+// Journalctl reads the journal with journalctl -o short-iso (or -o json).
+// This boot's journal is the local one (journalctl --boot=0). An earlier
+// boot's is read from PersistentDir (--directory, all its machine-ID
+// directories): the OS runs from RAM and draws a new machine ID at each
+// boot, so the journals of earlier boots, kept on the STATE partition, are
+// each under an ID of their own, which journalctl --boot does not look at
+// otherwise (and refuses with --merge). There --boot=-1 counts back from
+// the newest boot in those files: this one, once journald has flushed its
+// journal there early in the boot.
 type Journalctl struct {
 	// Path is the journalctl binary; empty: "journalctl" from $PATH.
 	Path string
+	// PersistentDir holds the journals of every boot; empty:
+	// DefaultJournalDir.
+	PersistentDir string
 }
 
 // Args returns journalctl's arguments for q.
-func (Journalctl) Args(q JournalQuery) []string {
+func (j Journalctl) Args(q JournalQuery) []string {
 	output := "short-iso"
 	if q.JSON {
 		output = "json"
 	}
-	args := []string{"--no-pager", "--quiet", "--merge", "--output=" + output, "--boot=" + strconv.Itoa(q.Boot)}
+	args := []string{"--no-pager", "--quiet", "--output=" + output, "--boot=" + strconv.Itoa(q.Boot)}
+	if q.Boot != 0 {
+		args = append(args, "--directory="+j.persistentDir())
+	}
 	for _, u := range q.Units {
 		args = append(args, "--unit="+u)
 	}
@@ -77,6 +88,13 @@ func (Journalctl) Args(q JournalQuery) []string {
 	return args
 }
 
+func (j Journalctl) persistentDir() string {
+	if j.PersistentDir != "" {
+		return j.PersistentDir
+	}
+	return DefaultJournalDir
+}
+
 // maxJournalctlStderr bounds what is kept of journalctl's standard error
 // for the error message.
 const maxJournalctlStderr = 4 << 10
@@ -87,6 +105,11 @@ func (j Journalctl) Read(ctx context.Context, q JournalQuery, w io.Writer) error
 	path := j.Path
 	if path == "" {
 		path = "journalctl"
+	}
+	if q.Boot != 0 {
+		if _, err := os.Stat(j.persistentDir()); err != nil {
+			return fmt.Errorf("no journal of earlier boots on this server (%v): only installed servers keep one (the enrollment image keeps its journal in memory)", err)
+		}
 	}
 	cmd := exec.CommandContext(ctx, path, j.Args(q)...)
 	stderr := &cappedBuffer{max: maxJournalctlStderr}
