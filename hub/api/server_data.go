@@ -154,7 +154,7 @@ func (s *Server) serverData(ctx context.Context, name, what string, ask func(id 
 	send func(*roostv1.ServerDataChunk) error,
 	remote func(*grpc.ClientConn, context.Context) (func() (*roostv1.ServerDataChunk, error), error)) error {
 	if _, ok := s.fsm.ServerState(name); !ok {
-		return apierror.NotFound("server %s not found", name)
+		return apierror.NotFound("server", name)
 	}
 	d, err := s.agents.OpenData(name)
 	switch {
