@@ -141,10 +141,13 @@ func (a *Agent) bundleEntries() []bundleEntry {
 		{BundleJournalPreviousBoot, journal(-1)},
 		{BundleAgentState, fixed(state, stateErr)},
 		{BundleInventory, fixed(inv, invErr)},
-		{BundleBootEntries, run(nil, "bootctl", "list", "--no-pager")},
 	}
 	if a.host != nil {
+		// the agent mounts the ESP where bootctl does not look by itself
+		entries = append(entries, bundleEntry{BundleBootEntries, run(nil, "bootctl", "--esp-path="+a.host.ESPDir, "list", "--no-pager")})
 		entries = append(entries, a.loaderEntries()...)
+	} else {
+		entries = append(entries, bundleEntry{BundleBootEntries, run(nil, "bootctl", "list", "--no-pager")})
 	}
 	// systemctl status exits 3 for an inactive unit and 4 for a missing
 	// one, and still prints what it knows.
