@@ -130,7 +130,10 @@ func (r *Registry) OpenData(name string) (*DataRequest, error) {
 // request. A chunk of an unknown (ended) request, or of another Server's,
 // is dropped; a chunk beyond the request's window, or larger than
 // DataChunkBytes, fails it (ErrOverrun).
-// It never blocks.
+// It never blocks. Kept out of the frame of the stream's handler
+// (noinline), which every agent's stream holds for its life.
+//
+//go:noinline
 func (r *Registry) Deliver(name string, st *Stream, c *roostv1.DataChunk) {
 	r.mu.Lock()
 	d := r.data[c.GetRequestId()]
