@@ -44,7 +44,8 @@ List servers with 'roostctl get servers' and look at one with
 		Example: `  roostctl server approve 4c4c4544-0042-3510-8052-b4c04f4d4e31
   roostctl server label 4c4c4544-0042-3510-8052-b4c04f4d4e31 rack=r12 gpu-
   roostctl server cordon 4c4c4544-0042-3510-8052-b4c04f4d4e31
-  roostctl server decommission 4c4c4544-0042-3510-8052-b4c04f4d4e31 --reason "failed PSU"`,
+  roostctl server decommission 4c4c4544-0042-3510-8052-b4c04f4d4e31 --reason "failed PSU"
+  roostctl server logs 4c4c4544-0042-3510-8052-b4c04f4d4e31 --boot -1 -u kubelet`,
 		Args: unknownSubcommand,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}

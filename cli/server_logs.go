@@ -56,11 +56,11 @@ Ctrl-C, which stops journalctl on the server.
 Logs may hold secrets (a unit printing its environment or a token), so
 reading them takes the operator or admin role, and each read is recorded in
 the audit log of the member that served it.`,
-		Example: `  roostctl server logs srv-1a2b3c
-  roostctl server logs srv-1a2b3c -f -u roost-agent
-  roostctl server logs srv-1a2b3c --boot -1 -u kubelet     # the boot before this one
-  roostctl server logs srv-1a2b3c --since 30m -n 200
-  roostctl server logs srv-1a2b3c --since "2026-12-01 08:00" -o json`,
+		Example: `  roostctl server logs 4c4c4544-0042-3510-8052-b4c04f4d4e31
+  roostctl server logs 4c4c4544-0042-3510-8052-b4c04f4d4e31 -f -u roost-agent
+  roostctl server logs 4c4c4544-0042-3510-8052-b4c04f4d4e31 --boot -1 -u kubelet     # the boot before this one
+  roostctl server logs 4c4c4544-0042-3510-8052-b4c04f4d4e31 --since 30m -n 200
+  roostctl server logs 4c4c4544-0042-3510-8052-b4c04f4d4e31 --since "2026-12-01 08:00" -o json`,
 		Args:              exactArgs(1, "a server NAME"),
 		ValidArgsFunction: o.argCompletions(false, objectNames("Server")),
 		RunE: func(cmd *cobra.Command, args []string) error {
