@@ -55,7 +55,7 @@ A part that cannot be collected never fails the bundle: errors.txt says why.
 The bundle is at most 64 MiB. FILE is written when the whole bundle has
 arrived (mode 0600: it may hold secrets); "-" writes it to standard output.
 Like 'server logs', it takes the operator or admin role and is audited.`,
-		Example: `  roostctl server bundle 4c4c4544-0042-3510-8052-b4c04f4d4e31 -o 4c4c4544-0042-3510-8052-b4c04f4d4e31.tar.gz
+		Example: `  roostctl server bundle 4c4c4544-0042-3510-8052-b4c04f4d4e31 -o bundle.tar.gz
   roostctl server bundle 4c4c4544-0042-3510-8052-b4c04f4d4e31 -o - | tar -tzv`,
 		Args:              exactArgs(1, "a server NAME"),
 		ValidArgsFunction: o.argCompletions(false, objectNames("Server")),

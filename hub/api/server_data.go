@@ -55,7 +55,7 @@ func ValidateReadServerLogs(req *roostv1.ReadServerLogsRequest) []apierror.Viola
 		vs = append(vs, apierror.Violation{Field: field, Message: msg, Hint: hint})
 	}
 	if req.GetServer() == "" {
-		add("server", "is required", "name the Server, e.g. roostctl server logs srv-1a2b3c")
+		add("server", "is required", "name the Server, e.g. roostctl server logs NAME")
 	}
 	if len(req.GetUnits()) > maxLogUnits {
 		add("units", fmt.Sprintf("names %d units, more than %d", len(req.GetUnits()), maxLogUnits), "read fewer units at a time")
@@ -120,7 +120,7 @@ func (s *Server) ReadServerLogs(req *roostv1.ReadServerLogsRequest, stream grpc.
 func (s *Server) CollectServerBundle(req *roostv1.CollectServerBundleRequest, stream grpc.ServerStreamingServer[roostv1.ServerDataChunk]) error {
 	var vs []apierror.Violation
 	if req.GetServer() == "" {
-		vs = append(vs, apierror.Violation{Field: "server", Message: "is required", Hint: "name the Server, e.g. roostctl server bundle srv-1a2b3c -o bundle.tar.gz"})
+		vs = append(vs, apierror.Violation{Field: "server", Message: "is required", Hint: "name the Server, e.g. roostctl server bundle NAME -o bundle.tar.gz"})
 	}
 	if m := req.GetMaxBytes(); m < 0 || m > MaxServerDataBytes {
 		vs = append(vs, apierror.Violation{Field: "maxBytes", Message: fmt.Sprintf("%d is out of range", m), Hint: fmt.Sprintf("0 (%d) up to %d", MaxServerDataBytes, MaxServerDataBytes)})
