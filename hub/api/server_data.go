@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 
 	"github.com/roostfleet/roost/apierror"
 	"github.com/roostfleet/roost/hub/agentconn"
@@ -167,7 +169,7 @@ func (s *Server) serverData(ctx context.Context, name, what string, ask func(id 
 		return &apierror.Error{Code: codes.FailedPrecondition, Reason: reasonAgentElsewhere,
 			Message: fmt.Sprintf("the agent of server %s is not connected to member %s", name, s.memberID())}
 	}
-	var unreachable []string
+	var unreachable, older []string
 	for _, m := range s.fsm.Members() {
 		if m.GetId() == s.memberID() || m.GetApiAddress() == "" {
 			continue
@@ -188,6 +190,9 @@ func (s *Server) serverData(ctx context.Context, name, what string, ask func(id 
 		case apierror.Code(err) == codes.Unavailable && ctx.Err() == nil:
 			unreachable = append(unreachable, m.GetId())
 			continue
+		case olderMember(err):
+			older = append(older, m.GetId())
+			continue
 		}
 		return err
 	}
@@ -195,7 +200,23 @@ func (s *Server) serverData(ctx context.Context, name, what string, ask func(id 
 	if len(unreachable) > 0 {
 		msg += fmt.Sprintf("; members %v could not be asked", unreachable)
 	}
+	if len(older) > 0 {
+		msg += fmt.Sprintf("; members %v run a roost-hub without server logs (upgrade them)", older)
+	}
 	return apierror.FailedPrecondition("%s", msg)
+}
+
+// olderMember says whether err is how a member whose roost-hub predates
+// these calls refuses them: its access table lacks them, or it does not
+// serve them.
+func olderMember(err error) bool {
+	switch apierror.Code(err) {
+	case codes.Unimplemented:
+		return true
+	case codes.PermissionDenied:
+		return strings.Contains(status.Convert(err).Message(), "is not in the hub's access table")
+	}
+	return false
 }
 
 // relayData runs the call on another member (remote) and passes its
