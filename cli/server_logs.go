@@ -92,17 +92,27 @@ the audit log of the member that served it.`,
 					req.Since = timestamppb.New(at)
 				}
 			}
-			timeout := o.callTimeout(cmd, logsTimeout)
+			ctx := cmd.Context()
+			var conn *hubConn
+			var err error
 			if follow {
-				// as long as the journal is followed; only connecting is
-				// bounded by --timeout
-				timeout = 100 * 365 * 24 * time.Hour
+				// as long as the journal is followed (until Ctrl-C); only
+				// connecting is bounded by --timeout
+				dialCtx, cancel := o.withTimeout(ctx)
+				conn, err = o.connect(dialCtx)
+				cancel()
+				if err != nil {
+					return err
+				}
+				defer conn.Close()
+			} else {
+				var done func()
+				ctx, conn, done, err = o.openWithin(ctx, o.callTimeout(cmd, logsTimeout))
+				if err != nil {
+					return err
+				}
+				defer done()
 			}
-			ctx, conn, done, err := o.openWithin(cmd.Context(), timeout)
-			if err != nil {
-				return err
-			}
-			defer done()
 			stream, err := conn.hub.ReadServerLogs(ctx, req)
 			if err != nil {
 				return o.wrapCallError(err)
