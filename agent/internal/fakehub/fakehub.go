@@ -119,6 +119,8 @@ type Hub struct {
 	Statuses    []*roostv1.AgentStatus
 	Heartbeats  int
 	Streams     []chan *roostv1.HubMessage
+	// DataChunks are the agent's answers to log and bundle requests.
+	DataChunks []*roostv1.DataChunk
 
 	// Blobs are served by FetchArtifact, by sha256 (set before the agent
 	// fetches, or under Mu).
@@ -315,6 +317,8 @@ func (h *Hub) Connect(stream roostv1.AgentService_ConnectServer) error {
 				h.Statuses = append(h.Statuses, m.GetStatus())
 			case m.GetHeartbeat() != nil:
 				h.Heartbeats++
+			case m.GetDataChunk() != nil:
+				h.DataChunks = append(h.DataChunks, m.GetDataChunk())
 			}
 			h.Mu.Unlock()
 		}
