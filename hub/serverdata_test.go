@@ -91,8 +91,8 @@ func (fakeCommands) Output(_ context.Context, _ int, _ []int, name string, args 
 
 // startTestAgent enrolls and runs a real agent against hubAddrs (first
 // one first), with j as its journal; it returns the Server's name once
-// its stream is up.
-func startTestAgent(t *testing.T, admin roostv1.HubServiceClient, cfgPath string, j agent.Journal, uuid string, hubAddrs ...string) string {
+// it is recorded, and stop, which stops the agent (also done at cleanup).
+func startTestAgent(t *testing.T, admin roostv1.HubServiceClient, cfgPath string, j agent.Journal, uuid string, hubAddrs ...string) (name string, stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cfg, err := client.LoadConfig(cfgPath)
@@ -113,11 +113,14 @@ func startTestAgent(t *testing.T, admin roostv1.HubServiceClient, cfgPath string
 	}
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-	var name string
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			<-done
+		})
+	}
+	t.Cleanup(stop)
 	waitFor(t, "the agent's Server", func() bool {
 		resp, err := admin.List(ctx, &roostv1.ListRequest{Kind: "Server"})
 		for _, o := range resp.GetObjects() {
@@ -127,7 +130,7 @@ func startTestAgent(t *testing.T, admin roostv1.HubServiceClient, cfgPath string
 		}
 		return name != ""
 	})
-	return name
+	return name, stop
 }
 
 // readLogs reads a whole ReadServerLogs stream.
@@ -152,7 +155,8 @@ func readLogs(ctx context.Context, c roostv1.HubServiceClient, req *roostv1.Read
 }
 
 // waitLogs reads logs until the agent's stream is up (FailedPrecondition
-// before).
+// before) and the member asked knows the Server (a follower may not have
+// applied its enrollment yet: NotFound).
 func waitLogs(t *testing.T, c roostv1.HubServiceClient, req *roostv1.ReadServerLogsRequest) string {
 	t.Helper()
 	var out string
@@ -161,7 +165,7 @@ func waitLogs(t *testing.T, c roostv1.HubServiceClient, req *roostv1.ReadServerL
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		out, _, err = readLogs(ctx, c, req)
-		return status.Code(err) != codes.FailedPrecondition
+		return status.Code(err) != codes.FailedPrecondition && status.Code(err) != codes.NotFound
 	})
 	if err != nil {
 		t.Fatalf("logs: %v", err)
@@ -181,7 +185,7 @@ func TestServerLogsAndBundle(t *testing.T) {
 	waitFor(t, "admin.conf", func() bool { _, err := client.LoadConfig(h.AdminConfigPath()); return err == nil })
 	admin := dial(t, h.AdminConfigPath())
 	j := &fakeJournal{canceled: make(chan struct{})}
-	name := startTestAgent(t, admin, h.AdminConfigPath(), j, "9a0e3c2a-52d1-4b7e-9a51-00000000a001", h.APIAddr())
+	name, _ := startTestAgent(t, admin, h.AdminConfigPath(), j, "9a0e3c2a-52d1-4b7e-9a51-00000000a001", h.APIAddr())
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
@@ -303,7 +307,8 @@ func TestServerLogsAndBundle(t *testing.T) {
 
 // TestServerLogsFromAnotherMember: the agent streams to one member, the
 // caller asks another: the call is passed to the member holding the
-// stream, with the caller's identity.
+// stream, with the caller's identity; with the agent gone, the caller is
+// told no member holds its stream.
 func TestServerLogsFromAnotherMember(t *testing.T) {
 	first := startHub(t, t.TempDir(), hub.Options{})
 	waitFor(t, "admin.conf", func() bool { _, err := client.LoadConfig(first.AdminConfigPath()); return err == nil })
@@ -323,14 +328,41 @@ func TestServerLogsFromAnotherMember(t *testing.T) {
 		return n == 2
 	})
 	j := &fakeJournal{canceled: make(chan struct{})}
-	name := startTestAgent(t, admin, first.AdminConfigPath(), j, "9a0e3c2a-52d1-4b7e-9a51-00000000a002", first.APIAddr())
-	viaSecond := dial(t, first.AdminConfigPath(), second.APIAddr())
-	out := waitLogs(t, viaSecond, &roostv1.ReadServerLogsRequest{Server: name, Units: []string{"kubelet"}})
+	name, stop := startTestAgent(t, admin, first.AdminConfigPath(), j, "9a0e3c2a-52d1-4b7e-9a51-00000000a002", first.APIAddr())
+	// the agent streams to one member (its first choice, once it learned
+	// the members: it may move once); ask the other
+	var holder, other *hub.Hub
+	var since time.Time
+	waitFor(t, "the agent's stream on one member for a second", func() bool {
+		h, o := first, second
+		switch {
+		case first.Agents().Len() == 1 && second.Agents().Len() == 0:
+		case second.Agents().Len() == 1 && first.Agents().Len() == 0:
+			h, o = second, first
+		default:
+			holder = nil
+			return false
+		}
+		if h != holder {
+			holder, other, since = h, o, time.Now()
+		}
+		return time.Since(since) > time.Second
+	})
+	via := dial(t, first.AdminConfigPath(), other.APIAddr())
+	out := waitLogs(t, via, &roostv1.ReadServerLogsRequest{Server: name, Units: []string{"kubelet"}})
 	if !strings.Contains(out, "line 2 boot=0 units=[kubelet]") {
 		t.Errorf("logs through the other member:\n%s", out)
 	}
-	if first.Agents().Len() != 1 || second.Agents().Len() != 0 {
-		t.Errorf("agent streams: first %d, second %d; want the agent on the first", first.Agents().Len(), second.Agents().Len())
+	if holder.Agents().Len() != 1 {
+		t.Errorf("the agent moved during the test")
+	}
+
+	// the agent gone: no member holds its stream, and the caller is told
+	stop()
+	waitFor(t, "the agent's stream to end", func() bool { return first.Agents().Len()+second.Agents().Len() == 0 })
+	_, _, err = readLogs(context.Background(), via, &roostv1.ReadServerLogsRequest{Server: name})
+	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "is connected to no hub member") {
+		t.Errorf("logs of a Server whose agent is gone: %v", err)
 	}
 }
 
