@@ -78,6 +78,12 @@ type Options struct {
 	Observer Observer
 	// Host installs and boots Revisions; nil only records desired state.
 	Host *Host
+	// Journal reads the host's journal for the hub (roostctl server logs,
+	// and the support bundle); nil answers those requests with an error.
+	Journal Journal
+	// Commands runs the support bundle's diagnostic programs; nil leaves
+	// their entries out (each named in the bundle's errors.txt).
+	Commands Commands
 }
 
 // Observer receives the agent's progress (the simulator counts it). Every
@@ -208,6 +214,9 @@ func (a *Agent) Run(ctx context.Context) error {
 			if err := a.o.Store.SaveState(a.state); err != nil {
 				return fmt.Errorf("agent: %w", err)
 			}
+		}
+		if a.host.BootedRevision > 0 { // an installed Server: its journal is on STATE
+			a.host.pruneJournals(a.log)
 		}
 		hctx, cancel := context.WithCancel(ctx)
 		defer cancel()

@@ -14,7 +14,12 @@
 // the hub stops (kubelet.go).
 // The stream is a session (session.go) with one method per event: a hub
 // message, a heartbeat, inventory or renewal tick, a rebalance probe, a
-// host status change. Failures move it to another member after a
+// host status change, a chunk of a log or bundle request. The hub's log
+// and bundle requests (roostctl server logs, server bundle) run in
+// goroutines of their own, back-pressured by the hub's credit
+// (datarequest.go): the journal through Journal (journal.go, journalctl),
+// the support bundle through Commands (bundle.go); at start an installed
+// Server's journals of old boots are bounded (journalprune.go). Failures move it to another member after a
 // full-jitter exponential delay. The certificate is renewed at two thirds
 // of its lifetime for the same key.
 //
@@ -37,7 +42,8 @@
 // OS access sits behind small interfaces with fakes: IdentitySource
 // (SysfsIdentity, FakeIdentity), InventorySource (HostInventory with
 // jaypipes/ghw, FakeInventory), Store (FileStore, the state dir; MemStore)
-// and Clock (RealClock, FakeClock). The simulator (package sim, `roost-agent
+// Clock (RealClock, FakeClock), Journal (Journalctl) and Commands
+// (ExecCommands). The simulator (package sim, `roost-agent
 // simulate`) runs many Agents in one process with the fakes. Package config
 // is /etc/roost/agent.yaml. docs/agent.md describes it all.
 //

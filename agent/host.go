@@ -39,6 +39,9 @@ const (
 	RevisionsDir = "revisions"
 	// CacheDir holds, in the STATE partition, the downloaded artifacts.
 	CacheDir = "cache"
+	// DefaultJournalDir is journald's persistent journal, which an
+	// installed Server's Revision bind-mounts from the STATE partition.
+	DefaultJournalDir = "/var/log/journal"
 )
 
 // Host is the OS side of installing and booting Revisions. An Agent with a
@@ -87,6 +90,11 @@ type Host struct {
 	// HTTPClient asks the Revision's health URLs; default a client with a
 	// HealthCheckTimeout per request and no proxy.
 	HTTPClient *http.Client
+	// JournalDir is where journald keeps the persistent journal (one
+	// directory per machine ID); the agent bounds those of earlier boots
+	// at start (PruneJournals). Empty: no pruning. MachineIDPath holds
+	// this boot's machine ID (default /etc/machine-id).
+	JournalDir, MachineIDPath string
 }
 
 // NewHost returns the real Host: go-diskfs and mkfs for disks, mount(2),
@@ -95,7 +103,7 @@ func NewHost(stateDir string, booted int64, profiles []string, keys []ed25519.Pu
 	h := &Host{
 		Disks: install.OSDisks{}, Mounter: boot.OSMounter{}, Units: boot.Systemd{}, Rebooter: boot.Systemd{},
 		FindPartition: boot.FindPartition, BootedRevision: booted, NetworkProfiles: profiles,
-		StateDir: stateDir, TrustedKeys: keys,
+		StateDir: stateDir, TrustedKeys: keys, JournalDir: DefaultJournalDir,
 	}
 	nl, err := nlkernel.New(netns.None())
 	if err != nil {
@@ -119,6 +127,9 @@ func (h *Host) withDefaults() *Host {
 	}
 	if c.Retry <= 0 {
 		c.Retry = DefaultRetry
+	}
+	if c.MachineIDPath == "" {
+		c.MachineIDPath = "/etc/machine-id"
 	}
 	if c.FindPartition == nil {
 		c.FindPartition = boot.FindPartition

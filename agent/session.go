@@ -18,7 +18,8 @@ import (
 // session is one stream to a hub member, from Connect to its end. run
 // says hello, sends the status and then waits on its events, each handled
 // by a method of its own: a message from the hub (onReceive: heartbeat
-// interval, desired state, hub members, go away), the rebalance timer and
+// interval, desired state, hub members, go away, log and bundle requests),
+// a chunk of such a request to send (sendData), the rebalance timer and
 // its probe (onRebalanceTimer, onProbeResult), the heartbeat tick
 // (onHeartbeat), certificate renewal (onRenew), the inventory tick
 // (onInventoryTick) and a changed host status (onHostStatus). An event
@@ -46,6 +47,12 @@ type session struct {
 	rebalC  <-chan time.Time
 	probeC  chan error
 	probing string
+
+	// data are the hub's log and bundle requests in progress, by request
+	// ID, and dataOut carries their chunks to the loop (datarequest.go);
+	// both are made by the first request.
+	data    map[string]*dataRequest
+	dataOut chan *roostv1.DataChunk
 }
 
 // recvd is one stream.Recv result.
@@ -145,6 +152,7 @@ func (s *session) run() (err error) {
 		s.invC = clock.After(s.invEvery)
 	}
 	defer func() { s.disconnected(err) }()
+	defer s.stopData()
 	for {
 		select {
 		case <-s.ctx.Done():
@@ -163,6 +171,8 @@ func (s *session) run() (err error) {
 			err = s.onInventoryTick()
 		case <-dirty:
 			err = s.onHostStatus()
+		case c := <-s.dataOut:
+			err = s.sendData(c)
 		}
 		if err != nil {
 			return err
@@ -257,6 +267,12 @@ func (s *session) onReceive(r recvd) error {
 		s.armRebalance()
 	case *roostv1.HubMessage_GoAway:
 		return &goAwayError{reason: m.GoAway.GetReason()}
+	case *roostv1.HubMessage_ReadJournal:
+		s.onReadJournal(m.ReadJournal)
+	case *roostv1.HubMessage_CollectBundle:
+		s.onCollectBundle(m.CollectBundle)
+	case *roostv1.HubMessage_DataCredit:
+		s.onDataCredit(m.DataCredit)
 	}
 	return nil
 }

@@ -87,6 +87,11 @@ func TestCompleteObjectNames(t *testing.T) {
 		{[]string{"server", "decommission", "srv-b", ""}, []string{"srv-a"}},
 		{[]string{"server", "label", ""}, []string{"srv-a", "srv-b"}},
 		{[]string{"server", "label", "srv-a", ""}, nil}, // then KEY=VALUE
+		{[]string{"server", "logs", ""}, []string{"srv-a", "srv-b"}},
+		{[]string{"server", "logs", "srv-a", ""}, nil}, // one server
+		{[]string{"server", "logs", "srv-a", "-o", ""}, []string{"text", "json"}},
+		{[]string{"server", "logs", "srv-a", "--boot", ""}, []string{"0", "-1", "-2"}},
+		{[]string{"server", "bundle", ""}, []string{"srv-a", "srv-b"}},
 		{[]string{"machine", "delete", ""}, []string{"edge-1", "workers-1"}},
 		{[]string{"machine", "create", "--server", ""}, []string{"srv-a", "srv-b"}},
 		{[]string{"machine", "create", "--server", "srv-a", "--class", ""}, []string{"big"}},

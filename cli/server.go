@@ -18,7 +18,7 @@ func newServerCommand(o *options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "server",
 		Aliases: []string{"servers", "srv"},
-		Short:   "Approve, deny, label, cordon, clean, decommission, register, power and provision servers",
+		Short:   "Approve, deny, label, cordon, clean, decommission, register, power and provision servers; read their logs",
 		Long: `Servers register themselves by enrolling (see 'roostctl token'). These
 commands change what the hub does with them:
 
@@ -40,6 +40,8 @@ commands change what the hub does with them:
   boot          make a server boot once from cd, pxe or disk
   provision     enroll a server through its BMC: virtual media, boot once
                 from CD, power on
+  logs          show the server's systemd journal (this boot or earlier ones)
+  bundle        save a support bundle (journal, boot entries, network, ...)
 
 A server released by its Machine (pool unassign, a pool scaling down, a
 Machine deleted) is Cleaning: its agent wipes its disks as its MachineClass's
@@ -59,7 +61,8 @@ List servers with 'roostctl get servers' and look at one with
   roostctl server label 4c4c4544-0042-3510-8052-b4c04f4d4e31 rack=r12 gpu-
   roostctl server cordon 4c4c4544-0042-3510-8052-b4c04f4d4e31
   roostctl server clean 4c4c4544-0042-3510-8052-b4c04f4d4e31
-  roostctl server decommission 4c4c4544-0042-3510-8052-b4c04f4d4e31 --reason "failed PSU"`,
+  roostctl server decommission 4c4c4544-0042-3510-8052-b4c04f4d4e31 --reason "failed PSU"
+  roostctl server logs 4c4c4544-0042-3510-8052-b4c04f4d4e31 --boot -1 -u kubelet`,
 		Args: unknownSubcommand,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
@@ -129,6 +132,8 @@ decommissioned server back, enroll it again with a token; to forget it,
 		newServerPowerCommand(o),
 		newServerBootCommand(o),
 		newServerProvisionCommand(o),
+		newServerLogsCommand(o),
+		newServerBundleCommand(o),
 	)
 	return cmd
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"time"
+
+	"github.com/roostfleet/roost/hub/agentconn"
 )
 
 // Kill stops the member at once, as a crash (kill -9) would, for tests of
@@ -52,3 +54,5 @@ func (h *Hub) PutBlob(digest string, data []byte) error {
 	_, err := h.blobs.Append(digest, int64(len(data)), 0, bytes.NewReader(data))
 	return err
 }
+// Agents returns the member's agent streams (and their data requests).
+func (h *Hub) Agents() *agentconn.Registry { return h.agents }

@@ -106,6 +106,8 @@ token; from then on it authenticates with its certificate alone.`,
 				Identity:  agent.SysfsIdentity{Root: f.sysRoot, PermAddr: agent.DefaultPermAddr},
 				Inventory: agent.HostInventory{SysRoot: f.sysRoot, ProcRoot: f.procRoot, Logger: log},
 				Logger:    log,
+				Journal:   agent.Journalctl{},
+				Commands:  agent.ExecCommands{},
 			})
 			if err != nil {
 				return err

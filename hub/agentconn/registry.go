@@ -31,6 +31,9 @@ type Registry struct {
 
 	mu      sync.Mutex
 	streams map[string]*Stream
+	// data are the data requests in progress, by request ID (data.go);
+	// nil while there never were any.
+	data map[string]*DataRequest
 }
 
 // Stream serialises sends on one agent stream (gRPC allows one Send at a
@@ -74,6 +77,7 @@ func (r *Registry) Unregister(name string, st *Stream) {
 	if r.streams[name] == st {
 		delete(r.streams, name)
 	}
+	r.endData(st)
 }
 
 // Len returns how many streams are registered.

@@ -88,6 +88,11 @@ var accessTable = map[string]access{
 	hubService + "CreateMachine":       people(operators, "machine", "create"),
 	hubService + "PromoteImageRelease": people(operators, "imagerelease", "promote"),
 	hubService + "RolloutControl":      people(operators, "rollout", "pause", "resume", "abort", "undo", "pin"),
+	// A Server's journal and support bundle may hold secrets (a unit that
+	// logs its environment, a kubelet printing a token, Ignition's
+	// config): operators and admins only, audited as reads of secrets.
+	hubService + "ReadServerLogs":      secretRead(people(operators, "server", "logs")),
+	hubService + "CollectServerBundle": secretRead(people(operators, "server", "bundle")),
 	// Images and release keys.
 	hubService + "PushArtifact":      people(admins, "artifact", "push", "create"),
 	hubService + "StatArtifact":      people(readers, "artifact", "get"),

@@ -51,12 +51,15 @@ func TestAccessTableCoversEveryRPC(t *testing.T) {
 }
 
 // TestAccessTableRoles pins the rules: viewers read and nothing
-// else; operators also assign, cordon, approve, pause and promote, but
-// never tokens, users, members or snapshots; auditors read and list users;
-// members call only member methods directly.
+// else; operators also assign, cordon, approve, pause, promote and read
+// Servers' logs and bundles, but never tokens, users, members or
+// snapshots; auditors read and list users; members call only member
+// methods directly.
 func TestAccessTableRoles(t *testing.T) {
 	reads := map[string]bool{"Get": true, "List": true, "Watch": true, "ListMembers": true, "StatArtifact": true, "ListTrustedKeys": true, "WhoAmI": true, "AuthCheck": true}
-	operations := map[string]bool{"UpdateServer": true, "AssignServers": true, "UnassignServers": true, "CreateMachine": true, "PromoteImageRelease": true, "RolloutControl": true}
+	// a Server's logs and bundle may hold secrets: operators, not viewers
+	operations := map[string]bool{"UpdateServer": true, "AssignServers": true, "UnassignServers": true, "CreateMachine": true, "PromoteImageRelease": true, "RolloutControl": true,
+		"ReadServerLogs": true, "CollectServerBundle": true}
 	sd := roostv1.File_roost_v1_hub_proto.Services().ByName("HubService")
 	for j := 0; j < sd.Methods().Len(); j++ {
 		name := string(sd.Methods().Get(j).Name())

@@ -341,6 +341,9 @@ func (s *Server) Connect(stream grpc.BidiStreamingServer[roostv1.AgentMessage, r
 			if err := s.cleaningResult(ctx, cn, m.CleaningResult); err != nil {
 				return err
 			}
+		case *roostv1.AgentMessage_DataChunk:
+			// an answer to ReadServerLogs or CollectServerBundle
+			s.agents.Deliver(cn, as, m.DataChunk)
 		case *roostv1.AgentMessage_Hello:
 			return apierror.Invalid("hello may only be sent first", apierror.Violation{Field: "hello", Message: "sent twice"})
 		default:

@@ -4,7 +4,9 @@
 // whose registry and desired-state push live in hub/agentconn). It
 // validates requests at the edge (resource.Validate), turns writes into
 // Raft commands whose rules the FSM (hub/state) enforces, forwards writes
-// and linearizable reads from followers to the leader (forward.go),
+// and linearizable reads from followers to the leader (forward.go), relays
+// a Server's journal and support bundle from the member holding its
+// agent's stream (hub_server_data.go),
 // authorizes callers by the role in their client certificate, and maps
 // errors to gRPC codes in one place (errors.go).
 //

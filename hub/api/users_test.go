@@ -107,7 +107,8 @@ func TestRolesEveryRPC(t *testing.T) {
 	roles["member"] = memberConfig(t, hubs[0])
 	allowed := func(role, method string) bool {
 		reads := map[string]bool{"Get": true, "List": true, "Watch": true, "ListMembers": true, "StatArtifact": true, "ListTrustedKeys": true, "WhoAmI": true, "AuthCheck": true}
-		ops := map[string]bool{"UpdateServer": true, "AssignServers": true, "UnassignServers": true, "CreateMachine": true, "PromoteImageRelease": true, "RolloutControl": true}
+		ops := map[string]bool{"UpdateServer": true, "AssignServers": true, "UnassignServers": true, "CreateMachine": true, "PromoteImageRelease": true, "RolloutControl": true,
+			"ReadServerLogs": true, "CollectServerBundle": true}
 		switch role {
 		case "admin":
 			return true

@@ -246,6 +246,8 @@ func Render(in Inputs, number int64) (*roostv1.RevisionSpec, error) {
 			{Name: ignition.AgentUnitName, Dropins: map[string]string{"10-state.conf": agentStateDropin}},
 		},
 	}
+	jfiles, junits := journalFiles()
+	p.Files, p.Units = append(p.Files, jfiles...), append(p.Units, junits...)
 	if np := in.NetworkProfile; np != nil {
 		// the manifest as a user would write it: no hub-set metadata
 		clean := &roostv1.NetworkProfile{ApiVersion: np.GetApiVersion(), Kind: np.GetKind(),

@@ -154,6 +154,7 @@ func TestRenderWorker(t *testing.T) {
 		"/etc/roost/agent.yaml",
 		"/etc/roost/machine.json",
 		"/etc/roost/network.yaml",
+		JournaldConfigPath,
 		"/etc/systemd/network/10-roost-bond0.100.network",
 		"/etc/systemd/network/10-roost-bond0.network",
 		"/etc/systemd/network/10-roost-eno1.network",
@@ -209,7 +210,7 @@ func TestRenderWorker(t *testing.T) {
 
 	// Units: the STATE mount, enabled, the agent with its drop-in, and
 	// the kubelet's (see TestKubeletUnits).
-	if got := slices.Sorted(maps.Keys(p.units)); !slices.Equal(got, []string{ContainerdUnit, KubeletUnit, ignition.AgentUnitName, ContainerdDataDirUnit, KubeletDataDirUnit, ContainerdDataMountUnit, KubeletDataMountUnit, StateMountUnit}) {
+	if got := slices.Sorted(maps.Keys(p.units)); !slices.Equal(got, []string{ContainerdUnit, KubeletUnit, ignition.AgentUnitName, ContainerdDataDirUnit, JournalDirUnit, KubeletDataDirUnit, JournalFlushUnit, ContainerdDataMountUnit, KubeletDataMountUnit, StateMountUnit, JournalMountUnit}) {
 		t.Errorf("units %v", got)
 	}
 	mount := p.units[StateMountUnit]
@@ -279,7 +280,7 @@ func TestRenderStandalone(t *testing.T) {
 		t.Errorf("boot tries %d, want the MachineClass's 1", got)
 	}
 	p := parseIgnition(t, spec.GetIgnition())
-	want := []string{"/etc/hostname", "/etc/roost/agent.yaml", "/etc/roost/machine.json"}
+	want := []string{"/etc/hostname", "/etc/roost/agent.yaml", "/etc/roost/machine.json", JournaldConfigPath}
 	if got := slices.Sorted(maps.Keys(p.files)); !slices.Equal(got, want) {
 		t.Errorf("files %v, want %v (no cluster join, no network files)", got, want)
 	}
@@ -294,8 +295,16 @@ func TestRenderStandalone(t *testing.T) {
 	if len(p.cfg.Passwd.Users) != 0 {
 		t.Errorf("users %v without SSH keys", p.cfg.Passwd.Users)
 	}
-	if got := slices.Sorted(maps.Keys(p.units)); !slices.Equal(got, []string{ignition.AgentUnitName, StateMountUnit}) {
+	if got := slices.Sorted(maps.Keys(p.units)); !slices.Equal(got, []string{ignition.AgentUnitName, JournalDirUnit, JournalFlushUnit, StateMountUnit, JournalMountUnit}) {
 		t.Errorf("units %v", got)
+	}
+	// Every Revision keeps its journal on STATE, bounded (the boot of a
+	// failed Revision is read after the fallback).
+	if conf := p.files[JournaldConfigPath]; !strings.Contains(conf, "\nStorage=persistent\n") || !strings.Contains(conf, "\nSystemMaxUse="+JournalMaxUse+"\n") {
+		t.Errorf("journald drop-in:\n%s", conf)
+	}
+	if m := unitContents(p.units[JournalMountUnit]); !strings.Contains(m, "What="+JournalStateDir+"\n") || !strings.Contains(m, "Where="+JournalDir+"\n") || !strings.Contains(m, "Options=bind\n") {
+		t.Errorf("%s:\n%s", JournalMountUnit, m)
 	}
 
 	// A pool without a cluster: no join files either.
@@ -441,4 +450,12 @@ func TestHash(t *testing.T) {
 			t.Errorf("%s changed the hash", name)
 		}
 	}
+}
+
+// unitContents is a unit's contents, "" without.
+func unitContents(u types.Unit) string {
+	if u.Contents == nil {
+		return ""
+	}
+	return *u.Contents
 }

@@ -137,14 +137,18 @@ func RevisionReserved() *Reserved {
 	r.Tree("/var/lib/roost", "the STATE partition is mounted on /var/lib/roost at boot and would hide it", elsewhere)
 	r.Tree("/var/lib/kubelet", "/var/lib/kubelet is bind-mounted from the STATE partition at boot and would hide it", elsewhere)
 	r.Tree("/var/lib/containerd", "/var/lib/containerd is bind-mounted from the STATE partition at boot and would hide it", elsewhere)
+	r.Tree("/var/log/journal", "/var/log/journal is bind-mounted from the STATE partition at boot and would hide it", elsewhere)
+	r.Path("/etc/systemd/journald.conf.d/10-roost.conf", "the hub keeps the journal on the STATE partition with this drop-in",
+		"remove the entry; write a journald drop-in that sorts after it (e.g. 20-site.conf)")
 	r.Tree("/usr", "/usr is read-only on Flatcar, and system extensions are merged over it at boot",
 		"ship files under /usr as an Extension (spec.extensions), or write them under /opt or /etc")
 	r.Unit("roost-*", "unit names starting with roost- are Roost's")
-	for _, u := range []string{"kubelet.service", "containerd.service", "var-lib-roost.mount", "var-lib-kubelet.mount", "var-lib-containerd.mount"} {
+	for _, u := range []string{"kubelet.service", "containerd.service", "var-lib-roost.mount", "var-lib-kubelet.mount", "var-lib-containerd.mount", "var-log-journal.mount"} {
 		r.Unit(u, hubUnit)
 	}
 	r.DropIn(AgentUnitName, "10-state.conf", "the hub writes this drop-in")
 	r.DropIn("containerd.service", "10-roost.conf", "the hub writes this drop-in")
+	r.DropIn("systemd-journal-flush.service", "10-roost.conf", "the hub writes this drop-in")
 	return r
 }
 

@@ -19,6 +19,10 @@
 //     PodDisruptionBudget holds the v1 → v2 drain until the budget is
 //     relaxed; the Node comes back Ready and uncordoned on v2. A kubelet
 //     extension that cannot start falls back, is Failed and halts the Pool.
+//     roostctl server logs shows the enrolling agent's own lines (through
+//     the ISO agent's stream), and after the fallback --boot -1 -u kubelet
+//     shows the broken kubelet's line from the failed boot's journal on
+//     STATE; roostctl server bundle returns a tar.gz with every entry.
 //
 // TestMainJob and TestWorker run in parallel, after TestRolloutTwoServers:
 // each has its own hub and a one-vCPU QEMU server, so on a 2-core machine

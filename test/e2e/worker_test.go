@@ -1,12 +1,17 @@
 package e2e
 
 import (
+	"archive/tar"
+	"compress/gzip"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -88,6 +93,7 @@ func TestWorker(t *testing.T) {
 	j.vm.Start()
 	j.waitEnrolled(15*time.Minute, workerUUID)
 	j.logTiming("boot-to-enrolled", time.Since(step))
+	j.checkEnrollmentLogs()
 
 	// ---- 4. assign: install, boot the Revision, join --------------------------
 	assigned := time.Now()
@@ -189,6 +195,146 @@ func TestWorker(t *testing.T) {
 	j.logTiming(fmt.Sprintf("broken kubelet → fallback (revision %d failed, back on %d)", rev3, rev2), time.Since(step))
 	j.waitNode("Node Ready again on the previous Revision", 10*time.Minute, nodeReady)
 	t.Logf("pool workers: %s", j.getPool("workers").Status.Rollout.Reason)
+
+	// ---- 9. the failed boot's journal, read after the fallback; a bundle -----
+	j.checkFailedBootLogs(rev3)
+	j.checkBundle()
+}
+
+// serverName is the worker's Server name (its SMBIOS UUID, lower-case).
+func (j *workerJob) serverName() string { return strings.ToLower(workerUUID) }
+
+// checkEnrollmentLogs reads the enrolling server's journal through its
+// agent's stream (roostctl server logs, the ISO's agent, before any
+// install): the agent's own lines of this boot, that it enrolled and
+// connected, are there. One call, retried briefly: the Server is
+// recorded just before its agent's stream opens.
+func (j *workerJob) checkEnrollmentLogs() {
+	j.t.Helper()
+	name := j.serverName()
+	var out string
+	j.poll("the enrolling agent's log through roostctl server logs", 2*time.Minute, func() (bool, string) {
+		var err error
+		out, err = j.hub.Ctl(j.ctx, "server", "logs", name, "-u", "roost-agent", "-n", "200")
+		if err != nil {
+			return false, err.Error()
+		}
+		return strings.Contains(out, "msg=enrolled") && strings.Contains(out, "server="+name) && strings.Contains(out, "msg=connected"),
+			fmt.Sprintf("%d lines, no enrolled/connected line yet", strings.Count(out, "\n"))
+	})
+	j.t.Logf("enrolling agent's log (%d lines), e.g. %q", strings.Count(out, "\n"), firstLineWith(out, "msg=enrolled"))
+	// -o json: journalctl's export fields, one entry per line
+	js := j.hub.MustCtl(j.t, j.ctx, "server", "logs", name, "-u", "roost-agent", "-n", "5", "-o", "json")
+	if n := strings.Count(js, "\n"); n != 5 || !strings.Contains(js, `"_SYSTEMD_UNIT":"roost-agent.service"`) {
+		j.fatalf("server logs -o json: %d lines, want 5 entries of roost-agent.service:\n%s", n, js)
+	}
+}
+
+// checkFailedBootLogs reads the previous boot's journal after the
+// fallback: the boot of Revision failed, kept on the STATE partition, in
+// which the broken kubelet (brokenKubeletExtension) printed its line at
+// every start; this boot's kubelet is the good one.
+func (j *workerJob) checkFailedBootLogs(failed int64) {
+	j.t.Helper()
+	name := j.serverName()
+	out := j.hub.MustCtl(j.t, j.ctx, "server", "logs", name, "--boot", "-1", "-u", "kubelet")
+	if !strings.Contains(out, "kubelet: broken on purpose by TestWorker") {
+		j.fatalf("server logs --boot -1 -u kubelet (the boot of Revision %d) lacks the broken kubelet's line:\n%s", failed, tail(out, 3000))
+	}
+	j.t.Logf("failed boot's kubelet: %d lines, e.g. %q", strings.Count(out, "\n"), firstLineWith(out, "broken on purpose"))
+	now := j.hub.MustCtl(j.t, j.ctx, "server", "logs", name, "-u", "kubelet", "-n", "200")
+	if strings.Contains(now, "broken on purpose") {
+		j.fatalf("this boot's kubelet log holds the broken kubelet's line: the boots are mixed up:\n%s", tail(now, 3000))
+	}
+}
+
+// checkBundle saves a support bundle and checks its entries: every one
+// the agent collects (agent/bundle.go), each non-empty, the Revisions'
+// boot entries, the failed boot's kubelet line in the previous boot's
+// journal, and errors.txt.
+func (j *workerJob) checkBundle() {
+	j.t.Helper()
+	file := filepath.Join(j.t.TempDir(), "bundle.tar.gz")
+	out := j.hub.MustCtl(j.t, j.ctx, "server", "bundle", j.serverName(), "-o", file)
+	j.t.Logf("%s", strings.TrimSpace(out))
+	entries, err := readTarGz(file)
+	if err != nil {
+		j.fatalf("the bundle %s: %v", file, err)
+	}
+	// bootctl is Debian's systemd-boot package, which the testbed lacks:
+	// then errors.txt names the entry
+	if _, ok := entries["boot/bootctl-list.txt"]; !ok && !strings.Contains(entries["errors.txt"], "boot/bootctl-list.txt: ") {
+		j.fatalf("the bundle has no boot/bootctl-list.txt and errors.txt does not say why:\n%s", entries["errors.txt"])
+	}
+	for _, want := range []string{"journal/this-boot.log", "journal/previous-boot.log", "agent/state.json", "agent/inventory.json",
+		"network/ip-addr.json", "network/ip-link.json", "network/ip-route.json", "dmesg.txt",
+		"units/kubelet-containerd-status.txt", "errors.txt"} {
+		if e, ok := entries[want]; !ok || (len(e) == 0 && want != "errors.txt") {
+			j.fatalf("the bundle lacks %s (or it is empty); entries %v; errors.txt:\n%s", want, keysOf(entries), entries["errors.txt"])
+		}
+	}
+	var loader bool
+	for n := range entries {
+		loader = loader || strings.HasPrefix(n, "boot/loader-entries/roost-rev-")
+	}
+	if !loader {
+		j.fatalf("the bundle holds no boot/loader-entries/roost-rev-*.conf: %v", keysOf(entries))
+	}
+	if !strings.Contains(entries["journal/previous-boot.log"], "broken on purpose by TestWorker") {
+		j.fatalf("the bundle's previous boot lacks the broken kubelet's line")
+	}
+	if st := entries["units/kubelet-containerd-status.txt"]; !strings.Contains(st, "kubelet.service") || !strings.Contains(st, "containerd.service") {
+		j.fatalf("units/kubelet-containerd-status.txt:\n%s", st)
+	}
+	j.t.Logf("bundle: %d entries; errors.txt: %s", len(entries), strings.TrimSpace(entries["errors.txt"]))
+}
+
+// readTarGz reads a tar.gz file's regular files by name.
+func readTarGz(path string) (map[string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		return nil, err
+	}
+	tr := tar.NewReader(gz)
+	out := map[string]string{}
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		b, err := io.ReadAll(tr)
+		if err != nil {
+			return out, err
+		}
+		out[h.Name] = string(b)
+	}
+}
+
+func keysOf(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// firstLineWith is the first line of s holding sub, "" for none.
+func firstLineWith(s, sub string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			return l
+		}
+	}
+	return ""
 }
 
 // workersPool is the Pool "workers" of Cluster e2e following channel.

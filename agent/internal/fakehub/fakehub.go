@@ -121,6 +121,8 @@ type Hub struct {
 	CleaningResults []*roostv1.CleaningResult
 	Heartbeats      int
 	Streams         []chan *roostv1.HubMessage
+	// DataChunks are the agent's answers to log and bundle requests.
+	DataChunks []*roostv1.DataChunk
 
 	// Blobs are served by FetchArtifact, by sha256 (set before the agent
 	// fetches, or under Mu).
@@ -319,6 +321,8 @@ func (h *Hub) Connect(stream roostv1.AgentService_ConnectServer) error {
 				h.Heartbeats++
 			case m.GetCleaningResult() != nil:
 				h.CleaningResults = append(h.CleaningResults, m.GetCleaningResult())
+			case m.GetDataChunk() != nil:
+				h.DataChunks = append(h.DataChunks, m.GetDataChunk())
 			}
 			h.Mu.Unlock()
 		}

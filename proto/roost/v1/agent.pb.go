@@ -867,6 +867,7 @@ type AgentMessage struct {
 	//	*AgentMessage_Hello
 	//	*AgentMessage_Status
 	//	*AgentMessage_Heartbeat
+	//	*AgentMessage_DataChunk
 	//	*AgentMessage_CleaningResult
 	Message       isAgentMessage_Message `protobuf_oneof:"message"`
 	unknownFields protoimpl.UnknownFields
@@ -937,6 +938,15 @@ func (x *AgentMessage) GetHeartbeat() *Heartbeat {
 	return nil
 }
 
+func (x *AgentMessage) GetDataChunk() *DataChunk {
+	if x != nil {
+		if x, ok := x.Message.(*AgentMessage_DataChunk); ok {
+			return x.DataChunk
+		}
+	}
+	return nil
+}
+
 func (x *AgentMessage) GetCleaningResult() *CleaningResult {
 	if x != nil {
 		if x, ok := x.Message.(*AgentMessage_CleaningResult); ok {
@@ -962,6 +972,11 @@ type AgentMessage_Heartbeat struct {
 	Heartbeat *Heartbeat `protobuf:"bytes,3,opt,name=heartbeat,proto3,oneof"`
 }
 
+type AgentMessage_DataChunk struct {
+	// data_chunk answers a read_journal or collect_bundle of the hub.
+	DataChunk *DataChunk `protobuf:"bytes,10,opt,name=data_chunk,json=dataChunk,proto3,oneof"`
+}
+
 type AgentMessage_CleaningResult struct {
 	// cleaning_result answers DesiredState.cleaning; sent again on every
 	// new stream until the hub stops asking for that cleaning.
@@ -973,6 +988,8 @@ func (*AgentMessage_Hello) isAgentMessage_Message() {}
 func (*AgentMessage_Status) isAgentMessage_Message() {}
 
 func (*AgentMessage_Heartbeat) isAgentMessage_Message() {}
+
+func (*AgentMessage_DataChunk) isAgentMessage_Message() {}
 
 func (*AgentMessage_CleaningResult) isAgentMessage_Message() {}
 
@@ -1243,6 +1260,9 @@ type HubMessage struct {
 	//	*HubMessage_HeartbeatIntervalSeconds
 	//	*HubMessage_Members
 	//	*HubMessage_GoAway
+	//	*HubMessage_ReadJournal
+	//	*HubMessage_CollectBundle
+	//	*HubMessage_DataCredit
 	Message       isHubMessage_Message `protobuf_oneof:"message"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1321,6 +1341,33 @@ func (x *HubMessage) GetGoAway() *GoAway {
 	return nil
 }
 
+func (x *HubMessage) GetReadJournal() *ReadJournal {
+	if x != nil {
+		if x, ok := x.Message.(*HubMessage_ReadJournal); ok {
+			return x.ReadJournal
+		}
+	}
+	return nil
+}
+
+func (x *HubMessage) GetCollectBundle() *CollectBundle {
+	if x != nil {
+		if x, ok := x.Message.(*HubMessage_CollectBundle); ok {
+			return x.CollectBundle
+		}
+	}
+	return nil
+}
+
+func (x *HubMessage) GetDataCredit() *DataCredit {
+	if x != nil {
+		if x, ok := x.Message.(*HubMessage_DataCredit); ok {
+			return x.DataCredit
+		}
+	}
+	return nil
+}
+
 type isHubMessage_Message interface {
 	isHubMessage_Message()
 }
@@ -1347,6 +1394,23 @@ type HubMessage_GoAway struct {
 	GoAway *GoAway `protobuf:"bytes,4,opt,name=go_away,json=goAway,proto3,oneof"`
 }
 
+type HubMessage_ReadJournal struct {
+	// read_journal asks the agent to stream the host's journal back in
+	// data_chunk messages.
+	ReadJournal *ReadJournal `protobuf:"bytes,10,opt,name=read_journal,json=readJournal,proto3,oneof"`
+}
+
+type HubMessage_CollectBundle struct {
+	// collect_bundle asks the agent to stream a support bundle back.
+	CollectBundle *CollectBundle `protobuf:"bytes,11,opt,name=collect_bundle,json=collectBundle,proto3,oneof"`
+}
+
+type HubMessage_DataCredit struct {
+	// data_credit lets the agent send more chunks of a request, or cancels
+	// it.
+	DataCredit *DataCredit `protobuf:"bytes,12,opt,name=data_credit,json=dataCredit,proto3,oneof"`
+}
+
 func (*HubMessage_Desired) isHubMessage_Message() {}
 
 func (*HubMessage_HeartbeatIntervalSeconds) isHubMessage_Message() {}
@@ -1354,6 +1418,361 @@ func (*HubMessage_HeartbeatIntervalSeconds) isHubMessage_Message() {}
 func (*HubMessage_Members) isHubMessage_Message() {}
 
 func (*HubMessage_GoAway) isHubMessage_Message() {}
+
+func (*HubMessage_ReadJournal) isHubMessage_Message() {}
+
+func (*HubMessage_CollectBundle) isHubMessage_Message() {}
+
+func (*HubMessage_DataCredit) isHubMessage_Message() {}
+
+// ReadJournal asks for the host's systemd journal (journalctl -o
+// short-iso, or -o json). The agent answers with DataChunk messages of the same
+// request_id: an empty one at once (the request is under way), then the
+// data, at most `window` chunks with data beyond those the hub has granted
+// back with DataCredit, then one with done set.
+type ReadJournal struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// request_id is chosen by the hub, unique among its open requests.
+	RequestId string `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// units, since, since_ago, boot, lines, follow (and json, below) are
+	// ReadServerLogsRequest's (hub.proto).
+	Units    []string               `protobuf:"bytes,2,rep,name=units,proto3" json:"units,omitempty"`
+	Since    *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=since,proto3" json:"since,omitempty"`
+	SinceAgo *durationpb.Duration   `protobuf:"bytes,4,opt,name=since_ago,json=sinceAgo,proto3" json:"since_ago,omitempty"`
+	Boot     int32                  `protobuf:"varint,5,opt,name=boot,proto3" json:"boot,omitempty"`
+	Lines    int32                  `protobuf:"varint,6,opt,name=lines,proto3" json:"lines,omitempty"`
+	Follow   bool                   `protobuf:"varint,7,opt,name=follow,proto3" json:"follow,omitempty"`
+	// max_bytes ends the read after this many bytes of data.
+	MaxBytes int64 `protobuf:"varint,8,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`
+	// chunk_bytes is the largest DataChunk.data to send.
+	ChunkBytes int32 `protobuf:"varint,9,opt,name=chunk_bytes,json=chunkBytes,proto3" json:"chunk_bytes,omitempty"`
+	// window is how many chunks the agent may send before the first credit.
+	Window int32 `protobuf:"varint,10,opt,name=window,proto3" json:"window,omitempty"`
+	// json asks for journalctl -o json instead of -o short-iso.
+	Json          bool `protobuf:"varint,11,opt,name=json,proto3" json:"json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadJournal) Reset() {
+	*x = ReadJournal{}
+	mi := &file_roost_v1_agent_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadJournal) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadJournal) ProtoMessage() {}
+
+func (x *ReadJournal) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_agent_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadJournal.ProtoReflect.Descriptor instead.
+func (*ReadJournal) Descriptor() ([]byte, []int) {
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *ReadJournal) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *ReadJournal) GetUnits() []string {
+	if x != nil {
+		return x.Units
+	}
+	return nil
+}
+
+func (x *ReadJournal) GetSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Since
+	}
+	return nil
+}
+
+func (x *ReadJournal) GetSinceAgo() *durationpb.Duration {
+	if x != nil {
+		return x.SinceAgo
+	}
+	return nil
+}
+
+func (x *ReadJournal) GetBoot() int32 {
+	if x != nil {
+		return x.Boot
+	}
+	return 0
+}
+
+func (x *ReadJournal) GetLines() int32 {
+	if x != nil {
+		return x.Lines
+	}
+	return 0
+}
+
+func (x *ReadJournal) GetFollow() bool {
+	if x != nil {
+		return x.Follow
+	}
+	return false
+}
+
+func (x *ReadJournal) GetMaxBytes() int64 {
+	if x != nil {
+		return x.MaxBytes
+	}
+	return 0
+}
+
+func (x *ReadJournal) GetChunkBytes() int32 {
+	if x != nil {
+		return x.ChunkBytes
+	}
+	return 0
+}
+
+func (x *ReadJournal) GetWindow() int32 {
+	if x != nil {
+		return x.Window
+	}
+	return 0
+}
+
+func (x *ReadJournal) GetJson() bool {
+	if x != nil {
+		return x.Json
+	}
+	return false
+}
+
+// CollectBundle asks for a support bundle (tar.gz), sent back as
+// ReadJournal's data is.
+type CollectBundle struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	RequestId string                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// max_bytes bounds the compressed bundle.
+	MaxBytes      int64 `protobuf:"varint,2,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`
+	ChunkBytes    int32 `protobuf:"varint,3,opt,name=chunk_bytes,json=chunkBytes,proto3" json:"chunk_bytes,omitempty"`
+	Window        int32 `protobuf:"varint,4,opt,name=window,proto3" json:"window,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CollectBundle) Reset() {
+	*x = CollectBundle{}
+	mi := &file_roost_v1_agent_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CollectBundle) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CollectBundle) ProtoMessage() {}
+
+func (x *CollectBundle) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_agent_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CollectBundle.ProtoReflect.Descriptor instead.
+func (*CollectBundle) Descriptor() ([]byte, []int) {
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *CollectBundle) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *CollectBundle) GetMaxBytes() int64 {
+	if x != nil {
+		return x.MaxBytes
+	}
+	return 0
+}
+
+func (x *CollectBundle) GetChunkBytes() int32 {
+	if x != nil {
+		return x.ChunkBytes
+	}
+	return 0
+}
+
+func (x *CollectBundle) GetWindow() int32 {
+	if x != nil {
+		return x.Window
+	}
+	return 0
+}
+
+// DataCredit grants the agent `chunks` more chunks of a request, or
+// cancels it (the agent stops reading and sends nothing more).
+type DataCredit struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RequestId     string                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	Chunks        int32                  `protobuf:"varint,2,opt,name=chunks,proto3" json:"chunks,omitempty"`
+	Cancel        bool                   `protobuf:"varint,3,opt,name=cancel,proto3" json:"cancel,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DataCredit) Reset() {
+	*x = DataCredit{}
+	mi := &file_roost_v1_agent_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DataCredit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DataCredit) ProtoMessage() {}
+
+func (x *DataCredit) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_agent_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DataCredit.ProtoReflect.Descriptor instead.
+func (*DataCredit) Descriptor() ([]byte, []int) {
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *DataCredit) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *DataCredit) GetChunks() int32 {
+	if x != nil {
+		return x.Chunks
+	}
+	return 0
+}
+
+func (x *DataCredit) GetCancel() bool {
+	if x != nil {
+		return x.Cancel
+	}
+	return false
+}
+
+// DataChunk is one piece of the answer to a ReadJournal or CollectBundle.
+type DataChunk struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	RequestId string                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	Data      []byte                 `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	// done marks the last chunk of the request (data may be empty).
+	Done bool `protobuf:"varint,3,opt,name=done,proto3" json:"done,omitempty"`
+	// error says why the request failed (on the last chunk); empty on success.
+	Error string `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	// truncated says max_bytes cut the data short (on the last chunk).
+	Truncated     bool `protobuf:"varint,5,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DataChunk) Reset() {
+	*x = DataChunk{}
+	mi := &file_roost_v1_agent_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DataChunk) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DataChunk) ProtoMessage() {}
+
+func (x *DataChunk) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_agent_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DataChunk.ProtoReflect.Descriptor instead.
+func (*DataChunk) Descriptor() ([]byte, []int) {
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *DataChunk) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *DataChunk) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *DataChunk) GetDone() bool {
+	if x != nil {
+		return x.Done
+	}
+	return false
+}
+
+func (x *DataChunk) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *DataChunk) GetTruncated() bool {
+	if x != nil {
+		return x.Truncated
+	}
+	return false
+}
 
 // GoAway ends an agent's stream on a member that is shutting down.
 type GoAway struct {
@@ -1366,7 +1785,7 @@ type GoAway struct {
 
 func (x *GoAway) Reset() {
 	*x = GoAway{}
-	mi := &file_roost_v1_agent_proto_msgTypes[18]
+	mi := &file_roost_v1_agent_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1378,7 +1797,7 @@ func (x *GoAway) String() string {
 func (*GoAway) ProtoMessage() {}
 
 func (x *GoAway) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[18]
+	mi := &file_roost_v1_agent_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1391,7 +1810,7 @@ func (x *GoAway) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GoAway.ProtoReflect.Descriptor instead.
 func (*GoAway) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{18}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GoAway) GetReason() string {
@@ -1411,7 +1830,7 @@ type HubMembers struct {
 
 func (x *HubMembers) Reset() {
 	*x = HubMembers{}
-	mi := &file_roost_v1_agent_proto_msgTypes[19]
+	mi := &file_roost_v1_agent_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1423,7 +1842,7 @@ func (x *HubMembers) String() string {
 func (*HubMembers) ProtoMessage() {}
 
 func (x *HubMembers) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[19]
+	mi := &file_roost_v1_agent_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1436,7 +1855,7 @@ func (x *HubMembers) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HubMembers.ProtoReflect.Descriptor instead.
 func (*HubMembers) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{19}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *HubMembers) GetApiAddresses() []string {
@@ -1473,7 +1892,7 @@ type DesiredState struct {
 
 func (x *DesiredState) Reset() {
 	*x = DesiredState{}
-	mi := &file_roost_v1_agent_proto_msgTypes[20]
+	mi := &file_roost_v1_agent_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1485,7 +1904,7 @@ func (x *DesiredState) String() string {
 func (*DesiredState) ProtoMessage() {}
 
 func (x *DesiredState) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[20]
+	mi := &file_roost_v1_agent_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1498,7 +1917,7 @@ func (x *DesiredState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DesiredState.ProtoReflect.Descriptor instead.
 func (*DesiredState) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{20}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *DesiredState) GetGeneration() int64 {
@@ -1560,7 +1979,7 @@ type CleaningInstruction struct {
 
 func (x *CleaningInstruction) Reset() {
 	*x = CleaningInstruction{}
-	mi := &file_roost_v1_agent_proto_msgTypes[21]
+	mi := &file_roost_v1_agent_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1572,7 +1991,7 @@ func (x *CleaningInstruction) String() string {
 func (*CleaningInstruction) ProtoMessage() {}
 
 func (x *CleaningInstruction) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[21]
+	mi := &file_roost_v1_agent_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1585,7 +2004,7 @@ func (x *CleaningInstruction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CleaningInstruction.ProtoReflect.Descriptor instead.
 func (*CleaningInstruction) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{21}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *CleaningInstruction) GetIndex() uint64 {
@@ -1624,7 +2043,7 @@ type CleaningResult struct {
 
 func (x *CleaningResult) Reset() {
 	*x = CleaningResult{}
-	mi := &file_roost_v1_agent_proto_msgTypes[22]
+	mi := &file_roost_v1_agent_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1636,7 +2055,7 @@ func (x *CleaningResult) String() string {
 func (*CleaningResult) ProtoMessage() {}
 
 func (x *CleaningResult) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[22]
+	mi := &file_roost_v1_agent_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1649,7 +2068,7 @@ func (x *CleaningResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CleaningResult.ProtoReflect.Descriptor instead.
 func (*CleaningResult) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{22}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *CleaningResult) GetIndex() uint64 {
@@ -1693,7 +2112,7 @@ type KubeletBootstrap struct {
 
 func (x *KubeletBootstrap) Reset() {
 	*x = KubeletBootstrap{}
-	mi := &file_roost_v1_agent_proto_msgTypes[23]
+	mi := &file_roost_v1_agent_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1705,7 +2124,7 @@ func (x *KubeletBootstrap) String() string {
 func (*KubeletBootstrap) ProtoMessage() {}
 
 func (x *KubeletBootstrap) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[23]
+	mi := &file_roost_v1_agent_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1718,7 +2137,7 @@ func (x *KubeletBootstrap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KubeletBootstrap.ProtoReflect.Descriptor instead.
 func (*KubeletBootstrap) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{23}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *KubeletBootstrap) GetApiServer() string {
@@ -1802,7 +2221,7 @@ type RevisionSpec struct {
 
 func (x *RevisionSpec) Reset() {
 	*x = RevisionSpec{}
-	mi := &file_roost_v1_agent_proto_msgTypes[24]
+	mi := &file_roost_v1_agent_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1814,7 +2233,7 @@ func (x *RevisionSpec) String() string {
 func (*RevisionSpec) ProtoMessage() {}
 
 func (x *RevisionSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[24]
+	mi := &file_roost_v1_agent_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1827,7 +2246,7 @@ func (x *RevisionSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevisionSpec.ProtoReflect.Descriptor instead.
 func (*RevisionSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{24}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *RevisionSpec) GetServer() string {
@@ -2000,7 +2419,7 @@ type RevisionExtension struct {
 
 func (x *RevisionExtension) Reset() {
 	*x = RevisionExtension{}
-	mi := &file_roost_v1_agent_proto_msgTypes[25]
+	mi := &file_roost_v1_agent_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2012,7 +2431,7 @@ func (x *RevisionExtension) String() string {
 func (*RevisionExtension) ProtoMessage() {}
 
 func (x *RevisionExtension) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[25]
+	mi := &file_roost_v1_agent_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2025,7 +2444,7 @@ func (x *RevisionExtension) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevisionExtension.ProtoReflect.Descriptor instead.
 func (*RevisionExtension) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{25}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *RevisionExtension) GetName() string {
@@ -2076,7 +2495,7 @@ type Artifact struct {
 
 func (x *Artifact) Reset() {
 	*x = Artifact{}
-	mi := &file_roost_v1_agent_proto_msgTypes[26]
+	mi := &file_roost_v1_agent_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2088,7 +2507,7 @@ func (x *Artifact) String() string {
 func (*Artifact) ProtoMessage() {}
 
 func (x *Artifact) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[26]
+	mi := &file_roost_v1_agent_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2101,7 +2520,7 @@ func (x *Artifact) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Artifact.ProtoReflect.Descriptor instead.
 func (*Artifact) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{26}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Artifact) GetSha256() string {
@@ -2134,7 +2553,7 @@ type InstallDiskHints struct {
 
 func (x *InstallDiskHints) Reset() {
 	*x = InstallDiskHints{}
-	mi := &file_roost_v1_agent_proto_msgTypes[27]
+	mi := &file_roost_v1_agent_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2146,7 +2565,7 @@ func (x *InstallDiskHints) String() string {
 func (*InstallDiskHints) ProtoMessage() {}
 
 func (x *InstallDiskHints) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[27]
+	mi := &file_roost_v1_agent_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2159,7 +2578,7 @@ func (x *InstallDiskHints) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InstallDiskHints.ProtoReflect.Descriptor instead.
 func (*InstallDiskHints) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{27}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *InstallDiskHints) GetSerial() string {
@@ -2209,7 +2628,7 @@ type FetchArtifactRequest struct {
 
 func (x *FetchArtifactRequest) Reset() {
 	*x = FetchArtifactRequest{}
-	mi := &file_roost_v1_agent_proto_msgTypes[28]
+	mi := &file_roost_v1_agent_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2221,7 +2640,7 @@ func (x *FetchArtifactRequest) String() string {
 func (*FetchArtifactRequest) ProtoMessage() {}
 
 func (x *FetchArtifactRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[28]
+	mi := &file_roost_v1_agent_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2234,7 +2653,7 @@ func (x *FetchArtifactRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchArtifactRequest.ProtoReflect.Descriptor instead.
 func (*FetchArtifactRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{28}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *FetchArtifactRequest) GetSha256() string {
@@ -2262,7 +2681,7 @@ type ArtifactChunk struct {
 
 func (x *ArtifactChunk) Reset() {
 	*x = ArtifactChunk{}
-	mi := &file_roost_v1_agent_proto_msgTypes[29]
+	mi := &file_roost_v1_agent_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2274,7 +2693,7 @@ func (x *ArtifactChunk) String() string {
 func (*ArtifactChunk) ProtoMessage() {}
 
 func (x *ArtifactChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[29]
+	mi := &file_roost_v1_agent_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2287,7 +2706,7 @@ func (x *ArtifactChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArtifactChunk.ProtoReflect.Descriptor instead.
 func (*ArtifactChunk) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{29}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ArtifactChunk) GetData() []byte {
@@ -2317,7 +2736,7 @@ type AcquireLeaseRequest struct {
 
 func (x *AcquireLeaseRequest) Reset() {
 	*x = AcquireLeaseRequest{}
-	mi := &file_roost_v1_agent_proto_msgTypes[30]
+	mi := &file_roost_v1_agent_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2329,7 +2748,7 @@ func (x *AcquireLeaseRequest) String() string {
 func (*AcquireLeaseRequest) ProtoMessage() {}
 
 func (x *AcquireLeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[30]
+	mi := &file_roost_v1_agent_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2342,7 +2761,7 @@ func (x *AcquireLeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcquireLeaseRequest.ProtoReflect.Descriptor instead.
 func (*AcquireLeaseRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{30}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *AcquireLeaseRequest) GetRevision() int64 {
@@ -2375,7 +2794,7 @@ type AcquireLeaseResponse struct {
 
 func (x *AcquireLeaseResponse) Reset() {
 	*x = AcquireLeaseResponse{}
-	mi := &file_roost_v1_agent_proto_msgTypes[31]
+	mi := &file_roost_v1_agent_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2387,7 +2806,7 @@ func (x *AcquireLeaseResponse) String() string {
 func (*AcquireLeaseResponse) ProtoMessage() {}
 
 func (x *AcquireLeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_agent_proto_msgTypes[31]
+	mi := &file_roost_v1_agent_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2400,7 +2819,7 @@ func (x *AcquireLeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcquireLeaseResponse.ProtoReflect.Descriptor instead.
 func (*AcquireLeaseResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_agent_proto_rawDescGZIP(), []int{31}
+	return file_roost_v1_agent_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *AcquireLeaseResponse) GetGranted() bool {
@@ -2511,11 +2930,14 @@ const file_roost_v1_agent_proto_rawDesc = "" +
 	"\x18RenewCertificateResponse\x12'\n" +
 	"\x0fcertificate_pem\x18\x01 \x01(\fR\x0ecertificatePem\x12\"\n" +
 	"\rca_bundle_pem\x18\x02 \x01(\fR\vcaBundlePem\x12\x12\n" +
-	"\x04hubs\x18\x03 \x03(\tR\x04hubs\"\xed\x01\n" +
+	"\x04hubs\x18\x03 \x03(\tR\x04hubs\"\xa3\x02\n" +
 	"\fAgentMessage\x12'\n" +
 	"\x05hello\x18\x01 \x01(\v2\x0f.roost.v1.HelloH\x00R\x05hello\x12/\n" +
 	"\x06status\x18\x02 \x01(\v2\x15.roost.v1.AgentStatusH\x00R\x06status\x123\n" +
-	"\theartbeat\x18\x03 \x01(\v2\x13.roost.v1.HeartbeatH\x00R\theartbeat\x12C\n" +
+	"\theartbeat\x18\x03 \x01(\v2\x13.roost.v1.HeartbeatH\x00R\theartbeat\x124\n" +
+	"\n" +
+	"data_chunk\x18\n" +
+	" \x01(\v2\x13.roost.v1.DataChunkH\x00R\tdataChunk\x12C\n" +
 	"\x0fcleaning_result\x18\r \x01(\v2\x18.roost.v1.CleaningResultH\x00R\x0ecleaningResultB\t\n" +
 	"\amessage\"\xae\x01\n" +
 	"\x05Hello\x12\x1f\n" +
@@ -2537,14 +2959,54 @@ const file_roost_v1_agent_proto_rawDesc = "" +
 	"\x06number\x18\x01 \x01(\x03R\x06number\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"@\n" +
 	"\tHeartbeat\x123\n" +
-	"\asent_at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x06sentAt\"\xea\x01\n" +
+	"\asent_at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x06sentAt\"\xa1\x03\n" +
 	"\n" +
 	"HubMessage\x122\n" +
 	"\adesired\x18\x01 \x01(\v2\x16.roost.v1.DesiredStateH\x00R\adesired\x12>\n" +
 	"\x1aheartbeat_interval_seconds\x18\x02 \x01(\x03H\x00R\x18heartbeatIntervalSeconds\x120\n" +
 	"\amembers\x18\x03 \x01(\v2\x14.roost.v1.HubMembersH\x00R\amembers\x12+\n" +
-	"\ago_away\x18\x04 \x01(\v2\x10.roost.v1.GoAwayH\x00R\x06goAwayB\t\n" +
-	"\amessage\" \n" +
+	"\ago_away\x18\x04 \x01(\v2\x10.roost.v1.GoAwayH\x00R\x06goAway\x12:\n" +
+	"\fread_journal\x18\n" +
+	" \x01(\v2\x15.roost.v1.ReadJournalH\x00R\vreadJournal\x12@\n" +
+	"\x0ecollect_bundle\x18\v \x01(\v2\x17.roost.v1.CollectBundleH\x00R\rcollectBundle\x127\n" +
+	"\vdata_credit\x18\f \x01(\v2\x14.roost.v1.DataCreditH\x00R\n" +
+	"dataCreditB\t\n" +
+	"\amessage\"\xd8\x02\n" +
+	"\vReadJournal\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\tR\trequestId\x12\x14\n" +
+	"\x05units\x18\x02 \x03(\tR\x05units\x120\n" +
+	"\x05since\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\x126\n" +
+	"\tsince_ago\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\bsinceAgo\x12\x12\n" +
+	"\x04boot\x18\x05 \x01(\x05R\x04boot\x12\x14\n" +
+	"\x05lines\x18\x06 \x01(\x05R\x05lines\x12\x16\n" +
+	"\x06follow\x18\a \x01(\bR\x06follow\x12\x1b\n" +
+	"\tmax_bytes\x18\b \x01(\x03R\bmaxBytes\x12\x1f\n" +
+	"\vchunk_bytes\x18\t \x01(\x05R\n" +
+	"chunkBytes\x12\x16\n" +
+	"\x06window\x18\n" +
+	" \x01(\x05R\x06window\x12\x12\n" +
+	"\x04json\x18\v \x01(\bR\x04json\"\x84\x01\n" +
+	"\rCollectBundle\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\tR\trequestId\x12\x1b\n" +
+	"\tmax_bytes\x18\x02 \x01(\x03R\bmaxBytes\x12\x1f\n" +
+	"\vchunk_bytes\x18\x03 \x01(\x05R\n" +
+	"chunkBytes\x12\x16\n" +
+	"\x06window\x18\x04 \x01(\x05R\x06window\"[\n" +
+	"\n" +
+	"DataCredit\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\tR\trequestId\x12\x16\n" +
+	"\x06chunks\x18\x02 \x01(\x05R\x06chunks\x12\x16\n" +
+	"\x06cancel\x18\x03 \x01(\bR\x06cancel\"\x86\x01\n" +
+	"\tDataChunk\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\tR\trequestId\x12\x12\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\x12\x12\n" +
+	"\x04done\x18\x03 \x01(\bR\x04done\x12\x14\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\x12\x1c\n" +
+	"\ttruncated\x18\x05 \x01(\bR\ttruncated\" \n" +
 	"\x06GoAway\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\"1\n" +
 	"\n" +
@@ -2660,7 +3122,7 @@ func file_roost_v1_agent_proto_rawDescGZIP() []byte {
 	return file_roost_v1_agent_proto_rawDescData
 }
 
-var file_roost_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
+var file_roost_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_roost_v1_agent_proto_goTypes = []any{
 	(*ServerIdentity)(nil),           // 0: roost.v1.ServerIdentity
 	(*Inventory)(nil),                // 1: roost.v1.Inventory
@@ -2680,23 +3142,27 @@ var file_roost_v1_agent_proto_goTypes = []any{
 	(*FailedRevision)(nil),           // 15: roost.v1.FailedRevision
 	(*Heartbeat)(nil),                // 16: roost.v1.Heartbeat
 	(*HubMessage)(nil),               // 17: roost.v1.HubMessage
-	(*GoAway)(nil),                   // 18: roost.v1.GoAway
-	(*HubMembers)(nil),               // 19: roost.v1.HubMembers
-	(*DesiredState)(nil),             // 20: roost.v1.DesiredState
-	(*CleaningInstruction)(nil),      // 21: roost.v1.CleaningInstruction
-	(*CleaningResult)(nil),           // 22: roost.v1.CleaningResult
-	(*KubeletBootstrap)(nil),         // 23: roost.v1.KubeletBootstrap
-	(*RevisionSpec)(nil),             // 24: roost.v1.RevisionSpec
-	(*RevisionExtension)(nil),        // 25: roost.v1.RevisionExtension
-	(*Artifact)(nil),                 // 26: roost.v1.Artifact
-	(*InstallDiskHints)(nil),         // 27: roost.v1.InstallDiskHints
-	(*FetchArtifactRequest)(nil),     // 28: roost.v1.FetchArtifactRequest
-	(*ArtifactChunk)(nil),            // 29: roost.v1.ArtifactChunk
-	(*AcquireLeaseRequest)(nil),      // 30: roost.v1.AcquireLeaseRequest
-	(*AcquireLeaseResponse)(nil),     // 31: roost.v1.AcquireLeaseResponse
-	(*Condition)(nil),                // 32: roost.v1.Condition
-	(*timestamppb.Timestamp)(nil),    // 33: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),      // 34: google.protobuf.Duration
+	(*ReadJournal)(nil),              // 18: roost.v1.ReadJournal
+	(*CollectBundle)(nil),            // 19: roost.v1.CollectBundle
+	(*DataCredit)(nil),               // 20: roost.v1.DataCredit
+	(*DataChunk)(nil),                // 21: roost.v1.DataChunk
+	(*GoAway)(nil),                   // 22: roost.v1.GoAway
+	(*HubMembers)(nil),               // 23: roost.v1.HubMembers
+	(*DesiredState)(nil),             // 24: roost.v1.DesiredState
+	(*CleaningInstruction)(nil),      // 25: roost.v1.CleaningInstruction
+	(*CleaningResult)(nil),           // 26: roost.v1.CleaningResult
+	(*KubeletBootstrap)(nil),         // 27: roost.v1.KubeletBootstrap
+	(*RevisionSpec)(nil),             // 28: roost.v1.RevisionSpec
+	(*RevisionExtension)(nil),        // 29: roost.v1.RevisionExtension
+	(*Artifact)(nil),                 // 30: roost.v1.Artifact
+	(*InstallDiskHints)(nil),         // 31: roost.v1.InstallDiskHints
+	(*FetchArtifactRequest)(nil),     // 32: roost.v1.FetchArtifactRequest
+	(*ArtifactChunk)(nil),            // 33: roost.v1.ArtifactChunk
+	(*AcquireLeaseRequest)(nil),      // 34: roost.v1.AcquireLeaseRequest
+	(*AcquireLeaseResponse)(nil),     // 35: roost.v1.AcquireLeaseResponse
+	(*Condition)(nil),                // 36: roost.v1.Condition
+	(*timestamppb.Timestamp)(nil),    // 37: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),      // 38: google.protobuf.Duration
 }
 var file_roost_v1_agent_proto_depIdxs = []int32{
 	2,  // 0: roost.v1.Inventory.cpu:type_name -> roost.v1.CPUInfo
@@ -2710,43 +3176,49 @@ var file_roost_v1_agent_proto_depIdxs = []int32{
 	13, // 8: roost.v1.AgentMessage.hello:type_name -> roost.v1.Hello
 	14, // 9: roost.v1.AgentMessage.status:type_name -> roost.v1.AgentStatus
 	16, // 10: roost.v1.AgentMessage.heartbeat:type_name -> roost.v1.Heartbeat
-	22, // 11: roost.v1.AgentMessage.cleaning_result:type_name -> roost.v1.CleaningResult
-	1,  // 12: roost.v1.AgentStatus.inventory:type_name -> roost.v1.Inventory
-	32, // 13: roost.v1.AgentStatus.conditions:type_name -> roost.v1.Condition
-	15, // 14: roost.v1.AgentStatus.failed_revisions:type_name -> roost.v1.FailedRevision
-	33, // 15: roost.v1.Heartbeat.sent_at:type_name -> google.protobuf.Timestamp
-	20, // 16: roost.v1.HubMessage.desired:type_name -> roost.v1.DesiredState
-	19, // 17: roost.v1.HubMessage.members:type_name -> roost.v1.HubMembers
-	18, // 18: roost.v1.HubMessage.go_away:type_name -> roost.v1.GoAway
-	24, // 19: roost.v1.DesiredState.spec:type_name -> roost.v1.RevisionSpec
-	23, // 20: roost.v1.DesiredState.kubelet_bootstrap:type_name -> roost.v1.KubeletBootstrap
-	21, // 21: roost.v1.DesiredState.cleaning:type_name -> roost.v1.CleaningInstruction
-	33, // 22: roost.v1.KubeletBootstrap.expires_at:type_name -> google.protobuf.Timestamp
-	26, // 23: roost.v1.RevisionSpec.kernel:type_name -> roost.v1.Artifact
-	26, // 24: roost.v1.RevisionSpec.initrd:type_name -> roost.v1.Artifact
-	26, // 25: roost.v1.RevisionSpec.boot_loader:type_name -> roost.v1.Artifact
-	27, // 26: roost.v1.RevisionSpec.install_disk:type_name -> roost.v1.InstallDiskHints
-	25, // 27: roost.v1.RevisionSpec.extensions:type_name -> roost.v1.RevisionExtension
-	34, // 28: roost.v1.RevisionSpec.boot_assessment_timeout:type_name -> google.protobuf.Duration
-	26, // 29: roost.v1.RevisionExtension.image:type_name -> roost.v1.Artifact
-	33, // 30: roost.v1.AcquireLeaseResponse.expires_at:type_name -> google.protobuf.Timestamp
-	6,  // 31: roost.v1.AgentService.Enroll:input_type -> roost.v1.EnrollRequest
-	10, // 32: roost.v1.AgentService.RenewCertificate:input_type -> roost.v1.RenewCertificateRequest
-	12, // 33: roost.v1.AgentService.Connect:input_type -> roost.v1.AgentMessage
-	28, // 34: roost.v1.AgentService.FetchArtifact:input_type -> roost.v1.FetchArtifactRequest
-	30, // 35: roost.v1.AgentService.AcquireLease:input_type -> roost.v1.AcquireLeaseRequest
-	8,  // 36: roost.v1.AgentService.Reregister:input_type -> roost.v1.ReregisterRequest
-	7,  // 37: roost.v1.AgentService.Enroll:output_type -> roost.v1.EnrollResponse
-	11, // 38: roost.v1.AgentService.RenewCertificate:output_type -> roost.v1.RenewCertificateResponse
-	17, // 39: roost.v1.AgentService.Connect:output_type -> roost.v1.HubMessage
-	29, // 40: roost.v1.AgentService.FetchArtifact:output_type -> roost.v1.ArtifactChunk
-	31, // 41: roost.v1.AgentService.AcquireLease:output_type -> roost.v1.AcquireLeaseResponse
-	9,  // 42: roost.v1.AgentService.Reregister:output_type -> roost.v1.ReregisterResponse
-	37, // [37:43] is the sub-list for method output_type
-	31, // [31:37] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	21, // 11: roost.v1.AgentMessage.data_chunk:type_name -> roost.v1.DataChunk
+	26, // 12: roost.v1.AgentMessage.cleaning_result:type_name -> roost.v1.CleaningResult
+	1,  // 13: roost.v1.AgentStatus.inventory:type_name -> roost.v1.Inventory
+	36, // 14: roost.v1.AgentStatus.conditions:type_name -> roost.v1.Condition
+	15, // 15: roost.v1.AgentStatus.failed_revisions:type_name -> roost.v1.FailedRevision
+	37, // 16: roost.v1.Heartbeat.sent_at:type_name -> google.protobuf.Timestamp
+	24, // 17: roost.v1.HubMessage.desired:type_name -> roost.v1.DesiredState
+	23, // 18: roost.v1.HubMessage.members:type_name -> roost.v1.HubMembers
+	22, // 19: roost.v1.HubMessage.go_away:type_name -> roost.v1.GoAway
+	18, // 20: roost.v1.HubMessage.read_journal:type_name -> roost.v1.ReadJournal
+	19, // 21: roost.v1.HubMessage.collect_bundle:type_name -> roost.v1.CollectBundle
+	20, // 22: roost.v1.HubMessage.data_credit:type_name -> roost.v1.DataCredit
+	37, // 23: roost.v1.ReadJournal.since:type_name -> google.protobuf.Timestamp
+	38, // 24: roost.v1.ReadJournal.since_ago:type_name -> google.protobuf.Duration
+	28, // 25: roost.v1.DesiredState.spec:type_name -> roost.v1.RevisionSpec
+	27, // 26: roost.v1.DesiredState.kubelet_bootstrap:type_name -> roost.v1.KubeletBootstrap
+	25, // 27: roost.v1.DesiredState.cleaning:type_name -> roost.v1.CleaningInstruction
+	37, // 28: roost.v1.KubeletBootstrap.expires_at:type_name -> google.protobuf.Timestamp
+	30, // 29: roost.v1.RevisionSpec.kernel:type_name -> roost.v1.Artifact
+	30, // 30: roost.v1.RevisionSpec.initrd:type_name -> roost.v1.Artifact
+	30, // 31: roost.v1.RevisionSpec.boot_loader:type_name -> roost.v1.Artifact
+	31, // 32: roost.v1.RevisionSpec.install_disk:type_name -> roost.v1.InstallDiskHints
+	29, // 33: roost.v1.RevisionSpec.extensions:type_name -> roost.v1.RevisionExtension
+	38, // 34: roost.v1.RevisionSpec.boot_assessment_timeout:type_name -> google.protobuf.Duration
+	30, // 35: roost.v1.RevisionExtension.image:type_name -> roost.v1.Artifact
+	37, // 36: roost.v1.AcquireLeaseResponse.expires_at:type_name -> google.protobuf.Timestamp
+	6,  // 37: roost.v1.AgentService.Enroll:input_type -> roost.v1.EnrollRequest
+	10, // 38: roost.v1.AgentService.RenewCertificate:input_type -> roost.v1.RenewCertificateRequest
+	12, // 39: roost.v1.AgentService.Connect:input_type -> roost.v1.AgentMessage
+	32, // 40: roost.v1.AgentService.FetchArtifact:input_type -> roost.v1.FetchArtifactRequest
+	34, // 41: roost.v1.AgentService.AcquireLease:input_type -> roost.v1.AcquireLeaseRequest
+	8,  // 42: roost.v1.AgentService.Reregister:input_type -> roost.v1.ReregisterRequest
+	7,  // 43: roost.v1.AgentService.Enroll:output_type -> roost.v1.EnrollResponse
+	11, // 44: roost.v1.AgentService.RenewCertificate:output_type -> roost.v1.RenewCertificateResponse
+	17, // 45: roost.v1.AgentService.Connect:output_type -> roost.v1.HubMessage
+	33, // 46: roost.v1.AgentService.FetchArtifact:output_type -> roost.v1.ArtifactChunk
+	35, // 47: roost.v1.AgentService.AcquireLease:output_type -> roost.v1.AcquireLeaseResponse
+	9,  // 48: roost.v1.AgentService.Reregister:output_type -> roost.v1.ReregisterResponse
+	43, // [43:49] is the sub-list for method output_type
+	37, // [37:43] is the sub-list for method input_type
+	37, // [37:37] is the sub-list for extension type_name
+	37, // [37:37] is the sub-list for extension extendee
+	0,  // [0:37] is the sub-list for field type_name
 }
 
 func init() { file_roost_v1_agent_proto_init() }
@@ -2759,6 +3231,7 @@ func file_roost_v1_agent_proto_init() {
 		(*AgentMessage_Hello)(nil),
 		(*AgentMessage_Status)(nil),
 		(*AgentMessage_Heartbeat)(nil),
+		(*AgentMessage_DataChunk)(nil),
 		(*AgentMessage_CleaningResult)(nil),
 	}
 	file_roost_v1_agent_proto_msgTypes[17].OneofWrappers = []any{
@@ -2766,15 +3239,18 @@ func file_roost_v1_agent_proto_init() {
 		(*HubMessage_HeartbeatIntervalSeconds)(nil),
 		(*HubMessage_Members)(nil),
 		(*HubMessage_GoAway)(nil),
+		(*HubMessage_ReadJournal)(nil),
+		(*HubMessage_CollectBundle)(nil),
+		(*HubMessage_DataCredit)(nil),
 	}
-	file_roost_v1_agent_proto_msgTypes[27].OneofWrappers = []any{}
+	file_roost_v1_agent_proto_msgTypes[31].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_roost_v1_agent_proto_rawDesc), len(file_roost_v1_agent_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   32,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

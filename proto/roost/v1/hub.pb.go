@@ -9,6 +9,7 @@ package roostv1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	durationpb "google.golang.org/protobuf/types/known/durationpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -128,7 +129,239 @@ func (x WatchEvent_Type) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use WatchEvent_Type.Descriptor instead.
 func (WatchEvent_Type) EnumDescriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{53, 0}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{56, 0}
+}
+
+type ReadServerLogsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// server names the Server.
+	Server string `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
+	// units keeps only these systemd units' entries (journalctl -u), e.g.
+	// "kubelet" or "kubelet.service"; empty: every entry.
+	Units []string `protobuf:"bytes,2,rep,name=units,proto3" json:"units,omitempty"`
+	// since leaves out older entries (the Server's clock); unset: all kept.
+	Since *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=since,proto3" json:"since,omitempty"`
+	// since_ago leaves out entries older than this long before now (the
+	// Server's clock); unset: see since. At most one of since, since_ago.
+	SinceAgo *durationpb.Duration `protobuf:"bytes,4,opt,name=since_ago,json=sinceAgo,proto3" json:"since_ago,omitempty"`
+	// boot selects the boot as journalctl -b does: 0 this boot, -1 the one
+	// before (its journal is kept on the install disk), ... down to -100.
+	Boot int32 `protobuf:"varint,5,opt,name=boot,proto3" json:"boot,omitempty"`
+	// lines shows only the last lines entries (journalctl -n); 0: all.
+	Lines int32 `protobuf:"varint,6,opt,name=lines,proto3" json:"lines,omitempty"`
+	// follow keeps streaming new entries until the caller cancels.
+	Follow bool `protobuf:"varint,7,opt,name=follow,proto3" json:"follow,omitempty"`
+	// max_bytes ends the read after this many bytes (truncated is set on the
+	// last chunk); 0 means 64 MiB, the largest allowed.
+	MaxBytes int64 `protobuf:"varint,8,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`
+	// json asks for journalctl -o json (one JSON object per entry and line)
+	// instead of the short-iso text.
+	Json          bool `protobuf:"varint,9,opt,name=json,proto3" json:"json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadServerLogsRequest) Reset() {
+	*x = ReadServerLogsRequest{}
+	mi := &file_roost_v1_hub_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadServerLogsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadServerLogsRequest) ProtoMessage() {}
+
+func (x *ReadServerLogsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_hub_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadServerLogsRequest.ProtoReflect.Descriptor instead.
+func (*ReadServerLogsRequest) Descriptor() ([]byte, []int) {
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *ReadServerLogsRequest) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+func (x *ReadServerLogsRequest) GetUnits() []string {
+	if x != nil {
+		return x.Units
+	}
+	return nil
+}
+
+func (x *ReadServerLogsRequest) GetSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Since
+	}
+	return nil
+}
+
+func (x *ReadServerLogsRequest) GetSinceAgo() *durationpb.Duration {
+	if x != nil {
+		return x.SinceAgo
+	}
+	return nil
+}
+
+func (x *ReadServerLogsRequest) GetBoot() int32 {
+	if x != nil {
+		return x.Boot
+	}
+	return 0
+}
+
+func (x *ReadServerLogsRequest) GetLines() int32 {
+	if x != nil {
+		return x.Lines
+	}
+	return 0
+}
+
+func (x *ReadServerLogsRequest) GetFollow() bool {
+	if x != nil {
+		return x.Follow
+	}
+	return false
+}
+
+func (x *ReadServerLogsRequest) GetMaxBytes() int64 {
+	if x != nil {
+		return x.MaxBytes
+	}
+	return 0
+}
+
+func (x *ReadServerLogsRequest) GetJson() bool {
+	if x != nil {
+		return x.Json
+	}
+	return false
+}
+
+type CollectServerBundleRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// server names the Server.
+	Server string `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
+	// max_bytes bounds the bundle (compressed); 0 means 64 MiB, the largest
+	// allowed. A bundle cut short is a valid tar.gz whose errors.txt says so.
+	MaxBytes      int64 `protobuf:"varint,2,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CollectServerBundleRequest) Reset() {
+	*x = CollectServerBundleRequest{}
+	mi := &file_roost_v1_hub_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CollectServerBundleRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CollectServerBundleRequest) ProtoMessage() {}
+
+func (x *CollectServerBundleRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_hub_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CollectServerBundleRequest.ProtoReflect.Descriptor instead.
+func (*CollectServerBundleRequest) Descriptor() ([]byte, []int) {
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *CollectServerBundleRequest) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+func (x *CollectServerBundleRequest) GetMaxBytes() int64 {
+	if x != nil {
+		return x.MaxBytes
+	}
+	return 0
+}
+
+// ServerDataChunk is a piece of data read on a Server by its agent.
+type ServerDataChunk struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// data is at most 16 KiB.
+	Data []byte `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
+	// truncated is set on the last chunk when max_bytes cut the data short.
+	Truncated     bool `protobuf:"varint,2,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ServerDataChunk) Reset() {
+	*x = ServerDataChunk{}
+	mi := &file_roost_v1_hub_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ServerDataChunk) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ServerDataChunk) ProtoMessage() {}
+
+func (x *ServerDataChunk) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_hub_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ServerDataChunk.ProtoReflect.Descriptor instead.
+func (*ServerDataChunk) Descriptor() ([]byte, []int) {
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ServerDataChunk) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *ServerDataChunk) GetTruncated() bool {
+	if x != nil {
+		return x.Truncated
+	}
+	return false
 }
 
 type ReadAuditRequest struct {
@@ -147,7 +380,7 @@ type ReadAuditRequest struct {
 
 func (x *ReadAuditRequest) Reset() {
 	*x = ReadAuditRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[0]
+	mi := &file_roost_v1_hub_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -159,7 +392,7 @@ func (x *ReadAuditRequest) String() string {
 func (*ReadAuditRequest) ProtoMessage() {}
 
 func (x *ReadAuditRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[0]
+	mi := &file_roost_v1_hub_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -172,7 +405,7 @@ func (x *ReadAuditRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadAuditRequest.ProtoReflect.Descriptor instead.
 func (*ReadAuditRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{0}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ReadAuditRequest) GetSince() *timestamppb.Timestamp {
@@ -215,7 +448,7 @@ type ReadAuditResponse struct {
 
 func (x *ReadAuditResponse) Reset() {
 	*x = ReadAuditResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[1]
+	mi := &file_roost_v1_hub_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -227,7 +460,7 @@ func (x *ReadAuditResponse) String() string {
 func (*ReadAuditResponse) ProtoMessage() {}
 
 func (x *ReadAuditResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[1]
+	mi := &file_roost_v1_hub_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -240,7 +473,7 @@ func (x *ReadAuditResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadAuditResponse.ProtoReflect.Descriptor instead.
 func (*ReadAuditResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{1}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ReadAuditResponse) GetMember() string {
@@ -274,7 +507,7 @@ type CreateUserRequest struct {
 
 func (x *CreateUserRequest) Reset() {
 	*x = CreateUserRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[2]
+	mi := &file_roost_v1_hub_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -286,7 +519,7 @@ func (x *CreateUserRequest) String() string {
 func (*CreateUserRequest) ProtoMessage() {}
 
 func (x *CreateUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[2]
+	mi := &file_roost_v1_hub_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -299,7 +532,7 @@ func (x *CreateUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateUserRequest.ProtoReflect.Descriptor instead.
 func (*CreateUserRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{2}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *CreateUserRequest) GetName() string {
@@ -343,7 +576,7 @@ type CreateUserResponse struct {
 
 func (x *CreateUserResponse) Reset() {
 	*x = CreateUserResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[3]
+	mi := &file_roost_v1_hub_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -355,7 +588,7 @@ func (x *CreateUserResponse) String() string {
 func (*CreateUserResponse) ProtoMessage() {}
 
 func (x *CreateUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[3]
+	mi := &file_roost_v1_hub_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -368,7 +601,7 @@ func (x *CreateUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateUserResponse.ProtoReflect.Descriptor instead.
 func (*CreateUserResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{3}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *CreateUserResponse) GetUser() *User {
@@ -404,7 +637,7 @@ type RenewUserRequest struct {
 
 func (x *RenewUserRequest) Reset() {
 	*x = RenewUserRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[4]
+	mi := &file_roost_v1_hub_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -416,7 +649,7 @@ func (x *RenewUserRequest) String() string {
 func (*RenewUserRequest) ProtoMessage() {}
 
 func (x *RenewUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[4]
+	mi := &file_roost_v1_hub_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -429,7 +662,7 @@ func (x *RenewUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenewUserRequest.ProtoReflect.Descriptor instead.
 func (*RenewUserRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{4}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RenewUserRequest) GetName() string {
@@ -461,7 +694,7 @@ type ListUsersRequest struct {
 
 func (x *ListUsersRequest) Reset() {
 	*x = ListUsersRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[5]
+	mi := &file_roost_v1_hub_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -473,7 +706,7 @@ func (x *ListUsersRequest) String() string {
 func (*ListUsersRequest) ProtoMessage() {}
 
 func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[5]
+	mi := &file_roost_v1_hub_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -486,7 +719,7 @@ func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersRequest.ProtoReflect.Descriptor instead.
 func (*ListUsersRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{5}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{8}
 }
 
 type ListUsersResponse struct {
@@ -499,7 +732,7 @@ type ListUsersResponse struct {
 
 func (x *ListUsersResponse) Reset() {
 	*x = ListUsersResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[6]
+	mi := &file_roost_v1_hub_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -511,7 +744,7 @@ func (x *ListUsersResponse) String() string {
 func (*ListUsersResponse) ProtoMessage() {}
 
 func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[6]
+	mi := &file_roost_v1_hub_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -524,7 +757,7 @@ func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersResponse.ProtoReflect.Descriptor instead.
 func (*ListUsersResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{6}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ListUsersResponse) GetUsers() []*User {
@@ -543,7 +776,7 @@ type RevokeUserRequest struct {
 
 func (x *RevokeUserRequest) Reset() {
 	*x = RevokeUserRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[7]
+	mi := &file_roost_v1_hub_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -555,7 +788,7 @@ func (x *RevokeUserRequest) String() string {
 func (*RevokeUserRequest) ProtoMessage() {}
 
 func (x *RevokeUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[7]
+	mi := &file_roost_v1_hub_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -568,7 +801,7 @@ func (x *RevokeUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeUserRequest.ProtoReflect.Descriptor instead.
 func (*RevokeUserRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{7}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *RevokeUserRequest) GetName() string {
@@ -587,7 +820,7 @@ type RevokeUserResponse struct {
 
 func (x *RevokeUserResponse) Reset() {
 	*x = RevokeUserResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[8]
+	mi := &file_roost_v1_hub_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -599,7 +832,7 @@ func (x *RevokeUserResponse) String() string {
 func (*RevokeUserResponse) ProtoMessage() {}
 
 func (x *RevokeUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[8]
+	mi := &file_roost_v1_hub_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -612,7 +845,7 @@ func (x *RevokeUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeUserResponse.ProtoReflect.Descriptor instead.
 func (*RevokeUserResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{8}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RevokeUserResponse) GetUser() *User {
@@ -630,7 +863,7 @@ type WhoAmIRequest struct {
 
 func (x *WhoAmIRequest) Reset() {
 	*x = WhoAmIRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[9]
+	mi := &file_roost_v1_hub_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -642,7 +875,7 @@ func (x *WhoAmIRequest) String() string {
 func (*WhoAmIRequest) ProtoMessage() {}
 
 func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[9]
+	mi := &file_roost_v1_hub_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -655,7 +888,7 @@ func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIRequest.ProtoReflect.Descriptor instead.
 func (*WhoAmIRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{9}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{12}
 }
 
 type WhoAmIResponse struct {
@@ -674,7 +907,7 @@ type WhoAmIResponse struct {
 
 func (x *WhoAmIResponse) Reset() {
 	*x = WhoAmIResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[10]
+	mi := &file_roost_v1_hub_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -686,7 +919,7 @@ func (x *WhoAmIResponse) String() string {
 func (*WhoAmIResponse) ProtoMessage() {}
 
 func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[10]
+	mi := &file_roost_v1_hub_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -699,7 +932,7 @@ func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIResponse.ProtoReflect.Descriptor instead.
 func (*WhoAmIResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{10}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *WhoAmIResponse) GetName() string {
@@ -743,7 +976,7 @@ type AuthCheckRequest struct {
 
 func (x *AuthCheckRequest) Reset() {
 	*x = AuthCheckRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[11]
+	mi := &file_roost_v1_hub_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -755,7 +988,7 @@ func (x *AuthCheckRequest) String() string {
 func (*AuthCheckRequest) ProtoMessage() {}
 
 func (x *AuthCheckRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[11]
+	mi := &file_roost_v1_hub_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -768,7 +1001,7 @@ func (x *AuthCheckRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthCheckRequest.ProtoReflect.Descriptor instead.
 func (*AuthCheckRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{11}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *AuthCheckRequest) GetVerb() string {
@@ -798,7 +1031,7 @@ type AuthCheckResponse struct {
 
 func (x *AuthCheckResponse) Reset() {
 	*x = AuthCheckResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[12]
+	mi := &file_roost_v1_hub_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -810,7 +1043,7 @@ func (x *AuthCheckResponse) String() string {
 func (*AuthCheckResponse) ProtoMessage() {}
 
 func (x *AuthCheckResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[12]
+	mi := &file_roost_v1_hub_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -823,7 +1056,7 @@ func (x *AuthCheckResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthCheckResponse.ProtoReflect.Descriptor instead.
 func (*AuthCheckResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{12}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *AuthCheckResponse) GetAllowed() bool {
@@ -856,7 +1089,7 @@ type PutImageReleaseRequest struct {
 
 func (x *PutImageReleaseRequest) Reset() {
 	*x = PutImageReleaseRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[13]
+	mi := &file_roost_v1_hub_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -868,7 +1101,7 @@ func (x *PutImageReleaseRequest) String() string {
 func (*PutImageReleaseRequest) ProtoMessage() {}
 
 func (x *PutImageReleaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[13]
+	mi := &file_roost_v1_hub_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -881,7 +1114,7 @@ func (x *PutImageReleaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutImageReleaseRequest.ProtoReflect.Descriptor instead.
 func (*PutImageReleaseRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{13}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *PutImageReleaseRequest) GetRelease() *ImageRelease {
@@ -906,7 +1139,7 @@ type PutImageReleaseResponse struct {
 
 func (x *PutImageReleaseResponse) Reset() {
 	*x = PutImageReleaseResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[14]
+	mi := &file_roost_v1_hub_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -918,7 +1151,7 @@ func (x *PutImageReleaseResponse) String() string {
 func (*PutImageReleaseResponse) ProtoMessage() {}
 
 func (x *PutImageReleaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[14]
+	mi := &file_roost_v1_hub_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -931,7 +1164,7 @@ func (x *PutImageReleaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutImageReleaseResponse.ProtoReflect.Descriptor instead.
 func (*PutImageReleaseResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{14}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *PutImageReleaseResponse) GetRelease() *ImageRelease {
@@ -969,7 +1202,7 @@ type PromoteImageReleaseRequest struct {
 
 func (x *PromoteImageReleaseRequest) Reset() {
 	*x = PromoteImageReleaseRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[15]
+	mi := &file_roost_v1_hub_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -981,7 +1214,7 @@ func (x *PromoteImageReleaseRequest) String() string {
 func (*PromoteImageReleaseRequest) ProtoMessage() {}
 
 func (x *PromoteImageReleaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[15]
+	mi := &file_roost_v1_hub_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -994,7 +1227,7 @@ func (x *PromoteImageReleaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromoteImageReleaseRequest.ProtoReflect.Descriptor instead.
 func (*PromoteImageReleaseRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{15}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *PromoteImageReleaseRequest) GetVersion() string {
@@ -1030,7 +1263,7 @@ type PromoteImageReleaseResponse struct {
 
 func (x *PromoteImageReleaseResponse) Reset() {
 	*x = PromoteImageReleaseResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[16]
+	mi := &file_roost_v1_hub_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1042,7 +1275,7 @@ func (x *PromoteImageReleaseResponse) String() string {
 func (*PromoteImageReleaseResponse) ProtoMessage() {}
 
 func (x *PromoteImageReleaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[16]
+	mi := &file_roost_v1_hub_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1055,7 +1288,7 @@ func (x *PromoteImageReleaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromoteImageReleaseResponse.ProtoReflect.Descriptor instead.
 func (*PromoteImageReleaseResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{16}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *PromoteImageReleaseResponse) GetRelease() *ImageRelease {
@@ -1084,7 +1317,7 @@ type TrustReleaseKeyRequest struct {
 
 func (x *TrustReleaseKeyRequest) Reset() {
 	*x = TrustReleaseKeyRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[17]
+	mi := &file_roost_v1_hub_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1096,7 +1329,7 @@ func (x *TrustReleaseKeyRequest) String() string {
 func (*TrustReleaseKeyRequest) ProtoMessage() {}
 
 func (x *TrustReleaseKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[17]
+	mi := &file_roost_v1_hub_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1109,7 +1342,7 @@ func (x *TrustReleaseKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrustReleaseKeyRequest.ProtoReflect.Descriptor instead.
 func (*TrustReleaseKeyRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{17}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *TrustReleaseKeyRequest) GetPublicKeyPem() string {
@@ -1141,7 +1374,7 @@ type TrustReleaseKeyResponse struct {
 
 func (x *TrustReleaseKeyResponse) Reset() {
 	*x = TrustReleaseKeyResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[18]
+	mi := &file_roost_v1_hub_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1153,7 +1386,7 @@ func (x *TrustReleaseKeyResponse) String() string {
 func (*TrustReleaseKeyResponse) ProtoMessage() {}
 
 func (x *TrustReleaseKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[18]
+	mi := &file_roost_v1_hub_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1166,7 +1399,7 @@ func (x *TrustReleaseKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrustReleaseKeyResponse.ProtoReflect.Descriptor instead.
 func (*TrustReleaseKeyResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{18}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *TrustReleaseKeyResponse) GetKey() *TrustedKey {
@@ -1200,7 +1433,7 @@ type UntrustReleaseKeyRequest struct {
 
 func (x *UntrustReleaseKeyRequest) Reset() {
 	*x = UntrustReleaseKeyRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[19]
+	mi := &file_roost_v1_hub_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1212,7 +1445,7 @@ func (x *UntrustReleaseKeyRequest) String() string {
 func (*UntrustReleaseKeyRequest) ProtoMessage() {}
 
 func (x *UntrustReleaseKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[19]
+	mi := &file_roost_v1_hub_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1225,7 +1458,7 @@ func (x *UntrustReleaseKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UntrustReleaseKeyRequest.ProtoReflect.Descriptor instead.
 func (*UntrustReleaseKeyRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{19}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *UntrustReleaseKeyRequest) GetId() string {
@@ -1245,7 +1478,7 @@ type UntrustReleaseKeyResponse struct {
 
 func (x *UntrustReleaseKeyResponse) Reset() {
 	*x = UntrustReleaseKeyResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[20]
+	mi := &file_roost_v1_hub_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1257,7 +1490,7 @@ func (x *UntrustReleaseKeyResponse) String() string {
 func (*UntrustReleaseKeyResponse) ProtoMessage() {}
 
 func (x *UntrustReleaseKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[20]
+	mi := &file_roost_v1_hub_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1270,7 +1503,7 @@ func (x *UntrustReleaseKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UntrustReleaseKeyResponse.ProtoReflect.Descriptor instead.
 func (*UntrustReleaseKeyResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{20}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *UntrustReleaseKeyResponse) GetId() string {
@@ -1288,7 +1521,7 @@ type ListTrustedKeysRequest struct {
 
 func (x *ListTrustedKeysRequest) Reset() {
 	*x = ListTrustedKeysRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[21]
+	mi := &file_roost_v1_hub_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1300,7 +1533,7 @@ func (x *ListTrustedKeysRequest) String() string {
 func (*ListTrustedKeysRequest) ProtoMessage() {}
 
 func (x *ListTrustedKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[21]
+	mi := &file_roost_v1_hub_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1313,7 +1546,7 @@ func (x *ListTrustedKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTrustedKeysRequest.ProtoReflect.Descriptor instead.
 func (*ListTrustedKeysRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{21}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{24}
 }
 
 type ListTrustedKeysResponse struct {
@@ -1325,7 +1558,7 @@ type ListTrustedKeysResponse struct {
 
 func (x *ListTrustedKeysResponse) Reset() {
 	*x = ListTrustedKeysResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[22]
+	mi := &file_roost_v1_hub_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1337,7 +1570,7 @@ func (x *ListTrustedKeysResponse) String() string {
 func (*ListTrustedKeysResponse) ProtoMessage() {}
 
 func (x *ListTrustedKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[22]
+	mi := &file_roost_v1_hub_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1350,7 +1583,7 @@ func (x *ListTrustedKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTrustedKeysResponse.ProtoReflect.Descriptor instead.
 func (*ListTrustedKeysResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{22}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ListTrustedKeysResponse) GetKeys() []*TrustedKey {
@@ -1372,7 +1605,7 @@ type RolloutControlRequest struct {
 
 func (x *RolloutControlRequest) Reset() {
 	*x = RolloutControlRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[23]
+	mi := &file_roost_v1_hub_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1384,7 +1617,7 @@ func (x *RolloutControlRequest) String() string {
 func (*RolloutControlRequest) ProtoMessage() {}
 
 func (x *RolloutControlRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[23]
+	mi := &file_roost_v1_hub_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1397,7 +1630,7 @@ func (x *RolloutControlRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutControlRequest.ProtoReflect.Descriptor instead.
 func (*RolloutControlRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{23}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RolloutControlRequest) GetPool() string {
@@ -1433,7 +1666,7 @@ type RolloutControlResponse struct {
 
 func (x *RolloutControlResponse) Reset() {
 	*x = RolloutControlResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[24]
+	mi := &file_roost_v1_hub_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1445,7 +1678,7 @@ func (x *RolloutControlResponse) String() string {
 func (*RolloutControlResponse) ProtoMessage() {}
 
 func (x *RolloutControlResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[24]
+	mi := &file_roost_v1_hub_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1458,7 +1691,7 @@ func (x *RolloutControlResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutControlResponse.ProtoReflect.Descriptor instead.
 func (*RolloutControlResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{24}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *RolloutControlResponse) GetPool() *Pool {
@@ -1489,7 +1722,7 @@ type PushArtifactRequest struct {
 
 func (x *PushArtifactRequest) Reset() {
 	*x = PushArtifactRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[25]
+	mi := &file_roost_v1_hub_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1501,7 +1734,7 @@ func (x *PushArtifactRequest) String() string {
 func (*PushArtifactRequest) ProtoMessage() {}
 
 func (x *PushArtifactRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[25]
+	mi := &file_roost_v1_hub_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1514,7 +1747,7 @@ func (x *PushArtifactRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushArtifactRequest.ProtoReflect.Descriptor instead.
 func (*PushArtifactRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{25}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *PushArtifactRequest) GetSha256() string {
@@ -1555,7 +1788,7 @@ type PushArtifactResponse struct {
 
 func (x *PushArtifactResponse) Reset() {
 	*x = PushArtifactResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[26]
+	mi := &file_roost_v1_hub_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1567,7 +1800,7 @@ func (x *PushArtifactResponse) String() string {
 func (*PushArtifactResponse) ProtoMessage() {}
 
 func (x *PushArtifactResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[26]
+	mi := &file_roost_v1_hub_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1580,7 +1813,7 @@ func (x *PushArtifactResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushArtifactResponse.ProtoReflect.Descriptor instead.
 func (*PushArtifactResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{26}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *PushArtifactResponse) GetSha256() string {
@@ -1606,7 +1839,7 @@ type StatArtifactRequest struct {
 
 func (x *StatArtifactRequest) Reset() {
 	*x = StatArtifactRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[27]
+	mi := &file_roost_v1_hub_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1618,7 +1851,7 @@ func (x *StatArtifactRequest) String() string {
 func (*StatArtifactRequest) ProtoMessage() {}
 
 func (x *StatArtifactRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[27]
+	mi := &file_roost_v1_hub_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1631,7 +1864,7 @@ func (x *StatArtifactRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatArtifactRequest.ProtoReflect.Descriptor instead.
 func (*StatArtifactRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{27}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *StatArtifactRequest) GetSha256() string {
@@ -1653,7 +1886,7 @@ type StatArtifactResponse struct {
 
 func (x *StatArtifactResponse) Reset() {
 	*x = StatArtifactResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[28]
+	mi := &file_roost_v1_hub_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1665,7 +1898,7 @@ func (x *StatArtifactResponse) String() string {
 func (*StatArtifactResponse) ProtoMessage() {}
 
 func (x *StatArtifactResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[28]
+	mi := &file_roost_v1_hub_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1678,7 +1911,7 @@ func (x *StatArtifactResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatArtifactResponse.ProtoReflect.Descriptor instead.
 func (*StatArtifactResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{28}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *StatArtifactResponse) GetComplete() bool {
@@ -1707,7 +1940,7 @@ type AssignServersRequest struct {
 
 func (x *AssignServersRequest) Reset() {
 	*x = AssignServersRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[29]
+	mi := &file_roost_v1_hub_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1719,7 +1952,7 @@ func (x *AssignServersRequest) String() string {
 func (*AssignServersRequest) ProtoMessage() {}
 
 func (x *AssignServersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[29]
+	mi := &file_roost_v1_hub_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1732,7 +1965,7 @@ func (x *AssignServersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssignServersRequest.ProtoReflect.Descriptor instead.
 func (*AssignServersRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{29}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *AssignServersRequest) GetPool() string {
@@ -1767,7 +2000,7 @@ type AssignServersResponse struct {
 
 func (x *AssignServersResponse) Reset() {
 	*x = AssignServersResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[30]
+	mi := &file_roost_v1_hub_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1779,7 +2012,7 @@ func (x *AssignServersResponse) String() string {
 func (*AssignServersResponse) ProtoMessage() {}
 
 func (x *AssignServersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[30]
+	mi := &file_roost_v1_hub_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1792,7 +2025,7 @@ func (x *AssignServersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssignServersResponse.ProtoReflect.Descriptor instead.
 func (*AssignServersResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{30}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *AssignServersResponse) GetMachines() []*Machine {
@@ -1823,7 +2056,7 @@ type UnassignServersRequest struct {
 
 func (x *UnassignServersRequest) Reset() {
 	*x = UnassignServersRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[31]
+	mi := &file_roost_v1_hub_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1835,7 +2068,7 @@ func (x *UnassignServersRequest) String() string {
 func (*UnassignServersRequest) ProtoMessage() {}
 
 func (x *UnassignServersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[31]
+	mi := &file_roost_v1_hub_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1848,7 +2081,7 @@ func (x *UnassignServersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnassignServersRequest.ProtoReflect.Descriptor instead.
 func (*UnassignServersRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{31}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *UnassignServersRequest) GetPool() string {
@@ -1883,7 +2116,7 @@ type UnassignServersResponse struct {
 
 func (x *UnassignServersResponse) Reset() {
 	*x = UnassignServersResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[32]
+	mi := &file_roost_v1_hub_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1895,7 +2128,7 @@ func (x *UnassignServersResponse) String() string {
 func (*UnassignServersResponse) ProtoMessage() {}
 
 func (x *UnassignServersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[32]
+	mi := &file_roost_v1_hub_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1908,7 +2141,7 @@ func (x *UnassignServersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnassignServersResponse.ProtoReflect.Descriptor instead.
 func (*UnassignServersResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{32}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *UnassignServersResponse) GetMachines() []string {
@@ -1942,7 +2175,7 @@ type CreateMachineRequest struct {
 
 func (x *CreateMachineRequest) Reset() {
 	*x = CreateMachineRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[33]
+	mi := &file_roost_v1_hub_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1954,7 +2187,7 @@ func (x *CreateMachineRequest) String() string {
 func (*CreateMachineRequest) ProtoMessage() {}
 
 func (x *CreateMachineRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[33]
+	mi := &file_roost_v1_hub_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1967,7 +2200,7 @@ func (x *CreateMachineRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateMachineRequest.ProtoReflect.Descriptor instead.
 func (*CreateMachineRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{33}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *CreateMachineRequest) GetServer() string {
@@ -2015,7 +2248,7 @@ type CreateMachineResponse struct {
 
 func (x *CreateMachineResponse) Reset() {
 	*x = CreateMachineResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[34]
+	mi := &file_roost_v1_hub_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2027,7 +2260,7 @@ func (x *CreateMachineResponse) String() string {
 func (*CreateMachineResponse) ProtoMessage() {}
 
 func (x *CreateMachineResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[34]
+	mi := &file_roost_v1_hub_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2040,7 +2273,7 @@ func (x *CreateMachineResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateMachineResponse.ProtoReflect.Descriptor instead.
 func (*CreateMachineResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{34}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *CreateMachineResponse) GetMachine() *Machine {
@@ -2075,7 +2308,7 @@ type CreateEnrollmentTokenRequest struct {
 
 func (x *CreateEnrollmentTokenRequest) Reset() {
 	*x = CreateEnrollmentTokenRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[35]
+	mi := &file_roost_v1_hub_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2087,7 +2320,7 @@ func (x *CreateEnrollmentTokenRequest) String() string {
 func (*CreateEnrollmentTokenRequest) ProtoMessage() {}
 
 func (x *CreateEnrollmentTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[35]
+	mi := &file_roost_v1_hub_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2100,7 +2333,7 @@ func (x *CreateEnrollmentTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateEnrollmentTokenRequest.ProtoReflect.Descriptor instead.
 func (*CreateEnrollmentTokenRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{35}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *CreateEnrollmentTokenRequest) GetTtlSeconds() int64 {
@@ -2150,7 +2383,7 @@ type CreateEnrollmentTokenResponse struct {
 
 func (x *CreateEnrollmentTokenResponse) Reset() {
 	*x = CreateEnrollmentTokenResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[36]
+	mi := &file_roost_v1_hub_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2162,7 +2395,7 @@ func (x *CreateEnrollmentTokenResponse) String() string {
 func (*CreateEnrollmentTokenResponse) ProtoMessage() {}
 
 func (x *CreateEnrollmentTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[36]
+	mi := &file_roost_v1_hub_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2175,7 +2408,7 @@ func (x *CreateEnrollmentTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateEnrollmentTokenResponse.ProtoReflect.Descriptor instead.
 func (*CreateEnrollmentTokenResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{36}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *CreateEnrollmentTokenResponse) GetToken() string {
@@ -2201,7 +2434,7 @@ type RevokeEnrollmentTokenRequest struct {
 
 func (x *RevokeEnrollmentTokenRequest) Reset() {
 	*x = RevokeEnrollmentTokenRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[37]
+	mi := &file_roost_v1_hub_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2213,7 +2446,7 @@ func (x *RevokeEnrollmentTokenRequest) String() string {
 func (*RevokeEnrollmentTokenRequest) ProtoMessage() {}
 
 func (x *RevokeEnrollmentTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[37]
+	mi := &file_roost_v1_hub_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2226,7 +2459,7 @@ func (x *RevokeEnrollmentTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeEnrollmentTokenRequest.ProtoReflect.Descriptor instead.
 func (*RevokeEnrollmentTokenRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{37}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *RevokeEnrollmentTokenRequest) GetName() string {
@@ -2245,7 +2478,7 @@ type RevokeEnrollmentTokenResponse struct {
 
 func (x *RevokeEnrollmentTokenResponse) Reset() {
 	*x = RevokeEnrollmentTokenResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[38]
+	mi := &file_roost_v1_hub_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2257,7 +2490,7 @@ func (x *RevokeEnrollmentTokenResponse) String() string {
 func (*RevokeEnrollmentTokenResponse) ProtoMessage() {}
 
 func (x *RevokeEnrollmentTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[38]
+	mi := &file_roost_v1_hub_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2270,7 +2503,7 @@ func (x *RevokeEnrollmentTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeEnrollmentTokenResponse.ProtoReflect.Descriptor instead.
 func (*RevokeEnrollmentTokenResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{38}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *RevokeEnrollmentTokenResponse) GetEnrollmentToken() *EnrollmentToken {
@@ -2302,7 +2535,7 @@ type UpdateServerRequest struct {
 
 func (x *UpdateServerRequest) Reset() {
 	*x = UpdateServerRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[39]
+	mi := &file_roost_v1_hub_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2314,7 +2547,7 @@ func (x *UpdateServerRequest) String() string {
 func (*UpdateServerRequest) ProtoMessage() {}
 
 func (x *UpdateServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[39]
+	mi := &file_roost_v1_hub_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2327,7 +2560,7 @@ func (x *UpdateServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateServerRequest.ProtoReflect.Descriptor instead.
 func (*UpdateServerRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{39}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *UpdateServerRequest) GetName() string {
@@ -2395,7 +2628,7 @@ type UpdateServerResponse struct {
 
 func (x *UpdateServerResponse) Reset() {
 	*x = UpdateServerResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[40]
+	mi := &file_roost_v1_hub_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2407,7 +2640,7 @@ func (x *UpdateServerResponse) String() string {
 func (*UpdateServerResponse) ProtoMessage() {}
 
 func (x *UpdateServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[40]
+	mi := &file_roost_v1_hub_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2420,7 +2653,7 @@ func (x *UpdateServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateServerResponse.ProtoReflect.Descriptor instead.
 func (*UpdateServerResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{40}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *UpdateServerResponse) GetServer() *Server {
@@ -2446,7 +2679,7 @@ type RegisterServerRequest struct {
 
 func (x *RegisterServerRequest) Reset() {
 	*x = RegisterServerRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[41]
+	mi := &file_roost_v1_hub_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2458,7 +2691,7 @@ func (x *RegisterServerRequest) String() string {
 func (*RegisterServerRequest) ProtoMessage() {}
 
 func (x *RegisterServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[41]
+	mi := &file_roost_v1_hub_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2471,7 +2704,7 @@ func (x *RegisterServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterServerRequest.ProtoReflect.Descriptor instead.
 func (*RegisterServerRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{41}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *RegisterServerRequest) GetName() string {
@@ -2514,7 +2747,7 @@ type RegisterServerResponse struct {
 
 func (x *RegisterServerResponse) Reset() {
 	*x = RegisterServerResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[42]
+	mi := &file_roost_v1_hub_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2526,7 +2759,7 @@ func (x *RegisterServerResponse) String() string {
 func (*RegisterServerResponse) ProtoMessage() {}
 
 func (x *RegisterServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[42]
+	mi := &file_roost_v1_hub_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2539,7 +2772,7 @@ func (x *RegisterServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterServerResponse.ProtoReflect.Descriptor instead.
 func (*RegisterServerResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{42}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *RegisterServerResponse) GetServer() *Server {
@@ -2567,7 +2800,7 @@ type ApplyRequest struct {
 
 func (x *ApplyRequest) Reset() {
 	*x = ApplyRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[43]
+	mi := &file_roost_v1_hub_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2579,7 +2812,7 @@ func (x *ApplyRequest) String() string {
 func (*ApplyRequest) ProtoMessage() {}
 
 func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[43]
+	mi := &file_roost_v1_hub_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2592,7 +2825,7 @@ func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyRequest.ProtoReflect.Descriptor instead.
 func (*ApplyRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{43}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ApplyRequest) GetObjects() []*Object {
@@ -2621,7 +2854,7 @@ type ApplyResult struct {
 
 func (x *ApplyResult) Reset() {
 	*x = ApplyResult{}
-	mi := &file_roost_v1_hub_proto_msgTypes[44]
+	mi := &file_roost_v1_hub_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2633,7 +2866,7 @@ func (x *ApplyResult) String() string {
 func (*ApplyResult) ProtoMessage() {}
 
 func (x *ApplyResult) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[44]
+	mi := &file_roost_v1_hub_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2646,7 +2879,7 @@ func (x *ApplyResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResult.ProtoReflect.Descriptor instead.
 func (*ApplyResult) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{44}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ApplyResult) GetKind() string {
@@ -2682,7 +2915,7 @@ type ApplyResponse struct {
 
 func (x *ApplyResponse) Reset() {
 	*x = ApplyResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[45]
+	mi := &file_roost_v1_hub_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2694,7 +2927,7 @@ func (x *ApplyResponse) String() string {
 func (*ApplyResponse) ProtoMessage() {}
 
 func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[45]
+	mi := &file_roost_v1_hub_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2707,7 +2940,7 @@ func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResponse.ProtoReflect.Descriptor instead.
 func (*ApplyResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{45}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ApplyResponse) GetResults() []*ApplyResult {
@@ -2736,7 +2969,7 @@ type GetRequest struct {
 
 func (x *GetRequest) Reset() {
 	*x = GetRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[46]
+	mi := &file_roost_v1_hub_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2748,7 +2981,7 @@ func (x *GetRequest) String() string {
 func (*GetRequest) ProtoMessage() {}
 
 func (x *GetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[46]
+	mi := &file_roost_v1_hub_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2761,7 +2994,7 @@ func (x *GetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRequest.ProtoReflect.Descriptor instead.
 func (*GetRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{46}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *GetRequest) GetKind() string {
@@ -2794,7 +3027,7 @@ type GetResponse struct {
 
 func (x *GetResponse) Reset() {
 	*x = GetResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[47]
+	mi := &file_roost_v1_hub_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2806,7 +3039,7 @@ func (x *GetResponse) String() string {
 func (*GetResponse) ProtoMessage() {}
 
 func (x *GetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[47]
+	mi := &file_roost_v1_hub_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2819,7 +3052,7 @@ func (x *GetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResponse.ProtoReflect.Descriptor instead.
 func (*GetResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{47}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *GetResponse) GetObject() *Object {
@@ -2846,7 +3079,7 @@ type ListRequest struct {
 
 func (x *ListRequest) Reset() {
 	*x = ListRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[48]
+	mi := &file_roost_v1_hub_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2858,7 +3091,7 @@ func (x *ListRequest) String() string {
 func (*ListRequest) ProtoMessage() {}
 
 func (x *ListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[48]
+	mi := &file_roost_v1_hub_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2871,7 +3104,7 @@ func (x *ListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRequest.ProtoReflect.Descriptor instead.
 func (*ListRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{48}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ListRequest) GetKind() string {
@@ -2914,7 +3147,7 @@ type ListResponse struct {
 
 func (x *ListResponse) Reset() {
 	*x = ListResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[49]
+	mi := &file_roost_v1_hub_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2926,7 +3159,7 @@ func (x *ListResponse) String() string {
 func (*ListResponse) ProtoMessage() {}
 
 func (x *ListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[49]
+	mi := &file_roost_v1_hub_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2939,7 +3172,7 @@ func (x *ListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResponse.ProtoReflect.Descriptor instead.
 func (*ListResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{49}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ListResponse) GetObjects() []*Object {
@@ -2970,7 +3203,7 @@ type DeleteRequest struct {
 
 func (x *DeleteRequest) Reset() {
 	*x = DeleteRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[50]
+	mi := &file_roost_v1_hub_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2982,7 +3215,7 @@ func (x *DeleteRequest) String() string {
 func (*DeleteRequest) ProtoMessage() {}
 
 func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[50]
+	mi := &file_roost_v1_hub_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2995,7 +3228,7 @@ func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteRequest.ProtoReflect.Descriptor instead.
 func (*DeleteRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{50}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *DeleteRequest) GetKind() string {
@@ -3028,7 +3261,7 @@ type DeleteResponse struct {
 
 func (x *DeleteResponse) Reset() {
 	*x = DeleteResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[51]
+	mi := &file_roost_v1_hub_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3040,7 +3273,7 @@ func (x *DeleteResponse) String() string {
 func (*DeleteResponse) ProtoMessage() {}
 
 func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[51]
+	mi := &file_roost_v1_hub_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3053,7 +3286,7 @@ func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteResponse.ProtoReflect.Descriptor instead.
 func (*DeleteResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{51}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *DeleteResponse) GetIndex() uint64 {
@@ -3076,7 +3309,7 @@ type WatchRequest struct {
 
 func (x *WatchRequest) Reset() {
 	*x = WatchRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[52]
+	mi := &file_roost_v1_hub_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3088,7 +3321,7 @@ func (x *WatchRequest) String() string {
 func (*WatchRequest) ProtoMessage() {}
 
 func (x *WatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[52]
+	mi := &file_roost_v1_hub_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3101,7 +3334,7 @@ func (x *WatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
 func (*WatchRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{52}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *WatchRequest) GetKind() string {
@@ -3129,7 +3362,7 @@ type WatchEvent struct {
 
 func (x *WatchEvent) Reset() {
 	*x = WatchEvent{}
-	mi := &file_roost_v1_hub_proto_msgTypes[53]
+	mi := &file_roost_v1_hub_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3141,7 +3374,7 @@ func (x *WatchEvent) String() string {
 func (*WatchEvent) ProtoMessage() {}
 
 func (x *WatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[53]
+	mi := &file_roost_v1_hub_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3154,7 +3387,7 @@ func (x *WatchEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEvent.ProtoReflect.Descriptor instead.
 func (*WatchEvent) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{53}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *WatchEvent) GetType() WatchEvent_Type {
@@ -3205,7 +3438,7 @@ type Member struct {
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_roost_v1_hub_proto_msgTypes[54]
+	mi := &file_roost_v1_hub_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3217,7 +3450,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[54]
+	mi := &file_roost_v1_hub_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3230,7 +3463,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{54}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *Member) GetId() string {
@@ -3304,7 +3537,7 @@ type ListMembersRequest struct {
 
 func (x *ListMembersRequest) Reset() {
 	*x = ListMembersRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[55]
+	mi := &file_roost_v1_hub_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3316,7 +3549,7 @@ func (x *ListMembersRequest) String() string {
 func (*ListMembersRequest) ProtoMessage() {}
 
 func (x *ListMembersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[55]
+	mi := &file_roost_v1_hub_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3329,7 +3562,7 @@ func (x *ListMembersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMembersRequest.ProtoReflect.Descriptor instead.
 func (*ListMembersRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{55}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{58}
 }
 
 type ListMembersResponse struct {
@@ -3347,7 +3580,7 @@ type ListMembersResponse struct {
 
 func (x *ListMembersResponse) Reset() {
 	*x = ListMembersResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[56]
+	mi := &file_roost_v1_hub_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3359,7 +3592,7 @@ func (x *ListMembersResponse) String() string {
 func (*ListMembersResponse) ProtoMessage() {}
 
 func (x *ListMembersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[56]
+	mi := &file_roost_v1_hub_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3372,7 +3605,7 @@ func (x *ListMembersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMembersResponse.ProtoReflect.Descriptor instead.
 func (*ListMembersResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{56}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ListMembersResponse) GetMembers() []*Member {
@@ -3408,7 +3641,7 @@ type CreateJoinTokenRequest struct {
 
 func (x *CreateJoinTokenRequest) Reset() {
 	*x = CreateJoinTokenRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[57]
+	mi := &file_roost_v1_hub_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3420,7 +3653,7 @@ func (x *CreateJoinTokenRequest) String() string {
 func (*CreateJoinTokenRequest) ProtoMessage() {}
 
 func (x *CreateJoinTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[57]
+	mi := &file_roost_v1_hub_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3433,7 +3666,7 @@ func (x *CreateJoinTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateJoinTokenRequest.ProtoReflect.Descriptor instead.
 func (*CreateJoinTokenRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{57}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *CreateJoinTokenRequest) GetTtlSeconds() int64 {
@@ -3466,7 +3699,7 @@ type CreateJoinTokenResponse struct {
 
 func (x *CreateJoinTokenResponse) Reset() {
 	*x = CreateJoinTokenResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[58]
+	mi := &file_roost_v1_hub_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3478,7 +3711,7 @@ func (x *CreateJoinTokenResponse) String() string {
 func (*CreateJoinTokenResponse) ProtoMessage() {}
 
 func (x *CreateJoinTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[58]
+	mi := &file_roost_v1_hub_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3491,7 +3724,7 @@ func (x *CreateJoinTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateJoinTokenResponse.ProtoReflect.Descriptor instead.
 func (*CreateJoinTokenResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{58}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *CreateJoinTokenResponse) GetToken() string {
@@ -3530,7 +3763,7 @@ type ListJoinTokensRequest struct {
 
 func (x *ListJoinTokensRequest) Reset() {
 	*x = ListJoinTokensRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[59]
+	mi := &file_roost_v1_hub_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3542,7 +3775,7 @@ func (x *ListJoinTokensRequest) String() string {
 func (*ListJoinTokensRequest) ProtoMessage() {}
 
 func (x *ListJoinTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[59]
+	mi := &file_roost_v1_hub_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3555,7 +3788,7 @@ func (x *ListJoinTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJoinTokensRequest.ProtoReflect.Descriptor instead.
 func (*ListJoinTokensRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{59}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{62}
 }
 
 type ListJoinTokensResponse struct {
@@ -3567,7 +3800,7 @@ type ListJoinTokensResponse struct {
 
 func (x *ListJoinTokensResponse) Reset() {
 	*x = ListJoinTokensResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[60]
+	mi := &file_roost_v1_hub_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3579,7 +3812,7 @@ func (x *ListJoinTokensResponse) String() string {
 func (*ListJoinTokensResponse) ProtoMessage() {}
 
 func (x *ListJoinTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[60]
+	mi := &file_roost_v1_hub_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3592,7 +3825,7 @@ func (x *ListJoinTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJoinTokensResponse.ProtoReflect.Descriptor instead.
 func (*ListJoinTokensResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{60}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *ListJoinTokensResponse) GetTokens() []*JoinTokenInfo {
@@ -3619,7 +3852,7 @@ type JoinTokenInfo struct {
 
 func (x *JoinTokenInfo) Reset() {
 	*x = JoinTokenInfo{}
-	mi := &file_roost_v1_hub_proto_msgTypes[61]
+	mi := &file_roost_v1_hub_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3631,7 +3864,7 @@ func (x *JoinTokenInfo) String() string {
 func (*JoinTokenInfo) ProtoMessage() {}
 
 func (x *JoinTokenInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[61]
+	mi := &file_roost_v1_hub_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3644,7 +3877,7 @@ func (x *JoinTokenInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinTokenInfo.ProtoReflect.Descriptor instead.
 func (*JoinTokenInfo) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{61}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *JoinTokenInfo) GetId() string {
@@ -3699,7 +3932,7 @@ type RevokeJoinTokensRequest struct {
 
 func (x *RevokeJoinTokensRequest) Reset() {
 	*x = RevokeJoinTokensRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[62]
+	mi := &file_roost_v1_hub_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3711,7 +3944,7 @@ func (x *RevokeJoinTokensRequest) String() string {
 func (*RevokeJoinTokensRequest) ProtoMessage() {}
 
 func (x *RevokeJoinTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[62]
+	mi := &file_roost_v1_hub_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3724,7 +3957,7 @@ func (x *RevokeJoinTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeJoinTokensRequest.ProtoReflect.Descriptor instead.
 func (*RevokeJoinTokensRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{62}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *RevokeJoinTokensRequest) GetIds() []string {
@@ -3745,7 +3978,7 @@ type RevokeJoinTokensResponse struct {
 
 func (x *RevokeJoinTokensResponse) Reset() {
 	*x = RevokeJoinTokensResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[63]
+	mi := &file_roost_v1_hub_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3757,7 +3990,7 @@ func (x *RevokeJoinTokensResponse) String() string {
 func (*RevokeJoinTokensResponse) ProtoMessage() {}
 
 func (x *RevokeJoinTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[63]
+	mi := &file_roost_v1_hub_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3770,7 +4003,7 @@ func (x *RevokeJoinTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeJoinTokensResponse.ProtoReflect.Descriptor instead.
 func (*RevokeJoinTokensResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{63}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *RevokeJoinTokensResponse) GetRevoked() []string {
@@ -3796,7 +4029,7 @@ type RemoveMemberRequest struct {
 
 func (x *RemoveMemberRequest) Reset() {
 	*x = RemoveMemberRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[64]
+	mi := &file_roost_v1_hub_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3808,7 +4041,7 @@ func (x *RemoveMemberRequest) String() string {
 func (*RemoveMemberRequest) ProtoMessage() {}
 
 func (x *RemoveMemberRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[64]
+	mi := &file_roost_v1_hub_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3821,7 +4054,7 @@ func (x *RemoveMemberRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMemberRequest.ProtoReflect.Descriptor instead.
 func (*RemoveMemberRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{64}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *RemoveMemberRequest) GetId() string {
@@ -3839,7 +4072,7 @@ type RemoveMemberResponse struct {
 
 func (x *RemoveMemberResponse) Reset() {
 	*x = RemoveMemberResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[65]
+	mi := &file_roost_v1_hub_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3851,7 +4084,7 @@ func (x *RemoveMemberResponse) String() string {
 func (*RemoveMemberResponse) ProtoMessage() {}
 
 func (x *RemoveMemberResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[65]
+	mi := &file_roost_v1_hub_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3864,7 +4097,7 @@ func (x *RemoveMemberResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMemberResponse.ProtoReflect.Descriptor instead.
 func (*RemoveMemberResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{65}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{68}
 }
 
 type UpdateMemberRequest struct {
@@ -3876,7 +4109,7 @@ type UpdateMemberRequest struct {
 
 func (x *UpdateMemberRequest) Reset() {
 	*x = UpdateMemberRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[66]
+	mi := &file_roost_v1_hub_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3888,7 +4121,7 @@ func (x *UpdateMemberRequest) String() string {
 func (*UpdateMemberRequest) ProtoMessage() {}
 
 func (x *UpdateMemberRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[66]
+	mi := &file_roost_v1_hub_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3901,7 +4134,7 @@ func (x *UpdateMemberRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateMemberRequest.ProtoReflect.Descriptor instead.
 func (*UpdateMemberRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{66}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *UpdateMemberRequest) GetMember() *HubMember {
@@ -3919,7 +4152,7 @@ type UpdateMemberResponse struct {
 
 func (x *UpdateMemberResponse) Reset() {
 	*x = UpdateMemberResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[67]
+	mi := &file_roost_v1_hub_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3931,7 +4164,7 @@ func (x *UpdateMemberResponse) String() string {
 func (*UpdateMemberResponse) ProtoMessage() {}
 
 func (x *UpdateMemberResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[67]
+	mi := &file_roost_v1_hub_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3944,7 +4177,7 @@ func (x *UpdateMemberResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateMemberResponse.ProtoReflect.Descriptor instead.
 func (*UpdateMemberResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{67}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{70}
 }
 
 type ReportSeenRequest struct {
@@ -3956,7 +4189,7 @@ type ReportSeenRequest struct {
 
 func (x *ReportSeenRequest) Reset() {
 	*x = ReportSeenRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[68]
+	mi := &file_roost_v1_hub_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3968,7 +4201,7 @@ func (x *ReportSeenRequest) String() string {
 func (*ReportSeenRequest) ProtoMessage() {}
 
 func (x *ReportSeenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[68]
+	mi := &file_roost_v1_hub_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3981,7 +4214,7 @@ func (x *ReportSeenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportSeenRequest.ProtoReflect.Descriptor instead.
 func (*ReportSeenRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{68}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *ReportSeenRequest) GetServers() []string {
@@ -3999,7 +4232,7 @@ type ReportSeenResponse struct {
 
 func (x *ReportSeenResponse) Reset() {
 	*x = ReportSeenResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[69]
+	mi := &file_roost_v1_hub_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4011,7 +4244,7 @@ func (x *ReportSeenResponse) String() string {
 func (*ReportSeenResponse) ProtoMessage() {}
 
 func (x *ReportSeenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[69]
+	mi := &file_roost_v1_hub_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4024,7 +4257,7 @@ func (x *ReportSeenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportSeenResponse.ProtoReflect.Descriptor instead.
 func (*ReportSeenResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{69}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{72}
 }
 
 type ForwardServerStatusRequest struct {
@@ -4036,7 +4269,7 @@ type ForwardServerStatusRequest struct {
 
 func (x *ForwardServerStatusRequest) Reset() {
 	*x = ForwardServerStatusRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[70]
+	mi := &file_roost_v1_hub_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4048,7 +4281,7 @@ func (x *ForwardServerStatusRequest) String() string {
 func (*ForwardServerStatusRequest) ProtoMessage() {}
 
 func (x *ForwardServerStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[70]
+	mi := &file_roost_v1_hub_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4061,7 +4294,7 @@ func (x *ForwardServerStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForwardServerStatusRequest.ProtoReflect.Descriptor instead.
 func (*ForwardServerStatusRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{70}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *ForwardServerStatusRequest) GetUpdate() *UpdateServerStatus {
@@ -4080,7 +4313,7 @@ type ForwardServerStatusResponse struct {
 
 func (x *ForwardServerStatusResponse) Reset() {
 	*x = ForwardServerStatusResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[71]
+	mi := &file_roost_v1_hub_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4092,7 +4325,7 @@ func (x *ForwardServerStatusResponse) String() string {
 func (*ForwardServerStatusResponse) ProtoMessage() {}
 
 func (x *ForwardServerStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[71]
+	mi := &file_roost_v1_hub_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4105,7 +4338,7 @@ func (x *ForwardServerStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForwardServerStatusResponse.ProtoReflect.Descriptor instead.
 func (*ForwardServerStatusResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{71}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *ForwardServerStatusResponse) GetIndex() uint64 {
@@ -4136,7 +4369,7 @@ type JoinRequest struct {
 
 func (x *JoinRequest) Reset() {
 	*x = JoinRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[72]
+	mi := &file_roost_v1_hub_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4148,7 +4381,7 @@ func (x *JoinRequest) String() string {
 func (*JoinRequest) ProtoMessage() {}
 
 func (x *JoinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[72]
+	mi := &file_roost_v1_hub_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4161,7 +4394,7 @@ func (x *JoinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
 func (*JoinRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{72}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *JoinRequest) GetToken() string {
@@ -4209,7 +4442,7 @@ type JoinResponse struct {
 
 func (x *JoinResponse) Reset() {
 	*x = JoinResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[73]
+	mi := &file_roost_v1_hub_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4221,7 +4454,7 @@ func (x *JoinResponse) String() string {
 func (*JoinResponse) ProtoMessage() {}
 
 func (x *JoinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[73]
+	mi := &file_roost_v1_hub_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4234,7 +4467,7 @@ func (x *JoinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
 func (*JoinResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{73}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *JoinResponse) GetCertificatePem() []byte {
@@ -4265,7 +4498,7 @@ type AddVoterRequest struct {
 
 func (x *AddVoterRequest) Reset() {
 	*x = AddVoterRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[74]
+	mi := &file_roost_v1_hub_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4277,7 +4510,7 @@ func (x *AddVoterRequest) String() string {
 func (*AddVoterRequest) ProtoMessage() {}
 
 func (x *AddVoterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[74]
+	mi := &file_roost_v1_hub_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4290,7 +4523,7 @@ func (x *AddVoterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddVoterRequest.ProtoReflect.Descriptor instead.
 func (*AddVoterRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{74}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *AddVoterRequest) GetNodeId() string {
@@ -4336,7 +4569,7 @@ type AddVoterResponse struct {
 
 func (x *AddVoterResponse) Reset() {
 	*x = AddVoterResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[75]
+	mi := &file_roost_v1_hub_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4348,7 +4581,7 @@ func (x *AddVoterResponse) String() string {
 func (*AddVoterResponse) ProtoMessage() {}
 
 func (x *AddVoterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[75]
+	mi := &file_roost_v1_hub_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4361,7 +4594,7 @@ func (x *AddVoterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddVoterResponse.ProtoReflect.Descriptor instead.
 func (*AddVoterResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{75}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{78}
 }
 
 type SaveSnapshotRequest struct {
@@ -4372,7 +4605,7 @@ type SaveSnapshotRequest struct {
 
 func (x *SaveSnapshotRequest) Reset() {
 	*x = SaveSnapshotRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[76]
+	mi := &file_roost_v1_hub_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4384,7 +4617,7 @@ func (x *SaveSnapshotRequest) String() string {
 func (*SaveSnapshotRequest) ProtoMessage() {}
 
 func (x *SaveSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[76]
+	mi := &file_roost_v1_hub_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4397,7 +4630,7 @@ func (x *SaveSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SaveSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*SaveSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{76}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{79}
 }
 
 // SnapshotInfo describes a saved state.
@@ -4421,7 +4654,7 @@ type SnapshotInfo struct {
 
 func (x *SnapshotInfo) Reset() {
 	*x = SnapshotInfo{}
-	mi := &file_roost_v1_hub_proto_msgTypes[77]
+	mi := &file_roost_v1_hub_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4433,7 +4666,7 @@ func (x *SnapshotInfo) String() string {
 func (*SnapshotInfo) ProtoMessage() {}
 
 func (x *SnapshotInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[77]
+	mi := &file_roost_v1_hub_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4446,7 +4679,7 @@ func (x *SnapshotInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotInfo.ProtoReflect.Descriptor instead.
 func (*SnapshotInfo) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{77}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *SnapshotInfo) GetIndex() uint64 {
@@ -4513,7 +4746,7 @@ type SnapshotChunk struct {
 
 func (x *SnapshotChunk) Reset() {
 	*x = SnapshotChunk{}
-	mi := &file_roost_v1_hub_proto_msgTypes[78]
+	mi := &file_roost_v1_hub_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4525,7 +4758,7 @@ func (x *SnapshotChunk) String() string {
 func (*SnapshotChunk) ProtoMessage() {}
 
 func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[78]
+	mi := &file_roost_v1_hub_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4538,7 +4771,7 @@ func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotChunk.ProtoReflect.Descriptor instead.
 func (*SnapshotChunk) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{78}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *SnapshotChunk) GetInfo() *SnapshotInfo {
@@ -4577,7 +4810,7 @@ type RestoreSnapshotResponse struct {
 
 func (x *RestoreSnapshotResponse) Reset() {
 	*x = RestoreSnapshotResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[79]
+	mi := &file_roost_v1_hub_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4589,7 +4822,7 @@ func (x *RestoreSnapshotResponse) String() string {
 func (*RestoreSnapshotResponse) ProtoMessage() {}
 
 func (x *RestoreSnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[79]
+	mi := &file_roost_v1_hub_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4602,7 +4835,7 @@ func (x *RestoreSnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreSnapshotResponse.ProtoReflect.Descriptor instead.
 func (*RestoreSnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{79}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *RestoreSnapshotResponse) GetRestored() *SnapshotInfo {
@@ -4638,7 +4871,7 @@ type SnapshotFile struct {
 
 func (x *SnapshotFile) Reset() {
 	*x = SnapshotFile{}
-	mi := &file_roost_v1_hub_proto_msgTypes[80]
+	mi := &file_roost_v1_hub_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4650,7 +4883,7 @@ func (x *SnapshotFile) String() string {
 func (*SnapshotFile) ProtoMessage() {}
 
 func (x *SnapshotFile) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[80]
+	mi := &file_roost_v1_hub_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4663,7 +4896,7 @@ func (x *SnapshotFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotFile.ProtoReflect.Descriptor instead.
 func (*SnapshotFile) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{80}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *SnapshotFile) GetInfo() *SnapshotInfo {
@@ -4684,7 +4917,23 @@ var File_roost_v1_hub_proto protoreflect.FileDescriptor
 
 const file_roost_v1_hub_proto_rawDesc = "" +
 	"\n" +
-	"\x12roost/v1/hub.proto\x12\broost.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14roost/v1/agent.proto\x1a\x13roost/v1/raft.proto\x1a\x18roost/v1/resources.proto\"\x82\x01\n" +
+	"\x12roost/v1/hub.proto\x12\broost.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14roost/v1/agent.proto\x1a\x13roost/v1/raft.proto\x1a\x18roost/v1/resources.proto\"\xa2\x02\n" +
+	"\x15ReadServerLogsRequest\x12\x16\n" +
+	"\x06server\x18\x01 \x01(\tR\x06server\x12\x14\n" +
+	"\x05units\x18\x02 \x03(\tR\x05units\x120\n" +
+	"\x05since\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\x126\n" +
+	"\tsince_ago\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\bsinceAgo\x12\x12\n" +
+	"\x04boot\x18\x05 \x01(\x05R\x04boot\x12\x14\n" +
+	"\x05lines\x18\x06 \x01(\x05R\x05lines\x12\x16\n" +
+	"\x06follow\x18\a \x01(\bR\x06follow\x12\x1b\n" +
+	"\tmax_bytes\x18\b \x01(\x03R\bmaxBytes\x12\x12\n" +
+	"\x04json\x18\t \x01(\bR\x04json\"Q\n" +
+	"\x1aCollectServerBundleRequest\x12\x16\n" +
+	"\x06server\x18\x01 \x01(\tR\x06server\x12\x1b\n" +
+	"\tmax_bytes\x18\x02 \x01(\x03R\bmaxBytes\"C\n" +
+	"\x0fServerDataChunk\x12\x12\n" +
+	"\x04data\x18\x01 \x01(\fR\x04data\x12\x1c\n" +
+	"\ttruncated\x18\x02 \x01(\bR\ttruncated\"\x82\x01\n" +
 	"\x10ReadAuditRequest\x120\n" +
 	"\x05since\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\x12\x12\n" +
 	"\x04user\x18\x02 \x01(\tR\x04user\x12\x12\n" +
@@ -4989,7 +5238,7 @@ const file_roost_v1_hub_proto_rawDesc = "" +
 	"\vConsistency\x12\x1b\n" +
 	"\x17CONSISTENCY_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18CONSISTENCY_LINEARIZABLE\x10\x01\x12\x15\n" +
-	"\x11CONSISTENCY_STALE\x10\x022\x80\x15\n" +
+	"\x11CONSISTENCY_STALE\x10\x022\xaa\x16\n" +
 	"\n" +
 	"HubService\x128\n" +
 	"\x05Apply\x12\x16.roost.v1.ApplyRequest\x1a\x17.roost.v1.ApplyResponse\x122\n" +
@@ -5027,7 +5276,9 @@ const file_roost_v1_hub_proto_rawDesc = "" +
 	"RevokeUser\x12\x1b.roost.v1.RevokeUserRequest\x1a\x1c.roost.v1.RevokeUserResponse\x12;\n" +
 	"\x06WhoAmI\x12\x17.roost.v1.WhoAmIRequest\x1a\x18.roost.v1.WhoAmIResponse\x12D\n" +
 	"\tAuthCheck\x12\x1a.roost.v1.AuthCheckRequest\x1a\x1b.roost.v1.AuthCheckResponse\x12D\n" +
-	"\tReadAudit\x12\x1a.roost.v1.ReadAuditRequest\x1a\x1b.roost.v1.ReadAuditResponse2\xcd\x03\n" +
+	"\tReadAudit\x12\x1a.roost.v1.ReadAuditRequest\x1a\x1b.roost.v1.ReadAuditResponse\x12N\n" +
+	"\x0eReadServerLogs\x12\x1f.roost.v1.ReadServerLogsRequest\x1a\x19.roost.v1.ServerDataChunk0\x01\x12X\n" +
+	"\x13CollectServerBundle\x12$.roost.v1.CollectServerBundleRequest\x1a\x19.roost.v1.ServerDataChunk0\x012\xcd\x03\n" +
 	"\rMemberService\x125\n" +
 	"\x04Join\x12\x15.roost.v1.JoinRequest\x1a\x16.roost.v1.JoinResponse\x12A\n" +
 	"\bAddVoter\x12\x19.roost.v1.AddVoterRequest\x1a\x1a.roost.v1.AddVoterResponse\x12G\n" +
@@ -5050,241 +5301,251 @@ func file_roost_v1_hub_proto_rawDescGZIP() []byte {
 }
 
 var file_roost_v1_hub_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_roost_v1_hub_proto_msgTypes = make([]protoimpl.MessageInfo, 84)
+var file_roost_v1_hub_proto_msgTypes = make([]protoimpl.MessageInfo, 87)
 var file_roost_v1_hub_proto_goTypes = []any{
 	(Consistency)(0),                      // 0: roost.v1.Consistency
 	(WatchEvent_Type)(0),                  // 1: roost.v1.WatchEvent.Type
-	(*ReadAuditRequest)(nil),              // 2: roost.v1.ReadAuditRequest
-	(*ReadAuditResponse)(nil),             // 3: roost.v1.ReadAuditResponse
-	(*CreateUserRequest)(nil),             // 4: roost.v1.CreateUserRequest
-	(*CreateUserResponse)(nil),            // 5: roost.v1.CreateUserResponse
-	(*RenewUserRequest)(nil),              // 6: roost.v1.RenewUserRequest
-	(*ListUsersRequest)(nil),              // 7: roost.v1.ListUsersRequest
-	(*ListUsersResponse)(nil),             // 8: roost.v1.ListUsersResponse
-	(*RevokeUserRequest)(nil),             // 9: roost.v1.RevokeUserRequest
-	(*RevokeUserResponse)(nil),            // 10: roost.v1.RevokeUserResponse
-	(*WhoAmIRequest)(nil),                 // 11: roost.v1.WhoAmIRequest
-	(*WhoAmIResponse)(nil),                // 12: roost.v1.WhoAmIResponse
-	(*AuthCheckRequest)(nil),              // 13: roost.v1.AuthCheckRequest
-	(*AuthCheckResponse)(nil),             // 14: roost.v1.AuthCheckResponse
-	(*PutImageReleaseRequest)(nil),        // 15: roost.v1.PutImageReleaseRequest
-	(*PutImageReleaseResponse)(nil),       // 16: roost.v1.PutImageReleaseResponse
-	(*PromoteImageReleaseRequest)(nil),    // 17: roost.v1.PromoteImageReleaseRequest
-	(*PromoteImageReleaseResponse)(nil),   // 18: roost.v1.PromoteImageReleaseResponse
-	(*TrustReleaseKeyRequest)(nil),        // 19: roost.v1.TrustReleaseKeyRequest
-	(*TrustReleaseKeyResponse)(nil),       // 20: roost.v1.TrustReleaseKeyResponse
-	(*UntrustReleaseKeyRequest)(nil),      // 21: roost.v1.UntrustReleaseKeyRequest
-	(*UntrustReleaseKeyResponse)(nil),     // 22: roost.v1.UntrustReleaseKeyResponse
-	(*ListTrustedKeysRequest)(nil),        // 23: roost.v1.ListTrustedKeysRequest
-	(*ListTrustedKeysResponse)(nil),       // 24: roost.v1.ListTrustedKeysResponse
-	(*RolloutControlRequest)(nil),         // 25: roost.v1.RolloutControlRequest
-	(*RolloutControlResponse)(nil),        // 26: roost.v1.RolloutControlResponse
-	(*PushArtifactRequest)(nil),           // 27: roost.v1.PushArtifactRequest
-	(*PushArtifactResponse)(nil),          // 28: roost.v1.PushArtifactResponse
-	(*StatArtifactRequest)(nil),           // 29: roost.v1.StatArtifactRequest
-	(*StatArtifactResponse)(nil),          // 30: roost.v1.StatArtifactResponse
-	(*AssignServersRequest)(nil),          // 31: roost.v1.AssignServersRequest
-	(*AssignServersResponse)(nil),         // 32: roost.v1.AssignServersResponse
-	(*UnassignServersRequest)(nil),        // 33: roost.v1.UnassignServersRequest
-	(*UnassignServersResponse)(nil),       // 34: roost.v1.UnassignServersResponse
-	(*CreateMachineRequest)(nil),          // 35: roost.v1.CreateMachineRequest
-	(*CreateMachineResponse)(nil),         // 36: roost.v1.CreateMachineResponse
-	(*CreateEnrollmentTokenRequest)(nil),  // 37: roost.v1.CreateEnrollmentTokenRequest
-	(*CreateEnrollmentTokenResponse)(nil), // 38: roost.v1.CreateEnrollmentTokenResponse
-	(*RevokeEnrollmentTokenRequest)(nil),  // 39: roost.v1.RevokeEnrollmentTokenRequest
-	(*RevokeEnrollmentTokenResponse)(nil), // 40: roost.v1.RevokeEnrollmentTokenResponse
-	(*UpdateServerRequest)(nil),           // 41: roost.v1.UpdateServerRequest
-	(*UpdateServerResponse)(nil),          // 42: roost.v1.UpdateServerResponse
-	(*RegisterServerRequest)(nil),         // 43: roost.v1.RegisterServerRequest
-	(*RegisterServerResponse)(nil),        // 44: roost.v1.RegisterServerResponse
-	(*ApplyRequest)(nil),                  // 45: roost.v1.ApplyRequest
-	(*ApplyResult)(nil),                   // 46: roost.v1.ApplyResult
-	(*ApplyResponse)(nil),                 // 47: roost.v1.ApplyResponse
-	(*GetRequest)(nil),                    // 48: roost.v1.GetRequest
-	(*GetResponse)(nil),                   // 49: roost.v1.GetResponse
-	(*ListRequest)(nil),                   // 50: roost.v1.ListRequest
-	(*ListResponse)(nil),                  // 51: roost.v1.ListResponse
-	(*DeleteRequest)(nil),                 // 52: roost.v1.DeleteRequest
-	(*DeleteResponse)(nil),                // 53: roost.v1.DeleteResponse
-	(*WatchRequest)(nil),                  // 54: roost.v1.WatchRequest
-	(*WatchEvent)(nil),                    // 55: roost.v1.WatchEvent
-	(*Member)(nil),                        // 56: roost.v1.Member
-	(*ListMembersRequest)(nil),            // 57: roost.v1.ListMembersRequest
-	(*ListMembersResponse)(nil),           // 58: roost.v1.ListMembersResponse
-	(*CreateJoinTokenRequest)(nil),        // 59: roost.v1.CreateJoinTokenRequest
-	(*CreateJoinTokenResponse)(nil),       // 60: roost.v1.CreateJoinTokenResponse
-	(*ListJoinTokensRequest)(nil),         // 61: roost.v1.ListJoinTokensRequest
-	(*ListJoinTokensResponse)(nil),        // 62: roost.v1.ListJoinTokensResponse
-	(*JoinTokenInfo)(nil),                 // 63: roost.v1.JoinTokenInfo
-	(*RevokeJoinTokensRequest)(nil),       // 64: roost.v1.RevokeJoinTokensRequest
-	(*RevokeJoinTokensResponse)(nil),      // 65: roost.v1.RevokeJoinTokensResponse
-	(*RemoveMemberRequest)(nil),           // 66: roost.v1.RemoveMemberRequest
-	(*RemoveMemberResponse)(nil),          // 67: roost.v1.RemoveMemberResponse
-	(*UpdateMemberRequest)(nil),           // 68: roost.v1.UpdateMemberRequest
-	(*UpdateMemberResponse)(nil),          // 69: roost.v1.UpdateMemberResponse
-	(*ReportSeenRequest)(nil),             // 70: roost.v1.ReportSeenRequest
-	(*ReportSeenResponse)(nil),            // 71: roost.v1.ReportSeenResponse
-	(*ForwardServerStatusRequest)(nil),    // 72: roost.v1.ForwardServerStatusRequest
-	(*ForwardServerStatusResponse)(nil),   // 73: roost.v1.ForwardServerStatusResponse
-	(*JoinRequest)(nil),                   // 74: roost.v1.JoinRequest
-	(*JoinResponse)(nil),                  // 75: roost.v1.JoinResponse
-	(*AddVoterRequest)(nil),               // 76: roost.v1.AddVoterRequest
-	(*AddVoterResponse)(nil),              // 77: roost.v1.AddVoterResponse
-	(*SaveSnapshotRequest)(nil),           // 78: roost.v1.SaveSnapshotRequest
-	(*SnapshotInfo)(nil),                  // 79: roost.v1.SnapshotInfo
-	(*SnapshotChunk)(nil),                 // 80: roost.v1.SnapshotChunk
-	(*RestoreSnapshotResponse)(nil),       // 81: roost.v1.RestoreSnapshotResponse
-	(*SnapshotFile)(nil),                  // 82: roost.v1.SnapshotFile
-	nil,                                   // 83: roost.v1.CreateEnrollmentTokenRequest.ServerLabelsEntry
-	nil,                                   // 84: roost.v1.UpdateServerRequest.SetLabelsEntry
-	nil,                                   // 85: roost.v1.SnapshotInfo.ObjectsEntry
-	(*timestamppb.Timestamp)(nil),         // 86: google.protobuf.Timestamp
-	(*User)(nil),                          // 87: roost.v1.User
-	(*ImageRelease)(nil),                  // 88: roost.v1.ImageRelease
-	(*TrustedKey)(nil),                    // 89: roost.v1.TrustedKey
-	(RolloutAction)(0),                    // 90: roost.v1.RolloutAction
-	(*Pool)(nil),                          // 91: roost.v1.Pool
-	(*Machine)(nil),                       // 92: roost.v1.Machine
-	(*EnrollmentToken)(nil),               // 93: roost.v1.EnrollmentToken
-	(ServerAction)(0),                     // 94: roost.v1.ServerAction
-	(*Server)(nil),                        // 95: roost.v1.Server
-	(*BMC)(nil),                           // 96: roost.v1.BMC
-	(*Object)(nil),                        // 97: roost.v1.Object
-	(*EventObject)(nil),                   // 98: roost.v1.EventObject
-	(*HubMember)(nil),                     // 99: roost.v1.HubMember
-	(*UpdateServerStatus)(nil),            // 100: roost.v1.UpdateServerStatus
-	(*FetchArtifactRequest)(nil),          // 101: roost.v1.FetchArtifactRequest
-	(*ArtifactChunk)(nil),                 // 102: roost.v1.ArtifactChunk
+	(*ReadServerLogsRequest)(nil),         // 2: roost.v1.ReadServerLogsRequest
+	(*CollectServerBundleRequest)(nil),    // 3: roost.v1.CollectServerBundleRequest
+	(*ServerDataChunk)(nil),               // 4: roost.v1.ServerDataChunk
+	(*ReadAuditRequest)(nil),              // 5: roost.v1.ReadAuditRequest
+	(*ReadAuditResponse)(nil),             // 6: roost.v1.ReadAuditResponse
+	(*CreateUserRequest)(nil),             // 7: roost.v1.CreateUserRequest
+	(*CreateUserResponse)(nil),            // 8: roost.v1.CreateUserResponse
+	(*RenewUserRequest)(nil),              // 9: roost.v1.RenewUserRequest
+	(*ListUsersRequest)(nil),              // 10: roost.v1.ListUsersRequest
+	(*ListUsersResponse)(nil),             // 11: roost.v1.ListUsersResponse
+	(*RevokeUserRequest)(nil),             // 12: roost.v1.RevokeUserRequest
+	(*RevokeUserResponse)(nil),            // 13: roost.v1.RevokeUserResponse
+	(*WhoAmIRequest)(nil),                 // 14: roost.v1.WhoAmIRequest
+	(*WhoAmIResponse)(nil),                // 15: roost.v1.WhoAmIResponse
+	(*AuthCheckRequest)(nil),              // 16: roost.v1.AuthCheckRequest
+	(*AuthCheckResponse)(nil),             // 17: roost.v1.AuthCheckResponse
+	(*PutImageReleaseRequest)(nil),        // 18: roost.v1.PutImageReleaseRequest
+	(*PutImageReleaseResponse)(nil),       // 19: roost.v1.PutImageReleaseResponse
+	(*PromoteImageReleaseRequest)(nil),    // 20: roost.v1.PromoteImageReleaseRequest
+	(*PromoteImageReleaseResponse)(nil),   // 21: roost.v1.PromoteImageReleaseResponse
+	(*TrustReleaseKeyRequest)(nil),        // 22: roost.v1.TrustReleaseKeyRequest
+	(*TrustReleaseKeyResponse)(nil),       // 23: roost.v1.TrustReleaseKeyResponse
+	(*UntrustReleaseKeyRequest)(nil),      // 24: roost.v1.UntrustReleaseKeyRequest
+	(*UntrustReleaseKeyResponse)(nil),     // 25: roost.v1.UntrustReleaseKeyResponse
+	(*ListTrustedKeysRequest)(nil),        // 26: roost.v1.ListTrustedKeysRequest
+	(*ListTrustedKeysResponse)(nil),       // 27: roost.v1.ListTrustedKeysResponse
+	(*RolloutControlRequest)(nil),         // 28: roost.v1.RolloutControlRequest
+	(*RolloutControlResponse)(nil),        // 29: roost.v1.RolloutControlResponse
+	(*PushArtifactRequest)(nil),           // 30: roost.v1.PushArtifactRequest
+	(*PushArtifactResponse)(nil),          // 31: roost.v1.PushArtifactResponse
+	(*StatArtifactRequest)(nil),           // 32: roost.v1.StatArtifactRequest
+	(*StatArtifactResponse)(nil),          // 33: roost.v1.StatArtifactResponse
+	(*AssignServersRequest)(nil),          // 34: roost.v1.AssignServersRequest
+	(*AssignServersResponse)(nil),         // 35: roost.v1.AssignServersResponse
+	(*UnassignServersRequest)(nil),        // 36: roost.v1.UnassignServersRequest
+	(*UnassignServersResponse)(nil),       // 37: roost.v1.UnassignServersResponse
+	(*CreateMachineRequest)(nil),          // 38: roost.v1.CreateMachineRequest
+	(*CreateMachineResponse)(nil),         // 39: roost.v1.CreateMachineResponse
+	(*CreateEnrollmentTokenRequest)(nil),  // 40: roost.v1.CreateEnrollmentTokenRequest
+	(*CreateEnrollmentTokenResponse)(nil), // 41: roost.v1.CreateEnrollmentTokenResponse
+	(*RevokeEnrollmentTokenRequest)(nil),  // 42: roost.v1.RevokeEnrollmentTokenRequest
+	(*RevokeEnrollmentTokenResponse)(nil), // 43: roost.v1.RevokeEnrollmentTokenResponse
+	(*UpdateServerRequest)(nil),           // 44: roost.v1.UpdateServerRequest
+	(*UpdateServerResponse)(nil),          // 45: roost.v1.UpdateServerResponse
+	(*RegisterServerRequest)(nil),         // 46: roost.v1.RegisterServerRequest
+	(*RegisterServerResponse)(nil),        // 47: roost.v1.RegisterServerResponse
+	(*ApplyRequest)(nil),                  // 48: roost.v1.ApplyRequest
+	(*ApplyResult)(nil),                   // 49: roost.v1.ApplyResult
+	(*ApplyResponse)(nil),                 // 50: roost.v1.ApplyResponse
+	(*GetRequest)(nil),                    // 51: roost.v1.GetRequest
+	(*GetResponse)(nil),                   // 52: roost.v1.GetResponse
+	(*ListRequest)(nil),                   // 53: roost.v1.ListRequest
+	(*ListResponse)(nil),                  // 54: roost.v1.ListResponse
+	(*DeleteRequest)(nil),                 // 55: roost.v1.DeleteRequest
+	(*DeleteResponse)(nil),                // 56: roost.v1.DeleteResponse
+	(*WatchRequest)(nil),                  // 57: roost.v1.WatchRequest
+	(*WatchEvent)(nil),                    // 58: roost.v1.WatchEvent
+	(*Member)(nil),                        // 59: roost.v1.Member
+	(*ListMembersRequest)(nil),            // 60: roost.v1.ListMembersRequest
+	(*ListMembersResponse)(nil),           // 61: roost.v1.ListMembersResponse
+	(*CreateJoinTokenRequest)(nil),        // 62: roost.v1.CreateJoinTokenRequest
+	(*CreateJoinTokenResponse)(nil),       // 63: roost.v1.CreateJoinTokenResponse
+	(*ListJoinTokensRequest)(nil),         // 64: roost.v1.ListJoinTokensRequest
+	(*ListJoinTokensResponse)(nil),        // 65: roost.v1.ListJoinTokensResponse
+	(*JoinTokenInfo)(nil),                 // 66: roost.v1.JoinTokenInfo
+	(*RevokeJoinTokensRequest)(nil),       // 67: roost.v1.RevokeJoinTokensRequest
+	(*RevokeJoinTokensResponse)(nil),      // 68: roost.v1.RevokeJoinTokensResponse
+	(*RemoveMemberRequest)(nil),           // 69: roost.v1.RemoveMemberRequest
+	(*RemoveMemberResponse)(nil),          // 70: roost.v1.RemoveMemberResponse
+	(*UpdateMemberRequest)(nil),           // 71: roost.v1.UpdateMemberRequest
+	(*UpdateMemberResponse)(nil),          // 72: roost.v1.UpdateMemberResponse
+	(*ReportSeenRequest)(nil),             // 73: roost.v1.ReportSeenRequest
+	(*ReportSeenResponse)(nil),            // 74: roost.v1.ReportSeenResponse
+	(*ForwardServerStatusRequest)(nil),    // 75: roost.v1.ForwardServerStatusRequest
+	(*ForwardServerStatusResponse)(nil),   // 76: roost.v1.ForwardServerStatusResponse
+	(*JoinRequest)(nil),                   // 77: roost.v1.JoinRequest
+	(*JoinResponse)(nil),                  // 78: roost.v1.JoinResponse
+	(*AddVoterRequest)(nil),               // 79: roost.v1.AddVoterRequest
+	(*AddVoterResponse)(nil),              // 80: roost.v1.AddVoterResponse
+	(*SaveSnapshotRequest)(nil),           // 81: roost.v1.SaveSnapshotRequest
+	(*SnapshotInfo)(nil),                  // 82: roost.v1.SnapshotInfo
+	(*SnapshotChunk)(nil),                 // 83: roost.v1.SnapshotChunk
+	(*RestoreSnapshotResponse)(nil),       // 84: roost.v1.RestoreSnapshotResponse
+	(*SnapshotFile)(nil),                  // 85: roost.v1.SnapshotFile
+	nil,                                   // 86: roost.v1.CreateEnrollmentTokenRequest.ServerLabelsEntry
+	nil,                                   // 87: roost.v1.UpdateServerRequest.SetLabelsEntry
+	nil,                                   // 88: roost.v1.SnapshotInfo.ObjectsEntry
+	(*timestamppb.Timestamp)(nil),         // 89: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),           // 90: google.protobuf.Duration
+	(*User)(nil),                          // 91: roost.v1.User
+	(*ImageRelease)(nil),                  // 92: roost.v1.ImageRelease
+	(*TrustedKey)(nil),                    // 93: roost.v1.TrustedKey
+	(RolloutAction)(0),                    // 94: roost.v1.RolloutAction
+	(*Pool)(nil),                          // 95: roost.v1.Pool
+	(*Machine)(nil),                       // 96: roost.v1.Machine
+	(*EnrollmentToken)(nil),               // 97: roost.v1.EnrollmentToken
+	(ServerAction)(0),                     // 98: roost.v1.ServerAction
+	(*Server)(nil),                        // 99: roost.v1.Server
+	(*BMC)(nil),                           // 100: roost.v1.BMC
+	(*Object)(nil),                        // 101: roost.v1.Object
+	(*EventObject)(nil),                   // 102: roost.v1.EventObject
+	(*HubMember)(nil),                     // 103: roost.v1.HubMember
+	(*UpdateServerStatus)(nil),            // 104: roost.v1.UpdateServerStatus
+	(*FetchArtifactRequest)(nil),          // 105: roost.v1.FetchArtifactRequest
+	(*ArtifactChunk)(nil),                 // 106: roost.v1.ArtifactChunk
 }
 var file_roost_v1_hub_proto_depIdxs = []int32{
-	86,  // 0: roost.v1.ReadAuditRequest.since:type_name -> google.protobuf.Timestamp
-	87,  // 1: roost.v1.CreateUserResponse.user:type_name -> roost.v1.User
-	87,  // 2: roost.v1.ListUsersResponse.users:type_name -> roost.v1.User
-	87,  // 3: roost.v1.RevokeUserResponse.user:type_name -> roost.v1.User
-	86,  // 4: roost.v1.WhoAmIResponse.not_after:type_name -> google.protobuf.Timestamp
-	88,  // 5: roost.v1.PutImageReleaseRequest.release:type_name -> roost.v1.ImageRelease
-	88,  // 6: roost.v1.PutImageReleaseResponse.release:type_name -> roost.v1.ImageRelease
-	88,  // 7: roost.v1.PromoteImageReleaseResponse.release:type_name -> roost.v1.ImageRelease
-	89,  // 8: roost.v1.TrustReleaseKeyResponse.key:type_name -> roost.v1.TrustedKey
-	89,  // 9: roost.v1.ListTrustedKeysResponse.keys:type_name -> roost.v1.TrustedKey
-	90,  // 10: roost.v1.RolloutControlRequest.action:type_name -> roost.v1.RolloutAction
-	91,  // 11: roost.v1.RolloutControlResponse.pool:type_name -> roost.v1.Pool
-	92,  // 12: roost.v1.AssignServersResponse.machines:type_name -> roost.v1.Machine
-	92,  // 13: roost.v1.CreateMachineResponse.machine:type_name -> roost.v1.Machine
-	83,  // 14: roost.v1.CreateEnrollmentTokenRequest.server_labels:type_name -> roost.v1.CreateEnrollmentTokenRequest.ServerLabelsEntry
-	93,  // 15: roost.v1.CreateEnrollmentTokenResponse.enrollment_token:type_name -> roost.v1.EnrollmentToken
-	93,  // 16: roost.v1.RevokeEnrollmentTokenResponse.enrollment_token:type_name -> roost.v1.EnrollmentToken
-	94,  // 17: roost.v1.UpdateServerRequest.action:type_name -> roost.v1.ServerAction
-	84,  // 18: roost.v1.UpdateServerRequest.set_labels:type_name -> roost.v1.UpdateServerRequest.SetLabelsEntry
-	95,  // 19: roost.v1.UpdateServerResponse.server:type_name -> roost.v1.Server
-	96,  // 20: roost.v1.RegisterServerRequest.bmc:type_name -> roost.v1.BMC
-	95,  // 21: roost.v1.RegisterServerResponse.server:type_name -> roost.v1.Server
-	97,  // 22: roost.v1.ApplyRequest.objects:type_name -> roost.v1.Object
-	46,  // 23: roost.v1.ApplyResponse.results:type_name -> roost.v1.ApplyResult
-	0,   // 24: roost.v1.GetRequest.consistency:type_name -> roost.v1.Consistency
-	97,  // 25: roost.v1.GetResponse.object:type_name -> roost.v1.Object
-	0,   // 26: roost.v1.ListRequest.consistency:type_name -> roost.v1.Consistency
-	98,  // 27: roost.v1.ListRequest.involved_object:type_name -> roost.v1.EventObject
-	97,  // 28: roost.v1.ListResponse.objects:type_name -> roost.v1.Object
-	1,   // 29: roost.v1.WatchEvent.type:type_name -> roost.v1.WatchEvent.Type
-	97,  // 30: roost.v1.WatchEvent.object:type_name -> roost.v1.Object
-	56,  // 31: roost.v1.ListMembersResponse.members:type_name -> roost.v1.Member
-	86,  // 32: roost.v1.CreateJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
-	63,  // 33: roost.v1.ListJoinTokensResponse.tokens:type_name -> roost.v1.JoinTokenInfo
-	86,  // 34: roost.v1.JoinTokenInfo.expires_at:type_name -> google.protobuf.Timestamp
-	86,  // 35: roost.v1.JoinTokenInfo.revoked_at:type_name -> google.protobuf.Timestamp
-	99,  // 36: roost.v1.UpdateMemberRequest.member:type_name -> roost.v1.HubMember
-	100, // 37: roost.v1.ForwardServerStatusRequest.update:type_name -> roost.v1.UpdateServerStatus
-	86,  // 38: roost.v1.SnapshotInfo.taken_at:type_name -> google.protobuf.Timestamp
-	85,  // 39: roost.v1.SnapshotInfo.objects:type_name -> roost.v1.SnapshotInfo.ObjectsEntry
-	79,  // 40: roost.v1.SnapshotChunk.info:type_name -> roost.v1.SnapshotInfo
-	79,  // 41: roost.v1.RestoreSnapshotResponse.restored:type_name -> roost.v1.SnapshotInfo
-	79,  // 42: roost.v1.SnapshotFile.info:type_name -> roost.v1.SnapshotInfo
-	45,  // 43: roost.v1.HubService.Apply:input_type -> roost.v1.ApplyRequest
-	48,  // 44: roost.v1.HubService.Get:input_type -> roost.v1.GetRequest
-	50,  // 45: roost.v1.HubService.List:input_type -> roost.v1.ListRequest
-	52,  // 46: roost.v1.HubService.Delete:input_type -> roost.v1.DeleteRequest
-	54,  // 47: roost.v1.HubService.Watch:input_type -> roost.v1.WatchRequest
-	57,  // 48: roost.v1.HubService.ListMembers:input_type -> roost.v1.ListMembersRequest
-	59,  // 49: roost.v1.HubService.CreateJoinToken:input_type -> roost.v1.CreateJoinTokenRequest
-	61,  // 50: roost.v1.HubService.ListJoinTokens:input_type -> roost.v1.ListJoinTokensRequest
-	64,  // 51: roost.v1.HubService.RevokeJoinTokens:input_type -> roost.v1.RevokeJoinTokensRequest
-	66,  // 52: roost.v1.HubService.RemoveMember:input_type -> roost.v1.RemoveMemberRequest
-	78,  // 53: roost.v1.HubService.SaveSnapshot:input_type -> roost.v1.SaveSnapshotRequest
-	80,  // 54: roost.v1.HubService.RestoreSnapshot:input_type -> roost.v1.SnapshotChunk
-	37,  // 55: roost.v1.HubService.CreateEnrollmentToken:input_type -> roost.v1.CreateEnrollmentTokenRequest
-	39,  // 56: roost.v1.HubService.RevokeEnrollmentToken:input_type -> roost.v1.RevokeEnrollmentTokenRequest
-	41,  // 57: roost.v1.HubService.UpdateServer:input_type -> roost.v1.UpdateServerRequest
-	43,  // 58: roost.v1.HubService.RegisterServer:input_type -> roost.v1.RegisterServerRequest
-	31,  // 59: roost.v1.HubService.AssignServers:input_type -> roost.v1.AssignServersRequest
-	33,  // 60: roost.v1.HubService.UnassignServers:input_type -> roost.v1.UnassignServersRequest
-	35,  // 61: roost.v1.HubService.CreateMachine:input_type -> roost.v1.CreateMachineRequest
-	27,  // 62: roost.v1.HubService.PushArtifact:input_type -> roost.v1.PushArtifactRequest
-	29,  // 63: roost.v1.HubService.StatArtifact:input_type -> roost.v1.StatArtifactRequest
-	15,  // 64: roost.v1.HubService.PutImageRelease:input_type -> roost.v1.PutImageReleaseRequest
-	17,  // 65: roost.v1.HubService.PromoteImageRelease:input_type -> roost.v1.PromoteImageReleaseRequest
-	19,  // 66: roost.v1.HubService.TrustReleaseKey:input_type -> roost.v1.TrustReleaseKeyRequest
-	21,  // 67: roost.v1.HubService.UntrustReleaseKey:input_type -> roost.v1.UntrustReleaseKeyRequest
-	23,  // 68: roost.v1.HubService.ListTrustedKeys:input_type -> roost.v1.ListTrustedKeysRequest
-	25,  // 69: roost.v1.HubService.RolloutControl:input_type -> roost.v1.RolloutControlRequest
-	4,   // 70: roost.v1.HubService.CreateUser:input_type -> roost.v1.CreateUserRequest
-	6,   // 71: roost.v1.HubService.RenewUser:input_type -> roost.v1.RenewUserRequest
-	7,   // 72: roost.v1.HubService.ListUsers:input_type -> roost.v1.ListUsersRequest
-	9,   // 73: roost.v1.HubService.RevokeUser:input_type -> roost.v1.RevokeUserRequest
-	11,  // 74: roost.v1.HubService.WhoAmI:input_type -> roost.v1.WhoAmIRequest
-	13,  // 75: roost.v1.HubService.AuthCheck:input_type -> roost.v1.AuthCheckRequest
-	2,   // 76: roost.v1.HubService.ReadAudit:input_type -> roost.v1.ReadAuditRequest
-	74,  // 77: roost.v1.MemberService.Join:input_type -> roost.v1.JoinRequest
-	76,  // 78: roost.v1.MemberService.AddVoter:input_type -> roost.v1.AddVoterRequest
-	70,  // 79: roost.v1.MemberService.ReportSeen:input_type -> roost.v1.ReportSeenRequest
-	72,  // 80: roost.v1.MemberService.ForwardServerStatus:input_type -> roost.v1.ForwardServerStatusRequest
-	101, // 81: roost.v1.MemberService.FetchBlob:input_type -> roost.v1.FetchArtifactRequest
-	68,  // 82: roost.v1.MemberService.UpdateMember:input_type -> roost.v1.UpdateMemberRequest
-	47,  // 83: roost.v1.HubService.Apply:output_type -> roost.v1.ApplyResponse
-	49,  // 84: roost.v1.HubService.Get:output_type -> roost.v1.GetResponse
-	51,  // 85: roost.v1.HubService.List:output_type -> roost.v1.ListResponse
-	53,  // 86: roost.v1.HubService.Delete:output_type -> roost.v1.DeleteResponse
-	55,  // 87: roost.v1.HubService.Watch:output_type -> roost.v1.WatchEvent
-	58,  // 88: roost.v1.HubService.ListMembers:output_type -> roost.v1.ListMembersResponse
-	60,  // 89: roost.v1.HubService.CreateJoinToken:output_type -> roost.v1.CreateJoinTokenResponse
-	62,  // 90: roost.v1.HubService.ListJoinTokens:output_type -> roost.v1.ListJoinTokensResponse
-	65,  // 91: roost.v1.HubService.RevokeJoinTokens:output_type -> roost.v1.RevokeJoinTokensResponse
-	67,  // 92: roost.v1.HubService.RemoveMember:output_type -> roost.v1.RemoveMemberResponse
-	80,  // 93: roost.v1.HubService.SaveSnapshot:output_type -> roost.v1.SnapshotChunk
-	81,  // 94: roost.v1.HubService.RestoreSnapshot:output_type -> roost.v1.RestoreSnapshotResponse
-	38,  // 95: roost.v1.HubService.CreateEnrollmentToken:output_type -> roost.v1.CreateEnrollmentTokenResponse
-	40,  // 96: roost.v1.HubService.RevokeEnrollmentToken:output_type -> roost.v1.RevokeEnrollmentTokenResponse
-	42,  // 97: roost.v1.HubService.UpdateServer:output_type -> roost.v1.UpdateServerResponse
-	44,  // 98: roost.v1.HubService.RegisterServer:output_type -> roost.v1.RegisterServerResponse
-	32,  // 99: roost.v1.HubService.AssignServers:output_type -> roost.v1.AssignServersResponse
-	34,  // 100: roost.v1.HubService.UnassignServers:output_type -> roost.v1.UnassignServersResponse
-	36,  // 101: roost.v1.HubService.CreateMachine:output_type -> roost.v1.CreateMachineResponse
-	28,  // 102: roost.v1.HubService.PushArtifact:output_type -> roost.v1.PushArtifactResponse
-	30,  // 103: roost.v1.HubService.StatArtifact:output_type -> roost.v1.StatArtifactResponse
-	16,  // 104: roost.v1.HubService.PutImageRelease:output_type -> roost.v1.PutImageReleaseResponse
-	18,  // 105: roost.v1.HubService.PromoteImageRelease:output_type -> roost.v1.PromoteImageReleaseResponse
-	20,  // 106: roost.v1.HubService.TrustReleaseKey:output_type -> roost.v1.TrustReleaseKeyResponse
-	22,  // 107: roost.v1.HubService.UntrustReleaseKey:output_type -> roost.v1.UntrustReleaseKeyResponse
-	24,  // 108: roost.v1.HubService.ListTrustedKeys:output_type -> roost.v1.ListTrustedKeysResponse
-	26,  // 109: roost.v1.HubService.RolloutControl:output_type -> roost.v1.RolloutControlResponse
-	5,   // 110: roost.v1.HubService.CreateUser:output_type -> roost.v1.CreateUserResponse
-	5,   // 111: roost.v1.HubService.RenewUser:output_type -> roost.v1.CreateUserResponse
-	8,   // 112: roost.v1.HubService.ListUsers:output_type -> roost.v1.ListUsersResponse
-	10,  // 113: roost.v1.HubService.RevokeUser:output_type -> roost.v1.RevokeUserResponse
-	12,  // 114: roost.v1.HubService.WhoAmI:output_type -> roost.v1.WhoAmIResponse
-	14,  // 115: roost.v1.HubService.AuthCheck:output_type -> roost.v1.AuthCheckResponse
-	3,   // 116: roost.v1.HubService.ReadAudit:output_type -> roost.v1.ReadAuditResponse
-	75,  // 117: roost.v1.MemberService.Join:output_type -> roost.v1.JoinResponse
-	77,  // 118: roost.v1.MemberService.AddVoter:output_type -> roost.v1.AddVoterResponse
-	71,  // 119: roost.v1.MemberService.ReportSeen:output_type -> roost.v1.ReportSeenResponse
-	73,  // 120: roost.v1.MemberService.ForwardServerStatus:output_type -> roost.v1.ForwardServerStatusResponse
-	102, // 121: roost.v1.MemberService.FetchBlob:output_type -> roost.v1.ArtifactChunk
-	69,  // 122: roost.v1.MemberService.UpdateMember:output_type -> roost.v1.UpdateMemberResponse
-	83,  // [83:123] is the sub-list for method output_type
-	43,  // [43:83] is the sub-list for method input_type
-	43,  // [43:43] is the sub-list for extension type_name
-	43,  // [43:43] is the sub-list for extension extendee
-	0,   // [0:43] is the sub-list for field type_name
+	89,  // 0: roost.v1.ReadServerLogsRequest.since:type_name -> google.protobuf.Timestamp
+	90,  // 1: roost.v1.ReadServerLogsRequest.since_ago:type_name -> google.protobuf.Duration
+	89,  // 2: roost.v1.ReadAuditRequest.since:type_name -> google.protobuf.Timestamp
+	91,  // 3: roost.v1.CreateUserResponse.user:type_name -> roost.v1.User
+	91,  // 4: roost.v1.ListUsersResponse.users:type_name -> roost.v1.User
+	91,  // 5: roost.v1.RevokeUserResponse.user:type_name -> roost.v1.User
+	89,  // 6: roost.v1.WhoAmIResponse.not_after:type_name -> google.protobuf.Timestamp
+	92,  // 7: roost.v1.PutImageReleaseRequest.release:type_name -> roost.v1.ImageRelease
+	92,  // 8: roost.v1.PutImageReleaseResponse.release:type_name -> roost.v1.ImageRelease
+	92,  // 9: roost.v1.PromoteImageReleaseResponse.release:type_name -> roost.v1.ImageRelease
+	93,  // 10: roost.v1.TrustReleaseKeyResponse.key:type_name -> roost.v1.TrustedKey
+	93,  // 11: roost.v1.ListTrustedKeysResponse.keys:type_name -> roost.v1.TrustedKey
+	94,  // 12: roost.v1.RolloutControlRequest.action:type_name -> roost.v1.RolloutAction
+	95,  // 13: roost.v1.RolloutControlResponse.pool:type_name -> roost.v1.Pool
+	96,  // 14: roost.v1.AssignServersResponse.machines:type_name -> roost.v1.Machine
+	96,  // 15: roost.v1.CreateMachineResponse.machine:type_name -> roost.v1.Machine
+	86,  // 16: roost.v1.CreateEnrollmentTokenRequest.server_labels:type_name -> roost.v1.CreateEnrollmentTokenRequest.ServerLabelsEntry
+	97,  // 17: roost.v1.CreateEnrollmentTokenResponse.enrollment_token:type_name -> roost.v1.EnrollmentToken
+	97,  // 18: roost.v1.RevokeEnrollmentTokenResponse.enrollment_token:type_name -> roost.v1.EnrollmentToken
+	98,  // 19: roost.v1.UpdateServerRequest.action:type_name -> roost.v1.ServerAction
+	87,  // 20: roost.v1.UpdateServerRequest.set_labels:type_name -> roost.v1.UpdateServerRequest.SetLabelsEntry
+	99,  // 21: roost.v1.UpdateServerResponse.server:type_name -> roost.v1.Server
+	100, // 22: roost.v1.RegisterServerRequest.bmc:type_name -> roost.v1.BMC
+	99,  // 23: roost.v1.RegisterServerResponse.server:type_name -> roost.v1.Server
+	101, // 24: roost.v1.ApplyRequest.objects:type_name -> roost.v1.Object
+	49,  // 25: roost.v1.ApplyResponse.results:type_name -> roost.v1.ApplyResult
+	0,   // 26: roost.v1.GetRequest.consistency:type_name -> roost.v1.Consistency
+	101, // 27: roost.v1.GetResponse.object:type_name -> roost.v1.Object
+	0,   // 28: roost.v1.ListRequest.consistency:type_name -> roost.v1.Consistency
+	102, // 29: roost.v1.ListRequest.involved_object:type_name -> roost.v1.EventObject
+	101, // 30: roost.v1.ListResponse.objects:type_name -> roost.v1.Object
+	1,   // 31: roost.v1.WatchEvent.type:type_name -> roost.v1.WatchEvent.Type
+	101, // 32: roost.v1.WatchEvent.object:type_name -> roost.v1.Object
+	59,  // 33: roost.v1.ListMembersResponse.members:type_name -> roost.v1.Member
+	89,  // 34: roost.v1.CreateJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
+	66,  // 35: roost.v1.ListJoinTokensResponse.tokens:type_name -> roost.v1.JoinTokenInfo
+	89,  // 36: roost.v1.JoinTokenInfo.expires_at:type_name -> google.protobuf.Timestamp
+	89,  // 37: roost.v1.JoinTokenInfo.revoked_at:type_name -> google.protobuf.Timestamp
+	103, // 38: roost.v1.UpdateMemberRequest.member:type_name -> roost.v1.HubMember
+	104, // 39: roost.v1.ForwardServerStatusRequest.update:type_name -> roost.v1.UpdateServerStatus
+	89,  // 40: roost.v1.SnapshotInfo.taken_at:type_name -> google.protobuf.Timestamp
+	88,  // 41: roost.v1.SnapshotInfo.objects:type_name -> roost.v1.SnapshotInfo.ObjectsEntry
+	82,  // 42: roost.v1.SnapshotChunk.info:type_name -> roost.v1.SnapshotInfo
+	82,  // 43: roost.v1.RestoreSnapshotResponse.restored:type_name -> roost.v1.SnapshotInfo
+	82,  // 44: roost.v1.SnapshotFile.info:type_name -> roost.v1.SnapshotInfo
+	48,  // 45: roost.v1.HubService.Apply:input_type -> roost.v1.ApplyRequest
+	51,  // 46: roost.v1.HubService.Get:input_type -> roost.v1.GetRequest
+	53,  // 47: roost.v1.HubService.List:input_type -> roost.v1.ListRequest
+	55,  // 48: roost.v1.HubService.Delete:input_type -> roost.v1.DeleteRequest
+	57,  // 49: roost.v1.HubService.Watch:input_type -> roost.v1.WatchRequest
+	60,  // 50: roost.v1.HubService.ListMembers:input_type -> roost.v1.ListMembersRequest
+	62,  // 51: roost.v1.HubService.CreateJoinToken:input_type -> roost.v1.CreateJoinTokenRequest
+	64,  // 52: roost.v1.HubService.ListJoinTokens:input_type -> roost.v1.ListJoinTokensRequest
+	67,  // 53: roost.v1.HubService.RevokeJoinTokens:input_type -> roost.v1.RevokeJoinTokensRequest
+	69,  // 54: roost.v1.HubService.RemoveMember:input_type -> roost.v1.RemoveMemberRequest
+	81,  // 55: roost.v1.HubService.SaveSnapshot:input_type -> roost.v1.SaveSnapshotRequest
+	83,  // 56: roost.v1.HubService.RestoreSnapshot:input_type -> roost.v1.SnapshotChunk
+	40,  // 57: roost.v1.HubService.CreateEnrollmentToken:input_type -> roost.v1.CreateEnrollmentTokenRequest
+	42,  // 58: roost.v1.HubService.RevokeEnrollmentToken:input_type -> roost.v1.RevokeEnrollmentTokenRequest
+	44,  // 59: roost.v1.HubService.UpdateServer:input_type -> roost.v1.UpdateServerRequest
+	46,  // 60: roost.v1.HubService.RegisterServer:input_type -> roost.v1.RegisterServerRequest
+	34,  // 61: roost.v1.HubService.AssignServers:input_type -> roost.v1.AssignServersRequest
+	36,  // 62: roost.v1.HubService.UnassignServers:input_type -> roost.v1.UnassignServersRequest
+	38,  // 63: roost.v1.HubService.CreateMachine:input_type -> roost.v1.CreateMachineRequest
+	30,  // 64: roost.v1.HubService.PushArtifact:input_type -> roost.v1.PushArtifactRequest
+	32,  // 65: roost.v1.HubService.StatArtifact:input_type -> roost.v1.StatArtifactRequest
+	18,  // 66: roost.v1.HubService.PutImageRelease:input_type -> roost.v1.PutImageReleaseRequest
+	20,  // 67: roost.v1.HubService.PromoteImageRelease:input_type -> roost.v1.PromoteImageReleaseRequest
+	22,  // 68: roost.v1.HubService.TrustReleaseKey:input_type -> roost.v1.TrustReleaseKeyRequest
+	24,  // 69: roost.v1.HubService.UntrustReleaseKey:input_type -> roost.v1.UntrustReleaseKeyRequest
+	26,  // 70: roost.v1.HubService.ListTrustedKeys:input_type -> roost.v1.ListTrustedKeysRequest
+	28,  // 71: roost.v1.HubService.RolloutControl:input_type -> roost.v1.RolloutControlRequest
+	7,   // 72: roost.v1.HubService.CreateUser:input_type -> roost.v1.CreateUserRequest
+	9,   // 73: roost.v1.HubService.RenewUser:input_type -> roost.v1.RenewUserRequest
+	10,  // 74: roost.v1.HubService.ListUsers:input_type -> roost.v1.ListUsersRequest
+	12,  // 75: roost.v1.HubService.RevokeUser:input_type -> roost.v1.RevokeUserRequest
+	14,  // 76: roost.v1.HubService.WhoAmI:input_type -> roost.v1.WhoAmIRequest
+	16,  // 77: roost.v1.HubService.AuthCheck:input_type -> roost.v1.AuthCheckRequest
+	5,   // 78: roost.v1.HubService.ReadAudit:input_type -> roost.v1.ReadAuditRequest
+	2,   // 79: roost.v1.HubService.ReadServerLogs:input_type -> roost.v1.ReadServerLogsRequest
+	3,   // 80: roost.v1.HubService.CollectServerBundle:input_type -> roost.v1.CollectServerBundleRequest
+	77,  // 81: roost.v1.MemberService.Join:input_type -> roost.v1.JoinRequest
+	79,  // 82: roost.v1.MemberService.AddVoter:input_type -> roost.v1.AddVoterRequest
+	73,  // 83: roost.v1.MemberService.ReportSeen:input_type -> roost.v1.ReportSeenRequest
+	75,  // 84: roost.v1.MemberService.ForwardServerStatus:input_type -> roost.v1.ForwardServerStatusRequest
+	105, // 85: roost.v1.MemberService.FetchBlob:input_type -> roost.v1.FetchArtifactRequest
+	71,  // 86: roost.v1.MemberService.UpdateMember:input_type -> roost.v1.UpdateMemberRequest
+	50,  // 87: roost.v1.HubService.Apply:output_type -> roost.v1.ApplyResponse
+	52,  // 88: roost.v1.HubService.Get:output_type -> roost.v1.GetResponse
+	54,  // 89: roost.v1.HubService.List:output_type -> roost.v1.ListResponse
+	56,  // 90: roost.v1.HubService.Delete:output_type -> roost.v1.DeleteResponse
+	58,  // 91: roost.v1.HubService.Watch:output_type -> roost.v1.WatchEvent
+	61,  // 92: roost.v1.HubService.ListMembers:output_type -> roost.v1.ListMembersResponse
+	63,  // 93: roost.v1.HubService.CreateJoinToken:output_type -> roost.v1.CreateJoinTokenResponse
+	65,  // 94: roost.v1.HubService.ListJoinTokens:output_type -> roost.v1.ListJoinTokensResponse
+	68,  // 95: roost.v1.HubService.RevokeJoinTokens:output_type -> roost.v1.RevokeJoinTokensResponse
+	70,  // 96: roost.v1.HubService.RemoveMember:output_type -> roost.v1.RemoveMemberResponse
+	83,  // 97: roost.v1.HubService.SaveSnapshot:output_type -> roost.v1.SnapshotChunk
+	84,  // 98: roost.v1.HubService.RestoreSnapshot:output_type -> roost.v1.RestoreSnapshotResponse
+	41,  // 99: roost.v1.HubService.CreateEnrollmentToken:output_type -> roost.v1.CreateEnrollmentTokenResponse
+	43,  // 100: roost.v1.HubService.RevokeEnrollmentToken:output_type -> roost.v1.RevokeEnrollmentTokenResponse
+	45,  // 101: roost.v1.HubService.UpdateServer:output_type -> roost.v1.UpdateServerResponse
+	47,  // 102: roost.v1.HubService.RegisterServer:output_type -> roost.v1.RegisterServerResponse
+	35,  // 103: roost.v1.HubService.AssignServers:output_type -> roost.v1.AssignServersResponse
+	37,  // 104: roost.v1.HubService.UnassignServers:output_type -> roost.v1.UnassignServersResponse
+	39,  // 105: roost.v1.HubService.CreateMachine:output_type -> roost.v1.CreateMachineResponse
+	31,  // 106: roost.v1.HubService.PushArtifact:output_type -> roost.v1.PushArtifactResponse
+	33,  // 107: roost.v1.HubService.StatArtifact:output_type -> roost.v1.StatArtifactResponse
+	19,  // 108: roost.v1.HubService.PutImageRelease:output_type -> roost.v1.PutImageReleaseResponse
+	21,  // 109: roost.v1.HubService.PromoteImageRelease:output_type -> roost.v1.PromoteImageReleaseResponse
+	23,  // 110: roost.v1.HubService.TrustReleaseKey:output_type -> roost.v1.TrustReleaseKeyResponse
+	25,  // 111: roost.v1.HubService.UntrustReleaseKey:output_type -> roost.v1.UntrustReleaseKeyResponse
+	27,  // 112: roost.v1.HubService.ListTrustedKeys:output_type -> roost.v1.ListTrustedKeysResponse
+	29,  // 113: roost.v1.HubService.RolloutControl:output_type -> roost.v1.RolloutControlResponse
+	8,   // 114: roost.v1.HubService.CreateUser:output_type -> roost.v1.CreateUserResponse
+	8,   // 115: roost.v1.HubService.RenewUser:output_type -> roost.v1.CreateUserResponse
+	11,  // 116: roost.v1.HubService.ListUsers:output_type -> roost.v1.ListUsersResponse
+	13,  // 117: roost.v1.HubService.RevokeUser:output_type -> roost.v1.RevokeUserResponse
+	15,  // 118: roost.v1.HubService.WhoAmI:output_type -> roost.v1.WhoAmIResponse
+	17,  // 119: roost.v1.HubService.AuthCheck:output_type -> roost.v1.AuthCheckResponse
+	6,   // 120: roost.v1.HubService.ReadAudit:output_type -> roost.v1.ReadAuditResponse
+	4,   // 121: roost.v1.HubService.ReadServerLogs:output_type -> roost.v1.ServerDataChunk
+	4,   // 122: roost.v1.HubService.CollectServerBundle:output_type -> roost.v1.ServerDataChunk
+	78,  // 123: roost.v1.MemberService.Join:output_type -> roost.v1.JoinResponse
+	80,  // 124: roost.v1.MemberService.AddVoter:output_type -> roost.v1.AddVoterResponse
+	74,  // 125: roost.v1.MemberService.ReportSeen:output_type -> roost.v1.ReportSeenResponse
+	76,  // 126: roost.v1.MemberService.ForwardServerStatus:output_type -> roost.v1.ForwardServerStatusResponse
+	106, // 127: roost.v1.MemberService.FetchBlob:output_type -> roost.v1.ArtifactChunk
+	72,  // 128: roost.v1.MemberService.UpdateMember:output_type -> roost.v1.UpdateMemberResponse
+	87,  // [87:129] is the sub-list for method output_type
+	45,  // [45:87] is the sub-list for method input_type
+	45,  // [45:45] is the sub-list for extension type_name
+	45,  // [45:45] is the sub-list for extension extendee
+	0,   // [0:45] is the sub-list for field type_name
 }
 
 func init() { file_roost_v1_hub_proto_init() }
@@ -5301,7 +5562,7 @@ func file_roost_v1_hub_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_roost_v1_hub_proto_rawDesc), len(file_roost_v1_hub_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   84,
+			NumMessages:   87,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -53,6 +53,8 @@ const (
 	HubService_WhoAmI_FullMethodName                = "/roost.v1.HubService/WhoAmI"
 	HubService_AuthCheck_FullMethodName             = "/roost.v1.HubService/AuthCheck"
 	HubService_ReadAudit_FullMethodName             = "/roost.v1.HubService/ReadAudit"
+	HubService_ReadServerLogs_FullMethodName        = "/roost.v1.HubService/ReadServerLogs"
+	HubService_CollectServerBundle_FullMethodName   = "/roost.v1.HubService/CollectServerBundle"
 )
 
 // HubServiceClient is the client API for HubService service.
@@ -184,6 +186,26 @@ type HubServiceClient interface {
 	// ReadAudit returns the entries of the audit log of the member it
 	// reaches (each member records the calls it received), oldest first.
 	ReadAudit(ctx context.Context, in *ReadAuditRequest, opts ...grpc.CallOption) (*ReadAuditResponse, error)
+	// ReadServerLogs streams a Server's systemd journal (journalctl's
+	// short-iso text, or JSON lines), read by its agent over the agent's own stream to the
+	// hub (the agent dials the hub, so agents behind NAT answer too). The
+	// member reached asks the member the agent is connected to when it is
+	// not itself. Back-pressured: the agent sends a chunk only when the hub
+	// has sent the previous ones on. Ends when the journal is read (or, with
+	// follow, when the caller cancels) or at max_bytes. Errors:
+	// InvalidArgument (bad request, with field violations), NotFound (no
+	// such Server), FailedPrecondition (its agent is connected to no
+	// member, did not answer (an agent older than the hub), or journalctl
+	// failed on the Server: the message says which), ResourceExhausted (too
+	// many reads from the Server at once), Unavailable (the agent's stream
+	// ended during the read).
+	ReadServerLogs(ctx context.Context, in *ReadServerLogsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ServerDataChunk], error)
+	// CollectServerBundle streams a support bundle (tar.gz) collected by the
+	// Server's agent: journals of this and the previous boot, agent state,
+	// inventory, boot entries, network state, dmesg, kubelet and containerd
+	// status. A part that cannot be collected is named in errors.txt inside
+	// the bundle. Errors as ReadServerLogs.
+	CollectServerBundle(ctx context.Context, in *CollectServerBundleRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ServerDataChunk], error)
 }
 
 type hubServiceClient struct {
@@ -558,6 +580,44 @@ func (c *hubServiceClient) ReadAudit(ctx context.Context, in *ReadAuditRequest, 
 	return out, nil
 }
 
+func (c *hubServiceClient) ReadServerLogs(ctx context.Context, in *ReadServerLogsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ServerDataChunk], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &HubService_ServiceDesc.Streams[4], HubService_ReadServerLogs_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ReadServerLogsRequest, ServerDataChunk]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type HubService_ReadServerLogsClient = grpc.ServerStreamingClient[ServerDataChunk]
+
+func (c *hubServiceClient) CollectServerBundle(ctx context.Context, in *CollectServerBundleRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ServerDataChunk], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &HubService_ServiceDesc.Streams[5], HubService_CollectServerBundle_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[CollectServerBundleRequest, ServerDataChunk]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type HubService_CollectServerBundleClient = grpc.ServerStreamingClient[ServerDataChunk]
+
 // HubServiceServer is the server API for HubService service.
 // All implementations must embed UnimplementedHubServiceServer
 // for forward compatibility.
@@ -687,6 +747,26 @@ type HubServiceServer interface {
 	// ReadAudit returns the entries of the audit log of the member it
 	// reaches (each member records the calls it received), oldest first.
 	ReadAudit(context.Context, *ReadAuditRequest) (*ReadAuditResponse, error)
+	// ReadServerLogs streams a Server's systemd journal (journalctl's
+	// short-iso text, or JSON lines), read by its agent over the agent's own stream to the
+	// hub (the agent dials the hub, so agents behind NAT answer too). The
+	// member reached asks the member the agent is connected to when it is
+	// not itself. Back-pressured: the agent sends a chunk only when the hub
+	// has sent the previous ones on. Ends when the journal is read (or, with
+	// follow, when the caller cancels) or at max_bytes. Errors:
+	// InvalidArgument (bad request, with field violations), NotFound (no
+	// such Server), FailedPrecondition (its agent is connected to no
+	// member, did not answer (an agent older than the hub), or journalctl
+	// failed on the Server: the message says which), ResourceExhausted (too
+	// many reads from the Server at once), Unavailable (the agent's stream
+	// ended during the read).
+	ReadServerLogs(*ReadServerLogsRequest, grpc.ServerStreamingServer[ServerDataChunk]) error
+	// CollectServerBundle streams a support bundle (tar.gz) collected by the
+	// Server's agent: journals of this and the previous boot, agent state,
+	// inventory, boot entries, network state, dmesg, kubelet and containerd
+	// status. A part that cannot be collected is named in errors.txt inside
+	// the bundle. Errors as ReadServerLogs.
+	CollectServerBundle(*CollectServerBundleRequest, grpc.ServerStreamingServer[ServerDataChunk]) error
 	mustEmbedUnimplementedHubServiceServer()
 }
 
@@ -798,6 +878,12 @@ func (UnimplementedHubServiceServer) AuthCheck(context.Context, *AuthCheckReques
 }
 func (UnimplementedHubServiceServer) ReadAudit(context.Context, *ReadAuditRequest) (*ReadAuditResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ReadAudit not implemented")
+}
+func (UnimplementedHubServiceServer) ReadServerLogs(*ReadServerLogsRequest, grpc.ServerStreamingServer[ServerDataChunk]) error {
+	return status.Error(codes.Unimplemented, "method ReadServerLogs not implemented")
+}
+func (UnimplementedHubServiceServer) CollectServerBundle(*CollectServerBundleRequest, grpc.ServerStreamingServer[ServerDataChunk]) error {
+	return status.Error(codes.Unimplemented, "method CollectServerBundle not implemented")
 }
 func (UnimplementedHubServiceServer) mustEmbedUnimplementedHubServiceServer() {}
 func (UnimplementedHubServiceServer) testEmbeddedByValue()                    {}
@@ -1396,6 +1482,28 @@ func _HubService_ReadAudit_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _HubService_ReadServerLogs_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(ReadServerLogsRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(HubServiceServer).ReadServerLogs(m, &grpc.GenericServerStream[ReadServerLogsRequest, ServerDataChunk]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type HubService_ReadServerLogsServer = grpc.ServerStreamingServer[ServerDataChunk]
+
+func _HubService_CollectServerBundle_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(CollectServerBundleRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(HubServiceServer).CollectServerBundle(m, &grpc.GenericServerStream[CollectServerBundleRequest, ServerDataChunk]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type HubService_CollectServerBundleServer = grpc.ServerStreamingServer[ServerDataChunk]
+
 // HubService_ServiceDesc is the grpc.ServiceDesc for HubService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1544,6 +1652,16 @@ var HubService_ServiceDesc = grpc.ServiceDesc{
 			StreamName:    "PushArtifact",
 			Handler:       _HubService_PushArtifact_Handler,
 			ClientStreams: true,
+		},
+		{
+			StreamName:    "ReadServerLogs",
+			Handler:       _HubService_ReadServerLogs_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "CollectServerBundle",
+			Handler:       _HubService_CollectServerBundle_Handler,
+			ServerStreams: true,
 		},
 	},
 	Metadata: "roost/v1/hub.proto",
