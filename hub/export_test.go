@@ -54,5 +54,6 @@ func (h *Hub) PutBlob(digest string, data []byte) error {
 	_, err := h.blobs.Append(digest, int64(len(data)), 0, bytes.NewReader(data))
 	return err
 }
+
 // Agents returns the member's agent streams (and their data requests).
 func (h *Hub) Agents() *agentconn.Registry { return h.agents }
