@@ -15,8 +15,11 @@ import (
 
 // CleanUnits are stopped before a cleaning wipes the disks: the kubelet,
 // the pods it started (the kubelet's systemd cgroup driver puts them in
-// kubepods.slice) and containerd, whose state lives on STATE.
-var CleanUnits = []string{"kubelet.service", "kubepods.slice", "containerd.service"}
+// kubepods.slice) and containerd, whose state lives on STATE, and
+// systemd-journal-flush.service, whose stop (journalctl
+// --smart-relinquish-var) moves journald from the persistent journal on
+// STATE (/var/log/journal) back to /run.
+var CleanUnits = []string{"kubelet.service", "kubepods.slice", "containerd.service", "systemd-journal-flush.service"}
 
 // CleanedFile, in the state dir, marks a boot whose disks a cleaning let
 // go (the state dir is then in RAM): an agent restarted in this boot runs
