@@ -25,7 +25,7 @@ test: ## run every test tier CI runs (unit, root/integration, Kubernetes API, ro
 		echo "== tier $$t: $$(( $$(date +%s) - s ))s"; \
 	done
 
-test-unit: ## fast unit tests with the race detector (no root, no processes, no VMs; installs the image builder's Debian packages, e.g. squashfs-tools, and promtool for the alerting rules, when root)
+test-unit: ## fast unit tests with the race detector (no root, no processes, no VMs; installs the image builder's Debian packages, e.g. squashfs-tools, promtool for the alerting rules and systemd-journal-remote for the journal tests, when root)
 	@if [ "$$(id -u)" = 0 ]; then ./images/deps.sh --monitoring; fi
 	$(GO) test -short -race -count=1 ./...
 

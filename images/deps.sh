@@ -6,7 +6,8 @@
 # --bench, QEMU + OVMF (plus the OpenSSH client and jq the main-job test
 # and make demo use) for boot tests and xorriso as the benchmark baseline;
 # with --monitoring, prometheus for promtool, which checks the alerting
-# rules in docs/monitoring.
+# rules in docs/monitoring, and systemd-journal-remote, which writes the
+# journal files the agent's journal tests read.
 # Idempotent; needs root.
 set -euo pipefail
 pkgs=(isolinux syslinux-common grub-efi-amd64-bin systemd-boot-efi squashfs-tools)
@@ -14,7 +15,7 @@ for a in "$@"; do
 	case $a in
 	--e2e) pkgs+=(qemu-system-x86 ovmf openssh-client jq) ;;
 	--bench) pkgs+=(xorriso) ;;
-	--monitoring) pkgs+=(prometheus) ;;
+	--monitoring) pkgs+=(prometheus systemd-journal-remote) ;;
 	*) echo "usage: $0 [--e2e] [--bench] [--monitoring]" >&2; exit 2 ;;
 	esac
 done
