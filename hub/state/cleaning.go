@@ -66,8 +66,9 @@ func (a *applier) classOf(m *roostv1.Machine) (*roostv1.MachineClass, *apierror.
 }
 
 // startCleaning puts s (a clone the caller writes) in Cleaning with a new
-// attempt of the given policy; attempts continues the count of a retry.
-func (a *applier) startCleaning(s *roostv1.Server, mode string, dataDisks, decommission bool, attempts int32, reason string, now *timestamppb.Timestamp) {
+// attempt of the given policy, and records the CleaningStarted Event;
+// attempts continues the count of a retry.
+func (a *applier) startCleaning(s *roostv1.Server, mode string, dataDisks, decommission bool, attempts int32, reason string, now *timestamppb.Timestamp) *apierror.Error {
 	st := s.Status
 	st.State = ServerCleaning
 	st.StateReason = reason
@@ -84,8 +85,9 @@ func (a *applier) startCleaning(s *roostv1.Server, mode string, dataDisks, decom
 	if dataDisks {
 		disks = "its install disk and data disks"
 	}
-	st.Conditions = setCondition(st.Conditions, ConditionCleaned, "False", "Cleaning",
-		fmt.Sprintf("the agent wipes %s: %s (attempt %d)", disks, what, attempts+1), now)
+	msg := fmt.Sprintf("the agent wipes %s: %s (attempt %d)", disks, what, attempts+1)
+	st.Conditions = setCondition(st.Conditions, ConditionCleaned, "False", "Cleaning", msg, now)
+	return a.recordEvent(kindServer, s.GetMetadata().GetName(), EventNormal, "CleaningStarted", msg, EventSourceHub)
 }
 
 // cleanServer is SERVER_ACTION_CLEAN: a new cleaning of an unclaimed
@@ -120,8 +122,10 @@ func (a *applier) cleanServer(s *roostv1.Server, now *timestamppb.Timestamp) *ap
 		attempts = 0
 	}
 	decommission := last.GetDecommission() && st.GetState() != ServerAvailable
-	a.startCleaning(s, mode, data, decommission, attempts,
-		fmt.Sprintf("cleaning again (attempt %d)", attempts+1), now)
+	if aerr := a.startCleaning(s, mode, data, decommission, attempts,
+		fmt.Sprintf("cleaning again (attempt %d)", attempts+1), now); aerr != nil {
+		return aerr
+	}
 	st.Cleaning.MachineClass = last.GetMachineClass()
 	if decommission {
 		st.Cleaning.DecommissionReason = last.GetDecommissionReason()
@@ -135,7 +139,7 @@ func (a *applier) cleanServer(s *roostv1.Server, now *timestamppb.Timestamp) *ap
 // installed, or a second decommission while it is cleaned) is
 // Decommissioned at once, its reason saying so. It reports whether s was
 // Decommissioned.
-func (a *applier) decommissionUnclaimed(s *roostv1.Server, reason string, now *timestamppb.Timestamp) bool {
+func (a *applier) decommissionUnclaimed(s *roostv1.Server, reason string, now *timestamppb.Timestamp) (bool, *apierror.Error) {
 	st := s.Status
 	switch {
 	case st.GetState() == ServerAvailable && st.GetReachability() != Unreachable:
@@ -143,14 +147,16 @@ func (a *applier) decommissionUnclaimed(s *roostv1.Server, reason string, now *t
 		if c := st.GetCleaning(); c.GetMode() != "" {
 			mode, data = c.GetMode(), c.GetDataDisks()
 		}
-		a.startCleaning(s, mode, data, true, 0, reason+"; the agent wipes it first", now)
+		if aerr := a.startCleaning(s, mode, data, true, 0, reason+"; the agent wipes it first", now); aerr != nil {
+			return false, aerr
+		}
 		st.Cleaning.DecommissionReason = reason
-		return false
+		return false, nil
 	case st.GetState() == ServerCleaning && !st.GetCleaning().GetDecommission():
 		st.Cleaning.Decommission = true
 		st.Cleaning.DecommissionReason = reason
 		st.StateReason = reason + "; Decommissioned once its cleaning succeeds"
-		return false
+		return false, nil
 	case st.GetState() == ServerCleaningFailed:
 		reason += "; its disks were not wiped (the last cleaning failed: " + st.GetCleaning().GetError() + ")"
 	case st.GetState() == ServerCleaning:
@@ -160,17 +166,19 @@ func (a *applier) decommissionUnclaimed(s *roostv1.Server, reason string, now *t
 	}
 	st.State = ServerDecommissioned
 	st.StateReason = reason
-	return true
+	return true, nil
 }
 
 // recordCleaning applies an agent's cleaning result to s (a clone the
-// caller writes). A result for another attempt, or a Server not Cleaning,
-// changes nothing: it answers an attempt that was superseded.
-func (a *applier) recordCleaning(s *roostv1.Server, r *roostv1.CleaningResult, now *timestamppb.Timestamp) {
+// caller writes), and records the Cleaned or CleaningFailed Event. A
+// result for another attempt, or a Server not Cleaning, changes nothing:
+// it answers an attempt that was superseded.
+func (a *applier) recordCleaning(s *roostv1.Server, r *roostv1.CleaningResult, now *timestamppb.Timestamp) *apierror.Error {
 	st := s.Status
 	if st.GetState() != ServerCleaning || st.GetCleaning().GetIndex() != r.GetIndex() {
-		return
+		return nil
 	}
+	name := s.GetMetadata().GetName()
 	c := st.Cleaning
 	c.FinishedAt = now
 	c.Disks = r.GetDisks()
@@ -193,7 +201,7 @@ func (a *applier) recordCleaning(s *roostv1.Server, r *roostv1.CleaningResult, n
 			st.State = ServerAvailable
 			st.StateReason = "cleaned: " + summary
 		}
-		return
+		return a.recordEvent(kindServer, name, EventNormal, "Cleaned", summary, EventSourceHub)
 	}
 	c.Error = r.GetError()
 	if c.Error == "" {
@@ -202,6 +210,7 @@ func (a *applier) recordCleaning(s *roostv1.Server, r *roostv1.CleaningResult, n
 	st.State = ServerCleaningFailed
 	st.StateReason = fmt.Sprintf("cleaning attempt %d failed: %s", c.GetAttempts(), c.Error)
 	st.Conditions = setCondition(st.Conditions, ConditionCleaned, "False", "CleaningFailed", st.StateReason, now)
+	return a.recordEvent(kindServer, name, EventWarning, "CleaningFailed", st.StateReason, EventSourceHub)
 }
 
 // CleaningInstruction is what the agent of s is asked to do: the cleaning

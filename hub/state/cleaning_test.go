@@ -1,6 +1,7 @@
 package state
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -95,6 +96,15 @@ func TestReleaseCleansTheServer(t *testing.T) {
 	// Claimable again.
 	h.mustApply(r11(createMachinesCmd(false, newMachine("workers-fghij", uuidA, "workers"))))
 	wantState(t, h, ServerClaimed, "")
+	var got []string
+	for _, r := range reasons(listEvents(t, h.f, kindServer, uuidA)) {
+		if strings.Contains(r, "Clean") {
+			got = append(got, r)
+		}
+	}
+	if want := []string{"Server/" + uuidA + " CleaningStarted×1", "Server/" + uuidA + " Cleaned×1"}; !slices.Equal(got, want) {
+		t.Errorf("cleaning events %q, want %q", got, want)
+	}
 }
 
 func TestCleaningFailsAndIsRetried(t *testing.T) {
@@ -106,6 +116,9 @@ func TestCleaningFailsAndIsRetried(t *testing.T) {
 	}
 	h.mustApply(r11(cleaningResultCmd(uuidA, res.Index, false, "/dev/vdb: open: read-only file system")))
 	s := wantState(t, h, ServerCleaningFailed, "cleaning attempt 1 failed: /dev/vdb: open: read-only file system")
+	if evs := reasons(listEvents(t, h.f, kindServer, uuidA)); !slices.Contains(evs, "Server/"+uuidA+" CleaningFailed×1") {
+		t.Errorf("events %q, want a CleaningFailed one", evs)
+	}
 	if cd := findCondition(s.GetStatus().GetConditions(), ConditionCleaned); cd.GetReason() != "CleaningFailed" {
 		t.Errorf("Cleaned condition %v", cd)
 	}

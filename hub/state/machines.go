@@ -525,7 +525,9 @@ func (a *applier) releaseMachine(old *roostv1.Machine, now *timestamppb.Timestam
 				return aerr
 			}
 			mode, data := cleaningPolicy(mc)
-			a.startCleaning(s, mode, data, false, 0, fmt.Sprintf("released by Machine %s; the agent wipes it before it is Available", name), now)
+			if aerr := a.startCleaning(s, mode, data, false, 0, fmt.Sprintf("released by Machine %s; the agent wipes it before it is Available", name), now); aerr != nil {
+				return aerr
+			}
 			s.Status.Cleaning.MachineClass = mc.GetMetadata().GetName()
 		} else {
 			s.Status.State = ServerAvailable

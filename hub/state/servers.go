@@ -294,7 +294,9 @@ func (a *applier) updateServerStatus(c *roostv1.UpdateServerStatus) *apierror.Er
 		st.Conditions = next
 	}
 	if r := c.GetCleaningResult(); r != nil && a.rules >= RulesCleaning {
-		a.recordCleaning(s, r, now)
+		if aerr := a.recordCleaning(s, r, now); aerr != nil {
+			return aerr
+		}
 	}
 	if c.GetConnected() && st.GetState() == ServerEnrolling {
 		if cond := findCondition(st.GetConditions(), ConditionApproved); cond != nil && cond.GetStatus() == "False" {
@@ -463,7 +465,11 @@ func (a *applier) modifyServer(c *roostv1.ModifyServer) ([]*roostv1.ApplyResult,
 		}
 		if c.GetAction() == roostv1.ServerAction_SERVER_ACTION_DECOMMISSION && a.rules >= RulesCleaning &&
 			st.GetState() != ServerDecommissioned {
-			if !a.decommissionUnclaimed(s, reason, now) {
+			done, aerr := a.decommissionUnclaimed(s, reason, now)
+			if aerr != nil {
+				return nil, aerr
+			}
+			if !done {
 				break // cleaned first
 			}
 		} else {
