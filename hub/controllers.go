@@ -66,6 +66,7 @@ func (h *Hub) clusterController() *clusters.Controller {
 		Now:      h.opts.ControllerClock,
 		Tick:     h.opts.ClusterSyncInterval,
 		Metrics:  h.controllerMetrics,
+		Recorder: &controller.EventRecorder{Source: "clusters", Propose: h.propose, IsLeader: h.node.IsLeader, Now: h.opts.ControllerClock, Log: h.log},
 		Log:      h.log,
 	}
 }
@@ -221,7 +222,7 @@ func (h *Hub) runLiveness(ctx context.Context, m *liveness.Metrics) {
 	rep.Metrics, rep.Log = m, h.log
 	var n int
 	done := make(chan struct{}, 8)
-	for _, run := range []func(context.Context){ctrl.Run, rep.Run, h.poolController().Run, h.revisionController().Run, h.cleaningController().Run, h.remediationController().Run, h.safetyController().Run, h.leaseCollector().Run, h.bmcController().Run, h.clusters.Run, h.rollouts.Run, h.rollouts.Recorder.Run, h.gate.Run, h.agents.Run, h.runBlobGC, h.watchHealth, func(ctx context.Context) {
+	for _, run := range []func(context.Context){ctrl.Run, rep.Run, h.poolController().Run, h.revisionController().Run, h.cleaningController().Run, h.remediationController().Run, h.safetyController().Run, h.leaseCollector().Run, h.bmcController().Run, h.clusters.Run, h.clusters.Recorder.Run, h.rollouts.Run, h.rollouts.Recorder.Run, h.gate.Run, h.agents.Run, h.runBlobGC, h.watchHealth, func(ctx context.Context) {
 		t := time.NewTicker(5 * time.Second)
 		defer t.Stop()
 		for {

@@ -74,6 +74,20 @@ func TestKubeOrphansAndClusterFreeze(t *testing.T) {
 	kf.offset.Store(int64(2 * time.Minute))
 	waitFor(t, "orphan token deleted", func() bool { return !kf.secretExists(orphanID) })
 	kf.offset.Store(0)
+	// Both removals are in the operations log of the Cluster.
+	waitFor(t, "the orphans' Events on Cluster prod", func() bool {
+		objs, _, err := kf.h.FSM().List("Event", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, o := range objs {
+			if io := o.GetEvent().GetSpec().GetInvolvedObject(); io.GetKind() == "Cluster" && io.GetName() == "prod" {
+				seen[o.GetEvent().GetSpec().GetReason()] = true
+			}
+		}
+		return seen["OrphanNodeDeleted"] && seen["OrphanBootstrapTokenDeleted"]
+	})
 
 	// The Cluster's API goes away: its kubeconfig now names a dead
 	// address. The Pool freezes, saying why.

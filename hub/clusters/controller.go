@@ -64,7 +64,11 @@ type Controller struct {
 	MaxProposals int
 	// Metrics, if set, receives the loop's queue metrics.
 	Metrics *controller.Metrics
-	Log     *slog.Logger
+	// Recorder, if set, records the orphans removed from a Cluster's API
+	// (Nodes of destroyed Machines, bootstrap tokens the hub does not
+	// hold or no longer needs for a gone Machine) as Events of the Cluster.
+	Recorder *controller.EventRecorder
+	Log      *slog.Logger
 
 	// proposals holds one token per Propose call in flight (MaxProposals).
 	proposals     *semaphore.Weighted
@@ -317,7 +321,7 @@ func (c *Controller) reconcile(ctx context.Context, cl *roostv1.Cluster) error {
 	for _, m := range machines {
 		keep(c.observeMachine(ctx, m, byServer))
 	}
-	keep(c.collectNodes(ctx, cc.client, nodes))
+	keep(c.collectNodes(ctx, name, cc.client, nodes))
 	keep(c.uncordon(ctx, cc.client, machines, byServer))
 	keep(c.reconcileTokens(ctx, cl, cc.client, machines))
 	return first
@@ -407,7 +411,7 @@ func (c *Controller) setDrained(ctx context.Context, m *roostv1.Machine, status,
 // Machine holds any more (their Machine was Destroyed). A Node of a
 // Server the hub does not know, or of a Server another Cluster object's
 // worker holds (two Cluster objects may name one API), is left alone.
-func (c *Controller) collectNodes(ctx context.Context, k *kube.Client, nodes []kube.Node) error {
+func (c *Controller) collectNodes(ctx context.Context, cluster string, k *kube.Client, nodes []kube.Node) error {
 	r := c.FSM.Reader()
 	var first error
 	for _, n := range nodes {
@@ -425,6 +429,8 @@ func (c *Controller) collectNodes(ctx context.Context, k *kube.Client, nodes []k
 			continue
 		}
 		c.Metrics.OrphansRemoved(controller.OrphanNode, 1)
+		c.Recorder.Record("Cluster", cluster, state.EventNormal, "OrphanNodeDeleted",
+			fmt.Sprintf("deleted Node %s of Server %s: no Machine holds the Server any more", n.Name, n.Server))
 	}
 	return first
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/roostfleet/roost/hub/controller"
 	"github.com/roostfleet/roost/hub/kube"
+	"github.com/roostfleet/roost/hub/state"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 )
 
@@ -67,6 +68,10 @@ func (c *Controller) reconcileTokens(ctx context.Context, cl *roostv1.Cluster, k
 		}
 	}
 	c.Metrics.OrphansRemoved(controller.OrphanBootstrapToken, gone)
+	if gone > 0 {
+		c.Recorder.Record("Cluster", name, state.EventNormal, "OrphanBootstrapTokensDeleted",
+			fmt.Sprintf("deleted %d bootstrap token(s) of Machines that are gone", gone))
+	}
 	if len(stale) > 0 {
 		c.log().Info("deleted used or expired bootstrap tokens", "cluster", name, "tokens", stale)
 		if err := c.propose(ctx, &roostv1.Command{Command: &roostv1.Command_DeleteBootstrapTokens{DeleteBootstrapTokens: &roostv1.DeleteBootstrapTokens{TokenIds: stale}}}); err != nil {
@@ -127,6 +132,8 @@ func (c *Controller) reconcileTokens(ctx context.Context, cl *roostv1.Cluster, k
 			return err
 		}
 		c.Metrics.OrphansRemoved(controller.OrphanBootstrapToken, 1)
+		c.Recorder.Record("Cluster", name, state.EventNormal, "OrphanBootstrapTokenDeleted",
+			fmt.Sprintf("deleted bootstrap token %s: a Roost-labelled token Secret the hub does not hold", id))
 	}
 	return nil
 }
