@@ -2,6 +2,7 @@ package state
 
 import (
 	"fmt"
+	"strings"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -129,20 +130,21 @@ func (a *applier) machineOf(server string) (*roostv1.Machine, *apierror.Error) {
 // or "" when it can. It does not check for an existing Machine; claimedBy
 // names the Machine holding s, if any.
 func ClaimRefusal(s *roostv1.Server, pool, claimedBy string) string {
-	_, why := claimBlock(s, pool, claimedBy)
+	_, why := claimBlock(s, pool, claimedBy, RulesVersion)
 	return why
 }
 
 // ClaimBlocker is ClaimRefusal in a few words for counting Servers by
 // cause, e.g. "cordoned", "Unreachable"; "" when s may be claimed.
 func ClaimBlocker(s *roostv1.Server, pool, claimedBy string) string {
-	short, _ := claimBlock(s, pool, claimedBy)
+	short, _ := claimBlock(s, pool, claimedBy, RulesVersion)
 	return short
 }
 
-// claimBlock says why s cannot be claimed for pool: in a few words and as
-// a sentence naming the Server and the fix; both "" when it can.
-func claimBlock(s *roostv1.Server, pool, claimedBy string) (short, why string) {
+// claimBlock says why s cannot be claimed for pool under apply rules
+// rules: in a few words and as a sentence naming the Server and the fix;
+// both "" when it can.
+func claimBlock(s *roostv1.Server, pool, claimedBy string, rules uint32) (short, why string) {
 	name := s.GetMetadata().GetName()
 	st := s.GetStatus()
 	switch {
@@ -162,6 +164,10 @@ func claimBlock(s *roostv1.Server, pool, claimedBy string) (short, why string) {
 		return Unreachable, fmt.Sprintf("Server %s is Unreachable", name)
 	case s.GetSpec().GetPool() != "" && s.GetSpec().GetPool() != pool:
 		return "pre-assigned to another Pool", fmt.Sprintf("Server %s is pre-assigned to Pool %s", name, s.GetSpec().GetPool())
+	case rules >= RulesBMC && strings.EqualFold(st.GetInventory().GetFirmware(), "BIOS"):
+		return "legacy BIOS", fmt.Sprintf("Server %s boots with legacy BIOS firmware: an installed Revision boots through systemd-boot, "+
+			"whose boot counting and fallback need UEFI (switch the server's firmware to UEFI boot mode and boot the enrollment image again; "+
+			"the agent reports the firmware at its next boot)", name)
 	}
 	return "", ""
 }
@@ -273,7 +279,7 @@ func (a *applier) createMachines(c *roostv1.CreateMachines) ([]*roostv1.ApplyRes
 		if holder != nil {
 			claimedBy = holder.GetMetadata().GetName()
 		}
-		if why := ClaimRefusal(srv, nm.GetPool(), claimedBy); why != "" {
+		if _, why := claimBlock(srv, nm.GetPool(), claimedBy, a.rules); why != "" {
 			refusals = append(refusals, apierror.Violation{Field: f + ".server", Message: why})
 			continue
 		}

@@ -375,3 +375,28 @@ func TestStandaloneMachineClassAndProfile(t *testing.T) {
 	}
 	wantCode(t, h.apply(deleteCmd("MachineClass", "edge")).Err, codes.FailedPrecondition)
 }
+
+// TestClaimRefusesLegacyBIOS: from RulesBMC on, a Server whose firmware
+// is legacy BIOS is refused at claim, before any Machine exists, with the
+// reason and the fix; under older rules the claim went through.
+func TestClaimRefusesLegacyBIOS(t *testing.T) {
+	h := newHarness(t, Options{})
+	explicitPool(h)
+	h.mustApply(putEnrollTokenCmd("abcdef", tokSecret))
+	inv := inventory(16, 64)
+	inv.Firmware = "BIOS"
+	h.mustApply(enrollCmd(tokSecret, uuidA, []string{"52:54:00:00:00:01"}, inv))
+	h.mustApply(statusCmd(&roostv1.UpdateServerStatus{Name: uuidA, Connected: true}))
+	s := getServer(t, h.f, uuidA)
+	if got := ClaimBlocker(s, "workers", ""); got != "legacy BIOS" {
+		t.Errorf("ClaimBlocker = %q, want legacy BIOS", got)
+	}
+	e := wantCode(t, h.apply(withRules(RulesBMC, createMachinesCmd(false, newMachine("m1", uuidA, "workers")))).Err, codes.FailedPrecondition)
+	if !strings.Contains(e.Error(), "legacy BIOS") || !strings.Contains(e.Error(), "UEFI boot mode") {
+		t.Errorf("refusal %q does not say why and what to do", e.Error())
+	}
+	if objs, _, _ := h.f.List("Machine", ""); len(objs) != 0 {
+		t.Fatalf("a refused claim made %d Machines", len(objs))
+	}
+	h.mustApply(withRules(RulesBMC-1, createMachinesCmd(false, newMachine("m1", uuidA, "workers"))))
+}

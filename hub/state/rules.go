@@ -91,7 +91,8 @@ import (
 //	   the power, boot-once and provision Server actions: Servers with a
 //	   BMC, registered before they enroll and matched at enrollment by MAC
 //	   or the BMC's system UUID (RulesBMC, bmc.go); decommissioning a
-//	   Server with a BMC also records a power-off. Under older rules they
+//	   Server with a BMC also records a power-off; a claim of a Server
+//	   whose firmware is legacy BIOS is refused (machines.go claimBlock). Under older rules they
 //	   are unknown, as they are to the members implementing them
 const RulesVersion uint32 = 13
 

@@ -175,8 +175,60 @@ func TestEnrollmentImageBoots(t *testing.T) {
 			t.Logf("%s: ignition done after %s", c.name(), time.Since(start).Round(time.Second))
 			waitFor(t, 5*time.Minute, "a new Server on the hub", func() bool { return servers(t, bin, admin) > before })
 			t.Logf("%s: enrolled after %s", c.name(), time.Since(start).Round(time.Second))
+			if fw.name == "seabios" && c.medium == cdrom {
+				checkBIOSRefused(t, bin, admin, uuid)
+			}
 		})
 	}
+}
+
+// biosPool is a Pool the legacy-BIOS server is assigned to.
+const biosPool = `apiVersion: roost.io/v1
+kind: MachineClass
+metadata:
+  name: bios
+spec: {}
+---
+apiVersion: roost.io/v1
+kind: Pool
+metadata:
+  name: bios
+spec:
+  machineClass: bios
+`
+
+// checkBIOSRefused assigns the Server uuid, enrolled under SeaBIOS, to a
+// Pool: the claim is refused before any Machine is made, saying that the
+// firmware is legacy BIOS and what to do (issue 21, acceptance 3: an
+// installed Revision boots through systemd-boot, which needs UEFI).
+func checkBIOSRefused(t *testing.T, bin, admin, uuid string) {
+	t.Helper()
+	ctl := func(stdin string, args ...string) (string, error) {
+		cmd := exec.Command(filepath.Join(bin, "roostctl"), args...)
+		cmd.Env = append(os.Environ(), "ROOST_CONFIG="+admin)
+		cmd.Stdin = strings.NewReader(stdin)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := ctl(biosPool, "apply", "-f", "-"); err != nil {
+		t.Fatalf("roostctl apply: %v\n%s", err, out)
+	}
+	var out string
+	waitFor(t, 2*time.Minute, "the claim of the BIOS server refused for its firmware", func() bool {
+		var err error
+		out, err = ctl("", "pool", "assign", "bios", uuid)
+		if err == nil {
+			t.Fatalf("roostctl pool assign of a legacy-BIOS server succeeded:\n%s", out)
+		}
+		return strings.Contains(out, "legacy BIOS") // before: "Enrolling, not Available"
+	})
+	if !strings.Contains(out, "UEFI") {
+		t.Errorf("the refusal does not say what to do: %s", out)
+	}
+	if m, _ := ctl("", "get", "machines", "-o", "json"); strings.Contains(m, `"kind": "Machine"`) || strings.Contains(m, `"kind":"Machine"`) {
+		t.Errorf("a refused claim left Machines: %s", m)
+	}
+	t.Logf("claim refused: %s", strings.TrimSpace(out))
 }
 
 // servers counts the Servers the hub lists (roostctl get servers).
