@@ -233,7 +233,7 @@ func (j *job) poll(what string, timeout time.Duration, ok func() (bool, string))
 			return
 		}
 		for _, v := range j.vms {
-			if !v.Running() {
+			if v.Died() {
 				j.fatalf("waiting for %s: QEMU exited (last: %s)\nqemu log:\n%s", what, last, tailFile(v.QEMULog, 2000))
 			}
 		}

@@ -381,7 +381,7 @@ func (j *job) watchRollout(nodes []*rolloutNode, offsets map[*rolloutNode]int64,
 			return maxLeases, tokens
 		}
 		for _, n := range nodes {
-			if !n.vm.Running() {
+			if n.vm.Died() {
 				j.fatalf("%s: QEMU exited\nqemu log:\n%s", n.hostname, tailFile(n.vm.QEMULog, 2000))
 			}
 		}

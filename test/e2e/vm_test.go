@@ -266,6 +266,16 @@ func (v *VM) kill() {
 	v.cmd, v.exited = nil, nil
 }
 
+// Died reports whether QEMU ended without the test asking: always false
+// for a server under a BMC (UnderBMC), which powers it off and on as the
+// hub tells it (it starts off, and a power cycle stops it for a moment).
+func (v *VM) Died() bool {
+	v.mu.Lock()
+	emu := v.emu != nil
+	v.mu.Unlock()
+	return !emu && !v.Running()
+}
+
 // Running reports whether QEMU runs.
 func (v *VM) Running() bool {
 	v.mu.Lock()
@@ -365,7 +375,7 @@ func (v *VM) waitConsole(ctx context.Context, offset int64, timeout time.Duratio
 		if end, m := match(s); end >= 0 {
 			return offset + int64(end), m
 		}
-		if !v.Running() {
+		if v.Died() {
 			v.Fatalf("waiting for %s: QEMU is not running (qemu log %s:\n%s)", what, v.QEMULog, tailFile(v.QEMULog, 2000))
 		}
 		select {
