@@ -11,13 +11,16 @@ import (
 	"time"
 )
 
-// The journals of earlier boots. Each boot of an installed Server runs
-// from RAM with a new machine ID, and journald keeps its persistent
-// journal in a directory named for it (/var/log/journal/<machine-id>,
-// on the STATE partition), bounding only that one (SystemMaxUse). The
-// agent bounds the others at start: it removes the oldest until those
-// left take at most EarlierJournalsMaxBytes, always keeping the newest
-// (the boot before this one, which roostctl server logs --boot -1 reads).
+// The journals of earlier machine IDs. journald keeps its persistent
+// journal in a directory named for the machine ID (/var/log/journal/
+// <machine-id>, on the STATE partition) and bounds only that one
+// (SystemMaxUse). A Server's machine ID is normally its SMBIOS UUID, the
+// same at every boot, so all its boots share that directory; a Server
+// whose machine ID changed (an image that draws a new one at each boot, a
+// replaced board) leaves others behind. The agent bounds those at start:
+// it removes the oldest until those left take at most
+// EarlierJournalsMaxBytes, always keeping the newest (the boot before
+// this one, which roostctl server logs --boot -1 reads).
 
 // EarlierJournalsMaxBytes bounds the journals of earlier boots on disk.
 const EarlierJournalsMaxBytes = 128 << 20

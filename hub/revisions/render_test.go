@@ -152,6 +152,7 @@ func TestRenderWorker(t *testing.T) {
 		"/etc/kubernetes/kubelet.yaml",
 		"/etc/kubernetes/pki/ca.crt",
 		"/etc/roost/agent.yaml",
+		JournalMoveScript,
 		"/etc/roost/machine.json",
 		"/etc/roost/network.yaml",
 		JournaldConfigPath,
@@ -210,7 +211,7 @@ func TestRenderWorker(t *testing.T) {
 
 	// Units: the STATE mount, enabled, the agent with its drop-in, and
 	// the kubelet's (see TestKubeletUnits).
-	if got := slices.Sorted(maps.Keys(p.units)); !slices.Equal(got, []string{ContainerdUnit, KubeletUnit, ignition.AgentUnitName, ContainerdDataDirUnit, JournalDirUnit, KubeletDataDirUnit, JournalFlushUnit, ContainerdDataMountUnit, KubeletDataMountUnit, StateMountUnit, JournalMountUnit}) {
+	if got := slices.Sorted(maps.Keys(p.units)); !slices.Equal(got, []string{ContainerdUnit, KubeletUnit, ignition.AgentUnitName, ContainerdDataDirUnit, JournalDirUnit, JournalUnit, KubeletDataDirUnit, ContainerdDataMountUnit, KubeletDataMountUnit, StateMountUnit, JournalMountUnit}) {
 		t.Errorf("units %v", got)
 	}
 	mount := p.units[StateMountUnit]
@@ -280,7 +281,7 @@ func TestRenderStandalone(t *testing.T) {
 		t.Errorf("boot tries %d, want the MachineClass's 1", got)
 	}
 	p := parseIgnition(t, spec.GetIgnition())
-	want := []string{"/etc/hostname", "/etc/roost/agent.yaml", "/etc/roost/machine.json", JournaldConfigPath}
+	want := []string{"/etc/hostname", "/etc/roost/agent.yaml", JournalMoveScript, "/etc/roost/machine.json", JournaldConfigPath}
 	if got := slices.Sorted(maps.Keys(p.files)); !slices.Equal(got, want) {
 		t.Errorf("files %v, want %v (no cluster join, no network files)", got, want)
 	}
@@ -295,7 +296,7 @@ func TestRenderStandalone(t *testing.T) {
 	if len(p.cfg.Passwd.Users) != 0 {
 		t.Errorf("users %v without SSH keys", p.cfg.Passwd.Users)
 	}
-	if got := slices.Sorted(maps.Keys(p.units)); !slices.Equal(got, []string{ignition.AgentUnitName, JournalDirUnit, JournalFlushUnit, StateMountUnit, JournalMountUnit}) {
+	if got := slices.Sorted(maps.Keys(p.units)); !slices.Equal(got, []string{ignition.AgentUnitName, JournalDirUnit, JournalUnit, StateMountUnit, JournalMountUnit}) {
 		t.Errorf("units %v", got)
 	}
 	// Every Revision keeps its journal on STATE, bounded (the boot of a
@@ -305,6 +306,20 @@ func TestRenderStandalone(t *testing.T) {
 	}
 	if m := unitContents(p.units[JournalMountUnit]); !strings.Contains(m, "What="+JournalStateDir+"\n") || !strings.Contains(m, "Where="+JournalDir+"\n") || !strings.Contains(m, "Options=bind\n") {
 		t.Errorf("%s:\n%s", JournalMountUnit, m)
+	}
+	// Moved there after Ignition: journald lets go of the RAM directory,
+	// the early journal moves, the mount comes up, journald flushes.
+	ju := unitContents(p.units[JournalUnit])
+	order := []string{"--relinquish-var", JournalMoveScript, "start " + JournalMountUnit, "--flush"}
+	for i, at := 0, 0; i < len(order); i++ {
+		j := strings.Index(ju[at:], order[i])
+		if j < 0 {
+			t.Fatalf("%s lacks %q after byte %d:\n%s", JournalUnit, order[i], at, ju)
+		}
+		at += j
+	}
+	if !strings.Contains(p.files[JournalMoveScript], "mountpoint -q") {
+		t.Errorf("%s:\n%s", JournalMoveScript, p.files[JournalMoveScript])
 	}
 
 	// A pool without a cluster: no join files either.

@@ -191,11 +191,13 @@ func TestMainJob(t *testing.T) {
 	j.logTiming(fmt.Sprintf("broken-revision-to-fallback (revision %d failed, back on %d)", rev3, rev2), time.Since(step))
 
 	// ---- 8. release: cleaning, a fresh install, a failed cleaning ---------
-	// Restore the MachineClass (with a cleaning policy: it renders into no
-	// Revision), wait for the Revision that follows, then acceptance 1 of
-	// the cleaning (cleaning_test.go).
+	// Restore the MachineClass (now with a cleaning policy), resume the
+	// rollout the failed Revision halted, wait for the Revision that
+	// follows, then acceptance 1 of the cleaning (cleaning_test.go).
 	step = time.Now()
 	j.apply("machineclass.yaml", cleaningClass(pub, "discard", false))
+	out, err := j.hub.Ctl(ctx, "rollout", "resume", "demo")
+	t.Logf("roostctl rollout resume demo: %s (%v)", strings.TrimSpace(out), err)
 	var rev4 int64
 	j.poll("a new Revision after restoring the MachineClass", 5*time.Minute, func() (bool, string) {
 		m, err := j.getMachine()
