@@ -104,6 +104,18 @@ var kinds = []*Kind{
 		wrap: func(r Resource) *roostv1.Object {
 			return &roostv1.Object{Kind: &roostv1.Object_Extension{Extension: r.(*roostv1.Extension)}}
 		}},
+	// Release feeds are polled by the leader (hub/feeds); Channels are
+	// promotion policies (hub/feeds' promotion controller).
+	{Name: "ReleaseFeed", Singular: "releasefeed", Plural: "releasefeeds", Short: []string{"feed", "feeds", "rf"}, Appliable: true,
+		New: func() Resource { return &roostv1.ReleaseFeed{} },
+		wrap: func(r Resource) *roostv1.Object {
+			return &roostv1.Object{Kind: &roostv1.Object_ReleaseFeed{ReleaseFeed: r.(*roostv1.ReleaseFeed)}}
+		}},
+	{Name: "Channel", Singular: "channel", Plural: "channels", Short: []string{"chan"}, Appliable: true,
+		New: func() Resource { return &roostv1.Channel{} },
+		wrap: func(r Resource) *roostv1.Object {
+			return &roostv1.Object{Kind: &roostv1.Object_Channel{Channel: r.(*roostv1.Channel)}}
+		}},
 	// Events are recorded by the hub (the operations log), never applied.
 	{Name: "Event", Singular: "event", Plural: "events", Short: []string{"ev"},
 		New: func() Resource { return &roostv1.Event{} },
@@ -188,6 +200,10 @@ func Unwrap(o *roostv1.Object) (Resource, *Kind) {
 		r = v.Extension
 	case *roostv1.Object_Event:
 		r = v.Event
+	case *roostv1.Object_ReleaseFeed:
+		r = v.ReleaseFeed
+	case *roostv1.Object_Channel:
+		r = v.Channel
 	default:
 		return nil, nil
 	}

@@ -50,6 +50,10 @@ func Validate(obj *roostv1.Object) []apierror.Violation {
 		validateMaintenanceWindow(&e, x.GetSpec())
 	case *roostv1.Extension:
 		validateExtension(&e, x.GetMetadata(), x.GetSpec())
+	case *roostv1.ReleaseFeed:
+		validateReleaseFeed(&e, x.GetSpec())
+	case *roostv1.Channel:
+		validateChannel(&e, x.GetMetadata().GetName(), x.GetSpec())
 	}
 	return e.list
 }

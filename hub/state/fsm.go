@@ -294,6 +294,14 @@ func (a *applier) run(cmd *roostv1.Command) (results []*roostv1.ApplyResult, com
 		err = a.revokeUser(c.RevokeUser)
 	case *roostv1.Command_RecordEvents:
 		err = a.recordEvents(c.RecordEvents)
+	case *roostv1.Command_UpdateReleaseFeedStatus:
+		err = a.updateReleaseFeedStatus(c.UpdateReleaseFeedStatus)
+	case *roostv1.Command_ImportImageRelease:
+		results, err = a.importImageRelease(c.ImportImageRelease)
+	case *roostv1.Command_PromoteAfterSoak:
+		results, err = a.promoteAfterSoak(c.PromoteAfterSoak)
+	case *roostv1.Command_UpdateChannelStatus:
+		err = a.updateChannelStatus(c.UpdateChannelStatus)
 	default:
 		err = a.unknownCommand()
 	}

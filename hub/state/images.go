@@ -151,6 +151,7 @@ func (a *applier) promoteImageRelease(c *roostv1.PromoteImageRelease) ([]*roostv
 	} else {
 		ir.Spec.Channels = append(slices.Clone(channels), c.GetChannel())
 	}
+	a.syncChannelMemberships(ir, "")
 	a.touch(ir.Metadata, true)
 	if aerr := a.put(ir, false); aerr != nil {
 		return nil, aerr

@@ -60,6 +60,11 @@ func (a *applier) applyObjects(c *roostv1.ApplyObjects) ([]*roostv1.ApplyResult,
 			bad = append(bad, apierror.Violation{Field: fmt.Sprintf("objects[%d].kind", i), Message: "Events are recorded by the hub (RecordEvents), not applied"})
 			continue
 		}
+		if (k.Name == kindReleaseFeed || k.Name == kindChannel) && a.rules < RulesReleaseFeeds {
+			bad = append(bad, apierror.Violation{Field: fmt.Sprintf("objects[%d].kind", i),
+				Message: fmt.Sprintf("a member of the hub does not know the kind %s yet (apply rules %d): upgrade every member first", k.Name, RulesReleaseFeeds)})
+			continue
+		}
 		key := refKey(k.Name, name)
 		if j, dup := first[key]; dup {
 			bad = append(bad, apierror.Violation{Field: fmt.Sprintf("objects[%d].metadata.name", i),
@@ -135,6 +140,9 @@ func (a *applier) applyObjects(c *roostv1.ApplyObjects) ([]*roostv1.ApplyResult,
 			a.warnings = append(a.warnings, warnings...)
 		}
 		next, action := merge(it.kind, in, oldRes, a.index, created, uid)
+		if ir, ok := next.(*roostv1.ImageRelease); ok && action != ActionUnchanged {
+			a.syncChannelMemberships(ir, "")
+		}
 		if cl, ok := next.(*roostv1.Cluster); ok && action != ActionUnchanged {
 			markCredentials(cl)
 		}

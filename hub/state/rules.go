@@ -94,7 +94,13 @@ import (
 //	   Server with a BMC also records a power-off; a claim of a Server
 //	   whose firmware is legacy BIOS is refused (machines.go claimBlock). Under older rules they
 //	   are unknown, as they are to the members implementing them
-const RulesVersion uint32 = 13
+//	14: members know the ReleaseFeed and Channel kinds and the
+//	   UpdateReleaseFeedStatus, ImportImageRelease, PromoteAfterSoak and
+//	   UpdateChannelStatus commands (RulesReleaseFeeds, releasefeeds.go,
+//	   channels.go); an ImageRelease records when it joined each channel
+//	   (status.channels). Under older rules the kinds and commands are
+//	   unknown, as they are to the members implementing them
+const RulesVersion uint32 = 14
 
 // Versions that introduced a rule, for the applier's checks.
 const (
@@ -160,6 +166,9 @@ const (
 	// UpdateServerBMC, the BMC Server actions, the match of an enrolling
 	// Server to its Registered record, and the power-off at decommission.
 	RulesBMC uint32 = 13
+	// RulesReleaseFeeds: members know ReleaseFeeds, Channels, their
+	// commands, and record ImageRelease status.channels.
+	RulesReleaseFeeds uint32 = 14
 )
 
 // commandRules is the apply rules version of cmd; 0 (commands written

@@ -153,6 +153,10 @@ type Command struct {
 	//	*Command_RecordEvents
 	//	*Command_RegisterServer
 	//	*Command_UpdateServerBmc
+	//	*Command_UpdateReleaseFeedStatus
+	//	*Command_ImportImageRelease
+	//	*Command_PromoteAfterSoak
+	//	*Command_UpdateChannelStatus
 	Command       isCommand_Command `protobuf_oneof:"command"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -538,6 +542,42 @@ func (x *Command) GetUpdateServerBmc() *UpdateServerBMC {
 	return nil
 }
 
+func (x *Command) GetUpdateReleaseFeedStatus() *UpdateReleaseFeedStatus {
+	if x != nil {
+		if x, ok := x.Command.(*Command_UpdateReleaseFeedStatus); ok {
+			return x.UpdateReleaseFeedStatus
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetImportImageRelease() *ImportImageRelease {
+	if x != nil {
+		if x, ok := x.Command.(*Command_ImportImageRelease); ok {
+			return x.ImportImageRelease
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetPromoteAfterSoak() *PromoteAfterSoak {
+	if x != nil {
+		if x, ok := x.Command.(*Command_PromoteAfterSoak); ok {
+			return x.PromoteAfterSoak
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetUpdateChannelStatus() *UpdateChannelStatus {
+	if x != nil {
+		if x, ok := x.Command.(*Command_UpdateChannelStatus); ok {
+			return x.UpdateChannelStatus
+		}
+	}
+	return nil
+}
+
 type isCommand_Command interface {
 	isCommand_Command()
 }
@@ -682,6 +722,22 @@ type Command_UpdateServerBmc struct {
 	UpdateServerBmc *UpdateServerBMC `protobuf:"bytes,52,opt,name=update_server_bmc,json=updateServerBmc,proto3,oneof"`
 }
 
+type Command_UpdateReleaseFeedStatus struct {
+	UpdateReleaseFeedStatus *UpdateReleaseFeedStatus `protobuf:"bytes,60,opt,name=update_release_feed_status,json=updateReleaseFeedStatus,proto3,oneof"`
+}
+
+type Command_ImportImageRelease struct {
+	ImportImageRelease *ImportImageRelease `protobuf:"bytes,61,opt,name=import_image_release,json=importImageRelease,proto3,oneof"`
+}
+
+type Command_PromoteAfterSoak struct {
+	PromoteAfterSoak *PromoteAfterSoak `protobuf:"bytes,62,opt,name=promote_after_soak,json=promoteAfterSoak,proto3,oneof"`
+}
+
+type Command_UpdateChannelStatus struct {
+	UpdateChannelStatus *UpdateChannelStatus `protobuf:"bytes,63,opt,name=update_channel_status,json=updateChannelStatus,proto3,oneof"`
+}
+
 func (*Command_ApplyObjects) isCommand_Command() {}
 
 func (*Command_DeleteObject) isCommand_Command() {}
@@ -751,6 +807,14 @@ func (*Command_RecordEvents) isCommand_Command() {}
 func (*Command_RegisterServer) isCommand_Command() {}
 
 func (*Command_UpdateServerBmc) isCommand_Command() {}
+
+func (*Command_UpdateReleaseFeedStatus) isCommand_Command() {}
+
+func (*Command_ImportImageRelease) isCommand_Command() {}
+
+func (*Command_PromoteAfterSoak) isCommand_Command() {}
+
+func (*Command_UpdateChannelStatus) isCommand_Command() {}
 
 // ApplyObjects creates or replaces objects, all or nothing.
 type ApplyObjects struct {
@@ -4019,11 +4083,250 @@ func (x *EventRecord) GetSource() string {
 	return ""
 }
 
+// UpdateReleaseFeedStatus replaces the status of ReleaseFeed feed (the
+// leader's feed controller, after a poll). Apply rules 14.
+type UpdateReleaseFeedStatus struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Feed          string                 `protobuf:"bytes,1,opt,name=feed,proto3" json:"feed,omitempty"`
+	Status        *ReleaseFeedStatus     `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateReleaseFeedStatus) Reset() {
+	*x = UpdateReleaseFeedStatus{}
+	mi := &file_roost_v1_raft_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateReleaseFeedStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateReleaseFeedStatus) ProtoMessage() {}
+
+func (x *UpdateReleaseFeedStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_raft_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateReleaseFeedStatus.ProtoReflect.Descriptor instead.
+func (*UpdateReleaseFeedStatus) Descriptor() ([]byte, []int) {
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *UpdateReleaseFeedStatus) GetFeed() string {
+	if x != nil {
+		return x.Feed
+	}
+	return ""
+}
+
+func (x *UpdateReleaseFeedStatus) GetStatus() *ReleaseFeedStatus {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+// ImportImageRelease records a release a ReleaseFeed delivered, after the
+// leader verified its signature with the feed's keys and stored its
+// artifacts: created with the feed's channel if new; a recorded release
+// must be the same release and joins the channel if it is not on it.
+// The FSM checks the signature again against the trusted keys (a key
+// removed meanwhile refuses it). Apply rules 14.
+type ImportImageRelease struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Feed          string                 `protobuf:"bytes,1,opt,name=feed,proto3" json:"feed,omitempty"`
+	Release       *ImageRelease          `protobuf:"bytes,2,opt,name=release,proto3" json:"release,omitempty"`
+	Channel       string                 `protobuf:"bytes,3,opt,name=channel,proto3" json:"channel,omitempty"`
+	Uid           string                 `protobuf:"bytes,4,opt,name=uid,proto3" json:"uid,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImportImageRelease) Reset() {
+	*x = ImportImageRelease{}
+	mi := &file_roost_v1_raft_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImportImageRelease) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImportImageRelease) ProtoMessage() {}
+
+func (x *ImportImageRelease) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_raft_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImportImageRelease.ProtoReflect.Descriptor instead.
+func (*ImportImageRelease) Descriptor() ([]byte, []int) {
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *ImportImageRelease) GetFeed() string {
+	if x != nil {
+		return x.Feed
+	}
+	return ""
+}
+
+func (x *ImportImageRelease) GetRelease() *ImageRelease {
+	if x != nil {
+		return x.Release
+	}
+	return nil
+}
+
+func (x *ImportImageRelease) GetChannel() string {
+	if x != nil {
+		return x.Channel
+	}
+	return ""
+}
+
+func (x *ImportImageRelease) GetUid() string {
+	if x != nil {
+		return x.Uid
+	}
+	return ""
+}
+
+// PromoteAfterSoak adds release version to channel (a Channel object whose
+// spec.follows holds it) on the leader's promotion controller's evidence;
+// the FSM checks the evidence itself: the release joined follows at least
+// spec.soak before the command's time, no Pool's rollout halted on it,
+// and at least spec.minMachines Machines run it Good. Apply rules 14.
+type PromoteAfterSoak struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Channel       string                 `protobuf:"bytes,1,opt,name=channel,proto3" json:"channel,omitempty"`
+	Version       string                 `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PromoteAfterSoak) Reset() {
+	*x = PromoteAfterSoak{}
+	mi := &file_roost_v1_raft_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PromoteAfterSoak) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PromoteAfterSoak) ProtoMessage() {}
+
+func (x *PromoteAfterSoak) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_raft_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PromoteAfterSoak.ProtoReflect.Descriptor instead.
+func (*PromoteAfterSoak) Descriptor() ([]byte, []int) {
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *PromoteAfterSoak) GetChannel() string {
+	if x != nil {
+		return x.Channel
+	}
+	return ""
+}
+
+func (x *PromoteAfterSoak) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+// UpdateChannelStatus replaces the status of Channel channel but its
+// last promotion (which only PromoteAfterSoak writes). Apply rules 14.
+type UpdateChannelStatus struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Channel       string                 `protobuf:"bytes,1,opt,name=channel,proto3" json:"channel,omitempty"`
+	Status        *ChannelStatus         `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateChannelStatus) Reset() {
+	*x = UpdateChannelStatus{}
+	mi := &file_roost_v1_raft_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateChannelStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateChannelStatus) ProtoMessage() {}
+
+func (x *UpdateChannelStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_raft_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateChannelStatus.ProtoReflect.Descriptor instead.
+func (*UpdateChannelStatus) Descriptor() ([]byte, []int) {
+	return file_roost_v1_raft_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *UpdateChannelStatus) GetChannel() string {
+	if x != nil {
+		return x.Channel
+	}
+	return ""
+}
+
+func (x *UpdateChannelStatus) GetStatus() *ChannelStatus {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
 var File_roost_v1_raft_proto protoreflect.FileDescriptor
 
 const file_roost_v1_raft_proto_rawDesc = "" +
 	"\n" +
-	"\x13roost/v1/raft.proto\x12\broost.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14roost/v1/agent.proto\x1a\x13roost/v1/meta.proto\x1a\x18roost/v1/resources.proto\"\x85\x15\n" +
+	"\x13roost/v1/raft.proto\x12\broost.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14roost/v1/agent.proto\x1a\x13roost/v1/meta.proto\x1a\x18roost/v1/resources.proto\"\xda\x17\n" +
 	"\aCommand\x12.\n" +
 	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12#\n" +
 	"\rrules_version\x18\x02 \x01(\rR\frulesVersion\x12\x1d\n" +
@@ -4068,7 +4371,11 @@ const file_roost_v1_raft_proto_rawDesc = "" +
 	"revokeUser\x12=\n" +
 	"\rrecord_events\x18* \x01(\v2\x16.roost.v1.RecordEventsH\x00R\frecordEvents\x12C\n" +
 	"\x0fregister_server\x183 \x01(\v2\x18.roost.v1.RegisterServerH\x00R\x0eregisterServer\x12G\n" +
-	"\x11update_server_bmc\x184 \x01(\v2\x19.roost.v1.UpdateServerBMCH\x00R\x0fupdateServerBmcB\t\n" +
+	"\x11update_server_bmc\x184 \x01(\v2\x19.roost.v1.UpdateServerBMCH\x00R\x0fupdateServerBmc\x12`\n" +
+	"\x1aupdate_release_feed_status\x18< \x01(\v2!.roost.v1.UpdateReleaseFeedStatusH\x00R\x17updateReleaseFeedStatus\x12P\n" +
+	"\x14import_image_release\x18= \x01(\v2\x1c.roost.v1.ImportImageReleaseH\x00R\x12importImageRelease\x12J\n" +
+	"\x12promote_after_soak\x18> \x01(\v2\x1a.roost.v1.PromoteAfterSoakH\x00R\x10promoteAfterSoak\x12S\n" +
+	"\x15update_channel_status\x18? \x01(\v2\x1d.roost.v1.UpdateChannelStatusH\x00R\x13updateChannelStatusB\t\n" +
 	"\acommand\"g\n" +
 	"\fApplyObjects\x12*\n" +
 	"\aobjects\x18\x01 \x03(\v2\x10.roost.v1.ObjectR\aobjects\x12\x12\n" +
@@ -4313,7 +4620,21 @@ const file_roost_v1_raft_proto_rawDesc = "" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x04 \x01(\tR\amessage\x12\x16\n" +
-	"\x06source\x18\x05 \x01(\tR\x06source*\xc9\x01\n" +
+	"\x06source\x18\x05 \x01(\tR\x06source\"b\n" +
+	"\x17UpdateReleaseFeedStatus\x12\x12\n" +
+	"\x04feed\x18\x01 \x01(\tR\x04feed\x123\n" +
+	"\x06status\x18\x02 \x01(\v2\x1b.roost.v1.ReleaseFeedStatusR\x06status\"\x86\x01\n" +
+	"\x12ImportImageRelease\x12\x12\n" +
+	"\x04feed\x18\x01 \x01(\tR\x04feed\x120\n" +
+	"\arelease\x18\x02 \x01(\v2\x16.roost.v1.ImageReleaseR\arelease\x12\x18\n" +
+	"\achannel\x18\x03 \x01(\tR\achannel\x12\x10\n" +
+	"\x03uid\x18\x04 \x01(\tR\x03uid\"F\n" +
+	"\x10PromoteAfterSoak\x12\x18\n" +
+	"\achannel\x18\x01 \x01(\tR\achannel\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\tR\aversion\"`\n" +
+	"\x13UpdateChannelStatus\x12\x18\n" +
+	"\achannel\x18\x01 \x01(\tR\achannel\x12/\n" +
+	"\x06status\x18\x02 \x01(\v2\x17.roost.v1.ChannelStatusR\x06status*\xc9\x01\n" +
 	"\rRolloutAction\x12\x1e\n" +
 	"\x1aROLLOUT_ACTION_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14ROLLOUT_ACTION_PAUSE\x10\x01\x12\x19\n" +
@@ -4336,7 +4657,7 @@ func file_roost_v1_raft_proto_rawDescGZIP() []byte {
 }
 
 var file_roost_v1_raft_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_roost_v1_raft_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
+var file_roost_v1_raft_proto_msgTypes = make([]protoimpl.MessageInfo, 54)
 var file_roost_v1_raft_proto_goTypes = []any{
 	(RolloutAction)(0),                 // 0: roost.v1.RolloutAction
 	(*Command)(nil),                    // 1: roost.v1.Command
@@ -4388,24 +4709,31 @@ var file_roost_v1_raft_proto_goTypes = []any{
 	(*RevokeUser)(nil),                 // 47: roost.v1.RevokeUser
 	(*RecordEvents)(nil),               // 48: roost.v1.RecordEvents
 	(*EventRecord)(nil),                // 49: roost.v1.EventRecord
-	nil,                                // 50: roost.v1.ModifyServer.SetLabelsEntry
-	(*timestamppb.Timestamp)(nil),      // 51: google.protobuf.Timestamp
-	(*Object)(nil),                     // 52: roost.v1.Object
-	(*ServerIdentity)(nil),             // 53: roost.v1.ServerIdentity
-	(*Inventory)(nil),                  // 54: roost.v1.Inventory
-	(*EnrollmentToken)(nil),            // 55: roost.v1.EnrollmentToken
-	(*Condition)(nil),                  // 56: roost.v1.Condition
-	(*FailedRevision)(nil),             // 57: roost.v1.FailedRevision
-	(*CleaningResult)(nil),             // 58: roost.v1.CleaningResult
-	(ServerAction)(0),                  // 59: roost.v1.ServerAction
-	(*BMC)(nil),                        // 60: roost.v1.BMC
-	(*Revision)(nil),                   // 61: roost.v1.Revision
-	(*RolloutStatus)(nil),              // 62: roost.v1.RolloutStatus
-	(*ClusterStatus)(nil),              // 63: roost.v1.ClusterStatus
-	(*EventObject)(nil),                // 64: roost.v1.EventObject
+	(*UpdateReleaseFeedStatus)(nil),    // 50: roost.v1.UpdateReleaseFeedStatus
+	(*ImportImageRelease)(nil),         // 51: roost.v1.ImportImageRelease
+	(*PromoteAfterSoak)(nil),           // 52: roost.v1.PromoteAfterSoak
+	(*UpdateChannelStatus)(nil),        // 53: roost.v1.UpdateChannelStatus
+	nil,                                // 54: roost.v1.ModifyServer.SetLabelsEntry
+	(*timestamppb.Timestamp)(nil),      // 55: google.protobuf.Timestamp
+	(*Object)(nil),                     // 56: roost.v1.Object
+	(*ServerIdentity)(nil),             // 57: roost.v1.ServerIdentity
+	(*Inventory)(nil),                  // 58: roost.v1.Inventory
+	(*EnrollmentToken)(nil),            // 59: roost.v1.EnrollmentToken
+	(*Condition)(nil),                  // 60: roost.v1.Condition
+	(*FailedRevision)(nil),             // 61: roost.v1.FailedRevision
+	(*CleaningResult)(nil),             // 62: roost.v1.CleaningResult
+	(ServerAction)(0),                  // 63: roost.v1.ServerAction
+	(*BMC)(nil),                        // 64: roost.v1.BMC
+	(*Revision)(nil),                   // 65: roost.v1.Revision
+	(*RolloutStatus)(nil),              // 66: roost.v1.RolloutStatus
+	(*ClusterStatus)(nil),              // 67: roost.v1.ClusterStatus
+	(*EventObject)(nil),                // 68: roost.v1.EventObject
+	(*ReleaseFeedStatus)(nil),          // 69: roost.v1.ReleaseFeedStatus
+	(*ImageRelease)(nil),               // 70: roost.v1.ImageRelease
+	(*ChannelStatus)(nil),              // 71: roost.v1.ChannelStatus
 }
 var file_roost_v1_raft_proto_depIdxs = []int32{
-	51, // 0: roost.v1.Command.time:type_name -> google.protobuf.Timestamp
+	55, // 0: roost.v1.Command.time:type_name -> google.protobuf.Timestamp
 	2,  // 1: roost.v1.Command.apply_objects:type_name -> roost.v1.ApplyObjects
 	3,  // 2: roost.v1.Command.delete_object:type_name -> roost.v1.DeleteObject
 	5,  // 3: roost.v1.Command.init_ca:type_name -> roost.v1.InitCA
@@ -4441,62 +4769,69 @@ var file_roost_v1_raft_proto_depIdxs = []int32{
 	48, // 33: roost.v1.Command.record_events:type_name -> roost.v1.RecordEvents
 	21, // 34: roost.v1.Command.register_server:type_name -> roost.v1.RegisterServer
 	22, // 35: roost.v1.Command.update_server_bmc:type_name -> roost.v1.UpdateServerBMC
-	52, // 36: roost.v1.ApplyObjects.objects:type_name -> roost.v1.Object
-	4,  // 37: roost.v1.InitCA.ca:type_name -> roost.v1.CertificateAuthority
-	6,  // 38: roost.v1.PutMember.member:type_name -> roost.v1.HubMember
-	51, // 39: roost.v1.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
-	51, // 40: roost.v1.JoinToken.revoked_at:type_name -> google.protobuf.Timestamp
-	9,  // 41: roost.v1.PutJoinToken.token:type_name -> roost.v1.JoinToken
-	53, // 42: roost.v1.ReregisterServer.identity:type_name -> roost.v1.ServerIdentity
-	54, // 43: roost.v1.ReregisterServer.inventory:type_name -> roost.v1.Inventory
-	55, // 44: roost.v1.PutEnrollmentToken.token:type_name -> roost.v1.EnrollmentToken
-	53, // 45: roost.v1.EnrollServer.identity:type_name -> roost.v1.ServerIdentity
-	54, // 46: roost.v1.EnrollServer.inventory:type_name -> roost.v1.Inventory
-	54, // 47: roost.v1.UpdateServerStatus.inventory:type_name -> roost.v1.Inventory
-	56, // 48: roost.v1.UpdateServerStatus.conditions:type_name -> roost.v1.Condition
-	57, // 49: roost.v1.UpdateServerStatus.failed_revisions:type_name -> roost.v1.FailedRevision
-	58, // 50: roost.v1.UpdateServerStatus.cleaning_result:type_name -> roost.v1.CleaningResult
-	51, // 51: roost.v1.ReachabilityChange.last_seen:type_name -> google.protobuf.Timestamp
-	18, // 52: roost.v1.SetServerReachability.changes:type_name -> roost.v1.ReachabilityChange
-	59, // 53: roost.v1.ModifyServer.action:type_name -> roost.v1.ServerAction
-	50, // 54: roost.v1.ModifyServer.set_labels:type_name -> roost.v1.ModifyServer.SetLabelsEntry
-	60, // 55: roost.v1.RegisterServer.bmc:type_name -> roost.v1.BMC
-	56, // 56: roost.v1.UpdateServerBMC.set:type_name -> roost.v1.Condition
-	23, // 57: roost.v1.CreateMachines.machines:type_name -> roost.v1.NewMachine
-	61, // 58: roost.v1.PutRevision.revision:type_name -> roost.v1.Revision
-	51, // 59: roost.v1.GrantLease.expires_at:type_name -> google.protobuf.Timestamp
-	52, // 60: roost.v1.Snapshot.objects:type_name -> roost.v1.Object
-	4,  // 61: roost.v1.Snapshot.ca:type_name -> roost.v1.CertificateAuthority
-	6,  // 62: roost.v1.Snapshot.members:type_name -> roost.v1.HubMember
-	9,  // 63: roost.v1.Snapshot.join_tokens:type_name -> roost.v1.JoinToken
-	41, // 64: roost.v1.Snapshot.bootstrap_tokens:type_name -> roost.v1.BootstrapToken
-	35, // 65: roost.v1.Snapshot.trusted_keys:type_name -> roost.v1.TrustedKey
-	30, // 66: roost.v1.Snapshot.requests:type_name -> roost.v1.RequestRecord
-	44, // 67: roost.v1.Snapshot.users:type_name -> roost.v1.User
-	51, // 68: roost.v1.RequestRecord.time:type_name -> google.protobuf.Timestamp
-	31, // 69: roost.v1.RequestRecord.results:type_name -> roost.v1.RecordedResult
-	0,  // 70: roost.v1.ControlRollout.action:type_name -> roost.v1.RolloutAction
-	56, // 71: roost.v1.SetConditions.set:type_name -> roost.v1.Condition
-	62, // 72: roost.v1.UpdatePoolRollout.status:type_name -> roost.v1.RolloutStatus
-	51, // 73: roost.v1.TrustedKey.added_at:type_name -> google.protobuf.Timestamp
-	35, // 74: roost.v1.PutTrustedKey.key:type_name -> roost.v1.TrustedKey
-	63, // 75: roost.v1.UpdateClusterStatus.status:type_name -> roost.v1.ClusterStatus
-	56, // 76: roost.v1.UpdateMachineClusterStatus.conditions:type_name -> roost.v1.Condition
-	51, // 77: roost.v1.BootstrapToken.expires_at:type_name -> google.protobuf.Timestamp
-	41, // 78: roost.v1.PutBootstrapToken.token:type_name -> roost.v1.BootstrapToken
-	45, // 79: roost.v1.User.certificates:type_name -> roost.v1.UserCertificate
-	51, // 80: roost.v1.User.created_at:type_name -> google.protobuf.Timestamp
-	51, // 81: roost.v1.User.revoked_at:type_name -> google.protobuf.Timestamp
-	51, // 82: roost.v1.UserCertificate.not_before:type_name -> google.protobuf.Timestamp
-	51, // 83: roost.v1.UserCertificate.not_after:type_name -> google.protobuf.Timestamp
-	45, // 84: roost.v1.PutUserCertificate.certificate:type_name -> roost.v1.UserCertificate
-	49, // 85: roost.v1.RecordEvents.events:type_name -> roost.v1.EventRecord
-	64, // 86: roost.v1.EventRecord.involved_object:type_name -> roost.v1.EventObject
-	87, // [87:87] is the sub-list for method output_type
-	87, // [87:87] is the sub-list for method input_type
-	87, // [87:87] is the sub-list for extension type_name
-	87, // [87:87] is the sub-list for extension extendee
-	0,  // [0:87] is the sub-list for field type_name
+	50, // 36: roost.v1.Command.update_release_feed_status:type_name -> roost.v1.UpdateReleaseFeedStatus
+	51, // 37: roost.v1.Command.import_image_release:type_name -> roost.v1.ImportImageRelease
+	52, // 38: roost.v1.Command.promote_after_soak:type_name -> roost.v1.PromoteAfterSoak
+	53, // 39: roost.v1.Command.update_channel_status:type_name -> roost.v1.UpdateChannelStatus
+	56, // 40: roost.v1.ApplyObjects.objects:type_name -> roost.v1.Object
+	4,  // 41: roost.v1.InitCA.ca:type_name -> roost.v1.CertificateAuthority
+	6,  // 42: roost.v1.PutMember.member:type_name -> roost.v1.HubMember
+	55, // 43: roost.v1.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
+	55, // 44: roost.v1.JoinToken.revoked_at:type_name -> google.protobuf.Timestamp
+	9,  // 45: roost.v1.PutJoinToken.token:type_name -> roost.v1.JoinToken
+	57, // 46: roost.v1.ReregisterServer.identity:type_name -> roost.v1.ServerIdentity
+	58, // 47: roost.v1.ReregisterServer.inventory:type_name -> roost.v1.Inventory
+	59, // 48: roost.v1.PutEnrollmentToken.token:type_name -> roost.v1.EnrollmentToken
+	57, // 49: roost.v1.EnrollServer.identity:type_name -> roost.v1.ServerIdentity
+	58, // 50: roost.v1.EnrollServer.inventory:type_name -> roost.v1.Inventory
+	58, // 51: roost.v1.UpdateServerStatus.inventory:type_name -> roost.v1.Inventory
+	60, // 52: roost.v1.UpdateServerStatus.conditions:type_name -> roost.v1.Condition
+	61, // 53: roost.v1.UpdateServerStatus.failed_revisions:type_name -> roost.v1.FailedRevision
+	62, // 54: roost.v1.UpdateServerStatus.cleaning_result:type_name -> roost.v1.CleaningResult
+	55, // 55: roost.v1.ReachabilityChange.last_seen:type_name -> google.protobuf.Timestamp
+	18, // 56: roost.v1.SetServerReachability.changes:type_name -> roost.v1.ReachabilityChange
+	63, // 57: roost.v1.ModifyServer.action:type_name -> roost.v1.ServerAction
+	54, // 58: roost.v1.ModifyServer.set_labels:type_name -> roost.v1.ModifyServer.SetLabelsEntry
+	64, // 59: roost.v1.RegisterServer.bmc:type_name -> roost.v1.BMC
+	60, // 60: roost.v1.UpdateServerBMC.set:type_name -> roost.v1.Condition
+	23, // 61: roost.v1.CreateMachines.machines:type_name -> roost.v1.NewMachine
+	65, // 62: roost.v1.PutRevision.revision:type_name -> roost.v1.Revision
+	55, // 63: roost.v1.GrantLease.expires_at:type_name -> google.protobuf.Timestamp
+	56, // 64: roost.v1.Snapshot.objects:type_name -> roost.v1.Object
+	4,  // 65: roost.v1.Snapshot.ca:type_name -> roost.v1.CertificateAuthority
+	6,  // 66: roost.v1.Snapshot.members:type_name -> roost.v1.HubMember
+	9,  // 67: roost.v1.Snapshot.join_tokens:type_name -> roost.v1.JoinToken
+	41, // 68: roost.v1.Snapshot.bootstrap_tokens:type_name -> roost.v1.BootstrapToken
+	35, // 69: roost.v1.Snapshot.trusted_keys:type_name -> roost.v1.TrustedKey
+	30, // 70: roost.v1.Snapshot.requests:type_name -> roost.v1.RequestRecord
+	44, // 71: roost.v1.Snapshot.users:type_name -> roost.v1.User
+	55, // 72: roost.v1.RequestRecord.time:type_name -> google.protobuf.Timestamp
+	31, // 73: roost.v1.RequestRecord.results:type_name -> roost.v1.RecordedResult
+	0,  // 74: roost.v1.ControlRollout.action:type_name -> roost.v1.RolloutAction
+	60, // 75: roost.v1.SetConditions.set:type_name -> roost.v1.Condition
+	66, // 76: roost.v1.UpdatePoolRollout.status:type_name -> roost.v1.RolloutStatus
+	55, // 77: roost.v1.TrustedKey.added_at:type_name -> google.protobuf.Timestamp
+	35, // 78: roost.v1.PutTrustedKey.key:type_name -> roost.v1.TrustedKey
+	67, // 79: roost.v1.UpdateClusterStatus.status:type_name -> roost.v1.ClusterStatus
+	60, // 80: roost.v1.UpdateMachineClusterStatus.conditions:type_name -> roost.v1.Condition
+	55, // 81: roost.v1.BootstrapToken.expires_at:type_name -> google.protobuf.Timestamp
+	41, // 82: roost.v1.PutBootstrapToken.token:type_name -> roost.v1.BootstrapToken
+	45, // 83: roost.v1.User.certificates:type_name -> roost.v1.UserCertificate
+	55, // 84: roost.v1.User.created_at:type_name -> google.protobuf.Timestamp
+	55, // 85: roost.v1.User.revoked_at:type_name -> google.protobuf.Timestamp
+	55, // 86: roost.v1.UserCertificate.not_before:type_name -> google.protobuf.Timestamp
+	55, // 87: roost.v1.UserCertificate.not_after:type_name -> google.protobuf.Timestamp
+	45, // 88: roost.v1.PutUserCertificate.certificate:type_name -> roost.v1.UserCertificate
+	49, // 89: roost.v1.RecordEvents.events:type_name -> roost.v1.EventRecord
+	68, // 90: roost.v1.EventRecord.involved_object:type_name -> roost.v1.EventObject
+	69, // 91: roost.v1.UpdateReleaseFeedStatus.status:type_name -> roost.v1.ReleaseFeedStatus
+	70, // 92: roost.v1.ImportImageRelease.release:type_name -> roost.v1.ImageRelease
+	71, // 93: roost.v1.UpdateChannelStatus.status:type_name -> roost.v1.ChannelStatus
+	94, // [94:94] is the sub-list for method output_type
+	94, // [94:94] is the sub-list for method input_type
+	94, // [94:94] is the sub-list for extension type_name
+	94, // [94:94] is the sub-list for extension extendee
+	0,  // [0:94] is the sub-list for field type_name
 }
 
 func init() { file_roost_v1_raft_proto_init() }
@@ -4543,6 +4878,10 @@ func file_roost_v1_raft_proto_init() {
 		(*Command_RecordEvents)(nil),
 		(*Command_RegisterServer)(nil),
 		(*Command_UpdateServerBmc)(nil),
+		(*Command_UpdateReleaseFeedStatus)(nil),
+		(*Command_ImportImageRelease)(nil),
+		(*Command_PromoteAfterSoak)(nil),
+		(*Command_UpdateChannelStatus)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -4550,7 +4889,7 @@ func file_roost_v1_raft_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_roost_v1_raft_proto_rawDesc), len(file_roost_v1_raft_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   50,
+			NumMessages:   54,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

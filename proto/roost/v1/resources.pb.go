@@ -3654,7 +3654,12 @@ type ImageReleaseSpec struct {
 	// signature is the base64 ed25519 signature of the release manifest.
 	Signature string `protobuf:"bytes,7,opt,name=signature,proto3" json:"signature,omitempty"`
 	// manifest is the signed release.json, verbatim.
-	Manifest      []byte `protobuf:"bytes,8,opt,name=manifest,proto3" json:"manifest,omitempty"`
+	Manifest []byte `protobuf:"bytes,8,opt,name=manifest,proto3" json:"manifest,omitempty"`
+	// upgrades_from lists the versions a Server may move to this release
+	// from, as the signed manifest lists them (upgradesFrom); empty means
+	// from any version. The hub never moves a Pool across a jump the target
+	// does not list: it routes through an intermediate release that does.
+	UpgradesFrom  []string `protobuf:"bytes,48,rep,name=upgrades_from,json=upgradesFrom,proto3" json:"upgrades_from,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3745,8 +3750,19 @@ func (x *ImageReleaseSpec) GetManifest() []byte {
 	return nil
 }
 
+func (x *ImageReleaseSpec) GetUpgradesFrom() []string {
+	if x != nil {
+		return x.UpgradesFrom
+	}
+	return nil
+}
+
 type ImageReleaseStatus struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// channels say when the release joined each of its channels (the
+	// command's time), set by the hub under apply rules 14; a soak counts
+	// from it.
+	Channels      []*ChannelMembership `protobuf:"bytes,40,rep,name=channels,proto3" json:"channels,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3781,6 +3797,633 @@ func (*ImageReleaseStatus) Descriptor() ([]byte, []int) {
 	return file_roost_v1_resources_proto_rawDescGZIP(), []int{42}
 }
 
+func (x *ImageReleaseStatus) GetChannels() []*ChannelMembership {
+	if x != nil {
+		return x.Channels
+	}
+	return nil
+}
+
+// ChannelMembership is when a release joined a channel, and how.
+type ChannelMembership struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Channel string                 `protobuf:"bytes,1,opt,name=channel,proto3" json:"channel,omitempty"`
+	Since   *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=since,proto3" json:"since,omitempty"`
+	// promoted_from is the channel it was promoted from after a soak
+	// (Channel spec.follows), empty when an operator or a feed put it there.
+	PromotedFrom  string `protobuf:"bytes,3,opt,name=promoted_from,json=promotedFrom,proto3" json:"promoted_from,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ChannelMembership) Reset() {
+	*x = ChannelMembership{}
+	mi := &file_roost_v1_resources_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChannelMembership) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChannelMembership) ProtoMessage() {}
+
+func (x *ChannelMembership) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_resources_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChannelMembership.ProtoReflect.Descriptor instead.
+func (*ChannelMembership) Descriptor() ([]byte, []int) {
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *ChannelMembership) GetChannel() string {
+	if x != nil {
+		return x.Channel
+	}
+	return ""
+}
+
+func (x *ChannelMembership) GetSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Since
+	}
+	return nil
+}
+
+func (x *ChannelMembership) GetPromotedFrom() string {
+	if x != nil {
+		return x.PromotedFrom
+	}
+	return ""
+}
+
+// ReleaseFeed is a source of signed ImageReleases the leader polls: a
+// static tree that `roost-image publish` writes (docs/release-feeds.md),
+// served over HTTPS or read from a directory on air-gapped sites. New
+// releases of the allowed channels are verified with the trusted release
+// keys before anything is stored, their artifacts are copied into the
+// blob store, and they are recorded on their channels.
+type ReleaseFeed struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ApiVersion    string                 `protobuf:"bytes,1,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
+	Kind          string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Metadata      *ObjectMeta            `protobuf:"bytes,3,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	Spec          *ReleaseFeedSpec       `protobuf:"bytes,4,opt,name=spec,proto3" json:"spec,omitempty"`
+	Status        *ReleaseFeedStatus     `protobuf:"bytes,5,opt,name=status,proto3" json:"status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReleaseFeed) Reset() {
+	*x = ReleaseFeed{}
+	mi := &file_roost_v1_resources_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReleaseFeed) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReleaseFeed) ProtoMessage() {}
+
+func (x *ReleaseFeed) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_resources_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReleaseFeed.ProtoReflect.Descriptor instead.
+func (*ReleaseFeed) Descriptor() ([]byte, []int) {
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *ReleaseFeed) GetApiVersion() string {
+	if x != nil {
+		return x.ApiVersion
+	}
+	return ""
+}
+
+func (x *ReleaseFeed) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *ReleaseFeed) GetMetadata() *ObjectMeta {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *ReleaseFeed) GetSpec() *ReleaseFeedSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+func (x *ReleaseFeed) GetStatus() *ReleaseFeedStatus {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+type ReleaseFeedSpec struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// url is the feed's root: https://HOST/PATH, file:///PATH or an absolute
+	// directory path (a mirror on the hub's disk). http:// needs insecure.
+	Url string `protobuf:"bytes,1,opt,name=url,proto3" json:"url,omitempty"`
+	// insecure allows an http:// url (the signatures still protect the
+	// releases; the transport does not). Default false.
+	Insecure bool `protobuf:"varint,2,opt,name=insecure,proto3" json:"insecure,omitempty"`
+	// trusted_keys are ids (or unique prefixes of at least 16 hex
+	// characters) of release keys the hub trusts (roostctl image trust
+	// list) that may sign this feed's releases; empty means any trusted key.
+	// With no trusted key at all nothing is imported.
+	TrustedKeys []string `protobuf:"bytes,3,rep,name=trusted_keys,json=trustedKeys,proto3" json:"trusted_keys,omitempty"`
+	// poll_interval is the time between polls. Default 1h, at least 1m.
+	PollInterval *durationpb.Duration `protobuf:"bytes,4,opt,name=poll_interval,json=pollInterval,proto3" json:"poll_interval,omitempty"`
+	// channels is the allow-list of the feed's channels to import, e.g.
+	// ["beta"]; empty imports every channel the feed lists.
+	Channels      []string `protobuf:"bytes,5,rep,name=channels,proto3" json:"channels,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReleaseFeedSpec) Reset() {
+	*x = ReleaseFeedSpec{}
+	mi := &file_roost_v1_resources_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReleaseFeedSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReleaseFeedSpec) ProtoMessage() {}
+
+func (x *ReleaseFeedSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_resources_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReleaseFeedSpec.ProtoReflect.Descriptor instead.
+func (*ReleaseFeedSpec) Descriptor() ([]byte, []int) {
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *ReleaseFeedSpec) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *ReleaseFeedSpec) GetInsecure() bool {
+	if x != nil {
+		return x.Insecure
+	}
+	return false
+}
+
+func (x *ReleaseFeedSpec) GetTrustedKeys() []string {
+	if x != nil {
+		return x.TrustedKeys
+	}
+	return nil
+}
+
+func (x *ReleaseFeedSpec) GetPollInterval() *durationpb.Duration {
+	if x != nil {
+		return x.PollInterval
+	}
+	return nil
+}
+
+func (x *ReleaseFeedSpec) GetChannels() []string {
+	if x != nil {
+		return x.Channels
+	}
+	return nil
+}
+
+type ReleaseFeedStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// conditions: Ready (the last poll read the feed) and FetchFailed (it
+	// could not: the reason and message say why).
+	Conditions []*Condition `protobuf:"bytes,1,rep,name=conditions,proto3" json:"conditions,omitempty"`
+	// last_poll is when the leader last polled the feed; next_poll when it
+	// will again (later after failures: backoff).
+	LastPoll *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=last_poll,json=lastPoll,proto3" json:"last_poll,omitempty"`
+	NextPoll *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=next_poll,json=nextPoll,proto3" json:"next_poll,omitempty"`
+	// releases are the feed's releases the hub tried, by version.
+	Releases      []*FeedRelease `protobuf:"bytes,4,rep,name=releases,proto3" json:"releases,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReleaseFeedStatus) Reset() {
+	*x = ReleaseFeedStatus{}
+	mi := &file_roost_v1_resources_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReleaseFeedStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReleaseFeedStatus) ProtoMessage() {}
+
+func (x *ReleaseFeedStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_resources_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReleaseFeedStatus.ProtoReflect.Descriptor instead.
+func (*ReleaseFeedStatus) Descriptor() ([]byte, []int) {
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *ReleaseFeedStatus) GetConditions() []*Condition {
+	if x != nil {
+		return x.Conditions
+	}
+	return nil
+}
+
+func (x *ReleaseFeedStatus) GetLastPoll() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastPoll
+	}
+	return nil
+}
+
+func (x *ReleaseFeedStatus) GetNextPoll() *timestamppb.Timestamp {
+	if x != nil {
+		return x.NextPoll
+	}
+	return nil
+}
+
+func (x *ReleaseFeedStatus) GetReleases() []*FeedRelease {
+	if x != nil {
+		return x.Releases
+	}
+	return nil
+}
+
+// FeedRelease is what happened to one release of a feed.
+type FeedRelease struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Version string                 `protobuf:"bytes,1,opt,name=version,proto3" json:"version,omitempty"`
+	Channel string                 `protobuf:"bytes,2,opt,name=channel,proto3" json:"channel,omitempty"`
+	// state is Imported or ImportFailed; reason a CamelCase cause
+	// (BadSignature, ArtifactMismatch, FetchFailed, Refused) and message the
+	// details.
+	State         string                 `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`
+	Reason        string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	Message       string                 `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
+	Time          *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=time,proto3" json:"time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FeedRelease) Reset() {
+	*x = FeedRelease{}
+	mi := &file_roost_v1_resources_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FeedRelease) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FeedRelease) ProtoMessage() {}
+
+func (x *FeedRelease) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_resources_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FeedRelease.ProtoReflect.Descriptor instead.
+func (*FeedRelease) Descriptor() ([]byte, []int) {
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *FeedRelease) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *FeedRelease) GetChannel() string {
+	if x != nil {
+		return x.Channel
+	}
+	return ""
+}
+
+func (x *FeedRelease) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *FeedRelease) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *FeedRelease) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *FeedRelease) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
+// Channel is a promotion policy for one image channel (its name, e.g.
+// "stable"): a release on spec.follows (e.g. "beta") joins this channel
+// once it has soaked there, no Pool halted on it, and enough Machines run
+// it Good. Channels without a Channel object are promoted by hand only
+// (roostctl image promote).
+type Channel struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ApiVersion    string                 `protobuf:"bytes,1,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
+	Kind          string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Metadata      *ObjectMeta            `protobuf:"bytes,3,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	Spec          *ChannelSpec           `protobuf:"bytes,4,opt,name=spec,proto3" json:"spec,omitempty"`
+	Status        *ChannelStatus         `protobuf:"bytes,5,opt,name=status,proto3" json:"status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Channel) Reset() {
+	*x = Channel{}
+	mi := &file_roost_v1_resources_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Channel) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Channel) ProtoMessage() {}
+
+func (x *Channel) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_resources_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Channel.ProtoReflect.Descriptor instead.
+func (*Channel) Descriptor() ([]byte, []int) {
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *Channel) GetApiVersion() string {
+	if x != nil {
+		return x.ApiVersion
+	}
+	return ""
+}
+
+func (x *Channel) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *Channel) GetMetadata() *ObjectMeta {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *Channel) GetSpec() *ChannelSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+func (x *Channel) GetStatus() *ChannelStatus {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+type ChannelSpec struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// follows is the channel releases are promoted from, e.g. "beta".
+	Follows string `protobuf:"bytes,1,opt,name=follows,proto3" json:"follows,omitempty"`
+	// soak is how long a release stays on follows before its promotion.
+	// Default 7d (168h).
+	Soak *durationpb.Duration `protobuf:"bytes,2,opt,name=soak,proto3" json:"soak,omitempty"`
+	// min_machines is how many Machines must run the release Good (Ready on
+	// a Revision of it) before its promotion. Default 1.
+	MinMachines   *int32 `protobuf:"varint,3,opt,name=min_machines,json=minMachines,proto3,oneof" json:"min_machines,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ChannelSpec) Reset() {
+	*x = ChannelSpec{}
+	mi := &file_roost_v1_resources_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChannelSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChannelSpec) ProtoMessage() {}
+
+func (x *ChannelSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_resources_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChannelSpec.ProtoReflect.Descriptor instead.
+func (*ChannelSpec) Descriptor() ([]byte, []int) {
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *ChannelSpec) GetFollows() string {
+	if x != nil {
+		return x.Follows
+	}
+	return ""
+}
+
+func (x *ChannelSpec) GetSoak() *durationpb.Duration {
+	if x != nil {
+		return x.Soak
+	}
+	return nil
+}
+
+func (x *ChannelSpec) GetMinMachines() int32 {
+	if x != nil && x.MinMachines != nil {
+		return *x.MinMachines
+	}
+	return 0
+}
+
+type ChannelStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// conditions: Promoting (True while a candidate soaks; the reason and
+	// message say what it waits for: Soaking, Halted, TooFewMachines).
+	Conditions []*Condition `protobuf:"bytes,1,rep,name=conditions,proto3" json:"conditions,omitempty"`
+	// candidate is the newest release of follows not on this channel yet.
+	Candidate string `protobuf:"bytes,2,opt,name=candidate,proto3" json:"candidate,omitempty"`
+	// last_promoted is the last release the hub promoted here, at
+	// last_promotion, with the evidence (as in its Promoted Event).
+	LastPromoted  string                 `protobuf:"bytes,3,opt,name=last_promoted,json=lastPromoted,proto3" json:"last_promoted,omitempty"`
+	LastPromotion *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=last_promotion,json=lastPromotion,proto3" json:"last_promotion,omitempty"`
+	Evidence      string                 `protobuf:"bytes,5,opt,name=evidence,proto3" json:"evidence,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ChannelStatus) Reset() {
+	*x = ChannelStatus{}
+	mi := &file_roost_v1_resources_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChannelStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChannelStatus) ProtoMessage() {}
+
+func (x *ChannelStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_resources_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChannelStatus.ProtoReflect.Descriptor instead.
+func (*ChannelStatus) Descriptor() ([]byte, []int) {
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *ChannelStatus) GetConditions() []*Condition {
+	if x != nil {
+		return x.Conditions
+	}
+	return nil
+}
+
+func (x *ChannelStatus) GetCandidate() string {
+	if x != nil {
+		return x.Candidate
+	}
+	return ""
+}
+
+func (x *ChannelStatus) GetLastPromoted() string {
+	if x != nil {
+		return x.LastPromoted
+	}
+	return ""
+}
+
+func (x *ChannelStatus) GetLastPromotion() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastPromotion
+	}
+	return nil
+}
+
+func (x *ChannelStatus) GetEvidence() string {
+	if x != nil {
+		return x.Evidence
+	}
+	return ""
+}
+
 // Extension is one version of a signed systemd-sysext image (squashfs with
 // usr/lib/extension-release.d/extension-release.NAME) that adds files under
 // /usr (and /opt) at boot: the kubelet, the agent, site tools. Named
@@ -3798,7 +4441,7 @@ type Extension struct {
 
 func (x *Extension) Reset() {
 	*x = Extension{}
-	mi := &file_roost_v1_resources_proto_msgTypes[43]
+	mi := &file_roost_v1_resources_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3810,7 +4453,7 @@ func (x *Extension) String() string {
 func (*Extension) ProtoMessage() {}
 
 func (x *Extension) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[43]
+	mi := &file_roost_v1_resources_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3823,7 +4466,7 @@ func (x *Extension) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Extension.ProtoReflect.Descriptor instead.
 func (*Extension) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{43}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *Extension) GetApiVersion() string {
@@ -3884,7 +4527,7 @@ type ExtensionSpec struct {
 
 func (x *ExtensionSpec) Reset() {
 	*x = ExtensionSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[44]
+	mi := &file_roost_v1_resources_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3896,7 +4539,7 @@ func (x *ExtensionSpec) String() string {
 func (*ExtensionSpec) ProtoMessage() {}
 
 func (x *ExtensionSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[44]
+	mi := &file_roost_v1_resources_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3909,7 +4552,7 @@ func (x *ExtensionSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtensionSpec.ProtoReflect.Descriptor instead.
 func (*ExtensionSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{44}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ExtensionSpec) GetName() string {
@@ -3969,7 +4612,7 @@ type ExtensionStatus struct {
 
 func (x *ExtensionStatus) Reset() {
 	*x = ExtensionStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[45]
+	mi := &file_roost_v1_resources_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3981,7 +4624,7 @@ func (x *ExtensionStatus) String() string {
 func (*ExtensionStatus) ProtoMessage() {}
 
 func (x *ExtensionStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[45]
+	mi := &file_roost_v1_resources_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3994,7 +4637,7 @@ func (x *ExtensionStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtensionStatus.ProtoReflect.Descriptor instead.
 func (*ExtensionStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{45}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{53}
 }
 
 // EnrollmentToken lets new Servers enroll. Only its hash is stored.
@@ -4011,7 +4654,7 @@ type EnrollmentToken struct {
 
 func (x *EnrollmentToken) Reset() {
 	*x = EnrollmentToken{}
-	mi := &file_roost_v1_resources_proto_msgTypes[46]
+	mi := &file_roost_v1_resources_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4023,7 +4666,7 @@ func (x *EnrollmentToken) String() string {
 func (*EnrollmentToken) ProtoMessage() {}
 
 func (x *EnrollmentToken) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[46]
+	mi := &file_roost_v1_resources_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4036,7 +4679,7 @@ func (x *EnrollmentToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnrollmentToken.ProtoReflect.Descriptor instead.
 func (*EnrollmentToken) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{46}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *EnrollmentToken) GetApiVersion() string {
@@ -4093,7 +4736,7 @@ type EnrollmentTokenSpec struct {
 
 func (x *EnrollmentTokenSpec) Reset() {
 	*x = EnrollmentTokenSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[47]
+	mi := &file_roost_v1_resources_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4105,7 +4748,7 @@ func (x *EnrollmentTokenSpec) String() string {
 func (*EnrollmentTokenSpec) ProtoMessage() {}
 
 func (x *EnrollmentTokenSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[47]
+	mi := &file_roost_v1_resources_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4118,7 +4761,7 @@ func (x *EnrollmentTokenSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnrollmentTokenSpec.ProtoReflect.Descriptor instead.
 func (*EnrollmentTokenSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{47}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *EnrollmentTokenSpec) GetSecretSha256() string {
@@ -4176,7 +4819,7 @@ type EnrollmentTokenStatus struct {
 
 func (x *EnrollmentTokenStatus) Reset() {
 	*x = EnrollmentTokenStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[48]
+	mi := &file_roost_v1_resources_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4188,7 +4831,7 @@ func (x *EnrollmentTokenStatus) String() string {
 func (*EnrollmentTokenStatus) ProtoMessage() {}
 
 func (x *EnrollmentTokenStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[48]
+	mi := &file_roost_v1_resources_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4201,7 +4844,7 @@ func (x *EnrollmentTokenStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnrollmentTokenStatus.ProtoReflect.Descriptor instead.
 func (*EnrollmentTokenStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{48}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *EnrollmentTokenStatus) GetUses() int32 {
@@ -4246,7 +4889,7 @@ type Lease struct {
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_roost_v1_resources_proto_msgTypes[49]
+	mi := &file_roost_v1_resources_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4258,7 +4901,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[49]
+	mi := &file_roost_v1_resources_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4271,7 +4914,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{49}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *Lease) GetApiVersion() string {
@@ -4332,7 +4975,7 @@ type LeaseSpec struct {
 
 func (x *LeaseSpec) Reset() {
 	*x = LeaseSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[50]
+	mi := &file_roost_v1_resources_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4344,7 +4987,7 @@ func (x *LeaseSpec) String() string {
 func (*LeaseSpec) ProtoMessage() {}
 
 func (x *LeaseSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[50]
+	mi := &file_roost_v1_resources_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4357,7 +5000,7 @@ func (x *LeaseSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseSpec.ProtoReflect.Descriptor instead.
 func (*LeaseSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{50}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *LeaseSpec) GetServer() string {
@@ -4417,7 +5060,7 @@ type LeaseStatus struct {
 
 func (x *LeaseStatus) Reset() {
 	*x = LeaseStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[51]
+	mi := &file_roost_v1_resources_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4429,7 +5072,7 @@ func (x *LeaseStatus) String() string {
 func (*LeaseStatus) ProtoMessage() {}
 
 func (x *LeaseStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[51]
+	mi := &file_roost_v1_resources_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4442,7 +5085,7 @@ func (x *LeaseStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseStatus.ProtoReflect.Descriptor instead.
 func (*LeaseStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{51}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{59}
 }
 
 // Event is one entry of the operations log: what the hub did to or
@@ -4469,7 +5112,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_roost_v1_resources_proto_msgTypes[52]
+	mi := &file_roost_v1_resources_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4481,7 +5124,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[52]
+	mi := &file_roost_v1_resources_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4494,7 +5137,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{52}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *Event) GetApiVersion() string {
@@ -4554,7 +5197,7 @@ type EventSpec struct {
 
 func (x *EventSpec) Reset() {
 	*x = EventSpec{}
-	mi := &file_roost_v1_resources_proto_msgTypes[53]
+	mi := &file_roost_v1_resources_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4566,7 +5209,7 @@ func (x *EventSpec) String() string {
 func (*EventSpec) ProtoMessage() {}
 
 func (x *EventSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[53]
+	mi := &file_roost_v1_resources_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4579,7 +5222,7 @@ func (x *EventSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventSpec.ProtoReflect.Descriptor instead.
 func (*EventSpec) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{53}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *EventSpec) GetInvolvedObject() *EventObject {
@@ -4629,7 +5272,7 @@ type EventObject struct {
 
 func (x *EventObject) Reset() {
 	*x = EventObject{}
-	mi := &file_roost_v1_resources_proto_msgTypes[54]
+	mi := &file_roost_v1_resources_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4641,7 +5284,7 @@ func (x *EventObject) String() string {
 func (*EventObject) ProtoMessage() {}
 
 func (x *EventObject) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[54]
+	mi := &file_roost_v1_resources_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4654,7 +5297,7 @@ func (x *EventObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventObject.ProtoReflect.Descriptor instead.
 func (*EventObject) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{54}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *EventObject) GetKind() string {
@@ -4685,7 +5328,7 @@ type EventStatus struct {
 
 func (x *EventStatus) Reset() {
 	*x = EventStatus{}
-	mi := &file_roost_v1_resources_proto_msgTypes[55]
+	mi := &file_roost_v1_resources_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4697,7 +5340,7 @@ func (x *EventStatus) String() string {
 func (*EventStatus) ProtoMessage() {}
 
 func (x *EventStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[55]
+	mi := &file_roost_v1_resources_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4710,7 +5353,7 @@ func (x *EventStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventStatus.ProtoReflect.Descriptor instead.
 func (*EventStatus) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{55}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *EventStatus) GetCount() int32 {
@@ -4752,6 +5395,8 @@ type Object struct {
 	//	*Object_Revision
 	//	*Object_Extension
 	//	*Object_Event
+	//	*Object_ReleaseFeed
+	//	*Object_Channel
 	Kind          isObject_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -4759,7 +5404,7 @@ type Object struct {
 
 func (x *Object) Reset() {
 	*x = Object{}
-	mi := &file_roost_v1_resources_proto_msgTypes[56]
+	mi := &file_roost_v1_resources_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4771,7 +5416,7 @@ func (x *Object) String() string {
 func (*Object) ProtoMessage() {}
 
 func (x *Object) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_resources_proto_msgTypes[56]
+	mi := &file_roost_v1_resources_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4784,7 +5429,7 @@ func (x *Object) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Object.ProtoReflect.Descriptor instead.
 func (*Object) Descriptor() ([]byte, []int) {
-	return file_roost_v1_resources_proto_rawDescGZIP(), []int{56}
+	return file_roost_v1_resources_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *Object) GetKind() isObject_Kind {
@@ -4911,6 +5556,24 @@ func (x *Object) GetEvent() *Event {
 	return nil
 }
 
+func (x *Object) GetReleaseFeed() *ReleaseFeed {
+	if x != nil {
+		if x, ok := x.Kind.(*Object_ReleaseFeed); ok {
+			return x.ReleaseFeed
+		}
+	}
+	return nil
+}
+
+func (x *Object) GetChannel() *Channel {
+	if x != nil {
+		if x, ok := x.Kind.(*Object_Channel); ok {
+			return x.Channel
+		}
+	}
+	return nil
+}
+
 type isObject_Kind interface {
 	isObject_Kind()
 }
@@ -4967,6 +5630,14 @@ type Object_Event struct {
 	Event *Event `protobuf:"bytes,13,opt,name=event,proto3,oneof"`
 }
 
+type Object_ReleaseFeed struct {
+	ReleaseFeed *ReleaseFeed `protobuf:"bytes,53,opt,name=release_feed,json=releaseFeed,proto3,oneof"`
+}
+
+type Object_Channel struct {
+	Channel *Channel `protobuf:"bytes,54,opt,name=channel,proto3,oneof"`
+}
+
 func (*Object_Server) isObject_Kind() {}
 
 func (*Object_Machine) isObject_Kind() {}
@@ -4992,6 +5663,10 @@ func (*Object_Revision) isObject_Kind() {}
 func (*Object_Extension) isObject_Kind() {}
 
 func (*Object_Event) isObject_Kind() {}
+
+func (*Object_ReleaseFeed) isObject_Kind() {}
+
+func (*Object_Channel) isObject_Kind() {}
 
 var File_roost_v1_resources_proto protoreflect.FileDescriptor
 
@@ -5309,7 +5984,7 @@ const file_roost_v1_resources_proto_rawDesc = "" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x120\n" +
 	"\bmetadata\x18\x03 \x01(\v2\x14.roost.v1.ObjectMetaR\bmetadata\x12.\n" +
 	"\x04spec\x18\x04 \x01(\v2\x1a.roost.v1.ImageReleaseSpecR\x04spec\x124\n" +
-	"\x06status\x18\x05 \x01(\v2\x1c.roost.v1.ImageReleaseStatusR\x06status\"\x9a\x03\n" +
+	"\x06status\x18\x05 \x01(\v2\x1c.roost.v1.ImageReleaseStatusR\x06status\"\xbf\x03\n" +
 	"\x10ImageReleaseSpec\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x12\x1a\n" +
 	"\bchannels\x18\x02 \x03(\tR\bchannels\x12*\n" +
@@ -5321,11 +5996,64 @@ const file_roost_v1_resources_proto_rawDesc = "" +
 	"components\x18\x06 \x03(\v2*.roost.v1.ImageReleaseSpec.ComponentsEntryR\n" +
 	"components\x12\x1c\n" +
 	"\tsignature\x18\a \x01(\tR\tsignature\x12\x1a\n" +
-	"\bmanifest\x18\b \x01(\fR\bmanifest\x1a=\n" +
+	"\bmanifest\x18\b \x01(\fR\bmanifest\x12#\n" +
+	"\rupgrades_from\x180 \x03(\tR\fupgradesFrom\x1a=\n" +
 	"\x0fComponentsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x14\n" +
-	"\x12ImageReleaseStatus\"\xd2\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"M\n" +
+	"\x12ImageReleaseStatus\x127\n" +
+	"\bchannels\x18( \x03(\v2\x1b.roost.v1.ChannelMembershipR\bchannels\"\x84\x01\n" +
+	"\x11ChannelMembership\x12\x18\n" +
+	"\achannel\x18\x01 \x01(\tR\achannel\x120\n" +
+	"\x05since\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\x12#\n" +
+	"\rpromoted_from\x18\x03 \x01(\tR\fpromotedFrom\"\xd8\x01\n" +
+	"\vReleaseFeed\x12\x1f\n" +
+	"\vapi_version\x18\x01 \x01(\tR\n" +
+	"apiVersion\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x120\n" +
+	"\bmetadata\x18\x03 \x01(\v2\x14.roost.v1.ObjectMetaR\bmetadata\x12-\n" +
+	"\x04spec\x18\x04 \x01(\v2\x19.roost.v1.ReleaseFeedSpecR\x04spec\x123\n" +
+	"\x06status\x18\x05 \x01(\v2\x1b.roost.v1.ReleaseFeedStatusR\x06status\"\xbe\x01\n" +
+	"\x0fReleaseFeedSpec\x12\x10\n" +
+	"\x03url\x18\x01 \x01(\tR\x03url\x12\x1a\n" +
+	"\binsecure\x18\x02 \x01(\bR\binsecure\x12!\n" +
+	"\ftrusted_keys\x18\x03 \x03(\tR\vtrustedKeys\x12>\n" +
+	"\rpoll_interval\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\fpollInterval\x12\x1a\n" +
+	"\bchannels\x18\x05 \x03(\tR\bchannels\"\xed\x01\n" +
+	"\x11ReleaseFeedStatus\x123\n" +
+	"\n" +
+	"conditions\x18\x01 \x03(\v2\x13.roost.v1.ConditionR\n" +
+	"conditions\x127\n" +
+	"\tlast_poll\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\blastPoll\x127\n" +
+	"\tnext_poll\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\bnextPoll\x121\n" +
+	"\breleases\x18\x04 \x03(\v2\x15.roost.v1.FeedReleaseR\breleases\"\xb9\x01\n" +
+	"\vFeedRelease\x12\x18\n" +
+	"\aversion\x18\x01 \x01(\tR\aversion\x12\x18\n" +
+	"\achannel\x18\x02 \x01(\tR\achannel\x12\x14\n" +
+	"\x05state\x18\x03 \x01(\tR\x05state\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x18\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\x12.\n" +
+	"\x04time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"\xcc\x01\n" +
+	"\aChannel\x12\x1f\n" +
+	"\vapi_version\x18\x01 \x01(\tR\n" +
+	"apiVersion\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x120\n" +
+	"\bmetadata\x18\x03 \x01(\v2\x14.roost.v1.ObjectMetaR\bmetadata\x12)\n" +
+	"\x04spec\x18\x04 \x01(\v2\x15.roost.v1.ChannelSpecR\x04spec\x12/\n" +
+	"\x06status\x18\x05 \x01(\v2\x17.roost.v1.ChannelStatusR\x06status\"\x8f\x01\n" +
+	"\vChannelSpec\x12\x18\n" +
+	"\afollows\x18\x01 \x01(\tR\afollows\x12-\n" +
+	"\x04soak\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x04soak\x12&\n" +
+	"\fmin_machines\x18\x03 \x01(\x05H\x00R\vminMachines\x88\x01\x01B\x0f\n" +
+	"\r_min_machines\"\xe6\x01\n" +
+	"\rChannelStatus\x123\n" +
+	"\n" +
+	"conditions\x18\x01 \x03(\v2\x13.roost.v1.ConditionR\n" +
+	"conditions\x12\x1c\n" +
+	"\tcandidate\x18\x02 \x01(\tR\tcandidate\x12#\n" +
+	"\rlast_promoted\x18\x03 \x01(\tR\flastPromoted\x12A\n" +
+	"\x0elast_promotion\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\rlastPromotion\x12\x1a\n" +
+	"\bevidence\x18\x05 \x01(\tR\bevidence\"\xd2\x01\n" +
 	"\tExtension\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
@@ -5403,7 +6131,7 @@ const file_roost_v1_resources_proto_rawDesc = "" +
 	"\vEventStatus\x12\x14\n" +
 	"\x05count\x18\x01 \x01(\x05R\x05count\x12C\n" +
 	"\x0ffirst_timestamp\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x0efirstTimestamp\x12A\n" +
-	"\x0elast_timestamp\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\rlastTimestamp\"\xd2\x05\n" +
+	"\x0elast_timestamp\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\rlastTimestamp\"\xbd\x06\n" +
 	"\x06Object\x12*\n" +
 	"\x06server\x18\x01 \x01(\v2\x10.roost.v1.ServerH\x00R\x06server\x12-\n" +
 	"\amachine\x18\x02 \x01(\v2\x11.roost.v1.MachineH\x00R\amachine\x12$\n" +
@@ -5418,7 +6146,9 @@ const file_roost_v1_resources_proto_rawDesc = "" +
 	" \x01(\v2\x0f.roost.v1.LeaseH\x00R\x05lease\x120\n" +
 	"\brevision\x18\v \x01(\v2\x12.roost.v1.RevisionH\x00R\brevision\x123\n" +
 	"\textension\x18\f \x01(\v2\x13.roost.v1.ExtensionH\x00R\textension\x12'\n" +
-	"\x05event\x18\r \x01(\v2\x0f.roost.v1.EventH\x00R\x05eventB\x06\n" +
+	"\x05event\x18\r \x01(\v2\x0f.roost.v1.EventH\x00R\x05event\x12:\n" +
+	"\frelease_feed\x185 \x01(\v2\x15.roost.v1.ReleaseFeedH\x00R\vreleaseFeed\x12-\n" +
+	"\achannel\x186 \x01(\v2\x11.roost.v1.ChannelH\x00R\achannelB\x06\n" +
 	"\x04kind*\xbb\x02\n" +
 	"\fServerAction\x12\x1d\n" +
 	"\x19SERVER_ACTION_UNSPECIFIED\x10\x00\x12\x19\n" +
@@ -5447,7 +6177,7 @@ func file_roost_v1_resources_proto_rawDescGZIP() []byte {
 }
 
 var file_roost_v1_resources_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_roost_v1_resources_proto_msgTypes = make([]protoimpl.MessageInfo, 60)
+var file_roost_v1_resources_proto_msgTypes = make([]protoimpl.MessageInfo, 68)
 var file_roost_v1_resources_proto_goTypes = []any{
 	(ServerAction)(0),               // 0: roost.v1.ServerAction
 	(*Cluster)(nil),                 // 1: roost.v1.Cluster
@@ -5493,48 +6223,56 @@ var file_roost_v1_resources_proto_goTypes = []any{
 	(*ImageRelease)(nil),            // 41: roost.v1.ImageRelease
 	(*ImageReleaseSpec)(nil),        // 42: roost.v1.ImageReleaseSpec
 	(*ImageReleaseStatus)(nil),      // 43: roost.v1.ImageReleaseStatus
-	(*Extension)(nil),               // 44: roost.v1.Extension
-	(*ExtensionSpec)(nil),           // 45: roost.v1.ExtensionSpec
-	(*ExtensionStatus)(nil),         // 46: roost.v1.ExtensionStatus
-	(*EnrollmentToken)(nil),         // 47: roost.v1.EnrollmentToken
-	(*EnrollmentTokenSpec)(nil),     // 48: roost.v1.EnrollmentTokenSpec
-	(*EnrollmentTokenStatus)(nil),   // 49: roost.v1.EnrollmentTokenStatus
-	(*Lease)(nil),                   // 50: roost.v1.Lease
-	(*LeaseSpec)(nil),               // 51: roost.v1.LeaseSpec
-	(*LeaseStatus)(nil),             // 52: roost.v1.LeaseStatus
-	(*Event)(nil),                   // 53: roost.v1.Event
-	(*EventSpec)(nil),               // 54: roost.v1.EventSpec
-	(*EventObject)(nil),             // 55: roost.v1.EventObject
-	(*EventStatus)(nil),             // 56: roost.v1.EventStatus
-	(*Object)(nil),                  // 57: roost.v1.Object
-	nil,                             // 58: roost.v1.PoolSpec.NodeLabelsEntry
-	nil,                             // 59: roost.v1.ImageReleaseSpec.ComponentsEntry
-	nil,                             // 60: roost.v1.EnrollmentTokenSpec.ServerLabelsEntry
-	(*ObjectMeta)(nil),              // 61: roost.v1.ObjectMeta
-	(*durationpb.Duration)(nil),     // 62: google.protobuf.Duration
-	(*Condition)(nil),               // 63: roost.v1.Condition
-	(*InstallDiskHints)(nil),        // 64: roost.v1.InstallDiskHints
-	(*IntOrString)(nil),             // 65: roost.v1.IntOrString
-	(*timestamppb.Timestamp)(nil),   // 66: google.protobuf.Timestamp
-	(*Inventory)(nil),               // 67: roost.v1.Inventory
-	(*RevisionSpec)(nil),            // 68: roost.v1.RevisionSpec
-	(*Artifact)(nil),                // 69: roost.v1.Artifact
+	(*ChannelMembership)(nil),       // 44: roost.v1.ChannelMembership
+	(*ReleaseFeed)(nil),             // 45: roost.v1.ReleaseFeed
+	(*ReleaseFeedSpec)(nil),         // 46: roost.v1.ReleaseFeedSpec
+	(*ReleaseFeedStatus)(nil),       // 47: roost.v1.ReleaseFeedStatus
+	(*FeedRelease)(nil),             // 48: roost.v1.FeedRelease
+	(*Channel)(nil),                 // 49: roost.v1.Channel
+	(*ChannelSpec)(nil),             // 50: roost.v1.ChannelSpec
+	(*ChannelStatus)(nil),           // 51: roost.v1.ChannelStatus
+	(*Extension)(nil),               // 52: roost.v1.Extension
+	(*ExtensionSpec)(nil),           // 53: roost.v1.ExtensionSpec
+	(*ExtensionStatus)(nil),         // 54: roost.v1.ExtensionStatus
+	(*EnrollmentToken)(nil),         // 55: roost.v1.EnrollmentToken
+	(*EnrollmentTokenSpec)(nil),     // 56: roost.v1.EnrollmentTokenSpec
+	(*EnrollmentTokenStatus)(nil),   // 57: roost.v1.EnrollmentTokenStatus
+	(*Lease)(nil),                   // 58: roost.v1.Lease
+	(*LeaseSpec)(nil),               // 59: roost.v1.LeaseSpec
+	(*LeaseStatus)(nil),             // 60: roost.v1.LeaseStatus
+	(*Event)(nil),                   // 61: roost.v1.Event
+	(*EventSpec)(nil),               // 62: roost.v1.EventSpec
+	(*EventObject)(nil),             // 63: roost.v1.EventObject
+	(*EventStatus)(nil),             // 64: roost.v1.EventStatus
+	(*Object)(nil),                  // 65: roost.v1.Object
+	nil,                             // 66: roost.v1.PoolSpec.NodeLabelsEntry
+	nil,                             // 67: roost.v1.ImageReleaseSpec.ComponentsEntry
+	nil,                             // 68: roost.v1.EnrollmentTokenSpec.ServerLabelsEntry
+	(*ObjectMeta)(nil),              // 69: roost.v1.ObjectMeta
+	(*durationpb.Duration)(nil),     // 70: google.protobuf.Duration
+	(*Condition)(nil),               // 71: roost.v1.Condition
+	(*InstallDiskHints)(nil),        // 72: roost.v1.InstallDiskHints
+	(*IntOrString)(nil),             // 73: roost.v1.IntOrString
+	(*timestamppb.Timestamp)(nil),   // 74: google.protobuf.Timestamp
+	(*Inventory)(nil),               // 75: roost.v1.Inventory
+	(*RevisionSpec)(nil),            // 76: roost.v1.RevisionSpec
+	(*Artifact)(nil),                // 77: roost.v1.Artifact
 }
 var file_roost_v1_resources_proto_depIdxs = []int32{
-	61,  // 0: roost.v1.Cluster.metadata:type_name -> roost.v1.ObjectMeta
+	69,  // 0: roost.v1.Cluster.metadata:type_name -> roost.v1.ObjectMeta
 	2,   // 1: roost.v1.Cluster.spec:type_name -> roost.v1.ClusterSpec
 	4,   // 2: roost.v1.Cluster.status:type_name -> roost.v1.ClusterStatus
 	3,   // 3: roost.v1.ClusterSpec.join:type_name -> roost.v1.ClusterJoin
-	62,  // 4: roost.v1.ClusterSpec.drain_timeout:type_name -> google.protobuf.Duration
-	62,  // 5: roost.v1.ClusterJoin.bootstrap_token_ttl:type_name -> google.protobuf.Duration
-	63,  // 6: roost.v1.ClusterStatus.conditions:type_name -> roost.v1.Condition
-	61,  // 7: roost.v1.MachineClass.metadata:type_name -> roost.v1.ObjectMeta
+	70,  // 4: roost.v1.ClusterSpec.drain_timeout:type_name -> google.protobuf.Duration
+	70,  // 5: roost.v1.ClusterJoin.bootstrap_token_ttl:type_name -> google.protobuf.Duration
+	71,  // 6: roost.v1.ClusterStatus.conditions:type_name -> roost.v1.Condition
+	69,  // 7: roost.v1.MachineClass.metadata:type_name -> roost.v1.ObjectMeta
 	6,   // 8: roost.v1.MachineClass.spec:type_name -> roost.v1.MachineClassSpec
 	8,   // 9: roost.v1.MachineClass.status:type_name -> roost.v1.MachineClassStatus
-	64,  // 10: roost.v1.MachineClassSpec.install_disk:type_name -> roost.v1.InstallDiskHints
-	62,  // 11: roost.v1.MachineClassSpec.boot_assessment_timeout:type_name -> google.protobuf.Duration
+	72,  // 10: roost.v1.MachineClassSpec.install_disk:type_name -> roost.v1.InstallDiskHints
+	70,  // 11: roost.v1.MachineClassSpec.boot_assessment_timeout:type_name -> google.protobuf.Duration
 	7,   // 12: roost.v1.MachineClassSpec.cleaning:type_name -> roost.v1.MachineCleaning
-	61,  // 13: roost.v1.NetworkProfile.metadata:type_name -> roost.v1.ObjectMeta
+	69,  // 13: roost.v1.NetworkProfile.metadata:type_name -> roost.v1.ObjectMeta
 	10,  // 14: roost.v1.NetworkProfile.spec:type_name -> roost.v1.NetworkProfileSpec
 	18,  // 15: roost.v1.NetworkProfile.status:type_name -> roost.v1.NetworkProfileStatus
 	13,  // 16: roost.v1.NetworkProfileSpec.links:type_name -> roost.v1.Link
@@ -5547,93 +6285,112 @@ var file_roost_v1_resources_proto_depIdxs = []int32{
 	12,  // 23: roost.v1.Bond.routes:type_name -> roost.v1.Route
 	12,  // 24: roost.v1.Vlan.routes:type_name -> roost.v1.Route
 	12,  // 25: roost.v1.Bridge.routes:type_name -> roost.v1.Route
-	61,  // 26: roost.v1.MaintenanceWindow.metadata:type_name -> roost.v1.ObjectMeta
+	69,  // 26: roost.v1.MaintenanceWindow.metadata:type_name -> roost.v1.ObjectMeta
 	20,  // 27: roost.v1.MaintenanceWindow.spec:type_name -> roost.v1.MaintenanceWindowSpec
 	21,  // 28: roost.v1.MaintenanceWindow.status:type_name -> roost.v1.MaintenanceWindowStatus
-	62,  // 29: roost.v1.MaintenanceWindowSpec.duration:type_name -> google.protobuf.Duration
-	61,  // 30: roost.v1.Pool.metadata:type_name -> roost.v1.ObjectMeta
+	70,  // 29: roost.v1.MaintenanceWindowSpec.duration:type_name -> google.protobuf.Duration
+	69,  // 30: roost.v1.Pool.metadata:type_name -> roost.v1.ObjectMeta
 	23,  // 31: roost.v1.Pool.spec:type_name -> roost.v1.PoolSpec
 	27,  // 32: roost.v1.Pool.status:type_name -> roost.v1.PoolStatus
-	58,  // 33: roost.v1.PoolSpec.node_labels:type_name -> roost.v1.PoolSpec.NodeLabelsEntry
+	66,  // 33: roost.v1.PoolSpec.node_labels:type_name -> roost.v1.PoolSpec.NodeLabelsEntry
 	26,  // 34: roost.v1.PoolSpec.rollout:type_name -> roost.v1.RolloutPolicy
 	24,  // 35: roost.v1.PoolSpec.remediation:type_name -> roost.v1.RemediationPolicy
 	25,  // 36: roost.v1.PoolSpec.safety:type_name -> roost.v1.SafetyPolicy
-	62,  // 37: roost.v1.RemediationPolicy.unhealthy_timeout:type_name -> google.protobuf.Duration
-	65,  // 38: roost.v1.RolloutPolicy.max_unavailable:type_name -> roost.v1.IntOrString
-	62,  // 39: roost.v1.RolloutPolicy.settle:type_name -> google.protobuf.Duration
-	62,  // 40: roost.v1.RolloutPolicy.ready_timeout:type_name -> google.protobuf.Duration
-	63,  // 41: roost.v1.PoolStatus.conditions:type_name -> roost.v1.Condition
+	70,  // 37: roost.v1.RemediationPolicy.unhealthy_timeout:type_name -> google.protobuf.Duration
+	73,  // 38: roost.v1.RolloutPolicy.max_unavailable:type_name -> roost.v1.IntOrString
+	70,  // 39: roost.v1.RolloutPolicy.settle:type_name -> google.protobuf.Duration
+	70,  // 40: roost.v1.RolloutPolicy.ready_timeout:type_name -> google.protobuf.Duration
+	71,  // 41: roost.v1.PoolStatus.conditions:type_name -> roost.v1.Condition
 	28,  // 42: roost.v1.PoolStatus.rollout:type_name -> roost.v1.RolloutStatus
-	66,  // 43: roost.v1.RolloutStatus.settle_until:type_name -> google.protobuf.Timestamp
-	66,  // 44: roost.v1.RolloutStatus.next_window_start:type_name -> google.protobuf.Timestamp
-	61,  // 45: roost.v1.Server.metadata:type_name -> roost.v1.ObjectMeta
+	74,  // 43: roost.v1.RolloutStatus.settle_until:type_name -> google.protobuf.Timestamp
+	74,  // 44: roost.v1.RolloutStatus.next_window_start:type_name -> google.protobuf.Timestamp
+	69,  // 45: roost.v1.Server.metadata:type_name -> roost.v1.ObjectMeta
 	30,  // 46: roost.v1.Server.spec:type_name -> roost.v1.ServerSpec
 	34,  // 47: roost.v1.Server.status:type_name -> roost.v1.ServerStatus
 	31,  // 48: roost.v1.ServerSpec.bmc:type_name -> roost.v1.BMC
 	33,  // 49: roost.v1.BMCStatus.operation:type_name -> roost.v1.BMCOperation
-	66,  // 50: roost.v1.BMCOperation.requested_at:type_name -> google.protobuf.Timestamp
-	66,  // 51: roost.v1.ServerStatus.last_seen:type_name -> google.protobuf.Timestamp
-	63,  // 52: roost.v1.ServerStatus.conditions:type_name -> roost.v1.Condition
-	67,  // 53: roost.v1.ServerStatus.inventory:type_name -> roost.v1.Inventory
-	66,  // 54: roost.v1.ServerStatus.enrolled_at:type_name -> google.protobuf.Timestamp
+	74,  // 50: roost.v1.BMCOperation.requested_at:type_name -> google.protobuf.Timestamp
+	74,  // 51: roost.v1.ServerStatus.last_seen:type_name -> google.protobuf.Timestamp
+	71,  // 52: roost.v1.ServerStatus.conditions:type_name -> roost.v1.Condition
+	75,  // 53: roost.v1.ServerStatus.inventory:type_name -> roost.v1.Inventory
+	74,  // 54: roost.v1.ServerStatus.enrolled_at:type_name -> google.protobuf.Timestamp
 	35,  // 55: roost.v1.ServerStatus.cleaning:type_name -> roost.v1.ServerCleaning
 	32,  // 56: roost.v1.ServerStatus.bmc:type_name -> roost.v1.BMCStatus
-	66,  // 57: roost.v1.ServerCleaning.started_at:type_name -> google.protobuf.Timestamp
-	66,  // 58: roost.v1.ServerCleaning.finished_at:type_name -> google.protobuf.Timestamp
-	61,  // 59: roost.v1.Machine.metadata:type_name -> roost.v1.ObjectMeta
+	74,  // 57: roost.v1.ServerCleaning.started_at:type_name -> google.protobuf.Timestamp
+	74,  // 58: roost.v1.ServerCleaning.finished_at:type_name -> google.protobuf.Timestamp
+	69,  // 59: roost.v1.Machine.metadata:type_name -> roost.v1.ObjectMeta
 	37,  // 60: roost.v1.Machine.spec:type_name -> roost.v1.MachineSpec
 	38,  // 61: roost.v1.Machine.status:type_name -> roost.v1.MachineStatus
-	63,  // 62: roost.v1.MachineStatus.conditions:type_name -> roost.v1.Condition
-	61,  // 63: roost.v1.Revision.metadata:type_name -> roost.v1.ObjectMeta
-	68,  // 64: roost.v1.Revision.spec:type_name -> roost.v1.RevisionSpec
+	71,  // 62: roost.v1.MachineStatus.conditions:type_name -> roost.v1.Condition
+	69,  // 63: roost.v1.Revision.metadata:type_name -> roost.v1.ObjectMeta
+	76,  // 64: roost.v1.Revision.spec:type_name -> roost.v1.RevisionSpec
 	40,  // 65: roost.v1.Revision.status:type_name -> roost.v1.RevisionStatus
-	66,  // 66: roost.v1.RevisionStatus.booted_at:type_name -> google.protobuf.Timestamp
-	61,  // 67: roost.v1.ImageRelease.metadata:type_name -> roost.v1.ObjectMeta
+	74,  // 66: roost.v1.RevisionStatus.booted_at:type_name -> google.protobuf.Timestamp
+	69,  // 67: roost.v1.ImageRelease.metadata:type_name -> roost.v1.ObjectMeta
 	42,  // 68: roost.v1.ImageRelease.spec:type_name -> roost.v1.ImageReleaseSpec
 	43,  // 69: roost.v1.ImageRelease.status:type_name -> roost.v1.ImageReleaseStatus
-	69,  // 70: roost.v1.ImageReleaseSpec.kernel:type_name -> roost.v1.Artifact
-	69,  // 71: roost.v1.ImageReleaseSpec.initrd:type_name -> roost.v1.Artifact
-	69,  // 72: roost.v1.ImageReleaseSpec.boot_loader:type_name -> roost.v1.Artifact
-	59,  // 73: roost.v1.ImageReleaseSpec.components:type_name -> roost.v1.ImageReleaseSpec.ComponentsEntry
-	61,  // 74: roost.v1.Extension.metadata:type_name -> roost.v1.ObjectMeta
-	45,  // 75: roost.v1.Extension.spec:type_name -> roost.v1.ExtensionSpec
-	46,  // 76: roost.v1.Extension.status:type_name -> roost.v1.ExtensionStatus
-	69,  // 77: roost.v1.ExtensionSpec.image:type_name -> roost.v1.Artifact
-	61,  // 78: roost.v1.EnrollmentToken.metadata:type_name -> roost.v1.ObjectMeta
-	48,  // 79: roost.v1.EnrollmentToken.spec:type_name -> roost.v1.EnrollmentTokenSpec
-	49,  // 80: roost.v1.EnrollmentToken.status:type_name -> roost.v1.EnrollmentTokenStatus
-	66,  // 81: roost.v1.EnrollmentTokenSpec.expires_at:type_name -> google.protobuf.Timestamp
-	60,  // 82: roost.v1.EnrollmentTokenSpec.server_labels:type_name -> roost.v1.EnrollmentTokenSpec.ServerLabelsEntry
-	66,  // 83: roost.v1.EnrollmentTokenStatus.revoked_at:type_name -> google.protobuf.Timestamp
-	66,  // 84: roost.v1.EnrollmentTokenStatus.last_used_at:type_name -> google.protobuf.Timestamp
-	61,  // 85: roost.v1.Lease.metadata:type_name -> roost.v1.ObjectMeta
-	51,  // 86: roost.v1.Lease.spec:type_name -> roost.v1.LeaseSpec
-	52,  // 87: roost.v1.Lease.status:type_name -> roost.v1.LeaseStatus
-	66,  // 88: roost.v1.LeaseSpec.expires_at:type_name -> google.protobuf.Timestamp
-	61,  // 89: roost.v1.Event.metadata:type_name -> roost.v1.ObjectMeta
-	54,  // 90: roost.v1.Event.spec:type_name -> roost.v1.EventSpec
-	56,  // 91: roost.v1.Event.status:type_name -> roost.v1.EventStatus
-	55,  // 92: roost.v1.EventSpec.involved_object:type_name -> roost.v1.EventObject
-	66,  // 93: roost.v1.EventStatus.first_timestamp:type_name -> google.protobuf.Timestamp
-	66,  // 94: roost.v1.EventStatus.last_timestamp:type_name -> google.protobuf.Timestamp
-	29,  // 95: roost.v1.Object.server:type_name -> roost.v1.Server
-	36,  // 96: roost.v1.Object.machine:type_name -> roost.v1.Machine
-	22,  // 97: roost.v1.Object.pool:type_name -> roost.v1.Pool
-	1,   // 98: roost.v1.Object.cluster:type_name -> roost.v1.Cluster
-	5,   // 99: roost.v1.Object.machine_class:type_name -> roost.v1.MachineClass
-	9,   // 100: roost.v1.Object.network_profile:type_name -> roost.v1.NetworkProfile
-	19,  // 101: roost.v1.Object.maintenance_window:type_name -> roost.v1.MaintenanceWindow
-	41,  // 102: roost.v1.Object.image_release:type_name -> roost.v1.ImageRelease
-	47,  // 103: roost.v1.Object.enrollment_token:type_name -> roost.v1.EnrollmentToken
-	50,  // 104: roost.v1.Object.lease:type_name -> roost.v1.Lease
-	39,  // 105: roost.v1.Object.revision:type_name -> roost.v1.Revision
-	44,  // 106: roost.v1.Object.extension:type_name -> roost.v1.Extension
-	53,  // 107: roost.v1.Object.event:type_name -> roost.v1.Event
-	108, // [108:108] is the sub-list for method output_type
-	108, // [108:108] is the sub-list for method input_type
-	108, // [108:108] is the sub-list for extension type_name
-	108, // [108:108] is the sub-list for extension extendee
-	0,   // [0:108] is the sub-list for field type_name
+	77,  // 70: roost.v1.ImageReleaseSpec.kernel:type_name -> roost.v1.Artifact
+	77,  // 71: roost.v1.ImageReleaseSpec.initrd:type_name -> roost.v1.Artifact
+	77,  // 72: roost.v1.ImageReleaseSpec.boot_loader:type_name -> roost.v1.Artifact
+	67,  // 73: roost.v1.ImageReleaseSpec.components:type_name -> roost.v1.ImageReleaseSpec.ComponentsEntry
+	44,  // 74: roost.v1.ImageReleaseStatus.channels:type_name -> roost.v1.ChannelMembership
+	74,  // 75: roost.v1.ChannelMembership.since:type_name -> google.protobuf.Timestamp
+	69,  // 76: roost.v1.ReleaseFeed.metadata:type_name -> roost.v1.ObjectMeta
+	46,  // 77: roost.v1.ReleaseFeed.spec:type_name -> roost.v1.ReleaseFeedSpec
+	47,  // 78: roost.v1.ReleaseFeed.status:type_name -> roost.v1.ReleaseFeedStatus
+	70,  // 79: roost.v1.ReleaseFeedSpec.poll_interval:type_name -> google.protobuf.Duration
+	71,  // 80: roost.v1.ReleaseFeedStatus.conditions:type_name -> roost.v1.Condition
+	74,  // 81: roost.v1.ReleaseFeedStatus.last_poll:type_name -> google.protobuf.Timestamp
+	74,  // 82: roost.v1.ReleaseFeedStatus.next_poll:type_name -> google.protobuf.Timestamp
+	48,  // 83: roost.v1.ReleaseFeedStatus.releases:type_name -> roost.v1.FeedRelease
+	74,  // 84: roost.v1.FeedRelease.time:type_name -> google.protobuf.Timestamp
+	69,  // 85: roost.v1.Channel.metadata:type_name -> roost.v1.ObjectMeta
+	50,  // 86: roost.v1.Channel.spec:type_name -> roost.v1.ChannelSpec
+	51,  // 87: roost.v1.Channel.status:type_name -> roost.v1.ChannelStatus
+	70,  // 88: roost.v1.ChannelSpec.soak:type_name -> google.protobuf.Duration
+	71,  // 89: roost.v1.ChannelStatus.conditions:type_name -> roost.v1.Condition
+	74,  // 90: roost.v1.ChannelStatus.last_promotion:type_name -> google.protobuf.Timestamp
+	69,  // 91: roost.v1.Extension.metadata:type_name -> roost.v1.ObjectMeta
+	53,  // 92: roost.v1.Extension.spec:type_name -> roost.v1.ExtensionSpec
+	54,  // 93: roost.v1.Extension.status:type_name -> roost.v1.ExtensionStatus
+	77,  // 94: roost.v1.ExtensionSpec.image:type_name -> roost.v1.Artifact
+	69,  // 95: roost.v1.EnrollmentToken.metadata:type_name -> roost.v1.ObjectMeta
+	56,  // 96: roost.v1.EnrollmentToken.spec:type_name -> roost.v1.EnrollmentTokenSpec
+	57,  // 97: roost.v1.EnrollmentToken.status:type_name -> roost.v1.EnrollmentTokenStatus
+	74,  // 98: roost.v1.EnrollmentTokenSpec.expires_at:type_name -> google.protobuf.Timestamp
+	68,  // 99: roost.v1.EnrollmentTokenSpec.server_labels:type_name -> roost.v1.EnrollmentTokenSpec.ServerLabelsEntry
+	74,  // 100: roost.v1.EnrollmentTokenStatus.revoked_at:type_name -> google.protobuf.Timestamp
+	74,  // 101: roost.v1.EnrollmentTokenStatus.last_used_at:type_name -> google.protobuf.Timestamp
+	69,  // 102: roost.v1.Lease.metadata:type_name -> roost.v1.ObjectMeta
+	59,  // 103: roost.v1.Lease.spec:type_name -> roost.v1.LeaseSpec
+	60,  // 104: roost.v1.Lease.status:type_name -> roost.v1.LeaseStatus
+	74,  // 105: roost.v1.LeaseSpec.expires_at:type_name -> google.protobuf.Timestamp
+	69,  // 106: roost.v1.Event.metadata:type_name -> roost.v1.ObjectMeta
+	62,  // 107: roost.v1.Event.spec:type_name -> roost.v1.EventSpec
+	64,  // 108: roost.v1.Event.status:type_name -> roost.v1.EventStatus
+	63,  // 109: roost.v1.EventSpec.involved_object:type_name -> roost.v1.EventObject
+	74,  // 110: roost.v1.EventStatus.first_timestamp:type_name -> google.protobuf.Timestamp
+	74,  // 111: roost.v1.EventStatus.last_timestamp:type_name -> google.protobuf.Timestamp
+	29,  // 112: roost.v1.Object.server:type_name -> roost.v1.Server
+	36,  // 113: roost.v1.Object.machine:type_name -> roost.v1.Machine
+	22,  // 114: roost.v1.Object.pool:type_name -> roost.v1.Pool
+	1,   // 115: roost.v1.Object.cluster:type_name -> roost.v1.Cluster
+	5,   // 116: roost.v1.Object.machine_class:type_name -> roost.v1.MachineClass
+	9,   // 117: roost.v1.Object.network_profile:type_name -> roost.v1.NetworkProfile
+	19,  // 118: roost.v1.Object.maintenance_window:type_name -> roost.v1.MaintenanceWindow
+	41,  // 119: roost.v1.Object.image_release:type_name -> roost.v1.ImageRelease
+	55,  // 120: roost.v1.Object.enrollment_token:type_name -> roost.v1.EnrollmentToken
+	58,  // 121: roost.v1.Object.lease:type_name -> roost.v1.Lease
+	39,  // 122: roost.v1.Object.revision:type_name -> roost.v1.Revision
+	52,  // 123: roost.v1.Object.extension:type_name -> roost.v1.Extension
+	61,  // 124: roost.v1.Object.event:type_name -> roost.v1.Event
+	45,  // 125: roost.v1.Object.release_feed:type_name -> roost.v1.ReleaseFeed
+	49,  // 126: roost.v1.Object.channel:type_name -> roost.v1.Channel
+	127, // [127:127] is the sub-list for method output_type
+	127, // [127:127] is the sub-list for method input_type
+	127, // [127:127] is the sub-list for extension type_name
+	127, // [127:127] is the sub-list for extension extendee
+	0,   // [0:127] is the sub-list for field type_name
 }
 
 func init() { file_roost_v1_resources_proto_init() }
@@ -5646,7 +6403,8 @@ func file_roost_v1_resources_proto_init() {
 	file_roost_v1_resources_proto_msgTypes[22].OneofWrappers = []any{}
 	file_roost_v1_resources_proto_msgTypes[23].OneofWrappers = []any{}
 	file_roost_v1_resources_proto_msgTypes[24].OneofWrappers = []any{}
-	file_roost_v1_resources_proto_msgTypes[56].OneofWrappers = []any{
+	file_roost_v1_resources_proto_msgTypes[49].OneofWrappers = []any{}
+	file_roost_v1_resources_proto_msgTypes[64].OneofWrappers = []any{
 		(*Object_Server)(nil),
 		(*Object_Machine)(nil),
 		(*Object_Pool)(nil),
@@ -5660,6 +6418,8 @@ func file_roost_v1_resources_proto_init() {
 		(*Object_Revision)(nil),
 		(*Object_Extension)(nil),
 		(*Object_Event)(nil),
+		(*Object_ReleaseFeed)(nil),
+		(*Object_Channel)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -5667,7 +6427,7 @@ func file_roost_v1_resources_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_roost_v1_resources_proto_rawDesc), len(file_roost_v1_resources_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   60,
+			NumMessages:   68,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
