@@ -293,13 +293,7 @@ func (o *options) loadBundle(dir, keyFile string) (*release.Bundle, []byte, stri
 // undo a promotion that lands between its read and its write.
 func (o *options) releaseObject(ctx context.Context, conn *hubConn, b *release.Bundle, manifest []byte, sig string) (*roostv1.ImageRelease, error) {
 	m := b.Manifest
-	spec := &roostv1.ImageReleaseSpec{Version: m.Version, Components: m.Components, Signature: sig, Manifest: manifest}
-	for name, dst := range map[string]**roostv1.Artifact{"kernel": &spec.Kernel, "initrd": &spec.Initrd, "bootloader": &spec.BootLoader} {
-		if a, ok := m.Artifact(name); ok {
-			*dst = &roostv1.Artifact{Sha256: a.SHA256, Size: a.Size}
-		}
-	}
-	ir := &roostv1.ImageRelease{Metadata: &roostv1.ObjectMeta{Name: imageReleaseName(m.Version)}, Spec: spec}
+	ir := &roostv1.ImageRelease{Metadata: &roostv1.ObjectMeta{Name: imageReleaseName(m.Version)}, Spec: release.Spec(&m, manifest, sig)}
 	cctx, cancel := o.withTimeout(ctx)
 	defer cancel()
 	resp, err := conn.hub.Get(cctx, &roostv1.GetRequest{Kind: "ImageRelease", Name: ir.Metadata.Name})

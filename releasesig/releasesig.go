@@ -16,6 +16,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
@@ -151,4 +152,29 @@ func MarshalPublicKeyPEM(pub ed25519.PublicKey) []byte {
 		panic(err) // ed25519 keys always marshal
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
+}
+
+// ErrNotSigned: a field of an ImageRelease the hub acts on differs from
+// what the signed manifest says.
+var ErrNotSigned = errors.New("the release differs from its signed manifest")
+
+// CheckSignedFields checks that the fields of spec the hub acts on besides
+// the artifacts — version and upgradesFrom — are the signed manifest's
+// (Verify checks the signature and the artifacts). Errors wrap
+// ErrNotSigned (or are a JSON error), prefixed with "release VERSION: ".
+func CheckSignedFields(spec *roostv1.ImageReleaseSpec) error {
+	var m struct {
+		Version      string   `json:"version"`
+		UpgradesFrom []string `json:"upgradesFrom"`
+	}
+	if err := json.Unmarshal(spec.GetManifest(), &m); err != nil {
+		return fmt.Errorf("release %s: manifest: %w", spec.GetVersion(), err)
+	}
+	if m.Version != spec.GetVersion() {
+		return fmt.Errorf("release %s: %w: the manifest's version is %q", spec.GetVersion(), ErrNotSigned, m.Version)
+	}
+	if !slices.Equal(m.UpgradesFrom, spec.GetUpgradesFrom()) {
+		return fmt.Errorf("release %s: %w: upgradesFrom %q, the manifest says %q", spec.GetVersion(), ErrNotSigned, spec.GetUpgradesFrom(), m.UpgradesFrom)
+	}
+	return nil
 }

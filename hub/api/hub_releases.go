@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"google.golang.org/grpc"
@@ -189,6 +190,9 @@ func validateImageRelease(ir *roostv1.ImageRelease) []apierror.Violation {
 	}
 	if version != "" && m.Version != version {
 		add("spec.version", fmt.Sprintf("%q, but the manifest says %q", version, m.Version), "take the version from the manifest")
+	}
+	if !slices.Equal(spec.GetUpgradesFrom(), m.UpgradesFrom) {
+		add("spec.upgradesFrom", fmt.Sprintf("%q, but the signed manifest says %q", spec.GetUpgradesFrom(), m.UpgradesFrom), "take upgradesFrom from the manifest")
 	}
 	if n := resource.JoinedLen(m.Cmdline); n > resource.ReleaseCmdlineBudget {
 		add("spec.manifest", fmt.Sprintf("cmdline takes %d bytes joined, more than the %d a release has of the kernel command line (the kernel keeps %d; MachineClasses, the hub and the boot loader need the rest)",

@@ -153,6 +153,9 @@ func (a *applier) importImageRelease(c *roostv1.ImportImageRelease) ([]*roostv1.
 	if _, err := releasesig.Verify(releasesig.FromImageRelease(in.GetSpec()), keys); err != nil {
 		return nil, apierror.FailedPrecondition("feed %s: %v", c.GetFeed(), err)
 	}
+	if err := releasesig.CheckSignedFields(in.GetSpec()); err != nil {
+		return nil, apierror.FailedPrecondition("feed %s: %v", c.GetFeed(), err)
+	}
 	name := in.GetMetadata().GetName()
 	raw, err := a.txn.First(kindImageRelease, indexID, name)
 	if err != nil {

@@ -63,18 +63,22 @@ type Source struct {
 
 // Definition is images/NAME.yaml.
 type Definition struct {
-	APIVersion  string            `json:"apiVersion"`
-	Kind        string            `json:"kind"`
-	Name        string            `json:"name"`
-	Version     string            `json:"version"`
-	Channel     string            `json:"channel,omitempty"`
-	Date        time.Time         `json:"date"`
-	Description string            `json:"description,omitempty"`
-	Cmdline     []string          `json:"cmdline,omitempty"`
-	Components  map[string]string `json:"components,omitempty"`
-	Kernel      Source            `json:"kernel"`
-	Initrd      Source            `json:"initrd"`
-	Bootloader  Source            `json:"bootloader"`
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Name       string `json:"name"`
+	Version    string `json:"version"`
+	Channel    string `json:"channel,omitempty"`
+	// UpgradesFrom lists the versions a Server may move to this release
+	// from; empty means any (the hub routes other jumps through an
+	// intermediate release).
+	UpgradesFrom []string          `json:"upgradesFrom,omitempty"`
+	Date         time.Time         `json:"date"`
+	Description  string            `json:"description,omitempty"`
+	Cmdline      []string          `json:"cmdline,omitempty"`
+	Components   map[string]string `json:"components,omitempty"`
+	Kernel       Source            `json:"kernel"`
+	Initrd       Source            `json:"initrd"`
+	Bootloader   Source            `json:"bootloader"`
 }
 
 // Artifact is one file of a bundle.
@@ -87,15 +91,17 @@ type Artifact struct {
 
 // Manifest is release.json.
 type Manifest struct {
-	APIVersion string            `json:"apiVersion"`
-	Kind       string            `json:"kind"`
-	Name       string            `json:"name"`
-	Version    string            `json:"version"`
-	Channel    string            `json:"channel,omitempty"`
-	Date       time.Time         `json:"date"`
-	Cmdline    []string          `json:"cmdline,omitempty"`
-	Components map[string]string `json:"components,omitempty"`
-	Artifacts  []Artifact        `json:"artifacts"`
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Name       string `json:"name"`
+	Version    string `json:"version"`
+	Channel    string `json:"channel,omitempty"`
+	// UpgradesFrom is the definition's, signed with the rest.
+	UpgradesFrom []string          `json:"upgradesFrom,omitempty"`
+	Date         time.Time         `json:"date"`
+	Cmdline      []string          `json:"cmdline,omitempty"`
+	Components   map[string]string `json:"components,omitempty"`
+	Artifacts    []Artifact        `json:"artifacts"`
 	// KeyID is the hex sha256 (first 8 bytes) of the signing public key.
 	KeyID string `json:"keyID,omitempty"`
 }
@@ -161,6 +167,14 @@ func LoadDefinition(p string) (*Definition, error) {
 	if err := ValidateVersion(d.Version); err != nil {
 		return nil, fmt.Errorf("image definition %s: version %w", p, err)
 	}
+	for i, v := range d.UpgradesFrom {
+		if err := ValidateVersion(v); err != nil {
+			return nil, fmt.Errorf("image definition %s: upgradesFrom[%d]: version %w", p, i, err)
+		}
+		if v == d.Version {
+			return nil, fmt.Errorf("image definition %s: upgradesFrom[%d]: %s is the release's own version", p, i, v)
+		}
+	}
 	return &d, nil
 }
 
@@ -195,7 +209,7 @@ func Build(d *Definition, dir string, o Options) (*Manifest, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	m := &Manifest{APIVersion: APIVersion, Kind: ReleaseKind, Name: d.Name, Version: d.Version, Channel: d.Channel, Date: d.Date.UTC(), Cmdline: d.Cmdline, Components: d.Components}
+	m := &Manifest{APIVersion: APIVersion, Kind: ReleaseKind, Name: d.Name, Version: d.Version, Channel: d.Channel, UpgradesFrom: d.UpgradesFrom, Date: d.Date.UTC(), Cmdline: d.Cmdline, Components: d.Components}
 	for _, a := range []struct {
 		name, file string
 		src        Source
