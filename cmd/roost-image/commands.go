@@ -16,6 +16,7 @@ import (
 	agentconfig "github.com/roostfleet/roost/agent/config"
 	"github.com/roostfleet/roost/client"
 	"github.com/roostfleet/roost/imagebuilder"
+	"github.com/roostfleet/roost/imagebuilder/feed"
 	"github.com/roostfleet/roost/imagebuilder/ignition"
 	"github.com/roostfleet/roost/imagebuilder/iso"
 	"github.com/roostfleet/roost/imagebuilder/release"
@@ -59,7 +60,7 @@ keys that do not verify the release).`,
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err: err, help: true} })
-	root.AddCommand(newEnrollCmd(), newInspectCmd(), newReleaseCmd(), newSysextCmd(), newKeygenCmd())
+	root.AddCommand(newEnrollCmd(), newInspectCmd(), newReleaseCmd(), newPublishCmd(), newSysextCmd(), newKeygenCmd())
 	return root
 }
 
@@ -436,6 +437,52 @@ the testbed's definition and builds its bundle.`,
 	cmd.Flags().BoolVar(&fetch, "fetch", false, "download artifacts given by URL (needs internet)")
 	_ = cmd.MarkFlagRequired("manifest")
 	_ = cmd.MarkFlagRequired("output")
+	return cmd
+}
+
+func newPublishCmd() *cobra.Command {
+	var channel string
+	cmd := &cobra.Command{
+		Use:   "publish DIR BUNDLE...",
+		Short: "Add signed release bundles to a release feed directory that any web server can serve",
+		Long: `Add release bundles (made by 'roost-image release --key KEY') to the release
+feed rooted at DIR (created if missing): an index of channels, per channel the
+list of its signed release manifests, and every artifact by its sha256
+(docs/release-feeds.md). Serve DIR with any static web server, or copy it to an
+air-gapped hub, and point a ReleaseFeed at it: the hub polls it, verifies each
+release with its trusted keys and imports it onto the channel.
+
+A release goes to --channel, or to the channel its definition names. Bundles
+are checked first (signed, artifacts matching their sha256); a version the
+feed holds with another manifest is refused, since releases are immutable.
+Publishing a bundle again changes nothing. index.json is written last, so a
+server never shows a channel naming a release not written yet.`,
+		Example: `  roost-image publish /srv/roost-feed _output/2026.12.0 --channel beta
+  # then, on the hub
+  roostctl apply -f - <<EOF
+  apiVersion: roost.io/v1
+  kind: ReleaseFeed
+  metadata: {name: upstream}
+  spec: {url: "https://releases.example.com/roost", channels: [beta]}
+  EOF`,
+		Args: usageArgs(cobra.MinimumNArgs(2)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			done, err := feed.Publish(args[0], channel, args[1:])
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			for _, p := range done {
+				what := "published"
+				if !p.Added {
+					what = "already published"
+				}
+				fmt.Fprintf(w, "release %s %s on channel %s (%d new artifacts)\n", p.Version, what, p.Channel, p.Blobs)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&channel, "channel", "", "channel to list the releases on (default: the channel of each release's definition)")
 	return cmd
 }
 

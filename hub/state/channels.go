@@ -147,8 +147,8 @@ func checkPromotion(txn *memdb.Txn, ch *roostv1.Channel, now time.Time) (Promoti
 			version, english.Count(len(halted), "Pool", "Pools")+" ("+fewNames(halted)+")")
 	case soaked < soak:
 		p.Reason, p.Wait = ReasonSoaking, soak-soaked
-		p.Message = fmt.Sprintf("release %s soaks on %s until %s (%s of %s)", version, spec.GetFollows(),
-			since.Add(soak).UTC().Format(time.RFC3339), soaked.Truncate(time.Second), soak)
+		p.Message = fmt.Sprintf("release %s soaks on %s until %s (soak %s)", version, spec.GetFollows(),
+			since.Add(soak).UTC().Format(time.RFC3339), soak)
 	case int32(good) < want:
 		p.Reason, p.Message = ReasonTooFewMachines, fmt.Sprintf("release %s runs Good on %s, %d wanted (spec.minMachines)", version, english.Count(good, "Machine", "Machines"), want)
 	default:
