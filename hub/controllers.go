@@ -10,6 +10,7 @@ import (
 	"github.com/roostfleet/roost/hub/cleaning"
 	"github.com/roostfleet/roost/hub/clusters"
 	"github.com/roostfleet/roost/hub/controller"
+	"github.com/roostfleet/roost/hub/feeds"
 	"github.com/roostfleet/roost/hub/liveness"
 	"github.com/roostfleet/roost/hub/remediation"
 	"github.com/roostfleet/roost/hub/revisions"
@@ -162,6 +163,36 @@ func (h *Hub) bmcController() *bmcs.Controller {
 	return c
 }
 
+// feedController is the leader-only poller of ReleaseFeeds (see
+// hub/feeds): it fills this member's blob store from the feeds.
+func (h *Hub) feedController() *feeds.Controller {
+	return &feeds.Controller{
+		IsLeader: h.node.IsLeader,
+		FSM:      h.fsm,
+		Propose:  h.propose,
+		Barrier:  h.termBarrier,
+		Blobs:    h.blobs,
+		NewUID:   uuid.NewString,
+		Now:      h.opts.ControllerClock,
+		Metrics:  h.controllerMetrics,
+		Log:      h.log,
+	}
+}
+
+// promoter is the leader-only promotion controller of Channels (see
+// hub/feeds).
+func (h *Hub) promoter() *feeds.Promoter {
+	return &feeds.Promoter{
+		IsLeader: h.node.IsLeader,
+		FSM:      h.fsm,
+		Propose:  h.propose,
+		Barrier:  h.termBarrier,
+		Now:      h.opts.ControllerClock,
+		Metrics:  h.controllerMetrics,
+		Log:      h.log,
+	}
+}
+
 // propose writes c through Raft on this member (the leader), for the
 // leader-only controllers.
 func (h *Hub) propose(ctx context.Context, c *roostv1.Command) error {
@@ -222,7 +253,7 @@ func (h *Hub) runLiveness(ctx context.Context, m *liveness.Metrics) {
 	rep.Metrics, rep.Log = m, h.log
 	var n int
 	done := make(chan struct{}, 8)
-	for _, run := range []func(context.Context){ctrl.Run, rep.Run, h.poolController().Run, h.revisionController().Run, h.cleaningController().Run, h.remediationController().Run, h.safetyController().Run, h.leaseCollector().Run, h.bmcController().Run, h.clusters.Run, h.clusters.Recorder.Run, h.rollouts.Run, h.rollouts.Recorder.Run, h.gate.Run, h.agents.Run, h.runBlobGC, h.watchHealth, func(ctx context.Context) {
+	for _, run := range []func(context.Context){ctrl.Run, rep.Run, h.poolController().Run, h.revisionController().Run, h.cleaningController().Run, h.remediationController().Run, h.safetyController().Run, h.leaseCollector().Run, h.bmcController().Run, h.clusters.Run, h.clusters.Recorder.Run, h.rollouts.Run, h.rollouts.Recorder.Run, h.feedController().Run, h.promoter().Run, h.gate.Run, h.agents.Run, h.runBlobGC, h.watchHealth, func(ctx context.Context) {
 		t := time.NewTicker(5 * time.Second)
 		defer t.Stop()
 		for {

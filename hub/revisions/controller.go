@@ -383,6 +383,8 @@ type view struct {
 	// allExts holds every Extension (read at the first use).
 	exts    map[*roostv1.MachineClass]resolved
 	allExts []*roostv1.Extension
+	// paths caches the upgrade paths to each target release.
+	paths map[*roostv1.ImageRelease]*UpgradePaths
 }
 
 // kindName keys view's caches: a kind and a name, or a pinned version
@@ -419,6 +421,27 @@ func (v *view) release(version, channel string) *roostv1.ImageRelease {
 		v.picked[k] = r
 	}
 	return r
+}
+
+// route is the release a Server running version moves to on its way to
+// target (UpgradePaths.Next), and why it is not target; the paths are
+// computed once per view and target.
+func (v *view) route(target *roostv1.ImageRelease, version string) (*roostv1.ImageRelease, string) {
+	if len(target.GetSpec().GetUpgradesFrom()) == 0 || version == "" {
+		return target, ""
+	}
+	p, ok := v.paths[target]
+	if !ok {
+		if !v.listed {
+			v.rels, v.listed = v.r.List("ImageRelease"), true
+		}
+		p = NewUpgradePaths(v.rels, target)
+		if v.paths == nil {
+			v.paths = map[*roostv1.ImageRelease]*UpgradePaths{}
+		}
+		v.paths[target] = p
+	}
+	return p.Next([]string{version})
 }
 
 // gather returns what m's Revision is rendered from, as far as it read
@@ -471,6 +494,15 @@ func (v *view) inputs(m *roostv1.Machine, prev *memoKey) (Inputs, string) {
 		}
 	}
 	in.Release = v.release(ps.GetImageVersion(), ps.GetImageChannel())
+	if in.Release != nil {
+		// A jump the release does not upgrade from goes through an
+		// intermediate release, one reboot at a time.
+		next, note := v.route(in.Release, in.Server.GetStatus().GetImageVersion())
+		if next == nil {
+			return in, note
+		}
+		in.Release = next
+	}
 	if in.Release == nil {
 		switch {
 		case ps.GetImageVersion() != "":

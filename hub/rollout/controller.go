@@ -189,15 +189,28 @@ func (c *Controller) Views(pool string) ([]*PoolView, error) {
 	var out []*PoolView
 	for _, p := range pools {
 		v := &PoolView{Pool: p, MaxUnavailable: MaxUnavailable(p)}
-		if rel := revisions.PickRelease(releases, p.GetSpec().GetImageVersion(), p.GetSpec().GetImageChannel()); rel != nil {
-			v.Target = rel.GetSpec().GetVersion()
-		}
 		v.Schedule, v.ScheduleErr = c.sched.get(r, p.GetSpec().GetMaintenanceWindows())
 		for _, m := range r.MachinesOfPool(p.GetMetadata().GetName()) {
 			// A Machine being replaced (hub/remediation) is out of the
 			// rollout: it does not hold the pool's maxUnavailable.
 			if m.GetSpec().GetServer() != "" && !state.Remediating(m) {
 				v.Machines = append(v.Machines, machineView(r, m))
+			}
+		}
+		if rel := revisions.PickRelease(releases, p.GetSpec().GetImageVersion(), p.GetSpec().GetImageChannel()); rel != nil {
+			v.Target = rel.GetSpec().GetVersion()
+			if len(rel.GetSpec().GetUpgradesFrom()) > 0 {
+				// The Pool moves to the next supported release of the
+				// Machines furthest behind (see revisions.UpgradePaths).
+				var from []string
+				for _, m := range v.Machines {
+					from = append(from, m.BootedVersion)
+				}
+				next, note := revisions.NewUpgradePaths(releases, rel).Next(from)
+				v.Target, v.TargetNote = "", note
+				if next != nil {
+					v.Target = next.GetSpec().GetVersion()
+				}
 			}
 		}
 		out = append(out, v)

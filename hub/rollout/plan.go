@@ -48,9 +48,12 @@ type PoolView struct {
 	Pool     *roostv1.Pool
 	Machines []MachineView
 	// Target is the image version the Pool's Revisions render ("" when no
-	// ImageRelease fits).
-	Target   string
-	Schedule Schedule
+	// ImageRelease fits); TargetNote says why it is not the newest of the
+	// Pool's channel (an upgrade path through an intermediate release, or
+	// no supported path), "" when it is.
+	Target     string
+	TargetNote string
+	Schedule   Schedule
 	// MaxUnavailable is the resolved rollout.maxUnavailable (≥ 1).
 	MaxUnavailable int32
 	// ScheduleErr is why the Pool's windows could not be read; the Pool
@@ -182,6 +185,9 @@ func Plan(v *PoolView, now time.Time) *roostv1.RolloutStatus {
 		if v.Target == "" {
 			st.Reason = "no ImageRelease fits the pool"
 		}
+		if v.TargetNote != "" {
+			st.Reason = v.TargetNote
+		}
 	case reboots == 0:
 		// Only first installs are left: they may start now, whatever the
 		// windows or the settle delay say (within maxUnavailable).
@@ -215,6 +221,9 @@ func Plan(v *PoolView, now time.Time) *roostv1.RolloutStatus {
 	default:
 		st.Phase = state.RolloutProgressing
 		st.Reason = fmt.Sprintf("%s%s; %d unavailable of %d allowed", installs(""), toReboot, st.Unavailable, v.MaxUnavailable)
+		if v.TargetNote != "" {
+			st.Reason += "; " + v.TargetNote
+		}
 	}
 	return st
 }
