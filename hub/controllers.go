@@ -220,7 +220,8 @@ func (h *Hub) leaseGate() *rollout.Gate {
 }
 
 // runLiveness starts the leader-only controllers (liveness, pools,
-// revisions, cleaning retries, remediation, safety, BMCs, clusters, rollouts; each acts only while this member leads),
+// revisions, cleaning retries, remediation, safety, BMCs, clusters, rollouts,
+// release feeds, promotions; each acts only while this member leads),
 // and on every member the reboot gate, the agent stream registry, the
 // heartbeat reporter, the fleet-size refresher, the blob garbage
 // collection and the health watch (which checks for this member's

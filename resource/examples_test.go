@@ -66,7 +66,7 @@ func TestExamplesAll(t *testing.T) {
 		return ms
 	}
 	all := decode("all.yaml")
-	order := []string{"cluster.yaml", "machineclass.yaml", "networkprofile.yaml", "maintenancewindow.yaml", "pool.yaml"}
+	order := []string{"cluster.yaml", "machineclass.yaml", "networkprofile.yaml", "maintenancewindow.yaml", "pool.yaml", "releasefeed.yaml", "channel.yaml"}
 	if len(all) != len(order) {
 		t.Fatalf("all.yaml has %d objects, want %d", len(all), len(order))
 	}

@@ -24,7 +24,7 @@ func ChannelSoak(s *roostv1.ChannelSpec) time.Duration {
 
 // ChannelMinMachines is a Channel's spec.minMachines, 1 when unset.
 func ChannelMinMachines(s *roostv1.ChannelSpec) int32 {
-	if s.MinMachines == nil {
+	if s == nil || s.MinMachines == nil {
 		return 1
 	}
 	return s.GetMinMachines()
@@ -42,7 +42,7 @@ func validateChannel(e *violations, name string, s *roostv1.ChannelSpec) {
 		e.addf("spec.follows", "name another channel, e.g. \"beta\"", "channel %q cannot follow itself", f)
 	}
 	checkDuration(e, "spec.soak", s.GetSoak())
-	if s.MinMachines != nil && s.GetMinMachines() < 0 {
+	if s.GetMinMachines() < 0 {
 		e.add("spec.minMachines", fmt.Sprintf("must be ≥ 0, got %d", s.GetMinMachines()), "0 promotes on the soak alone")
 	}
 }

@@ -3,6 +3,7 @@ package printers
 import (
 	"cmp"
 	"fmt"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"io"
 	"maps"
 	"slices"
@@ -322,7 +323,91 @@ var tableColumns = map[string][]column{
 		{header: "HOSTNAME", wide: true, value: func(r resource.Resource, _ time.Time) string { return r.(*roostv1.Revision).GetSpec().GetHostname() }},
 		{header: "REASON", wide: true, value: func(r resource.Resource, _ time.Time) string { return r.(*roostv1.Revision).GetStatus().GetReason() }},
 	},
-	"Extension": extensionColumns,
+	"Extension":   extensionColumns,
+	"ReleaseFeed": releaseFeedColumns,
+	"Channel":     channelColumns,
+}
+
+// releaseFeedColumns are a ReleaseFeed's: its URL, allowed channels ("*"
+// for all), Ready condition (its reason when not True), last poll and
+// releases imported; wide adds the failed imports with their reasons.
+var releaseFeedColumns = []column{
+	{header: "URL", value: func(r resource.Resource, _ time.Time) string { return r.(*roostv1.ReleaseFeed).GetSpec().GetUrl() }},
+	{header: "CHANNELS", value: func(r resource.Resource, _ time.Time) string {
+		if chs := r.(*roostv1.ReleaseFeed).GetSpec().GetChannels(); len(chs) > 0 {
+			return strings.Join(chs, ",")
+		}
+		return "*"
+	}},
+	{header: "READY", value: func(r resource.Resource, _ time.Time) string {
+		return conditionReasonCell(r.(*roostv1.ReleaseFeed).GetStatus().GetConditions(), "Ready")
+	}},
+	{header: "LAST POLL", value: func(r resource.Resource, now time.Time) string {
+		if t := r.(*roostv1.ReleaseFeed).GetStatus().GetLastPoll(); t != nil {
+			return ageCell(t, now)
+		}
+		return "never"
+	}},
+	{header: "IMPORTED", value: func(r resource.Resource, _ time.Time) string {
+		n := 0
+		for _, fr := range r.(*roostv1.ReleaseFeed).GetStatus().GetReleases() {
+			if fr.GetState() == "Imported" {
+				n++
+			}
+		}
+		return strconv.Itoa(n)
+	}},
+	{header: "FAILED", wide: true, value: func(r resource.Resource, _ time.Time) string {
+		var out []string
+		for _, fr := range r.(*roostv1.ReleaseFeed).GetStatus().GetReleases() {
+			if fr.GetState() == "ImportFailed" {
+				out = append(out, fr.GetVersion()+":"+fr.GetReason())
+			}
+		}
+		return strings.Join(out, ",")
+	}},
+}
+
+// channelColumns are a Channel's: the channel it follows, its soak and
+// minimum Good Machines, its candidate and what the candidate waits for
+// (the Promoting condition's reason), and the last release promoted.
+var channelColumns = []column{
+	{header: "FOLLOWS", value: func(r resource.Resource, _ time.Time) string { return r.(*roostv1.Channel).GetSpec().GetFollows() }},
+	{header: "SOAK", value: func(r resource.Resource, _ time.Time) string {
+		return resource.FormatDuration(durationpb.New(resource.ChannelSoak(r.(*roostv1.Channel).GetSpec())))
+	}},
+	{header: "MIN MACHINES", value: func(r resource.Resource, _ time.Time) string {
+		return strconv.Itoa(int(resource.ChannelMinMachines(r.(*roostv1.Channel).GetSpec())))
+	}},
+	{header: "CANDIDATE", value: func(r resource.Resource, _ time.Time) string {
+		return orDash(r.(*roostv1.Channel).GetStatus().GetCandidate())
+	}},
+	{header: "WAITING", value: func(r resource.Resource, _ time.Time) string {
+		c := r.(*roostv1.Channel).GetStatus().GetConditions()
+		for _, x := range c {
+			if x.GetType() == "Promoting" && x.GetStatus() == "True" {
+				return x.GetReason()
+			}
+		}
+		return "-"
+	}},
+	{header: "LAST PROMOTED", value: func(r resource.Resource, _ time.Time) string {
+		return orDash(r.(*roostv1.Channel).GetStatus().GetLastPromoted())
+	}},
+}
+
+// conditionReasonCell is the status of condition typ, with its reason
+// when not True ("False/Unreachable"); "-" when conds lack it.
+func conditionReasonCell(conds []*roostv1.Condition, typ string) string {
+	for _, c := range conds {
+		if c.GetType() == typ {
+			if c.GetStatus() == "True" || c.GetReason() == "" {
+				return c.GetStatus()
+			}
+			return c.GetStatus() + "/" + c.GetReason()
+		}
+	}
+	return "-"
 }
 
 // extensionColumns are an Extension's: its version, architecture ("any"

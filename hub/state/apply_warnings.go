@@ -8,6 +8,7 @@ import (
 
 	"github.com/roostfleet/roost/apierror"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
+	"github.com/roostfleet/roost/resource"
 	"github.com/roostfleet/roost/window"
 )
 
@@ -36,8 +37,29 @@ func (a *applier) referenceWarnings(obj *roostv1.Object) ([]string, *apierror.Er
 		return selectorWarnings(obj.GetMachineClass()), nil
 	case obj.GetMaintenanceWindow() != nil:
 		return a.windowWarnings(obj.GetMaintenanceWindow())
+	case obj.GetReleaseFeed() != nil:
+		return a.feedWarnings(obj.GetReleaseFeed())
 	}
 	return nil, nil
+}
+
+// feedWarnings warns about a feed read over plain HTTP (spec.insecure),
+// and one no trusted key can sign for (nothing would be imported).
+func (a *applier) feedWarnings(f *roostv1.ReleaseFeed) ([]string, *apierror.Error) {
+	var out []string
+	name := f.GetMetadata().GetName()
+	if k, _, err := resource.ParseFeedURL(f.GetSpec().GetUrl()); err == nil && k == resource.FeedHTTP {
+		out = append(out, fmt.Sprintf("releasefeed/%s: %s is plain HTTP (spec.insecure): anyone on the path can withhold or delay releases; "+
+			"their signatures are still checked", name, f.GetSpec().GetUrl()))
+	}
+	trusted, aerr := a.trustedKeysIn()
+	if aerr != nil {
+		return nil, aerr
+	}
+	if _, err := FeedKeys(trusted, f.GetSpec()); err != nil {
+		out = append(out, fmt.Sprintf("releasefeed/%s: nothing will be imported until a key is trusted: %v", name, err))
+	}
+	return out, nil
 }
 
 // windowWarnings warns about a window whose rule has ended (UNTIL or COUNT
