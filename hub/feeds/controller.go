@@ -304,4 +304,3 @@ func (c *Controller) importRelease(ctx context.Context, feedName string, src Sou
 	c.log().Info("imported release from feed", "feed", feedName, "version", e.Version, "channel", channel)
 	return &roostv1.FeedRelease{Version: e.Version, Channel: channel, State: state.FeedImported}
 }
-
