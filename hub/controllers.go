@@ -173,6 +173,7 @@ func (h *Hub) feedController() *feeds.Controller {
 		Barrier:  h.termBarrier,
 		Blobs:    h.blobs,
 		NewUID:   uuid.NewString,
+		Interval: h.opts.FeedPollInterval,
 		Now:      h.opts.ControllerClock,
 		Metrics:  h.controllerMetrics,
 		Log:      h.log,

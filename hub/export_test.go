@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/roostfleet/roost/hub/agentconn"
+	"github.com/roostfleet/roost/hub/blobs"
 )
 
 // Kill stops the member at once, as a crash (kill -9) would, for tests of
@@ -57,3 +58,5 @@ func (h *Hub) PutBlob(digest string, data []byte) error {
 
 // Agents returns the member's agent streams (and their data requests).
 func (h *Hub) Agents() *agentconn.Registry { return h.agents }
+// Blobs is the member's artifact store.
+func (h *Hub) Blobs() *blobs.Store { return h.blobs }

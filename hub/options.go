@@ -64,10 +64,14 @@ type Options struct {
 	// ClusterSyncInterval is how often the leader reconciles each Cluster
 	// (reachability, Nodes, bootstrap tokens); default clusters.DefaultTick.
 	ClusterSyncInterval time.Duration
-	// ControllerClock is the clock of the cluster and rollout controllers
-	// (bootstrap token expiry and rotation, maintenance windows); nil
-	// means time.Now.
+	// ControllerClock is the clock of the cluster, rollout, release feed
+	// and promotion controllers (bootstrap token expiry and rotation,
+	// maintenance windows, polls, soaks); nil means time.Now.
 	ControllerClock func() time.Time
+	// FeedPollInterval, when positive, replaces every ReleaseFeed's
+	// spec.pollInterval (and caps its retry backoff): for tests and
+	// demos that publish a release and want it seen in seconds.
+	FeedPollInterval time.Duration
 	// BlobGCInterval is the time between two passes of the member's blob
 	// garbage collection, which removes from DATA_DIR/blobs the artifacts
 	// no ImageRelease names any more (see blobgc.go); the first pass runs

@@ -60,6 +60,9 @@ type Controller struct {
 	Client *http.Client
 	// NewUID names a new ImageRelease.
 	NewUID func() string
+	// Interval, when positive, replaces every feed's spec.pollInterval
+	// (and caps the retry backoff).
+	Interval time.Duration
 	// Now is the clock; nil means time.Now.
 	Now     func() time.Time
 	Metrics *controller.Metrics
@@ -138,6 +141,9 @@ func (c *Controller) Reconcile(ctx context.Context, name string) (controller.Res
 	}
 	memo.generation = f.GetMetadata().GetGeneration()
 	interval := resource.FeedPollInterval(f.GetSpec())
+	if c.Interval > 0 {
+		interval = c.Interval
+	}
 	wait := interval
 	if !ok {
 		wait = min(FirstRetry<<min(memo.failures-1, 16), interval)
