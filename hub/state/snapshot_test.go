@@ -134,6 +134,11 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	h.mustApply(modifyCmd(uuidB, roostv1.ServerAction_SERVER_ACTION_APPROVE))
 	h.mustApply(createMachinesCmd(true, newMachine("workers-b", uuidB, "workers")))
 	h.mustApply(withRules(RulesEvents, recordEventsCmd(eventRecord("Pool", "workers", EventWarning, "DrainBlocked", "blocked"))))
+	// A ReleaseFeed with a status, and a Channel.
+	h.mustApply(withRules(RulesReleaseFeeds, h.objects(feedObj("upstream", nil, "beta"),
+		resource.Wrap(&roostv1.Channel{Metadata: meta("stable", nil), Spec: &roostv1.ChannelSpec{Follows: "beta"}}))))
+	h.mustApply(withRules(RulesReleaseFeeds, &roostv1.Command{Command: &roostv1.Command_UpdateReleaseFeedStatus{UpdateReleaseFeedStatus: &roostv1.UpdateReleaseFeedStatus{
+		Feed: "upstream", Status: &roostv1.ReleaseFeedStatus{LastPoll: timestamppb.New(t0), Releases: []*roostv1.FeedRelease{{Version: "1", Channel: "beta", State: FeedImported}}}}}}))
 	if m := getMachine(t, h.f, "workers-b"); m.GetStatus().GetCluster() != "prod" || len(m.GetStatus().GetConditions()) != 4 {
 		t.Fatalf("test setup: machine %v", m)
 	}
