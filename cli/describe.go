@@ -14,7 +14,10 @@ const describeExample = `  # Everything about one pool: spec, status, conditions
   roostctl describe pool workers
 
   # A server, by its short kind name
-  roostctl describe srv 4c4c4544-0042-3510-8052-b4c04f4d4e31`
+  roostctl describe srv 4c4c4544-0042-3510-8052-b4c04f4d4e31
+
+  # A release feed: each release tried, Imported or ImportFailed with the reason
+  roostctl describe feed upstream`
 
 type describeOptions struct {
 	stale bool

@@ -44,7 +44,10 @@ const getExample = `  # List all pools as a table
   roostctl get machines --watch
 
   # The operations log of one pool, and then what happens next
-  roostctl get events --for pool/workers --watch`
+  roostctl get events --for pool/workers --watch
+
+  # Release feeds: readiness, last poll, releases imported (-o wide: failed ones)
+  roostctl get feeds`
 
 type getOptions struct {
 	output   string

@@ -58,5 +58,6 @@ func (h *Hub) PutBlob(digest string, data []byte) error {
 
 // Agents returns the member's agent streams (and their data requests).
 func (h *Hub) Agents() *agentconn.Registry { return h.agents }
+
 // Blobs is the member's artifact store.
 func (h *Hub) Blobs() *blobs.Store { return h.blobs }
