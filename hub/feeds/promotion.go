@@ -14,8 +14,8 @@ import (
 )
 
 // PromotionResync is how often every Channel is checked again for what
-// time alone changes (a soak ending); Machines and Pools changing queue
-// the Channels at once.
+// time changes (a soak ending) and for Machines that became Good;
+// releases and Pools changing queue the Channels at once.
 const PromotionResync = time.Minute
 
 // Promoter promotes each Channel's candidate from the channel it follows
@@ -40,11 +40,12 @@ func (p *Promoter) Run(ctx context.Context) {
 		Name: "promotion", Reconcile: p.Reconcile, Watch: p.FSM.Subscribe, IsLeader: p.IsLeader, Barrier: p.Barrier,
 		Sources: []controller.Source{
 			{Kind: "Channel", Keys: controller.ByName},
-			// Channels are few: every release, Pool (a halt) and Machine
-			// (Ready on a release) change re-checks them all.
+			// Channels are few: every release and Pool (a halt) change
+			// re-checks them all. Machines becoming Good on a release are
+			// counted at the next resync: they change too often to fan
+			// out, and a soak is counted in days.
 			{Kind: "ImageRelease", Keys: all},
 			{Kind: "Pool", Keys: all},
-			{Kind: "Machine", Keys: all},
 		},
 		Resync: PromotionResync, ResyncKeys: p.channels,
 		Metrics: p.Metrics, Log: p.Log,
