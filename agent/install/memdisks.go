@@ -25,11 +25,11 @@ const memPage = 4096
 // MemDisks is a Disks held in memory, for simulating many Servers in one
 // process (roost-agent simulate --host fake): device "/dev/NAME" (or
 // "NAME") is a sparse disk of the size given to Add, of which only the
-// 4 KiB pages holding non-zero bytes take memory. Pages are never changed
-// in place (a write replaces them), so disks share the pages of the ext4
+// 4 KiB pages holding non-zero bytes take memory. Disks share the ext4
 // file systems MkfsExt4 lays down: it runs the real mkfs.ext4 once per
-// size and label on a temporary sparse file in TempDir and copies the
-// result's non-zero pages in by reference. Like FakeDisks it refuses
+// size and label on a temporary sparse file in TempDir and places the
+// result's non-zero pages as a read-only layer under the disk's own
+// writes. Like FakeDisks it refuses
 // MkfsExt4 while the disk is open. Safe for concurrent use.
 type MemDisks struct {
 	// TempDir holds mkfs.ext4's scratch files (default os.TempDir()).
@@ -39,12 +39,51 @@ type MemDisks struct {
 	disks map[string]*memDisk
 }
 
-// memDisk is one disk: its size and its non-zero pages by index.
+// memDisk is one disk: its size, the pages written to it by index, and
+// below them the file systems MkfsExt4 laid down, shared with other disks.
 type memDisk struct {
-	mu    sync.Mutex
-	size  int64
-	pages map[int64][]byte
-	open  int
+	mu   sync.Mutex
+	size int64
+	// pages are the pages written, over the layers; zeroPage stands for a
+	// page of zeros hiding a layer's page.
+	pages  map[int64][]byte
+	layers []memLayer
+	open   int
+}
+
+// memLayer is a file system template placed at page first of the disk.
+type memLayer struct {
+	first, last int64
+	pages       map[int64][]byte // by index from first; shared, read only
+}
+
+// zeroPage marks a written page of zeros over a layer's page.
+var zeroPage = make([]byte, memPage)
+
+// page returns page i (nil: zeros).
+func (d *memDisk) page(i int64) []byte {
+	if p, ok := d.pages[i]; ok {
+		if &p[0] == &zeroPage[0] {
+			return nil
+		}
+		return p
+	}
+	for j := len(d.layers) - 1; j >= 0; j-- {
+		if l := d.layers[j]; i >= l.first && i <= l.last {
+			return l.pages[i-l.first]
+		}
+	}
+	return nil
+}
+
+// underLayer reports whether a layer holds page i.
+func (d *memDisk) underLayer(i int64) bool {
+	for _, l := range d.layers {
+		if i >= l.first && i <= l.last && l.pages[i-l.first] != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // ext4Templates caches mkfs.ext4's output per size and label: its
@@ -94,7 +133,11 @@ func (m *MemDisks) Pages(dev string) int {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return len(d.pages)
+	n := len(d.pages)
+	for _, l := range d.layers {
+		n += len(l.pages)
+	}
+	return n
 }
 
 // Open implements Disks.
@@ -145,9 +188,23 @@ func (m *MemDisks) MkfsExt4(ctx context.Context, dev string, offset, size int64,
 			delete(d.pages, i)
 		}
 	}
-	for i, p := range t {
-		d.pages[first+i] = p
+	// Layers under the new file system go; what they held outside it is
+	// kept as written pages.
+	kept := d.layers[:0]
+	for _, l := range d.layers {
+		if l.last < first || l.first > last {
+			kept = append(kept, l)
+			continue
+		}
+		for k, p := range l.pages {
+			if i := l.first + k; i < first || i > last {
+				if _, ok := d.pages[i]; !ok {
+					d.pages[i] = p
+				}
+			}
+		}
 	}
+	d.layers = append(kept, memLayer{first: first, last: last, pages: t})
 	return nil
 }
 
@@ -262,7 +319,7 @@ func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
 	for done := 0; done < n; {
 		i, in := (off+int64(done))/memPage, int((off+int64(done))%memPage)
 		k := min(memPage-in, n-done)
-		if pg := f.d.pages[i]; pg != nil {
+		if pg := f.d.page(i); pg != nil {
 			copy(p[done:done+k], pg[in:in+k])
 		} else {
 			clear(p[done : done+k])
@@ -284,7 +341,7 @@ func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 	for done := 0; done < len(p); {
 		i, in := (off+int64(done))/memPage, int((off+int64(done))%memPage)
 		k := min(memPage-in, len(p)-done)
-		old := f.d.pages[i]
+		old := f.d.page(i)
 		if old == nil && allZero(p[done:done+k]) {
 			done += k
 			continue
@@ -294,10 +351,13 @@ func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 			copy(pg, old)
 		}
 		copy(pg[in:in+k], p[done:done+k])
-		if allZero(pg) {
-			delete(f.d.pages, i)
-		} else {
+		switch {
+		case !allZero(pg):
 			f.d.pages[i] = pg
+		case f.d.underLayer(i):
+			f.d.pages[i] = zeroPage
+		default:
+			delete(f.d.pages, i)
 		}
 		done += k
 	}

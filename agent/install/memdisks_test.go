@@ -45,19 +45,35 @@ func TestMemDisks(t *testing.T) {
 	if n := m.Pages("sda"); n == 0 || n > 2000 {
 		t.Errorf("%d pages in memory for a prepared disk, want a few hundred", n)
 	}
-	// Pages of mkfs.ext4 are shared, not copied.
-	m.disks["sda"].mu.Lock()
-	m.disks["sdb"].mu.Lock()
-	shared := 0
-	for i, p := range m.disks["sda"].pages {
-		if q := m.disks["sdb"].pages[i]; q != nil && &p[0] == &q[0] {
-			shared++
-		}
+	// The ext4 file system is shared, not copied; the disks' own pages
+	// are few (GPT, FAT32, the boot loader).
+	a, b := m.disks["sda"], m.disks["sdb"]
+	if len(a.layers) != 1 || len(b.layers) != 1 || len(a.layers[0].pages) == 0 {
+		t.Fatalf("layers %d and %d, want one each", len(a.layers), len(b.layers))
 	}
-	m.disks["sdb"].mu.Unlock()
-	m.disks["sda"].mu.Unlock()
-	if shared == 0 {
-		t.Error("no page is shared between the two disks' ext4 file systems")
+	for k, p := range a.layers[0].pages {
+		if q := b.layers[0].pages[k]; &p[0] != &q[0] {
+			t.Fatal("the two disks' ext4 pages are copies")
+		}
+		break
+	}
+	t.Logf("own pages: %d; shared ext4 pages: %d", len(a.pages), len(a.layers[0].pages))
+	// Writes over the shared pages stay on their disk: zeroing a page of
+	// sdb's STATE does not reach sda's.
+	var i int64
+	for k := range b.layers[0].pages {
+		i = b.layers[0].first + k
+		break
+	}
+	w, _ := m.Open(ctx, "/dev/sdb")
+	if _, err := w.Backend.(interface {
+		WriteAt([]byte, int64) (int, error)
+	}).WriteAt(make([]byte, memPage), i*memPage); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if b.page(i) != nil || a.page(i) == nil {
+		t.Error("a write of zeros over a shared page: wrong page seen")
 	}
 	// Busy and unknown disks are refused as the real ones are.
 	dk, err := m.Open(ctx, "/dev/sda")
