@@ -40,9 +40,14 @@ func (f *FakeRebooter) Reboots() int {
 // String renders the state, e.g. "reboots: 1".
 func (f *FakeRebooter) String() string { return fmt.Sprintf("reboots: %d", f.Reboots()) }
 
-// FakeUnits answers ActiveState from a map; units not in it are
-// "inactive", as systemd reports unknown units.
+// FakeUnits answers ActiveState from a map; units not in it are in state
+// Default, or "inactive" (as systemd reports unknown units) when Default
+// is empty.
 type FakeUnits struct {
+	// Default is the state of every unit not Set (a simulated host sets
+	// "active": every unit a Revision requires runs).
+	Default string
+
 	mu      sync.Mutex
 	states  map[string]string
 	reloads int
@@ -66,6 +71,9 @@ func (f *FakeUnits) ActiveState(_ context.Context, name string) (string, error) 
 	defer f.mu.Unlock()
 	if st, ok := f.states[name]; ok {
 		return st, nil
+	}
+	if f.Default != "" {
+		return f.Default, nil
 	}
 	return "inactive", nil
 }

@@ -1,6 +1,7 @@
 package boot
 
 import (
+	"context"
 	"reflect"
 	"testing"
 )
@@ -39,5 +40,20 @@ func TestFakeBoot(t *testing.T) {
 		if n, _ := e2.FakeBoot(); n != 3 {
 			t.Errorf("booted %d, want 3", n)
 		}
+	}
+}
+
+func TestFakeUnitsDefault(t *testing.T) {
+	u := &FakeUnits{}
+	if st, _ := u.ActiveState(context.Background(), "x.service"); st != "inactive" {
+		t.Errorf("unknown unit %q, want inactive", st)
+	}
+	u.Default = "active"
+	u.Set("y.service", "failed")
+	if err := CheckUnits(context.Background(), u, []string{"x.service", "z.service"}); err != nil {
+		t.Errorf("default active: %v", err)
+	}
+	if st, _ := u.ActiveState(context.Background(), "y.service"); st != "failed" {
+		t.Errorf("set unit %q, want failed", st)
 	}
 }

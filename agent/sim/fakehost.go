@@ -52,8 +52,9 @@ const (
 //     boot.ESP.FakeBoot choose the entry as systemd-boot does (counting
 //     the try), and starts a new agent booted into that Revision, with
 //     STATE as its state dir;
-//   - the boot assessment checks roost-agent.service (boot.FakeUnits): it
-//     is "failed" in every boot of a Revision that the Server fails, which
+//   - the boot assessment checks the units the Revision requires
+//     (boot.FakeUnits): they are active, or "failed" in every boot of a
+//     Revision that the Server fails, which
 //     happens with probability FailRate per Server and Revision, decided
 //     by Seed (so a run is repeatable). The agent then reboots after the
 //     assessment timeout, systemd-boot counts the tries down and falls
@@ -173,13 +174,12 @@ func (s *server) run(ctx context.Context, newAgent func(store agent.Store, host 
 		if booted == 0 {
 			stateDir = ram // the enrollment image runs from RAM
 		}
-		units := &boot.FakeUnits{}
-		unit := "active"
+		// Every unit the Revision requires runs, or fails on a failing boot.
+		units := &boot.FakeUnits{Default: "active"}
 		if s.fails(booted) {
-			unit = "failed"
+			units.Default = "failed"
 			s.c.FailedBoots.Add(1)
 		}
-		units.Set("roost-agent.service", unit)
 		bootCtx, cancel := context.WithCancel(ctx)
 		rb := &rebooter{cancel: cancel}
 		host := &agent.Host{

@@ -54,7 +54,7 @@ func signedRevision(t *testing.T, hub *fakehub.Hub, key ed25519.PrivateKey, n in
 	return &roostv1.RevisionSpec{Server: "srv", Number: n, Machine: "m-1", ImageRelease: version, ImageVersion: version,
 		Kernel: art(kernel), Initrd: art(initrd), BootLoader: art(efi),
 		ReleaseManifest: manifest, ReleaseSignature: base64.StdEncoding.EncodeToString(ed25519.Sign(key, manifest)),
-		KernelArgs: []string{"console=ttyS0"}, Ignition: []byte(`{"ignition":{"version":"3.3.0"}}`), Hostname: "m-1"}
+		KernelArgs: []string{"console=ttyS0"}, RequiredUnits: []string{"systemd-networkd.service", "roost-agent.service"}, Ignition: []byte(`{"ignition":{"version":"3.3.0"}}`), Hostname: "m-1"}
 }
 
 func desire(hub *fakehub.Hub, gen int64, spec *roostv1.RevisionSpec) {
