@@ -301,7 +301,8 @@ func waitGood(b *testing.B, w *fleetWatch, sim *harness.Proc, version string, n 
 			b.Fatalf("%d of %d Machines (%d exist) Good on %s after %s; simulator: %s", good, n, total, version, timeout, lastLine(sim))
 		}
 		if time.Now().After(next) {
-			b.Logf("%d of %d Machines Good on %s; %s", good, n, version, lastLine(sim))
+			// progress goes to standard output at once (b.Log prints at the end)
+			fmt.Printf("%s: %d of %d Machines Good on %s (%s); %s\n", b.Name(), good, n, version, w.summary(), lastLine(sim))
 			next = time.Now().Add(10 * time.Second)
 		}
 		time.Sleep(200 * time.Millisecond)

@@ -225,3 +225,22 @@ func (w *fleetWatch) result() (violations []string, steps int, peak int, peakMax
 	}
 	return append([]string(nil), w.violations...), w.steps, peak, peakMax
 }
+
+// summary tells where the Machines are, for progress lines: how many are
+// Ready, on their desired Revision, and on each image version.
+func (w *fleetWatch) summary() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ready, current := 0, 0
+	versions := map[string]int{}
+	for _, m := range w.machines {
+		if m.ready {
+			ready++
+		}
+		if m.booted > 0 && m.booted == m.desired {
+			current++
+		}
+		versions[w.versions[m.server]]++
+	}
+	return fmt.Sprintf("%d Machines: %d Ready, %d on their desired Revision, %d Leases, image versions %v", len(w.machines), ready, current, len(w.leases), versions)
+}
