@@ -54,16 +54,17 @@ const (
 //     STATE as its state dir;
 //   - the boot assessment checks the units the Revision requires
 //     (boot.FakeUnits): they are active, or "failed" in every boot of a
-//     Revision that the Server fails, which
-//     happens with probability FailRate per Server and Revision, decided
-//     by Seed (so a run is repeatable). The agent then reboots after the
+//     Revision that the Server fails, which happens with probability
+//     FailRate per Server and Revision, decided by Seed (so a run is
+//     repeatable). The agent then reboots after the
 //     assessment timeout, systemd-boot counts the tries down and falls
 //     back to the previous entry, and the agent reports the Revision
 //     failed — the real sequence, at simulated speed.
 //
-// Memory per simulated Server: its agent (two gRPC connections while
-// rolling), a few hundred memory-disk pages (the ext4 pages are shared
-// between Servers) and a few kilobytes of files.
+// Memory per simulated Server: its agent (a second gRPC connection while
+// it rolls), about 13 memory-disk pages of its own (GPT, FAT32, the boot
+// loader; the ext4 pages are shared between Servers) and, on disk, a few
+// kilobytes of files per Revision.
 type FakeHost struct {
 	// Dir holds every simulated Server's folders (required).
 	Dir string
