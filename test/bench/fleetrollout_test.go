@@ -183,7 +183,9 @@ func rollFleet(b *testing.B, members, n int, bootTime time.Duration) fleetResult
 	harness.MustCtl(b, cfg, "apply", "-f", manifests)
 
 	// The simulated Servers enroll, are claimed and install release 1.
-	token, _ := harness.CreateToken(b, cfg, "--ttl", "4h", "--uses", fmt.Sprint(n))
+	// Uses to spare: under load an Enroll the hub applied can time out on
+	// the agent's side, and its retry takes another use.
+	token, _ := harness.CreateToken(b, cfg, "--ttl", "4h", "--uses", fmt.Sprint(n+n/10+10))
 	start := time.Now()
 	sim := harness.StartProc(b, "simulate", harness.AgentBinary(b), "simulate", "--host", "fake", "--count", fmt.Sprint(n),
 		"--hub", strings.Join(c.APIAddrs(), ","), "--ca", harness.WriteCA(b, cfg), "--token", token,
