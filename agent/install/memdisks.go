@@ -29,7 +29,7 @@ const memPage = 4096
 // file systems MkfsExt4 lays down: it runs the real mkfs.ext4 once per
 // size and label on a temporary sparse file in TempDir and places the
 // result's non-zero pages as a read-only layer under the disk's own
-// writes. Like FakeDisks it refuses
+// writes. Wiping (cleaning) is not simulated: OpenForWipe fails. Like FakeDisks it refuses
 // MkfsExt4 while the disk is open. Safe for concurrent use.
 type MemDisks struct {
 	// TempDir holds mkfs.ext4's scratch files (default os.TempDir()).
@@ -288,6 +288,15 @@ func allZero(b []byte) bool {
 		}
 	}
 	return true
+}
+
+// OpenForWipe implements Disks: a memory disk is no file, so cleaning
+// (Wipe) is not simulated; it fails and says so.
+func (m *MemDisks) OpenForWipe(_ context.Context, dev string) (*os.File, error) {
+	if _, err := m.disk(dev); err != nil {
+		return nil, err
+	}
+	return nil, fmt.Errorf("open %s for wiping: a simulated memory disk cannot be wiped (cleaning is not simulated)", dev)
 }
 
 // Sync implements Disks: memory needs nothing.

@@ -87,6 +87,9 @@ func TestMemDisks(t *testing.T) {
 		t.Errorf("MkfsExt4 while open: %v", err)
 	}
 	dk.Close()
+	if _, err := Wipe(ctx, m, "/dev/sda", WipeMetadata); err == nil || !strings.Contains(err.Error(), "cleaning is not simulated") {
+		t.Errorf("Wipe of a memory disk: %v", err)
+	}
 	if _, err := m.Open(ctx, "/dev/nvme9n1"); err == nil || !strings.Contains(err.Error(), "no such device") {
 		t.Errorf("unknown disk: %v", err)
 	}
