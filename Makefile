@@ -61,6 +61,9 @@ bench: build testbin ## benchmarks: Raft commit throughput and latency (1, 16, 2
 	./images/deps.sh --bench
 	ROOST_BIN=$(BIN) ROOST_TESTBIN_DIR=$$(./hack/testbin/build.sh) $(GO) test -run '^$$' -bench . -benchtime 3s -timeout 60m ./hub/state/ ./hub/raftnode/ ./hub/rollout/ ./hub/revisions/ ./test/bench/ ./imagebuilder/iso/
 
+scale: build ## fleet rollout through real hub processes: ROOST_SCALE_AGENTS simulated Servers (default 2000; 10000 for the issue's size) in 50 pools, maxUnavailable 10%, roll to a new release on 1 member and on 3 with the leader killed (ROOST_SCALE_MEMBERS=1,3): publish→fleet Good time, hub CPU and RSS, Raft entries per Machine; fails on a pool over maxUnavailable or a double Lease
+	ROOST_BIN=$(BIN) ROOST_SCALE_AGENTS=$${ROOST_SCALE_AGENTS:-2000} $(GO) test -run '^$$' -bench BenchmarkFleetRollout -benchtime 1x -timeout 180m ./test/bench/
+
 lint: ## go vet, gofmt and buf lint
 	$(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -87,4 +90,4 @@ check-generated: generate ## fail when committed generated code differs from `ma
 demo: ## the main job, narrated: a hub, the testbed image, a QEMU server that enrolls, is assigned to pool demo and boots from disk (hack/demo.sh)
 	./hack/demo.sh
 
-.PHONY: help build test test-unit test-root test-kube test-sim e2e e2e-worker testbed testbin bench lint tools generate check-generated demo
+.PHONY: help build test test-unit test-root test-kube test-sim e2e e2e-worker testbed testbin bench scale lint tools generate check-generated demo

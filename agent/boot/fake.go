@@ -3,6 +3,7 @@ package boot
 import (
 	"context"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -39,9 +40,14 @@ func (f *FakeRebooter) Reboots() int {
 // String renders the state, e.g. "reboots: 1".
 func (f *FakeRebooter) String() string { return fmt.Sprintf("reboots: %d", f.Reboots()) }
 
-// FakeUnits answers ActiveState from a map; units not in it are
-// "inactive", as systemd reports unknown units.
+// FakeUnits answers ActiveState from a map; units not in it are in state
+// Default, or "inactive" (as systemd reports unknown units) when Default
+// is empty.
 type FakeUnits struct {
+	// Default is the state of every unit not Set (a simulated host sets
+	// "active": every unit a Revision requires runs).
+	Default string
+
 	mu      sync.Mutex
 	states  map[string]string
 	reloads int
@@ -65,6 +71,9 @@ func (f *FakeUnits) ActiveState(_ context.Context, name string) (string, error) 
 	defer f.mu.Unlock()
 	if st, ok := f.states[name]; ok {
 		return st, nil
+	}
+	if f.Default != "" {
+		return f.Default, nil
 	}
 	return "inactive", nil
 }
@@ -207,4 +216,34 @@ func (f *FakeMounter) String() string {
 		fmt.Fprintf(&b, "%s on %s type %s%s\n", dev, d, fstype, shut)
 	}
 	return b.String()
+}
+
+// FakeBoot does to the ESP what systemd-boot does at power-on with
+// Roost's entries (systemd "Automatic Boot Assessment"), for simulated
+// Servers: it picks the newest revision whose entry has tries left (or is
+// blessed), else the newest entry at all; it counts the try on a counting
+// entry (roost-rev-N+L-D.conf becomes roost-rev-N+(L-1)-(D+1).conf) and
+// returns N. With no Roost entry it returns 0: the Server boots the
+// enrollment image (network or ISO), as firmware with an empty boot menu
+// falls through to the next boot device.
+func (e ESP) FakeBoot() (int64, error) {
+	es, err := e.Entries() // newest revision first
+	if err != nil || len(es) == 0 {
+		return 0, err
+	}
+	pick := es[0]
+	for _, en := range es {
+		if !en.Exhausted() {
+			pick = en
+			break
+		}
+	}
+	if !pick.Counting || pick.TriesLeft == 0 {
+		return pick.Revision, nil
+	}
+	next := fmt.Sprintf("%s%d+%d-%d%s", EntryPrefix, pick.Revision, pick.TriesLeft-1, pick.TriesDone+1, EntrySuffix)
+	if err := os.Rename(e.entryPath(pick.Name), e.entryPath(next)); err != nil {
+		return 0, fmt.Errorf("count the boot of %s: %w", pick, err)
+	}
+	return pick.Revision, nil
 }

@@ -1,7 +1,10 @@
 // Package sim runs many simulated agents in one process against a real
 // hub: the agent's own code (package agent) with fake OS adapters — a
 // synthetic identity and inventory per Server and an in-memory (or
-// per-agent directory) state store. It is `roost-agent simulate`.
+// per-agent directory) state store — and, with a FakeHost, the agent's own
+// host loop over in-memory disks and per-Server folders, so simulated
+// Servers install, stage, lease and reboot into Revisions. It is
+// `roost-agent simulate`.
 package sim
 
 import (
@@ -46,6 +49,10 @@ type Options struct {
 	// nil: none).
 	Progress      io.Writer
 	ProgressEvery time.Duration
+	// Host, when set, gives every simulated Server a fake host that
+	// installs, stages and boots Revisions (see FakeHost); nil runs agents
+	// that only enroll, connect and report.
+	Host *FakeHost
 }
 
 // Counters are the simulation's progress.
@@ -53,14 +60,26 @@ type Options struct {
 // Rejected agents whose last session the hub refused (deleted or
 // decommissioned Servers: they retry slowly); Rebalanced counts sessions
 // agents left for their first-choice hub member (agent.ErrRebalanced).
+// With a fake host, Reboots counts simulated reboots and FailedBoots the
+// boots whose assessment the Server fails (FakeHost.FailRate).
 type Counters struct {
 	Started, Enrolled, Connected, Reconnects, Rebalanced, Refused, Rejected, Failed atomic.Int64
+	Reboots, FailedBoots                                                            atomic.Int64
 }
 
-// Snapshot returns the counters as a progress line.
+// String returns the counters as a progress line (reboots and
+// failed-boots only with a fake host).
 func (c *Counters) String() string {
-	return fmt.Sprintf("started=%d enrolled=%d connected=%d reconnects=%d rebalanced=%d refused=%d rejected=%d failed=%d",
+	return c.line(false)
+}
+
+func (c *Counters) line(host bool) string {
+	s := fmt.Sprintf("started=%d enrolled=%d connected=%d reconnects=%d rebalanced=%d refused=%d rejected=%d failed=%d",
 		c.Started.Load(), c.Enrolled.Load(), c.Connected.Load(), c.Reconnects.Load(), c.Rebalanced.Load(), c.Refused.Load(), c.Rejected.Load(), c.Failed.Load())
+	if host {
+		s += fmt.Sprintf(" reboots=%d failed-boots=%d", c.Reboots.Load(), c.FailedBoots.Load())
+	}
+	return s
 }
 
 type observer struct {
@@ -118,6 +137,12 @@ func Run(ctx context.Context, o Options) (*Counters, error) {
 		}
 	}
 	c := &Counters{}
+	if o.Host != nil {
+		if o.Host.Dir == "" {
+			return nil, errors.New("simulate: the fake host needs a folder (FakeHost.Dir)")
+		}
+		o.Host.withDefaults()
+	}
 	start := time.Now()
 	if o.Progress != nil {
 		go func() {
@@ -132,7 +157,7 @@ func Run(ctx context.Context, o Options) (*Counters, error) {
 				case <-ctx.Done():
 					return
 				case now := <-t.C:
-					fmt.Fprintf(o.Progress, "simulate: t=%.1fs %s\n", now.Sub(start).Seconds(), c)
+					fmt.Fprintf(o.Progress, "simulate: t=%.1fs %s\n", now.Sub(start).Seconds(), c.line(o.Host != nil))
 				}
 			}
 		}()
@@ -163,28 +188,43 @@ func Run(ctx context.Context, o Options) (*Counters, error) {
 			break
 		}
 		id, inv := agent.SimulatedServer(o.Seed, i)
-		var store agent.Store = &agent.MemStore{}
-		if o.StateDir != "" {
-			store = agent.FileStore{Dir: filepath.Join(o.StateDir, fmt.Sprintf("agent-%05d", i))}
+		obs := &observer{c: c, milestone: milestone}
+		newAgent := func(store agent.Store, host *agent.Host) (*agent.Agent, error) {
+			return agent.New(agent.Options{
+				Hubs: o.Hubs, CA: o.CA, Token: o.Token, Version: o.Version,
+				Store: store, Identity: id, Inventory: inv, Host: host,
+				Logger:            o.Logger.With("agent", i),
+				Heartbeat:         o.Heartbeat,
+				RebalanceInterval: o.RebalanceInterval,
+				InventoryInterval: -1,
+				EnrollGate:        gate,
+				Observer:          obs,
+			})
 		}
-		a, err := agent.New(agent.Options{
-			Hubs: o.Hubs, CA: o.CA, Token: o.Token, Version: o.Version,
-			Store: store, Identity: id, Inventory: inv,
-			Logger:            o.Logger.With("agent", i),
-			Heartbeat:         o.Heartbeat,
-			RebalanceInterval: o.RebalanceInterval,
-			InventoryInterval: -1,
-			EnrollGate:        gate,
-			Observer:          &observer{c: c, milestone: milestone},
-		})
-		if err != nil {
-			return c, err
+		var run func(context.Context) error
+		if o.Host != nil {
+			inv.Inv.Disks = fakeDisks(i)
+			srv, err := o.Host.newServer(c, i, o.Seed)
+			if err != nil {
+				return c, err
+			}
+			run = func(ctx context.Context) error { return srv.run(ctx, newAgent) }
+		} else {
+			var store agent.Store = &agent.MemStore{}
+			if o.StateDir != "" {
+				store = agent.FileStore{Dir: filepath.Join(o.StateDir, fmt.Sprintf("agent-%05d", i))}
+			}
+			a, err := newAgent(store, nil)
+			if err != nil {
+				return c, err
+			}
+			run = a.Run
 		}
 		c.Started.Add(1)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := a.Run(ctx); err != nil {
+			if err := run(ctx); err != nil {
 				var refused *agent.RefusedError
 				if errors.As(err, &refused) {
 					c.Refused.Add(1)

@@ -195,6 +195,9 @@ func logger(level string) (*slog.Logger, error) {
 func simulateCmd() *cobra.Command {
 	var f flags
 	var o sim.Options
+	var h sim.FakeHost
+	var hostMode, hostDir string
+	var keyFiles []string
 	cmd := &cobra.Command{
 		Use:   "simulate --count N --hub A,B,C --ca FILE --token SECRET",
 		Short: "Run N simulated agents in this process against a real hub",
@@ -205,17 +208,44 @@ enrolled/connected counts once a second on standard output, until stopped
 (SIGTERM/SIGINT) or --duration passes. Failed enrollments are counted; run
 with --log-level info to see why.
 
-Simulated agents have no host adapters: they enroll, connect, send Hello,
-their inventory and heartbeats, receive desired state and acknowledge its
-generation — and that is all. They never download, install or stage a
-Revision, never take a reboot Lease and never report a boot. So the
-Machines of simulated Servers stay Scheduled (never Provisioned, Joined or
-Ready), and a rollout over a Pool of them never progresses: do not wait for
-one. simulate measures enrollment and connection load on the hub; 'make
-test-sim' simulates rollouts.`,
+--host none (the default): the agents enroll, connect, send Hello, their
+inventory and heartbeats, receive desired state and acknowledge its
+generation — and that is all. They never install or stage a Revision, never
+take a reboot Lease and never report a boot, so their Machines stay
+Scheduled and a rollout over them never progresses. This measures
+enrollment and connection load on the hub.
+
+--host fake: every simulated Server also runs the agent's host loop over
+fake operating-system adapters, so a real hub can roll it:
+  - its install disk (simvda, 8 GiB, the only disk in its inventory) lives
+    in memory: the agent partitions and formats it for real (GPT, FAT32
+    ESP, and STATE laid down from one real mkfs.ext4 shared by all
+    Servers; mkfs.ext4 must be installed);
+  - the mounted ESP and STATE are folders under --host-dir/agent-NNNNN;
+    the agent downloads the Revision's artifacts over mTLS, checks them
+    against the release signature (--release-key) and stages the boot
+    entry with boot counting, exactly as on a real Server;
+  - it asks the hub for a Lease; when granted it "reboots": its stream
+    drops, it is down for --boot-time, the simulated firmware picks the
+    entry the way systemd-boot does (counting the try), and a new agent
+    starts booted into that Revision with its identity from STATE;
+  - the boot assessment passes, or fails for every boot of a Revision on a
+    Server with probability --fail-rate (a stable draw per Server and
+    Revision from --seed): the agent then reboots after
+    --assess-timeout, the entry runs out of its 3 tries, the firmware
+    falls back to the previous Revision and the agent reports the failure,
+    which halts the Pool's rollout.
+The progress line then also counts reboots and failed boots. Memory per
+simulated Server: its agent and TLS connections, about 60 KB of disk pages
+and a few KB of files; measure it with 'make scale'.`,
 		Example: `  # 500 agents against a local hub, 50 started per second, for two minutes
   roostctl token create --ttl 1h -o json | jq -r .token > /tmp/token
   roost-agent simulate --count 500 --rate 50 --duration 2m \
+      --hub 127.0.0.1:7443 --ca /var/lib/roost-hub/tls/ca.crt --token "$(cat /tmp/token)"
+
+  # 2,000 Servers that install and roll, 5 s reboots, 1% failing each release
+  roost-agent simulate --host fake --count 2000 --boot-time 5s --fail-rate 0.01 \
+      --release-key release.pub --host-dir /var/tmp/sim \
       --hub 127.0.0.1:7443 --ca /var/lib/roost-hub/tls/ca.crt --token "$(cat /tmp/token)"`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -235,6 +265,9 @@ test-sim' simulates rollouts.`,
 			if err := checkSimulateFlags(o, dur); err != nil {
 				return err
 			}
+			if err := checkFakeHostFlags(cmd, hostMode, h); err != nil {
+				return err
+			}
 			if o.CA, err = cfg.CA(); err != nil {
 				return err
 			}
@@ -242,6 +275,14 @@ test-sim' simulates rollouts.`,
 				return errors.New("simulate: --ca is required")
 			}
 			o.Hubs, o.Token, o.StateDir, o.Logger, o.Progress, o.Version = cfg.Hubs, cfg.Token, cfg.StateDir, log, os.Stdout, version.Version
+			if hostMode == "fake" {
+				cleanup, err := fakeHost(&h, hostDir, keyFiles)
+				if err != nil {
+					return err
+				}
+				defer cleanup()
+				o.Host = &h
+			}
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 			defer stop()
 			if dur > 0 {
@@ -271,7 +312,75 @@ test-sim' simulates rollouts.`,
 	fl.IntVar(&o.EnrollParallel, "enroll-parallel", 64, "concurrent Enroll calls at most")
 	fl.Duration("duration", 0, "stop after this long (0: run until stopped)")
 	fl.DurationVar(&o.ProgressEvery, "progress", time.Second, "how often to print the progress line")
+	fl.StringVar(&hostMode, "host", "none", "none: agents only enroll, connect and report; fake: each simulated Server also installs, stages, leases and reboots into Revisions on a fake host")
+	fl.StringVar(&hostDir, "host-dir", "", "with --host fake: folder for each Server's ESP and STATE folders, DIR/agent-NNNNN (default: a temporary folder removed at the end)")
+	fl.StringSliceVar(&keyFiles, "release-key", nil, "with --host fake: PEM file of a release public key the Servers trust (repeatable; required to install anything)")
+	fl.DurationVar(&h.BootTime, "boot-time", sim.DefaultBootTime, "with --host fake: how long a simulated reboot keeps the Server down")
+	fl.Float64Var(&h.FailRate, "fail-rate", 0, "with --host fake: probability from 0 to 1 that a Server fails the boot assessment of a Revision (every try of it)")
+	fl.DurationVar(&h.AssessTimeout, "assess-timeout", sim.DefaultAssessTimeout, "with --host fake: how long a failing boot assessment lasts before the agent reboots (a Revision's bootAssessmentTimeout wins)")
+	_ = cmd.RegisterFlagCompletionFunc("host", cobra.FixedCompletions([]string{"none", "fake"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
+}
+
+// checkFakeHostFlags refuses --host other than none or fake, the fake
+// host's flags without --host fake, and their values out of range:
+// --boot-time ≥ 0, --fail-rate in [0, 1], --assess-timeout ≥ 1s.
+func checkFakeHostFlags(cmd *cobra.Command, mode string, h sim.FakeHost) error {
+	switch mode {
+	case "none":
+		for _, name := range []string{"host-dir", "release-key", "boot-time", "fail-rate", "assess-timeout"} {
+			if cmd.Flags().Changed(name) {
+				return fmt.Errorf("simulate: --%s needs --host fake", name)
+			}
+		}
+		return nil
+	case "fake":
+		if cmd.Flags().Changed("state-dir") {
+			return errors.New("simulate: --state-dir does not go with --host fake: each Server keeps its state on its STATE folder under --host-dir")
+		}
+	default:
+		return fmt.Errorf("simulate: --host %q: must be none or fake", mode)
+	}
+	switch {
+	case h.BootTime < 0:
+		return fmt.Errorf("simulate: --boot-time %s: must be ≥ 0", h.BootTime)
+	case math.IsNaN(h.FailRate) || h.FailRate < 0 || h.FailRate > 1:
+		return fmt.Errorf("simulate: --fail-rate %g: must be from 0 (no Server fails) to 1 (every Server fails every Revision)", h.FailRate)
+	case h.AssessTimeout < time.Second:
+		return fmt.Errorf("simulate: --assess-timeout %s: must be at least 1s", h.AssessTimeout)
+	}
+	return nil
+}
+
+// fakeHost completes h for simulate --host fake: its folder (dir, or a
+// temporary one that cleanup removes) and the trusted release keys read
+// from keyFiles.
+func fakeHost(h *sim.FakeHost, dir string, keyFiles []string) (cleanup func(), err error) {
+	if len(keyFiles) == 0 {
+		return nil, errors.New("simulate: --host fake needs --release-key (the Servers install only signed releases)")
+	}
+	for _, p := range keyFiles {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("simulate: --release-key: %w", err)
+		}
+		pub, err := config.ParseReleaseKey(string(data))
+		if err != nil {
+			return nil, fmt.Errorf("simulate: --release-key %s: %w", p, err)
+		}
+		h.TrustedKeys = append(h.TrustedKeys, pub)
+	}
+	cleanup = func() {}
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "roost-simulate-"); err != nil {
+			return nil, err
+		}
+		cleanup = func() { os.RemoveAll(dir) }
+	} else if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("simulate: --host-dir: %w", err)
+	}
+	h.Dir = dir
+	return cleanup, nil
 }
 
 // newHost sets up the agent's OS side: the booted Revision from the kernel

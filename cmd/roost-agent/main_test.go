@@ -1,7 +1,15 @@
 package main
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"io"
 	"math"
+	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +20,7 @@ import (
 
 	"github.com/roostfleet/roost/agent/config"
 	"github.com/roostfleet/roost/agent/sim"
+	"github.com/roostfleet/roost/imagebuilder/release"
 )
 
 func cmdWith(t *testing.T, args ...string) (*cobra.Command, *flags) {
@@ -93,5 +102,47 @@ func TestCheckSimulateFlags(t *testing.T) {
 	o.RebalanceInterval, o.Heartbeat = -1, 2*time.Second
 	if err := checkSimulateFlags(o, time.Minute); err != nil {
 		t.Errorf("never rebalance, 2s heartbeats, 1m: %v", err)
+	}
+}
+
+// TestFakeHostFlags: simulate's fake host flags through the command:
+// each refusal names the flag and says what would do.
+func TestFakeHostFlags(t *testing.T) {
+	pub := filepath.Join(t.TempDir(), "release.pub")
+	if _, err := release.GenerateKey(strings.TrimSuffix(pub, ".pub")); err != nil {
+		t.Fatal(err)
+	}
+	// any CA certificate: the flags are refused before anything is dialled
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"}, NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca := filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"--hub", "127.0.0.1:1", "--ca", ca, "--token", "abcdef.0123456789abcdef"}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--host", "real"}, `--host "real": must be none or fake`},
+		{[]string{"--boot-time", "1s"}, "--boot-time needs --host fake"},
+		{[]string{"--host", "fake", "--release-key", pub, "--boot-time", "-1s"}, "--boot-time -1s: must be ≥ 0"},
+		{[]string{"--host", "fake", "--release-key", pub, "--fail-rate", "1.5"}, "--fail-rate 1.5: must be from 0"},
+		{[]string{"--host", "fake", "--release-key", pub, "--assess-timeout", "10ms"}, "--assess-timeout 10ms: must be at least 1s"},
+		{[]string{"--host", "fake", "--release-key", pub, "--state-dir", t.TempDir()}, "--state-dir does not go with --host fake"},
+		{[]string{"--host", "fake"}, "--host fake needs --release-key"},
+		{[]string{"--host", "fake", "--release-key", filepath.Join(t.TempDir(), "none.pub")}, "--release-key: open"},
+	} {
+		cmd := simulateCmd()
+		cmd.SetArgs(append(append([]string{}, base...), tc.args...))
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
+		}
 	}
 }
