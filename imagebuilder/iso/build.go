@@ -31,6 +31,8 @@ import (
 	"github.com/diskfs/go-diskfs/filesystem"
 	"github.com/diskfs/go-diskfs/filesystem/iso9660"
 	"github.com/diskfs/go-diskfs/partition/gpt"
+
+	"github.com/roostfleet/roost/imagebuilder/enrollconfig"
 )
 
 // Format is the kind of image.
@@ -185,8 +187,7 @@ func Build(spec Spec, out string) (err error) {
 // tree lists the files common to both formats.
 func (s Spec) tree() ([]treeFile, error) {
 	var cpio strings.Builder
-	initrd := append([]CPIOFile{{Path: ConfigPath, Mode: 0o600, Data: s.Config}}, s.ConfigInitrdFiles...)
-	if err := WriteCPIO(&cpio, initrd, s.Epoch.Unix()); err != nil {
+	if err := enrollconfig.WriteInitrd(&cpio, s.Config, s.ConfigInitrdFiles, s.Epoch.Unix()); err != nil {
 		return nil, err
 	}
 	files := []treeFile{
