@@ -194,6 +194,8 @@ The first member writes DIR/admin.conf: point roostctl at it with
 	f.StringVar(&opts.HTTPAddr, "http-addr", "127.0.0.1:7480", "host:port serving /metrics and /healthz; empty disables")
 	f.StringVar(&opts.MediaAddr, "media-addr", "", "host:port serving enrollment ISOs to BMCs as virtual media over HTTPS, under\nshort-lived per-Server download tokens (roostctl server provision); empty disables")
 	f.StringVar(&opts.MediaURL, "media-url", "", "https://HOST[:PORT] by which BMCs reach --media-addr (default https://MEDIA-ADDR)")
+	f.StringVar(&opts.BootAddr, "boot-addr", "", "host:port serving network boot over plain HTTP (iPXE script, enrollment kernel,\ninitrd and config) under the URLs 'roostctl netboot url' prints; empty disables")
+	f.StringVar(&opts.BootURL, "boot-url", "", "http://HOST[:PORT] by which booting servers reach --boot-addr (default http://BOOT-ADDR)")
 	f.StringVar(&opts.Join, "join", "", "API address (host:port) of any member of the cluster to join; used only with an empty data dir")
 	f.StringVar(&opts.JoinToken, "join-token", os.Getenv("ROOST_JOIN_TOKEN"), "join token from 'roostctl hub join' (default $ROOST_JOIN_TOKEN)")
 	f.StringVar(&opts.NodeID, "node-id", "", "Raft ID of this member on first start (default: hub-<random>)")
@@ -300,7 +302,7 @@ func checkFlags(opts hub.Options) error {
 func floatText(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
 // checkAddrs checks that --api-addr, --raft-addr, --http-addr and
-// --media-addr (unless empty) are host:port, and that no two of them are the same endpoint
+// --media-addr and --boot-addr (unless empty) are host:port, and that no two of them are the same endpoint
 // (the second listener would fail with "address already in use"): the
 // same port (not 0, which picks a free one) on the same host, the same IP
 // (api.SameHostPort), or on a host that is all interfaces.
@@ -315,6 +317,9 @@ func checkAddrs(opts hub.Options) []error {
 	}
 	if opts.MediaAddr != "" {
 		addrs = append(addrs, &addr{flag: "--media-addr", v: opts.MediaAddr})
+	}
+	if opts.BootAddr != "" {
+		addrs = append(addrs, &addr{flag: "--boot-addr", v: opts.BootAddr})
 	}
 	var errs []error
 	for _, a := range addrs {

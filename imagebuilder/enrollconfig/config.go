@@ -21,6 +21,10 @@ const ConfigPath = "/usr/share/oem/config.ign"
 // itself needs nothing of Roost's.
 const ExtensionsDir = "/etc/extensions"
 
+// KernelArgs are the kernel arguments every enrollment boot passes before
+// the release's own: the console on the screen and the first serial port.
+const KernelArgs = "console=tty0 console=ttyS0,115200n8"
+
 // Params are the inputs of an enrollment config.
 type Params struct {
 	// Hubs are the hub API addresses (host:port) the agent enrolls with.
@@ -103,3 +107,6 @@ func WriteInitrd(w io.Writer, config []byte, files []cpio.File, mtime int64) err
 	all := append([]cpio.File{{Path: ConfigPath, Mode: 0o600, Data: config}}, files...)
 	return cpio.Write(w, all, mtime)
 }
+
+// File is one file of the config initrd (cpio.File).
+type File = cpio.File

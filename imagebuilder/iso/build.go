@@ -59,7 +59,7 @@ const (
 	EFIGrubStub   = "EFI/BOOT/grub.cfg"
 	DefaultLabel  = "Roost enrollment"
 	mib           = 1 << 20
-	defaultCmdArg = "console=tty0 console=ttyS0,115200n8"
+	defaultCmdArg = enrollconfig.KernelArgs
 )
 
 // File is an extra file placed in the image (e.g. metadata for inspect).
