@@ -99,7 +99,7 @@ func Verify(key []byte, signed string, now time.Time) (Grant, error) {
 	if !hmac.Equal([]byte(mac(key, body)), []byte(parts[3])) {
 		return Grant{}, ErrBadSignature
 	}
-	g := Grant{TokenID: parts[1], Expires: time.Unix(exp, 0)}
+	g := Grant{TokenID: parts[1], Expires: time.Unix(exp, 0).UTC()}
 	switch parts[2][:2] {
 	case "r-":
 		g.Release = parts[2][2:]

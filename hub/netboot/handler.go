@@ -108,6 +108,7 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, tokenID string, e
 	if h.Log != nil {
 		h.Log.Warn("network boot request refused", "token", tokenID, "remote", r.RemoteAddr, "status", code, "err", err)
 	}
+	w.Header().Set("Cache-Control", "no-store")
 	http.Error(w, err.Error(), code)
 }
 
@@ -152,9 +153,11 @@ func (h *Handler) check(r *http.Request) (*boot, error) {
 	return &boot{grant: g, signed: signed, ca: c, token: tok}, nil
 }
 
-// subject is what a download token of b is made for (hub/media's server
-// name; a Server name holds no "/", so a BMC's token never serves here).
-func (b *boot) subject() string { return "netboot/" + b.grant.TokenID }
+// subject is what a download token of b for file ("kernel", "initrd" or
+// "config.img") is made for: hub/media's server name, which for a BMC is
+// a Server name, never holding a "/", so a BMC's token never serves here
+// and a token for one file serves no other.
+func (b *boot) subject(file string) string { return "netboot/" + b.grant.TokenID + "/" + file }
 
 // release is the ImageRelease b boots: the one it names, or the newest of
 // its channel now (revisions.PickRelease).
@@ -245,7 +248,7 @@ func (h *Handler) serveScript(w http.ResponseWriter, r *http.Request) {
 	key := media.Key(b.ca.GetPrivateKeyPem())
 	exp := h.now().Add(media.DefaultTTL)
 	url := func(digest, file string) string {
-		return base(r) + PathPrefix + b.signed + "/" + media.Token(key, b.subject(), digest, exp) + "/" + file
+		return base(r) + PathPrefix + b.signed + "/" + media.Token(key, b.subject(file), digest, exp) + "/" + file
 	}
 	configDigest := emptyDigest
 	if ext != nil {
@@ -266,9 +269,10 @@ func (h *Handler) serveScript(w http.ResponseWriter, r *http.Request) {
 	io.WriteString(w, s.String())
 }
 
-// download checks the request's download token and returns its digest.
-func (h *Handler) download(r *http.Request, b *boot) (string, error) {
-	digest, err := media.Verify(media.Key(b.ca.GetPrivateKeyPem()), b.subject(), r.PathValue("download"), h.now())
+// download checks the request's download token for file and returns its
+// digest.
+func (h *Handler) download(r *http.Request, b *boot, file string) (string, error) {
+	digest, err := media.Verify(media.Key(b.ca.GetPrivateKeyPem()), b.subject(file), r.PathValue("download"), h.now())
 	if err != nil {
 		return "", refuse(http.StatusForbidden, "%v: fetch the boot script again", err)
 	}
@@ -283,7 +287,8 @@ func (h *Handler) serveBlob(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, "", err)
 		return
 	}
-	digest, err := h.download(r, b)
+	file := r.URL.Path[strings.LastIndexByte(r.URL.Path, '/')+1:]
+	digest, err := h.download(r, b, file)
 	if err != nil {
 		h.fail(w, r, b.grant.TokenID, err)
 		return
@@ -309,13 +314,17 @@ func (h *Handler) serveConfig(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, "", err)
 		return
 	}
-	digest, err := h.download(r, b)
+	digest, err := h.download(r, b, configName)
 	if err != nil {
 		h.fail(w, r, b.grant.TokenID, err)
 		return
 	}
 	var files []enrollconfig.File
 	if digest != emptyDigest {
+		if err := h.isAgentExtension(digest); err != nil {
+			h.fail(w, r, b.grant.TokenID, err)
+			return
+		}
 		data, err := h.readBlob(digest)
 		if err != nil {
 			h.fail(w, r, b.grant.TokenID, err)
@@ -346,6 +355,21 @@ func (h *Handler) serveConfig(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("Content-Length", strconv.Itoa(out.Len()))
 	w.Write(out.Bytes())
+}
+
+// isAgentExtension checks that digest is the image of a roost-agent
+// Extension (one may have been deleted since the script was served).
+func (h *Handler) isAgentExtension(digest string) error {
+	objs, _, err := h.State.List("Extension", "")
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		if s := o.GetExtension().GetSpec(); s.GetName() == state.AgentExtension && s.GetImage().GetSha256() == digest {
+			return nil
+		}
+	}
+	return refuse(http.StatusNotFound, "the roost-agent extension of this boot was deleted: fetch the boot script again")
 }
 
 // readBlob reads the whole blob digest (an extension image, tens of MiB).
