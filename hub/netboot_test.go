@@ -119,8 +119,10 @@ func TestNetboot(t *testing.T) {
 	if code, b := get(kernelURL); code != http.StatusOK || !bytes.Equal(b, kernel) {
 		t.Fatalf("GET kernel: %d %q", code, b)
 	}
-	if code, b := get(initrdURL); code != http.StatusOK || !bytes.Equal(b, initrd) {
-		t.Fatalf("GET initrd: %d %q", code, b)
+	// padded with zeros to a multiple of 4 bytes, for the config initrd
+	// loaded after it
+	if code, b := get(initrdURL); code != http.StatusOK || !bytes.Equal(b, append(slices.Clone(initrd), 0)) {
+		t.Fatalf("GET initrd: %d %q, want the %d bytes and one zero", code, b, len(initrd))
 	}
 	code, cfgInitrd := get(configURL)
 	if code != http.StatusOK {

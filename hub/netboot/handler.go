@@ -280,7 +280,12 @@ func (h *Handler) download(r *http.Request, b *boot, file string) (string, error
 }
 
 // serveBlob answers GET …/GRANT/DOWNLOAD/kernel and …/initrd with the
-// blob the download token grants, with Range support.
+// blob the download token grants, with Range support. The initrd is
+// padded with zeros to a multiple of 4 bytes: the kernel's EFI stub loads
+// initrd= files back to back, and the kernel finds the config initrd's
+// cpio header after the release initrd only at an offset that is a
+// multiple of 4 (it skips the zeros; GRUB and a BIOS iPXE align by
+// themselves).
 func (h *Handler) serveBlob(w http.ResponseWriter, r *http.Request) {
 	b, err := h.check(r)
 	if err != nil {
@@ -299,9 +304,13 @@ func (h *Handler) serveBlob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer f.Close()
+	served := size
+	if file == initrdName {
+		served = (size + 3) &^ 3
+	}
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Content-Type", "application/octet-stream")
-	http.ServeContent(w, r, "", time.Time{}, io.NewSectionReader(f, 0, size))
+	http.ServeContent(w, r, "", time.Time{}, io.NewSectionReader(zeroPadded{r: f, size: size}, 0, served))
 }
 
 // serveConfig answers GET …/GRANT/DOWNLOAD/config.img with the config
@@ -370,6 +379,26 @@ func (h *Handler) isAgentExtension(digest string) error {
 		}
 	}
 	return refuse(http.StatusNotFound, "the roost-agent extension of this boot was deleted: fetch the boot script again")
+}
+
+// zeroPadded reads the size bytes of r, then zeros.
+type zeroPadded struct {
+	r    io.ReaderAt
+	size int64
+}
+
+func (z zeroPadded) ReadAt(p []byte, off int64) (int, error) {
+	n := 0
+	if off < z.size {
+		m := min(int64(len(p)), z.size-off)
+		k, err := z.r.ReadAt(p[:m], off)
+		if int64(k) < m {
+			return k, err
+		}
+		n = k
+	}
+	clear(p[n:])
+	return len(p), nil
 }
 
 // readBlob reads the whole blob digest (an extension image, tens of MiB).

@@ -119,3 +119,21 @@ func TestHubs(t *testing.T) {
 		t.Error("no API address: no error")
 	}
 }
+
+func TestZeroPadded(t *testing.T) {
+	z := zeroPadded{r: strings.NewReader("abcdefg"), size: 7}
+	for _, c := range []struct {
+		off  int64
+		n    int
+		want string
+	}{{0, 8, "abcdefg\x00"}, {5, 3, "fg\x00"}, {7, 1, "\x00"}, {2, 2, "cd"}} {
+		p := make([]byte, c.n)
+		for i := range p {
+			p[i] = 'x'
+		}
+		n, err := z.ReadAt(p, c.off)
+		if err != nil || string(p[:n]) != c.want {
+			t.Errorf("ReadAt(%d bytes at %d) = %q, %v; want %q", c.n, c.off, p[:n], err, c.want)
+		}
+	}
+}
