@@ -41,9 +41,9 @@ type Hub struct {
 	// BootPort serves network boot (roost-hub --boot-addr); its URLs name
 	// the hub as QEMU's user network shows the host: 10.0.2.2:BootPort.
 	BootPort int
-	Log       string
-	bin       string
-	cmd       *exec.Cmd
+	Log      string
+	bin      string
+	cmd      *exec.Cmd
 }
 
 // StartHub starts roost-hub with free loopback ports and waits for its

@@ -147,14 +147,14 @@ func (v *VM) args() []string {
 			"-drive", "if=pflash,format=raw,unit=1,file="+v.Vars)
 	}
 	a = append(a,
-		"-smbios", "type=1,manufacturer=Roost,product=e2e,serial=e2e-" + c.UUID[len(c.UUID)-8:] + ",uuid=" + c.UUID,
+		"-smbios", "type=1,manufacturer=Roost,product=e2e,serial=e2e-"+c.UUID[len(c.UUID)-8:]+",uuid="+c.UUID,
 		// serial console, appended across power cycles
-		"-chardev", "file,id=con0,path=" + v.Console + ",append=on",
+		"-chardev", "file,id=con0,path="+v.Console+",append=on",
 		"-serial", "chardev:con0",
 		// the install disk boots first; the empty disk has nothing to boot,
 		// so the firmware falls through to the ISO until the agent installs
 		// discard=unmap: a guest BLKDISCARD punches holes in the raw file
-		"-drive", "if=none,id=disk0,format=raw,cache=writeback,discard=unmap,file=" + v.Disk,
+		"-drive", "if=none,id=disk0,format=raw,cache=writeback,discard=unmap,file="+v.Disk,
 		"-device", "virtio-blk-pci,drive=disk0,serial=roost-e2e-disk0,bootindex=0",
 	)
 	if c.Netboot == "" {
