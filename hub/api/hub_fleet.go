@@ -90,7 +90,7 @@ func (s *Server) CreateEnrollmentToken(ctx context.Context, req *roostv1.CreateE
 	vs = append(vs, checkLabelMap("serverLabels", req.GetServerLabels())...)
 	nb := req.GetNetboot()
 	if nb != nil {
-		vs = append(vs, s.checkNetboot(ctx, req)...)
+		vs = append(vs, checkNetboot(req)...)
 	}
 	if len(vs) > 0 {
 		return nil, apierror.Invalid("invalid enrollment token request", vs...)

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"fmt"
 	"strings"
 
@@ -13,9 +12,8 @@ import (
 )
 
 // checkNetboot checks the network boot part of a token request: exactly
-// one of a version and a channel, an expiry, and (on the member the
-// operator called, which signs the URL) a boot listener.
-func (s *Server) checkNetboot(ctx context.Context, req *roostv1.CreateEnrollmentTokenRequest) []apierror.Violation {
+// one of a version and a channel, and an expiry.
+func checkNetboot(req *roostv1.CreateEnrollmentTokenRequest) []apierror.Violation {
 	nb := req.GetNetboot()
 	var vs []apierror.Violation
 	switch {
@@ -29,15 +27,17 @@ func (s *Server) checkNetboot(ctx context.Context, req *roostv1.CreateEnrollment
 	if req.GetTtlSeconds() == 0 {
 		vs = append(vs, apierror.Violation{Field: "ttlSeconds", Message: "a network boot token must expire, and its URL with it: give a lifetime (e.g. 24h)"})
 	}
-	if s.netbootURL == nil && !isForwarded(ctx) {
-		vs = append(vs, apierror.Violation{Field: "netboot", Message: "this hub member serves no network boot: start roost-hub with --boot-addr (and --boot-url)"})
-	}
 	return vs
 }
 
-// checkNetbootRelease checks that the release a network boot token would
-// boot is known now: the version's ImageRelease, or one in the channel.
+// checkNetbootRelease checks, on the member the operator called, which
+// signs the URL, that it has a boot listener and that the release a
+// network boot token would boot is known now: the version's
+// ImageRelease, or one in the channel.
 func (s *Server) checkNetbootRelease(nb *roostv1.NetbootSelector) error {
+	if s.netbootURL == nil {
+		return apierror.FailedPrecondition("this hub member serves no network boot: start roost-hub with --boot-addr (and --boot-url)")
+	}
 	if v := nb.GetVersion(); v != "" {
 		if _, err := s.fsm.Get("ImageRelease", ImageReleaseName(v)); err != nil {
 			return apierror.FailedPrecondition("no ImageRelease of version %s (roostctl image push BUNDLE_DIR; roostctl image list)", v)
