@@ -5,6 +5,8 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
+	"crypto/x509"
+	"encoding/pem"
 	"encoding/hex"
 	"io"
 	"maps"
@@ -59,6 +61,14 @@ func TestNetboot(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := c.Apply(ctx, &roostv1.ApplyRequest{Objects: []*roostv1.Object{signedExtension(t, "roost-agent", "0.9.0", agent, priv)}}); err != nil {
+		t.Fatal(err)
+	}
+	pubDER, err := x509.MarshalPKIXPublicKey(priv.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pubPEM := string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}))
+	if _, err := c.TrustReleaseKey(ctx, &roostv1.TrustReleaseKeyRequest{PublicKeyPem: pubPEM}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -145,6 +155,9 @@ func TestNetboot(t *testing.T) {
 	}
 	if len(ac.Hubs) != 1 || ac.Hubs[0] != h.APIAddr() {
 		t.Errorf("config hubs %v, want [%s]", ac.Hubs, h.APIAddr())
+	}
+	if len(ac.ReleaseKeys) != 1 || strings.TrimSpace(ac.ReleaseKeys[0]) != strings.TrimSpace(pubPEM) {
+		t.Errorf("config release keys %q, want the trusted key", ac.ReleaseKeys)
 	}
 	if !strings.Contains(ac.CABundle, "BEGIN CERTIFICATE") || strings.Contains(string(cfgInitrd), "PRIVATE KEY") {
 		t.Errorf("config CA bundle %q (or a private key in the initrd)", ac.CABundle)

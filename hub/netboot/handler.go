@@ -16,6 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/roostfleet/roost/hub/ca"
 	"github.com/roostfleet/roost/hub/media"
 	"github.com/roostfleet/roost/hub/revisions"
@@ -54,13 +56,17 @@ type Handler struct {
 	Open func(digest string) (*os.File, int64, error)
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// Log gets one record per script served and per refused request,
-	// with the token's name but never a grant, token or secret.
+	// Log gets one record per script served and per refused request
+	// (the first 10, then at most one a second: refusals come from
+	// anyone), with the token's name but never a grant, token or secret.
 	Log *slog.Logger
+
+	refusals rate.Sometimes
 }
 
 // Register mounts the handler on mux (GET, and HEAD with it).
 func (h *Handler) Register(mux *http.ServeMux) {
+	h.refusals.First, h.refusals.Interval = 10, time.Second
 	mux.HandleFunc("GET "+PathPrefix+"{grant}/ipxe", h.serveScript)
 	mux.HandleFunc("GET "+PathPrefix+"{grant}/{download}/kernel", h.serveBlob)
 	mux.HandleFunc("GET "+PathPrefix+"{grant}/{download}/initrd", h.serveBlob)
@@ -106,7 +112,9 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, tokenID string, e
 		code = rf.code
 	}
 	if h.Log != nil {
-		h.Log.Warn("network boot request refused", "token", tokenID, "remote", r.RemoteAddr, "status", code, "err", err)
+		h.refusals.Do(func() {
+			h.Log.Warn("network boot request refused", "token", tokenID, "remote", r.RemoteAddr, "status", code, "err", err)
+		})
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	http.Error(w, err.Error(), code)

@@ -22,8 +22,8 @@ const (
 // hands it out as the boot file; the NIC's iPXE ROM fetches the hub's
 // iPXE script over HTTP (roost-hub --boot-addr, reached at 10.0.2.2), then
 // the release kernel and initrd and the config initrd with the enrollment
-// token, the hub CA and the hub address, and the roost-agent extension
-// the testbed OS lacks; the agent enrolls. One boot, no install. The
+// token, the hub CA, the hub address and the trusted release key, and the
+// roost-agent extension the testbed OS lacks; the agent enrolls. One boot, no install. The
 // firmware is SeaBIOS (the iPXE ROM's PXE side), or OVMF with
 // ROOST_E2E_NETBOOT_FIRMWARE=ovmf (its EFI side). It also checks that
 // the hub logged the boot without the URL's secret part.
@@ -40,6 +40,9 @@ func TestNetboot(t *testing.T) {
 	if err != nil || m.Version == "" {
 		t.Fatalf("testbed release.json: version %q, %v", m.Version, err)
 	}
+	// the config initrd carries the hub's trusted release keys, as
+	// roost-image enroll --release-key bakes them into an ISO
+	j.hub.MustCtl(t, j.ctx, "image", "trust", "add", tb.ReleaseKey)
 	var nb struct {
 		URL       string `json:"url"`
 		TokenName string `json:"tokenName"`
