@@ -21,9 +21,11 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"net/url"
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -243,6 +245,9 @@ func checkFlags(opts hub.Options) error {
 		errs = append(errs, err)
 	}
 	errs = append(errs, checkAddrs(opts)...)
+	if err := checkBootURL(opts); err != nil {
+		errs = append(errs, err)
+	}
 	durations := []struct {
 		flag     string
 		v        time.Duration
@@ -300,6 +305,23 @@ func checkFlags(opts hub.Options) error {
 
 // floatText writes a flag's number as it is typed: "-3", "0.5", "+Inf".
 func floatText(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+// checkBootURL checks --boot-url: http:// or https://, a host, an
+// optional port and no more (the boot paths are appended), and only with
+// --boot-addr.
+func checkBootURL(opts hub.Options) error {
+	if opts.BootURL == "" {
+		return nil
+	}
+	if opts.BootAddr == "" {
+		return fmt.Errorf("--boot-url %s: give --boot-addr too (the listener it names)", opts.BootURL)
+	}
+	u, err := url.Parse(opts.BootURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || strings.TrimSuffix(u.Path, "/") != "" || u.RawQuery != "" || u.User != nil {
+		return fmt.Errorf("--boot-url %q: must be http://HOST[:PORT], the address servers reach --boot-addr by, e.g. http://10.20.0.5:8080", opts.BootURL)
+	}
+	return nil
+}
 
 // checkAddrs checks that --api-addr, --raft-addr, --http-addr and
 // --media-addr and --boot-addr (unless empty) are host:port, and that no two of them are the same endpoint
