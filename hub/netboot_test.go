@@ -222,3 +222,76 @@ func agentConfigOf(t *testing.T, ign []byte) *agentconfig.AgentConfig {
 	t.Fatalf("the config writes no %s", ignition.AgentConfigPath)
 	return nil
 }
+
+// TestNetbootOnAFollower: a member that does not lead makes the network
+// boot token through the leader (which has no boot listener) and signs
+// the URL of its own listener, which serves the script and the kernel;
+// the config lists both members.
+func TestNetbootOnAFollower(t *testing.T) {
+	dirs := []string{t.TempDir(), t.TempDir()}
+	leader := startHub(t, dirs[0], hub.Options{NodeID: "hub-a"})
+	waitFor(t, "admin.conf", func() bool { _, err := client.LoadConfig(leader.AdminConfigPath()); return err == nil })
+	admin := dial(t, leader.AdminConfigPath(), leader.APIAddr())
+	ctx := context.Background()
+	tok, err := admin.CreateJoinToken(ctx, &roostv1.CreateJoinTokenRequest{MaxUses: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	follower := startHub(t, dirs[1], hub.Options{NodeID: "hub-b", Join: leader.APIAddr(), JoinToken: tok.GetToken(), BootAddr: "127.0.0.1:0"})
+	c := dial(t, leader.AdminConfigPath(), follower.APIAddr())
+	_, priv, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kernel, initrd := []byte("MZ kernel"), []byte("initrd with the agent")
+	for _, b := range [][]byte{kernel, initrd} {
+		pushBlob(t, admin, b, false)
+		pushBlob(t, c, b, false)
+	}
+	rel := signedRelease(t, "2026.11.0", kernel, initrd, priv)
+	rel.Spec.Components = map[string]string{"roost-agent": "0.9.0"} // the OS ships the agent: no extension
+	if _, err := c.PutImageRelease(ctx, &roostv1.PutImageReleaseRequest{Release: rel}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.CreateEnrollmentToken(ctx, &roostv1.CreateEnrollmentTokenRequest{TtlSeconds: 60, Netboot: &roostv1.NetbootSelector{Version: "2026.11.0"}}); apierror.Code(err) != codes.FailedPrecondition {
+		t.Errorf("netboot on the leader without --boot-addr: %v, want FailedPrecondition", err)
+	}
+	var resp *roostv1.CreateEnrollmentTokenResponse
+	waitFor(t, "the release on the follower", func() bool {
+		resp, err = c.CreateEnrollmentToken(ctx, &roostv1.CreateEnrollmentTokenRequest{TtlSeconds: 600, Netboot: &roostv1.NetbootSelector{Version: "2026.11.0"}})
+		return err == nil
+	})
+	r, err := http.Get(resp.GetNetbootUrl())
+	if err != nil {
+		t.Fatal(err)
+	}
+	script, _ := io.ReadAll(r.Body)
+	r.Body.Close()
+	if r.StatusCode != http.StatusOK {
+		t.Fatalf("script from the follower: %d %s", r.StatusCode, script)
+	}
+	lines := strings.Split(string(script), "\n")
+	r, err = http.Get(strings.Fields(lines[2])[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(r.Body)
+	r.Body.Close()
+	if r.StatusCode != http.StatusOK || !bytes.Equal(got, kernel) {
+		t.Fatalf("kernel from the follower: %d %q", r.StatusCode, got)
+	}
+	r, err = http.Get(strings.Fields(lines[4])[3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := io.ReadAll(r.Body)
+	r.Body.Close()
+	files, err := cpio.Read(cfg)
+	if err != nil || len(files) != 1 {
+		t.Fatalf("config initrd: %v, %d files (want the config only: the release ships the agent)", err, len(files))
+	}
+	ac := agentConfigOf(t, files[strings.TrimPrefix(enrollconfig.ConfigPath, "/")])
+	if !slices.Contains(ac.Hubs, leader.APIAddr()) || !slices.Contains(ac.Hubs, follower.APIAddr()) || ac.Token != resp.GetToken() {
+		t.Errorf("config hubs %v token ok %t, want both members and the token", ac.Hubs, ac.Token == resp.GetToken())
+	}
+}

@@ -151,9 +151,20 @@ func (s *Server) CreateEnrollmentToken(ctx context.Context, req *roostv1.CreateE
 	}
 	// the member the operator called signs the URL of its own listener
 	et := resp.GetEnrollmentToken()
+	if want, err := s.netbootToken(resp.GetToken()); err != nil || want != resp.GetToken() {
+		// a leader of an older roost-hub ignored netboot and drew a
+		// random secret, which no boot listener can hand out
+		return nil, apierror.FailedPrecondition("enrollment token %s was created, but not as a network boot token: the leader's roost-hub does not know network boot; "+
+			"upgrade every member, then revoke it (roostctl token revoke %s) and try again", et.GetMetadata().GetName(), et.GetMetadata().GetName())
+	}
 	g := netboot.Grant{TokenID: et.GetMetadata().GetName(), Channel: nb.GetChannel(), Expires: et.GetSpec().GetExpiresAt().AsTime()}
 	if nb.GetVersion() != "" {
 		g.Release = ImageReleaseName(nb.GetVersion())
+	}
+	// this member serves the URL from its own state: wait until it has
+	// applied the token the leader made
+	if err := s.waitForObject(ctx, "EnrollmentToken", g.TokenID); err != nil {
+		return nil, err
 	}
 	if resp.NetbootUrl, err = s.netbootURL(g); err != nil {
 		return nil, apierror.FailedPrecondition("enrollment token %s was created, but its network boot URL was not: %v (revoke it: roostctl token revoke %s)", g.TokenID, err, g.TokenID)

@@ -1,8 +1,10 @@
 package api
 
 import (
+	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/roostfleet/roost/apierror"
 	"github.com/roostfleet/roost/hub/netboot"
@@ -66,4 +68,22 @@ func (s *Server) netbootToken(drawn string) (string, error) {
 		return "", err
 	}
 	return netboot.Token(authority, id)
+}
+
+// waitForObject waits until this member has applied the object kind/name
+// (made through the leader), polling every 10ms for at most 5 seconds.
+// Error: Unavailable, saying the object exists on the leader.
+func (s *Server) waitForObject(ctx context.Context, kind, name string) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	for {
+		if _, err := s.fsm.Get(kind, name); err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return apierror.Unavailable("%s %s was created, but this member has not applied it yet; retry", kind, name)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }

@@ -144,7 +144,7 @@ func (h *Handler) check(r *http.Request) (*boot, error) {
 	}
 	o, err := h.State.Get("EnrollmentToken", g.TokenID)
 	if err != nil {
-		return nil, refuse(http.StatusForbidden, "enrollment token %s of this network boot URL no longer exists; make a new URL with 'roostctl netboot url'", g.TokenID)
+		return nil, refuse(http.StatusForbidden, "enrollment token %s of this network boot URL does not exist (on this hub member): make a new URL with 'roostctl netboot url'", g.TokenID)
 	}
 	et := o.GetEnrollmentToken()
 	sum := sha256.Sum256([]byte(tok))
