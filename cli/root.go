@@ -178,7 +178,7 @@ func newRootCommand(o *options) *cobra.Command {
 		c.GroupID = "objects"
 		root.AddCommand(c)
 	}
-	for _, c := range []*cobra.Command{newServerCommand(o), newTokenCommand(o), newClusterCommand(o), newNetprofileCommand(o), newPoolCommand(o), newRolloutCommand(o), newMachineCommand(o), newImageCommand(o), newExtensionCommand(o)} {
+	for _, c := range []*cobra.Command{newServerCommand(o), newTokenCommand(o), newNetbootCommand(o), newClusterCommand(o), newNetprofileCommand(o), newPoolCommand(o), newRolloutCommand(o), newMachineCommand(o), newImageCommand(o), newExtensionCommand(o)} {
 		c.GroupID = "fleet"
 		root.AddCommand(c)
 	}

@@ -84,6 +84,11 @@ func (h *Hub) Close() error {
 		h.media.Shutdown(sctx)
 		cancel()
 	}
+	if h.boot != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		h.boot.Shutdown(sctx)
+		cancel()
+	}
 	if h.agents != nil {
 		if n := h.agents.GoAway("hub member " + h.id + " is shutting down"); n > 0 {
 			h.log.Info("stopping: told agents to move to other members", "agents", n)

@@ -32,7 +32,8 @@
 //	damaged.go      a damaged Raft log: exit status, how to recover
 //	logverify.go    Raft log verification reports and metrics
 //	blobgc.go       the blob garbage collection
-//	http.go         /metrics, /healthz and the Raft metrics
+//	http.go         /metrics, /healthz and the Raft metrics; virtual media (--media-addr)
+//	boot.go         network boot (--boot-addr, hub/netboot) and its URLs
 //	gc.go           Go GC tuning (TuneGC)
 //	close.go        Close, handing leadership over first
 package hub

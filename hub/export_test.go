@@ -35,6 +35,9 @@ func (h *Hub) Kill() {
 	if h.media != nil {
 		_ = h.media.Close()
 	}
+	if h.boot != nil {
+		_ = h.boot.Close()
+	}
 	if h.api != nil {
 		h.api.Close()
 	}

@@ -54,6 +54,9 @@ type Hub struct {
 	// media serves virtual media to BMCs (nil without Options.MediaAddr).
 	media   *http.Server
 	mediaLn net.Listener
+	// boot serves network boot (nil without Options.BootAddr).
+	boot   *http.Server
+	bootLn net.Listener
 	// raftAddr is the address the Raft transport is bound to, which the
 	// member advertises (a join sends it with MemberService.Join).
 	raftAddr string

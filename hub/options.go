@@ -29,6 +29,15 @@ type Options struct {
 	// BMC's management network may see the hub under another name);
 	// empty means https://MediaAddr.
 	MediaURL string
+	// BootAddr is the host:port serving network boot over plain HTTP
+	// (hub/netboot: iPXE scripts, the enrollment kernel and initrd, config
+	// initrds) under the grants of network boot URLs; empty disables it,
+	// and with it network boot tokens. Plain HTTP because iPXE ROMs trust
+	// no private CA: the URLs are the credentials and expire.
+	BootAddr string
+	// BootURL is the http://HOST[:PORT] servers reach BootAddr by, which
+	// the network boot URLs name; empty means http://BootAddr.
+	BootURL string
 	// BMCProbeInterval is how often the leader reads each BMC's power
 	// state; default bmcs.DefaultProbeInterval.
 	BMCProbeInterval time.Duration

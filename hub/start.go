@@ -25,6 +25,7 @@ import (
 	"github.com/roostfleet/roost/hub/controller"
 	"github.com/roostfleet/roost/hub/fleetmetrics"
 	"github.com/roostfleet/roost/hub/liveness"
+	"github.com/roostfleet/roost/hub/netboot"
 	"github.com/roostfleet/roost/hub/raftnode"
 	"github.com/roostfleet/roost/hub/state"
 	"github.com/roostfleet/roost/internal/tlsconfig"
@@ -225,10 +226,14 @@ func start(ctx context.Context, opts Options, apiLn, httpLn, raftLn net.Listener
 	h.clusters = h.clusterController()
 	h.rollouts = h.rolloutController()
 	h.gate = h.leaseGate()
+	var netbootURL func(netboot.Grant) (string, error)
+	if opts.BootAddr != "" {
+		netbootURL = h.netbootURL
+	}
 	h.audit = &lumberjack.Logger{Filename: h.dir.audit(), MaxSize: auditMaxMB, MaxBackups: auditBackups}
 	h.api = api.New(api.Config{FSM: h.fsm, Audit: h.audit, AuditPath: h.dir.audit(), Node: node, PeerCredentials: credentials.NewTLS(clientTLS), Logger: h.log, Agents: h.agents,
 		AgentCertLifetime: opts.AgentCertLifetime, Liveness: livecfg, Registry: reg, Blobs: blobStore, Health: h.healthy,
-		Unauthenticated: opts.Unauthenticated, LeaderReady: h.termBarrier, Leases: h.gate, Drainer: h.clusters, Fleet: h.fleet})
+		Unauthenticated: opts.Unauthenticated, LeaderReady: h.termBarrier, Leases: h.gate, Drainer: h.clusters, Fleet: h.fleet, NetbootURL: netbootURL})
 	liveMetrics := liveness.NewMetrics(reg)
 	grpcOpts := append(api.ServerOptions(api.NewMetrics(reg)), grpc.Creds(credentials.NewTLS(serverTLS)),
 		// A connection that does not finish its TLS handshake in time is
@@ -255,6 +260,19 @@ func start(ctx context.Context, opts Options, apiLn, httpLn, raftLn net.Listener
 		}
 		h.mediaLn = mln
 		h.serveMedia(mln, serverTLS)
+	}
+	if opts.BootAddr != "" {
+		bln, err := net.Listen("tcp", opts.BootAddr)
+		if err != nil {
+			h.grpc.Stop()
+			node.Shutdown()
+			if h.media != nil {
+				h.media.Close()
+			}
+			return nil, fmt.Errorf("network boot listener (--boot-addr %s): %w", opts.BootAddr, err)
+		}
+		h.bootLn = bln
+		h.serveBoot(bln)
 	}
 
 	runCtx, cancel := context.WithCancel(context.Background())

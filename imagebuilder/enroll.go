@@ -9,11 +9,10 @@ import (
 	"strings"
 	"time"
 
-	agentconfig "github.com/roostfleet/roost/agent/config"
+	"github.com/roostfleet/roost/imagebuilder/enrollconfig"
 	"github.com/roostfleet/roost/imagebuilder/ignition"
 	"github.com/roostfleet/roost/imagebuilder/iso"
 	"github.com/roostfleet/roost/imagebuilder/release"
-	"sigs.k8s.io/yaml"
 )
 
 // InfoPath is the image's metadata file (no secrets): release, hubs, token
@@ -123,30 +122,19 @@ func prepare(o EnrollOptions) (iso.Spec, error) {
 	if !o.TokenExpires.IsZero() && !o.TokenExpires.After(now) {
 		return iso.Spec{}, fmt.Errorf("token expired at %s: create a new one (roostctl) or pass a later --expires", o.TokenExpires.UTC().Format(time.RFC3339))
 	}
-	if !agentconfig.ValidToken(o.Token) {
-		return iso.Spec{}, fmt.Errorf("token: not an enrollment token (want abcdef.0123456789abcdef)")
-	}
-	if len(o.Hubs) == 0 {
-		return iso.Spec{}, errors.New("no hub endpoints (--config admin.conf or --hub)")
-	}
-	if err := agentconfig.ValidateHubs(o.Hubs); err != nil {
-		return iso.Spec{}, fmt.Errorf("hubs: %w", err)
-	}
-	if _, err := agentconfig.ParseCABundle(o.CA); err != nil {
-		return iso.Spec{}, fmt.Errorf("hub CA: %w", err)
-	}
-	if len(o.NetworkProfile) > 0 {
-		var v map[string]any
-		if err := yaml.Unmarshal(o.NetworkProfile, &v); err != nil {
-			return iso.Spec{}, fmt.Errorf("network profile: %w", err)
-		}
+	ecParams := enrollconfig.Params{Hubs: o.Hubs, CA: o.CA, Token: o.Token, ReleaseKeys: o.ReleaseKeys,
+		NetworkProfile: o.NetworkProfile, SSHKeys: o.SSHKeys, UserConfigs: o.UserConfigs}
+	// the config first: its inputs are checked before the slower release
+	// and extension checks
+	cfg, err := enrollconfig.Ignition(ecParams)
+	if err != nil {
+		return iso.Spec{}, err
 	}
 
 	var rel *release.Bundle
 	kernel, initrd := o.Kernel, o.Initrd
 	var cmdline []string
 	if o.Release != "" {
-		var err error
 		if rel, err = release.Load(o.Release, nil); err != nil {
 			return iso.Spec{}, err
 		}
@@ -177,31 +165,6 @@ func prepare(o EnrollOptions) (iso.Spec, error) {
 		}
 	}
 
-	ac := agentconfig.AgentConfig{
-		APIVersion:  agentconfig.APIVersion,
-		Kind:        agentconfig.Kind,
-		Hubs:        o.Hubs,
-		CABundle:    string(o.CA),
-		Token:       o.Token,
-		StateDir:    agentconfig.DefaultStateDir,
-		ReleaseKeys: o.ReleaseKeys,
-	}
-	if err := ac.Validate(); err != nil {
-		return iso.Spec{}, fmt.Errorf("agent config: %w", err)
-	}
-	acYAML, err := ac.Marshal()
-	if err != nil {
-		return iso.Spec{}, fmt.Errorf("agent config: %w", err)
-	}
-	cfg, err := ignition.RenderJSON(ignition.Params{
-		AgentConfig:    acYAML,
-		SSHKeys:        o.SSHKeys,
-		NetworkProfile: o.NetworkProfile,
-		Snippets:       o.UserConfigs,
-	})
-	if err != nil {
-		return iso.Spec{}, err
-	}
 	epoch, err := Epoch(rel)
 	if err != nil {
 		return iso.Spec{}, err

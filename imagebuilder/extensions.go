@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	agentconfig "github.com/roostfleet/roost/agent/config"
+	"github.com/roostfleet/roost/imagebuilder/enrollconfig"
 	"github.com/roostfleet/roost/imagebuilder/iso"
 	"github.com/roostfleet/roost/imagebuilder/sysext"
 )
@@ -17,7 +18,7 @@ import (
 // unpacked (EXTENSION.raw, from the config initrd): systemd-sysext merges
 // the images it finds there into /usr and /opt before sysinit.target
 // (systemd-sysext(8)), so the OS image itself needs nothing of Roost's.
-const ExtensionsDir = "/etc/extensions"
+const ExtensionsDir = enrollconfig.ExtensionsDir
 
 // AgentExtension is the name of the extension that ships
 // /usr/bin/roost-agent (hub/state.AgentExtension).
@@ -80,7 +81,7 @@ func loadExtensions(paths, releaseKeys []string) ([]iso.CPIOFile, map[string]str
 	files := make([]iso.CPIOFile, 0, len(exts))
 	versions := map[string]string{}
 	for _, x := range exts {
-		files = append(files, iso.CPIOFile{Path: ExtensionsDir + "/" + x.info.Name + ".raw", Mode: 0o644, Data: x.data})
+		files = append(files, enrollconfig.Extension(x.info.Name, x.data))
 		versions[x.info.Name] = x.info.Version
 	}
 	return files, versions, nil

@@ -13,7 +13,7 @@ set -euo pipefail
 pkgs=(isolinux syslinux-common grub-efi-amd64-bin systemd-boot-efi squashfs-tools)
 for a in "$@"; do
 	case $a in
-	--e2e) pkgs+=(qemu-system-x86 ovmf openssh-client jq) ;;
+	--e2e) pkgs+=(qemu-system-x86 ovmf ipxe-qemu openssh-client jq) ;;
 	--bench) pkgs+=(xorriso) ;;
 	--monitoring) pkgs+=(prometheus systemd-journal-remote) ;;
 	*) echo "usage: $0 [--e2e] [--bench] [--monitoring]" >&2; exit 2 ;;

@@ -21,9 +21,11 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"net/url"
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -194,6 +196,8 @@ The first member writes DIR/admin.conf: point roostctl at it with
 	f.StringVar(&opts.HTTPAddr, "http-addr", "127.0.0.1:7480", "host:port serving /metrics and /healthz; empty disables")
 	f.StringVar(&opts.MediaAddr, "media-addr", "", "host:port serving enrollment ISOs to BMCs as virtual media over HTTPS, under\nshort-lived per-Server download tokens (roostctl server provision); empty disables")
 	f.StringVar(&opts.MediaURL, "media-url", "", "https://HOST[:PORT] by which BMCs reach --media-addr (default https://MEDIA-ADDR)")
+	f.StringVar(&opts.BootAddr, "boot-addr", "", "host:port serving network boot over plain HTTP (iPXE script, enrollment kernel,\ninitrd and config) under the URLs 'roostctl netboot url' prints; empty disables")
+	f.StringVar(&opts.BootURL, "boot-url", "", "http://HOST[:PORT] by which booting servers reach --boot-addr (default http://BOOT-ADDR)")
 	f.StringVar(&opts.Join, "join", "", "API address (host:port) of any member of the cluster to join; used only with an empty data dir")
 	f.StringVar(&opts.JoinToken, "join-token", os.Getenv("ROOST_JOIN_TOKEN"), "join token from 'roostctl hub join' (default $ROOST_JOIN_TOKEN)")
 	f.StringVar(&opts.NodeID, "node-id", "", "Raft ID of this member on first start (default: hub-<random>)")
@@ -241,6 +245,9 @@ func checkFlags(opts hub.Options) error {
 		errs = append(errs, err)
 	}
 	errs = append(errs, checkAddrs(opts)...)
+	if err := checkBootURL(opts); err != nil {
+		errs = append(errs, err)
+	}
 	durations := []struct {
 		flag     string
 		v        time.Duration
@@ -299,8 +306,25 @@ func checkFlags(opts hub.Options) error {
 // floatText writes a flag's number as it is typed: "-3", "0.5", "+Inf".
 func floatText(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
+// checkBootURL checks --boot-url: http:// or https://, a host, an
+// optional port and no more (the boot paths are appended), and only with
+// --boot-addr.
+func checkBootURL(opts hub.Options) error {
+	if opts.BootURL == "" {
+		return nil
+	}
+	if opts.BootAddr == "" {
+		return fmt.Errorf("--boot-url %s: give --boot-addr too (the listener it names)", opts.BootURL)
+	}
+	u, err := url.Parse(opts.BootURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || strings.TrimSuffix(u.Path, "/") != "" || u.RawQuery != "" || u.User != nil {
+		return fmt.Errorf("--boot-url %q: must be http://HOST[:PORT], the address servers reach --boot-addr by, e.g. http://10.20.0.5:8080", opts.BootURL)
+	}
+	return nil
+}
+
 // checkAddrs checks that --api-addr, --raft-addr, --http-addr and
-// --media-addr (unless empty) are host:port, and that no two of them are the same endpoint
+// --media-addr and --boot-addr (unless empty) are host:port, and that no two of them are the same endpoint
 // (the second listener would fail with "address already in use"): the
 // same port (not 0, which picks a free one) on the same host, the same IP
 // (api.SameHostPort), or on a host that is all interfaces.
@@ -315,6 +339,9 @@ func checkAddrs(opts hub.Options) []error {
 	}
 	if opts.MediaAddr != "" {
 		addrs = append(addrs, &addr{flag: "--media-addr", v: opts.MediaAddr})
+	}
+	if opts.BootAddr != "" {
+		addrs = append(addrs, &addr{flag: "--boot-addr", v: opts.BootAddr})
 	}
 	var errs []error
 	for _, a := range addrs {

@@ -111,6 +111,10 @@ func TestRefusesBadStoreAddressesAndNodeID(t *testing.T) {
 		{[]string{"--node-id", strings.Repeat("a", 64)}, `roost-hub: --node-id "aaaa`},
 		{[]string{"--force-new-cluster", "--join", "10.0.0.1:7443", "--join-token", tok}, "roost-hub: --force-new-cluster and --join do not go together"},
 		{[]string{"--force-new-cluster"}, "roost-hub: --force-new-cluster: the data dir"},
+		{[]string{"--boot-url", "http://10.0.0.1:8080"}, "roost-hub: --boot-url http://10.0.0.1:8080: give --boot-addr too"},
+		{[]string{"--boot-addr", "127.0.0.1:0", "--boot-url", "10.0.0.1:8080"}, `roost-hub: --boot-url "10.0.0.1:8080": must be http://HOST[:PORT]`},
+		{[]string{"--boot-addr", "127.0.0.1:0", "--boot-url", "http://h:8080/boot"}, `roost-hub: --boot-url "http://h:8080/boot": must be http://HOST[:PORT]`},
+		{[]string{"--boot-addr", "nope"}, `roost-hub: --boot-addr "nope": must be host:port`},
 	} {
 		dir := filepath.Join(t.TempDir(), "data")
 		var stderr bytes.Buffer
@@ -134,6 +138,7 @@ func TestRefusesBadStoreAddressesAndNodeID(t *testing.T) {
 		{"--api-addr", "127.0.0.1:0", "--raft-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"},
 		{"--api-addr", "10.0.0.1:7443", "--raft-addr", "10.0.0.2:7443", "--http-addr", ""},
 		{"--api-addr", "hub.example:7443", "--raft-addr", "hub.example:7444"},
+		{"--boot-addr", "0.0.0.0:8080", "--boot-url", "http://10.20.0.5:8080/"},
 	} {
 		cmd, opts := newCommand()
 		if err := cmd.ParseFlags(args); err != nil {

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/roostfleet/roost/apierror"
+	"github.com/roostfleet/roost/hub/netboot"
 	"github.com/roostfleet/roost/hub/state"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 	"github.com/roostfleet/roost/resource"
@@ -87,14 +88,30 @@ func (s *Server) CreateEnrollmentToken(ctx context.Context, req *roostv1.CreateE
 		}
 	}
 	vs = append(vs, checkLabelMap("serverLabels", req.GetServerLabels())...)
+	nb := req.GetNetboot()
+	if nb != nil {
+		vs = append(vs, checkNetboot(req)...)
+	}
 	if len(vs) > 0 {
 		return nil, apierror.Invalid("invalid enrollment token request", vs...)
 	}
-	return onLeader(ctx, s, func() (*roostv1.CreateEnrollmentTokenResponse, error) {
+	if nb != nil && !isForwarded(ctx) {
+		if err := s.checkNetbootRelease(nb); err != nil {
+			return nil, err
+		}
+	}
+	resp, err := onLeader(ctx, s, func() (*roostv1.CreateEnrollmentTokenResponse, error) {
 		for attempt := 0; ; attempt++ {
 			secret, err := s.enrollmentSecret(ctx, attempt)
 			if err != nil {
 				return nil, err
+			}
+			if nb != nil {
+				// the secret of a network boot token is derived from
+				// its name, so the boot listener can hand it out
+				if secret, err = s.netbootToken(secret); err != nil {
+					return nil, err
+				}
 			}
 			name, hash, err := ParseEnrollmentToken(secret)
 			if err != nil {
@@ -129,6 +146,30 @@ func (s *Server) CreateEnrollmentToken(ctx context.Context, req *roostv1.CreateE
 	}, func(c *grpc.ClientConn, fctx context.Context) (*roostv1.CreateEnrollmentTokenResponse, error) {
 		return roostv1.NewHubServiceClient(c).CreateEnrollmentToken(fctx, req)
 	})
+	if err != nil || nb == nil || isForwarded(ctx) {
+		return resp, err
+	}
+	// the member the operator called signs the URL of its own listener
+	et := resp.GetEnrollmentToken()
+	if want, err := s.netbootToken(resp.GetToken()); err != nil || want != resp.GetToken() {
+		// a leader of an older roost-hub ignored netboot and drew a
+		// random secret, which no boot listener can hand out
+		return nil, apierror.FailedPrecondition("enrollment token %s was created, but not as a network boot token: the leader's roost-hub does not know network boot; "+
+			"upgrade every member, then revoke it (roostctl token revoke %s) and try again", et.GetMetadata().GetName(), et.GetMetadata().GetName())
+	}
+	g := netboot.Grant{TokenID: et.GetMetadata().GetName(), Channel: nb.GetChannel(), Expires: et.GetSpec().GetExpiresAt().AsTime()}
+	if nb.GetVersion() != "" {
+		g.Release = ImageReleaseName(nb.GetVersion())
+	}
+	// this member serves the URL from its own state: wait until it has
+	// applied the token the leader made
+	if err := s.waitForObject(ctx, "EnrollmentToken", g.TokenID); err != nil {
+		return nil, err
+	}
+	if resp.NetbootUrl, err = s.netbootURL(g); err != nil {
+		return nil, apierror.FailedPrecondition("enrollment token %s was created, but its network boot URL was not: %v (revoke it: roostctl token revoke %s)", g.TokenID, err, g.TokenID)
+	}
+	return resp, nil
 }
 
 // drawName names the attempt-th draw of a token within one request for

@@ -17,6 +17,7 @@ import (
 	"github.com/roostfleet/roost/hub/blobs"
 	"github.com/roostfleet/roost/hub/fleetmetrics"
 	"github.com/roostfleet/roost/hub/liveness"
+	"github.com/roostfleet/roost/hub/netboot"
 	"github.com/roostfleet/roost/hub/raftnode"
 	"github.com/roostfleet/roost/hub/state"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
@@ -51,6 +52,8 @@ type Server struct {
 	// fleetSize is the number of Servers, refreshed by RefreshFleetSize.
 	fleetSize atomic.Int64
 	streams   prometheus.Gauge
+	// netbootURL is Config.NetbootURL.
+	netbootURL func(netboot.Grant) (string, error)
 	// blobs is the member's artifact store; nil refuses artifact calls.
 	blobs *blobs.Store
 	// agents are the agent streams this member serves (Config.Agents).
@@ -131,6 +134,10 @@ type Config struct {
 	Drainer Drainer
 	// Fleet, if set, counts the enrollments this member handles as leader.
 	Fleet *fleetmetrics.Events
+	// NetbootURL signs a network boot grant and returns its boot URL on
+	// this member's boot listener (roost-hub --boot-addr); nil when the
+	// member serves no network boot, which refuses network boot tokens.
+	NetbootURL func(netboot.Grant) (string, error)
 }
 
 // DefaultAgentCertLifetime is how long agent certificates last by default;
@@ -154,6 +161,7 @@ func New(cfg Config) *Server {
 		s.agents = agentconn.New(agentconn.Config{FSM: cfg.FSM, Now: now, Logger: log})
 	}
 	s.leases, s.drainer, s.fleet = cfg.Leases, cfg.Drainer, cfg.Fleet
+	s.netbootURL = cfg.NetbootURL
 	s.guard = newGuard(cfg.Unauthenticated, log, now)
 	s.audit, s.auditPath = &auditor{w: cfg.Audit, now: now}, cfg.AuditPath
 	if cfg.Node != nil {

@@ -31,6 +31,8 @@ import (
 	"github.com/diskfs/go-diskfs/filesystem"
 	"github.com/diskfs/go-diskfs/filesystem/iso9660"
 	"github.com/diskfs/go-diskfs/partition/gpt"
+
+	"github.com/roostfleet/roost/imagebuilder/enrollconfig"
 )
 
 // Format is the kind of image.
@@ -57,7 +59,7 @@ const (
 	EFIGrubStub   = "EFI/BOOT/grub.cfg"
 	DefaultLabel  = "Roost enrollment"
 	mib           = 1 << 20
-	defaultCmdArg = "console=tty0 console=ttyS0,115200n8"
+	defaultCmdArg = enrollconfig.KernelArgs
 )
 
 // File is an extra file placed in the image (e.g. metadata for inspect).
@@ -185,8 +187,7 @@ func Build(spec Spec, out string) (err error) {
 // tree lists the files common to both formats.
 func (s Spec) tree() ([]treeFile, error) {
 	var cpio strings.Builder
-	initrd := append([]CPIOFile{{Path: ConfigPath, Mode: 0o600, Data: s.Config}}, s.ConfigInitrdFiles...)
-	if err := WriteCPIO(&cpio, initrd, s.Epoch.Unix()); err != nil {
+	if err := enrollconfig.WriteInitrd(&cpio, s.Config, s.ConfigInitrdFiles, s.Epoch.Unix()); err != nil {
 		return nil, err
 	}
 	files := []treeFile{

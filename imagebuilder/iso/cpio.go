@@ -3,12 +3,13 @@ package iso
 import (
 	"io"
 
+	"github.com/roostfleet/roost/imagebuilder/enrollconfig"
 	"github.com/roostfleet/roost/internal/cpio"
 )
 
-// ConfigPath is where the Ignition config sits inside the extra initrd: the
-// OEM config path Flatcar's initramfs reads (the testbed reads it too).
-const ConfigPath = "/usr/share/oem/config.ign"
+// ConfigPath is where the Ignition config sits inside the extra initrd
+// (enrollconfig.ConfigPath).
+const ConfigPath = enrollconfig.ConfigPath
 
 // CPIOFile is one regular file of a newc cpio archive (package cpio).
 type CPIOFile = cpio.File

@@ -38,9 +38,12 @@ type Hub struct {
 	APIPort int
 	// MediaPort serves enrollment ISOs to BMCs (roost-hub --media-addr).
 	MediaPort int
-	Log       string
-	bin       string
-	cmd       *exec.Cmd
+	// BootPort serves network boot (roost-hub --boot-addr); its URLs name
+	// the hub as QEMU's user network shows the host: 10.0.2.2:BootPort.
+	BootPort int
+	Log      string
+	bin      string
+	cmd      *exec.Cmd
 }
 
 // StartHub starts roost-hub with free loopback ports and waits for its
@@ -48,13 +51,14 @@ type Hub struct {
 func StartHub(t testing.TB, bin string) *Hub {
 	t.Helper()
 	dir := t.TempDir()
-	h := &Hub{Dir: dir, APIPort: freePort(t), MediaPort: freePort(t), Log: filepath.Join(dir, "hub.log"), bin: bin,
+	h := &Hub{Dir: dir, APIPort: freePort(t), MediaPort: freePort(t), BootPort: freePort(t), Log: filepath.Join(dir, "hub.log"), bin: bin,
 		Admin: filepath.Join(dir, "hub", "admin.conf")}
 	cmd := exec.Command(filepath.Join(bin, "roost-hub"), "--data-dir", filepath.Join(dir, "hub"),
 		"--api-addr", fmt.Sprintf("127.0.0.1:%d", h.APIPort),
 		"--raft-addr", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
 		"--http-addr", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
-		"--media-addr", fmt.Sprintf("127.0.0.1:%d", h.MediaPort))
+		"--media-addr", fmt.Sprintf("127.0.0.1:%d", h.MediaPort),
+		"--boot-addr", fmt.Sprintf("127.0.0.1:%d", h.BootPort), "--boot-url", fmt.Sprintf("http://10.0.2.2:%d", h.BootPort))
 	logf, err := os.Create(h.Log)
 	if err != nil {
 		t.Fatal(err)

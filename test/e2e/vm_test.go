@@ -38,13 +38,21 @@ type VMConfig struct {
 	DiskBytes int64  // size of the sparse raw disk; default 10 GiB
 	MemoryMiB int    // default 1536
 	BondNICs  bool   // add four isolated NICs with the fixed BondMACs
+	// Netboot, when set, is a boot URL (roostctl netboot url): the server
+	// has no CD drive, and its management NIC boots after the empty disk
+	// with QEMU's iPXE option ROM (efi-virtio.rom of ipxe-qemu), to which
+	// QEMU's DHCP server hands the URL as the boot file.
+	Netboot string
+	// SeaBIOS boots the server with QEMU's default legacy BIOS instead of
+	// OVMF (UEFI): such a server enrolls but is refused at claim time.
+	SeaBIOS bool
 	// ReadOnlyDataDisk attaches a 64 MiB data disk read-only (QEMU
 	// readonly=on: the guest sees a write-protected virtio disk, so any
 	// write to it fails with EROFS), after the install disk.
 	ReadOnlyDataDisk bool
 }
 
-// VM is a QEMU server: UEFI only, an empty disk that boots first, the ISO
+// VM is a QEMU server: UEFI (or SeaBIOS), an empty disk that boots first, the ISO
 // as a fallback. PowerOff and PowerOn keep the disk, the UEFI variables and
 // the console log (appended to).
 type VM struct {
@@ -132,22 +140,36 @@ func (v *VM) args() []string {
 		"-machine", "pc", "-m", fmt.Sprint(c.MemoryMiB), "-smp", "1",
 		"-display", "none", "-monitor", "none", "-nodefaults",
 		"-vga", "std",
-		"-drive", "if=pflash,format=raw,unit=0,readonly=on,file=" + ovmfCode,
-		"-drive", "if=pflash,format=raw,unit=1,file=" + v.Vars,
-		"-smbios", "type=1,manufacturer=Roost,product=e2e,serial=e2e-" + c.UUID[len(c.UUID)-8:] + ",uuid=" + c.UUID,
+	}
+	if !c.SeaBIOS {
+		a = append(a,
+			"-drive", "if=pflash,format=raw,unit=0,readonly=on,file="+ovmfCode,
+			"-drive", "if=pflash,format=raw,unit=1,file="+v.Vars)
+	}
+	a = append(a,
+		"-smbios", "type=1,manufacturer=Roost,product=e2e,serial=e2e-"+c.UUID[len(c.UUID)-8:]+",uuid="+c.UUID,
 		// serial console, appended across power cycles
-		"-chardev", "file,id=con0,path=" + v.Console + ",append=on",
+		"-chardev", "file,id=con0,path="+v.Console+",append=on",
 		"-serial", "chardev:con0",
 		// the install disk boots first; the empty disk has nothing to boot,
 		// so the firmware falls through to the ISO until the agent installs
 		// discard=unmap: a guest BLKDISCARD punches holes in the raw file
-		"-drive", "if=none,id=disk0,format=raw,cache=writeback,discard=unmap,file=" + v.Disk,
+		"-drive", "if=none,id=disk0,format=raw,cache=writeback,discard=unmap,file="+v.Disk,
 		"-device", "virtio-blk-pci,drive=disk0,serial=roost-e2e-disk0,bootindex=0",
-		"-drive", "if=none,id=cd0,media=cdrom,readonly=on,file=" + c.ISO,
-		"-device", "ide-cd,drive=cd0,bootindex=1",
-		// management NIC: DHCP from QEMU, the hub at 10.0.2.2, SSH forwarded
-		"-netdev", fmt.Sprintf("user,id=mgmt,hostfwd=tcp:127.0.0.1:%d-:22", c.SSHPort),
-		"-device", "virtio-net-pci,netdev=mgmt,mac=" + c.MgmtMAC + ",romfile=",
+	)
+	if c.Netboot == "" {
+		a = append(a,
+			"-drive", "if=none,id=cd0,media=cdrom,readonly=on,file="+c.ISO,
+			"-device", "ide-cd,drive=cd0,bootindex=1",
+			// management NIC: DHCP from QEMU, the hub at 10.0.2.2, SSH forwarded
+			"-netdev", fmt.Sprintf("user,id=mgmt,hostfwd=tcp:127.0.0.1:%d-:22", c.SSHPort),
+			"-device", "virtio-net-pci,netdev=mgmt,mac="+c.MgmtMAC+",romfile=")
+	} else {
+		// no CD; the NIC keeps its iPXE ROM and boots second; QEMU's DHCP
+		// server hands out the boot URL, which iPXE fetches and runs
+		a = append(a,
+			"-netdev", fmt.Sprintf("user,id=mgmt,hostfwd=tcp:127.0.0.1:%d-:22,bootfile=%s", c.SSHPort, c.Netboot),
+			"-device", "virtio-net-pci,netdev=mgmt,mac="+c.MgmtMAC+",bootindex=1")
 	}
 	if c.ReadOnlyDataDisk {
 		a = append(a,

@@ -129,7 +129,7 @@ func (x WatchEvent_Type) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use WatchEvent_Type.Descriptor instead.
 func (WatchEvent_Type) EnumDescriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{56, 0}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{57, 0}
 }
 
 type ReadServerLogsRequest struct {
@@ -2302,8 +2302,14 @@ type CreateEnrollmentTokenRequest struct {
 	ServerLabels map[string]string `protobuf:"bytes,4,rep,name=server_labels,json=serverLabels,proto3" json:"server_labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// require_approval holds enrolled Servers in PendingApproval.
 	RequireApproval bool `protobuf:"varint,5,opt,name=require_approval,json=requireApproval,proto3" json:"require_approval,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// netboot, when set, makes a network boot token: the hub derives its
+	// secret from its name with the hub CA key, so that its boot listener
+	// (roost-hub --boot-addr) can hand the token to servers that boot from
+	// the network, and the response carries the boot URL. Requires
+	// ttl_seconds > 0: the URL stops working when the token expires.
+	Netboot       *NetbootSelector `protobuf:"bytes,55,opt,name=netboot,proto3" json:"netboot,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CreateEnrollmentTokenRequest) Reset() {
@@ -2371,19 +2377,85 @@ func (x *CreateEnrollmentTokenRequest) GetRequireApproval() bool {
 	return false
 }
 
+func (x *CreateEnrollmentTokenRequest) GetNetboot() *NetbootSelector {
+	if x != nil {
+		return x.Netboot
+	}
+	return nil
+}
+
+// NetbootSelector chooses the ImageRelease whose kernel and initrd a
+// network boot URL serves: exactly one of version or channel.
+type NetbootSelector struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// version pins a release, e.g. "2026.11.0".
+	Version string `protobuf:"bytes,1,opt,name=version,proto3" json:"version,omitempty"`
+	// channel follows the newest release promoted to it at each boot.
+	Channel       string `protobuf:"bytes,2,opt,name=channel,proto3" json:"channel,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NetbootSelector) Reset() {
+	*x = NetbootSelector{}
+	mi := &file_roost_v1_hub_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NetbootSelector) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NetbootSelector) ProtoMessage() {}
+
+func (x *NetbootSelector) ProtoReflect() protoreflect.Message {
+	mi := &file_roost_v1_hub_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NetbootSelector.ProtoReflect.Descriptor instead.
+func (*NetbootSelector) Descriptor() ([]byte, []int) {
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *NetbootSelector) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *NetbootSelector) GetChannel() string {
+	if x != nil {
+		return x.Channel
+	}
+	return ""
+}
+
 type CreateEnrollmentTokenResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// token is the secret "<id>.<secret>", shown once.
 	Token string `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
 	// enrollment_token is the stored object (named <id>; hash only).
 	EnrollmentToken *EnrollmentToken `protobuf:"bytes,2,opt,name=enrollment_token,json=enrollmentToken,proto3" json:"enrollment_token,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// netboot_url is the iPXE script URL of a network boot token
+	// (http://BOOT-HOST:PORT/boot/...); like the token, a secret shown once.
+	NetbootUrl    string `protobuf:"bytes,52,opt,name=netboot_url,json=netbootUrl,proto3" json:"netboot_url,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CreateEnrollmentTokenResponse) Reset() {
 	*x = CreateEnrollmentTokenResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[39]
+	mi := &file_roost_v1_hub_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2395,7 +2467,7 @@ func (x *CreateEnrollmentTokenResponse) String() string {
 func (*CreateEnrollmentTokenResponse) ProtoMessage() {}
 
 func (x *CreateEnrollmentTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[39]
+	mi := &file_roost_v1_hub_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2408,7 +2480,7 @@ func (x *CreateEnrollmentTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateEnrollmentTokenResponse.ProtoReflect.Descriptor instead.
 func (*CreateEnrollmentTokenResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{39}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *CreateEnrollmentTokenResponse) GetToken() string {
@@ -2425,6 +2497,13 @@ func (x *CreateEnrollmentTokenResponse) GetEnrollmentToken() *EnrollmentToken {
 	return nil
 }
 
+func (x *CreateEnrollmentTokenResponse) GetNetbootUrl() string {
+	if x != nil {
+		return x.NetbootUrl
+	}
+	return ""
+}
+
 type RevokeEnrollmentTokenRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -2434,7 +2513,7 @@ type RevokeEnrollmentTokenRequest struct {
 
 func (x *RevokeEnrollmentTokenRequest) Reset() {
 	*x = RevokeEnrollmentTokenRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[40]
+	mi := &file_roost_v1_hub_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2446,7 +2525,7 @@ func (x *RevokeEnrollmentTokenRequest) String() string {
 func (*RevokeEnrollmentTokenRequest) ProtoMessage() {}
 
 func (x *RevokeEnrollmentTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[40]
+	mi := &file_roost_v1_hub_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2459,7 +2538,7 @@ func (x *RevokeEnrollmentTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeEnrollmentTokenRequest.ProtoReflect.Descriptor instead.
 func (*RevokeEnrollmentTokenRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{40}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *RevokeEnrollmentTokenRequest) GetName() string {
@@ -2478,7 +2557,7 @@ type RevokeEnrollmentTokenResponse struct {
 
 func (x *RevokeEnrollmentTokenResponse) Reset() {
 	*x = RevokeEnrollmentTokenResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[41]
+	mi := &file_roost_v1_hub_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2490,7 +2569,7 @@ func (x *RevokeEnrollmentTokenResponse) String() string {
 func (*RevokeEnrollmentTokenResponse) ProtoMessage() {}
 
 func (x *RevokeEnrollmentTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[41]
+	mi := &file_roost_v1_hub_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2503,7 +2582,7 @@ func (x *RevokeEnrollmentTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeEnrollmentTokenResponse.ProtoReflect.Descriptor instead.
 func (*RevokeEnrollmentTokenResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{41}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *RevokeEnrollmentTokenResponse) GetEnrollmentToken() *EnrollmentToken {
@@ -2535,7 +2614,7 @@ type UpdateServerRequest struct {
 
 func (x *UpdateServerRequest) Reset() {
 	*x = UpdateServerRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[42]
+	mi := &file_roost_v1_hub_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2547,7 +2626,7 @@ func (x *UpdateServerRequest) String() string {
 func (*UpdateServerRequest) ProtoMessage() {}
 
 func (x *UpdateServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[42]
+	mi := &file_roost_v1_hub_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2560,7 +2639,7 @@ func (x *UpdateServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateServerRequest.ProtoReflect.Descriptor instead.
 func (*UpdateServerRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{42}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *UpdateServerRequest) GetName() string {
@@ -2628,7 +2707,7 @@ type UpdateServerResponse struct {
 
 func (x *UpdateServerResponse) Reset() {
 	*x = UpdateServerResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[43]
+	mi := &file_roost_v1_hub_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2640,7 +2719,7 @@ func (x *UpdateServerResponse) String() string {
 func (*UpdateServerResponse) ProtoMessage() {}
 
 func (x *UpdateServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[43]
+	mi := &file_roost_v1_hub_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2653,7 +2732,7 @@ func (x *UpdateServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateServerResponse.ProtoReflect.Descriptor instead.
 func (*UpdateServerResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{43}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *UpdateServerResponse) GetServer() *Server {
@@ -2679,7 +2758,7 @@ type RegisterServerRequest struct {
 
 func (x *RegisterServerRequest) Reset() {
 	*x = RegisterServerRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[44]
+	mi := &file_roost_v1_hub_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2691,7 +2770,7 @@ func (x *RegisterServerRequest) String() string {
 func (*RegisterServerRequest) ProtoMessage() {}
 
 func (x *RegisterServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[44]
+	mi := &file_roost_v1_hub_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2704,7 +2783,7 @@ func (x *RegisterServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterServerRequest.ProtoReflect.Descriptor instead.
 func (*RegisterServerRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{44}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *RegisterServerRequest) GetName() string {
@@ -2747,7 +2826,7 @@ type RegisterServerResponse struct {
 
 func (x *RegisterServerResponse) Reset() {
 	*x = RegisterServerResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[45]
+	mi := &file_roost_v1_hub_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2759,7 +2838,7 @@ func (x *RegisterServerResponse) String() string {
 func (*RegisterServerResponse) ProtoMessage() {}
 
 func (x *RegisterServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[45]
+	mi := &file_roost_v1_hub_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2772,7 +2851,7 @@ func (x *RegisterServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterServerResponse.ProtoReflect.Descriptor instead.
 func (*RegisterServerResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{45}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *RegisterServerResponse) GetServer() *Server {
@@ -2800,7 +2879,7 @@ type ApplyRequest struct {
 
 func (x *ApplyRequest) Reset() {
 	*x = ApplyRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[46]
+	mi := &file_roost_v1_hub_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2812,7 +2891,7 @@ func (x *ApplyRequest) String() string {
 func (*ApplyRequest) ProtoMessage() {}
 
 func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[46]
+	mi := &file_roost_v1_hub_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2825,7 +2904,7 @@ func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyRequest.ProtoReflect.Descriptor instead.
 func (*ApplyRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{46}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ApplyRequest) GetObjects() []*Object {
@@ -2854,7 +2933,7 @@ type ApplyResult struct {
 
 func (x *ApplyResult) Reset() {
 	*x = ApplyResult{}
-	mi := &file_roost_v1_hub_proto_msgTypes[47]
+	mi := &file_roost_v1_hub_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2866,7 +2945,7 @@ func (x *ApplyResult) String() string {
 func (*ApplyResult) ProtoMessage() {}
 
 func (x *ApplyResult) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[47]
+	mi := &file_roost_v1_hub_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2879,7 +2958,7 @@ func (x *ApplyResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResult.ProtoReflect.Descriptor instead.
 func (*ApplyResult) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{47}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ApplyResult) GetKind() string {
@@ -2915,7 +2994,7 @@ type ApplyResponse struct {
 
 func (x *ApplyResponse) Reset() {
 	*x = ApplyResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[48]
+	mi := &file_roost_v1_hub_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2927,7 +3006,7 @@ func (x *ApplyResponse) String() string {
 func (*ApplyResponse) ProtoMessage() {}
 
 func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[48]
+	mi := &file_roost_v1_hub_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2940,7 +3019,7 @@ func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResponse.ProtoReflect.Descriptor instead.
 func (*ApplyResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{48}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ApplyResponse) GetResults() []*ApplyResult {
@@ -2969,7 +3048,7 @@ type GetRequest struct {
 
 func (x *GetRequest) Reset() {
 	*x = GetRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[49]
+	mi := &file_roost_v1_hub_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2981,7 +3060,7 @@ func (x *GetRequest) String() string {
 func (*GetRequest) ProtoMessage() {}
 
 func (x *GetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[49]
+	mi := &file_roost_v1_hub_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2994,7 +3073,7 @@ func (x *GetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRequest.ProtoReflect.Descriptor instead.
 func (*GetRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{49}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *GetRequest) GetKind() string {
@@ -3027,7 +3106,7 @@ type GetResponse struct {
 
 func (x *GetResponse) Reset() {
 	*x = GetResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[50]
+	mi := &file_roost_v1_hub_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3039,7 +3118,7 @@ func (x *GetResponse) String() string {
 func (*GetResponse) ProtoMessage() {}
 
 func (x *GetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[50]
+	mi := &file_roost_v1_hub_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3052,7 +3131,7 @@ func (x *GetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResponse.ProtoReflect.Descriptor instead.
 func (*GetResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{50}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *GetResponse) GetObject() *Object {
@@ -3079,7 +3158,7 @@ type ListRequest struct {
 
 func (x *ListRequest) Reset() {
 	*x = ListRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[51]
+	mi := &file_roost_v1_hub_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3091,7 +3170,7 @@ func (x *ListRequest) String() string {
 func (*ListRequest) ProtoMessage() {}
 
 func (x *ListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[51]
+	mi := &file_roost_v1_hub_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3104,7 +3183,7 @@ func (x *ListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRequest.ProtoReflect.Descriptor instead.
 func (*ListRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{51}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ListRequest) GetKind() string {
@@ -3147,7 +3226,7 @@ type ListResponse struct {
 
 func (x *ListResponse) Reset() {
 	*x = ListResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[52]
+	mi := &file_roost_v1_hub_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3159,7 +3238,7 @@ func (x *ListResponse) String() string {
 func (*ListResponse) ProtoMessage() {}
 
 func (x *ListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[52]
+	mi := &file_roost_v1_hub_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3172,7 +3251,7 @@ func (x *ListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResponse.ProtoReflect.Descriptor instead.
 func (*ListResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{52}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ListResponse) GetObjects() []*Object {
@@ -3203,7 +3282,7 @@ type DeleteRequest struct {
 
 func (x *DeleteRequest) Reset() {
 	*x = DeleteRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[53]
+	mi := &file_roost_v1_hub_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3215,7 +3294,7 @@ func (x *DeleteRequest) String() string {
 func (*DeleteRequest) ProtoMessage() {}
 
 func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[53]
+	mi := &file_roost_v1_hub_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3228,7 +3307,7 @@ func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteRequest.ProtoReflect.Descriptor instead.
 func (*DeleteRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{53}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *DeleteRequest) GetKind() string {
@@ -3261,7 +3340,7 @@ type DeleteResponse struct {
 
 func (x *DeleteResponse) Reset() {
 	*x = DeleteResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[54]
+	mi := &file_roost_v1_hub_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3273,7 +3352,7 @@ func (x *DeleteResponse) String() string {
 func (*DeleteResponse) ProtoMessage() {}
 
 func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[54]
+	mi := &file_roost_v1_hub_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3286,7 +3365,7 @@ func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteResponse.ProtoReflect.Descriptor instead.
 func (*DeleteResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{54}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *DeleteResponse) GetIndex() uint64 {
@@ -3309,7 +3388,7 @@ type WatchRequest struct {
 
 func (x *WatchRequest) Reset() {
 	*x = WatchRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[55]
+	mi := &file_roost_v1_hub_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3321,7 +3400,7 @@ func (x *WatchRequest) String() string {
 func (*WatchRequest) ProtoMessage() {}
 
 func (x *WatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[55]
+	mi := &file_roost_v1_hub_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3334,7 +3413,7 @@ func (x *WatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
 func (*WatchRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{55}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *WatchRequest) GetKind() string {
@@ -3362,7 +3441,7 @@ type WatchEvent struct {
 
 func (x *WatchEvent) Reset() {
 	*x = WatchEvent{}
-	mi := &file_roost_v1_hub_proto_msgTypes[56]
+	mi := &file_roost_v1_hub_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3374,7 +3453,7 @@ func (x *WatchEvent) String() string {
 func (*WatchEvent) ProtoMessage() {}
 
 func (x *WatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[56]
+	mi := &file_roost_v1_hub_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3387,7 +3466,7 @@ func (x *WatchEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEvent.ProtoReflect.Descriptor instead.
 func (*WatchEvent) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{56}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *WatchEvent) GetType() WatchEvent_Type {
@@ -3438,7 +3517,7 @@ type Member struct {
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_roost_v1_hub_proto_msgTypes[57]
+	mi := &file_roost_v1_hub_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3450,7 +3529,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[57]
+	mi := &file_roost_v1_hub_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3463,7 +3542,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{57}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *Member) GetId() string {
@@ -3537,7 +3616,7 @@ type ListMembersRequest struct {
 
 func (x *ListMembersRequest) Reset() {
 	*x = ListMembersRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[58]
+	mi := &file_roost_v1_hub_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3549,7 +3628,7 @@ func (x *ListMembersRequest) String() string {
 func (*ListMembersRequest) ProtoMessage() {}
 
 func (x *ListMembersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[58]
+	mi := &file_roost_v1_hub_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3562,7 +3641,7 @@ func (x *ListMembersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMembersRequest.ProtoReflect.Descriptor instead.
 func (*ListMembersRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{58}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{59}
 }
 
 type ListMembersResponse struct {
@@ -3580,7 +3659,7 @@ type ListMembersResponse struct {
 
 func (x *ListMembersResponse) Reset() {
 	*x = ListMembersResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[59]
+	mi := &file_roost_v1_hub_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3592,7 +3671,7 @@ func (x *ListMembersResponse) String() string {
 func (*ListMembersResponse) ProtoMessage() {}
 
 func (x *ListMembersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[59]
+	mi := &file_roost_v1_hub_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3605,7 +3684,7 @@ func (x *ListMembersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMembersResponse.ProtoReflect.Descriptor instead.
 func (*ListMembersResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{59}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *ListMembersResponse) GetMembers() []*Member {
@@ -3641,7 +3720,7 @@ type CreateJoinTokenRequest struct {
 
 func (x *CreateJoinTokenRequest) Reset() {
 	*x = CreateJoinTokenRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[60]
+	mi := &file_roost_v1_hub_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3653,7 +3732,7 @@ func (x *CreateJoinTokenRequest) String() string {
 func (*CreateJoinTokenRequest) ProtoMessage() {}
 
 func (x *CreateJoinTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[60]
+	mi := &file_roost_v1_hub_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3666,7 +3745,7 @@ func (x *CreateJoinTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateJoinTokenRequest.ProtoReflect.Descriptor instead.
 func (*CreateJoinTokenRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{60}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *CreateJoinTokenRequest) GetTtlSeconds() int64 {
@@ -3699,7 +3778,7 @@ type CreateJoinTokenResponse struct {
 
 func (x *CreateJoinTokenResponse) Reset() {
 	*x = CreateJoinTokenResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[61]
+	mi := &file_roost_v1_hub_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3711,7 +3790,7 @@ func (x *CreateJoinTokenResponse) String() string {
 func (*CreateJoinTokenResponse) ProtoMessage() {}
 
 func (x *CreateJoinTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[61]
+	mi := &file_roost_v1_hub_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3724,7 +3803,7 @@ func (x *CreateJoinTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateJoinTokenResponse.ProtoReflect.Descriptor instead.
 func (*CreateJoinTokenResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{61}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *CreateJoinTokenResponse) GetToken() string {
@@ -3763,7 +3842,7 @@ type ListJoinTokensRequest struct {
 
 func (x *ListJoinTokensRequest) Reset() {
 	*x = ListJoinTokensRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[62]
+	mi := &file_roost_v1_hub_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3775,7 +3854,7 @@ func (x *ListJoinTokensRequest) String() string {
 func (*ListJoinTokensRequest) ProtoMessage() {}
 
 func (x *ListJoinTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[62]
+	mi := &file_roost_v1_hub_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3788,7 +3867,7 @@ func (x *ListJoinTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJoinTokensRequest.ProtoReflect.Descriptor instead.
 func (*ListJoinTokensRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{62}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{63}
 }
 
 type ListJoinTokensResponse struct {
@@ -3800,7 +3879,7 @@ type ListJoinTokensResponse struct {
 
 func (x *ListJoinTokensResponse) Reset() {
 	*x = ListJoinTokensResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[63]
+	mi := &file_roost_v1_hub_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3812,7 +3891,7 @@ func (x *ListJoinTokensResponse) String() string {
 func (*ListJoinTokensResponse) ProtoMessage() {}
 
 func (x *ListJoinTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[63]
+	mi := &file_roost_v1_hub_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3825,7 +3904,7 @@ func (x *ListJoinTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJoinTokensResponse.ProtoReflect.Descriptor instead.
 func (*ListJoinTokensResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{63}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *ListJoinTokensResponse) GetTokens() []*JoinTokenInfo {
@@ -3852,7 +3931,7 @@ type JoinTokenInfo struct {
 
 func (x *JoinTokenInfo) Reset() {
 	*x = JoinTokenInfo{}
-	mi := &file_roost_v1_hub_proto_msgTypes[64]
+	mi := &file_roost_v1_hub_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3864,7 +3943,7 @@ func (x *JoinTokenInfo) String() string {
 func (*JoinTokenInfo) ProtoMessage() {}
 
 func (x *JoinTokenInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[64]
+	mi := &file_roost_v1_hub_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3877,7 +3956,7 @@ func (x *JoinTokenInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinTokenInfo.ProtoReflect.Descriptor instead.
 func (*JoinTokenInfo) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{64}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *JoinTokenInfo) GetId() string {
@@ -3932,7 +4011,7 @@ type RevokeJoinTokensRequest struct {
 
 func (x *RevokeJoinTokensRequest) Reset() {
 	*x = RevokeJoinTokensRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[65]
+	mi := &file_roost_v1_hub_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3944,7 +4023,7 @@ func (x *RevokeJoinTokensRequest) String() string {
 func (*RevokeJoinTokensRequest) ProtoMessage() {}
 
 func (x *RevokeJoinTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[65]
+	mi := &file_roost_v1_hub_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3957,7 +4036,7 @@ func (x *RevokeJoinTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeJoinTokensRequest.ProtoReflect.Descriptor instead.
 func (*RevokeJoinTokensRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{65}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *RevokeJoinTokensRequest) GetIds() []string {
@@ -3978,7 +4057,7 @@ type RevokeJoinTokensResponse struct {
 
 func (x *RevokeJoinTokensResponse) Reset() {
 	*x = RevokeJoinTokensResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[66]
+	mi := &file_roost_v1_hub_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3990,7 +4069,7 @@ func (x *RevokeJoinTokensResponse) String() string {
 func (*RevokeJoinTokensResponse) ProtoMessage() {}
 
 func (x *RevokeJoinTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[66]
+	mi := &file_roost_v1_hub_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4003,7 +4082,7 @@ func (x *RevokeJoinTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeJoinTokensResponse.ProtoReflect.Descriptor instead.
 func (*RevokeJoinTokensResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{66}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *RevokeJoinTokensResponse) GetRevoked() []string {
@@ -4029,7 +4108,7 @@ type RemoveMemberRequest struct {
 
 func (x *RemoveMemberRequest) Reset() {
 	*x = RemoveMemberRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[67]
+	mi := &file_roost_v1_hub_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4041,7 +4120,7 @@ func (x *RemoveMemberRequest) String() string {
 func (*RemoveMemberRequest) ProtoMessage() {}
 
 func (x *RemoveMemberRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[67]
+	mi := &file_roost_v1_hub_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4054,7 +4133,7 @@ func (x *RemoveMemberRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMemberRequest.ProtoReflect.Descriptor instead.
 func (*RemoveMemberRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{67}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *RemoveMemberRequest) GetId() string {
@@ -4072,7 +4151,7 @@ type RemoveMemberResponse struct {
 
 func (x *RemoveMemberResponse) Reset() {
 	*x = RemoveMemberResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[68]
+	mi := &file_roost_v1_hub_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4084,7 +4163,7 @@ func (x *RemoveMemberResponse) String() string {
 func (*RemoveMemberResponse) ProtoMessage() {}
 
 func (x *RemoveMemberResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[68]
+	mi := &file_roost_v1_hub_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4097,7 +4176,7 @@ func (x *RemoveMemberResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMemberResponse.ProtoReflect.Descriptor instead.
 func (*RemoveMemberResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{68}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{69}
 }
 
 type UpdateMemberRequest struct {
@@ -4109,7 +4188,7 @@ type UpdateMemberRequest struct {
 
 func (x *UpdateMemberRequest) Reset() {
 	*x = UpdateMemberRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[69]
+	mi := &file_roost_v1_hub_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4121,7 +4200,7 @@ func (x *UpdateMemberRequest) String() string {
 func (*UpdateMemberRequest) ProtoMessage() {}
 
 func (x *UpdateMemberRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[69]
+	mi := &file_roost_v1_hub_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4134,7 +4213,7 @@ func (x *UpdateMemberRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateMemberRequest.ProtoReflect.Descriptor instead.
 func (*UpdateMemberRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{69}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *UpdateMemberRequest) GetMember() *HubMember {
@@ -4152,7 +4231,7 @@ type UpdateMemberResponse struct {
 
 func (x *UpdateMemberResponse) Reset() {
 	*x = UpdateMemberResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[70]
+	mi := &file_roost_v1_hub_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4164,7 +4243,7 @@ func (x *UpdateMemberResponse) String() string {
 func (*UpdateMemberResponse) ProtoMessage() {}
 
 func (x *UpdateMemberResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[70]
+	mi := &file_roost_v1_hub_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4177,7 +4256,7 @@ func (x *UpdateMemberResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateMemberResponse.ProtoReflect.Descriptor instead.
 func (*UpdateMemberResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{70}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{71}
 }
 
 type ReportSeenRequest struct {
@@ -4189,7 +4268,7 @@ type ReportSeenRequest struct {
 
 func (x *ReportSeenRequest) Reset() {
 	*x = ReportSeenRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[71]
+	mi := &file_roost_v1_hub_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4201,7 +4280,7 @@ func (x *ReportSeenRequest) String() string {
 func (*ReportSeenRequest) ProtoMessage() {}
 
 func (x *ReportSeenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[71]
+	mi := &file_roost_v1_hub_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4214,7 +4293,7 @@ func (x *ReportSeenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportSeenRequest.ProtoReflect.Descriptor instead.
 func (*ReportSeenRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{71}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *ReportSeenRequest) GetServers() []string {
@@ -4232,7 +4311,7 @@ type ReportSeenResponse struct {
 
 func (x *ReportSeenResponse) Reset() {
 	*x = ReportSeenResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[72]
+	mi := &file_roost_v1_hub_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4244,7 +4323,7 @@ func (x *ReportSeenResponse) String() string {
 func (*ReportSeenResponse) ProtoMessage() {}
 
 func (x *ReportSeenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[72]
+	mi := &file_roost_v1_hub_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4257,7 +4336,7 @@ func (x *ReportSeenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportSeenResponse.ProtoReflect.Descriptor instead.
 func (*ReportSeenResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{72}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{73}
 }
 
 type ForwardServerStatusRequest struct {
@@ -4269,7 +4348,7 @@ type ForwardServerStatusRequest struct {
 
 func (x *ForwardServerStatusRequest) Reset() {
 	*x = ForwardServerStatusRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[73]
+	mi := &file_roost_v1_hub_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4281,7 +4360,7 @@ func (x *ForwardServerStatusRequest) String() string {
 func (*ForwardServerStatusRequest) ProtoMessage() {}
 
 func (x *ForwardServerStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[73]
+	mi := &file_roost_v1_hub_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4294,7 +4373,7 @@ func (x *ForwardServerStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForwardServerStatusRequest.ProtoReflect.Descriptor instead.
 func (*ForwardServerStatusRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{73}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *ForwardServerStatusRequest) GetUpdate() *UpdateServerStatus {
@@ -4313,7 +4392,7 @@ type ForwardServerStatusResponse struct {
 
 func (x *ForwardServerStatusResponse) Reset() {
 	*x = ForwardServerStatusResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[74]
+	mi := &file_roost_v1_hub_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4325,7 +4404,7 @@ func (x *ForwardServerStatusResponse) String() string {
 func (*ForwardServerStatusResponse) ProtoMessage() {}
 
 func (x *ForwardServerStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[74]
+	mi := &file_roost_v1_hub_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4338,7 +4417,7 @@ func (x *ForwardServerStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForwardServerStatusResponse.ProtoReflect.Descriptor instead.
 func (*ForwardServerStatusResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{74}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *ForwardServerStatusResponse) GetIndex() uint64 {
@@ -4369,7 +4448,7 @@ type JoinRequest struct {
 
 func (x *JoinRequest) Reset() {
 	*x = JoinRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[75]
+	mi := &file_roost_v1_hub_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4381,7 +4460,7 @@ func (x *JoinRequest) String() string {
 func (*JoinRequest) ProtoMessage() {}
 
 func (x *JoinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[75]
+	mi := &file_roost_v1_hub_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4394,7 +4473,7 @@ func (x *JoinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
 func (*JoinRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{75}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *JoinRequest) GetToken() string {
@@ -4442,7 +4521,7 @@ type JoinResponse struct {
 
 func (x *JoinResponse) Reset() {
 	*x = JoinResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[76]
+	mi := &file_roost_v1_hub_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4454,7 +4533,7 @@ func (x *JoinResponse) String() string {
 func (*JoinResponse) ProtoMessage() {}
 
 func (x *JoinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[76]
+	mi := &file_roost_v1_hub_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4467,7 +4546,7 @@ func (x *JoinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
 func (*JoinResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{76}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *JoinResponse) GetCertificatePem() []byte {
@@ -4498,7 +4577,7 @@ type AddVoterRequest struct {
 
 func (x *AddVoterRequest) Reset() {
 	*x = AddVoterRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[77]
+	mi := &file_roost_v1_hub_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4510,7 +4589,7 @@ func (x *AddVoterRequest) String() string {
 func (*AddVoterRequest) ProtoMessage() {}
 
 func (x *AddVoterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[77]
+	mi := &file_roost_v1_hub_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4523,7 +4602,7 @@ func (x *AddVoterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddVoterRequest.ProtoReflect.Descriptor instead.
 func (*AddVoterRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{77}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *AddVoterRequest) GetNodeId() string {
@@ -4569,7 +4648,7 @@ type AddVoterResponse struct {
 
 func (x *AddVoterResponse) Reset() {
 	*x = AddVoterResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[78]
+	mi := &file_roost_v1_hub_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4581,7 +4660,7 @@ func (x *AddVoterResponse) String() string {
 func (*AddVoterResponse) ProtoMessage() {}
 
 func (x *AddVoterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[78]
+	mi := &file_roost_v1_hub_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4594,7 +4673,7 @@ func (x *AddVoterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddVoterResponse.ProtoReflect.Descriptor instead.
 func (*AddVoterResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{78}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{79}
 }
 
 type SaveSnapshotRequest struct {
@@ -4605,7 +4684,7 @@ type SaveSnapshotRequest struct {
 
 func (x *SaveSnapshotRequest) Reset() {
 	*x = SaveSnapshotRequest{}
-	mi := &file_roost_v1_hub_proto_msgTypes[79]
+	mi := &file_roost_v1_hub_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4617,7 +4696,7 @@ func (x *SaveSnapshotRequest) String() string {
 func (*SaveSnapshotRequest) ProtoMessage() {}
 
 func (x *SaveSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[79]
+	mi := &file_roost_v1_hub_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4630,7 +4709,7 @@ func (x *SaveSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SaveSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*SaveSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{79}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{80}
 }
 
 // SnapshotInfo describes a saved state.
@@ -4654,7 +4733,7 @@ type SnapshotInfo struct {
 
 func (x *SnapshotInfo) Reset() {
 	*x = SnapshotInfo{}
-	mi := &file_roost_v1_hub_proto_msgTypes[80]
+	mi := &file_roost_v1_hub_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4666,7 +4745,7 @@ func (x *SnapshotInfo) String() string {
 func (*SnapshotInfo) ProtoMessage() {}
 
 func (x *SnapshotInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[80]
+	mi := &file_roost_v1_hub_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4679,7 +4758,7 @@ func (x *SnapshotInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotInfo.ProtoReflect.Descriptor instead.
 func (*SnapshotInfo) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{80}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *SnapshotInfo) GetIndex() uint64 {
@@ -4746,7 +4825,7 @@ type SnapshotChunk struct {
 
 func (x *SnapshotChunk) Reset() {
 	*x = SnapshotChunk{}
-	mi := &file_roost_v1_hub_proto_msgTypes[81]
+	mi := &file_roost_v1_hub_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4758,7 +4837,7 @@ func (x *SnapshotChunk) String() string {
 func (*SnapshotChunk) ProtoMessage() {}
 
 func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[81]
+	mi := &file_roost_v1_hub_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4771,7 +4850,7 @@ func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotChunk.ProtoReflect.Descriptor instead.
 func (*SnapshotChunk) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{81}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *SnapshotChunk) GetInfo() *SnapshotInfo {
@@ -4810,7 +4889,7 @@ type RestoreSnapshotResponse struct {
 
 func (x *RestoreSnapshotResponse) Reset() {
 	*x = RestoreSnapshotResponse{}
-	mi := &file_roost_v1_hub_proto_msgTypes[82]
+	mi := &file_roost_v1_hub_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4822,7 +4901,7 @@ func (x *RestoreSnapshotResponse) String() string {
 func (*RestoreSnapshotResponse) ProtoMessage() {}
 
 func (x *RestoreSnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[82]
+	mi := &file_roost_v1_hub_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4835,7 +4914,7 @@ func (x *RestoreSnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreSnapshotResponse.ProtoReflect.Descriptor instead.
 func (*RestoreSnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{82}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *RestoreSnapshotResponse) GetRestored() *SnapshotInfo {
@@ -4871,7 +4950,7 @@ type SnapshotFile struct {
 
 func (x *SnapshotFile) Reset() {
 	*x = SnapshotFile{}
-	mi := &file_roost_v1_hub_proto_msgTypes[83]
+	mi := &file_roost_v1_hub_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4883,7 +4962,7 @@ func (x *SnapshotFile) String() string {
 func (*SnapshotFile) ProtoMessage() {}
 
 func (x *SnapshotFile) ProtoReflect() protoreflect.Message {
-	mi := &file_roost_v1_hub_proto_msgTypes[83]
+	mi := &file_roost_v1_hub_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4896,7 +4975,7 @@ func (x *SnapshotFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotFile.ProtoReflect.Descriptor instead.
 func (*SnapshotFile) Descriptor() ([]byte, []int) {
-	return file_roost_v1_hub_proto_rawDescGZIP(), []int{83}
+	return file_roost_v1_hub_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *SnapshotFile) GetInfo() *SnapshotInfo {
@@ -5047,20 +5126,26 @@ const file_roost_v1_hub_proto_rawDesc = "" +
 	"\x0fnetwork_profile\x18\x05 \x01(\tR\x0enetworkProfile\"Z\n" +
 	"\x15CreateMachineResponse\x12+\n" +
 	"\amachine\x18\x01 \x01(\v2\x11.roost.v1.MachineR\amachine\x12\x14\n" +
-	"\x05index\x18\x02 \x01(\x04R\x05index\"\xb9\x02\n" +
+	"\x05index\x18\x02 \x01(\x04R\x05index\"\xee\x02\n" +
 	"\x1cCreateEnrollmentTokenRequest\x12\x1f\n" +
 	"\vttl_seconds\x18\x01 \x01(\x03R\n" +
 	"ttlSeconds\x12\x19\n" +
 	"\bmax_uses\x18\x02 \x01(\x05R\amaxUses\x12\x12\n" +
 	"\x04pool\x18\x03 \x01(\tR\x04pool\x12]\n" +
 	"\rserver_labels\x18\x04 \x03(\v28.roost.v1.CreateEnrollmentTokenRequest.ServerLabelsEntryR\fserverLabels\x12)\n" +
-	"\x10require_approval\x18\x05 \x01(\bR\x0frequireApproval\x1a?\n" +
+	"\x10require_approval\x18\x05 \x01(\bR\x0frequireApproval\x123\n" +
+	"\anetboot\x187 \x01(\v2\x19.roost.v1.NetbootSelectorR\anetboot\x1a?\n" +
 	"\x11ServerLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"{\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"E\n" +
+	"\x0fNetbootSelector\x12\x18\n" +
+	"\aversion\x18\x01 \x01(\tR\aversion\x12\x18\n" +
+	"\achannel\x18\x02 \x01(\tR\achannel\"\x9c\x01\n" +
 	"\x1dCreateEnrollmentTokenResponse\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x12D\n" +
-	"\x10enrollment_token\x18\x02 \x01(\v2\x19.roost.v1.EnrollmentTokenR\x0fenrollmentToken\"2\n" +
+	"\x10enrollment_token\x18\x02 \x01(\v2\x19.roost.v1.EnrollmentTokenR\x0fenrollmentToken\x12\x1f\n" +
+	"\vnetboot_url\x184 \x01(\tR\n" +
+	"netbootUrl\"2\n" +
 	"\x1cRevokeEnrollmentTokenRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"e\n" +
 	"\x1dRevokeEnrollmentTokenResponse\x12D\n" +
@@ -5301,7 +5386,7 @@ func file_roost_v1_hub_proto_rawDescGZIP() []byte {
 }
 
 var file_roost_v1_hub_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_roost_v1_hub_proto_msgTypes = make([]protoimpl.MessageInfo, 87)
+var file_roost_v1_hub_proto_msgTypes = make([]protoimpl.MessageInfo, 88)
 var file_roost_v1_hub_proto_goTypes = []any{
 	(Consistency)(0),                      // 0: roost.v1.Consistency
 	(WatchEvent_Type)(0),                  // 1: roost.v1.WatchEvent.Type
@@ -5344,208 +5429,210 @@ var file_roost_v1_hub_proto_goTypes = []any{
 	(*CreateMachineRequest)(nil),          // 38: roost.v1.CreateMachineRequest
 	(*CreateMachineResponse)(nil),         // 39: roost.v1.CreateMachineResponse
 	(*CreateEnrollmentTokenRequest)(nil),  // 40: roost.v1.CreateEnrollmentTokenRequest
-	(*CreateEnrollmentTokenResponse)(nil), // 41: roost.v1.CreateEnrollmentTokenResponse
-	(*RevokeEnrollmentTokenRequest)(nil),  // 42: roost.v1.RevokeEnrollmentTokenRequest
-	(*RevokeEnrollmentTokenResponse)(nil), // 43: roost.v1.RevokeEnrollmentTokenResponse
-	(*UpdateServerRequest)(nil),           // 44: roost.v1.UpdateServerRequest
-	(*UpdateServerResponse)(nil),          // 45: roost.v1.UpdateServerResponse
-	(*RegisterServerRequest)(nil),         // 46: roost.v1.RegisterServerRequest
-	(*RegisterServerResponse)(nil),        // 47: roost.v1.RegisterServerResponse
-	(*ApplyRequest)(nil),                  // 48: roost.v1.ApplyRequest
-	(*ApplyResult)(nil),                   // 49: roost.v1.ApplyResult
-	(*ApplyResponse)(nil),                 // 50: roost.v1.ApplyResponse
-	(*GetRequest)(nil),                    // 51: roost.v1.GetRequest
-	(*GetResponse)(nil),                   // 52: roost.v1.GetResponse
-	(*ListRequest)(nil),                   // 53: roost.v1.ListRequest
-	(*ListResponse)(nil),                  // 54: roost.v1.ListResponse
-	(*DeleteRequest)(nil),                 // 55: roost.v1.DeleteRequest
-	(*DeleteResponse)(nil),                // 56: roost.v1.DeleteResponse
-	(*WatchRequest)(nil),                  // 57: roost.v1.WatchRequest
-	(*WatchEvent)(nil),                    // 58: roost.v1.WatchEvent
-	(*Member)(nil),                        // 59: roost.v1.Member
-	(*ListMembersRequest)(nil),            // 60: roost.v1.ListMembersRequest
-	(*ListMembersResponse)(nil),           // 61: roost.v1.ListMembersResponse
-	(*CreateJoinTokenRequest)(nil),        // 62: roost.v1.CreateJoinTokenRequest
-	(*CreateJoinTokenResponse)(nil),       // 63: roost.v1.CreateJoinTokenResponse
-	(*ListJoinTokensRequest)(nil),         // 64: roost.v1.ListJoinTokensRequest
-	(*ListJoinTokensResponse)(nil),        // 65: roost.v1.ListJoinTokensResponse
-	(*JoinTokenInfo)(nil),                 // 66: roost.v1.JoinTokenInfo
-	(*RevokeJoinTokensRequest)(nil),       // 67: roost.v1.RevokeJoinTokensRequest
-	(*RevokeJoinTokensResponse)(nil),      // 68: roost.v1.RevokeJoinTokensResponse
-	(*RemoveMemberRequest)(nil),           // 69: roost.v1.RemoveMemberRequest
-	(*RemoveMemberResponse)(nil),          // 70: roost.v1.RemoveMemberResponse
-	(*UpdateMemberRequest)(nil),           // 71: roost.v1.UpdateMemberRequest
-	(*UpdateMemberResponse)(nil),          // 72: roost.v1.UpdateMemberResponse
-	(*ReportSeenRequest)(nil),             // 73: roost.v1.ReportSeenRequest
-	(*ReportSeenResponse)(nil),            // 74: roost.v1.ReportSeenResponse
-	(*ForwardServerStatusRequest)(nil),    // 75: roost.v1.ForwardServerStatusRequest
-	(*ForwardServerStatusResponse)(nil),   // 76: roost.v1.ForwardServerStatusResponse
-	(*JoinRequest)(nil),                   // 77: roost.v1.JoinRequest
-	(*JoinResponse)(nil),                  // 78: roost.v1.JoinResponse
-	(*AddVoterRequest)(nil),               // 79: roost.v1.AddVoterRequest
-	(*AddVoterResponse)(nil),              // 80: roost.v1.AddVoterResponse
-	(*SaveSnapshotRequest)(nil),           // 81: roost.v1.SaveSnapshotRequest
-	(*SnapshotInfo)(nil),                  // 82: roost.v1.SnapshotInfo
-	(*SnapshotChunk)(nil),                 // 83: roost.v1.SnapshotChunk
-	(*RestoreSnapshotResponse)(nil),       // 84: roost.v1.RestoreSnapshotResponse
-	(*SnapshotFile)(nil),                  // 85: roost.v1.SnapshotFile
-	nil,                                   // 86: roost.v1.CreateEnrollmentTokenRequest.ServerLabelsEntry
-	nil,                                   // 87: roost.v1.UpdateServerRequest.SetLabelsEntry
-	nil,                                   // 88: roost.v1.SnapshotInfo.ObjectsEntry
-	(*timestamppb.Timestamp)(nil),         // 89: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),           // 90: google.protobuf.Duration
-	(*User)(nil),                          // 91: roost.v1.User
-	(*ImageRelease)(nil),                  // 92: roost.v1.ImageRelease
-	(*TrustedKey)(nil),                    // 93: roost.v1.TrustedKey
-	(RolloutAction)(0),                    // 94: roost.v1.RolloutAction
-	(*Pool)(nil),                          // 95: roost.v1.Pool
-	(*Machine)(nil),                       // 96: roost.v1.Machine
-	(*EnrollmentToken)(nil),               // 97: roost.v1.EnrollmentToken
-	(ServerAction)(0),                     // 98: roost.v1.ServerAction
-	(*Server)(nil),                        // 99: roost.v1.Server
-	(*BMC)(nil),                           // 100: roost.v1.BMC
-	(*Object)(nil),                        // 101: roost.v1.Object
-	(*EventObject)(nil),                   // 102: roost.v1.EventObject
-	(*HubMember)(nil),                     // 103: roost.v1.HubMember
-	(*UpdateServerStatus)(nil),            // 104: roost.v1.UpdateServerStatus
-	(*FetchArtifactRequest)(nil),          // 105: roost.v1.FetchArtifactRequest
-	(*ArtifactChunk)(nil),                 // 106: roost.v1.ArtifactChunk
+	(*NetbootSelector)(nil),               // 41: roost.v1.NetbootSelector
+	(*CreateEnrollmentTokenResponse)(nil), // 42: roost.v1.CreateEnrollmentTokenResponse
+	(*RevokeEnrollmentTokenRequest)(nil),  // 43: roost.v1.RevokeEnrollmentTokenRequest
+	(*RevokeEnrollmentTokenResponse)(nil), // 44: roost.v1.RevokeEnrollmentTokenResponse
+	(*UpdateServerRequest)(nil),           // 45: roost.v1.UpdateServerRequest
+	(*UpdateServerResponse)(nil),          // 46: roost.v1.UpdateServerResponse
+	(*RegisterServerRequest)(nil),         // 47: roost.v1.RegisterServerRequest
+	(*RegisterServerResponse)(nil),        // 48: roost.v1.RegisterServerResponse
+	(*ApplyRequest)(nil),                  // 49: roost.v1.ApplyRequest
+	(*ApplyResult)(nil),                   // 50: roost.v1.ApplyResult
+	(*ApplyResponse)(nil),                 // 51: roost.v1.ApplyResponse
+	(*GetRequest)(nil),                    // 52: roost.v1.GetRequest
+	(*GetResponse)(nil),                   // 53: roost.v1.GetResponse
+	(*ListRequest)(nil),                   // 54: roost.v1.ListRequest
+	(*ListResponse)(nil),                  // 55: roost.v1.ListResponse
+	(*DeleteRequest)(nil),                 // 56: roost.v1.DeleteRequest
+	(*DeleteResponse)(nil),                // 57: roost.v1.DeleteResponse
+	(*WatchRequest)(nil),                  // 58: roost.v1.WatchRequest
+	(*WatchEvent)(nil),                    // 59: roost.v1.WatchEvent
+	(*Member)(nil),                        // 60: roost.v1.Member
+	(*ListMembersRequest)(nil),            // 61: roost.v1.ListMembersRequest
+	(*ListMembersResponse)(nil),           // 62: roost.v1.ListMembersResponse
+	(*CreateJoinTokenRequest)(nil),        // 63: roost.v1.CreateJoinTokenRequest
+	(*CreateJoinTokenResponse)(nil),       // 64: roost.v1.CreateJoinTokenResponse
+	(*ListJoinTokensRequest)(nil),         // 65: roost.v1.ListJoinTokensRequest
+	(*ListJoinTokensResponse)(nil),        // 66: roost.v1.ListJoinTokensResponse
+	(*JoinTokenInfo)(nil),                 // 67: roost.v1.JoinTokenInfo
+	(*RevokeJoinTokensRequest)(nil),       // 68: roost.v1.RevokeJoinTokensRequest
+	(*RevokeJoinTokensResponse)(nil),      // 69: roost.v1.RevokeJoinTokensResponse
+	(*RemoveMemberRequest)(nil),           // 70: roost.v1.RemoveMemberRequest
+	(*RemoveMemberResponse)(nil),          // 71: roost.v1.RemoveMemberResponse
+	(*UpdateMemberRequest)(nil),           // 72: roost.v1.UpdateMemberRequest
+	(*UpdateMemberResponse)(nil),          // 73: roost.v1.UpdateMemberResponse
+	(*ReportSeenRequest)(nil),             // 74: roost.v1.ReportSeenRequest
+	(*ReportSeenResponse)(nil),            // 75: roost.v1.ReportSeenResponse
+	(*ForwardServerStatusRequest)(nil),    // 76: roost.v1.ForwardServerStatusRequest
+	(*ForwardServerStatusResponse)(nil),   // 77: roost.v1.ForwardServerStatusResponse
+	(*JoinRequest)(nil),                   // 78: roost.v1.JoinRequest
+	(*JoinResponse)(nil),                  // 79: roost.v1.JoinResponse
+	(*AddVoterRequest)(nil),               // 80: roost.v1.AddVoterRequest
+	(*AddVoterResponse)(nil),              // 81: roost.v1.AddVoterResponse
+	(*SaveSnapshotRequest)(nil),           // 82: roost.v1.SaveSnapshotRequest
+	(*SnapshotInfo)(nil),                  // 83: roost.v1.SnapshotInfo
+	(*SnapshotChunk)(nil),                 // 84: roost.v1.SnapshotChunk
+	(*RestoreSnapshotResponse)(nil),       // 85: roost.v1.RestoreSnapshotResponse
+	(*SnapshotFile)(nil),                  // 86: roost.v1.SnapshotFile
+	nil,                                   // 87: roost.v1.CreateEnrollmentTokenRequest.ServerLabelsEntry
+	nil,                                   // 88: roost.v1.UpdateServerRequest.SetLabelsEntry
+	nil,                                   // 89: roost.v1.SnapshotInfo.ObjectsEntry
+	(*timestamppb.Timestamp)(nil),         // 90: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),           // 91: google.protobuf.Duration
+	(*User)(nil),                          // 92: roost.v1.User
+	(*ImageRelease)(nil),                  // 93: roost.v1.ImageRelease
+	(*TrustedKey)(nil),                    // 94: roost.v1.TrustedKey
+	(RolloutAction)(0),                    // 95: roost.v1.RolloutAction
+	(*Pool)(nil),                          // 96: roost.v1.Pool
+	(*Machine)(nil),                       // 97: roost.v1.Machine
+	(*EnrollmentToken)(nil),               // 98: roost.v1.EnrollmentToken
+	(ServerAction)(0),                     // 99: roost.v1.ServerAction
+	(*Server)(nil),                        // 100: roost.v1.Server
+	(*BMC)(nil),                           // 101: roost.v1.BMC
+	(*Object)(nil),                        // 102: roost.v1.Object
+	(*EventObject)(nil),                   // 103: roost.v1.EventObject
+	(*HubMember)(nil),                     // 104: roost.v1.HubMember
+	(*UpdateServerStatus)(nil),            // 105: roost.v1.UpdateServerStatus
+	(*FetchArtifactRequest)(nil),          // 106: roost.v1.FetchArtifactRequest
+	(*ArtifactChunk)(nil),                 // 107: roost.v1.ArtifactChunk
 }
 var file_roost_v1_hub_proto_depIdxs = []int32{
-	89,  // 0: roost.v1.ReadServerLogsRequest.since:type_name -> google.protobuf.Timestamp
-	90,  // 1: roost.v1.ReadServerLogsRequest.since_ago:type_name -> google.protobuf.Duration
-	89,  // 2: roost.v1.ReadAuditRequest.since:type_name -> google.protobuf.Timestamp
-	91,  // 3: roost.v1.CreateUserResponse.user:type_name -> roost.v1.User
-	91,  // 4: roost.v1.ListUsersResponse.users:type_name -> roost.v1.User
-	91,  // 5: roost.v1.RevokeUserResponse.user:type_name -> roost.v1.User
-	89,  // 6: roost.v1.WhoAmIResponse.not_after:type_name -> google.protobuf.Timestamp
-	92,  // 7: roost.v1.PutImageReleaseRequest.release:type_name -> roost.v1.ImageRelease
-	92,  // 8: roost.v1.PutImageReleaseResponse.release:type_name -> roost.v1.ImageRelease
-	92,  // 9: roost.v1.PromoteImageReleaseResponse.release:type_name -> roost.v1.ImageRelease
-	93,  // 10: roost.v1.TrustReleaseKeyResponse.key:type_name -> roost.v1.TrustedKey
-	93,  // 11: roost.v1.ListTrustedKeysResponse.keys:type_name -> roost.v1.TrustedKey
-	94,  // 12: roost.v1.RolloutControlRequest.action:type_name -> roost.v1.RolloutAction
-	95,  // 13: roost.v1.RolloutControlResponse.pool:type_name -> roost.v1.Pool
-	96,  // 14: roost.v1.AssignServersResponse.machines:type_name -> roost.v1.Machine
-	96,  // 15: roost.v1.CreateMachineResponse.machine:type_name -> roost.v1.Machine
-	86,  // 16: roost.v1.CreateEnrollmentTokenRequest.server_labels:type_name -> roost.v1.CreateEnrollmentTokenRequest.ServerLabelsEntry
-	97,  // 17: roost.v1.CreateEnrollmentTokenResponse.enrollment_token:type_name -> roost.v1.EnrollmentToken
-	97,  // 18: roost.v1.RevokeEnrollmentTokenResponse.enrollment_token:type_name -> roost.v1.EnrollmentToken
-	98,  // 19: roost.v1.UpdateServerRequest.action:type_name -> roost.v1.ServerAction
-	87,  // 20: roost.v1.UpdateServerRequest.set_labels:type_name -> roost.v1.UpdateServerRequest.SetLabelsEntry
-	99,  // 21: roost.v1.UpdateServerResponse.server:type_name -> roost.v1.Server
-	100, // 22: roost.v1.RegisterServerRequest.bmc:type_name -> roost.v1.BMC
-	99,  // 23: roost.v1.RegisterServerResponse.server:type_name -> roost.v1.Server
-	101, // 24: roost.v1.ApplyRequest.objects:type_name -> roost.v1.Object
-	49,  // 25: roost.v1.ApplyResponse.results:type_name -> roost.v1.ApplyResult
-	0,   // 26: roost.v1.GetRequest.consistency:type_name -> roost.v1.Consistency
-	101, // 27: roost.v1.GetResponse.object:type_name -> roost.v1.Object
-	0,   // 28: roost.v1.ListRequest.consistency:type_name -> roost.v1.Consistency
-	102, // 29: roost.v1.ListRequest.involved_object:type_name -> roost.v1.EventObject
-	101, // 30: roost.v1.ListResponse.objects:type_name -> roost.v1.Object
-	1,   // 31: roost.v1.WatchEvent.type:type_name -> roost.v1.WatchEvent.Type
-	101, // 32: roost.v1.WatchEvent.object:type_name -> roost.v1.Object
-	59,  // 33: roost.v1.ListMembersResponse.members:type_name -> roost.v1.Member
-	89,  // 34: roost.v1.CreateJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
-	66,  // 35: roost.v1.ListJoinTokensResponse.tokens:type_name -> roost.v1.JoinTokenInfo
-	89,  // 36: roost.v1.JoinTokenInfo.expires_at:type_name -> google.protobuf.Timestamp
-	89,  // 37: roost.v1.JoinTokenInfo.revoked_at:type_name -> google.protobuf.Timestamp
-	103, // 38: roost.v1.UpdateMemberRequest.member:type_name -> roost.v1.HubMember
-	104, // 39: roost.v1.ForwardServerStatusRequest.update:type_name -> roost.v1.UpdateServerStatus
-	89,  // 40: roost.v1.SnapshotInfo.taken_at:type_name -> google.protobuf.Timestamp
-	88,  // 41: roost.v1.SnapshotInfo.objects:type_name -> roost.v1.SnapshotInfo.ObjectsEntry
-	82,  // 42: roost.v1.SnapshotChunk.info:type_name -> roost.v1.SnapshotInfo
-	82,  // 43: roost.v1.RestoreSnapshotResponse.restored:type_name -> roost.v1.SnapshotInfo
-	82,  // 44: roost.v1.SnapshotFile.info:type_name -> roost.v1.SnapshotInfo
-	48,  // 45: roost.v1.HubService.Apply:input_type -> roost.v1.ApplyRequest
-	51,  // 46: roost.v1.HubService.Get:input_type -> roost.v1.GetRequest
-	53,  // 47: roost.v1.HubService.List:input_type -> roost.v1.ListRequest
-	55,  // 48: roost.v1.HubService.Delete:input_type -> roost.v1.DeleteRequest
-	57,  // 49: roost.v1.HubService.Watch:input_type -> roost.v1.WatchRequest
-	60,  // 50: roost.v1.HubService.ListMembers:input_type -> roost.v1.ListMembersRequest
-	62,  // 51: roost.v1.HubService.CreateJoinToken:input_type -> roost.v1.CreateJoinTokenRequest
-	64,  // 52: roost.v1.HubService.ListJoinTokens:input_type -> roost.v1.ListJoinTokensRequest
-	67,  // 53: roost.v1.HubService.RevokeJoinTokens:input_type -> roost.v1.RevokeJoinTokensRequest
-	69,  // 54: roost.v1.HubService.RemoveMember:input_type -> roost.v1.RemoveMemberRequest
-	81,  // 55: roost.v1.HubService.SaveSnapshot:input_type -> roost.v1.SaveSnapshotRequest
-	83,  // 56: roost.v1.HubService.RestoreSnapshot:input_type -> roost.v1.SnapshotChunk
-	40,  // 57: roost.v1.HubService.CreateEnrollmentToken:input_type -> roost.v1.CreateEnrollmentTokenRequest
-	42,  // 58: roost.v1.HubService.RevokeEnrollmentToken:input_type -> roost.v1.RevokeEnrollmentTokenRequest
-	44,  // 59: roost.v1.HubService.UpdateServer:input_type -> roost.v1.UpdateServerRequest
-	46,  // 60: roost.v1.HubService.RegisterServer:input_type -> roost.v1.RegisterServerRequest
-	34,  // 61: roost.v1.HubService.AssignServers:input_type -> roost.v1.AssignServersRequest
-	36,  // 62: roost.v1.HubService.UnassignServers:input_type -> roost.v1.UnassignServersRequest
-	38,  // 63: roost.v1.HubService.CreateMachine:input_type -> roost.v1.CreateMachineRequest
-	30,  // 64: roost.v1.HubService.PushArtifact:input_type -> roost.v1.PushArtifactRequest
-	32,  // 65: roost.v1.HubService.StatArtifact:input_type -> roost.v1.StatArtifactRequest
-	18,  // 66: roost.v1.HubService.PutImageRelease:input_type -> roost.v1.PutImageReleaseRequest
-	20,  // 67: roost.v1.HubService.PromoteImageRelease:input_type -> roost.v1.PromoteImageReleaseRequest
-	22,  // 68: roost.v1.HubService.TrustReleaseKey:input_type -> roost.v1.TrustReleaseKeyRequest
-	24,  // 69: roost.v1.HubService.UntrustReleaseKey:input_type -> roost.v1.UntrustReleaseKeyRequest
-	26,  // 70: roost.v1.HubService.ListTrustedKeys:input_type -> roost.v1.ListTrustedKeysRequest
-	28,  // 71: roost.v1.HubService.RolloutControl:input_type -> roost.v1.RolloutControlRequest
-	7,   // 72: roost.v1.HubService.CreateUser:input_type -> roost.v1.CreateUserRequest
-	9,   // 73: roost.v1.HubService.RenewUser:input_type -> roost.v1.RenewUserRequest
-	10,  // 74: roost.v1.HubService.ListUsers:input_type -> roost.v1.ListUsersRequest
-	12,  // 75: roost.v1.HubService.RevokeUser:input_type -> roost.v1.RevokeUserRequest
-	14,  // 76: roost.v1.HubService.WhoAmI:input_type -> roost.v1.WhoAmIRequest
-	16,  // 77: roost.v1.HubService.AuthCheck:input_type -> roost.v1.AuthCheckRequest
-	5,   // 78: roost.v1.HubService.ReadAudit:input_type -> roost.v1.ReadAuditRequest
-	2,   // 79: roost.v1.HubService.ReadServerLogs:input_type -> roost.v1.ReadServerLogsRequest
-	3,   // 80: roost.v1.HubService.CollectServerBundle:input_type -> roost.v1.CollectServerBundleRequest
-	77,  // 81: roost.v1.MemberService.Join:input_type -> roost.v1.JoinRequest
-	79,  // 82: roost.v1.MemberService.AddVoter:input_type -> roost.v1.AddVoterRequest
-	73,  // 83: roost.v1.MemberService.ReportSeen:input_type -> roost.v1.ReportSeenRequest
-	75,  // 84: roost.v1.MemberService.ForwardServerStatus:input_type -> roost.v1.ForwardServerStatusRequest
-	105, // 85: roost.v1.MemberService.FetchBlob:input_type -> roost.v1.FetchArtifactRequest
-	71,  // 86: roost.v1.MemberService.UpdateMember:input_type -> roost.v1.UpdateMemberRequest
-	50,  // 87: roost.v1.HubService.Apply:output_type -> roost.v1.ApplyResponse
-	52,  // 88: roost.v1.HubService.Get:output_type -> roost.v1.GetResponse
-	54,  // 89: roost.v1.HubService.List:output_type -> roost.v1.ListResponse
-	56,  // 90: roost.v1.HubService.Delete:output_type -> roost.v1.DeleteResponse
-	58,  // 91: roost.v1.HubService.Watch:output_type -> roost.v1.WatchEvent
-	61,  // 92: roost.v1.HubService.ListMembers:output_type -> roost.v1.ListMembersResponse
-	63,  // 93: roost.v1.HubService.CreateJoinToken:output_type -> roost.v1.CreateJoinTokenResponse
-	65,  // 94: roost.v1.HubService.ListJoinTokens:output_type -> roost.v1.ListJoinTokensResponse
-	68,  // 95: roost.v1.HubService.RevokeJoinTokens:output_type -> roost.v1.RevokeJoinTokensResponse
-	70,  // 96: roost.v1.HubService.RemoveMember:output_type -> roost.v1.RemoveMemberResponse
-	83,  // 97: roost.v1.HubService.SaveSnapshot:output_type -> roost.v1.SnapshotChunk
-	84,  // 98: roost.v1.HubService.RestoreSnapshot:output_type -> roost.v1.RestoreSnapshotResponse
-	41,  // 99: roost.v1.HubService.CreateEnrollmentToken:output_type -> roost.v1.CreateEnrollmentTokenResponse
-	43,  // 100: roost.v1.HubService.RevokeEnrollmentToken:output_type -> roost.v1.RevokeEnrollmentTokenResponse
-	45,  // 101: roost.v1.HubService.UpdateServer:output_type -> roost.v1.UpdateServerResponse
-	47,  // 102: roost.v1.HubService.RegisterServer:output_type -> roost.v1.RegisterServerResponse
-	35,  // 103: roost.v1.HubService.AssignServers:output_type -> roost.v1.AssignServersResponse
-	37,  // 104: roost.v1.HubService.UnassignServers:output_type -> roost.v1.UnassignServersResponse
-	39,  // 105: roost.v1.HubService.CreateMachine:output_type -> roost.v1.CreateMachineResponse
-	31,  // 106: roost.v1.HubService.PushArtifact:output_type -> roost.v1.PushArtifactResponse
-	33,  // 107: roost.v1.HubService.StatArtifact:output_type -> roost.v1.StatArtifactResponse
-	19,  // 108: roost.v1.HubService.PutImageRelease:output_type -> roost.v1.PutImageReleaseResponse
-	21,  // 109: roost.v1.HubService.PromoteImageRelease:output_type -> roost.v1.PromoteImageReleaseResponse
-	23,  // 110: roost.v1.HubService.TrustReleaseKey:output_type -> roost.v1.TrustReleaseKeyResponse
-	25,  // 111: roost.v1.HubService.UntrustReleaseKey:output_type -> roost.v1.UntrustReleaseKeyResponse
-	27,  // 112: roost.v1.HubService.ListTrustedKeys:output_type -> roost.v1.ListTrustedKeysResponse
-	29,  // 113: roost.v1.HubService.RolloutControl:output_type -> roost.v1.RolloutControlResponse
-	8,   // 114: roost.v1.HubService.CreateUser:output_type -> roost.v1.CreateUserResponse
-	8,   // 115: roost.v1.HubService.RenewUser:output_type -> roost.v1.CreateUserResponse
-	11,  // 116: roost.v1.HubService.ListUsers:output_type -> roost.v1.ListUsersResponse
-	13,  // 117: roost.v1.HubService.RevokeUser:output_type -> roost.v1.RevokeUserResponse
-	15,  // 118: roost.v1.HubService.WhoAmI:output_type -> roost.v1.WhoAmIResponse
-	17,  // 119: roost.v1.HubService.AuthCheck:output_type -> roost.v1.AuthCheckResponse
-	6,   // 120: roost.v1.HubService.ReadAudit:output_type -> roost.v1.ReadAuditResponse
-	4,   // 121: roost.v1.HubService.ReadServerLogs:output_type -> roost.v1.ServerDataChunk
-	4,   // 122: roost.v1.HubService.CollectServerBundle:output_type -> roost.v1.ServerDataChunk
-	78,  // 123: roost.v1.MemberService.Join:output_type -> roost.v1.JoinResponse
-	80,  // 124: roost.v1.MemberService.AddVoter:output_type -> roost.v1.AddVoterResponse
-	74,  // 125: roost.v1.MemberService.ReportSeen:output_type -> roost.v1.ReportSeenResponse
-	76,  // 126: roost.v1.MemberService.ForwardServerStatus:output_type -> roost.v1.ForwardServerStatusResponse
-	106, // 127: roost.v1.MemberService.FetchBlob:output_type -> roost.v1.ArtifactChunk
-	72,  // 128: roost.v1.MemberService.UpdateMember:output_type -> roost.v1.UpdateMemberResponse
-	87,  // [87:129] is the sub-list for method output_type
-	45,  // [45:87] is the sub-list for method input_type
-	45,  // [45:45] is the sub-list for extension type_name
-	45,  // [45:45] is the sub-list for extension extendee
-	0,   // [0:45] is the sub-list for field type_name
+	90,  // 0: roost.v1.ReadServerLogsRequest.since:type_name -> google.protobuf.Timestamp
+	91,  // 1: roost.v1.ReadServerLogsRequest.since_ago:type_name -> google.protobuf.Duration
+	90,  // 2: roost.v1.ReadAuditRequest.since:type_name -> google.protobuf.Timestamp
+	92,  // 3: roost.v1.CreateUserResponse.user:type_name -> roost.v1.User
+	92,  // 4: roost.v1.ListUsersResponse.users:type_name -> roost.v1.User
+	92,  // 5: roost.v1.RevokeUserResponse.user:type_name -> roost.v1.User
+	90,  // 6: roost.v1.WhoAmIResponse.not_after:type_name -> google.protobuf.Timestamp
+	93,  // 7: roost.v1.PutImageReleaseRequest.release:type_name -> roost.v1.ImageRelease
+	93,  // 8: roost.v1.PutImageReleaseResponse.release:type_name -> roost.v1.ImageRelease
+	93,  // 9: roost.v1.PromoteImageReleaseResponse.release:type_name -> roost.v1.ImageRelease
+	94,  // 10: roost.v1.TrustReleaseKeyResponse.key:type_name -> roost.v1.TrustedKey
+	94,  // 11: roost.v1.ListTrustedKeysResponse.keys:type_name -> roost.v1.TrustedKey
+	95,  // 12: roost.v1.RolloutControlRequest.action:type_name -> roost.v1.RolloutAction
+	96,  // 13: roost.v1.RolloutControlResponse.pool:type_name -> roost.v1.Pool
+	97,  // 14: roost.v1.AssignServersResponse.machines:type_name -> roost.v1.Machine
+	97,  // 15: roost.v1.CreateMachineResponse.machine:type_name -> roost.v1.Machine
+	87,  // 16: roost.v1.CreateEnrollmentTokenRequest.server_labels:type_name -> roost.v1.CreateEnrollmentTokenRequest.ServerLabelsEntry
+	41,  // 17: roost.v1.CreateEnrollmentTokenRequest.netboot:type_name -> roost.v1.NetbootSelector
+	98,  // 18: roost.v1.CreateEnrollmentTokenResponse.enrollment_token:type_name -> roost.v1.EnrollmentToken
+	98,  // 19: roost.v1.RevokeEnrollmentTokenResponse.enrollment_token:type_name -> roost.v1.EnrollmentToken
+	99,  // 20: roost.v1.UpdateServerRequest.action:type_name -> roost.v1.ServerAction
+	88,  // 21: roost.v1.UpdateServerRequest.set_labels:type_name -> roost.v1.UpdateServerRequest.SetLabelsEntry
+	100, // 22: roost.v1.UpdateServerResponse.server:type_name -> roost.v1.Server
+	101, // 23: roost.v1.RegisterServerRequest.bmc:type_name -> roost.v1.BMC
+	100, // 24: roost.v1.RegisterServerResponse.server:type_name -> roost.v1.Server
+	102, // 25: roost.v1.ApplyRequest.objects:type_name -> roost.v1.Object
+	50,  // 26: roost.v1.ApplyResponse.results:type_name -> roost.v1.ApplyResult
+	0,   // 27: roost.v1.GetRequest.consistency:type_name -> roost.v1.Consistency
+	102, // 28: roost.v1.GetResponse.object:type_name -> roost.v1.Object
+	0,   // 29: roost.v1.ListRequest.consistency:type_name -> roost.v1.Consistency
+	103, // 30: roost.v1.ListRequest.involved_object:type_name -> roost.v1.EventObject
+	102, // 31: roost.v1.ListResponse.objects:type_name -> roost.v1.Object
+	1,   // 32: roost.v1.WatchEvent.type:type_name -> roost.v1.WatchEvent.Type
+	102, // 33: roost.v1.WatchEvent.object:type_name -> roost.v1.Object
+	60,  // 34: roost.v1.ListMembersResponse.members:type_name -> roost.v1.Member
+	90,  // 35: roost.v1.CreateJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
+	67,  // 36: roost.v1.ListJoinTokensResponse.tokens:type_name -> roost.v1.JoinTokenInfo
+	90,  // 37: roost.v1.JoinTokenInfo.expires_at:type_name -> google.protobuf.Timestamp
+	90,  // 38: roost.v1.JoinTokenInfo.revoked_at:type_name -> google.protobuf.Timestamp
+	104, // 39: roost.v1.UpdateMemberRequest.member:type_name -> roost.v1.HubMember
+	105, // 40: roost.v1.ForwardServerStatusRequest.update:type_name -> roost.v1.UpdateServerStatus
+	90,  // 41: roost.v1.SnapshotInfo.taken_at:type_name -> google.protobuf.Timestamp
+	89,  // 42: roost.v1.SnapshotInfo.objects:type_name -> roost.v1.SnapshotInfo.ObjectsEntry
+	83,  // 43: roost.v1.SnapshotChunk.info:type_name -> roost.v1.SnapshotInfo
+	83,  // 44: roost.v1.RestoreSnapshotResponse.restored:type_name -> roost.v1.SnapshotInfo
+	83,  // 45: roost.v1.SnapshotFile.info:type_name -> roost.v1.SnapshotInfo
+	49,  // 46: roost.v1.HubService.Apply:input_type -> roost.v1.ApplyRequest
+	52,  // 47: roost.v1.HubService.Get:input_type -> roost.v1.GetRequest
+	54,  // 48: roost.v1.HubService.List:input_type -> roost.v1.ListRequest
+	56,  // 49: roost.v1.HubService.Delete:input_type -> roost.v1.DeleteRequest
+	58,  // 50: roost.v1.HubService.Watch:input_type -> roost.v1.WatchRequest
+	61,  // 51: roost.v1.HubService.ListMembers:input_type -> roost.v1.ListMembersRequest
+	63,  // 52: roost.v1.HubService.CreateJoinToken:input_type -> roost.v1.CreateJoinTokenRequest
+	65,  // 53: roost.v1.HubService.ListJoinTokens:input_type -> roost.v1.ListJoinTokensRequest
+	68,  // 54: roost.v1.HubService.RevokeJoinTokens:input_type -> roost.v1.RevokeJoinTokensRequest
+	70,  // 55: roost.v1.HubService.RemoveMember:input_type -> roost.v1.RemoveMemberRequest
+	82,  // 56: roost.v1.HubService.SaveSnapshot:input_type -> roost.v1.SaveSnapshotRequest
+	84,  // 57: roost.v1.HubService.RestoreSnapshot:input_type -> roost.v1.SnapshotChunk
+	40,  // 58: roost.v1.HubService.CreateEnrollmentToken:input_type -> roost.v1.CreateEnrollmentTokenRequest
+	43,  // 59: roost.v1.HubService.RevokeEnrollmentToken:input_type -> roost.v1.RevokeEnrollmentTokenRequest
+	45,  // 60: roost.v1.HubService.UpdateServer:input_type -> roost.v1.UpdateServerRequest
+	47,  // 61: roost.v1.HubService.RegisterServer:input_type -> roost.v1.RegisterServerRequest
+	34,  // 62: roost.v1.HubService.AssignServers:input_type -> roost.v1.AssignServersRequest
+	36,  // 63: roost.v1.HubService.UnassignServers:input_type -> roost.v1.UnassignServersRequest
+	38,  // 64: roost.v1.HubService.CreateMachine:input_type -> roost.v1.CreateMachineRequest
+	30,  // 65: roost.v1.HubService.PushArtifact:input_type -> roost.v1.PushArtifactRequest
+	32,  // 66: roost.v1.HubService.StatArtifact:input_type -> roost.v1.StatArtifactRequest
+	18,  // 67: roost.v1.HubService.PutImageRelease:input_type -> roost.v1.PutImageReleaseRequest
+	20,  // 68: roost.v1.HubService.PromoteImageRelease:input_type -> roost.v1.PromoteImageReleaseRequest
+	22,  // 69: roost.v1.HubService.TrustReleaseKey:input_type -> roost.v1.TrustReleaseKeyRequest
+	24,  // 70: roost.v1.HubService.UntrustReleaseKey:input_type -> roost.v1.UntrustReleaseKeyRequest
+	26,  // 71: roost.v1.HubService.ListTrustedKeys:input_type -> roost.v1.ListTrustedKeysRequest
+	28,  // 72: roost.v1.HubService.RolloutControl:input_type -> roost.v1.RolloutControlRequest
+	7,   // 73: roost.v1.HubService.CreateUser:input_type -> roost.v1.CreateUserRequest
+	9,   // 74: roost.v1.HubService.RenewUser:input_type -> roost.v1.RenewUserRequest
+	10,  // 75: roost.v1.HubService.ListUsers:input_type -> roost.v1.ListUsersRequest
+	12,  // 76: roost.v1.HubService.RevokeUser:input_type -> roost.v1.RevokeUserRequest
+	14,  // 77: roost.v1.HubService.WhoAmI:input_type -> roost.v1.WhoAmIRequest
+	16,  // 78: roost.v1.HubService.AuthCheck:input_type -> roost.v1.AuthCheckRequest
+	5,   // 79: roost.v1.HubService.ReadAudit:input_type -> roost.v1.ReadAuditRequest
+	2,   // 80: roost.v1.HubService.ReadServerLogs:input_type -> roost.v1.ReadServerLogsRequest
+	3,   // 81: roost.v1.HubService.CollectServerBundle:input_type -> roost.v1.CollectServerBundleRequest
+	78,  // 82: roost.v1.MemberService.Join:input_type -> roost.v1.JoinRequest
+	80,  // 83: roost.v1.MemberService.AddVoter:input_type -> roost.v1.AddVoterRequest
+	74,  // 84: roost.v1.MemberService.ReportSeen:input_type -> roost.v1.ReportSeenRequest
+	76,  // 85: roost.v1.MemberService.ForwardServerStatus:input_type -> roost.v1.ForwardServerStatusRequest
+	106, // 86: roost.v1.MemberService.FetchBlob:input_type -> roost.v1.FetchArtifactRequest
+	72,  // 87: roost.v1.MemberService.UpdateMember:input_type -> roost.v1.UpdateMemberRequest
+	51,  // 88: roost.v1.HubService.Apply:output_type -> roost.v1.ApplyResponse
+	53,  // 89: roost.v1.HubService.Get:output_type -> roost.v1.GetResponse
+	55,  // 90: roost.v1.HubService.List:output_type -> roost.v1.ListResponse
+	57,  // 91: roost.v1.HubService.Delete:output_type -> roost.v1.DeleteResponse
+	59,  // 92: roost.v1.HubService.Watch:output_type -> roost.v1.WatchEvent
+	62,  // 93: roost.v1.HubService.ListMembers:output_type -> roost.v1.ListMembersResponse
+	64,  // 94: roost.v1.HubService.CreateJoinToken:output_type -> roost.v1.CreateJoinTokenResponse
+	66,  // 95: roost.v1.HubService.ListJoinTokens:output_type -> roost.v1.ListJoinTokensResponse
+	69,  // 96: roost.v1.HubService.RevokeJoinTokens:output_type -> roost.v1.RevokeJoinTokensResponse
+	71,  // 97: roost.v1.HubService.RemoveMember:output_type -> roost.v1.RemoveMemberResponse
+	84,  // 98: roost.v1.HubService.SaveSnapshot:output_type -> roost.v1.SnapshotChunk
+	85,  // 99: roost.v1.HubService.RestoreSnapshot:output_type -> roost.v1.RestoreSnapshotResponse
+	42,  // 100: roost.v1.HubService.CreateEnrollmentToken:output_type -> roost.v1.CreateEnrollmentTokenResponse
+	44,  // 101: roost.v1.HubService.RevokeEnrollmentToken:output_type -> roost.v1.RevokeEnrollmentTokenResponse
+	46,  // 102: roost.v1.HubService.UpdateServer:output_type -> roost.v1.UpdateServerResponse
+	48,  // 103: roost.v1.HubService.RegisterServer:output_type -> roost.v1.RegisterServerResponse
+	35,  // 104: roost.v1.HubService.AssignServers:output_type -> roost.v1.AssignServersResponse
+	37,  // 105: roost.v1.HubService.UnassignServers:output_type -> roost.v1.UnassignServersResponse
+	39,  // 106: roost.v1.HubService.CreateMachine:output_type -> roost.v1.CreateMachineResponse
+	31,  // 107: roost.v1.HubService.PushArtifact:output_type -> roost.v1.PushArtifactResponse
+	33,  // 108: roost.v1.HubService.StatArtifact:output_type -> roost.v1.StatArtifactResponse
+	19,  // 109: roost.v1.HubService.PutImageRelease:output_type -> roost.v1.PutImageReleaseResponse
+	21,  // 110: roost.v1.HubService.PromoteImageRelease:output_type -> roost.v1.PromoteImageReleaseResponse
+	23,  // 111: roost.v1.HubService.TrustReleaseKey:output_type -> roost.v1.TrustReleaseKeyResponse
+	25,  // 112: roost.v1.HubService.UntrustReleaseKey:output_type -> roost.v1.UntrustReleaseKeyResponse
+	27,  // 113: roost.v1.HubService.ListTrustedKeys:output_type -> roost.v1.ListTrustedKeysResponse
+	29,  // 114: roost.v1.HubService.RolloutControl:output_type -> roost.v1.RolloutControlResponse
+	8,   // 115: roost.v1.HubService.CreateUser:output_type -> roost.v1.CreateUserResponse
+	8,   // 116: roost.v1.HubService.RenewUser:output_type -> roost.v1.CreateUserResponse
+	11,  // 117: roost.v1.HubService.ListUsers:output_type -> roost.v1.ListUsersResponse
+	13,  // 118: roost.v1.HubService.RevokeUser:output_type -> roost.v1.RevokeUserResponse
+	15,  // 119: roost.v1.HubService.WhoAmI:output_type -> roost.v1.WhoAmIResponse
+	17,  // 120: roost.v1.HubService.AuthCheck:output_type -> roost.v1.AuthCheckResponse
+	6,   // 121: roost.v1.HubService.ReadAudit:output_type -> roost.v1.ReadAuditResponse
+	4,   // 122: roost.v1.HubService.ReadServerLogs:output_type -> roost.v1.ServerDataChunk
+	4,   // 123: roost.v1.HubService.CollectServerBundle:output_type -> roost.v1.ServerDataChunk
+	79,  // 124: roost.v1.MemberService.Join:output_type -> roost.v1.JoinResponse
+	81,  // 125: roost.v1.MemberService.AddVoter:output_type -> roost.v1.AddVoterResponse
+	75,  // 126: roost.v1.MemberService.ReportSeen:output_type -> roost.v1.ReportSeenResponse
+	77,  // 127: roost.v1.MemberService.ForwardServerStatus:output_type -> roost.v1.ForwardServerStatusResponse
+	107, // 128: roost.v1.MemberService.FetchBlob:output_type -> roost.v1.ArtifactChunk
+	73,  // 129: roost.v1.MemberService.UpdateMember:output_type -> roost.v1.UpdateMemberResponse
+	88,  // [88:130] is the sub-list for method output_type
+	46,  // [46:88] is the sub-list for method input_type
+	46,  // [46:46] is the sub-list for extension type_name
+	46,  // [46:46] is the sub-list for extension extendee
+	0,   // [0:46] is the sub-list for field type_name
 }
 
 func init() { file_roost_v1_hub_proto_init() }
@@ -5562,7 +5649,7 @@ func file_roost_v1_hub_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_roost_v1_hub_proto_rawDesc), len(file_roost_v1_hub_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   87,
+			NumMessages:   88,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
