@@ -208,7 +208,14 @@ func TestRestoreReregistersServers(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := sim.Counter("connected"); n != 2 {
-		t.Errorf("connected = %d after the approval, want 2", n)
+	// The simulator prints its counters every 100 ms and an agent may be
+	// between its re-registration and its reconnect: wait for both.
+	if err := harness.WaitUntil(10*time.Second, func() error {
+		if n, _ := sim.Counter("connected"); n != 2 {
+			return fmt.Errorf("connected = %d after the approval, want 2", n)
+		}
+		return nil
+	}); err != nil {
+		t.Error(err)
 	}
 }
