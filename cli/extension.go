@@ -207,11 +207,10 @@ func loadExtension(raw, keyFile string) (*roostv1.Extension, error) {
 		return nil, usageErrorf("extension %s is not signed: %s is missing (sign it: roost-image sysext --key KEY); the hub records only signed extensions, so nothing was uploaded",
 			raw, filepath.Base(raw+sysext.SignatureSuffix))
 	}
-	m := b.Manifest
-	x := &roostv1.Extension{Metadata: &roostv1.ObjectMeta{Name: resource.ExtensionObjectName(m.Name, m.Version)},
-		Spec: &roostv1.ExtensionSpec{Name: m.Name, Version: m.Version, Architecture: m.Architecture,
-			Image: &roostv1.Artifact{Sha256: m.Image.SHA256, Size: m.Image.Size}, Paths: m.Paths,
-			Manifest: b.ManifestJSON, Signature: b.Signature}}
+	x, err := resource.ExtensionFromManifest(b.ManifestJSON, b.Signature)
+	if err != nil {
+		return nil, usageErrorf("%s: %w; nothing was uploaded", raw+sysext.ManifestSuffix, err)
+	}
 	if vs := resource.Validate(resource.Wrap(x)); len(vs) > 0 {
 		var lines []string
 		for _, v := range vs {

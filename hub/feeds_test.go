@@ -64,6 +64,26 @@ bootloader: {path: boot.efi}
 	return out
 }
 
+// feedExtension writes an extension image of name and version with a
+// manifest signed by the key at key, as roost-image publish --extension
+// hands it to feed.Publish (the hub never opens the image).
+func feedExtension(t *testing.T, key, name, version string) feed.Extension {
+	t.Helper()
+	priv, err := release.LoadPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	image := []byte(strings.Repeat(name+" "+version+"\n", 50))
+	raw := filepath.Join(t.TempDir(), name+"-"+version+".raw")
+	if err := os.WriteFile(raw, image, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := signedExtension(t, name, version, image, priv)
+	x := o.GetExtension().GetSpec()
+	return feed.Extension{Raw: raw, Name: name, Version: version, SHA256: x.GetImage().GetSha256(), Size: x.GetImage().GetSize(),
+		Manifest: x.GetManifest(), Signature: x.GetSignature()}
+}
+
 func artifactDigest(t *testing.T, dir, name string) string {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(dir, release.ManifestFile))
@@ -182,6 +202,46 @@ func TestReleaseFeedImportsAndPoolsFollow(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the Pool on 2027.02.0", func() bool { return target() == "2027.02.0" && rendered("2027.02.0") })
+
+	// Extensions: the feed publishes the kubelet; once imported, a class
+	// follows it by name, and a newer kubelet on the feed reaches the
+	// Machine with no command run.
+	extEntry := func(name, version string) *roostv1.FeedRelease {
+		for _, r := range feedStatus().GetReleases() {
+			if r.GetExtension() == name && r.GetVersion() == version {
+				return r
+			}
+		}
+		return nil
+	}
+	pinned := func(name, version string) bool {
+		for _, r := range fsm.Revisions(testUUID) {
+			for _, x := range r.GetSpec().GetExtensions() {
+				if x.GetName() == name && x.GetVersion() == version {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	if _, err := feed.Publish(dir, "beta", nil, feedExtension(t, keyPrefix+".key", "kubelet", "v1.34.4")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "kubelet v1.34.4 imported", func() bool { return extEntry("kubelet", "v1.34.4").GetState() == state.FeedImported })
+	if _, err := fx.admin.Apply(ctx, &roostv1.ApplyRequest{Objects: []*roostv1.Object{
+		resource.Wrap(&roostv1.MachineClass{Metadata: &roostv1.ObjectMeta{Name: "std"}, Spec: &roostv1.MachineClassSpec{Extensions: []string{"kubelet"}}}),
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "kubelet v1.34.4 pinned", func() bool { return pinned("kubelet", "v1.34.4") })
+	next := feedExtension(t, keyPrefix+".key", "kubelet", "v1.34.5")
+	if _, err := feed.Publish(dir, "beta", nil, next); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "kubelet v1.34.5 pinned", func() bool { return pinned("kubelet", "v1.34.5") })
+	if !blobExists(h, next.SHA256) {
+		t.Error("the kubelet v1.34.5 image is not in the blob store")
+	}
 
 	// A tampered manifest: refused before anything is fetched.
 	tm := feedBundle(t, keyPrefix+".key", "2027.03.0")

@@ -361,7 +361,11 @@ var releaseFeedColumns = []column{
 		var out []string
 		for _, fr := range r.(*roostv1.ReleaseFeed).GetStatus().GetReleases() {
 			if fr.GetState() == "ImportFailed" {
-				out = append(out, fr.GetVersion()+":"+fr.GetReason())
+				what := fr.GetVersion()
+				if x := fr.GetExtension(); x != "" {
+					what = x + "-" + what
+				}
+				out = append(out, what+":"+fr.GetReason())
 			}
 		}
 		return strings.Join(out, ",")

@@ -442,9 +442,10 @@ the testbed's definition and builds its bundle.`,
 
 func newPublishCmd() *cobra.Command {
 	var channel string
+	var extensions []string
 	cmd := &cobra.Command{
-		Use:   "publish DIR BUNDLE...",
-		Short: "Add signed release bundles to a release feed directory that any web server can serve",
+		Use:   "publish DIR [BUNDLE...] [--extension RAW...]",
+		Short: "Add signed release bundles and system extensions to a release feed directory that any web server can serve",
 		Long: `Add release bundles (made by 'roost-image release --key KEY') to the release
 feed rooted at DIR (created if missing): an index of channels, per channel the
 list of its signed release manifests, and every artifact by its sha256
@@ -456,7 +457,13 @@ A release goes to --channel, or to the channel its definition names. Bundles
 are checked first (signed, artifacts matching their sha256); a version the
 feed holds with another manifest is refused, since releases are immutable.
 Publishing a bundle again changes nothing. index.json is written last, so a
-server never shows a channel naming a release not written yet.`,
+server never shows a channel naming a release not written yet.
+
+--extension adds a signed system extension (NAME-VERSION.raw with its
+.manifest.json and .sig beside it, from 'roost-image sysext --key KEY') to
+--channel, or to the channels of the bundles given with it. The hub imports it
+as an Extension; MachineClasses that follow the extension by name move to the
+new version by reboot, inside their Pools' windows.`,
 		Example: `  roost-image publish /srv/roost-feed _output/2026.12.0 --channel beta
   # then, on the hub
   roostctl apply -f - <<EOF
@@ -465,9 +472,26 @@ server never shows a channel naming a release not written yet.`,
   metadata: {name: upstream}
   spec: {url: "https://releases.example.com/roost", channels: [beta]}
   EOF`,
-		Args: usageArgs(cobra.MinimumNArgs(2)),
+		Args: usageArgs(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			done, err := feed.Publish(args[0], channel, args[1:])
+			if len(args) == 1 && len(extensions) == 0 {
+				return usageErrorf("nothing to publish: give release bundle directories, --extension RAW, or both")
+			}
+			var exts []feed.Extension
+			for _, raw := range extensions {
+				b, err := sysext.LoadBundle(raw, nil)
+				if err != nil {
+					return err
+				}
+				if !b.Signed {
+					return fmt.Errorf("extension %s is not signed (no %s): sign it with roost-image sysext --key KEY; a hub imports only signed extensions",
+						raw, filepath.Base(raw+sysext.SignatureSuffix))
+				}
+				m := b.Manifest
+				exts = append(exts, feed.Extension{Raw: raw, Name: m.Name, Version: m.Version, SHA256: m.Image.SHA256, Size: m.Image.Size,
+					Manifest: b.ManifestJSON, Signature: b.Signature})
+			}
+			done, err := feed.Publish(args[0], channel, args[1:], exts...)
 			if err != nil {
 				return err
 			}
@@ -477,12 +501,18 @@ server never shows a channel naming a release not written yet.`,
 				if !p.Added {
 					what = "already published"
 				}
+				if p.Extension != "" {
+					fmt.Fprintf(w, "extension %s %s %s on channel %s (%d new artifacts)\n", p.Extension, p.Version, what, p.Channel, p.Blobs)
+					continue
+				}
 				fmt.Fprintf(w, "release %s %s on channel %s (%d new artifacts)\n", p.Version, what, p.Channel, p.Blobs)
 			}
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&channel, "channel", "", "channel to list the releases on (default: the channel of each release's definition)")
+	cmd.Flags().StringArrayVar(&extensions, "extension", nil, "signed system extension image `RAW` to publish (repeatable)")
+	_ = cmd.MarkFlagFilename("extension", "raw")
 	return cmd
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -96,8 +97,54 @@ func TestPublish(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(out, "releases", "2027.01.0")); err == nil {
 		t.Error("a refused bundle was written")
 	}
-	if msg, err := run(t, "publish", out); err == nil || !strings.Contains(err.Error(), "at least 2 arg") {
+	if msg, err := run(t, "publish", out); err == nil || !strings.Contains(err.Error(), "nothing to publish") {
 		t.Errorf("no bundle: %v %s", err, msg)
+	}
+}
+
+// An extension is published on --channel, or on the channels of the
+// bundles published with it; an unsigned one is refused.
+func TestPublishExtension(t *testing.T) {
+	needMksquashfs(t)
+	d := t.TempDir()
+	t.Chdir(d)
+	if msg, err := run(t, "keygen", "-o", "k"); err != nil {
+		t.Fatal(err, msg)
+	}
+	write(t, d, "kubelet", "#!/bin/sh\n")
+	if msg, err := run(t, "sysext", "--name", "kubelet", "--version", "v1.34.4", "--file", "kubelet:/usr/bin/kubelet", "--key", "k.key"); err != nil {
+		t.Fatal(err, msg)
+	}
+	out := filepath.Join(d, "feed")
+	if msg, err := run(t, "publish", out, "--extension", "kubelet-v1.34.4.raw"); err == nil || !strings.Contains(err.Error(), "pass --channel") {
+		t.Errorf("no channel: %v %s", err, msg)
+	}
+	a := releaseBundle(t, d, "2026.11.0", filepath.Join(d, "k.key"))
+	msg, err := run(t, "publish", out, a, "--extension", "kubelet-v1.34.4.raw")
+	if err != nil || !strings.Contains(msg, "extension kubelet v1.34.4 published on channel beta (1 new artifacts)") {
+		t.Fatal(err, msg)
+	}
+	if msg, err = run(t, "publish", out, "--extension", "kubelet-v1.34.4.raw", "--channel", "stable"); err != nil ||
+		!strings.Contains(msg, "extension kubelet v1.34.4 published on channel stable (0 new artifacts)") {
+		t.Fatal(err, msg)
+	}
+	data, err := os.ReadFile(filepath.Join(out, filepath.FromSlash(feed.ChannelPath("stable"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci, err := feed.ParseChannel("stable", data)
+	if err != nil || len(ci.Extensions) != 1 || ci.Extensions[0].Name != "kubelet" || ci.Extensions[0].Version != "v1.34.4" {
+		t.Fatalf("stable %+v %v", ci, err)
+	}
+	m, err := os.ReadFile(filepath.Join(out, filepath.FromSlash(ci.Extensions[0].Manifest)))
+	if err != nil || !bytes.Equal(m, must(os.ReadFile("kubelet-v1.34.4.raw.manifest.json"))) {
+		t.Errorf("manifest %v", err)
+	}
+	if err := os.Remove("kubelet-v1.34.4.raw.manifest.json.sig"); err != nil {
+		t.Fatal(err)
+	}
+	if msg, err := run(t, "publish", out, "--extension", "kubelet-v1.34.4.raw", "--channel", "beta"); err == nil || !strings.Contains(err.Error(), "is not signed") {
+		t.Errorf("unsigned: %v %s", err, msg)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -215,6 +216,21 @@ func (c *Controller) Poll(ctx context.Context, f *roostv1.ReleaseFeed) (*roostv1
 			fr.Time = timestamppb.New(c.now())
 			st.Releases = recordRelease(st.Releases, fr)
 		}
+		for _, e := range ci.Extensions {
+			fr := c.extensionRecorded(e, ch)
+			if fr == nil {
+				continue
+			}
+			if fr.State == "" {
+				if keyErr != nil {
+					fr = failedExtension(e, ch, ReasonNoTrustedKey, keyErr.Error())
+				} else {
+					fr = c.importExtension(ctx, src, ch, e, keys)
+				}
+			}
+			fr.Time = timestamppb.New(c.now())
+			st.Releases = recordRelease(st.Releases, fr)
+		}
 	}
 	conds = state.SetCondition(conds, state.FeedFetchFailed, "False", ReasonPolled, "", now)
 	msg := fmt.Sprintf("read %s of %s", englishChannels(len(ix.Channels)), src)
@@ -238,11 +254,26 @@ func (c *Controller) recorded(version, channel string) bool {
 	return o != nil && o.GetImageRelease().GetSpec().GetVersion() == version && slices.Contains(o.GetImageRelease().GetSpec().GetChannels(), channel)
 }
 
-// recordRelease puts fr into rs in place of the entry of its version and
-// channel, keeping the newest MaxFeedReleases.
+// extensionRecorded says what to do with extension version e of channel:
+// nil when the hub holds it (as an Extension with the feed's manifest),
+// an ImportFailed entry when it holds another manifest under that name
+// (extensions are immutable), else an empty entry: import it.
+func (c *Controller) extensionRecorded(e feed.ExtensionEntry, channel string) *roostv1.FeedRelease {
+	o := c.FSM.Reader().Get("Extension", resource.ExtensionObjectName(e.Name, e.Version))
+	if o == nil {
+		return &roostv1.FeedRelease{}
+	}
+	if x := o.GetExtension().GetSpec(); x.GetName() == e.Name && x.GetVersion() == e.Version {
+		return nil
+	}
+	return failedExtension(e, channel, ReasonRefused, fmt.Sprintf("the hub holds Extension %s for another extension", o.GetExtension().GetMetadata().GetName()))
+}
+
+// recordRelease puts fr into rs in place of the entry of its extension,
+// version and channel, keeping the newest MaxFeedReleases.
 func recordRelease(rs []*roostv1.FeedRelease, fr *roostv1.FeedRelease) []*roostv1.FeedRelease {
 	rs = slices.DeleteFunc(rs, func(r *roostv1.FeedRelease) bool {
-		return r.GetVersion() == fr.GetVersion() && r.GetChannel() == fr.GetChannel()
+		return r.GetExtension() == fr.GetExtension() && r.GetVersion() == fr.GetVersion() && r.GetChannel() == fr.GetChannel()
 	})
 	rs = append(rs, fr)
 	if len(rs) > MaxFeedReleases {
@@ -253,6 +284,73 @@ func recordRelease(rs []*roostv1.FeedRelease, fr *roostv1.FeedRelease) []*roostv
 
 func failed(version, channel, reason, msg string) *roostv1.FeedRelease {
 	return &roostv1.FeedRelease{Version: version, Channel: channel, State: state.FeedImportFailed, Reason: reason, Message: msg}
+}
+
+func failedExtension(e feed.ExtensionEntry, channel, reason, msg string) *roostv1.FeedRelease {
+	fr := failed(e.Version, channel, reason, msg)
+	fr.Extension = e.Name
+	return fr
+}
+
+// fill copies the artifacts sizes names (sha256 → size in bytes, from a
+// signed manifest) from the feed into the blob store, each checked
+// against its digest and size; an interrupted copy resumes at the next
+// poll. On failure it returns the FeedRelease reason (ArtifactMismatch or
+// FetchFailed) and the error.
+func (c *Controller) fill(ctx context.Context, src Source, sizes map[string]int64) (string, error) {
+	bs := blobSource{src: src, sizes: sizes}
+	for _, d := range slices.Sorted(maps.Keys(sizes)) {
+		if _, err := c.Blobs.Fill(ctx, d, []blobs.Source{bs}); err != nil {
+			reason := ReasonFetchFailed
+			if strings.Contains(err.Error(), blobs.ErrDigestMismatch.Error()) || strings.Contains(err.Error(), "the signed manifest says") {
+				reason = ReasonArtifactMismatch
+			}
+			return reason, fmt.Errorf("artifact sha256 %s: %v", d, err)
+		}
+	}
+	return "", nil
+}
+
+// importExtension imports extension version e of channel: it reads the
+// manifest and signature, verifies them with keys and checks the
+// Extension they describe (resource.Validate) before anything else, fills
+// the image into the blob store from the feed, and proposes the Extension
+// (an ApplyObjects command, as roostctl extension push does). MachineClasses
+// that follow the extension by name then move to it, inside windows.
+func (c *Controller) importExtension(ctx context.Context, src Source, channel string, e feed.ExtensionEntry, keys []ed25519.PublicKey) *roostv1.FeedRelease {
+	manifest, err := src.ReadFile(ctx, e.Manifest, feed.MaxManifestSize)
+	if err != nil {
+		return failedExtension(e, channel, ReasonFetchFailed, err.Error())
+	}
+	sig, err := src.ReadFile(ctx, e.Signature, feed.MaxManifestSize)
+	if err != nil {
+		return failedExtension(e, channel, ReasonFetchFailed, err.Error())
+	}
+	x, err := resource.ExtensionFromManifest(manifest, strings.TrimSpace(string(sig)))
+	if err != nil {
+		return failedExtension(e, channel, ReasonBadSignature, fmt.Sprintf("%s: %v", e.Manifest, err))
+	}
+	if err := releasesig.VerifyExtension(releasesig.FromExtension(x.GetSpec()), keys); err != nil {
+		return failedExtension(e, channel, ReasonBadSignature, err.Error())
+	}
+	if s := x.GetSpec(); s.GetName() != e.Name || s.GetVersion() != e.Version {
+		return failedExtension(e, channel, ReasonRefused, fmt.Sprintf("%s is extension %s %s, the channel lists %s %s", e.Manifest, s.GetName(), s.GetVersion(), e.Name, e.Version))
+	}
+	obj := resource.Wrap(x)
+	if vs := resource.Validate(obj); len(vs) > 0 {
+		return failedExtension(e, channel, ReasonRefused, fmt.Sprintf("%s: %s", e.Manifest, vs[0].String()))
+	}
+	img := x.GetSpec().GetImage()
+	if reason, err := c.fill(ctx, src, map[string]int64{img.GetSha256(): img.GetSize()}); err != nil {
+		return failedExtension(e, channel, reason, err.Error())
+	}
+	err = c.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_ApplyObjects{ApplyObjects: &roostv1.ApplyObjects{
+		Objects: []*roostv1.Object{obj}, Uids: []string{c.NewUID()}}}})
+	if err != nil {
+		return failedExtension(e, channel, ReasonRefused, err.Error())
+	}
+	c.log().Info("imported extension from feed", "extension", e.Name, "version", e.Version, "channel", channel)
+	return &roostv1.FeedRelease{Extension: e.Name, Version: e.Version, Channel: channel, State: state.FeedImported}
 }
 
 // importRelease imports release e of channel: it reads the manifest and
@@ -284,22 +382,13 @@ func (c *Controller) importRelease(ctx context.Context, feedName string, src Sou
 		return failed(e.Version, channel, ReasonRefused, fmt.Sprintf("%s is %s %q, the channel lists version %s", e.Manifest, m.Kind, m.Version, e.Version))
 	}
 	sizes := map[string]int64{}
-	var digests []string
 	for _, a := range []*roostv1.Artifact{spec.GetKernel(), spec.GetInitrd(), spec.GetBootLoader()} {
 		if a.GetSha256() != "" {
 			sizes[a.GetSha256()] = a.GetSize()
-			digests = append(digests, a.GetSha256())
 		}
 	}
-	bs := blobSource{src: src, sizes: sizes}
-	for _, d := range digests {
-		if _, err := c.Blobs.Fill(ctx, d, []blobs.Source{bs}); err != nil {
-			reason := ReasonFetchFailed
-			if strings.Contains(err.Error(), blobs.ErrDigestMismatch.Error()) || strings.Contains(err.Error(), "the signed manifest says") {
-				reason = ReasonArtifactMismatch
-			}
-			return failed(e.Version, channel, reason, fmt.Sprintf("artifact sha256 %s: %v", d, err))
-		}
+	if reason, err := c.fill(ctx, src, sizes); err != nil {
+		return failed(e.Version, channel, reason, err.Error())
 	}
 	ir := &roostv1.ImageRelease{ApiVersion: resource.APIVersion, Kind: "ImageRelease", Metadata: &roostv1.ObjectMeta{Name: release.Name(e.Version)}, Spec: spec}
 	err = c.Propose(ctx, &roostv1.Command{Command: &roostv1.Command_ImportImageRelease{ImportImageRelease: &roostv1.ImportImageRelease{

@@ -33,12 +33,24 @@ type Index struct {
 }
 
 // ChannelIndex is channels/CHANNEL.json: the releases of one channel,
-// oldest first.
+// oldest first, and the extension versions (systemd-sysext images such as
+// kubelet) published with them.
 type ChannelIndex struct {
-	APIVersion string  `json:"apiVersion"`
-	Kind       string  `json:"kind"`
-	Channel    string  `json:"channel"`
-	Releases   []Entry `json:"releases"`
+	APIVersion string           `json:"apiVersion"`
+	Kind       string           `json:"kind"`
+	Channel    string           `json:"channel"`
+	Releases   []Entry          `json:"releases"`
+	Extensions []ExtensionEntry `json:"extensions,omitempty"`
+}
+
+// ExtensionEntry is one extension version of a channel: its name and
+// version, and where its signed manifest (NAME-VERSION.raw.manifest.json,
+// verbatim) and signature are. Its image is a blob like any artifact.
+type ExtensionEntry struct {
+	Name      string `json:"name"`
+	Version   string `json:"version"`
+	Manifest  string `json:"manifest"`
+	Signature string `json:"signature"`
 }
 
 // Entry is one release of a channel: its version and where its manifest
@@ -54,6 +66,16 @@ func ChannelPath(channel string) string { return "channels/" + channel + ".json"
 
 // ReleaseDir is the directory of a release's manifest and signature.
 func ReleaseDir(version string) string { return "releases/" + version }
+
+// ExtensionDir is the directory of an extension version's manifest and
+// signature.
+func ExtensionDir(name, version string) string { return "extensions/" + name + "/" + version }
+
+// Names of an extension's manifest and signature in its ExtensionDir.
+const (
+	ExtensionManifestFile  = "extension.json"
+	ExtensionSignatureFile = "extension.json.sig"
+)
 
 // BlobPath is the path of the artifact with sha256 digest.
 func BlobPath(digest string) string { return "blobs/sha256/" + digest }
@@ -103,8 +125,28 @@ func ParseChannel(channel string, data []byte) (*ChannelIndex, error) {
 			}
 		}
 	}
+	type nv struct{ name, version string }
+	var seenExt []nv
+	for i, e := range ci.Extensions {
+		if !extensionPartRE.MatchString(e.Name) || !extensionPartRE.MatchString(e.Version) {
+			return nil, fmt.Errorf("%s: extensions[%d]: name %q version %q: want letters, digits and . _ + ~ - (kubelet v1.34.4)", name, i, e.Name, e.Version)
+		}
+		if slices.Contains(seenExt, nv{e.Name, e.Version}) {
+			return nil, fmt.Errorf("%s: extensions[%d]: %s %s is listed twice", name, i, e.Name, e.Version)
+		}
+		seenExt = append(seenExt, nv{e.Name, e.Version})
+		for _, p := range []string{e.Manifest, e.Signature} {
+			if !relativePath(p) {
+				return nil, fmt.Errorf("%s: extensions[%d]: path %q is not a clean relative path inside the feed", name, i, p)
+			}
+		}
+	}
 	return &ci, nil
 }
+
+// extensionPartRE is what an extension name or version may be (the
+// manifest's own checks, resource.Validate, come on import).
+var extensionPartRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+~-]{0,63}$`)
 
 // relativePath says whether p is a clean relative path that stays inside
 // the root.

@@ -18,9 +18,12 @@ import (
 	"github.com/roostfleet/roost/internal/atomicfile"
 )
 
-// Published says what Publish did with one bundle.
+// Published says what Publish did with one bundle or extension.
 type Published struct {
 	Version, Channel string
+	// Extension is the extension's name when this is an extension version
+	// (Version is then its version).
+	Extension string
 	// Added is false when the channel listed the release already (the same
 	// manifest): nothing changed.
 	Added bool
@@ -29,16 +32,33 @@ type Published struct {
 	Blobs int
 }
 
-// Publish adds the signed release bundles in bundles to the feed rooted
-// at dir (created if missing) on channel: channel when not empty, else
-// each bundle's manifest channel. Every bundle is loaded and its artifacts'
-// sha256 checked first (release.Load); an unsigned bundle, a bundle
-// without a channel, or a version the feed holds with another manifest is
-// refused before anything is written. Artifacts are copied under blobs/
-// (skipped when present), the manifest and signature verbatim, then the
-// channel indexes, then index.json, each replaced atomically. Publishing a
-// bundle again changes nothing.
-func Publish(dir, channel string, bundles []string) ([]Published, error) {
+// Extension is a signed extension image to publish: its .raw file and
+// its manifest and signature verbatim, as imagebuilder/sysext.LoadBundle
+// read them (which checked the image against the manifest), and what the
+// manifest says.
+type Extension struct {
+	Raw           string
+	Name, Version string
+	// SHA256 (lower-case hex) and Size (bytes) are the image's.
+	SHA256    string
+	Size      int64
+	Manifest  []byte
+	Signature string
+}
+
+// Publish adds the signed release bundles in bundles, and the signed
+// extension images exts, to the feed rooted at dir (created if missing).
+// A release goes on channel when not empty, else on its manifest's
+// channel; the extensions go on channel, else on every channel of the
+// bundles given (none: an error that asks for one). Every bundle is loaded
+// and its artifacts' sha256 checked first (release.Load); an unsigned
+// bundle or extension, a bundle without a channel, or a version the feed
+// holds with another manifest is refused before anything is written.
+// Artifacts and extension images are copied under blobs/ (skipped when
+// present, the copy's sha256 checked), manifests and signatures verbatim,
+// then the channel indexes, then index.json, each replaced atomically.
+// Publishing the same again changes nothing.
+func Publish(dir, channel string, bundles []string, exts ...Extension) ([]Published, error) {
 	type item struct {
 		b        *release.Bundle
 		manifest []byte
@@ -79,11 +99,52 @@ func Publish(dir, channel string, bundles []string) ([]Published, error) {
 		}
 		items = append(items, it)
 	}
+	extChannels := []string{channel}
+	if channel == "" {
+		extChannels = nil
+		for _, it := range items {
+			if !slices.Contains(extChannels, it.channel) {
+				extChannels = append(extChannels, it.channel)
+			}
+		}
+	}
+	for _, x := range exts {
+		if len(extChannels) == 0 {
+			return nil, fmt.Errorf("extension %s: pass --channel (or a release bundle, whose channel it joins)", x.Raw)
+		}
+		if x.Signature == "" {
+			return nil, fmt.Errorf("extension %s is not signed: make it with roost-image sysext --key KEY (a hub imports only signed extensions)", x.Raw)
+		}
+		if !extensionPartRE.MatchString(x.Name) || !extensionPartRE.MatchString(x.Version) {
+			return nil, fmt.Errorf("extension %s: name %q version %q: want letters, digits and . _ + ~ -", x.Raw, x.Name, x.Version)
+		}
+		old, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(ExtensionDir(x.Name, x.Version)), ExtensionManifestFile))
+		switch {
+		case err == nil && !bytes.Equal(old, x.Manifest):
+			return nil, fmt.Errorf("the feed holds extension %s %s with another manifest: extensions are immutable; make a new version", x.Name, x.Version)
+		case err != nil && !errors.Is(err, fs.ErrNotExist):
+			return nil, err
+		}
+	}
 	ix, err := readIndex(dir)
 	if err != nil {
 		return nil, err
 	}
 	channels := map[string]*ChannelIndex{}
+	channelIndex := func(ch string) (*ChannelIndex, error) {
+		if ci := channels[ch]; ci != nil {
+			return ci, nil
+		}
+		ci, err := readChannel(dir, ch)
+		if err != nil {
+			return nil, err
+		}
+		channels[ch] = ci
+		if !slices.Contains(ix.Channels, ch) {
+			ix.Channels = append(ix.Channels, ch)
+		}
+		return ci, nil
+	}
 	var out []Published
 	for _, it := range items {
 		p := Published{Version: it.b.Manifest.Version, Channel: it.channel}
@@ -106,22 +167,48 @@ func Publish(dir, channel string, bundles []string) ([]Published, error) {
 		if err := atomicfile.WriteFile(filepath.Join(rd, release.ManifestFile), it.manifest, 0o644); err != nil {
 			return nil, err
 		}
-		ci := channels[it.channel]
-		if ci == nil {
-			if ci, err = readChannel(dir, it.channel); err != nil {
-				return nil, err
-			}
-			channels[it.channel] = ci
+		ci, err := channelIndex(it.channel)
+		if err != nil {
+			return nil, err
 		}
 		if !slices.ContainsFunc(ci.Releases, func(e Entry) bool { return e.Version == p.Version }) {
 			ci.Releases = append(ci.Releases, Entry{Version: p.Version,
 				Manifest: ReleaseDir(p.Version) + "/" + release.ManifestFile, Signature: ReleaseDir(p.Version) + "/" + release.SignatureFile})
 			p.Added = true
 		}
-		if !slices.Contains(ix.Channels, it.channel) {
-			ix.Channels = append(ix.Channels, it.channel)
-		}
 		out = append(out, p)
+	}
+	for _, x := range exts {
+		copied, err := copyBlob(x.Raw, filepath.Join(dir, filepath.FromSlash(BlobPath(x.SHA256))), x.SHA256)
+		if err != nil {
+			return nil, err
+		}
+		xd := ExtensionDir(x.Name, x.Version)
+		if err := os.MkdirAll(filepath.Join(dir, filepath.FromSlash(xd)), 0o755); err != nil {
+			return nil, err
+		}
+		if err := atomicfile.WriteFile(filepath.Join(dir, filepath.FromSlash(xd), ExtensionSignatureFile), []byte(x.Signature+"\n"), 0o644); err != nil {
+			return nil, err
+		}
+		if err := atomicfile.WriteFile(filepath.Join(dir, filepath.FromSlash(xd), ExtensionManifestFile), x.Manifest, 0o644); err != nil {
+			return nil, err
+		}
+		for i, ch := range extChannels {
+			ci, err := channelIndex(ch)
+			if err != nil {
+				return nil, err
+			}
+			p := Published{Extension: x.Name, Version: x.Version, Channel: ch}
+			if i == 0 && copied {
+				p.Blobs = 1
+			}
+			if !slices.ContainsFunc(ci.Extensions, func(e ExtensionEntry) bool { return e.Name == x.Name && e.Version == x.Version }) {
+				ci.Extensions = append(ci.Extensions, ExtensionEntry{Name: x.Name, Version: x.Version,
+					Manifest: xd + "/" + ExtensionManifestFile, Signature: xd + "/" + ExtensionSignatureFile})
+				p.Added = true
+			}
+			out = append(out, p)
+		}
 	}
 	if err := os.MkdirAll(filepath.Join(dir, "channels"), 0o755); err != nil {
 		return nil, err

@@ -4045,7 +4045,8 @@ type ReleaseFeedStatus struct {
 	// will again (later after failures: backoff).
 	LastPoll *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=last_poll,json=lastPoll,proto3" json:"last_poll,omitempty"`
 	NextPoll *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=next_poll,json=nextPoll,proto3" json:"next_poll,omitempty"`
-	// releases are the feed's releases the hub tried, by version.
+	// releases are the feed's releases (and extension versions) the hub
+	// tried, the newest 50.
 	Releases      []*FeedRelease `protobuf:"bytes,4,rep,name=releases,proto3" json:"releases,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -4109,7 +4110,8 @@ func (x *ReleaseFeedStatus) GetReleases() []*FeedRelease {
 	return nil
 }
 
-// FeedRelease is what happened to one release of a feed.
+// FeedRelease is what happened to one release (or extension version) of a
+// feed.
 type FeedRelease struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Version string                 `protobuf:"bytes,1,opt,name=version,proto3" json:"version,omitempty"`
@@ -4117,10 +4119,14 @@ type FeedRelease struct {
 	// state is Imported or ImportFailed; reason a CamelCase cause
 	// (BadSignature, ArtifactMismatch, FetchFailed, Refused) and message the
 	// details.
-	State         string                 `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`
-	Reason        string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
-	Message       string                 `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
-	Time          *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=time,proto3" json:"time,omitempty"`
+	State   string                 `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`
+	Reason  string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	Message string                 `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
+	Time    *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=time,proto3" json:"time,omitempty"`
+	// extension, when set, makes this entry one version of that Extension
+	// (systemd-sysext image) the channel lists: version is the extension's
+	// version, and the Extension object is NAME-VERSION.
+	Extension     string `protobuf:"bytes,7,opt,name=extension,proto3" json:"extension,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4195,6 +4201,13 @@ func (x *FeedRelease) GetTime() *timestamppb.Timestamp {
 		return x.Time
 	}
 	return nil
+}
+
+func (x *FeedRelease) GetExtension() string {
+	if x != nil {
+		return x.Extension
+	}
+	return ""
 }
 
 // Channel is a promotion policy for one image channel (its name, e.g.
@@ -6026,14 +6039,15 @@ const file_roost_v1_resources_proto_rawDesc = "" +
 	"conditions\x127\n" +
 	"\tlast_poll\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\blastPoll\x127\n" +
 	"\tnext_poll\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\bnextPoll\x121\n" +
-	"\breleases\x18\x04 \x03(\v2\x15.roost.v1.FeedReleaseR\breleases\"\xb9\x01\n" +
+	"\breleases\x18\x04 \x03(\v2\x15.roost.v1.FeedReleaseR\breleases\"\xd7\x01\n" +
 	"\vFeedRelease\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x12\x18\n" +
 	"\achannel\x18\x02 \x01(\tR\achannel\x12\x14\n" +
 	"\x05state\x18\x03 \x01(\tR\x05state\x12\x16\n" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x05 \x01(\tR\amessage\x12.\n" +
-	"\x04time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"\xcc\x01\n" +
+	"\x04time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x1c\n" +
+	"\textension\x18\a \x01(\tR\textension\"\xcc\x01\n" +
 	"\aChannel\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
