@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -390,5 +391,53 @@ func TestRemediatingMachineIsReplaced(t *testing.T) {
 	}
 	if got := fmt.Sprint(h.members()); got != "[workers-1=01 workers-2=02 workers-3=03]" {
 		t.Errorf("members on the next step %s: nothing is surplus", got)
+	}
+}
+
+// Run claims a Server for a Pool short of replicas when the Server
+// enrolls after the Pool was reconciled: the Server's event keys the
+// short Pool (shortPools), and a full Pool is not reconciled for it.
+func TestRunClaimsServersAsTheyEnroll(t *testing.T) {
+	h := newFakeHub(t)
+	var mu sync.Mutex
+	c := h.controller()
+	c.FSM, c.Read = h.f, nil
+	propose := c.Propose
+	c.Propose = func(ctx context.Context, cmd *roostv1.Command) error {
+		mu.Lock()
+		defer mu.Unlock()
+		return propose(ctx, cmd)
+	}
+	two := int32(2)
+	h.pool(&two)
+	h.server(uuidN(1), 32)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { c.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	waitMembers := func(want int) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for len(h.members()) != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("members %v, want %d", h.members(), want)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitMembers(1)
+	if got := c.shortPools(); strings.Join(got, ",") != "workers" {
+		t.Errorf("short Pools %v with 1 of 2 replicas", got)
+	}
+	mu.Lock()
+	h.server(uuidN(2), 32)
+	mu.Unlock()
+	waitMembers(2)
+	deadline := time.Now().Add(10 * time.Second)
+	for len(c.shortPools()) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("short Pools %v with 2 of 2 replicas", c.shortPools())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -160,15 +160,12 @@ func (a *applier) registeredMatch(uuid, fp string, macs []string) (*roostv1.Serv
 	if a.rules < RulesBMC {
 		return nil, nil
 	}
-	it, err := a.txn.Get(kindServer, indexID)
+	it, err := a.txn.Get(kindServer, indexBMC, true)
 	if err != nil {
 		return nil, internal(err)
 	}
 	for raw := it.Next(); raw != nil; raw = it.Next() {
 		s := raw.(*roostv1.Object).GetServer()
-		if s.GetSpec().GetBmc() == nil {
-			continue
-		}
 		if s.GetStatus().GetState() != ServerRegistered {
 			if s.GetSpec().GetMacFingerprint() == fp && s.GetSpec().GetSystemUuid() == uuid {
 				return s, nil // enrolled before under its registered name

@@ -20,6 +20,7 @@ const (
 
 	indexID   = "id"
 	indexRefs = "refs"
+	indexBMC  = "bmc"
 
 	// singletonKey is the primary key of single-row tables.
 	singletonKey = "singleton"
@@ -47,6 +48,17 @@ func newSchema() *memdb.DBSchema {
 			},
 		}
 	}
+	// Servers with a BMC (spec.bmc), so an enrollment finds the record
+	// it matches among them (registeredMatch) without a scan of every
+	// Server: a scan per enrollment made enrolling a fleet quadratic.
+	s.Tables[kindServer].Indexes[indexBMC] = &memdb.IndexSchema{Name: indexBMC, Indexer: &memdb.ConditionalIndex{
+		Conditional: func(raw any) (bool, error) {
+			o, ok := raw.(*roostv1.Object)
+			if !ok {
+				return false, fmt.Errorf("row has type %T, want *roostv1.Object", raw)
+			}
+			return o.GetServer().GetSpec().GetBmc() != nil, nil
+		}}}
 	for name, idx := range eventIndexes() {
 		s.Tables[kindEvent].Indexes[name] = idx
 	}
