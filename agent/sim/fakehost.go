@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -94,6 +95,7 @@ type server struct {
 	dir  string
 	// disks holds the Server's install disk, /dev/simvda.
 	disks *install.MemDisks
+	log   *slog.Logger
 }
 
 // fakeDisks are the disks of simulated Server i with a fake host: its
@@ -112,8 +114,8 @@ func (fh *FakeHost) withDefaults() {
 	}
 }
 
-func (fh *FakeHost) newServer(c *Counters, i int, seed int64) (*server, error) {
-	s := &server{fh: fh, c: c, i: i, seed: seed, dir: filepath.Join(fh.Dir, fmt.Sprintf("agent-%05d", i)), disks: &install.MemDisks{TempDir: fh.Dir}}
+func (fh *FakeHost) newServer(c *Counters, i int, seed int64, log *slog.Logger) (*server, error) {
+	s := &server{fh: fh, c: c, i: i, seed: seed, log: log, dir: filepath.Join(fh.Dir, fmt.Sprintf("agent-%05d", i)), disks: &install.MemDisks{TempDir: fh.Dir}}
 	for _, d := range []string{filepath.Join(s.dir, "esp", filepath.FromSlash(install.EntriesDir)), filepath.Join(s.dir, "state")} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, err
@@ -171,48 +173,24 @@ func (s *server) run(ctx context.Context, newAgent func(store agent.Store, host 
 		if err != nil {
 			return fmt.Errorf("simulated firmware: %w", err)
 		}
-		stateDir := state // an installed Server mounts STATE at its state dir
-		if booted == 0 {
-			stateDir = ram // the enrollment image runs from RAM
-		}
-		// Every unit the Revision requires runs, or fails on a failing boot.
-		units := &boot.FakeUnits{Default: "active"}
-		if s.fails(booted) {
-			units.Default = "failed"
+		// The agent runs until it reboots the Server; an agent that stops
+		// with an error is started again after AgentRestartDelay, in the
+		// same boot, as systemd's Restart=always does on a real Server.
+		failing := s.fails(booted)
+		if failing {
 			s.c.FailedBoots.Add(1)
 		}
-		bootCtx, cancel := context.WithCancel(ctx)
-		rb := &rebooter{cancel: cancel}
-		host := &agent.Host{
-			Disks: s.disks, Mounter: &boot.FakeMounter{}, Units: units, Rebooter: rb,
-			FindPartition: func(name string) (string, error) {
-				if name != install.ESPName {
-					return "", fmt.Errorf("no partition named %s", name)
-				}
-				return "/dev/" + fakeDisk + "1", nil
-			},
-			BootedRevision: booted, StateDir: stateDir, ESPDir: esp.Dir, StateMountDir: state,
-			TrustedKeys: s.fh.TrustedKeys, HealthTimeout: s.fh.AssessTimeout, Retry: s.fh.Retry,
-		}
-		if err := os.MkdirAll(stateDir, 0o700); err != nil {
-			cancel()
-			return err
-		}
-		a, err := newAgent(agent.FileStore{Dir: stateDir}, host)
-		if err != nil {
-			cancel()
-			return err
-		}
-		err = a.Run(bootCtx)
-		cancel()
-		switch {
-		case ctx.Err() != nil:
-			return nil
-		case !rb.done():
-			if err == nil {
-				err = errors.New("the agent stopped without a reboot")
+		for {
+			rb, err := s.boot(ctx, booted, failing, ram, state, esp, newAgent)
+			if ctx.Err() != nil {
+				return nil
 			}
-			return err
+			if err != nil {
+				return err
+			}
+			if rb.done() {
+				break
+			}
 		}
 		s.c.Reboots.Add(1)
 		// Power cycle: RAM is gone, the Server is down for the boot time.
@@ -225,4 +203,67 @@ func (s *server) run(ctx context.Context, newAgent func(store agent.Store, host 
 		case <-time.After(s.fh.BootTime):
 		}
 	}
+}
+
+// AgentRestartDelay is how long a simulated Server's agent that stopped
+// with an error stays down before it runs again (RestartSec of
+// roost-agent.service).
+const AgentRestartDelay = 5 * time.Second
+
+// boot runs the agent of boot booted once (failing: every unit of the
+// boot fails): until it asks for a reboot (the returned rebooter is done)
+// or ctx ends; or it stops with an error, which is counted and logged, and
+// after AgentRestartDelay the caller runs it again. An error returned
+// means the simulated host itself failed.
+func (s *server) boot(ctx context.Context, booted int64, failing bool, ram, state string, esp boot.ESP,
+	newAgent func(store agent.Store, host *agent.Host) (*agent.Agent, error)) (*rebooter, error) {
+	stateDir := state // an installed Server mounts STATE at its state dir
+	if booted == 0 {
+		stateDir = ram // the enrollment image runs from RAM
+	}
+	// Every unit the Revision requires runs, or fails on a failing boot.
+	units := &boot.FakeUnits{Default: "active"}
+	if failing {
+		units.Default = "failed"
+	}
+	bootCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	rb := &rebooter{cancel: cancel}
+	host := &agent.Host{
+		Disks: s.disks, Mounter: &boot.FakeMounter{}, Units: units, Rebooter: rb,
+		FindPartition: func(name string) (string, error) {
+			if name != install.ESPName {
+				return "", fmt.Errorf("no partition named %s", name)
+			}
+			return "/dev/" + fakeDisk + "1", nil
+		},
+		BootedRevision: booted, StateDir: stateDir, ESPDir: esp.Dir, StateMountDir: state,
+		TrustedKeys: s.fh.TrustedKeys, HealthTimeout: s.fh.AssessTimeout, Retry: s.fh.Retry,
+	}
+	if err := os.MkdirAll(stateDir, 0o700); err != nil {
+		return nil, err
+	}
+	a, err := newAgent(agent.FileStore{Dir: stateDir}, host)
+	if err != nil {
+		return nil, err
+	}
+	err = a.Run(bootCtx)
+	if ctx.Err() != nil || rb.done() {
+		return rb, nil
+	}
+	if err == nil {
+		err = errors.New("the agent stopped without a reboot")
+	}
+	var refused *agent.RefusedError
+	if errors.As(err, &refused) {
+		return nil, err // enrollment refused: a restart would not help
+	}
+	s.c.Failed.Add(1)
+	s.c.Restarts.Add(1)
+	s.log.Error("agent stopped; restarting it", "agent", s.i, "err", err, "after", AgentRestartDelay)
+	select {
+	case <-ctx.Done():
+	case <-time.After(AgentRestartDelay):
+	}
+	return rb, nil
 }

@@ -55,16 +55,21 @@ type Options struct {
 	Host *FakeHost
 }
 
+// filesPerAgent is how many open files Run budgets per simulated agent.
+const filesPerAgent = 4
+
 // Counters are the simulation's progress.
 // Refused counts agents whose enrollment the hub refused (they stop);
 // Rejected agents whose last session the hub refused (deleted or
 // decommissioned Servers: they retry slowly); Rebalanced counts sessions
 // agents left for their first-choice hub member (agent.ErrRebalanced).
-// With a fake host, Reboots counts simulated reboots and FailedBoots the
-// boots whose assessment the Server fails (FakeHost.FailRate).
+// With a fake host, Reboots counts simulated reboots, FailedBoots the
+// boots whose assessment the Server fails (FakeHost.FailRate), and
+// Restarts the agents restarted after they stopped with an error (as
+// systemd's Restart=always does on a Server; Failed counts them too).
 type Counters struct {
 	Started, Enrolled, Connected, Reconnects, Rebalanced, Refused, Rejected, Failed atomic.Int64
-	Reboots, FailedBoots                                                            atomic.Int64
+	Reboots, FailedBoots, Restarts                                                  atomic.Int64
 }
 
 // String returns the counters as a progress line (reboots and
@@ -77,7 +82,7 @@ func (c *Counters) line(host bool) string {
 	s := fmt.Sprintf("started=%d enrolled=%d connected=%d reconnects=%d rebalanced=%d refused=%d rejected=%d failed=%d",
 		c.Started.Load(), c.Enrolled.Load(), c.Connected.Load(), c.Reconnects.Load(), c.Rebalanced.Load(), c.Refused.Load(), c.Rejected.Load(), c.Failed.Load())
 	if host {
-		s += fmt.Sprintf(" reboots=%d failed-boots=%d", c.Reboots.Load(), c.FailedBoots.Load())
+		s += fmt.Sprintf(" reboots=%d failed-boots=%d restarts=%d", c.Reboots.Load(), c.FailedBoots.Load(), c.Restarts.Load())
 	}
 	return s
 }
@@ -143,6 +148,14 @@ func Run(ctx context.Context, o Options) (*Counters, error) {
 		}
 		o.Host.withDefaults()
 	}
+	// Each simulated Server holds a connection (two while it reconnects)
+	// and its state lock, and opens files as it stages and boots: without
+	// room for them the process runs out of descriptors at thousands of
+	// agents and agents fail for the simulator's sake, not the hub's.
+	want := uint64(o.Count)*filesPerAgent + 256
+	if got, err := raiseOpenFiles(want); err == nil && got < want && o.Progress != nil {
+		fmt.Fprintf(o.Progress, "simulate: warning: at most %d open files (RLIMIT_NOFILE), %d agents may need %d: raise it (ulimit -n) or run fewer\n", got, o.Count, want)
+	}
 	start := time.Now()
 	if o.Progress != nil {
 		go func() {
@@ -204,7 +217,7 @@ func Run(ctx context.Context, o Options) (*Counters, error) {
 		var run func(context.Context) error
 		if o.Host != nil {
 			inv.Inv.Disks = fakeDisks(i)
-			srv, err := o.Host.newServer(c, i, o.Seed)
+			srv, err := o.Host.newServer(c, i, o.Seed, o.Logger)
 			if err != nil {
 				return c, err
 			}
