@@ -41,7 +41,8 @@ const (
 // to the next, and measures it (issue 23, acceptance 3).
 //
 // $ROOST_SCALE_AGENTS Servers (default 2,000; the issue asks for 10,000)
-// run in one `roost-agent simulate --host fake` process: each is the real
+// run in `roost-agent simulate --host fake` processes of at most
+// agentsPerSimulator each: each Server is the real
 // agent with its real host loop on a fake host (in-memory install disk,
 // per-Server ESP and STATE folders, reboots that drop the stream for
 // $ROOST_SCALE_BOOT_TIME, default 5s). They enroll, are claimed by 50
@@ -187,10 +188,19 @@ func rollFleet(b *testing.B, members, n int, bootTime time.Duration) fleetResult
 	// the agent's side, and its retry takes another use.
 	token, _ := harness.CreateToken(b, cfg, "--ttl", "4h", "--uses", fmt.Sprint(n+n/10+10))
 	start := time.Now()
-	sim := harness.StartProc(b, "simulate", harness.AgentBinary(b), "simulate", "--host", "fake", "--count", fmt.Sprint(n),
-		"--hub", strings.Join(c.APIAddrs(), ","), "--ca", harness.WriteCA(b, cfg), "--token", token,
-		"--release-key", pub, "--boot-time", bootTime.String(), "--host-dir", b.TempDir(), "--seed", "23",
-		"--progress", "5s", "--log-level", "error")
+	var sim simulators
+	procs := (n + agentsPerSimulator - 1) / agentsPerSimulator
+	ca := harness.WriteCA(b, cfg)
+	for i := range procs {
+		count := n / procs
+		if i == 0 {
+			count += n % procs
+		}
+		sim = append(sim, harness.StartProc(b, fmt.Sprintf("simulate-%d", i+1), harness.AgentBinary(b), "simulate", "--host", "fake", "--count", fmt.Sprint(count),
+			"--hub", strings.Join(c.APIAddrs(), ","), "--ca", ca, "--token", token,
+			"--release-key", pub, "--boot-time", bootTime.String(), "--host-dir", b.TempDir(), "--seed", fmt.Sprint(23+i),
+			"--progress", "5s", "--log-level", "error"))
+	}
 	waitGood(b, w, sim, scaleV1, n, installTimeout(n, bootTime))
 	res.install = time.Since(start)
 	report(b, "%d simulated Servers Good on %s after %.0f s", n, scaleV1, res.install.Seconds())
@@ -203,7 +213,7 @@ func rollFleet(b *testing.B, members, n int, bootTime time.Duration) fleetResult
 	for _, m := range c.Members {
 		cpu0[m] = cpuSeconds(b, m.PID())
 	}
-	reboots0, _ := sim.Counter("reboots")
+	reboots0 := sim.counter("reboots")
 	t0 := time.Now()
 	harness.MustCtl(b, cfg, "image", "push", v2, "--key", pub)
 	harness.MustCtl(b, cfg, "image", "promote", scaleV2, "--channel", "stable")
@@ -240,8 +250,8 @@ func rollFleet(b *testing.B, members, n int, bootTime time.Duration) fleetResult
 	leader = c.Leader(b)
 	res.entries = metric(b, leader, "roost_raft_last_log_index") - idx0
 	res.entriesPerMachine = res.entries / float64(n)
-	res.simRSS, _ = harness.RSSBytes(sim.PID())
-	reboots1, _ := sim.Counter("reboots")
+	res.simRSS = sim.rss()
+	reboots1 := sim.counter("reboots")
 	res.reboots = fmt.Sprint(reboots1 - reboots0)
 
 	time.Sleep(2 * time.Second) // the last events reach the watch
@@ -271,7 +281,7 @@ func rollFleet(b *testing.B, members, n int, bootTime time.Duration) fleetResult
 		}
 		b.Errorf("the rollout broke its safety checks %d times (capacity %s, fencing %s)", len(violations), res.capacity, res.fence)
 	}
-	sim.Stop()
+	sim.stop()
 	return res
 }
 
@@ -289,7 +299,7 @@ func rolloutTimeout(n int, boot time.Duration) time.Duration { return installTim
 // waitGood waits until n Machines are Good on version, printing progress
 // every 10 s; it fails the benchmark when the simulator stops or the time
 // is up.
-func waitGood(b *testing.B, w *fleetWatch, sim *harness.Proc, version string, n int, timeout time.Duration) {
+func waitGood(b *testing.B, w *fleetWatch, sim simulators, version string, n int, timeout time.Duration) {
 	b.Helper()
 	deadline, next := time.Now().Add(timeout), time.Now().Add(10*time.Second)
 	for {
@@ -297,27 +307,75 @@ func waitGood(b *testing.B, w *fleetWatch, sim *harness.Proc, version string, n 
 		if good == n {
 			return
 		}
-		if !sim.Running() {
-			b.Fatalf("the simulator exited (code %d) with %d of %d Machines Good on %s:\n%s", sim.ExitCode(), good, n, version, tail(sim.Log(), 20))
+		if p := sim.exited(); p != nil {
+			b.Fatalf("simulator %s exited (code %d) with %d of %d Machines Good on %s:\n%s", p.Name, p.ExitCode(), good, n, version, tail(p.Log(), 20))
 		}
 		if time.Now().After(deadline) {
-			b.Fatalf("%d of %d Machines (%d exist) Good on %s after %s; simulator: %s", good, n, total, version, timeout, lastLine(sim))
+			b.Fatalf("%d of %d Machines (%d exist) Good on %s after %s; simulators: %s", good, n, total, version, timeout, sim.summary())
 		}
 		if time.Now().After(next) {
 			// progress goes to standard output at once (b.Log prints at the end)
-			fmt.Printf("%s: %d of %d Machines Good on %s (%s); %s\n", b.Name(), good, n, version, w.summary(), lastLine(sim))
+			fmt.Printf("%s: %d of %d Machines Good on %s (%s); simulators: %s\n", b.Name(), good, n, version, w.summary(), sim.summary())
 			next = time.Now().Add(10 * time.Second)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 }
 
-func lastLine(p *harness.Proc) string {
-	lines := p.Lines()
-	if len(lines) == 0 {
-		return "(no output)"
+// agentsPerSimulator is how many simulated Servers one `roost-agent
+// simulate` process runs: each holds two descriptors (its connection and
+// its state lock) and opens files as it stages, and a process may not
+// hold more than its RLIMIT_NOFILE (20,000 on the development machine,
+// which it cannot raise), so a larger fleet runs in several processes.
+const agentsPerSimulator = 2500
+
+// simulators are the simulate processes of one run.
+type simulators []*harness.Proc
+
+// counter sums the last value of counter name over the processes.
+func (s simulators) counter(name string) int64 {
+	var sum int64
+	for _, p := range s {
+		v, _ := p.Counter(name)
+		sum += v
 	}
-	return lines[len(lines)-1]
+	return sum
+}
+
+// summary sums their progress counters.
+func (s simulators) summary() string {
+	var parts []string
+	for _, k := range []string{"started", "enrolled", "connected", "reconnects", "failed", "restarts", "reboots", "failed-boots"} {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, s.counter(k)))
+	}
+	return fmt.Sprintf("%d processes: %s", len(s), strings.Join(parts, " "))
+}
+
+// exited returns a process that is no longer running, or nil.
+func (s simulators) exited() *harness.Proc {
+	for _, p := range s {
+		if !p.Running() {
+			return p
+		}
+	}
+	return nil
+}
+
+// rss sums their resident memory (bytes).
+func (s simulators) rss() int64 {
+	var sum int64
+	for _, p := range s {
+		if v, err := harness.RSSBytes(p.PID()); err == nil {
+			sum += v
+		}
+	}
+	return sum
+}
+
+func (s simulators) stop() {
+	for _, p := range s {
+		p.Stop()
+	}
 }
 
 func tail(s string, n int) string {
