@@ -267,10 +267,14 @@ func rollFleet(b *testing.B, members, n int, bootTime time.Duration) fleetResult
 	}
 	if res.capacity == "ok" {
 		res.capacity = fmt.Sprintf("ok (%d indexes)", steps)
+		if g := w.gaps(); g > 0 {
+			res.capacity = fmt.Sprintf("ok (%d indexes, %d gaps)", steps, g)
+		}
 	}
 	report(b, "publish → fleet Good %.1f s; hub CPU %.1f s; hub RSS %.0f MiB (largest member); %.0f Raft entries = %.1f per Machine; simulator %.1f KiB RSS per Server; %s reboots",
 		res.fleetGood.Seconds(), res.hubCPU, mib(res.hubRSS), res.entries, res.entriesPerMachine, float64(res.simRSS)/float64(n)/1024, res.reboots)
-	report(b, "checked %d Raft indexes: peak %d Machines down in one Pool (maxUnavailable %d); %d violations", steps, peak, peakMax, len(violations))
+	report(b, "checked %d Raft indexes: peak %d Machines down in one Pool (maxUnavailable %d); %d violations; the watch re-listed %d times (indexes in between unchecked)",
+		steps, peak, peakMax, len(violations), w.gaps())
 	if len(violations) > 0 {
 		for i, v := range violations {
 			if i == 20 {

@@ -6,6 +6,9 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"github.com/roostfleet/roost/hub/rollout"
 	"github.com/roostfleet/roost/hub/state"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
@@ -45,6 +48,11 @@ type fleetWatch struct {
 	// checking is false until the first release is on every Machine
 	// (arm): first installs are checked for fencing only.
 	checking bool
+	// breaks counts the streams that ended (and were resumed), relists
+	// the times the state had to be read anew (the indexes in between
+	// were not checked); lastBreak is the last reason.
+	breaks, relists int
+	lastBreak       string
 }
 
 type watchedMachine struct {
@@ -60,7 +68,10 @@ func newFleetWatch() *fleetWatch {
 }
 
 // run follows the watch on the given clients in turn (the next one when a
-// stream breaks, from the last index seen) until ctx ends.
+// stream breaks, from the last index seen) until ctx ends. When the member
+// no longer keeps the events after that index (OutOfRange: the stream
+// fell behind and was ended), it re-lists: the state is read anew and the
+// indexes in between are counted as unchecked (relists).
 func (w *fleetWatch) run(ctx context.Context, clients []roostv1.HubServiceClient) {
 	for i := 0; ctx.Err() == nil; i++ {
 		c := clients[i%len(clients)]
@@ -68,19 +79,35 @@ func (w *fleetWatch) run(ctx context.Context, clients []roostv1.HubServiceClient
 		from := w.index
 		w.mu.Unlock()
 		stream, err := c.Watch(ctx, &roostv1.WatchRequest{FromIndex: from})
-		if err != nil {
-			time.Sleep(200 * time.Millisecond)
+		if err == nil {
+			var ev *roostv1.WatchEvent
+			for ev, err = stream.Recv(); err == nil; ev, err = stream.Recv() {
+				w.observe(ev)
+			}
+		}
+		if status.Code(err) == codes.OutOfRange {
+			w.relist(err)
 			continue
 		}
-		for {
-			ev, err := stream.Recv()
-			if err != nil {
-				break
-			}
-			w.observe(ev)
-		}
+		w.mu.Lock()
+		w.breaks++
+		w.lastBreak = fmt.Sprint(err)
+		w.mu.Unlock()
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// relist forgets the followed state (not the Leases granted, which the
+// fencing check compares across the gap) so the next Watch, from index 0,
+// reads it anew.
+func (w *fleetWatch) relist(err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.relists++
+	w.lastBreak = err.Error()
+	w.machines, w.inPool, w.byServer, w.versions = map[string]*watchedMachine{}, map[string]map[string]*watchedMachine{}, map[string]string{}, map[string]string{}
+	w.leases, w.pools, w.dirty = map[string]*roostv1.LeaseSpec{}, map[string]int32{}, map[string]bool{}
+	w.index = 0
 }
 
 // observe applies one event; the state is checked whenever the Raft
@@ -242,5 +269,17 @@ func (w *fleetWatch) summary() string {
 		}
 		versions[w.versions[m.server]]++
 	}
-	return fmt.Sprintf("%d Machines: %d Ready, %d on their desired Revision, %d Leases, image versions %v", len(w.machines), ready, current, len(w.leases), versions)
+	out := fmt.Sprintf("%d Machines: %d Ready, %d on their desired Revision, %d Leases, image versions %v", len(w.machines), ready, current, len(w.leases), versions)
+	if w.breaks+w.relists > 0 {
+		out += fmt.Sprintf("; watch resumed %d times, re-listed %d (last: %s)", w.breaks, w.relists, w.lastBreak)
+	}
+	return out
+}
+
+// gaps says how often the watch was re-listed: the Raft indexes in
+// between were not checked.
+func (w *fleetWatch) gaps() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.relists
 }
