@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"io"
@@ -441,7 +442,7 @@ the testbed's definition and builds its bundle.`,
 }
 
 func newPublishCmd() *cobra.Command {
-	var channel string
+	var channel, keyFile string
 	var extensions []string
 	cmd := &cobra.Command{
 		Use:   "publish DIR [BUNDLE...] [--extension RAW...]",
@@ -477,9 +478,21 @@ new version by reboot, inside their Pools' windows.`,
 			if len(args) == 1 && len(extensions) == 0 {
 				return usageErrorf("nothing to publish: give release bundle directories, --extension RAW, or both")
 			}
+			var pub ed25519.PublicKey
+			if keyFile != "" {
+				var err error
+				if pub, err = release.LoadPublicKey(keyFile); err != nil {
+					return usageErrorf("--key: %w", err)
+				}
+				for _, bd := range args[1:] {
+					if _, err := release.Load(bd, pub); err != nil {
+						return fmt.Errorf("%s: %w; nothing was published", bd, err)
+					}
+				}
+			}
 			var exts []feed.Extension
 			for _, raw := range extensions {
-				b, err := sysext.LoadBundle(raw, nil)
+				b, err := sysext.LoadBundle(raw, pub)
 				if err != nil {
 					return err
 				}
@@ -512,6 +525,8 @@ new version by reboot, inside their Pools' windows.`,
 	}
 	cmd.Flags().StringVar(&channel, "channel", "", "channel to list the releases on (default: the channel of each release's definition)")
 	cmd.Flags().StringArrayVar(&extensions, "extension", nil, "signed system extension image `RAW` to publish (repeatable)")
+	cmd.Flags().StringVar(&keyFile, "key", "", "ed25519 public key `PUBKEY_FILE` every bundle and extension must be signed with (checked before anything is written, as the hub will)")
+	_ = cmd.MarkFlagFilename("key", "pub", "pem")
 	_ = cmd.MarkFlagFilename("extension", "raw")
 	return cmd
 }

@@ -140,6 +140,16 @@ func TestPublishExtension(t *testing.T) {
 	if err != nil || !bytes.Equal(m, must(os.ReadFile("kubelet-v1.34.4.raw.manifest.json"))) {
 		t.Errorf("manifest %v", err)
 	}
+	// --key: checked before anything is written.
+	if msg, err := run(t, "keygen", "-o", "other"); err != nil {
+		t.Fatal(err, msg)
+	}
+	if msg, err := run(t, "publish", out, a, "--extension", "kubelet-v1.34.4.raw", "--key", "other.pub"); err == nil || !strings.Contains(err.Error(), "nothing was published") {
+		t.Errorf("wrong key: %v %s", err, msg)
+	}
+	if msg, err := run(t, "publish", out, a, "--extension", "kubelet-v1.34.4.raw", "--key", "k.pub"); err != nil || !strings.Contains(msg, "already published") {
+		t.Errorf("right key: %v %s", err, msg)
+	}
 	if err := os.Remove("kubelet-v1.34.4.raw.manifest.json.sig"); err != nil {
 		t.Fatal(err)
 	}
