@@ -86,6 +86,8 @@ const (
 	maxHandshakeTimeout = 5 * time.Minute
 	// Raft connections in their TLS handshake at once.
 	minPendingHandshakes, maxPendingHandshakes = 1, 65_536
+	// --feed-poll-interval, when set (0: each ReleaseFeed's own).
+	minFeedPollInterval, maxFeedPollInterval = time.Second, 24 * time.Hour
 )
 
 // run runs roost-hub with the command line args (without the program
@@ -224,6 +226,8 @@ The first member writes DIR/admin.conf: point roostctl at it with
 	f.DurationVar(&opts.HandshakeTimeout, "handshake-timeout", hub.DefaultHandshakeTimeout, fmt.Sprintf(
 		"time a new API or Raft connection has to complete its TLS handshake, and an HTTP client to send\nits request headers, before it is closed; %s to %s",
 		window.FormatDuration(minHandshakeTimeout), window.FormatDuration(maxHandshakeTimeout)))
+	f.DurationVar(&opts.FeedPollInterval, "feed-poll-interval", 0, fmt.Sprintf(
+		"poll every ReleaseFeed this often instead of its spec.pollInterval (a test feed, a benchmark);\n0 keeps each feed's own; %s to %s", window.FormatDuration(minFeedPollInterval), window.FormatDuration(maxFeedPollInterval)))
 	f.IntVar(&opts.MaxPendingHandshakes, "raft-max-pending-handshakes", raftnode.DefaultMaxPendingHandshakes, fmt.Sprintf(
 		"Raft port connections in their TLS handshake at once (16 per address); beyond it the oldest is closed; %d to %d",
 		minPendingHandshakes, maxPendingHandshakes))
@@ -256,6 +260,13 @@ func checkFlags(opts hub.Options) error {
 		{"--agent-cert-lifetime", opts.AgentCertLifetime, minAgentCertLifetime, maxAgentCertLifetime},
 		{"--heartbeat-min-ttl", opts.HeartbeatMinTTL, minHeartbeatMinTTL, maxHeartbeatMinTTL},
 		{"--handshake-timeout", opts.HandshakeTimeout, minHandshakeTimeout, maxHandshakeTimeout},
+	}
+	if opts.FeedPollInterval != 0 {
+		durations = append(durations, struct {
+			flag     string
+			v        time.Duration
+			min, max time.Duration
+		}{"--feed-poll-interval", opts.FeedPollInterval, minFeedPollInterval, maxFeedPollInterval})
 	}
 	for _, d := range durations {
 		allowed := fmt.Sprintf("(allowed: %s to %s)", window.FormatDuration(d.min), window.FormatDuration(d.max))

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/roostfleet/roost/imagebuilder/feed"
 	"github.com/roostfleet/roost/imagebuilder/release"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
 	"github.com/roostfleet/roost/test/harness"
@@ -47,13 +50,14 @@ const (
 // per-Server ESP and STATE folders, reboots that drop the stream for
 // $ROOST_SCALE_BOOT_TIME, default 5s). They enroll, are claimed by 50
 // Pools (replicas = N/50, rollout.maxUnavailable 10%, a maintenance window
-// that is always open, channel stable) and install release 2026.11.0. Then
-// release 2026.12.0 is published — pushed as `roostctl image push` does
-// (artifacts uploaded, ImageRelease recorded) and promoted to stable — and
-// the benchmark reports:
+// that is always open, channel stable) and install release 2026.11.0
+// (pushed and promoted as roostctl does). Then release 2026.12.0 is
+// published on stable in a release feed (roost-image publish's layout,
+// served over HTTP, polled every feedPoll), and nobody runs a command:
+// the leader imports it and the Pools roll. The benchmark reports:
 //
-//   - publish → fleet Good: from the push until every Machine is Ready on
-//     its new Revision and its Server runs 2026.12.0;
+//   - publish → fleet Good: from the publish until every Machine is Ready
+//     on its new Revision and its Server runs 2026.12.0;
 //   - hub CPU (user+sys seconds of every member, /proc/PID/stat) and RSS
 //     (each member's VmRSS at the end; the largest);
 //   - Raft entries per upgraded Machine: the leader's last log index
@@ -143,7 +147,7 @@ func fleetTable(rows []fleetResult) string {
 			r.members, r.agents, r.leaderKilled, r.install.Seconds(), r.fleetGood.Seconds(), r.hubCPU, mib(r.hubRSS), r.entriesPerMachine,
 			float64(r.simRSS)/float64(r.agents)/1024, r.peakDown, r.peakMax, r.capacity, r.fence)
 	}
-	fmt.Fprintf(&buf, "install: enrollment to every Machine Good on %s (not gated by windows); publish→good: push of %s to every Machine Good on it;\n", scaleV1, scaleV2)
+	fmt.Fprintf(&buf, "install: enrollment to every Machine Good on %s (not gated by windows); publish→good: %s published on the feed to every Machine Good on it;\n", scaleV1, scaleV2)
 	fmt.Fprintf(&buf, "hub CPU: user+sys seconds of all members in publish→good; hub RSS: largest member at the end; raft/machine: Raft entries in publish→good ÷ Machines;\n")
 	fmt.Fprintf(&buf, "peak down: most Machines of one Pool down at once / its maxUnavailable; capacity and fencing: the checks at every Raft index observed.\n")
 	return buf.String()
@@ -152,7 +156,7 @@ func fleetTable(rows []fleetResult) string {
 // rollFleet runs one fleet rollout on a hub of the given size.
 func rollFleet(b *testing.B, members, n int, bootTime time.Duration) fleetResult {
 	res := fleetResult{members: members, agents: n, leaderKilled: "-"}
-	c := harness.StartCluster(b, members, harness.ClusterOptions{Args: harness.SimulatorArgs})
+	c := harness.StartCluster(b, members, harness.ClusterOptions{Args: append([]string{"--feed-poll-interval", feedPoll.String()}, harness.SimulatorArgs...)})
 	cfg := c.AdminConfig
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
@@ -177,8 +181,13 @@ func rollFleet(b *testing.B, members, n int, bootTime time.Duration) fleetResult
 	harness.MustCtl(b, cfg, "image", "trust", "add", pub)
 	harness.MustCtl(b, cfg, "image", "push", v1, "--key", pub)
 	harness.MustCtl(b, cfg, "image", "promote", scaleV1, "--channel", "stable")
+	// The release feed the next release arrives by: a directory that
+	// roost-image publish writes, served over HTTP.
+	feedDir := b.TempDir()
+	feedSrv := httptest.NewServer(http.FileServer(http.Dir(feedDir)))
+	b.Cleanup(feedSrv.Close)
 	manifests := filepath.Join(b.TempDir(), "fleet.yaml")
-	if err := os.WriteFile(manifests, []byte(fleetManifests(n)), 0o644); err != nil {
+	if err := os.WriteFile(manifests, []byte(fleetManifests(n, feedSrv.URL)), 0o644); err != nil {
 		b.Fatal(err)
 	}
 	harness.MustCtl(b, cfg, "apply", "-f", manifests)
@@ -215,8 +224,9 @@ func rollFleet(b *testing.B, members, n int, bootTime time.Duration) fleetResult
 	}
 	reboots0 := sim.counter("reboots")
 	t0 := time.Now()
-	harness.MustCtl(b, cfg, "image", "push", v2, "--key", pub)
-	harness.MustCtl(b, cfg, "image", "promote", scaleV2, "--channel", "stable")
+	if _, err := feed.Publish(feedDir, "stable", []string{v2}); err != nil {
+		b.Fatal(err)
+	}
 	cpuKilled := 0.0
 	if members == 3 {
 		// Kill the leader once a quarter of the fleet moved.
@@ -396,10 +406,16 @@ func metric(b *testing.B, m *harness.Member, name string) float64 {
 	return v
 }
 
+// feedPoll is how often the members poll the release feed
+// (roost-hub --feed-poll-interval): a new release is imported at most
+// this long after it is published.
+const feedPoll = 5 * time.Second
+
 // fleetManifests is the fleet's configuration: a MachineClass every
-// simulated Server fits, a window that is always open, and scalePools
-// Pools of n/scalePools Machines following channel stable.
-func fleetManifests(n int) string {
+// simulated Server fits, a window that is always open, scalePools Pools of
+// n/scalePools Machines following channel stable, and the ReleaseFeed at
+// feedURL (plain HTTP on the loopback) that brings stable's next release.
+func fleetManifests(n int, feedURL string) string {
 	var buf bytes.Buffer
 	buf.WriteString(`apiVersion: roost.io/v1
 kind: MachineClass
@@ -417,6 +433,15 @@ spec:
   rrule: FREQ=HOURLY
   duration: 1h
   timeZone: UTC
+---
+apiVersion: roost.io/v1
+kind: ReleaseFeed
+metadata:
+  name: upstream
+spec:
+  url: ` + feedURL + `
+  insecure: true
+  channels: [stable]
 `)
 	for i := range scalePools {
 		fmt.Fprintf(&buf, `---
