@@ -283,7 +283,7 @@ func rollFleet(b *testing.B, members, n int, bootTime time.Duration) fleetResult
 	}
 	report(b, "publish → fleet Good %.1f s; hub CPU %.1f s; hub RSS %.0f MiB (largest member); %.0f Raft entries = %.1f per Machine; simulator %.1f KiB RSS per Server; %s reboots",
 		res.fleetGood.Seconds(), res.hubCPU, mib(res.hubRSS), res.entries, res.entriesPerMachine, float64(res.simRSS)/float64(n)/1024, res.reboots)
-	report(b, "checked %d Raft indexes: peak %d Machines down in one Pool (maxUnavailable %d); %d violations; the watch re-listed %d times (indexes in between unchecked)",
+	report(b, "checked %d Raft indexes: peak %d Machines down in one Pool (maxUnavailable %d); %d violations; the watch re-listed %d times during the rollout (indexes in between unchecked)",
 		steps, peak, peakMax, len(violations), w.gaps())
 	if len(violations) > 0 {
 		for i, v := range violations {

@@ -53,6 +53,9 @@ type fleetWatch struct {
 	// were not checked); lastBreak is the last reason.
 	breaks, relists int
 	lastBreak       string
+	// checkedGaps counts the relists while the capacity checks ran (after
+	// arm): gaps in what was checked.
+	checkedGaps int
 }
 
 type watchedMachine struct {
@@ -104,6 +107,9 @@ func (w *fleetWatch) relist(err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.relists++
+	if w.checking {
+		w.checkedGaps++
+	}
 	w.lastBreak = err.Error()
 	w.machines, w.inPool, w.byServer, w.versions = map[string]*watchedMachine{}, map[string]map[string]*watchedMachine{}, map[string]string{}, map[string]string{}
 	w.leases, w.pools, w.dirty = map[string]*roostv1.LeaseSpec{}, map[string]int32{}, map[string]bool{}
@@ -276,10 +282,10 @@ func (w *fleetWatch) summary() string {
 	return out
 }
 
-// gaps says how often the watch was re-listed: the Raft indexes in
-// between were not checked.
+// gaps says how often the watch was re-listed while the capacity checks
+// ran (after arm): the Raft indexes in between were not checked.
 func (w *fleetWatch) gaps() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.relists
+	return w.checkedGaps
 }
