@@ -40,19 +40,28 @@ func bundle(t *testing.T, priv ed25519.PrivateKey, version string, upgradesFrom 
 // A feed in a directory (an air-gapped site): imported with its
 // upgradesFrom; polled again only when due; a feed that cannot be read
 // backs off from FirstRetry, doubling, and recovers.
-func TestControllerDirectoryFeed(t *testing.T) {
-	fl := newFleet(t, t0)
+// directoryFeed is a fleet that trusts a new release key (priv signs for
+// it), its ReleaseFeed "mirror" over the directory dir (not created yet),
+// and the feed controller over a new blob store.
+func directoryFeed(t *testing.T) (fl *fleet, c *Controller, dir string, priv ed25519.PrivateKey, store *blobs.Store) {
+	t.Helper()
+	fl = newFleet(t, t0)
 	pub, priv, _ := ed25519.GenerateKey(nil)
 	fl.apply(&roostv1.Command{Command: &roostv1.Command_PutTrustedKey{PutTrustedKey: &roostv1.PutTrustedKey{
 		Key: &roostv1.TrustedKey{Id: releasesig.KeyID(pub), PublicKeyPem: string(releasesig.MarshalPublicKeyPEM(pub))}}}})
-	dir := filepath.Join(t.TempDir(), "feed")
+	dir = filepath.Join(t.TempDir(), "feed")
 	fl.objects(&roostv1.ReleaseFeed{Metadata: &roostv1.ObjectMeta{Name: "mirror"}, Spec: &roostv1.ReleaseFeedSpec{Url: "file://" + dir}})
 	store, err := blobs.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &Controller{IsLeader: func() bool { return true }, FSM: fl.f, Propose: fl.propose, Blobs: store, NewUID: fl.newUID,
+	c = &Controller{IsLeader: func() bool { return true }, FSM: fl.f, Propose: fl.propose, Blobs: store, NewUID: fl.newUID,
 		Now: func() time.Time { return fl.now }, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	return fl, c, dir, priv, store
+}
+
+func TestControllerDirectoryFeed(t *testing.T) {
+	fl, c, dir, priv, _ := directoryFeed(t)
 	ctx := context.Background()
 	status := func() *roostv1.ReleaseFeedStatus {
 		o, _ := fl.f.Get("ReleaseFeed", "mirror")

@@ -5,19 +5,15 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/roostfleet/roost/hub/blobs"
 	"github.com/roostfleet/roost/hub/state"
 	"github.com/roostfleet/roost/imagebuilder/feed"
 	"github.com/roostfleet/roost/imagebuilder/sysext"
 	roostv1 "github.com/roostfleet/roost/proto/roost/v1"
-	"github.com/roostfleet/roost/releasesig"
 	"github.com/roostfleet/roost/resource"
 )
 
@@ -45,19 +41,8 @@ func extension(t *testing.T, priv ed25519.PrivateKey, name, version, content str
 // version signed by an untrusted key or with another image is an
 // ImportFailed entry with the reason, and nothing of it is stored.
 func TestControllerImportsExtensions(t *testing.T) {
-	fl := newFleet(t, t0)
-	pub, priv, _ := ed25519.GenerateKey(nil)
+	fl, c, dir, priv, store := directoryFeed(t)
 	_, stranger, _ := ed25519.GenerateKey(nil)
-	fl.apply(&roostv1.Command{Command: &roostv1.Command_PutTrustedKey{PutTrustedKey: &roostv1.PutTrustedKey{
-		Key: &roostv1.TrustedKey{Id: releasesig.KeyID(pub), PublicKeyPem: string(releasesig.MarshalPublicKeyPEM(pub))}}}})
-	dir := filepath.Join(t.TempDir(), "feed")
-	fl.objects(&roostv1.ReleaseFeed{Metadata: &roostv1.ObjectMeta{Name: "mirror"}, Spec: &roostv1.ReleaseFeedSpec{Url: "file://" + dir}})
-	store, err := blobs.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &Controller{IsLeader: func() bool { return true }, FSM: fl.f, Propose: fl.propose, Blobs: store, NewUID: fl.newUID,
-		Now: func() time.Time { return fl.now }, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 
 	good := extension(t, priv, "kubelet", "v1.34.4", "kubelet v1.34.4 image")
 	untrusted := extension(t, stranger, "kubelet", "v1.34.5", "kubelet v1.34.5 image")

@@ -12,6 +12,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -120,12 +122,7 @@ func (c *Controller) sources() []controller.Source {
 func (c *Controller) shortPools() []string {
 	c.shortMu.Lock()
 	defer c.shortMu.Unlock()
-	out := make([]string, 0, len(c.short))
-	for p := range c.short {
-		out = append(out, p)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(c.short))
 }
 
 // setShort records whether pool is short of replicas (or being
