@@ -282,7 +282,7 @@ func (s *Server) Connect(stream grpc.BidiStreamingServer[roostv1.AgentMessage, r
 		return err
 	}
 	if upd := agentconn.HelloUpdate(srv, hello); upd != nil {
-		if err := s.updateServerStatus(ctx, upd); err != nil {
+		if err := retryAgentWrite(ctx, func() error { return s.updateServerStatus(ctx, upd) }); err != nil {
 			return err
 		}
 	}
@@ -326,7 +326,7 @@ func (s *Server) Connect(stream grpc.BidiStreamingServer[roostv1.AgentMessage, r
 			if vs := ValidateAgentStatus(m.Status); len(vs) > 0 {
 				return apierror.Invalid("invalid status", vs...)
 			}
-			if err := s.agentStatus(ctx, cn, m.Status); err != nil {
+			if err := retryAgentWrite(ctx, func() error { return s.agentStatus(ctx, cn, m.Status) }); err != nil {
 				if apierror.Code(err) == codes.NotFound {
 					if _, ok := s.fsm.ServerState(cn); !ok {
 						return deletedWhileConnected(cn)
@@ -338,7 +338,7 @@ func (s *Server) Connect(stream grpc.BidiStreamingServer[roostv1.AgentMessage, r
 			if vs := ValidateCleaningResult(m.CleaningResult); len(vs) > 0 {
 				return apierror.Invalid("invalid cleaning result", vs...)
 			}
-			if err := s.cleaningResult(ctx, cn, m.CleaningResult); err != nil {
+			if err := retryAgentWrite(ctx, func() error { return s.cleaningResult(ctx, cn, m.CleaningResult) }); err != nil {
 				return err
 			}
 		case *roostv1.AgentMessage_DataChunk:
