@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -29,6 +30,9 @@ const (
 	envScaleMembers = "ROOST_SCALE_MEMBERS"
 	// envScaleBootTime is the simulated reboot time (default 5s).
 	envScaleBootTime = "ROOST_SCALE_BOOT_TIME"
+	// envScaleSimLogLevel is the simulators' --log-level (default error;
+	// info shows each agent's Lease requests and refusals).
+	envScaleSimLogLevel = "ROOST_SCALE_SIM_LOG_LEVEL"
 )
 
 // Shape of the fleet: scalePools Pools of equal size, each rolling at
@@ -208,7 +212,7 @@ func rollFleet(b *testing.B, members, n int, bootTime time.Duration) fleetResult
 		sim = append(sim, harness.StartProc(b, fmt.Sprintf("simulate-%d", i+1), harness.AgentBinary(b), "simulate", "--host", "fake", "--count", fmt.Sprint(count),
 			"--hub", strings.Join(c.APIAddrs(), ","), "--ca", ca, "--token", token,
 			"--release-key", pub, "--boot-time", bootTime.String(), "--host-dir", b.TempDir(), "--seed", fmt.Sprint(23+i),
-			"--progress", "5s", "--log-level", "error"))
+			"--progress", "5s", "--log-level", cmp.Or(os.Getenv(envScaleSimLogLevel), "error")))
 	}
 	waitGood(b, w, sim, scaleV1, n, installTimeout(n, bootTime))
 	res.install = time.Since(start)
