@@ -14,6 +14,10 @@ import (
 	"github.com/roostfleet/roost/releasesig"
 )
 
+// fetchMaxFailures is fetch.Fetcher.MaxFailures of the host loop's
+// downloads (about 15 s of backoff).
+const fetchMaxFailures = 5
+
 // fetchVerified checks the release manifest's signature with the trusted
 // keys and that it lists the Revision's kernel and initrd, and each
 // extension's signed manifest; then it downloads them all (resumable,
@@ -30,14 +34,20 @@ func (a *Agent) fetchVerified(ctx context.Context, client roostv1.AgentServiceCl
 	dir := filepath.Join(a.hs.stateRoot, CacheDir)
 	fctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
 	defer cancel()
-	if kernel, err = fetch.Fetch(fctx, client, spec.GetKernel(), dir, nil); err != nil {
+	// The client is one member's: when it is gone for good the fetch gives
+	// up after a few attempts, and the host loop's next try dials the
+	// member the agent's stream moved to (the partial download resumes).
+	// Retrying on a dead member until the timeout stalled a Server's
+	// rollout for 30 minutes after its member was killed (make scale).
+	f := &fetch.Fetcher{Client: client, MaxFailures: fetchMaxFailures}
+	if kernel, err = f.Fetch(fctx, spec.GetKernel(), dir, nil); err != nil {
 		return "", "", nil, fmt.Errorf("kernel: %w", err)
 	}
-	if initrd, err = fetch.Fetch(fctx, client, spec.GetInitrd(), dir, nil); err != nil {
+	if initrd, err = f.Fetch(fctx, spec.GetInitrd(), dir, nil); err != nil {
 		return "", "", nil, fmt.Errorf("initrd: %w", err)
 	}
 	for _, x := range spec.GetExtensions() {
-		p, err := fetch.Fetch(fctx, client, x.GetImage(), dir, nil)
+		p, err := f.Fetch(fctx, x.GetImage(), dir, nil)
 		if err != nil {
 			return "", "", nil, fmt.Errorf("extension %s %s: %w", x.GetName(), x.GetVersion(), err)
 		}

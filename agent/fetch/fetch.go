@@ -57,6 +57,11 @@ type Fetcher struct {
 	// VerifyExisting re-hashes an artifact already in the cache before
 	// trusting it; by default only its size is checked.
 	VerifyExisting bool
+	// MaxFailures, when positive, ends Fetch with the last failure after
+	// that many attempts in a row that received nothing: the client's hub
+	// may be gone for good (a member killed), and the caller can retry on
+	// a client of another member. Zero retries until ctx ends.
+	MaxFailures int
 	// BaseDelay is the first retry delay (default DefaultBaseDelay); it
 	// doubles per failed attempt up to MaxDelay (default DefaultMaxDelay),
 	// each delay jittered to between half and all of it. It restarts from
@@ -79,7 +84,8 @@ func Fetch(ctx context.Context, client roostv1.AgentServiceClient, a *roostv1.Ar
 //
 // Transient failures (gRPC Unavailable, DeadlineExceeded, ResourceExhausted,
 // Aborted, a stream that breaks or ends early) are retried until ctx ends,
-// when ctx's error is returned (wrapping the last failure). Errors:
+// when ctx's error is returned (wrapping the last failure), or until
+// MaxFailures attempts in a row received nothing. Errors:
 // ErrInvalidArtifact, ErrDigestMismatch (naming the expected and the
 // received digest), gRPC NotFound and InvalidArgument from the hub as they
 // are (status.Code works on them), and local file errors. Fetch is not
@@ -107,11 +113,16 @@ func (f *Fetcher) Fetch(ctx context.Context, a *roostv1.Artifact, dir string, pr
 	}
 
 	delay := f.base()
+	failures := 0
 	for {
 		received, err := f.attempt(ctx, digest, size, partial, progress)
 		if err == nil {
 			break
 		}
+		if received > 0 {
+			failures = 0
+		}
+		failures++
 		if errors.Is(err, ErrDigestMismatch) {
 			if rerr := os.Remove(partial); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
 				return "", errors.Join(err, rerr)
@@ -123,6 +134,9 @@ func (f *Fetcher) Fetch(ctx context.Context, a *roostv1.Artifact, dir string, pr
 		}
 		if !transient(err) {
 			return "", err
+		}
+		if f.MaxFailures > 0 && failures >= f.MaxFailures {
+			return "", fmt.Errorf("fetch artifact sha256 %s: %d attempts in a row failed, the last: %w", digest, failures, err)
 		}
 		if received > 0 {
 			delay = f.base()

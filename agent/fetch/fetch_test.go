@@ -274,3 +274,26 @@ func TestFetchGivesUpWithContext(t *testing.T) {
 		t.Fatalf("partial file: %v", serr)
 	}
 }
+
+// With MaxFailures, a hub that answers nothing ends the fetch after that
+// many attempts in a row, with the last failure, long before ctx ends.
+func TestFetchGivesUpOnAGoneHub(t *testing.T) {
+	calls := 0
+	f := &Fetcher{Client: goneHub{calls: &calls}, MaxFailures: 3, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}
+	a := &roostv1.Artifact{Sha256: strings.Repeat("ab", 32), Size: 10}
+	_, err := f.Fetch(context.Background(), a, t.TempDir(), nil)
+	if err == nil || status.Code(errors.Unwrap(err)) != codes.Unavailable || calls != 3 {
+		t.Fatalf("%d calls, err %v", calls, err)
+	}
+}
+
+// goneHub is a hub whose every FetchArtifact fails as a dead member's do.
+type goneHub struct {
+	roostv1.AgentServiceClient
+	calls *int
+}
+
+func (g goneHub) FetchArtifact(context.Context, *roostv1.FetchArtifactRequest, ...grpc.CallOption) (grpc.ServerStreamingClient[roostv1.ArtifactChunk], error) {
+	*g.calls++
+	return nil, status.Error(codes.Unavailable, "connection refused")
+}
