@@ -12,15 +12,18 @@ import (
 // Keepalive of the agent's connections: an idle-looking connection with an
 // open stream is pinged every KeepaliveTime and declared dead when a ping
 // is unanswered for KeepaliveTimeout (a member that vanished without
-// closing its sockets, or hangs). Together at most 13 s (10 s is the
+// closing its sockets, or hangs). Together at most 15 s (10 s is the
 // least gRPC allows for KeepaliveTime), inside the shortest liveness TTL
 // (30 s, with heartbeats every 10 s a silent agent turns Unreachable 18 s
 // after its member hung at the earliest): agents of a hung member reach
-// another before the leader would mark them Unreachable. The hub must
-// permit pings this often (hub/api TransportOptions).
+// another before the leader would mark them Unreachable. The timeout was
+// 3 s: a member busy for that long (thousands of agents reconnecting at
+// once after a leader kill) lost agents that were fine, whose reconnects
+// kept it busy. The hub must permit pings this often (hub/api
+// TransportOptions).
 const (
 	KeepaliveTime    = 10 * time.Second
-	KeepaliveTimeout = 3 * time.Second
+	KeepaliveTimeout = 5 * time.Second
 )
 
 // TransportDialOptions returns the agent's connection settings: keepalive

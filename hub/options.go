@@ -52,6 +52,9 @@ type Options struct {
 	LogStore string
 	// Raft timing overrides (zero keeps Raft's defaults).
 	HeartbeatTimeout, ElectionTimeout, LeaderLeaseTimeout time.Duration
+	// RaftMultiplier scales Raft's default timeouts (roost-hub
+	// --raft-multiplier; raftnode.Config.TimingMultiplier); 0 or 1 keep them.
+	RaftMultiplier int
 	// SnapshotThreshold overrides the number of entries between snapshots.
 	SnapshotThreshold uint64
 	// Logger receives the hub's structured logs; nil uses slog.Default().

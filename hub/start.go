@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"runtime"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -125,7 +126,7 @@ func start(ctx context.Context, opts Options, apiLn, httpLn, raftLn net.Listener
 	rcfg := raftnode.Config{
 		ID: id, Dir: h.dir.raft(), BindAddr: opts.RaftAddr, Listener: raftLn, LogStore: opts.LogStore,
 		HeartbeatTimeout: opts.HeartbeatTimeout, ElectionTimeout: opts.ElectionTimeout,
-		LeaderLeaseTimeout: opts.LeaderLeaseTimeout, SnapshotThreshold: opts.SnapshotThreshold,
+		LeaderLeaseTimeout: opts.LeaderLeaseTimeout, TimingMultiplier: opts.RaftMultiplier, SnapshotThreshold: opts.SnapshotThreshold,
 		VerifyInterval: opts.LogVerifyInterval, VerifyReport: h.logVerifyReport,
 		HandshakeTimeout: handshakeTimeout(opts), MaxPendingHandshakes: opts.MaxPendingHandshakes,
 		Logger: hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: raftOut}).With("member", id),
@@ -235,7 +236,9 @@ func start(ctx context.Context, opts Options, apiLn, httpLn, raftLn net.Listener
 		AgentCertLifetime: opts.AgentCertLifetime, Liveness: livecfg, Registry: reg, Blobs: blobStore, Health: h.healthy,
 		Unauthenticated: opts.Unauthenticated, LeaderReady: h.termBarrier, Leases: h.gate, Drainer: h.clusters, Fleet: h.fleet, NetbootURL: netbootURL})
 	liveMetrics := liveness.NewMetrics(reg)
-	grpcOpts := append(api.ServerOptions(api.NewMetrics(reg)), grpc.Creds(credentials.NewTLS(serverTLS)),
+	apiMetrics := api.NewMetrics(reg)
+	grpcOpts := append(api.ServerOptions(apiMetrics),
+		grpc.Creds(api.LimitHandshakes(credentials.NewTLS(serverTLS), runtime.GOMAXPROCS(0), handshakeTimeout(opts), apiMetrics)),
 		// A connection that does not finish its TLS handshake in time is
 		// closed (gRPC's default waits 120 s).
 		grpc.ConnectionTimeout(handshakeTimeout(opts)),

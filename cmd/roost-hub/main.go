@@ -86,6 +86,9 @@ const (
 	maxHandshakeTimeout = 5 * time.Minute
 	// Raft connections in their TLS handshake at once.
 	minPendingHandshakes, maxPendingHandshakes = 1, 65_536
+	// --raft-multiplier: Raft's timeouts (1 s heartbeat and election,
+	// 500 ms leader lease) times 1 to 10, as Consul's raft_multiplier.
+	minRaftMultiplier, maxRaftMultiplier = 1, 10
 	// --feed-poll-interval, when set (0: each ReleaseFeed's own).
 	minFeedPollInterval, maxFeedPollInterval = time.Second, 24 * time.Hour
 )
@@ -231,6 +234,8 @@ The first member writes DIR/admin.conf: point roostctl at it with
 	f.IntVar(&opts.MaxPendingHandshakes, "raft-max-pending-handshakes", raftnode.DefaultMaxPendingHandshakes, fmt.Sprintf(
 		"Raft port connections in their TLS handshake at once (16 per address); beyond it the oldest is closed; %d to %d",
 		minPendingHandshakes, maxPendingHandshakes))
+	f.IntVar(&opts.RaftMultiplier, "raft-multiplier", 1, fmt.Sprintf(
+		"scale Raft's timeouts (1s heartbeat and election, 500ms leader lease) by this: members on busy\nor shared CPUs that miss heartbeats hold needless elections at 1; a dead leader is\nreplaced that much later; the same on every member; %d to %d", minRaftMultiplier, maxRaftMultiplier))
 	return cmd, &opts
 }
 
@@ -305,6 +310,7 @@ func checkFlags(opts hub.Options) error {
 		{"--unauthenticated-burst-per-address", opts.Unauthenticated.PerAddressBurst, minUnauthBurst, maxUnauthBurst},
 		{"--unauthenticated-burst", opts.Unauthenticated.GlobalBurst, minUnauthBurst, maxUnauthBurst},
 		{"--raft-max-pending-handshakes", opts.MaxPendingHandshakes, minPendingHandshakes, maxPendingHandshakes},
+		{"--raft-multiplier", opts.RaftMultiplier, minRaftMultiplier, maxRaftMultiplier},
 	}
 	for _, n := range ints {
 		if n.v < n.min || n.v > n.max {

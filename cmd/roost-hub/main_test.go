@@ -35,6 +35,8 @@ func TestRefusesFlagsOutOfRange(t *testing.T) {
 		{[]string{"--unauthenticated-burst", "0"}, "roost-hub: --unauthenticated-burst: must be 1 to 1000000, got 0"},
 		{[]string{"--unauthenticated-burst-per-address", "0"}, "roost-hub: --unauthenticated-burst-per-address: must be 1 to 1000000, got 0"},
 		{[]string{"--raft-max-pending-handshakes", "0"}, "roost-hub: --raft-max-pending-handshakes: must be 1 to 65536, got 0"},
+		{[]string{"--raft-multiplier", "0"}, "roost-hub: --raft-multiplier: must be 1 to 10, got 0"},
+		{[]string{"--raft-multiplier", "11"}, "roost-hub: --raft-multiplier: must be 1 to 10, got 11"},
 		{[]string{"--handshake-timeout", "100ms"}, "roost-hub: --handshake-timeout: must be at least 1s, got 100ms (allowed: 1s to 5m)"},
 		{[]string{"--heartbeat-min-ttl", "soon"}, `roost-hub: invalid argument "soon" for "--heartbeat-min-ttl" flag: time: invalid duration "soon"`},
 		{[]string{"--no-such-flag"}, "roost-hub: unknown flag: --no-such-flag"},

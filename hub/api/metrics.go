@@ -14,6 +14,9 @@ import (
 type Metrics struct {
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
+	// handshakes counts the API port's TLS handshakes by result
+	// (LimitHandshakes).
+	handshakes *prometheus.CounterVec
 }
 
 // NewMetrics registers the API metrics with reg.
@@ -28,9 +31,20 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Time to handle a unary gRPC request, in seconds.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 		}, []string{"method"}),
+		handshakes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "roost", Subsystem: "api", Name: "tls_handshakes_total",
+			Help: "TLS handshakes of the API port by result: ok, failed, or shed (closed after waiting the handshake timeout for one of GOMAXPROCS slots).",
+		}, []string{"result"}),
 	}
-	reg.MustRegister(m.requests, m.latency)
+	reg.MustRegister(m.requests, m.latency, m.handshakes)
 	return m
+}
+
+// countHandshake counts one handshake with result; m may be nil.
+func (m *Metrics) countHandshake(result string) {
+	if m != nil {
+		m.handshakes.WithLabelValues(result).Inc()
+	}
 }
 
 func (m *Metrics) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {

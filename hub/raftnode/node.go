@@ -43,6 +43,11 @@ type Config struct {
 	// HeartbeatTimeout, ElectionTimeout and LeaderLeaseTimeout override
 	// Raft's defaults (1 s, 1 s, 500 ms) when non-zero.
 	HeartbeatTimeout, ElectionTimeout, LeaderLeaseTimeout time.Duration
+	// TimingMultiplier scales Raft's default heartbeat, election and
+	// leader lease timeouts (Consul's raft_multiplier): members that share
+	// busy CPUs miss heartbeats at 1 and hold elections they need not.
+	// 0 or 1 keep the defaults; the overrides above win over it.
+	TimingMultiplier int
 	// SnapshotThreshold is how many log entries trigger a snapshot; 0 means 8192.
 	SnapshotThreshold uint64
 	// SnapshotsRetained is how many snapshot files to keep; 0 means 3.
@@ -179,15 +184,7 @@ func openStores(cfg Config) (*raft.Config, logStore, raft.SnapshotStore, error) 
 	// one by one while it writes.
 	rc.MaxAppendEntries = MaxAppendEntries
 	rc.BatchApplyCh = true
-	if cfg.HeartbeatTimeout > 0 {
-		rc.HeartbeatTimeout = cfg.HeartbeatTimeout
-	}
-	if cfg.ElectionTimeout > 0 {
-		rc.ElectionTimeout = cfg.ElectionTimeout
-	}
-	if cfg.LeaderLeaseTimeout > 0 {
-		rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
-	}
+	setTiming(rc, cfg)
 	if cfg.SnapshotThreshold > 0 {
 		rc.SnapshotThreshold = cfg.SnapshotThreshold
 	}
@@ -395,4 +392,24 @@ func (n *Node) Shutdown() error {
 // to another voter (operators' maintenance, and tests that force elections).
 func (n *Node) LeadershipTransfer(ctx context.Context) error {
 	return waitFuture(ctx, n.raft.LeadershipTransfer())
+}
+
+// setTiming sets rc's heartbeat, election and leader lease timeouts from
+// cfg: Raft's defaults times cfg.TimingMultiplier (when above 1), then
+// cfg's explicit overrides.
+func setTiming(rc *raft.Config, cfg Config) {
+	if m := time.Duration(cfg.TimingMultiplier); m > 1 {
+		rc.HeartbeatTimeout *= m
+		rc.ElectionTimeout *= m
+		rc.LeaderLeaseTimeout *= m
+	}
+	if cfg.HeartbeatTimeout > 0 {
+		rc.HeartbeatTimeout = cfg.HeartbeatTimeout
+	}
+	if cfg.ElectionTimeout > 0 {
+		rc.ElectionTimeout = cfg.ElectionTimeout
+	}
+	if cfg.LeaderLeaseTimeout > 0 {
+		rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
+	}
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/coreos/ignition/v2/config/v3_3/types"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -213,5 +215,15 @@ func TestUserConfigAsBefore(t *testing.T) {
 func TestEmptyAgentConfig(t *testing.T) {
 	if _, err := Render(Params{}); err == nil {
 		t.Fatal("no error")
+	}
+}
+
+// An invalid config is refused with Ignition's report and the field path.
+func TestMarshalRefusesAnInvalidConfig(t *testing.T) {
+	cfg := types.Config{Ignition: types.Ignition{Version: "3.3.0"}}
+	cfg.Systemd.Units = []types.Unit{{Name: "roost.notaunit"}}
+	_, err := Marshal(cfg)
+	if err == nil || !strings.Contains(err.Error(), "ignition: invalid config") || !strings.Contains(err.Error(), "systemd.units.0.name") {
+		t.Fatalf("Marshal of a unit named roost.notaunit: %v; want an invalid config error at systemd.units.0.name", err)
 	}
 }

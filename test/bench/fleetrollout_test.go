@@ -43,6 +43,13 @@ const (
 	scaleV1, scaleV2    = "2026.11.0", "2026.12.0"
 )
 
+// scaleRaftMultiplier is the 3-member hub's --raft-multiplier: its members
+// share this machine's cores with each other and the simulators, and at
+// Raft's 1 s defaults a member busy applying missed heartbeats and called
+// elections nobody needed (at 10,000 Servers on 2 cores). Consul advises 5
+// for such machines; the leader kill is then noticed within 5 to 10 s.
+const scaleRaftMultiplier = 5
+
 // BenchmarkFleetRollout rolls a fleet of simulated Servers through a real
 // hub (roost-hub processes, real gRPC and mTLS) from one monthly release
 // to the next, and measures it (issue 23, acceptance 3).
@@ -160,7 +167,11 @@ func fleetTable(rows []fleetResult) string {
 // rollFleet runs one fleet rollout on a hub of the given size.
 func rollFleet(b *testing.B, members, n int, bootTime time.Duration) fleetResult {
 	res := fleetResult{members: members, agents: n, leaderKilled: "-"}
-	c := harness.StartCluster(b, members, harness.ClusterOptions{Args: append([]string{"--feed-poll-interval", feedPoll.String()}, harness.SimulatorArgs...)})
+	args := append([]string{"--feed-poll-interval", feedPoll.String()}, harness.SimulatorArgs...)
+	if members > 1 {
+		args = append(args, "--raft-multiplier", fmt.Sprint(scaleRaftMultiplier))
+	}
+	c := harness.StartCluster(b, members, harness.ClusterOptions{Args: args})
 	cfg := c.AdminConfig
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
