@@ -238,7 +238,7 @@ func start(ctx context.Context, opts Options, apiLn, httpLn, raftLn net.Listener
 	liveMetrics := liveness.NewMetrics(reg)
 	apiMetrics := api.NewMetrics(reg)
 	grpcOpts := append(api.ServerOptions(apiMetrics),
-		grpc.Creds(api.LimitHandshakes(credentials.NewTLS(serverTLS), runtime.GOMAXPROCS(0), handshakeTimeout(opts), apiMetrics)),
+		grpc.Creds(api.LimitHandshakes(credentials.NewTLS(serverTLS), api.HandshakesPerCPU*runtime.GOMAXPROCS(0), handshakeTimeout(opts), apiMetrics)),
 		// A connection that does not finish its TLS handshake in time is
 		// closed (gRPC's default waits 120 s).
 		grpc.ConnectionTimeout(handshakeTimeout(opts)),

@@ -21,13 +21,21 @@ import (
 // Raft's heartbeats waited behind them, and members held elections that
 // ended more streams (10,000 simulated Servers, 3 members on 2 cores: half
 // of a member's CPU in handshakes, reconnects growing by 1,000 a minute for
-// good). With n = GOMAXPROCS the handshakes still use every core when
-// nothing else runs, but never crowd out the rest.
+// good). A handshake also waits for its client (two round trips), so n
+// is HandshakesPerCPU × GOMAXPROCS: enough to overlap those waits, few
+// enough that the run queue stays short.
 //
 // m, when not nil, counts handshakes by result (ok, failed, shed).
 func LimitHandshakes(creds credentials.TransportCredentials, n int, wait time.Duration, m *Metrics) credentials.TransportCredentials {
 	return &limitedCreds{TransportCredentials: creds, slots: make(chan struct{}, max(n, 1)), wait: wait, m: m}
 }
+
+// HandshakesPerCPU is how many API handshakes a member runs at once per
+// CPU (GOMAXPROCS). At 1 per CPU a member that 10,000 simulated agents
+// enrolled with at once completed 38 handshakes a second and shed
+// 100,000 (each held its slot while its busy client answered); at 1,000s
+// of concurrent handshakes (no limit) Raft starved, see above.
+const HandshakesPerCPU = 32
 
 // errHandshakeShed closes a connection that waited too long for its turn.
 var errHandshakeShed = errors.New("too many TLS handshakes in progress; retry later")

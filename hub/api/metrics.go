@@ -33,7 +33,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"method"}),
 		handshakes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "roost", Subsystem: "api", Name: "tls_handshakes_total",
-			Help: "TLS handshakes of the API port by result: ok, failed, or shed (closed after waiting the handshake timeout for one of GOMAXPROCS slots).",
+			Help: "TLS handshakes of the API port by result: ok, failed, or shed (closed after waiting the handshake timeout for a slot: 32 per CPU).",
 		}, []string{"result"}),
 	}
 	reg.MustRegister(m.requests, m.latency, m.handshakes)
