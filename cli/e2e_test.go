@@ -181,7 +181,23 @@ func TestEndToEnd(t *testing.T) {
 		t.Errorf("hub join-tokens revoke again: exit %d, out %q, err %q", r.code, r.out, r.err)
 	}
 
-	// Restart the hub: the same state reads back byte for byte.
+	// Restart the hub: the same state reads back byte for byte. The
+	// controllers write status after an apply (the Cluster's Reachable
+	// condition): read it once they have.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		settled := true
+		for _, k := range kinds {
+			r = run("get", k, "-o", "yaml")
+			settled = settled && r.code == 0 && r.out == before[k]
+			before[k] = r.out
+		}
+		if settled && strings.Contains(before["clusters"], "type: Reachable") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the state did not settle in 10s; clusters:\n%s", before["clusters"])
+		}
+	}
 	if err := h.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -45,11 +44,8 @@ type Controller struct {
 	Recorder *controller.EventRecorder
 	Log      *slog.Logger
 
-	// admitMu serialises Admit, so two Servers of one Pool are not both
-	// admitted against the same count (the FSM's Lease check is the
-	// last guard).
-	admitMu sync.Mutex
-	sched   scheduleCache
+	admits admissions
+	sched  scheduleCache
 }
 
 // Run reconciles each Pool whose objects changed, and every Pool each
@@ -152,27 +148,37 @@ func (c *Controller) log() *slog.Logger {
 }
 
 // Admit says whether Machine m may start a reboot now (see Admit). A
-// Machine of no Pool (standalone) is always admitted.
-func (c *Controller) Admit(_ context.Context, m *roostv1.Machine) (bool, string) {
+// Machine of no Pool (standalone) is always admitted. The Pool's plan is
+// computed at most once at a time per Pool and shared by the Admits that
+// arrived before it began (see admissions); waiting for it ends with ctx.
+func (c *Controller) Admit(ctx context.Context, m *roostv1.Machine) (bool, string) {
 	pool := m.GetSpec().GetPool()
 	if pool == "" {
 		return true, ""
 	}
-	c.admitMu.Lock()
-	defer c.admitMu.Unlock()
-	views, err := c.Views(pool)
-	if err != nil || len(views) == 0 {
+	a, err := c.admits.plan(ctx, pool, c.FSM.LastIndex(), c.now(), func() (*admission, error) {
+		at, r := c.now(), c.FSM.Reader()
+		views, err := c.viewsFrom(r, pool)
+		if err != nil {
+			return nil, err
+		}
+		return &admission{index: r.LastIndex(), at: at, view: views[0], status: Plan(views[0], at)}, nil
+	})
+	if err != nil {
 		return false, fmt.Sprintf("pool %s: %v", pool, err)
 	}
-	now := c.now()
-	return Admit(views[0], Plan(views[0], now), m.GetMetadata().GetName(), now)
+	return Admit(a.view, a.status, m.GetMetadata().GetName(), c.now())
 }
 
 // Views reads the Pools (only pool when not empty) and their Machines
 // from one consistent read of the FSM, sorted by Pool name. The views
 // share messages with the store: read only.
 func (c *Controller) Views(pool string) ([]*PoolView, error) {
-	r := c.FSM.Reader()
+	return c.viewsFrom(c.FSM.Reader(), pool)
+}
+
+// viewsFrom is Views read from r.
+func (c *Controller) viewsFrom(r *state.Reader, pool string) ([]*PoolView, error) {
 	var pools []*roostv1.Pool
 	if pool != "" {
 		o := r.Get("Pool", pool)
